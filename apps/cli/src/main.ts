@@ -1,0 +1,16 @@
+import { Command } from 'commander';
+import { TERN_VERSION } from '#tern/service';
+import { ApiError } from './api-client.js';
+import { statusCommand } from './commands/status.js';
+
+const program = new Command('tern')
+  .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
+  .version(TERN_VERSION)
+  .addCommand(statusCommand());
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  process.stderr.write(`tern: ${e instanceof ApiError ? e.message : (e as Error).message}\n`);
+  process.exit(1);
+}

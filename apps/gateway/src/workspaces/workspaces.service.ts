@@ -1,0 +1,66 @@
+import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { ApiToken, type ApiTokenRole, isUniqueViolation, Workspace } from '#tern/persistence';
+import { AuthService } from '../auth/auth.service.js';
+
+export interface TokenView {
+  id: string;
+  name: string;
+  prefix: string;
+  role: ApiTokenRole;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+function view(t: ApiToken): TokenView {
+  return { id: t.id, name: t.name, prefix: t.prefix, role: t.role, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt };
+}
+
+@Injectable()
+export class WorkspacesService {
+  constructor(
+    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
+    @InjectRepository(ApiToken) private readonly tokens: Repository<ApiToken>,
+    private readonly auth: AuthService,
+  ) {}
+
+  async get(id: string) {
+    const w = await this.workspaces.findOneBy({ id });
+    if (!w) throw new NotFoundException(`workspace ${id} not found`);
+    return w;
+  }
+
+  list() {
+    return this.workspaces.find({ order: { createdAt: 'ASC' } });
+  }
+
+  /** A new workspace with its first admin token (shown once). */
+  async create(name: string) {
+    let workspace: Workspace;
+    try {
+      workspace = await this.workspaces.save(this.workspaces.create({ name }));
+    } catch (e) {
+      if (isUniqueViolation(e)) throw new ConflictException(`workspace "${name}" already exists`);
+      throw e;
+    }
+    const { token, row } = await this.auth.issue(workspace.id, 'admin', 'admin');
+    return { workspace, token, tokenId: row.id };
+  }
+
+  async listTokens(workspaceId: string): Promise<TokenView[]> {
+    const rows = await this.tokens.find({ where: { workspaceId }, order: { createdAt: 'ASC' } });
+    return rows.filter((t) => !t.revokedAt).map(view);
+  }
+
+  async createToken(workspaceId: string, name: string, role: ApiTokenRole) {
+    const { token, row } = await this.auth.issue(workspaceId, name, role);
+    return { ...view(row), token };
+  }
+
+  async revokeToken(workspaceId: string, id: string) {
+    const row = await this.tokens.findOneBy({ id, workspaceId });
+    if (!row || row.revokedAt) throw new NotFoundException(`token ${id} not found in this workspace`);
+    await this.tokens.update(row.id, { revokedAt: new Date() });
+  }
+}

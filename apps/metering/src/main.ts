@@ -1,0 +1,4 @@
+import { bootstrap } from '#tern/service';
+import { MeteringModule } from './metering.module.js';
+
+await bootstrap('metering', { module: MeteringModule.forRoot });

@@ -1,0 +1,14 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { type TernConfig } from '#tern/config';
+import { CoreModule } from '#tern/service';
+import { MachinesModule } from './machines/machines.module.js';
+
+@Module({})
+export class SchedulerModule {
+  static forRoot(config: TernConfig): DynamicModule {
+    return {
+      module: SchedulerModule,
+      imports: [CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS'] }), MachinesModule],
+    };
+  }
+}

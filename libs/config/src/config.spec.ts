@@ -1,0 +1,40 @@
+import { ConfigError, loadConfig } from './config.js';
+import { VARIABLES } from './variables.js';
+
+describe('loadConfig', () => {
+  it('applies defaults, including per-service ones', () => {
+    expect(loadConfig('gateway', {}).http.port).toBe(1994);
+    expect(loadConfig('scheduler', {}).http.port).toBe(1995);
+    expect(loadConfig('agent', {}).http.port).toBe(0);
+    expect(loadConfig('gateway', {}).nats).toMatchObject({ servers: ['nats://127.0.0.1:4222'], namespace: 'tern' });
+  });
+
+  it('types what it reads', () => {
+    const c = loadConfig('gateway', { HTTP_PORT: '8080', DATABASE_RUN_MIGRATIONS: 'no', NATS_URL: 'nats://a:1, nats://b:2' });
+    expect(c.http.port).toBe(8080);
+    expect(c.database.runMigrations).toBe(false);
+    expect(c.nats.servers).toEqual(['nats://a:1', 'nats://b:2']);
+  });
+
+  it('lists every problem at once, naming the variable and the rule', () => {
+    let error: unknown;
+    try {
+      loadConfig('gateway', { HTTP_PORT: 'eighty', LOG_LEVEL: 'loud', NATS_NAMESPACE: 'a.b' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    expect(problems).toContain('HTTP_PORT="eighty": must be a whole number');
+    expect(problems).toContain('LOG_LEVEL="loud": must be one of');
+    expect(problems).toContain('NATS_NAMESPACE="a.b"');
+  });
+
+  it('rejects out-of-range ports', () => {
+    expect(() => loadConfig('gateway', { HTTP_PORT: '70000' })).toThrow('must be at most 65535');
+  });
+
+  it('gives every variable a description', () => {
+    for (const v of VARIABLES) expect(v.description.length).toBeGreaterThan(10);
+  });
+});

@@ -1,0 +1,102 @@
+import { type ServiceName, type VariableSpec, variablesFor } from './variables.js';
+
+/** The typed configuration a service receives after validation at boot. */
+export interface TernConfig {
+  readonly service: ServiceName;
+  readonly nats: {
+    readonly servers: string[];
+    readonly namespace: string;
+    readonly user?: string;
+    readonly pass?: string;
+    readonly token?: string;
+  };
+  readonly database: { readonly url: string; readonly schema: string; readonly runMigrations: boolean };
+  readonly http: { readonly host: string; readonly port: number };
+  readonly log: { readonly level: string; readonly format: 'auto' | 'json' | 'pretty' };
+  readonly bootstrapAdminToken?: string;
+  readonly servicePingTimeoutMs: number;
+  readonly machineId?: string;
+  readonly pool: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Raw = Record<string, string | number | boolean | undefined>;
+
+const NAMESPACE = /^[A-Za-z0-9_-]+$/;
+
+function parseOne(spec: VariableSpec, service: ServiceName, env: NodeJS.ProcessEnv, problems: string[]) {
+  const given = env[spec.name];
+  const text = given !== undefined && given !== '' ? given : (spec.serviceDefaults?.[service] ?? spec.default);
+  if (text === undefined) return undefined;
+  const fail = (rule: string) => {
+    problems.push(`${spec.name}=${JSON.stringify(text)}: ${rule}`);
+    return undefined;
+  };
+  switch (spec.kind) {
+    case 'int': {
+      if (!/^-?\d+$/.test(text.trim())) return fail('must be a whole number');
+      const n = Number(text);
+      if (spec.min !== undefined && n < spec.min) return fail(`must be at least ${spec.min}`);
+      if (spec.max !== undefined && n > spec.max) return fail(`must be at most ${spec.max}`);
+      return n;
+    }
+    case 'bool': {
+      const t = text.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(t)) return true;
+      if (['false', '0', 'no', 'off'].includes(t)) return false;
+      return fail('must be true or false');
+    }
+    case 'enum':
+      return spec.values?.includes(text) ? text : fail(`must be one of ${spec.values?.join(', ')}`);
+    case 'url':
+      try {
+        new URL(text);
+        return text;
+      } catch {
+        return fail('must be a URL such as postgres://user@host:5432/db');
+      }
+    default:
+      return text;
+  }
+}
+
+/** Reads, validates and types the configuration of one service. Throws ConfigError listing every problem. */
+export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = process.env): TernConfig {
+  const problems: string[] = [];
+  const raw: Raw = {};
+  for (const spec of variablesFor(service)) raw[spec.name] = parseOne(spec, service, env, problems);
+
+  const namespace = String(raw.NATS_NAMESPACE);
+  if (!NAMESPACE.test(namespace)) problems.push(`NATS_NAMESPACE=${JSON.stringify(namespace)}: letters, digits, - and _ only`);
+  const schema = String(raw.DATABASE_SCHEMA ?? 'public');
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) problems.push(`DATABASE_SCHEMA=${JSON.stringify(schema)}: lower-case letters, digits and _ only`);
+  if (problems.length) throw new ConfigError(problems);
+
+  return {
+    service,
+    nats: {
+      servers: String(raw.NATS_URL).split(',').map((s) => s.trim()).filter(Boolean),
+      namespace,
+      user: raw.NATS_USER as string | undefined,
+      pass: raw.NATS_PASSWORD as string | undefined,
+      token: raw.NATS_TOKEN as string | undefined,
+    },
+    database: {
+      url: String(raw.DATABASE_URL ?? env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tern'),
+      schema,
+      runMigrations: raw.DATABASE_RUN_MIGRATIONS !== false,
+    },
+    http: { host: String(raw.HTTP_HOST), port: Number(raw.HTTP_PORT) },
+    log: { level: String(raw.LOG_LEVEL), format: raw.LOG_FORMAT as TernConfig['log']['format'] },
+    bootstrapAdminToken: raw.BOOTSTRAP_ADMIN_TOKEN as string | undefined,
+    servicePingTimeoutMs: Number(raw.SERVICE_PING_TIMEOUT_MS ?? 500),
+    machineId: raw.MACHINE_ID as string | undefined,
+    pool: String(raw.POOL ?? 'default'),
+  };
+}

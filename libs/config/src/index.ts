@@ -1,0 +1,3 @@
+export * from './variables.js';
+export * from './config.js';
+export * from './config.module.js';

@@ -1,0 +1,167 @@
+/**
+ * Every environment variable Tern reads, with its default. This is the one place to look:
+ * the README's configuration table, docker-compose.yml and k8s/ are checked against it by tests.
+ */
+export type ServiceName = 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 'reputation' | 'agent';
+
+export const SERVICE_NAMES: readonly ServiceName[] = [
+  'gateway',
+  'scheduler',
+  'autoscaler',
+  'metering',
+  'reputation',
+  'agent',
+];
+
+export type VariableKind = 'string' | 'url' | 'int' | 'bool' | 'enum';
+
+export interface VariableSpec {
+  readonly name: string;
+  readonly kind: VariableKind;
+  /** Default as the string a user would write; undefined means "not set". */
+  readonly default?: string;
+  /** Per-service defaults, where one default does not fit all. */
+  readonly serviceDefaults?: Partial<Record<ServiceName, string>>;
+  readonly values?: readonly string[];
+  readonly min?: number;
+  readonly max?: number;
+  readonly services: readonly ServiceName[] | 'all';
+  readonly description: string;
+}
+
+const CONTROL_PLANE: readonly ServiceName[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'];
+const WITH_DATABASE: readonly ServiceName[] = ['gateway', 'scheduler', 'metering', 'reputation'];
+
+export const VARIABLES = [
+  {
+    name: 'NATS_URL',
+    kind: 'string',
+    default: 'nats://127.0.0.1:4222',
+    services: 'all',
+    description: 'NATS server(s) with JetStream, comma-separated.',
+  },
+  {
+    name: 'NATS_NAMESPACE',
+    kind: 'string',
+    default: 'tern',
+    services: 'all',
+    description:
+      'First token of every subject, stream, KV bucket and service name. Several Tern installations (or test runs) can share one NATS server under different namespaces.',
+  },
+  {
+    name: 'NATS_USER',
+    kind: 'string',
+    services: 'all',
+    description: 'NATS user name, when the server requires one.',
+  },
+  {
+    name: 'NATS_PASSWORD',
+    kind: 'string',
+    services: 'all',
+    description: 'NATS password, when the server requires one.',
+  },
+  {
+    name: 'NATS_TOKEN',
+    kind: 'string',
+    services: 'all',
+    description: 'NATS auth token, when the server requires one.',
+  },
+  {
+    name: 'DATABASE_URL',
+    kind: 'url',
+    default: 'postgres://postgres@127.0.0.1:5432/tern',
+    services: WITH_DATABASE,
+    description: 'PostgreSQL connection string.',
+  },
+  {
+    name: 'DATABASE_SCHEMA',
+    kind: 'string',
+    default: 'public',
+    services: WITH_DATABASE,
+    description: 'PostgreSQL schema holding Tern tables (created when missing).',
+  },
+  {
+    name: 'DATABASE_RUN_MIGRATIONS',
+    kind: 'bool',
+    default: 'true',
+    services: WITH_DATABASE,
+    description: 'Run pending migrations at start (serialised by an advisory lock, safe with many replicas).',
+  },
+  {
+    name: 'HTTP_HOST',
+    kind: 'string',
+    default: '0.0.0.0',
+    services: 'all',
+    description: 'Address the HTTP server binds (the API on the gateway; health and metrics elsewhere).',
+  },
+  {
+    name: 'HTTP_PORT',
+    kind: 'int',
+    min: 0,
+    max: 65535,
+    serviceDefaults: {
+      gateway: '1994',
+      scheduler: '1995',
+      autoscaler: '1996',
+      metering: '1997',
+      reputation: '1998',
+      agent: '0',
+    },
+    services: 'all',
+    description:
+      'HTTP port: the public API on the gateway, /health and /metrics on the others. 0 on the agent turns its endpoint off.',
+  },
+  {
+    name: 'LOG_LEVEL',
+    kind: 'enum',
+    default: 'info',
+    values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'],
+    services: 'all',
+    description: 'Lowest log level written.',
+  },
+  {
+    name: 'LOG_FORMAT',
+    kind: 'enum',
+    default: 'auto',
+    values: ['auto', 'json', 'pretty'],
+    services: 'all',
+    description: 'json: one JSON object per line; pretty: readable; auto: pretty on a TTY, json otherwise.',
+  },
+  {
+    name: 'BOOTSTRAP_ADMIN_TOKEN',
+    kind: 'string',
+    services: ['gateway'],
+    description:
+      'When set and no workspace exists yet, the gateway creates the "default" workspace with this admin token (stored hashed).',
+  },
+  {
+    name: 'SERVICE_PING_TIMEOUT_MS',
+    kind: 'int',
+    default: '500',
+    min: 50,
+    max: 10000,
+    services: ['gateway'],
+    description: 'How long /health/ready waits for services to answer their NATS ping.',
+  },
+  {
+    name: 'MACHINE_ID',
+    kind: 'string',
+    services: ['agent'],
+    description: 'Machine id this agent reports as (defaults to a stable id derived from the host name).',
+  },
+  {
+    name: 'POOL',
+    kind: 'string',
+    default: 'default',
+    services: ['agent'],
+    description: 'Pool the agent joins.',
+  },
+] as const satisfies readonly VariableSpec[];
+
+export type VariableName = (typeof VARIABLES)[number]['name'];
+
+export function variablesFor(service: ServiceName): readonly VariableSpec[] {
+  return VARIABLES.filter((v: VariableSpec) => v.services === 'all' || v.services.includes(service));
+}
+
+export { CONTROL_PLANE, WITH_DATABASE };

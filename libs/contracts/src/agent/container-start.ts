@@ -1,0 +1,81 @@
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { defineContract } from '../contract.js';
+import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
+import { ContainerResources } from '../container/container-resources.js';
+import { IsId, IsRecordOf } from '../validation.js';
+
+
+export class VolumeMount {
+  /** The workspace volume's name. */
+  @IsId() volume!: string;
+  @Matches(/^\//, { message: 'mountPath must be an absolute path' }) mountPath!: string;
+  @IsBoolean() readOnly!: boolean;
+}
+
+export class ContainerStart {
+  @IsId() containerId!: string;
+  @IsId() deploymentId!: string;
+  @IsInt() @Min(1) deploymentVersion!: number;
+  @IsId() workspaceId!: string;
+  @IsIn(DEPLOYMENT_KINDS) deploymentKind!: DeploymentKind;
+
+  /** OCI image reference, e.g. "ghcr.io/acme/llm@sha256:…". */
+  @IsString() image!: string;
+
+  /** Either a handler run by a Tern runner ("app.py:predict") or a command that serves the container contract itself. */
+  @IsOptional() @IsString() handler?: string;
+  @IsOptional() @IsArray() @IsString({ each: true }) command?: string[];
+  @IsOptional() @IsArray() @IsString({ each: true }) args?: string[];
+
+  @IsRecordOf('string') env!: Record<string, string>;
+  @IsOptional() @Matches(/^\//, { message: 'cwd must be an absolute path' }) cwd?: string;
+
+  @ValidateNested() @Type(() => ContainerResources)
+  resources!: ContainerResources;
+
+  @IsArray() @ValidateNested({ each: true }) @Type(() => VolumeMount)
+  volumes!: VolumeMount[];
+
+  /** Ports the container listens on inside its network namespace; the first is passed as $PORT. */
+  @IsArray() @IsInt({ each: true }) @Min(1, { each: true }) @Max(65535, { each: true })
+  ports!: number[];
+
+  /** Handler processes in the container. */
+  @IsInt() @Min(1) workers!: number;
+  /** Requests or tasks each worker handles at once. */
+  @IsInt() @Min(1) concurrency!: number;
+
+  /** Longest wait for the first passing health check before the start counts as failed. */
+  @IsInt() @Min(1) startupTimeoutSeconds!: number;
+
+  @IsISO8601() requestedAt!: string;
+}
+
+export class ContainerStartReply {
+  /** true: the agent took it on; progress follows as container events. */
+  @IsBoolean() accepted!: boolean;
+  /** Why it was refused (not enough free GPUs, unknown volume, …). */
+  @IsOptional() @IsString() reason?: string;
+}
+
+export const AGENT_CONTAINER_START = defineContract({
+  subject: 'tern.agent.*.container.start.v1',
+  kind: 'request',
+  payload: ContainerStart,
+  reply: ContainerStartReply,
+  description:
+    'Start a container on this machine. Token: machine id. Sent by the scheduler; answered by that machine\'s agent as soon as it accepts or refuses (not when the container is up: that is reported by container events). Idempotent on containerId: a repeated start of a known container is accepted again.',
+});

@@ -1,0 +1,22 @@
+import { IsIn, IsString } from 'class-validator';
+import { defineContract } from '../contract.js';
+import { IsNullable } from '../validation.js';
+import { ContainerEvent } from './container-event.js';
+
+/** Where it failed: preparing the image, creating or starting the runtime, its health check, while running, or with its machine. */
+export const CONTAINER_FAILURE_PHASES = ['image', 'create', 'start', 'health', 'runtime', 'machine-lost'] as const;
+export type ContainerFailurePhase = (typeof CONTAINER_FAILURE_PHASES)[number];
+
+export class ContainerFailed extends ContainerEvent {
+  @IsIn(CONTAINER_FAILURE_PHASES) phase!: ContainerFailurePhase;
+  @IsString() error!: string;
+}
+
+export const CONTAINER_FAILED = defineContract({
+  subject: 'tern.container.failed.v1',
+  kind: 'event',
+  payload: ContainerFailed,
+  stream: 'EVENTS',
+  description:
+    'A container could not start, failed its health check, or died unexpectedly. Sent by the agent, or by the scheduler with phase machine-lost when its machine goes offline; read by the scheduler (replaces it), reputation and the gateway. A failed container that had started is also reported stopped so metering closes its usage.',
+});

@@ -1,0 +1,30 @@
+/**
+ * The domain's vocabularies, shared by messages (contracts) and rows (persistence) so a
+ * state written in one place is always understood in the other.
+ */
+
+/**
+ * pending: created with a join token, agent not yet seen; registered: agent called in, no
+ * heartbeat yet; ready: heartbeating, accepts containers; unschedulable: heartbeating but
+ * below its pool's requirements (the reason says which); offline: heartbeats stopped.
+ */
+export const MACHINE_STATES = ['pending', 'registered', 'ready', 'unschedulable', 'offline'] as const;
+export type MachineState = (typeof MACHINE_STATES)[number];
+
+/** endpoint: HTTP requests; task_queue: pulls tasks; function: one call, then exits; cron: a function on a schedule. */
+export const DEPLOYMENT_KINDS = ['endpoint', 'task_queue', 'function', 'cron'] as const;
+export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];
+
+export const DEPLOYMENT_STATES = ['pending', 'building', 'ready', 'failed', 'stopped'] as const;
+export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
+
+export const CONTAINER_STATES = ['pending', 'scheduled', 'starting', 'running', 'stopping', 'stopped', 'failed'] as const;
+export type ContainerState = (typeof CONTAINER_STATES)[number];
+
+export const TASK_STATES = ['PENDING', 'RUNNING', 'COMPLETE', 'ERROR', 'CANCELLED', 'EXPIRED', 'TIMEOUT', 'RETRY'] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+export const FINAL_TASK_STATES: readonly TaskState[] = ['COMPLETE', 'ERROR', 'CANCELLED', 'EXPIRED', 'TIMEOUT'];
+
+/** Autoscaling policies a deployment may choose. */
+export const SCALE_POLICIES = ['queue_depth', 'request_latency', 'fixed'] as const;
+export type ScalePolicy = (typeof SCALE_POLICIES)[number];

@@ -1,0 +1,57 @@
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsNumber,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { defineContract } from '../contract.js';
+
+export const MACHINE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+export class GpuUsage {
+  @IsInt() @Min(0) index!: number;
+  @IsString() model!: string;
+  @IsInt() @Min(0) memoryMiB!: number;
+  /** Free when no container holds it. */
+  @IsIn(['free', 'busy']) state!: 'free' | 'busy';
+}
+
+export class MachineHeartbeat {
+  @Matches(MACHINE_ID_PATTERN, { message: 'machineId must be 1-64 letters, digits, - or _' })
+  machineId!: string;
+
+  @IsString() pool!: string;
+
+  /** Agent clock at send time; the receiver compares it with its own to spot skew. */
+  @IsISO8601() sentAt!: string;
+
+  /** Increases by one per heartbeat since the agent started; gaps mean lost beats. */
+  @IsInt() @Min(0) sequence!: number;
+
+  @IsNumber() @Min(0) @Max(100) cpuPercent!: number;
+  @IsNumber() @Min(0) @Max(100) memoryPercent!: number;
+
+  @IsArray() @ValidateNested({ each: true }) @Type(() => GpuUsage)
+  gpus!: GpuUsage[];
+
+  @IsArray() @IsString({ each: true })
+  runningContainers!: string[];
+
+  @IsOptional() @IsString() agentVersion?: string;
+}
+
+export const MACHINE_HEARTBEAT = defineContract({
+  subject: 'tern.heartbeat.*.v1',
+  kind: 'event',
+  payload: MachineHeartbeat,
+  stream: 'HEARTBEATS',
+  description: 'An agent is alive: resource use, free GPUs, running containers. Token: machine id. Default every 10 s.',
+});

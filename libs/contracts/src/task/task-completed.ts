@@ -1,0 +1,25 @@
+import { Allow, IsInt, IsISO8601, IsOptional, Min } from 'class-validator';
+import { defineContract } from '../contract.js';
+import { IsId } from '../validation.js';
+
+export class TaskCompleted {
+  @IsId() taskId!: string;
+  @IsId() deploymentId!: string;
+  @IsId() workspaceId!: string;
+  @IsId() containerId!: string;
+  @IsId() machineId!: string;
+  @IsInt() @Min(1) attempt!: number;
+  @IsInt() @Min(0) durationMs!: number;
+  /** The handler's JSON response; absent when it returned no body. */
+  @IsOptional() @Allow() result?: unknown;
+  @IsISO8601() completedAt!: string;
+}
+
+export const TASK_COMPLETED = defineContract({
+  subject: 'tern.task.completed.v1',
+  kind: 'event',
+  payload: TaskCompleted,
+  stream: 'EVENTS',
+  description:
+    'A task finished successfully. Sent by the agent (Nats-Msg-Id = task id, so it is stored once even if the task ran twice); read by the gateway (stores the result, calls the callback; the first completion wins), the autoscaler (task durations), metering and reputation (task success).',
+});

@@ -1,0 +1,32 @@
+import { IsBoolean, IsIn, IsInt, IsISO8601, IsOptional, IsString, Min } from 'class-validator';
+import { defineContract } from '../contract.js';
+import { IsId } from '../validation.js';
+
+/** error: the handler failed; timeout: no progress within timeoutSeconds; container-lost: the container or its machine died mid-task. */
+export const TASK_FAILURE_CAUSES = ['error', 'timeout', 'container-lost'] as const;
+export type TaskFailureCause = (typeof TASK_FAILURE_CAUSES)[number];
+
+export class TaskFailed {
+  @IsId() taskId!: string;
+  @IsId() deploymentId!: string;
+  @IsId() workspaceId!: string;
+  /** Absent when the task failed before reaching a container (e.g. timed out in the queue). */
+  @IsOptional() @IsId() containerId?: string;
+  @IsOptional() @IsId() machineId?: string;
+  @IsInt() @Min(1) attempt!: number;
+  @IsIn(TASK_FAILURE_CAUSES) cause!: TaskFailureCause;
+  @IsString() error!: string;
+  /** false: this was the last attempt and the task is failed for good. */
+  @IsBoolean() willRetry!: boolean;
+  @IsOptional() @IsInt() @Min(0) durationMs?: number;
+  @IsISO8601() failedAt!: string;
+}
+
+export const TASK_FAILED = defineContract({
+  subject: 'tern.task.failed.v1',
+  kind: 'event',
+  payload: TaskFailed,
+  stream: 'EVENTS',
+  description:
+    'An attempt of a task failed. Sent by the agent (cause container-lost when it is handed a redelivered task whose previous attempt never reported); read by the gateway (status; final when willRetry is false), metering and reputation (container-lost counts against the machine, error does not).',
+});

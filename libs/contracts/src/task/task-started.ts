@@ -1,0 +1,22 @@
+import { IsInt, IsISO8601, Min } from 'class-validator';
+import { defineContract } from '../contract.js';
+import { IsId } from '../validation.js';
+
+export class TaskStarted {
+  @IsId() taskId!: string;
+  @IsId() deploymentId!: string;
+  @IsId() workspaceId!: string;
+  @IsId() containerId!: string;
+  @IsId() machineId!: string;
+  @IsInt() @Min(1) attempt!: number;
+  @IsISO8601() startedAt!: string;
+}
+
+export const TASK_STARTED = defineContract({
+  subject: 'tern.task.started.v1',
+  kind: 'event',
+  payload: TaskStarted,
+  stream: 'EVENTS',
+  description:
+    'A container began running a task (one per attempt). Sent by the agent that pulled it; read by the gateway (task status), the autoscaler (in flight) and metering.',
+});

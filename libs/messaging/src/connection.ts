@@ -1,0 +1,53 @@
+import { Logger } from '@nestjs/common';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+
+export interface ConnectOptions {
+  servers: string[];
+  name: string;
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** Give up on the first connection after this long; reconnects after that never give up. */
+  firstConnectTimeoutMs?: number;
+}
+
+/**
+ * Connects with unlimited reconnects (jittered back-off) so a NATS restart never kills a
+ * service; the first connection is retried too, until firstConnectTimeoutMs.
+ */
+export async function connectNats(opts: ConnectOptions, logger = new Logger('nats')): Promise<NatsConnection> {
+  const deadline = Date.now() + (opts.firstConnectTimeoutMs ?? 60_000);
+  let delay = 250;
+  for (;;) {
+    try {
+      const nc = await connect({
+        servers: opts.servers,
+        name: opts.name,
+        user: opts.user,
+        pass: opts.pass,
+        token: opts.token,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 1000,
+        reconnectJitter: 500,
+        pingInterval: 5000,
+        maxPingOut: 2,
+      });
+      void watchStatus(nc, logger);
+      logger.log(`connected to ${nc.getServer()} as ${opts.name}`);
+      return nc;
+    } catch (e) {
+      if (Date.now() + delay > deadline) throw new Error(`cannot reach NATS at ${opts.servers.join(',')}: ${(e as Error).message}`);
+      logger.warn(`NATS not reachable at ${opts.servers.join(',')} (${(e as Error).message}); retrying in ${delay} ms`);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+}
+
+async function watchStatus(nc: NatsConnection, logger: Logger) {
+  for await (const s of nc.status()) {
+    if (s.type === 'disconnect') logger.warn(`disconnected from NATS ${'server' in s ? s.server : ''}`);
+    else if (s.type === 'reconnect') logger.log(`reconnected to NATS ${'server' in s ? s.server : ''}`);
+    else if (s.type === 'error') logger.error(`NATS error: ${'error' in s ? String(s.error) : ''}`);
+  }
+}

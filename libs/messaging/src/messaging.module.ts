@@ -1,0 +1,46 @@
+import { type DynamicModule, Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { type NatsConnection } from '@nats-io/transport-node';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { connectNats } from './connection.js';
+import { Messaging } from './messaging.js';
+import { Namespace } from './namespace.js';
+
+export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
+
+/** One NATS connection per process, shared by the transport, health checks and services. */
+@Global()
+@Module({})
+export class MessagingModule implements OnApplicationShutdown {
+  private readonly logger = new Logger('messaging');
+
+  constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
+
+  static forRoot(): DynamicModule {
+    return {
+      module: MessagingModule,
+      providers: [
+        {
+          provide: NATS_CONNECTION,
+          inject: [TERN_CONFIG],
+          useFactory: (config: TernConfig) =>
+            connectNats({ ...config.nats, name: `${config.nats.namespace}-${config.service}` }),
+        },
+        {
+          provide: Messaging,
+          inject: [NATS_CONNECTION, TERN_CONFIG],
+          useFactory: (nc: NatsConnection, config: TernConfig) => new Messaging(nc, new Namespace(config.nats.namespace)),
+        },
+      ],
+      exports: [NATS_CONNECTION, Messaging],
+    };
+  }
+
+  async onApplicationShutdown() {
+    if (this.nc.isClosed()) return;
+    try {
+      await this.nc.drain();
+    } catch (e) {
+      this.logger.warn(`drain failed: ${(e as Error).message}`);
+    }
+  }
+}

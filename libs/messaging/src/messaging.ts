@@ -1,0 +1,225 @@
+import { Logger } from '@nestjs/common';
+import { headers as natsHeaders, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  jetstream,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstreamManager,
+  type PubAck,
+  RetentionPolicy,
+  StorageType,
+  JetStreamApiCodes,
+} from '@nats-io/jetstream';
+import { type KV, Kvm } from '@nats-io/kv';
+import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor } from '#tern/contracts';
+import { decode, encode } from './codec.js';
+import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
+import { Namespace } from './namespace.js';
+
+const SECOND_NS = 1_000_000_000;
+
+export interface PublishOptions {
+  /** Nats-Msg-Id: a repeat within the stream's duplicate window is stored once. */
+  msgId?: string;
+  /** Values for the `*` tokens of the contract's subject. */
+  tokens?: string[];
+  headers?: Record<string, string>;
+}
+
+export interface ConsumerSpec {
+  stream: StreamName;
+  durable: string;
+  filterSubject: string;
+  ackWaitMs?: number;
+  maxDeliver?: number;
+  maxAckPending?: number;
+  /** 'all' replays what the stream holds when the consumer is first created; 'new' starts now. */
+  deliver?: 'all' | 'new';
+}
+
+export interface KvSpec {
+  name: string;
+  /** Bucket-wide TTL (NATS 2.9 has no per-key TTL). */
+  ttlMs?: number;
+  history?: number;
+}
+
+/**
+ * JetStream and core NATS behind the contracts: names are rewritten into the namespace,
+ * payloads are JSON validated by the contract's class on the way in.
+ */
+export class Messaging {
+  readonly js: JetStreamClient;
+  private jsmPromise?: Promise<JetStreamManager>;
+  private readonly kvm: Kvm;
+  private readonly logger = new Logger('messaging');
+
+  constructor(
+    readonly nc: NatsConnection,
+    readonly ns: Namespace,
+  ) {
+    this.js = jetstream(nc);
+    this.kvm = new Kvm(nc);
+  }
+
+  jsm(): Promise<JetStreamManager> {
+    this.jsmPromise ??= jetstreamManager(this.nc).catch((e) => {
+      this.jsmPromise = undefined;
+      throw e;
+    });
+    return this.jsmPromise;
+  }
+
+  /** The wire subject for a contract, `*` tokens filled. */
+  subject(contract: Contract<any, any>, tokens: string[] = []): string {
+    return this.ns.subject(tokens.length ? subjectFor(contract, ...tokens) : contract.subject);
+  }
+
+  /** Publishes a fact or command to its JetStream stream; resolves once the server stored it. */
+  async publish<T extends object>(contract: Contract<T, any>, payload: T, opts: PublishOptions = {}): Promise<PubAck> {
+    if (!contract.stream) throw new Error(`${contract.subject} is not on a stream; use emit() or request()`);
+    const h = this.headers(opts.headers);
+    return this.js.publish(this.subject(contract, opts.tokens), encode(payload), {
+      msgID: opts.msgId,
+      headers: h,
+    });
+  }
+
+  /** Core NATS publish: fire and forget (logs, presence). */
+  emit<T extends object>(contract: Contract<T, any>, payload: T, tokens: string[] = []): void {
+    this.nc.publish(this.subject(contract, tokens), encode(payload));
+  }
+
+  /** Core NATS request with a validated reply. Errors come back as RequestError with an HTTP-like code. */
+  async request<T extends object, R extends object>(
+    contract: Contract<T, R>,
+    payload: T,
+    opts: { tokens?: string[]; timeoutMs?: number } = {},
+  ): Promise<R> {
+    const subject = this.subject(contract, opts.tokens);
+    let msg;
+    try {
+      msg = await this.nc.request(subject, encode(payload), { timeout: opts.timeoutMs ?? 5000 });
+    } catch (e) {
+      const text = (e as Error).message ?? String(e);
+      const code = /no responders|503/i.test(text) ? 503 : /timeout/i.test(text) ? 504 : 500;
+      throw new RequestError(code, `${contract.subject}: ${text}`, subject);
+    }
+    const error = msg.headers?.get(ERROR_HEADER);
+    if (error) throw new RequestError(Number(msg.headers?.get(ERROR_CODE_HEADER) || 500), error, subject);
+    if (!contract.reply) return {} as R;
+    const decoded = await decode(contract.reply, msg.data);
+    if (!decoded.ok) throw new RequestError(502, `invalid reply on ${contract.subject}: ${decoded.reason}`, subject);
+    return decoded.value;
+  }
+
+  /**
+   * Answers requests on a contract's subject within a queue group (one replica answers).
+   * A payload that fails validation gets a 400 with the reason; the handler never sees it.
+   */
+  serve<T extends object, R extends object>(
+    contract: Contract<T, R>,
+    queue: string,
+    handler: (payload: T, subject: string) => Promise<R> | R,
+  ): Subscription {
+    const subject = this.ns.subject(contract.subject);
+    return this.nc.subscribe(subject, {
+      queue,
+      callback: (err, msg) => {
+        if (err) {
+          this.logger.error(`subscription ${subject} failed: ${err.message}`);
+          return;
+        }
+        void (async () => {
+          const fail = (code: number, message: string) => {
+            const h = natsHeaders();
+            h.set(ERROR_HEADER, message.replace(/[\r\n]+/g, ' '));
+            h.set(ERROR_CODE_HEADER, String(code));
+            msg.respond(new Uint8Array(), { headers: h });
+          };
+          const decoded = await decode(contract.payload, msg.data);
+          if (!decoded.ok) {
+            this.logger.warn(`rejected request on ${msg.subject}: ${decoded.reason}`);
+            return fail(400, decoded.reason);
+          }
+          try {
+            const reply = await handler(decoded.value, this.ns.canonical(msg.subject));
+            msg.respond(encode(reply ?? {}));
+          } catch (e) {
+            if (e instanceof ReplyError) return fail(e.code, e.message);
+            this.logger.error(`handler for ${msg.subject} failed: ${(e as Error).stack ?? e}`);
+            fail(500, 'internal error');
+          }
+        })();
+      },
+    });
+  }
+
+  /** Creates or updates a stream to match its spec. Safe when several services start at once. */
+  async ensureStream(spec: StreamSpec): Promise<void> {
+    const jsm = await this.jsm();
+    const config = {
+      name: this.ns.stream(spec.name),
+      subjects: spec.subjects.map((s) => this.ns.subject(s)),
+      retention: spec.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
+      storage: StorageType.File,
+      discard: DiscardPolicy.Old,
+      max_age: spec.maxAgeSeconds * SECOND_NS,
+      duplicate_window: spec.duplicateWindowSeconds * SECOND_NS,
+      num_replicas: 1,
+    };
+    try {
+      await jsm.streams.add(config);
+    } catch (e) {
+      if (!(e instanceof JetStreamApiError)) throw e;
+      // Already there with other settings (an older version declared it): bring it up to date.
+      await jsm.streams.update(config.name, config);
+    }
+  }
+
+  async ensureStreams(names: StreamName[]): Promise<void> {
+    for (const name of names) await this.ensureStream(STREAMS[name]);
+  }
+
+  /** Creates or updates a durable pull consumer. */
+  async ensureConsumer(spec: ConsumerSpec): Promise<void> {
+    const jsm = await this.jsm();
+    const stream = this.ns.stream(spec.stream);
+    const config = {
+      durable_name: spec.durable,
+      filter_subject: this.ns.subject(spec.filterSubject),
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: (spec.ackWaitMs ?? 30_000) * 1_000_000,
+      max_deliver: spec.maxDeliver ?? -1,
+      max_ack_pending: spec.maxAckPending ?? 1000,
+      deliver_policy: spec.deliver === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+    };
+    try {
+      await jsm.consumers.add(stream, config);
+    } catch (e) {
+      if (!(e instanceof JetStreamApiError) || e.code === JetStreamApiCodes.StreamNotFound) throw e;
+      // Exists with other settings: update what may change (the start position may not).
+      const { deliver_policy: _fixed, ...updatable } = config;
+      await jsm.consumers.update(stream, spec.durable, updatable);
+    }
+  }
+
+  /** Opens (creating when missing) a KV bucket in this namespace. */
+  async kv(spec: KvSpec): Promise<KV> {
+    return this.kvm.create(this.ns.bucket(spec.name), {
+      ttl: spec.ttlMs ?? 0,
+      history: spec.history ?? 1,
+    });
+  }
+
+  private headers(values?: Record<string, string>): MsgHdrs | undefined {
+    if (!values) return undefined;
+    const h = natsHeaders();
+    for (const [k, v] of Object.entries(values)) h.set(k, v);
+    return h;
+  }
+}

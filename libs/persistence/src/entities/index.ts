@@ -1,0 +1,35 @@
+import { ApiToken } from './api-token.entity.js';
+import { Container } from './container.entity.js';
+import { DeploymentVersion } from './deployment-version.entity.js';
+import { Deployment } from './deployment.entity.js';
+import { Machine } from './machine.entity.js';
+import { Pool } from './pool.entity.js';
+import { ReputationScore } from './reputation-score.entity.js';
+import { Task } from './task.entity.js';
+import { UsageInterval } from './usage-interval.entity.js';
+import { Workspace } from './workspace.entity.js';
+
+export * from './api-token.entity.js';
+export * from './container.entity.js';
+export * from './deployment-version.entity.js';
+export * from './deployment.entity.js';
+export * from './machine.entity.js';
+export * from './pool.entity.js';
+export * from './reputation-score.entity.js';
+export * from './task.entity.js';
+export * from './usage-interval.entity.js';
+export * from './workspace.entity.js';
+
+/** Listed by hand: globs and ESM do not mix, and a list shows what the DataSource knows. */
+export const ENTITIES = [
+  Workspace,
+  ApiToken,
+  Pool,
+  Machine,
+  Deployment,
+  DeploymentVersion,
+  Container,
+  Task,
+  UsageInterval,
+  ReputationScore,
+] as const;

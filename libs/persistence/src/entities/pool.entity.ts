@@ -1,0 +1,29 @@
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { numberFromText } from '../column-transformers.js';
+
+/** The pool every agent joins unless told otherwise (POOL defaults to it); the initial migration creates it. */
+export const DEFAULT_POOL = 'default';
+
+/** A named group of machines with admission rules; deployments ask for a pool. */
+@Entity({ name: 'pools' })
+@Unique('uq_pools_name', ['name'])
+export class Pool {
+  @PrimaryGeneratedColumn('uuid', { name: 'id' })
+  id!: string;
+
+  @Column({ name: 'name', type: 'text' })
+  name!: string;
+
+  /** GPU models a machine may bring into the pool; empty admits any machine, CPU-only included. */
+  @Column({ name: 'allowed_gpu_types', type: 'text', array: true, default: () => "'{}'" })
+  allowedGpuTypes!: string[];
+
+  @Column({ name: 'min_network_gbps', type: 'numeric', nullable: true, transformer: numberFromText })
+  minNetworkGbps!: number | null;
+
+  @Column({ name: 'min_reputation', type: 'double precision', nullable: true })
+  minReputation!: number | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+}

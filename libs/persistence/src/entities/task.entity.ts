@@ -1,0 +1,99 @@
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+  type Relation,
+  UpdateDateColumn,
+} from 'typeorm';
+import { type TaskState } from '#tern/contracts';
+import { DeploymentVersion } from './deployment-version.entity.js';
+import { Deployment } from './deployment.entity.js';
+import { Workspace } from './workspace.entity.js';
+
+
+/** States a task never leaves; a result or error is final once one is reached. */
+
+/** One unit of work submitted to a task queue (or a function call). */
+@Entity({ name: 'tasks' })
+@Index('ix_tasks_deployment_state_created', ['deploymentId', 'state', 'createdAt'])
+@Index('ix_tasks_workspace_created', ['workspaceId', 'createdAt'])
+export class Task {
+  /** The gateway may set it before publishing, so the JetStream message id and the row agree. */
+  @PrimaryGeneratedColumn('uuid', { name: 'id' })
+  id!: string;
+
+  @Column({ name: 'workspace_id', type: 'uuid' })
+  workspaceId!: string;
+
+  @ManyToOne(() => Workspace, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'workspace_id', foreignKeyConstraintName: 'fk_tasks_workspace' })
+  workspace?: Relation<Workspace>;
+
+  @Column({ name: 'deployment_id', type: 'uuid' })
+  deploymentId!: string;
+
+  @ManyToOne(() => Deployment, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'deployment_id', foreignKeyConstraintName: 'fk_tasks_deployment' })
+  deployment?: Relation<Deployment>;
+
+  /** The version that ran it; null until picked up, or when that version has been deleted. */
+  @Column({ name: 'deployment_version_id', type: 'uuid', nullable: true })
+  deploymentVersionId!: string | null;
+
+  @ManyToOne(() => DeploymentVersion, { onDelete: 'SET NULL', nullable: true })
+  @JoinColumn({ name: 'deployment_version_id', foreignKeyConstraintName: 'fk_tasks_deployment_version' })
+  deploymentVersion?: Relation<DeploymentVersion> | null;
+
+  @Column({ name: 'state', type: 'varchar', length: 32, default: 'PENDING' })
+  state!: TaskState;
+
+  @Column({ name: 'payload', type: 'jsonb' })
+  payload!: unknown;
+
+  @Column({ name: 'result', type: 'jsonb', nullable: true })
+  result!: unknown;
+
+  /** Where a result too large for a row was put (an object store key), instead of `result`. */
+  @Column({ name: 'result_ref', type: 'text', nullable: true })
+  resultRef!: string | null;
+
+  @Column({ name: 'error', type: 'text', nullable: true })
+  error!: string | null;
+
+  @Column({ name: 'attempts', type: 'integer', default: 0 })
+  attempts!: number;
+
+  @Column({ name: 'max_retries', type: 'integer' })
+  maxRetries!: number;
+
+  @Column({ name: 'timeout_seconds', type: 'integer' })
+  timeoutSeconds!: number;
+
+  /** How long the task may wait in the queue before it expires; null waits forever. */
+  @Column({ name: 'ttl_seconds', type: 'integer', nullable: true })
+  ttlSeconds!: number | null;
+
+  @Column({ name: 'callback_url', type: 'text', nullable: true })
+  callbackUrl!: string | null;
+
+  /** No foreign key: a task's history outlives the container that ran it. */
+  @Column({ name: 'container_id', type: 'text', nullable: true })
+  containerId!: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  @Column({ name: 'ended_at', type: 'timestamptz', nullable: true })
+  endedAt!: Date | null;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt!: Date;
+}
+

@@ -1,0 +1,58 @@
+import 'reflect-metadata';
+import { type DynamicModule, type INestApplication, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { ConfigError, loadConfig, type ServiceName, type TernConfig } from '#tern/config';
+import { JetStreamTransport, Messaging } from '#tern/messaging';
+import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
+
+export interface BootOptions {
+  /** Builds the root module from the validated config. */
+  module: (config: TernConfig) => DynamicModule;
+  /** Called before listen, for HTTP-only concerns (OpenAPI on the gateway). */
+  configureHttp?: (app: NestFastifyApplication, config: TernConfig) => void | Promise<void>;
+}
+
+/**
+ * The whole of a service's main.ts: validated config, pino logger, Fastify HTTP (API or
+ * health/metrics), the JetStream transport, graceful shutdown on SIGTERM/SIGINT.
+ */
+export async function bootstrap(service: ServiceName, options: BootOptions): Promise<INestApplication> {
+  let config: TernConfig;
+  try {
+    config = loadConfig(service);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`tern ${service}: ${e.message}\nSee the configuration table in README.md.\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw e;
+  }
+  const pino = createLogger({ service, level: config.log.level, format: config.log.format });
+  const logger = new PinoLoggerService(pino);
+  process.on('unhandledRejection', (reason) => pino.error({ err: reason }, 'unhandled promise rejection'));
+  initMetrics(service);
+
+  const app = await NestFactory.create<NestFastifyApplication>(
+    options.module(config),
+    new FastifyAdapter({ bodyLimit: 16 * 1024 * 1024 }),
+    { logger, bufferLogs: true },
+  );
+  app.useGlobalPipes(
+    new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }),
+  );
+  app.enableShutdownHooks();
+  await options.configureHttp?.(app, config);
+
+  // Streams are declared during init; consumers bind to them when the transport starts.
+  await app.init();
+  app.connectMicroservice({ strategy: new JetStreamTransport(app.get(Messaging), service) }, { inheritAppConfig: true });
+  await app.startAllMicroservices();
+  if (config.http.port > 0) {
+    await app.listen(config.http.port, config.http.host);
+    pino.info({ port: config.http.port }, `${service} listening on http://${config.http.host}:${config.http.port}`);
+  } else {
+    pino.info(`${service} started (no HTTP endpoint: HTTP_PORT=0)`);
+  }
+  return app;
+}

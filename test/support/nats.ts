@@ -1,0 +1,26 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { TEST_NATS_URL } from './isolation.js';
+
+export async function connectTestNats(): Promise<NatsConnection> {
+  return connect({ servers: TEST_NATS_URL, name: 'tern-test' });
+}
+
+/** Deletes every stream, KV bucket and object store of the namespaces that start with prefix. */
+export async function deleteNamespaces(prefix: string): Promise<number> {
+  const nc = await connectTestNats();
+  try {
+    const jsm = await jetstreamManager(nc);
+    let deleted = 0;
+    for await (const name of jsm.streams.names()) {
+      const bare = name.replace(/^(KV|OBJ)_/, '');
+      if (bare.startsWith(prefix)) {
+        await jsm.streams.delete(name).catch(() => undefined);
+        deleted++;
+      }
+    }
+    return deleted;
+  } finally {
+    await nc.close();
+  }
+}
