@@ -58,7 +58,8 @@ export async function settle<T extends object>(
   if (!decoded.ok) {
     const reason = `invalid payload on ${canonicalSubject}: ${decoded.reason}`;
     logger.warn({ subject: canonicalSubject, seq: msg.seq, reason: decoded.reason }, `terminated message: ${reason}`);
-    msg.term(reason.slice(0, 200));
+    // No reason on the wire: NATS 2.9 only understands a bare +TERM and would leave the message pending.
+    msg.term();
     settled.inc({ subject: payloadClass.name, outcome: 'term' });
     return { kind: 'term', reason };
   }
@@ -93,7 +94,7 @@ export async function settle<T extends object>(
   else if (decision.kind === 'nak') msg.nak(decision.delayMs);
   else {
     logger.warn({ subject: canonicalSubject, seq: msg.seq, reason: decision.reason }, 'handler rejected message');
-    msg.term(decision.reason.slice(0, 200));
+    msg.term();
   }
   return decision;
 }

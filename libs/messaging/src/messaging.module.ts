@@ -39,6 +39,7 @@ export class MessagingModule implements OnApplicationShutdown {
     if (this.nc.isClosed()) return;
     try {
       await this.nc.drain();
+      this.logger.log('NATS connection drained');
     } catch (e) {
       this.logger.warn(`drain failed: ${(e as Error).message}`);
     }

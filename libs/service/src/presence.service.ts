@@ -30,7 +30,8 @@ export class PresenceService implements OnApplicationBootstrap, BeforeApplicatio
     this.logger.log(`announced as ${ns.service(this.config.service)} (${this.service.info().id})`);
   }
 
-  async beforeApplicationShutdown() {
+  async beforeApplicationShutdown(signal?: string) {
+    this.logger.log(`shutting down${signal ? ` on ${signal}` : ''}: leaving the service registry`);
     await this.service?.stop().catch(() => undefined);
   }
 }

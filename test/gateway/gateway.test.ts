@@ -1,0 +1,123 @@
+import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { deleteNamespaces } from '../support/nats.js';
+import { freePort, ServiceProcess } from '../support/processes.js';
+
+const ADMIN = `tern_${'a'.repeat(43)}`;
+
+describe('gateway API: tokens, workspaces, errors', () => {
+  let schema: TestSchema;
+  let namespace: string;
+  let gateway: ServiceProcess;
+  let base: string;
+
+  const call = async (method: string, path: string, token?: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+  };
+
+  beforeAll(async () => {
+    schema = await createTestSchema('gw');
+    namespace = uniqueName('gw');
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    gateway = new ServiceProcess('gateway', testEnv(schema, namespace, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
+    await gateway.ready();
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await schema?.drop();
+    await deleteNamespaces(namespace);
+  });
+
+  it('answers 401 with a message when the token is missing, malformed or wrong', async () => {
+    const missing = await call('GET', '/api/v1/workspace');
+    expect(missing.status).toBe(401);
+    expect(missing.body.message).toMatch(/missing token/);
+    const malformed = await fetch(`${base}/api/v1/workspace`, { headers: { authorization: 'Token abc' } });
+    expect(malformed.status).toBe(401);
+    expect((await malformed.json()).message).toMatch(/expected "Bearer <token>"/);
+    const wrong = await call('GET', '/api/v1/workspace', 'tern_wrong');
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.message).toBe('invalid or revoked token');
+  });
+
+  it('accepts the bootstrap admin token for the default workspace', async () => {
+    const me = await call('GET', '/api/v1/workspace', ADMIN);
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ name: 'default', role: 'admin' });
+  });
+
+  it('issues, lists and revokes tokens; a revoked token gets 401', async () => {
+    const created = await call('POST', '/api/v1/tokens', ADMIN, { name: 'ci' });
+    expect(created.status).toBe(201);
+    expect(created.body.token).toMatch(/^tern_[A-Za-z0-9_-]{43}$/);
+    expect(created.body.role).toBe('member');
+    const member = created.body.token as string;
+    expect((await call('GET', '/api/v1/workspace', member)).status).toBe(200);
+
+    const listed = await call('GET', '/api/v1/tokens', member);
+    expect(listed.body.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['ci', 'admin (bootstrap)']));
+    expect(JSON.stringify(listed.body)).not.toContain(member);
+
+    const forbidden = await call('POST', '/api/v1/workspaces', member, { name: 'other' });
+    expect(forbidden.status).toBe(403);
+
+    expect((await call('DELETE', `/api/v1/tokens/${created.body.id}`, ADMIN)).status).toBe(204);
+    expect((await call('GET', '/api/v1/workspace', member)).status).toBe(401);
+  });
+
+  it('creates workspaces with their own admin token, scoped to themselves', async () => {
+    const made = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'acme-ml' });
+    expect(made.status).toBe(201);
+    const theirs = await call('GET', '/api/v1/workspace', made.body.token);
+    expect(theirs.body.name).toBe('acme-ml');
+    const again = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'acme-ml' });
+    expect(again.status).toBe(409);
+    expect(again.body.message).toBe('workspace "acme-ml" already exists');
+  });
+
+  it('rejects bad bodies with 400 naming the field and the rule', async () => {
+    const bad = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'Not OK!', color: 'red' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^name must be 2-63 lower-case/), 'property color should not exist']),
+    );
+    const badRole = await call('POST', '/api/v1/tokens', ADMIN, { name: 'x', role: 'root' });
+    expect(badRole.status).toBe(400);
+    expect(badRole.body.message.join(' ')).toMatch(/role must be one of the following values: admin, member/);
+    const badJson = await fetch(`${base}/api/v1/tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: '{"name":',
+    });
+    expect(badJson.status).toBe(400);
+    const badId = await call('DELETE', '/api/v1/tokens/not-a-uuid', ADMIN);
+    expect(badId.status).toBe(400);
+  });
+
+  it('serves OpenAPI, metrics and liveness without a token', async () => {
+    const spec = await call('GET', '/docs-json');
+    expect(spec.status).toBe(200);
+    expect(Object.keys(spec.body.paths)).toEqual(expect.arrayContaining(['/api/v1/workspace', '/api/v1/tokens', '/health/ready']));
+    const metrics = await fetch(`${base}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('tern_process_cpu_seconds_total{service="gateway"}');
+    expect((await call('GET', '/health/live')).status).toBe(200);
+    expect((await call('GET', '/health/self')).body.status).toBe('ok');
+  });
+
+  it('reports the system degraded, naming what is down, while only the gateway runs', async () => {
+    const ready = await call('GET', '/health/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body.status).toBe('degraded');
+    expect(ready.body.services.gateway.status).toBe('up');
+    expect(ready.body.services.scheduler.status).toBe('down');
+    expect(ready.body.agents).toEqual([]);
+  });
+});

@@ -1,0 +1,133 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS } from '#tern/contracts';
+import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
+import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+import { deleteNamespaces } from '../support/nats.js';
+import { waitFor } from '../support/processes.js';
+
+const quiet = new Logger('test');
+quiet.log = quiet.warn = quiet.error = () => undefined;
+
+function beat(machineId: string, sequence: number): MachineHeartbeat {
+  return {
+    machineId,
+    pool: 'default',
+    sentAt: new Date().toISOString(),
+    sequence,
+    cpuPercent: 12.5,
+    memoryPercent: 40,
+    gpus: [],
+    runningContainers: [],
+  };
+}
+
+describe('messaging over JetStream', () => {
+  let nc: NatsConnection;
+  let messaging: Messaging;
+  let ns: Namespace;
+  const consumers: RunningConsumer[] = [];
+
+  beforeAll(async () => {
+    ns = new Namespace(uniqueName('msg'));
+    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'messaging-test' }, quiet);
+    messaging = new Messaging(nc, ns);
+    await messaging.ensureStream(STREAMS.HEARTBEATS);
+  });
+
+  afterEach(async () => {
+    await Promise.all(consumers.splice(0).map((c) => c.stop()));
+  });
+
+  afterAll(async () => {
+    await nc.close();
+    await deleteNamespaces(ns.name);
+  });
+
+  it('declares streams idempotently, in its own namespace', async () => {
+    await messaging.ensureStream(STREAMS.HEARTBEATS);
+    await messaging.ensureStream(STREAMS.HEARTBEATS);
+    const info = await (await messaging.jsm()).streams.info(ns.stream('HEARTBEATS'));
+    expect(info.config.subjects).toEqual([`${ns.name}.heartbeat.>`]);
+  });
+
+  it('stores a message once when it is published twice with the same Nats-Msg-Id', async () => {
+    const first = await messaging.publish(MACHINE_HEARTBEAT, beat('dup', 1), { tokens: ['dup'], msgId: 'dup-1' });
+    const second = await messaging.publish(MACHINE_HEARTBEAT, beat('dup', 1), { tokens: ['dup'], msgId: 'dup-1' });
+    expect(first.duplicate).toBe(false);
+    expect(second.duplicate).toBe(true);
+    expect(second.seq).toBe(first.seq);
+  });
+
+  it('terminates an invalid payload with a logged reason and keeps handling valid ones', async () => {
+    const warnings: string[] = [];
+    const logger = new Logger('consumer-test');
+    logger.warn = (message: unknown, text?: unknown) => {
+      warnings.push(`${JSON.stringify(message)} ${String(text ?? '')}`);
+    };
+    logger.log = logger.error = () => undefined;
+    const handled: MachineHeartbeat[] = [];
+    consumers.push(
+      await startConsumer(
+        messaging,
+        { stream: 'HEARTBEATS', durable: 'invalid_test', filterSubject: 'tern.heartbeat.m-inv.v1', payload: MACHINE_HEARTBEAT.payload },
+        async (d) => {
+          handled.push(d.payload);
+        },
+        logger,
+      ),
+    );
+    const subject = messaging.subject(MACHINE_HEARTBEAT, ['m-inv']);
+    nc.publish(subject, new TextEncoder().encode('{not json'));
+    nc.publish(subject, new TextEncoder().encode(JSON.stringify({ ...beat('m-inv', 1), cpuPercent: 'lots', extra: 1 })));
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-inv', 2), { tokens: ['m-inv'] });
+
+    await waitFor('the valid heartbeat', async () => handled.length === 1);
+    await waitFor('two warnings', async () => warnings.length >= 2);
+    expect(handled[0].sequence).toBe(2);
+    expect(warnings.join('\n')).toContain('body is not JSON');
+    expect(warnings.join('\n')).toMatch(/cpuPercent: cpuPercent must not be greater than 100|cpuPercent must be a number/);
+    expect(warnings.join('\n')).toContain('property extra should not exist');
+    // Terminated, not left for redelivery: nothing pending, nothing redelivered.
+    await waitFor('acks to settle', async () => {
+      const i = await (await messaging.jsm()).consumers.info(ns.stream('HEARTBEATS'), 'invalid_test');
+      return i.num_ack_pending === 0 && i.num_pending === 0 && i.num_redelivered === 0;
+    });
+  });
+
+  it('redelivers after a handler error, and stops when the handler rejects', async () => {
+    const attempts: Record<number, number> = {};
+    consumers.push(
+      await startConsumer(
+        messaging,
+        { stream: 'HEARTBEATS', durable: 'retry_test', filterSubject: 'tern.heartbeat.m-retry.v1', payload: MACHINE_HEARTBEAT.payload },
+        async (d) => {
+          const n = (attempts[d.payload.sequence] = (attempts[d.payload.sequence] ?? 0) + 1);
+          expect(d.deliveryCount).toBe(n);
+          if (d.payload.sequence === 1 && n < 2) throw new Error('transient');
+          if (d.payload.sequence === 2) d.reject('not for us');
+        },
+        quiet,
+      ),
+    );
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-retry', 1), { tokens: ['m-retry'] });
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-retry', 2), { tokens: ['m-retry'] });
+    await waitFor('the retried message', async () => attempts[1] === 2, 10_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(attempts).toEqual({ 1: 2, 2: 1 });
+  });
+
+  it('survives a consumer restart: a durable resumes where it stopped', async () => {
+    const seen: number[] = [];
+    const opts = { stream: 'HEARTBEATS' as const, durable: 'resume_test', filterSubject: 'tern.heartbeat.m-res.v1', payload: MACHINE_HEARTBEAT.payload };
+    const first = await startConsumer(messaging, opts, async (d) => void seen.push(d.payload.sequence), quiet);
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-res', 1), { tokens: ['m-res'] });
+    await waitFor('first', async () => seen.length === 1);
+    await first.stop();
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-res', 2), { tokens: ['m-res'] });
+    consumers.push(await startConsumer(messaging, opts, async (d) => void seen.push(d.payload.sequence), quiet));
+    await waitFor('second', async () => seen.length === 2);
+    expect(seen).toEqual([1, 2]);
+  });
+});
