@@ -41,7 +41,7 @@ describe('gateway API: tokens, workspaces, errors', () => {
     expect(missing.body.message).toMatch(/missing token/);
     const malformed = await fetch(`${base}/api/v1/workspace`, { headers: { authorization: 'Token abc' } });
     expect(malformed.status).toBe(401);
-    expect((await malformed.json()).message).toMatch(/expected "Bearer <token>"/);
+    expect(((await malformed.json()) as { message: string }).message).toMatch(/expected "Bearer <token>"/);
     const wrong = await call('GET', '/api/v1/workspace', 'tern_wrong');
     expect(wrong.status).toBe(401);
     expect(wrong.body.message).toBe('invalid or revoked token');

@@ -17,6 +17,20 @@ export interface TernConfig {
   readonly servicePingTimeoutMs: number;
   readonly machineId?: string;
   readonly pool: string;
+  readonly machines: {
+    /** NATS URLs given to agents at registration. */
+    readonly natsPublicUrls: string[];
+    readonly joinTokenTtlSeconds: number;
+    readonly heartbeatIntervalSeconds: number;
+    readonly heartbeatTtlSeconds: number;
+  };
+  readonly agent: {
+    readonly stateDir?: string;
+    readonly gatewayUrl?: string;
+    readonly token?: string;
+    readonly runtime: 'runc' | 'nerdctl';
+    readonly dashboard: 'auto' | 'on' | 'off';
+  };
 }
 
 export class ConfigError extends Error {
@@ -29,6 +43,10 @@ export class ConfigError extends Error {
 type Raw = Record<string, string | number | boolean | undefined>;
 
 const NAMESPACE = /^[A-Za-z0-9_-]+$/;
+
+function splitList(text: string): string[] {
+  return text.split(',').map((s) => s.trim()).filter(Boolean);
+}
 
 function parseOne(spec: VariableSpec, service: ServiceName, env: NodeJS.ProcessEnv, problems: string[]) {
   const given = env[spec.name];
@@ -81,7 +99,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
   return {
     service,
     nats: {
-      servers: String(raw.NATS_URL).split(',').map((s) => s.trim()).filter(Boolean),
+      servers: splitList(String(raw.NATS_URL)),
       namespace,
       user: raw.NATS_USER as string | undefined,
       pass: raw.NATS_PASSWORD as string | undefined,
@@ -98,5 +116,18 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     servicePingTimeoutMs: Number(raw.SERVICE_PING_TIMEOUT_MS ?? 500),
     machineId: raw.MACHINE_ID as string | undefined,
     pool: String(raw.POOL ?? 'default'),
+    machines: {
+      natsPublicUrls: splitList(String(raw.NATS_PUBLIC_URL ?? raw.NATS_URL)),
+      joinTokenTtlSeconds: Number(raw.MACHINE_JOIN_TOKEN_TTL_SECONDS ?? 86400),
+      heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
+      heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
+    },
+    agent: {
+      stateDir: raw.AGENT_STATE_DIR as string | undefined,
+      gatewayUrl: raw.AGENT_GATEWAY_URL as string | undefined,
+      token: raw.AGENT_TOKEN as string | undefined,
+      runtime: (raw.AGENT_RUNTIME ?? 'runc') as 'runc' | 'nerdctl',
+      dashboard: (raw.AGENT_DASHBOARD ?? 'auto') as 'auto' | 'on' | 'off',
+    },
   };
 }

@@ -5,3 +5,4 @@ export * from './validation.js';
 export * from './messages.js';
 export * from './payload-fields.js';
 export * from './nats-doc.js';
+export * from './http/machine-register.js';

@@ -1,0 +1,78 @@
+import { Type } from 'class-transformer';
+import { IsArray, IsInt, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
+import { CpuInventory, DiskInventory, GpuInventory, NetworkInterfaceInventory, OsInventory } from '../machine/machine-discovered.js';
+import { IsId } from '../validation.js';
+
+/**
+ * The agent's one HTTP call: `POST /api/v1/machine/register` with
+ * `Authorization: Bearer <join token | machine token | admin API token>`. Not a NATS message,
+ * but shared by the gateway (validation) and the agent (client) like one.
+ */
+export class MachineInventory {
+  @IsString() hostname!: string;
+  @ValidateNested() @Type(() => CpuInventory)
+  cpu!: CpuInventory;
+  @IsInt() @Min(0) memoryBytes!: number;
+  @IsArray() @ValidateNested({ each: true }) @Type(() => DiskInventory)
+  disks!: DiskInventory[];
+  @ValidateNested() @Type(() => OsInventory)
+  os!: OsInventory;
+  @IsArray() @ValidateNested({ each: true }) @Type(() => NetworkInterfaceInventory)
+  networkInterfaces!: NetworkInterfaceInventory[];
+  @IsArray() @ValidateNested({ each: true }) @Type(() => GpuInventory)
+  gpus!: GpuInventory[];
+}
+
+export class MachineRegisterRequest {
+  /**
+   * Required with an admin API token (the machine is created on the spot); with a join or
+   * machine token the id is the token's and a different one is refused.
+   */
+  @IsOptional() @IsId() machineId?: string;
+  @IsString() @Length(1, 63) pool!: string;
+  @IsString() agentVersion!: string;
+  @ValidateNested() @Type(() => MachineInventory)
+  inventory!: MachineInventory;
+}
+
+export class NatsConnectionInfo {
+  @IsArray() @IsString({ each: true }) servers!: string[];
+  /** NATS_NAMESPACE of the installation: the agent rewrites contract subjects with it. */
+  @IsString() namespace!: string;
+  @IsOptional() @IsString() user?: string;
+  @IsOptional() @IsString() pass?: string;
+  @IsOptional() @IsString() token?: string;
+}
+
+export class MachineRegisterResponse {
+  @IsId() machineId!: string;
+  @IsString() pool!: string;
+  /**
+   * The machine's own credential, returned when a join or admin token was redeemed: the
+   * agent keeps it (config.yaml) and presents it to register again after a restart.
+   */
+  @IsOptional() @IsString() machineToken?: string;
+  @ValidateNested() @Type(() => NatsConnectionInfo)
+  nats!: NatsConnectionInfo;
+  @IsInt() @Min(1) heartbeatIntervalSeconds!: number;
+  @IsInt() @Min(1) heartbeatTtlSeconds!: number;
+  /** The pool's minimum network throughput, so the agent can say why it is unschedulable. */
+  @IsOptional() @IsInt() @Min(0) minNetworkMbps?: number;
+}
+
+export class MachineKeepaliveMetrics {
+  @IsOptional() @IsInt() @Min(0) totalCpuAvailable?: number;
+  @IsOptional() @IsInt() @Min(0) totalMemoryAvailable?: number;
+  @IsOptional() @Min(0) cpuUtilizationPct?: number;
+  @IsOptional() @Min(0) memoryUtilizationPct?: number;
+  @IsOptional() @IsInt() @Min(0) freeGpuCount?: number;
+}
+
+/** beta9's `POST /api/v1/machine/keepalive`, for agents that speak its HTTP protocol. */
+export class MachineKeepaliveRequest {
+  @IsId() machineId!: string;
+  @IsOptional() @IsString() poolName?: string;
+  @IsOptional() @IsString() agentVersion?: string;
+  @IsOptional() @ValidateNested() @Type(() => MachineKeepaliveMetrics)
+  metrics?: MachineKeepaliveMetrics;
+}
