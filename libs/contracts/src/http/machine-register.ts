@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { IsArray, IsInt, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
-import { CpuInventory, DiskInventory, GpuInventory, NetworkInterfaceInventory, OsInventory } from '../machine/machine-discovered.js';
+import { MachineInventory } from '../machine/machine-discovered.js';
 import { IsId } from '../validation.js';
 
 /**
@@ -8,21 +8,6 @@ import { IsId } from '../validation.js';
  * `Authorization: Bearer <join token | machine token | admin API token>`. Not a NATS message,
  * but shared by the gateway (validation) and the agent (client) like one.
  */
-export class MachineInventory {
-  @IsString() hostname!: string;
-  @ValidateNested() @Type(() => CpuInventory)
-  cpu!: CpuInventory;
-  @IsInt() @Min(0) memoryBytes!: number;
-  @IsArray() @ValidateNested({ each: true }) @Type(() => DiskInventory)
-  disks!: DiskInventory[];
-  @ValidateNested() @Type(() => OsInventory)
-  os!: OsInventory;
-  @IsArray() @ValidateNested({ each: true }) @Type(() => NetworkInterfaceInventory)
-  networkInterfaces!: NetworkInterfaceInventory[];
-  @IsArray() @ValidateNested({ each: true }) @Type(() => GpuInventory)
-  gpus!: GpuInventory[];
-}
-
 export class MachineRegisterRequest {
   /**
    * Required with an admin API token (the machine is created on the spot); with a join or

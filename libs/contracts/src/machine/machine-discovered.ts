@@ -61,8 +61,8 @@ export class GpuInventory {
   @IsOptional() @IsString() uuid?: string;
 }
 
-export class MachineDiscovered {
-  @IsId() machineId!: string;
+/** What an agent knows of its machine; sent at registration (HTTP) and on change (NATS). */
+export class MachineInventory {
   @IsString() hostname!: string;
 
   @ValidateNested() @Type(() => CpuInventory)
@@ -81,6 +81,10 @@ export class MachineDiscovered {
 
   @IsArray() @ValidateNested({ each: true }) @Type(() => GpuInventory)
   gpus!: GpuInventory[];
+}
+
+export class MachineDiscovered extends MachineInventory {
+  @IsId() machineId!: string;
 
   @IsISO8601() discoveredAt!: string;
 }
