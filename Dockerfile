@@ -1,0 +1,29 @@
+# One image for every Tern service; the command picks which one runs:
+#   docker run tern node dist/apps/scheduler/src/main.js
+# The agent needs runc (and umoci to unpack OCI images), so they are in the runtime stage too.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY apps ./apps
+COPY libs ./libs
+COPY bench ./bench
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends runc umoci ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production LOG_FORMAT=json
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+# Control-plane services run unprivileged; the agent's manifests override this with root.
+USER node
+EXPOSE 1994 1995 1996 1997 1998
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "dist/apps/gateway/src/main.js"]

@@ -1,0 +1,284 @@
+#!/usr/bin/env node
+// `npm run up`: everything Tern needs on this machine, then the six services under supervision.
+// Plain Node (builtins only) so it runs before `npm ci`. See scripts/README.md.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { bold, cyan, dim, error, green, main, ok, step, UserError, warn } from './lib/log.mjs';
+import { REPO_ROOT, SERVICES, SERVICE_MAIN, WITH_DATABASE, stateDir } from './lib/paths.mjs';
+import { files, loadCredentials, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
+import { signal } from './lib/proc.mjs';
+import { ensureNodeModules, ensureSystemPackages, build } from './lib/setup.mjs';
+import { acquireLock, releaseLock, runningSupervisor } from './lib/lock.mjs';
+import { stopRecorded } from './lib/teardown.mjs';
+import { isPortFree, pickPort } from './lib/net.mjs';
+import { startNats, stopNats } from './lib/nats.mjs';
+import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
+import { Supervisor } from './lib/supervisor.mjs';
+import { notUp, waitReady } from './lib/health.mjs';
+import { tail } from './lib/logs.mjs';
+import { writeCliContext } from './lib/cli-config.mjs';
+import { detach } from './lib/detach.mjs';
+
+const HELP = `Usage: npm run up [-- --detach]
+
+Installs what is missing, builds, starts NATS and PostgreSQL (private ones under .tern/ unless
+NATS_URL / DATABASE_URL are set), then the six Tern services and a local agent, and supervises
+them in the foreground. Ctrl-C (or npm run down) stops everything.
+
+  --detach   run the supervisor in the background (output in .tern/logs/up.log); return when ready
+
+Environment: NATS_URL, NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
+variables are passed through. TERN_HOME (state dir, default .tern), TERN_GATEWAY_PORT (default
+1994 when free; 0 = any free port), TERN_UP_TIMEOUT_S (default 120), TERN_SKIP_INSTALL=1 (no apt,
+no npm ci), TERN_SKIP_BUILD=1.`;
+
+const env = process.env;
+const GATEWAY_DEFAULT_PORT = 1994;
+const BIND_HOST = env.HTTP_HOST || '127.0.0.1';
+
+await main(async () => {
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(HELP);
+    return 0;
+  }
+  const f = files(stateDir());
+  mkdirSync(f.logs, { recursive: true });
+
+  const holder = runningSupervisor(f.lock);
+  if (holder) return alreadyRunning(f, holder);
+  if (args.includes('--detach')) return detach(f);
+
+  const other = acquireLock(f.lock);
+  if (other) return alreadyRunning(f, other);
+  try {
+    return await up(f);
+  } finally {
+    releaseLock(f.lock);
+  }
+});
+// Idle keep-alive sockets must not hold the process open once everything is stopped.
+process.exit(process.exitCode ?? 0);
+
+function alreadyRunning(f, holder) {
+  const run = readJson(f.run, {}) ?? {};
+  console.log(
+    `Tern is already running (supervisor pid ${holder.pid}${run.gatewayUrl ? `, gateway ${run.gatewayUrl}` : ''}).\n` +
+      `Logs: ${shortPath(f.logs)}/   Stop it with: ${bold('npm run down')}`,
+  );
+  return 0;
+}
+
+async function up(f) {
+  const t0 = Date.now();
+  const external = { nats: Boolean(env.NATS_URL), postgres: Boolean(env.DATABASE_URL) };
+  const run = { supervisor: { pid: process.pid }, startedAt: new Date().toISOString(), ready: false, services: {} };
+  const record = () => writeJson(f.run, run);
+
+  // A signal only records the request; the flow below notices at its next step, so starting
+  // NATS or Postgres is never cut in half and whatever was started gets stopped.
+  const it = { sup: undefined, nats: undefined, pgDir: undefined, stopping: undefined, signalled: undefined };
+  let wake;
+  const stopRequested = new Promise((resolve) => (wake = resolve));
+  const stopAll = (why, exitCode) => {
+    it.stopping ??= (async () => {
+      if (!it.sup && !it.nats && !it.pgDir) return exitCode; // nothing started yet
+      console.log(`\n${cyan('›')} Stopping Tern (${why})`);
+      if (it.sup) await it.sup.stopAll(10_000);
+      if (it.nats) await stopNats(it.nats);
+      if (it.pgDir) await stopPostgres(it.pgDir);
+      rmSync(f.run, { force: true });
+      ok('Stopped');
+      return exitCode;
+    })();
+    return it.stopping;
+  };
+  const onSignal = (sig) => {
+    if (it.signalled) {
+      warn('second signal: killing everything now');
+      it.sup?.killAll();
+      if (it.nats) signal(it.nats.pid, 'SIGKILL');
+      return;
+    }
+    it.signalled = sig;
+    wake(sig);
+  };
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, onSignal);
+
+  try {
+    const leftovers = await stopRecorded(f);
+    if (leftovers.length) warn(`stopped leftovers of an earlier run that did not shut down: ${leftovers.join(', ')}`);
+
+    if (env.TERN_SKIP_INSTALL !== '1') {
+      await ensureSystemPackages({
+        required: [...(external.nats ? [] : ['nats-server']), ...(external.postgres ? [] : ['postgresql'])],
+        optional: ['runc', 'umoci'],
+      });
+      await ensureNodeModules();
+    }
+    if (it.signalled) return stopAll(it.signalled, 0);
+    if (env.TERN_SKIP_BUILD !== '1') await build();
+    const missing = SERVICES.filter((s) => !existsSync(SERVICE_MAIN(s)));
+    if (missing.length) throw new UserError(`not built: ${missing.map((s) => relative(REPO_ROOT, SERVICE_MAIN(s))).join(', ')} (npm run build)`);
+    if (it.signalled) return stopAll(it.signalled, 0);
+
+    const state = readJson(f.state, {}) ?? {};
+    const creds = loadCredentials(f.credentials);
+    const adminToken = env.BOOTSTRAP_ADMIN_TOKEN || creds.adminToken;
+    const claimed = new Set();
+
+    let natsUrl = env.NATS_URL;
+    if (!external.nats) {
+      const port = await pickPort(state.natsPort, claimed);
+      step(`Starting a private NATS (JetStream) on 127.0.0.1:${port}`);
+      it.nats = await startNats({ dir: f.nats, port, logFile: `${f.logs}/nats.log` });
+      it.nats.child.once('exit', (code, sig) => {
+        if (!it.stopping) error(`private NATS exited (${sig ?? code}); see ${f.logs}/nats.log. Stop with Ctrl-C and run up again.`);
+      });
+      natsUrl = it.nats.url;
+      run.nats = { pid: it.nats.pid, start: it.nats.start, port, url: natsUrl, private: true };
+      updateJson(f.state, (s) => ({ ...s, natsPort: port }));
+      record();
+      if (it.signalled) return stopAll(it.signalled, 0);
+    }
+
+    let databaseUrl = env.DATABASE_URL;
+    if (!external.postgres) {
+      const port = await pickPort(state.postgresPort, claimed);
+      const dir = await choosePgDir(f.dir, state.postgresDir);
+      if (!dir.startsWith(f.dir)) warn(`the postgres user cannot use ${f.dir}; the private cluster lives in ${dir}`);
+      if (!creds.postgresPassword) {
+        creds.postgresPassword = newPassword();
+        writeJson(f.credentials, creds, 0o600);
+      }
+      step(`Starting a private PostgreSQL on 127.0.0.1:${port} ${dim(`(${dir})`)}`);
+      it.pgDir = dir;
+      const pg = await startPostgres({ dir, port, database: 'tern', password: creds.postgresPassword, logLink: `${f.logs}/postgres.log` });
+      databaseUrl = pg.url;
+      run.postgres = { pid: pg.pid, port, dir, private: true };
+      updateJson(f.state, (s) => ({ ...s, postgresPort: port, postgresDir: dir }));
+      record();
+      if (it.signalled) return stopAll(it.signalled, 0);
+    }
+
+    // The gateway's port is the one users type; the others only need to be free.
+    const ports = { gateway: await chooseGatewayPort(state, claimed) };
+    for (const svc of SERVICES.filter((s) => s !== 'gateway')) ports[svc] = await pickPort(state.ports?.[svc], claimed);
+    updateJson(f.state, (s) => ({ ...s, ports }));
+    const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
+    run.gatewayUrl = gatewayUrl;
+
+    const sup = new Supervisor({
+      logsDir: f.logs,
+      log: (msg) => console.log(`${dim(new Date().toISOString().slice(11, 19))} ${msg}`),
+      onChange: () => {
+        run.services = sup.snapshot();
+        if (!it.stopping) record();
+      },
+    });
+    it.sup = sup;
+    for (const svc of SERVICES) {
+      sup.add(svc, { env: serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external) }), port: ports[svc], fixedPort: svc === 'gateway' });
+    }
+    step(`Starting ${SERVICES.join(', ')} ${dim(`(logs in ${shortPath(f.logs)}/)`)}`);
+    sup.startAll();
+
+    const result = await waitReady({
+      gatewayUrl,
+      timeoutMs: Number(env.TERN_UP_TIMEOUT_S || 120) * 1000,
+      abort: () => it.signalled ?? (sup.failed().length ? `${sup.failed().join(', ')} exited for good` : undefined),
+    });
+    if (it.signalled) return stopAll(it.signalled, 0);
+    if (!result.ok) {
+      error(`Tern did not become ready: ${result.reason}`);
+      reportDown(sup, [...new Set([...notUp(result.last), ...sup.failed().map((f) => f.split(' ')[0])])]);
+      return stopAll('start-up failed', 1);
+    }
+
+    run.ready = true;
+    run.readyAt = new Date().toISOString();
+    record();
+    const cliConfig = writeCliContext('local', { gateway: gatewayUrl, token: adminToken });
+    const agents = result.last.body.agents.length;
+    console.log(`
+${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toFixed(1)}s: 5 services, ${agents} agent${agents === 1 ? '' : 's'}`)}
+
+  Gateway:     ${gatewayUrl}
+  API docs:    ${gatewayUrl}/docs
+  Admin token: ${adminToken}
+  CLI config:  ${cliConfig} ${dim('(context "local")')}
+  Logs:        ${f.logs}/
+
+Next: ${bold('npx tern status')}
+${env.TERN_UP_DETACHED ? `Stop with ${bold('npm run down')}.` : `Stop with Ctrl-C, or ${bold('npm run down')} from another terminal.`}
+`);
+    // Supervise until a signal: the Supervisor restarts children that exit.
+    return stopAll(await stopRequested, 0);
+  } catch (e) {
+    await stopAll(`error: ${e.message.split('\n')[0]}`, 1);
+    throw e;
+  }
+}
+
+/**
+ * The local agent's state dir (config.yaml with its machine token, bundles). The machine token
+ * is only good against the database that issued it, so each external database (URL, schema,
+ * namespace) gets its own; the private one is always `agent/local`.
+ */
+function agentStateDir(f, external) {
+  if (!external.postgres) return join(f.dir, 'agent', 'local');
+  const key = [env.DATABASE_URL, env.DATABASE_SCHEMA ?? 'public', env.NATS_NAMESPACE ?? 'tern'].join('|');
+  return join(f.dir, 'agent', createHash('sha256').update(key).digest('hex').slice(0, 12));
+}
+
+/** A path relative to the working directory when it lies inside it, else absolute. */
+function shortPath(p) {
+  const r = relative(process.cwd(), p);
+  return r && !r.startsWith('..') ? r : p;
+}
+
+function reportDown(sup, names) {
+  const snap = sup.snapshot();
+  for (const svc of names) {
+    const c = snap[svc];
+    const facts = [`pid ${c.pid}`, c.status, `restarts ${c.restarts}`, ...(c.lastExit ? [`last exit ${c.lastExit}`] : [])];
+    console.log(`\n${bold(svc)} is down ${dim(`(${facts.join(', ')})`)}; ${c.log}:`);
+    console.log(tail(c.log, 20));
+  }
+}
+
+async function chooseGatewayPort(state, claimed) {
+  const asked = env.TERN_GATEWAY_PORT;
+  if (asked !== undefined && asked !== '') {
+    const p = Number(asked);
+    if (!Number.isInteger(p) || p < 0 || p > 65535) throw new UserError(`TERN_GATEWAY_PORT=${asked}: not a port`);
+    if (p > 0 && !(await isPortFree(p))) throw new UserError(`TERN_GATEWAY_PORT=${p} is in use`);
+    return pickPort(p, claimed);
+  }
+  if (await isPortFree(GATEWAY_DEFAULT_PORT)) return pickPort(GATEWAY_DEFAULT_PORT, claimed);
+  const port = await pickPort(state.ports?.gateway, claimed);
+  warn(`port ${GATEWAY_DEFAULT_PORT} is taken; the gateway listens on ${port}`);
+  return port;
+}
+
+/** The environment of one service: ours, plus only the variables that service reads. */
+function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir }) {
+  const e = { ...env };
+  for (const k of ['HTTP_PORT', 'BOOTSTRAP_ADMIN_TOKEN', 'DATABASE_URL', 'DATABASE_SCHEMA', 'DATABASE_RUN_MIGRATIONS', 'POOL', 'MACHINE_ID']) delete e[k];
+  for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
+  Object.assign(e, { NATS_URL: natsUrl, HTTP_HOST: BIND_HOST });
+  if (WITH_DATABASE.includes(svc)) {
+    e.DATABASE_URL = databaseUrl;
+    for (const k of ['DATABASE_SCHEMA', 'DATABASE_RUN_MIGRATIONS']) if (env[k]) e[k] = env[k];
+  }
+  if (svc === 'gateway') e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
+  if (svc === 'agent') {
+    // The agent registers over HTTP and learns its NATS settings from the gateway's answer. The
+    // admin token lets it register without a join token; the machine id is then its own.
+    Object.assign(e, { AGENT_GATEWAY_URL: gatewayUrl, AGENT_TOKEN: adminToken, AGENT_STATE_DIR: agentDir, AGENT_DASHBOARD: 'off' });
+    e.POOL = env.POOL || 'default';
+    if (env.MACHINE_ID) e.MACHINE_ID = env.MACHINE_ID;
+  }
+  return e;
+}
