@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { dim, main, ok, step, warn } from './lib/log.mjs';
 import { REPO_ROOT, stateDir } from './lib/paths.mjs';
 import { files, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
-import { build, ensureNodeModules } from './lib/setup.mjs';
+import { build, ensureNodeModules, ensureSystemPackages } from './lib/setup.mjs';
 import { natsReachable, pickPort } from './lib/net.mjs';
 import { startNats, stopNats } from './lib/nats.mjs';
 import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
@@ -31,7 +31,11 @@ await main(async () => {
   };
   try {
     const env = { ...process.env };
-    if (needsInfra(jestArgs)) await provideInfra(env, f, infra);
+    if (needsInfra(jestArgs)) {
+      // The runtime and agent tests run real containers.
+      await ensureSystemPackages({ optional: ['runc', 'umoci'] });
+      await provideInfra(env, f, infra);
+    }
     return await jest(jestArgs, env);
   } finally {
     await stopInfra();

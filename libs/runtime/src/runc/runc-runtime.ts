@@ -1,0 +1,393 @@
+import { randomBytes } from 'node:crypto';
+import { access, chown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { ContainerExistsError, ContainerNotFoundError, ContainerRuntimeError, ContainerStartError } from '../errors.js';
+import { GpuInjector } from '../gpu/gpu-edits.js';
+import type { ImageStore } from '../images/image-store.js';
+import { tailLogs } from '../logs/log-tail.js';
+import { buildEnv, buildOciConfig, DEFAULT_NOFILE, DEFAULT_PATH, type VolumeBind } from '../oci/config-builder.js';
+import { freePort } from '../ports.js';
+import {
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerStatus,
+  type ExitResult,
+  type LogLine,
+  type LogOptions,
+  type ManagedContainer,
+  type RunningContainer,
+  type RuntimeLogger,
+  silentLogger,
+  type UserSpec,
+} from '../types.js';
+import { validateSpec } from '../validation.js';
+import { annotationsFor, Bundle, parseAnnotations, SHIM_SCRIPT } from './bundle.js';
+import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
+import { exitFromStatus } from './exit-status.js';
+import { RuncCli, type RuncState } from './runc-cli.js';
+
+export interface RuncRuntimeOptions {
+  /** `<stateDir>/runc` is runc's --root, `<stateDir>/containers/<id>` each bundle. */
+  stateDir: string;
+  images: ImageStore;
+  /** Volumes are `<volumeRoot>/<name>` (default `<stateDir>/volumes`). */
+  volumeRoot?: string;
+  runc?: string;
+  /** Parent of every container's cgroup (default `/tern`). */
+  cgroupParent?: string;
+  logger?: RuntimeLogger;
+  gpu?: GpuInjector;
+  /** How long start() waits for runc to have the process running (default 30 s). */
+  startTimeoutMs?: number;
+  /** Who the process runs as when neither the spec nor the image says (default nobody, 65534). */
+  defaultUser?: UserSpec;
+}
+
+const NOBODY: UserSpec = { uid: 65534, gid: 65534 };
+const DEFAULT_TMP_BYTES = 256 * 1024 * 1024;
+const DEFAULT_SHM_BYTES = 64 * 1024 * 1024;
+const POLL_MS = 100;
+
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+function mapStatus(s: RuncState['status']): ContainerStatus {
+  if (s === 'creating' || s === 'created') return 'creating';
+  if (s === 'pausing' || s === 'paused') return 'paused';
+  return s;
+}
+
+/**
+ * Containers run by runc, each under a detached shim (see SHIM_SCRIPT) so they outlive the
+ * agent. All state is on disk (runc's root and the bundle directories): a new instance after a
+ * crash sees everything the old one started, through list().
+ */
+export class RuncRuntime implements ContainerRuntime {
+  readonly kind = 'runc' as const;
+  private readonly runc: RuncCli;
+  private readonly cgroups = new Cgroups();
+  private readonly containersDir: string;
+  private readonly volumeRoot: string;
+  private readonly log: RuntimeLogger;
+  private readonly gpu: GpuInjector;
+  private readonly portsInUse = new Set<number>();
+  private readonly recording = new Map<string, Promise<ExitResult>>();
+  private host?: Promise<{ limitSwap: boolean; nofile: number }>;
+
+  constructor(private readonly options: RuncRuntimeOptions) {
+    this.runc = new RuncCli(options.runc ?? 'runc', join(options.stateDir, 'runc'));
+    this.containersDir = join(options.stateDir, 'containers');
+    this.volumeRoot = options.volumeRoot ?? join(options.stateDir, 'volumes');
+    this.log = options.logger ?? silentLogger;
+    this.gpu = options.gpu ?? new GpuInjector();
+  }
+
+  /** runc's --root: `runc --root <this> list` shows what Tern runs here. */
+  get runcRoot(): string {
+    return this.runc.root;
+  }
+
+  bundle(id: string): Bundle {
+    return new Bundle(join(this.containersDir, id));
+  }
+
+  private hostFacts() {
+    return (this.host ??= (async () => ({
+      limitSwap: await this.cgroups.swapAccounting(),
+      nofile: Math.min(DEFAULT_NOFILE, (await nofileHardLimit()) ?? DEFAULT_NOFILE),
+    }))());
+  }
+
+  async start(spec: ContainerSpec): Promise<RunningContainer> {
+    validateSpec(spec);
+    const bundle = this.bundle(spec.id);
+    // runc keeps each container's state in <root>/<id>: checked directly, an exec of `runc state` costs ~20 ms.
+    if ((await exists(bundle.dir)) || (await exists(join(this.runc.root, spec.id)))) throw new ContainerExistsError(spec.id);
+    const image = await this.options.images.resolve(spec.image);
+    await mkdir(this.containersDir, { recursive: true, mode: 0o700 });
+    try {
+      await mkdir(bundle.dir, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new ContainerExistsError(spec.id);
+      throw e;
+    }
+    const network = spec.network ?? 'host';
+    let port = spec.port;
+    try {
+      if (port === undefined && network === 'host') port = await freePort(this.portsInUse);
+      if (port !== undefined) this.portsInUse.add(port);
+      const user = spec.user ?? image.user ?? this.options.defaultUser ?? NOBODY;
+      const args = spec.args?.length ? spec.args : [...image.entrypoint, ...image.cmd];
+      if (!args.length) throw new ContainerStartError(spec.id, 'no args given and the image has no entrypoint or cmd', '');
+      const created = new Date().toISOString();
+      const labels = spec.labels ?? {};
+      const facts = await this.hostFacts();
+      const config = buildOciConfig({
+        id: spec.id,
+        rootfs: image.rootfs,
+        args,
+        env: buildEnv({ imageEnv: image.env, userEnv: spec.env, port, containerId: spec.id }),
+        cwd: spec.cwd ?? image.cwd ?? '/',
+        user,
+        memoryBytes: spec.memoryBytes,
+        cpuMillicores: spec.cpuMillicores,
+        pidsLimit: spec.pidsLimit,
+        tmpBytes: spec.tmpBytes ?? DEFAULT_TMP_BYTES,
+        shmBytes: spec.shmBytes ?? DEFAULT_SHM_BYTES,
+        network,
+        imageMounts: image.mounts,
+        volumes: await this.prepareVolumes(spec, user),
+        edits: spec.gpus?.devices.length ? await this.gpu.edits(spec.gpus, !image.sharesHostUsr) : undefined,
+        cgroupsPath: `${this.options.cgroupParent ?? '/tern'}/${spec.id}`,
+        annotations: annotationsFor({ image: { ref: image.ref, digest: image.digest }, labels, port, created }),
+        limitSwap: facts.limitSwap,
+        nofile: facts.nofile,
+      });
+      await writeFile(bundle.config, JSON.stringify(config, null, 2), { mode: 0o600 });
+      await writeFile(bundle.stdout, '', { mode: 0o600 });
+      await writeFile(bundle.stderr, '', { mode: 0o600 });
+      await this.spawnShim(bundle, spec.id);
+      const pid = await this.waitUntilRunning(spec.id, bundle);
+      this.log.info({ containerId: spec.id, pid, port, image: image.ref }, 'container started');
+      return {
+        id: spec.id,
+        runtime: 'runc',
+        image: { ref: image.ref, digest: image.digest },
+        labels,
+        ...(port !== undefined ? { port } : {}),
+        pid,
+        startedAt: created,
+      };
+    } catch (e) {
+      if (port !== undefined) this.portsInUse.delete(port);
+      await this.remove(spec.id).catch((err: unknown) =>
+        this.log.warn({ containerId: spec.id, err }, 'cleanup after failed start failed'),
+      );
+      throw e instanceof ContainerRuntimeError ? e : new ContainerStartError(spec.id, (e as Error).message, '');
+    }
+  }
+
+  private async prepareVolumes(spec: ContainerSpec, user: UserSpec): Promise<VolumeBind[]> {
+    const binds: VolumeBind[] = [];
+    for (const v of spec.volumes ?? []) {
+      const source = join(this.volumeRoot, v.name);
+      await mkdir(source, { recursive: true, mode: 0o755 });
+      // The container's user must be able to write its writable volumes; the last writer's
+      // user owns a volume shared by containers running as different users.
+      if (!v.readOnly) await chown(source, user.uid, user.gid);
+      binds.push({ source, destination: v.containerPath, readOnly: !!v.readOnly });
+    }
+    return binds;
+  }
+
+  private async spawnShim(bundle: Bundle, id: string): Promise<void> {
+    const shim = execa('/bin/sh', ['-c', SHIM_SCRIPT, 'tern-shim', this.runc.binary, this.runc.root, bundle.dir, id], {
+      cwd: bundle.dir,
+      detached: true, // own session: outlives the agent
+      cleanup: false, // execa must not kill it when the agent exits
+      stdio: 'ignore',
+      reject: false,
+      extendEnv: false,
+      env: { PATH: process.env.PATH ?? DEFAULT_PATH },
+    });
+    shim.unref();
+    void shim.catch(() => undefined);
+    if (!shim.pid) throw new ContainerStartError(id, 'could not spawn the runc shim', '');
+    await writeFile(bundle.shimPidFile, String(shim.pid));
+  }
+
+  private async waitUntilRunning(id: string, bundle: Bundle): Promise<number> {
+    const deadline = Date.now() + (this.options.startTimeoutMs ?? 30_000);
+    while (Date.now() < deadline) {
+      const pid = Number((await readFile(bundle.pidFile, 'utf8').catch(() => '')).trim());
+      if (pid > 0) return pid;
+      const status = await readFile(bundle.exitFile, 'utf8').catch(() => undefined);
+      if (status !== undefined) {
+        throw new ContainerStartError(id, `runc exited with status ${status.trim()}`, await this.outputTail(bundle));
+      }
+      await sleep(5);
+    }
+    throw new ContainerStartError(id, 'timed out waiting for runc to start the process', await this.outputTail(bundle));
+  }
+
+  private async outputTail(bundle: Bundle): Promise<string> {
+    const tail = async (p: string) => (await readFile(p, 'utf8').catch(() => '')).split('\n').slice(-20).join('\n').trim();
+    return [await tail(bundle.stderr), await tail(bundle.runcLog)].filter(Boolean).join('\n');
+  }
+
+  /** The ExitResult once the container has exited: saved, or worked out from the shim's exit file and the cgroup. */
+  private async exitResult(id: string): Promise<ExitResult | undefined> {
+    const bundle = this.bundle(id);
+    const saved = await readFile(bundle.resultFile, 'utf8').catch(() => undefined);
+    if (saved !== undefined) return JSON.parse(saved) as ExitResult;
+    const status = await readFile(bundle.exitFile, 'utf8').catch(() => undefined);
+    if (status === undefined) return undefined;
+    return this.recordExit(id, Number(status.trim()));
+  }
+
+  /** Works out and saves the ExitResult once, however many callers (wait, list, logs) ask at the same time. */
+  private recordExit(id: string, status: number | null): Promise<ExitResult> {
+    let p = this.recording.get(id);
+    if (!p) {
+      p = this.computeExit(id, status).finally(() => this.recording.delete(id));
+      this.recording.set(id, p);
+    }
+    return p;
+  }
+
+  private async computeExit(id: string, status: number | null): Promise<ExitResult> {
+    const bundle = this.bundle(id);
+    const saved = await readFile(bundle.resultFile, 'utf8').catch(() => undefined);
+    if (saved !== undefined) return JSON.parse(saved) as ExitResult;
+    const config = await bundle.readConfig();
+    const events = config ? await this.cgroups.memoryEvents(config.linux.cgroupsPath) : undefined;
+    const result: ExitResult = {
+      ...exitFromStatus(status),
+      oomKilled: wasOomKilled(events, status),
+      // The shim wrote the exit file as runc returned: that is when it finished.
+      finishedAt: ((await stat(bundle.exitFile).catch(() => undefined))?.mtime ?? new Date()).toISOString(),
+    };
+    const tmp = `${bundle.resultFile}.${randomBytes(4).toString('hex')}.tmp`;
+    await writeFile(tmp, JSON.stringify(result));
+    await rename(tmp, bundle.resultFile);
+    this.log.info({ containerId: id, ...result }, 'container exited');
+    return result;
+  }
+
+  private async shimAlive(id: string): Promise<boolean> {
+    const bundle = this.bundle(id);
+    const pid = Number((await readFile(bundle.shimPidFile, 'utf8').catch(() => '')).trim());
+    if (!pid) return false;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    return cmdline.includes('tern-shim') && cmdline.includes(bundle.dir);
+  }
+
+  /**
+   * The exit of a container whose shim is gone without writing an exit status (killed along
+   * with the agent's cgroup, say): known once runc says it has stopped; its status is lost.
+   */
+  private async lostExit(id: string): Promise<ExitResult | undefined> {
+    if (await this.shimAlive(id)) return undefined;
+    const known = await this.exitResult(id); // the shim may have finished just now
+    if (known) return known;
+    const state = await this.runc.state(id).catch(() => undefined);
+    if (state && state.status !== 'stopped') return undefined;
+    return this.recordExit(id, null);
+  }
+
+  async wait(id: string, signal?: AbortSignal): Promise<ExitResult> {
+    if (!(await exists(this.bundle(id).dir))) throw new ContainerNotFoundError(id);
+    for (let i = 0; ; i++) {
+      const done = (await this.exitResult(id)) ?? (i % 10 === 9 ? await this.lostExit(id) : undefined);
+      if (done) return done;
+      await sleep(POLL_MS, undefined, { signal });
+    }
+  }
+
+  /** wait() bounded by a timeout: undefined when it has not exited by then. */
+  private async waitAtMost(id: string, ms: number): Promise<ExitResult | undefined> {
+    try {
+      return await this.wait(id, AbortSignal.timeout(ms));
+    } catch (e) {
+      if ((e as Error).name === 'AbortError' || (e as Error).name === 'TimeoutError') return undefined;
+      throw e;
+    }
+  }
+
+  async stop(id: string, graceMs = 10_000): Promise<ExitResult> {
+    if (!(await exists(this.bundle(id).dir))) throw new ContainerNotFoundError(id);
+    const done = await this.exitResult(id);
+    if (done) return done;
+    // PID 1 of a pid namespace ignores SIGTERM unless it handles it: then the grace period runs out.
+    const signalled = await this.runc.kill(id, 'SIGTERM');
+    const result = signalled ? await this.waitAtMost(id, graceMs) : undefined;
+    if (result) return result;
+    await this.runc.kill(id, 'SIGKILL', true);
+    const killed = await this.waitAtMost(id, 15_000);
+    if (!killed) throw new ContainerRuntimeError(`container ${id} did not exit after SIGKILL`, id);
+    this.log.info({ containerId: id, graceMs }, 'container killed after grace period');
+    return killed;
+  }
+
+  async list(): Promise<ManagedContainer[]> {
+    const states = new Map((await this.runc.list()).map((s) => [s.id, s]));
+    const dirs = (await readdir(this.containersDir).catch(() => [] as string[])).filter((d) => !d.startsWith('.'));
+    const out: ManagedContainer[] = [];
+    for (const id of new Set([...states.keys(), ...dirs])) {
+      const state = states.get(id);
+      const meta = parseAnnotations(state?.annotations ?? (await this.bundle(id).readConfig())?.annotations);
+      if (!meta) continue;
+      let exit = await this.exitResult(id);
+      let status: ContainerStatus;
+      if (exit) status = 'stopped';
+      else if (state) status = mapStatus(state.status);
+      else status = (await this.shimAlive(id)) ? 'creating' : 'unknown';
+      if (!exit && (status === 'stopped' || status === 'unknown')) {
+        exit = await this.lostExit(id);
+        if (exit) status = 'stopped';
+      }
+      out.push({
+        id,
+        runtime: 'runc',
+        image: meta.image,
+        labels: meta.labels,
+        ...(meta.port !== undefined ? { port: meta.port } : {}),
+        ...(state?.pid ? { pid: state.pid } : {}),
+        startedAt: meta.created,
+        status,
+        ...(exit ? { exit } : {}),
+      });
+    }
+    return out;
+  }
+
+  async adopt(id: string): Promise<ManagedContainer> {
+    const found = (await this.list()).find((c) => c.id === id);
+    if (!found) throw new ContainerNotFoundError(id);
+    if (found.port !== undefined) this.portsInUse.add(found.port);
+    this.log.info({ containerId: id, status: found.status }, 'container adopted');
+    return found;
+  }
+
+  logs(id: string, options: LogOptions = {}): AsyncIterable<LogLine> {
+    const bundle = this.bundle(id);
+    let checks = 0;
+    const isFinished = async () =>
+      (await exists(bundle.exitFile)) ||
+      (await exists(bundle.resultFile)) ||
+      (++checks % 40 === 0 && !!(await this.lostExit(id))) ||
+      !(await exists(bundle.dir));
+    return (async function* () {
+      if (!(await exists(bundle.dir))) throw new ContainerNotFoundError(id);
+      yield* tailLogs(
+        id,
+        [
+          { stream: 'stdout', path: bundle.stdout },
+          { stream: 'stderr', path: bundle.stderr },
+        ],
+        { follow: options.follow ?? true, ...(options.signal ? { signal: options.signal } : {}), isFinished },
+      );
+    })();
+  }
+
+  async remove(id: string): Promise<void> {
+    const bundle = this.bundle(id);
+    const state = await this.runc.state(id).catch(() => undefined);
+    const port = parseAnnotations(state?.annotations ?? (await bundle.readConfig())?.annotations)?.port;
+    if (state && state.status !== 'stopped') {
+      await this.runc.kill(id, 'SIGKILL', true).catch(() => false);
+      await this.waitAtMost(id, 10_000).catch(() => undefined);
+    }
+    // Read the OOM counters while the cgroup still exists.
+    if (await exists(bundle.dir)) await this.exitResult(id).catch(() => undefined);
+    await this.runc.delete(id);
+    await rm(bundle.dir, { recursive: true, force: true });
+    if (port !== undefined) this.portsInUse.delete(port);
+    this.log.info({ containerId: id }, 'container removed');
+  }
+}
