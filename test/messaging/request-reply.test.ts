@@ -38,6 +38,18 @@ describe('request/reply on core NATS', () => {
     }
   });
 
+  it('serves only the concrete subject when given tokens (an agent answers for its own machine id)', async () => {
+    const sub = messaging.serve(AGENT_CONTAINER_STOP, 'agents', async (_req, subject) => ({ accepted: true, reason: subject }), ['m1']);
+    try {
+      const mine = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, { tokens: ['m1'] });
+      expect(mine).toMatchObject({ accepted: true, reason: 'tern.agent.m1.container.stop.v1' });
+      const other = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, { tokens: ['m2'], timeoutMs: 1000 });
+      await expect(other).rejects.toMatchObject({ code: 503 });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
   it('reports 503 when nobody serves the subject', async () => {
     const none = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, { tokens: ['nobody'], timeoutMs: 1000 });
     await expect(none).rejects.toMatchObject({ code: 503 });

@@ -106,7 +106,7 @@ describe('repositories', () => {
 
   it('stores machines in a known pool, with GPUs as jsonb and memory as a number', async () => {
     const pool = await db.getRepository(Pool).findOneByOrFail({ name: DEFAULT_POOL });
-    expect(pool).toMatchObject({ allowedGpuTypes: [], minNetworkGbps: null, minReputation: null });
+    expect(pool).toMatchObject({ allowedGpuTypes: [], minNetworkMbps: null, minReputation: null });
 
     const gpus = [{ index: 0, model: 'NVIDIA H100 80GB HBM3', memoryBytes: 85_899_345_920, driverVersion: '550.54' }];
     await db.getRepository(Machine).save({ id: 'm-1', pool: DEFAULT_POOL, memoryBytes: 549_755_813_888, gpus });
@@ -118,10 +118,10 @@ describe('repositories', () => {
   });
 
   it('reads numeric and array pool rules back as numbers and strings', async () => {
-    await db.getRepository(Pool).save({ name: 'fast', allowedGpuTypes: ['H100', 'A100'], minNetworkGbps: 2.5, minReputation: 0.9 });
+    await db.getRepository(Pool).save({ name: 'fast', allowedGpuTypes: ['H100', 'A100'], minNetworkMbps: 2500, minReputation: 0.9 });
     expect(await db.getRepository(Pool).findOneByOrFail({ name: 'fast' })).toMatchObject({
       allowedGpuTypes: ['H100', 'A100'],
-      minNetworkGbps: 2.5,
+      minNetworkMbps: 2500,
       minReputation: 0.9,
     });
   });

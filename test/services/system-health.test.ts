@@ -1,7 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SERVICE_NAMES } from '#tern/config';
 import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+
+const ADMIN = `tern_${'s'.repeat(43)}`;
 
 interface Health {
   status: string;
@@ -14,6 +19,7 @@ describe('system health across the six services', () => {
   let schema: TestSchema;
   let namespace: string;
   let base: string;
+  let agentState: string;
   const processes = new Map<string, ServiceProcess>();
 
   const health = async (): Promise<{ code: number; body: Health }> => {
@@ -23,11 +29,15 @@ describe('system health across the six services', () => {
 
   beforeAll(async () => {
     schema = await createTestSchema('sys');
+    agentState = mkdtempSync(join(tmpdir(), 'tern-sys-agent-'));
     namespace = uniqueName('sys');
     for (const name of SERVICE_NAMES) {
       const port = await freePort();
       if (name === 'gateway') base = `http://127.0.0.1:${port}`;
-      const env = testEnv(schema, namespace, { HTTP_PORT: name === 'agent' ? '0' : String(port), MACHINE_ID: 'local-1', POOL: 'default' });
+      const env: Record<string, string> = testEnv(schema, namespace, { HTTP_PORT: name === 'agent' ? '0' : String(port), MACHINE_ID: 'local-1', POOL: 'default' });
+      // The agent learns NATS from its registration with the gateway, as `npm run up` runs it.
+      if (name === 'gateway') env.BOOTSTRAP_ADMIN_TOKEN = ADMIN;
+      if (name === 'agent') Object.assign(env, { AGENT_GATEWAY_URL: base, AGENT_TOKEN: ADMIN, AGENT_STATE_DIR: agentState, AGENT_DASHBOARD: 'off' });
       processes.set(name, new ServiceProcess(name, env).start());
     }
     await Promise.all([...processes.values()].map((p) => p.ready(90_000)));
@@ -37,6 +47,7 @@ describe('system health across the six services', () => {
     await Promise.all([...processes.values()].map((p) => p.stop()));
     await schema?.drop();
     await deleteNamespaces(namespace);
+    rmSync(agentState, { recursive: true, force: true });
   });
 
   it('reports every service up and the agent connected', async () => {

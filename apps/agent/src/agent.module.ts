@@ -1,21 +1,39 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
-import { defaultMachineId } from './machine-id.js';
+import { AGENT_CONTEXT, type AgentContext } from './agent-context.js';
+import { ContainerCommandsController } from './containers/container-commands.controller.js';
+import { containerRuntimeProvider } from './containers/container-runtime.provider.js';
+import { ContainersService } from './containers/containers.service.js';
+import { HeartbeatService } from './heartbeat/heartbeat.service.js';
+import { JoinService } from './join.service.js';
+import { NatsLink } from './nats-link.service.js';
+import { NetworkTestService } from './network-test/network-test.service.js';
+import { RegistrationWatch } from './registration/registration-watch.service.js';
 
-/** The node agent: NATS only, never Postgres. */
+/** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */
 @Module({})
 export class AgentModule {
-  static forRoot(config: TernConfig): DynamicModule {
-    const machineId = config.machineId ?? defaultMachineId();
+  static forRoot(config: TernConfig, ctx: AgentContext): DynamicModule {
     return {
       module: AgentModule,
       imports: [
         CoreModule.forRoot(config, {
           database: false,
           streams: ['EVENTS', 'HEARTBEATS'],
-          presence: { machineId, pool: config.pool },
+          presence: { machineId: ctx.registration.machineId, pool: ctx.registration.pool },
         }),
+      ],
+      controllers: [ContainerCommandsController],
+      providers: [
+        { provide: AGENT_CONTEXT, useValue: ctx },
+        NatsLink,
+        containerRuntimeProvider,
+        ContainersService,
+        NetworkTestService,
+        HeartbeatService,
+        RegistrationWatch,
+        JoinService,
       ],
     };
   }

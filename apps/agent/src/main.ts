@@ -1,4 +1,5 @@
-import { bootstrap } from '#tern/service';
-import { AgentModule } from './agent.module.js';
+// `node dist/apps/agent/src/main.js` runs the agent as the other services run (npm run up,
+// the integration tests); bin/tern-agent.js is the full command line (cli.ts).
+import { runAgent } from './run-agent.js';
 
-await bootstrap('agent', { module: AgentModule.forRoot });
+await runAgent();

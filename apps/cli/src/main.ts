@@ -1,12 +1,16 @@
 import { Command } from 'commander';
 import { TERN_VERSION } from '#tern/service';
 import { ApiError } from './api-client.js';
+import { machineCommand } from './commands/machine.js';
+import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
 
 const program = new Command('tern')
   .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
   .version(TERN_VERSION)
-  .addCommand(statusCommand());
+  .addCommand(statusCommand())
+  .addCommand(machineCommand())
+  .addCommand(poolCommand());
 
 try {
   await program.parseAsync(process.argv);

@@ -5,6 +5,10 @@ import { CoreModule } from '#tern/service';
 import { ApiTokenGuard } from './auth/api-token.guard.js';
 import { AuthModule } from './auth/auth.module.js';
 import { SystemHealthModule } from './health/system-health.module.js';
+import { MachineRegistrationModule } from './machine-registration/machine-registration.module.js';
+import { MachinesModule } from './machines/machines.module.js';
+import { PoolsModule } from './pools/pools.module.js';
+import { NetworkTestModule } from './network-test/network-test.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
 
 @Module({})
@@ -13,10 +17,15 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [
-        CoreModule.forRoot(config, { database: true, streams: ['TASKS'], readiness: false }),
+        // EVENTS and HEARTBEATS too: registrations and keepalives publish there, scheduler or not.
+        CoreModule.forRoot(config, { database: true, streams: ['TASKS', 'EVENTS', 'HEARTBEATS'], readiness: false }),
         AuthModule,
         SystemHealthModule,
         WorkspacesModule,
+        NetworkTestModule,
+        PoolsModule,
+        MachinesModule,
+        MachineRegistrationModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }],
     };

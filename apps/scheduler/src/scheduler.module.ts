@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
+import { ContainersModule } from './containers/containers.module.js';
 import { MachinesModule } from './machines/machines.module.js';
 
 @Module({})
@@ -8,7 +9,11 @@ export class SchedulerModule {
   static forRoot(config: TernConfig): DynamicModule {
     return {
       module: SchedulerModule,
-      imports: [CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS'] }), MachinesModule],
+      imports: [
+        CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS'] }),
+        MachinesModule,
+        ContainersModule,
+      ],
     };
   }
 }

@@ -6,3 +6,5 @@ export * from './messages.js';
 export * from './payload-fields.js';
 export * from './nats-doc.js';
 export * from './http/machine-register.js';
+export * from './http/machine-network-test.js';
+export * from './buckets.js';

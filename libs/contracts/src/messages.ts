@@ -5,6 +5,7 @@ export * from './machine/machine-registered.js';
 export * from './machine/machine-state-changed.js';
 export * from './machine/machine-discovered.js';
 export * from './machine/machine-network-tested.js';
+export * from './machine/network-test-echo.js';
 export * from './agent/container-start.js';
 export * from './agent/container-stop.js';
 export * from './container/container-resources.js';

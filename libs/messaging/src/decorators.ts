@@ -23,8 +23,17 @@ export function OnMessage(contract: Contract<any, any>, extras: ConsumeExtras = 
   return EventPattern(contract.subject, { ...extras, [TERN_CONTRACT]: contract }) as MethodDecorator;
 }
 
+export interface RequestExtras {
+  /**
+   * Names of the values that fill the subject's `*` tokens, in order, looked up in the
+   * transport's `subjectTokens` when it starts (e.g. `['machineId']`: an agent serves
+   * `tern.agent.<its id>.container.start.v1` only). Without, the wildcard pattern is served.
+   */
+  tokens?: string[];
+}
+
 /** Answers core NATS requests of a contract (one replica of the service per request). */
-export function OnRequest(contract: Contract<any, any>): MethodDecorator {
+export function OnRequest(contract: Contract<any, any>, extras: RequestExtras = {}): MethodDecorator {
   if (contract.stream) throw new Error(`@OnRequest(${contract.subject}): a JetStream contract, use @OnMessage`);
-  return MessagePattern(contract.subject, { [TERN_CONTRACT]: contract }) as MethodDecorator;
+  return MessagePattern(contract.subject, { ...extras, [TERN_CONTRACT]: contract }) as MethodDecorator;
 }

@@ -3,7 +3,7 @@ import { BaseRpcContext, type CustomTransportStrategy, type MessageHandler, Serv
 import { type Subscription } from '@nats-io/transport-node';
 import { type Contract } from '#tern/contracts';
 import { type Delivery, type RunningConsumer, startConsumer } from './consumer.js';
-import { type ConsumeExtras, TERN_CONTRACT } from './decorators.js';
+import { type ConsumeExtras, type RequestExtras, TERN_CONTRACT } from './decorators.js';
 import { ReplyError } from './errors.js';
 import { Messaging } from './messaging.js';
 
@@ -27,6 +27,9 @@ async function settleHandler(handler: MessageHandler, payload: unknown, ctx: Jet
   return result;
 }
 
+/** Values for the named subject tokens of @OnRequest handlers (e.g. `{ machineId: 'm1' }` on an agent). */
+export type SubjectTokens = Record<string, string | undefined>;
+
 /**
  * A Nest transport over JetStream: @OnMessage handlers get a durable pull consumer with
  * explicit acks, @OnRequest handlers a queue-group subscription on core NATS.
@@ -39,6 +42,7 @@ export class JetStreamTransport extends Server implements CustomTransportStrateg
   constructor(
     private readonly messaging: Messaging,
     private readonly serviceName: string,
+    private readonly subjectTokens: SubjectTokens = {},
   ) {
     super();
   }
@@ -80,6 +84,12 @@ export class JetStreamTransport extends Server implements CustomTransportStrateg
   }
 
   private bindRequest(contract: Contract, handler: MessageHandler) {
+    const names = ((handler.extras ?? {}) as RequestExtras).tokens ?? [];
+    const tokens = names.map((name) => {
+      const value = this.subjectTokens[name];
+      if (!value) throw new Error(`@OnRequest(${contract.subject}) needs the subject token "${name}", which this service was not given`);
+      return value;
+    });
     const sub = this.messaging.serve(contract, this.messaging.ns.service(this.serviceName), async (payload, subject) => {
       try {
         return (await settleHandler(handler, payload, new JetStreamContext([undefined, subject]))) as object;
@@ -90,7 +100,7 @@ export class JetStreamTransport extends Server implements CustomTransportStrateg
         if (typeof err.code === 'number') throw new ReplyError(err.code, String(err.message));
         throw e;
       }
-    });
+    }, tokens);
     this.subscriptions.push(sub);
   }
 

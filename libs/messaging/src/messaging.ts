@@ -28,6 +28,8 @@ export interface PublishOptions {
   /** Values for the `*` tokens of the contract's subject. */
   tokens?: string[];
   headers?: Record<string, string>;
+  /** How long to wait for the server's ack (default: the client's, 5 s). */
+  timeoutMs?: number;
 }
 
 export interface ConsumerSpec {
@@ -86,6 +88,7 @@ export class Messaging {
     return this.js.publish(this.subject(contract, opts.tokens), encode(payload), {
       msgID: opts.msgId,
       headers: h,
+      ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
     });
   }
 
@@ -120,13 +123,16 @@ export class Messaging {
   /**
    * Answers requests on a contract's subject within a queue group (one replica answers).
    * A payload that fails validation gets a 400 with the reason; the handler never sees it.
+   * With tokens, only the concrete subject is served (an agent answers for its own machine
+   * id, not for `tern.agent.*.…`); without, the contract's pattern with its wildcards.
    */
   serve<T extends object, R extends object>(
     contract: Contract<T, R>,
     queue: string,
     handler: (payload: T, subject: string) => Promise<R> | R,
+    tokens: string[] = [],
   ): Subscription {
-    const subject = this.ns.subject(contract.subject);
+    const subject = this.subject(contract, tokens);
     return this.nc.subscribe(subject, {
       queue,
       callback: (err, msg) => {

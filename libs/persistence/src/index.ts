@@ -5,3 +5,4 @@ export * from './run-migrations.js';
 export * from './persistence.module.js';
 export * from './hash-token.js';
 export * from './database-errors.js';
+export * from './query-rows.js';

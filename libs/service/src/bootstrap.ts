@@ -5,12 +5,20 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { ConfigError, loadConfig, type ServiceName, type TernConfig } from '#tern/config';
 import { JetStreamTransport, Messaging } from '#tern/messaging';
 import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
+import { type Logger as Pino } from 'pino';
 
 export interface BootOptions {
   /** Builds the root module from the validated config. */
   module: (config: TernConfig) => DynamicModule;
   /** Called before listen, for HTTP-only concerns (OpenAPI on the gateway). */
   configureHttp?: (app: NestFastifyApplication, config: TernConfig) => void | Promise<void>;
+  /**
+   * Configuration the caller already loaded and completed; default loadConfig(service). The
+   * agent passes one whose NATS servers and namespace came from its registration answer.
+   */
+  config?: TernConfig;
+  /** A logger the caller made (the agent's writes to a file while its dashboard owns the terminal). */
+  logger?: Pino;
 }
 
 /**
@@ -20,7 +28,7 @@ export interface BootOptions {
 export async function bootstrap(service: ServiceName, options: BootOptions): Promise<INestApplication> {
   let config: TernConfig;
   try {
-    config = loadConfig(service);
+    config = options.config ?? loadConfig(service);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`tern ${service}: ${e.message}\nSee the configuration table in README.md.\n`);
@@ -28,7 +36,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
     }
     throw e;
   }
-  const pino = createLogger({ service, level: config.log.level, format: config.log.format });
+  const pino = options.logger ?? createLogger({ service, level: config.log.level, format: config.log.format });
   const logger = new PinoLoggerService(pino);
   process.on('unhandledRejection', (reason) => pino.error({ err: reason }, 'unhandled promise rejection'));
   initMetrics(service);
@@ -46,7 +54,9 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
 
   // Streams are declared during init; consumers bind to them when the transport starts.
   await app.init();
-  app.connectMicroservice({ strategy: new JetStreamTransport(app.get(Messaging), service) }, { inheritAppConfig: true });
+  // Named subject tokens for @OnRequest handlers that serve one concrete subject (the agent's machine id).
+  const transport = new JetStreamTransport(app.get(Messaging), service, { machineId: config.machineId });
+  app.connectMicroservice({ strategy: transport }, { inheritAppConfig: true });
   await app.startAllMicroservices();
   if (config.http.port > 0) {
     await app.listen(config.http.port, config.http.host);

@@ -15,6 +15,8 @@ export class ApiTokenGuard implements CanActivate {
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    // Global guards also run on NATS handlers, which have no bearer token: they are internal.
+    if (ctx.getType() !== 'http') return true;
     const targets = [ctx.getHandler(), ctx.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
     const request = ctx.switchToHttp().getRequest();

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { MACHINE_HEARTBEAT, MachineHeartbeat } from '#tern/contracts';
+import { MACHINE_HEARTBEAT, MACHINE_NETWORK_TESTED, MachineHeartbeat, MachineNetworkTested } from '#tern/contracts';
 import { OnMessage } from '#tern/messaging';
 import { MachinesService } from './machines.service.js';
 
@@ -9,8 +9,14 @@ import { MachinesService } from './machines.service.js';
 export class MachinesController {
   constructor(private readonly machines: MachinesService) {}
 
+  // Only beats sent from now on matter: a backlog replayed at first start would revive the dead.
   @OnMessage(MACHINE_HEARTBEAT, { deliver: 'new', concurrency: 64 })
   heartbeat(@Payload() beat: MachineHeartbeat) {
     return this.machines.recordHeartbeat(beat);
+  }
+
+  @OnMessage(MACHINE_NETWORK_TESTED)
+  networkTested(@Payload() result: MachineNetworkTested) {
+    return this.machines.recordNetworkTest(result);
   }
 }

@@ -1,6 +1,14 @@
 import { Module } from '@nestjs/common';
+import { AgentCommands } from './agent-commands.js';
+import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
+import { MachineTransitions } from './machine-transitions.js';
 import { MachinesController } from './machines.controller.js';
 import { MachinesService } from './machines.service.js';
+import { OfflineSweeper } from './offline-sweeper.js';
 
-@Module({ controllers: [MachinesController], providers: [MachinesService] })
+@Module({
+  controllers: [MachinesController],
+  providers: [MachinesService, MachineTransitions, HeartbeatSnapshots, OfflineSweeper, AgentCommands],
+  exports: [AgentCommands],
+})
 export class MachinesModule {}

@@ -5,6 +5,7 @@ import {
   IsIn,
   IsInt,
   IsISO8601,
+  IsObject,
   IsOptional,
   IsString,
   Matches,
@@ -43,7 +44,7 @@ export class ContainerStart {
   @IsRecordOf('string') env!: Record<string, string>;
   @IsOptional() @Matches(/^\//, { message: 'cwd must be an absolute path' }) cwd?: string;
 
-  @ValidateNested() @Type(() => ContainerResources)
+  @IsObject() @ValidateNested() @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   @IsArray() @ValidateNested({ each: true }) @Type(() => VolumeMount)

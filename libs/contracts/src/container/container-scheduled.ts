@@ -1,11 +1,11 @@
 import { Type } from 'class-transformer';
-import { IsString, ValidateNested } from 'class-validator';
+import { IsObject, IsString, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { ContainerEvent } from './container-event.js';
 import { ContainerResources } from './container-resources.js';
 
 export class ContainerScheduled extends ContainerEvent {
-  @ValidateNested() @Type(() => ContainerResources)
+  @IsObject() @ValidateNested() @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   /** Why it was placed, e.g. "scale-up", "reschedule: machine m1 offline". */

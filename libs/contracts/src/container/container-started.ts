@@ -1,11 +1,11 @@
 import { Type } from 'class-transformer';
-import { IsInt, Min, ValidateNested } from 'class-validator';
+import { IsInt, IsObject, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { ContainerEvent } from './container-event.js';
 import { ContainerResources } from './container-resources.js';
 
 export class ContainerStarted extends ContainerEvent {
-  @ValidateNested() @Type(() => ContainerResources)
+  @IsObject() @ValidateNested() @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   /** From the start command's arrival to the process running. */

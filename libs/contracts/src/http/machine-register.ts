@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsInt, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
+import { IsArray, IsInt, IsObject, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
 import { MachineInventory } from '../machine/machine-discovered.js';
 import { IsId } from '../validation.js';
 
@@ -16,7 +16,7 @@ export class MachineRegisterRequest {
   @IsOptional() @IsId() machineId?: string;
   @IsString() @Length(1, 63) pool!: string;
   @IsString() agentVersion!: string;
-  @ValidateNested() @Type(() => MachineInventory)
+  @IsObject() @ValidateNested() @Type(() => MachineInventory)
   inventory!: MachineInventory;
 }
 
@@ -37,7 +37,7 @@ export class MachineRegisterResponse {
    * agent keeps it (config.yaml) and presents it to register again after a restart.
    */
   @IsOptional() @IsString() machineToken?: string;
-  @ValidateNested() @Type(() => NatsConnectionInfo)
+  @IsObject() @ValidateNested() @Type(() => NatsConnectionInfo)
   nats!: NatsConnectionInfo;
   @IsInt() @Min(1) heartbeatIntervalSeconds!: number;
   @IsInt() @Min(1) heartbeatTtlSeconds!: number;
@@ -58,6 +58,6 @@ export class MachineKeepaliveRequest {
   @IsId() machineId!: string;
   @IsOptional() @IsString() poolName?: string;
   @IsOptional() @IsString() agentVersion?: string;
-  @IsOptional() @ValidateNested() @Type(() => MachineKeepaliveMetrics)
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => MachineKeepaliveMetrics)
   metrics?: MachineKeepaliveMetrics;
 }

@@ -4,6 +4,7 @@ import {
   IsIn,
   IsInt,
   IsIP,
+  IsObject,
   IsISO8601,
   IsOptional,
   IsString,
@@ -13,7 +14,8 @@ import {
 import { defineContract } from '../contract.js';
 import { IsId, IsNullable } from '../validation.js';
 
-export const GPU_VENDORS = ['nvidia', 'amd', 'intel', 'other'] as const;
+/** apple: Apple silicon (Metal / MPS), which shares the machine's memory. */
+export const GPU_VENDORS = ['nvidia', 'amd', 'intel', 'apple', 'other'] as const;
 export type GpuVendor = (typeof GPU_VENDORS)[number];
 
 export class CpuInventory {
@@ -65,7 +67,7 @@ export class GpuInventory {
 export class MachineInventory {
   @IsString() hostname!: string;
 
-  @ValidateNested() @Type(() => CpuInventory)
+  @IsObject() @ValidateNested() @Type(() => CpuInventory)
   cpu!: CpuInventory;
 
   @IsInt() @Min(0) memoryBytes!: number;
@@ -73,7 +75,7 @@ export class MachineInventory {
   @IsArray() @ValidateNested({ each: true }) @Type(() => DiskInventory)
   disks!: DiskInventory[];
 
-  @ValidateNested() @Type(() => OsInventory)
+  @IsObject() @ValidateNested() @Type(() => OsInventory)
   os!: OsInventory;
 
   @IsArray() @ValidateNested({ each: true }) @Type(() => NetworkInterfaceInventory)
@@ -95,5 +97,5 @@ export const MACHINE_DISCOVERED = defineContract({
   payload: MachineDiscovered,
   stream: 'EVENTS',
   description:
-    "A machine's hardware inventory: CPU, memory, disks, OS, network interfaces, GPUs. Sent by the agent at start-up and whenever the inventory changes; read by the scheduler (capacity for placement) and the gateway (machines API).",
+    "A machine's hardware inventory: CPU, memory, disks, OS, network interfaces, GPUs. Sent by the gateway at every registration: the inventory of the registration call, already stored on the machine row, which is what the scheduler and the machines API read. For consumers that keep their own view (reputation, metering).",
 });

@@ -53,5 +53,6 @@ export const MACHINE_HEARTBEAT = defineContract({
   kind: 'event',
   payload: MachineHeartbeat,
   stream: 'HEARTBEATS',
-  description: 'An agent is alive: resource use, free GPUs, running containers. Token: machine id. Default every 10 s.',
+  description:
+    'An agent is alive: resource use, free GPUs, running containers. Token: machine id. Default every 10 s. Also published by the gateway for a beta9-style `POST /api/v1/machine/keepalive` (sequence 0). Read by the scheduler (machine states, the heartbeats KV bucket).',
 });

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsISO8601, IsNumber, IsOptional, IsString, Min, ValidateNested } from 'class-validator';
+import { IsISO8601, IsNumber, IsObject, IsOptional, IsString, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -15,11 +15,11 @@ export class MachineNetworkTested {
   @IsId() machineId!: string;
 
   /** Through the NATS connection the agent already holds: the path requests and tasks take. */
-  @ValidateNested() @Type(() => NetworkPathResult)
+  @IsObject() @ValidateNested() @Type(() => NetworkPathResult)
   nats!: NetworkPathResult;
 
   /** Over HTTPS to the gateway: the path image and volume downloads take. */
-  @ValidateNested() @Type(() => NetworkPathResult)
+  @IsObject() @ValidateNested() @Type(() => NetworkPathResult)
   http!: NetworkPathResult;
 
   @IsISO8601() testedAt!: string;

@@ -3,7 +3,6 @@ import { defineContract } from '../contract.js';
 import { MACHINE_STATES, type MachineState } from '../domain.js';
 import { IsId, IsNullable } from '../validation.js';
 
-
 export class MachineStateChanged {
   @IsId() machineId!: string;
   @IsString() pool!: string;
@@ -22,5 +21,13 @@ export const MACHINE_STATE_CHANGED = defineContract({
   payload: MachineStateChanged,
   stream: 'EVENTS',
   description:
-    'A machine moved between lifecycle states (pending → registered → ready; draining; offline when heartbeats stop; removed). Sent by the scheduler, which owns the registry; read by the gateway (machines API), reputation (uptime) and metering (rewards).',
+    'A machine moved between lifecycle states: pending → registered (sent by the gateway when the agent registers); registered → ready or unschedulable on its first heartbeat, between the two when the pool rules or the network test say so, → offline when heartbeats stop for MACHINE_HEARTBEAT_TTL_SECONDS and back when they resume (sent by the scheduler, which owns the registry). Nats-Msg-Id: `<machine id>:<to>:<changedAt>`. Read by reputation (uptime) and metering (rewards).',
 });
+
+/**
+ * The Nats-Msg-Id of a state change: machine, target state and the moment of the transition,
+ * so a publish repeated after a lost acknowledgement is stored once.
+ */
+export function machineStateChangedMsgId(event: Pick<MachineStateChanged, 'machineId' | 'to' | 'changedAt'>): string {
+  return `${event.machineId}:${event.to}:${event.changedAt}`;
+}

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsNumber, IsOptional, IsString, Min, ValidateNested } from 'class-validator';
+import { IsIn, IsInt, IsISO8601, IsNumber, IsObject, IsOptional, IsString, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { SCALE_POLICIES, type ScalePolicy } from '../domain.js';
 import { IsId } from '../validation.js';
@@ -31,7 +31,7 @@ export class ScaleDecision {
   /** One line a user can read, e.g. "queue 95 > 30 per container × 3". */
   @IsString() reason!: string;
 
-  @ValidateNested() @Type(() => ScaleInputs)
+  @IsObject() @ValidateNested() @Type(() => ScaleInputs)
   inputs!: ScaleInputs;
 
   @IsISO8601() decidedAt!: string;

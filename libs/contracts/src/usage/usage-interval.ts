@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsISO8601, IsNotEmpty, IsNumber, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsISO8601, IsNotEmpty, IsNumber, IsObject, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { ContainerResources } from '../container/container-resources.js';
 import { IsId } from '../validation.js';
@@ -14,7 +14,7 @@ export class UsageInterval {
   /** Set when the container ran one task during the whole interval. */
   @IsOptional() @IsId() taskId?: string;
 
-  @ValidateNested() @Type(() => ContainerResources)
+  @IsObject() @ValidateNested() @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   @IsISO8601() periodStart!: string;

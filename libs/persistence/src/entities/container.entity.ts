@@ -50,6 +50,10 @@ export class Container {
   @Column({ name: 'state', type: 'varchar', length: 32, default: 'pending' })
   state!: ContainerState;
 
+  /** Why it reached its state: the placement reason, the stop reason, or the failure's phase and error. */
+  @Column({ name: 'state_reason', type: 'text', nullable: true })
+  stateReason!: string | null;
+
   @Column({ name: 'exit_code', type: 'integer', nullable: true })
   exitCode!: number | null;
 
@@ -61,6 +65,10 @@ export class Container {
 
   @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
   startedAt!: Date | null;
+
+  /** First passing health check (container.ready); the state stays running. */
+  @Column({ name: 'ready_at', type: 'timestamptz', nullable: true })
+  readyAt!: Date | null;
 
   @Column({ name: 'stopped_at', type: 'timestamptz', nullable: true })
   stoppedAt!: Date | null;

@@ -14,23 +14,57 @@ import { type MachineState } from '#tern/contracts';
 import { numberFromText } from '../column-transformers.js';
 import { Pool } from './pool.entity.js';
 
-/** pending: created, agent not yet registered; registered: hardware known, not yet heartbeating; ready: schedulable. */
-
 /** One GPU as the agent discovered it. */
 export interface MachineGpu {
   readonly index: number;
   readonly model: string;
   readonly memoryBytes: number;
+  readonly vendor?: string;
   readonly driverVersion?: string;
+  readonly cudaVersion?: string;
   readonly uuid?: string;
 }
 
-/** What the agent measured about its network; all optional because discovery is best effort. */
+export interface MachineNetworkInterface {
+  readonly name: string;
+  readonly mac?: string;
+  readonly addresses: string[];
+  readonly speedMbps: number | null;
+}
+
+/** One leg of the agent's network test (machine.network-tested). */
+export interface MachineNetworkPath {
+  readonly throughputMbps: number;
+  readonly latencyMs: number;
+  readonly error?: string;
+}
+
+/** The latest network test; pool admission compares the slower leg with the pool minimum. */
+export interface MachineNetworkTest {
+  readonly nats: MachineNetworkPath;
+  readonly http: MachineNetworkPath;
+  readonly testedAt: string;
+}
+
+/** Interfaces from registration, the test from machine.network-tested; either may be missing. */
 export interface MachineNetwork {
-  readonly publicIp?: string;
-  readonly bandwidthGbps?: number;
-  readonly latencyMs?: number;
-  readonly region?: string;
+  readonly interfaces?: MachineNetworkInterface[];
+  readonly test?: MachineNetworkTest;
+}
+
+export interface MachineDisk {
+  readonly mount: string;
+  readonly fsType: string;
+  readonly sizeBytes: number;
+  readonly freeBytes: number;
+}
+
+export interface MachineOs {
+  readonly platform: string;
+  readonly distro: string;
+  readonly release: string;
+  readonly kernel: string;
+  readonly arch: string;
 }
 
 /**
@@ -39,7 +73,9 @@ export interface MachineNetwork {
  */
 @Entity({ name: 'machines' })
 @Index('ix_machines_pool_state', ['pool', 'state'])
+@Index('ix_machines_state_heartbeat', ['state', 'lastHeartbeatAt'])
 @Unique('uq_machines_join_token_hash', ['joinTokenHash'])
+@Unique('uq_machines_credential_hash', ['credentialHash'])
 export class Machine {
   /** Chosen by the agent (or by machine create), stable across agent restarts. */
   @PrimaryColumn({ name: 'id', type: 'text' })
@@ -59,14 +95,22 @@ export class Machine {
   @Column({ name: 'state_reason', type: 'text', nullable: true })
   stateReason!: string | null;
 
+  @Column({ name: 'state_changed_at', type: 'timestamptz', default: () => 'now()' })
+  stateChangedAt!: Date;
+
   @Column({ name: 'hostname', type: 'text', nullable: true })
   hostname!: string | null;
 
   @Column({ name: 'cpu_model', type: 'text', nullable: true })
   cpuModel!: string | null;
 
+  /** Physical cores. */
   @Column({ name: 'cpu_cores', type: 'integer', nullable: true })
   cpuCores!: number | null;
+
+  /** Logical CPUs, what container millicores are measured against. */
+  @Column({ name: 'cpu_threads', type: 'integer', nullable: true })
+  cpuThreads!: number | null;
 
   @Column({ name: 'memory_bytes', type: 'bigint', nullable: true, transformer: numberFromText })
   memoryBytes!: number | null;
@@ -77,15 +121,31 @@ export class Machine {
   @Column({ name: 'network', type: 'jsonb', nullable: true })
   network!: MachineNetwork | null;
 
+  @Column({ name: 'disks', type: 'jsonb', default: () => "'[]'" })
+  disks!: MachineDisk[];
+
+  @Column({ name: 'os', type: 'jsonb', nullable: true })
+  os!: MachineOs | null;
+
   @Column({ name: 'agent_version', type: 'text', nullable: true })
   agentVersion!: string | null;
 
-  /** sha256 of the one-time join token (see hashToken); cleared once the agent has registered. */
+  /**
+   * sha256 of the one-time join token (see hashToken). Kept after its use (join_token_used_at)
+   * so that a second use is answered "already used" rather than "unknown token".
+   */
   @Column({ name: 'join_token_hash', type: 'text', nullable: true })
   joinTokenHash!: string | null;
 
   @Column({ name: 'join_token_expires_at', type: 'timestamptz', nullable: true })
   joinTokenExpiresAt!: Date | null;
+
+  @Column({ name: 'join_token_used_at', type: 'timestamptz', nullable: true })
+  joinTokenUsedAt!: Date | null;
+
+  /** sha256 of the machine's long-lived token, issued when it first registers; how it registers again. */
+  @Column({ name: 'credential_hash', type: 'text', nullable: true })
+  credentialHash!: string | null;
 
   @Column({ name: 'registered_at', type: 'timestamptz', nullable: true })
   registeredAt!: Date | null;

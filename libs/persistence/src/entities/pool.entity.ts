@@ -1,5 +1,4 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
-import { numberFromText } from '../column-transformers.js';
 
 /** The pool every agent joins unless told otherwise (POOL defaults to it); the initial migration creates it. */
 export const DEFAULT_POOL = 'default';
@@ -18,8 +17,9 @@ export class Pool {
   @Column({ name: 'allowed_gpu_types', type: 'text', array: true, default: () => "'{}'" })
   allowedGpuTypes!: string[];
 
-  @Column({ name: 'min_network_gbps', type: 'numeric', nullable: true, transformer: numberFromText })
-  minNetworkGbps!: number | null;
+  /** Lowest measured network throughput (Mbit/s) a machine needs to be schedulable; null: no minimum. */
+  @Column({ name: 'min_network_mbps', type: 'integer', nullable: true })
+  minNetworkMbps!: number | null;
 
   @Column({ name: 'min_reputation', type: 'double precision', nullable: true })
   minReputation!: number | null;

@@ -1,4 +1,5 @@
 import { Initial1763780000000 } from './1763780000000-initial.js';
+import { MachineRegistry1763900000000 } from './1763900000000-machine-registry.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
-export const MIGRATIONS = [Initial1763780000000] as const;
+export const MIGRATIONS = [Initial1763780000000, MachineRegistry1763900000000] as const;

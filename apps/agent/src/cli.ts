@@ -1,0 +1,115 @@
+import { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import {
+  AgentConfigError,
+  type AgentConfigFile,
+  configPath,
+  defaultStateDir,
+  readConfigFile,
+  setConfigValue,
+  showConfig,
+  validateConfig,
+  writeConfigFile,
+} from './settings/config-file.js';
+
+/** From package.json directly: #tern/service would load all of Nest just for the version. */
+function version(): string {
+  for (const rel of ['../../../package.json', '../../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'tern' && pkg.version) return pkg.version;
+    } catch {
+      /* try the next location */
+    }
+  }
+  return '0.0.0';
+}
+
+/** sysexits' EX_CONFIG, as run-agent uses for a bad configuration. */
+const EXIT_CONFIG = 78;
+
+/** The agent itself is loaded only to run it: init and config stay quick. */
+async function runAgent(options: { stateDir?: string }) {
+  const { runAgent: run } = await import('./run-agent.js');
+  await run(options);
+}
+
+function stateDirOf(opts: { stateDir?: string }): string {
+  return opts.stateDir ?? defaultStateDir();
+}
+
+function existing(stateDir: string): AgentConfigFile {
+  const file = readConfigFile(stateDir);
+  if (!file) throw new AgentConfigError([`no configuration at ${configPath(stateDir)}: run \`tern-agent init --gateway URL --token TOKEN --pool POOL\` first`]);
+  return file;
+}
+
+const stateDirOption = ['--state-dir <dir>', 'where config.yaml and the agent\'s state live (default $AGENT_STATE_DIR or ~/.tern-agent)'] as const;
+
+const program = new Command('tern-agent')
+  .description(
+    'The Tern node agent: registers this machine with a gateway, heartbeats, runs containers.\n' +
+      'Without a command it runs the agent (a live dashboard on a terminal, JSON logs otherwise).',
+  )
+  .version(version())
+  .option(...stateDirOption)
+  .action(async (opts: { stateDir?: string }) => runAgent({ stateDir: opts.stateDir }));
+
+program
+  .command('run')
+  .description('run the agent (the default)')
+  .option(...stateDirOption)
+  .action(async (opts: { stateDir?: string }) => runAgent({ stateDir: opts.stateDir ?? program.opts().stateDir }));
+
+program
+  .command('init')
+  .description('write config.yaml for this machine')
+  .requiredOption('--gateway <url>', 'gateway URL, e.g. https://tern.example.com')
+  .requiredOption('--token <token>', 'join token from `tern machine create` (or an admin API token)')
+  .option('--pool <pool>', 'pool to join', 'default')
+  .option('--machine-id <id>', 'machine id (default: the one the token names, or one derived from the host name)')
+  .option(...stateDirOption)
+  .action((opts: { gateway: string; token: string; pool: string; machineId?: string; stateDir?: string }) => {
+    const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+    const config = validateConfig(
+      { gateway: opts.gateway, token: opts.token, pool: opts.pool, ...(opts.machineId ? { machineId: opts.machineId } : {}) },
+      'init',
+    );
+    const path = writeConfigFile(stateDir, config);
+    process.stdout.write(`wrote ${path}\nstart the agent with: tern-agent${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
+  });
+
+const config = program.command('config').description('show or change config.yaml');
+
+config
+  .command('show')
+  .description('print the configuration (the token masked)')
+  .option(...stateDirOption)
+  .action((opts: { stateDir?: string }) => {
+    const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+    process.stdout.write(`# ${configPath(stateDir)}\n${showConfig(existing(stateDir))}`);
+  });
+
+config
+  .command('set')
+  .description('change one key: gateway, token, pool, machineId, runtime, dashboard (an empty value removes an optional key)')
+  .argument('<key>')
+  .argument('<value>')
+  .option(...stateDirOption)
+  .action((key: string, value: string, opts: { stateDir?: string }) => {
+    const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+    const next = setConfigValue(existing(stateDir), key, value);
+    writeConfigFile(stateDir, next);
+    process.stdout.write(`${key} set in ${configPath(stateDir)}\n`);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  if (e instanceof AgentConfigError) {
+    process.stderr.write(`tern-agent: ${e.problems.join('\n  ')}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  process.stderr.write(`tern-agent: ${(e as Error).message}\n`);
+  process.exit(1);
+}

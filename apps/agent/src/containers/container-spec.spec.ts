@@ -1,0 +1,82 @@
+import { type ContainerStart, type GpuInventory } from '#tern/contracts';
+import { allocateGpus, gpuTypeMatches, recordFromLabels, recordFromStart, toContainerSpec } from './container-spec.js';
+
+const start: ContainerStart = {
+  containerId: 'c-1',
+  deploymentId: 'dep-1',
+  deploymentVersion: 3,
+  workspaceId: 'ws-1',
+  deploymentKind: 'endpoint',
+  image: 'host',
+  command: ['python3', '/app/main.py'],
+  args: ['--fast'],
+  env: { GREETING: 'hello' },
+  resources: { cpuMillicores: 500, memoryBytes: 256 * 2 ** 20, gpuCount: 1, gpuType: 'H100' },
+  volumes: [{ volume: 'models', mountPath: '/models', readOnly: true }],
+  ports: [8000],
+  workers: 2,
+  concurrency: 4,
+  startupTimeoutSeconds: 30,
+  requestedAt: '2025-01-01T00:00:00.000Z',
+};
+
+const h100 = (index: number): GpuInventory => ({ index, vendor: 'nvidia', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81559, driverVersion: '550', uuid: `GPU-${index}` });
+const a100 = (index: number): GpuInventory => ({ index, vendor: 'nvidia', model: 'NVIDIA A100-SXM4-80GB', memoryMiB: 81920, driverVersion: '550' });
+
+describe('container specs', () => {
+  it('maps a start command onto the runtime: command and args, env, limits, workspace volumes, GPUs, labels', () => {
+    const spec = toContainerSpec(start, 'm-1', [h100(2)]);
+    expect(spec).toEqual({
+      id: 'c-1',
+      image: 'host',
+      args: ['python3', '/app/main.py', '--fast'],
+      env: {
+        GREETING: 'hello',
+        TERN_DEPLOYMENT_ID: 'dep-1',
+        TERN_DEPLOYMENT_VERSION: '3',
+        TERN_WORKSPACE_ID: 'ws-1',
+        TERN_WORKERS: '2',
+        TERN_CONCURRENCY: '4',
+        TERN_GPU_COUNT: '1',
+      },
+      memoryBytes: 256 * 2 ** 20,
+      cpuMillicores: 500,
+      volumes: [{ name: 'ws-1/models', containerPath: '/models', readOnly: true }],
+      gpus: { devices: [{ index: 2, uuid: 'GPU-2' }] },
+      network: 'host',
+      labels: expect.objectContaining({ 'tern.container': 'c-1', 'tern.machine': 'm-1', 'tern.gpus': 'nvidia:2', 'tern.deployment-version': '3' }),
+    });
+  });
+
+  it('leaves args to the image when the command names a handler only', () => {
+    const spec = toContainerSpec({ ...start, command: undefined, args: undefined, handler: 'app.py:predict' }, 'm-1', []);
+    expect(spec.args).toBeUndefined();
+    expect(spec.env?.TERN_HANDLER).toBe('app.py:predict');
+    expect(spec.gpus).toBeUndefined();
+  });
+
+  it('recognises its own containers from their labels, and nothing else', () => {
+    const labels = toContainerSpec(start, 'm-1', [h100(0)]).labels!;
+    expect(recordFromLabels('c-1', labels, 'm-1')).toEqual(recordFromStart(start, [h100(0)]));
+    expect(recordFromLabels('c-1', labels, 'm-2')).toBeUndefined();
+    expect(recordFromLabels('other', labels, 'm-1')).toBeUndefined();
+    expect(recordFromLabels('c-1', {}, 'm-1')).toBeUndefined();
+  });
+});
+
+describe('GPU allocation', () => {
+  it('matches GPU types by whole words, like the scheduler', () => {
+    expect(gpuTypeMatches('NVIDIA H100 80GB HBM3', 'H100')).toBe(true);
+    expect(gpuTypeMatches('NVIDIA A100-SXM4-80GB', 'A10')).toBe(false);
+    expect(gpuTypeMatches('NVIDIA GeForce RTX 4090', 'rtx 4090')).toBe(true);
+  });
+
+  it('picks free GPUs of the asked type, lowest index first, or says why not', () => {
+    const gpus = [h100(0), h100(1), a100(2)];
+    expect(allocateGpus(gpus, new Set(['nvidia:0']), 1, 'H100')).toEqual({ ok: true, gpus: [h100(1)] });
+    expect(allocateGpus(gpus, new Set(), 2)).toEqual({ ok: true, gpus: [h100(0), h100(1)] });
+    expect(allocateGpus(gpus, new Set(), 0)).toEqual({ ok: true, gpus: [] });
+    expect(allocateGpus(gpus, new Set(['nvidia:0', 'nvidia:1']), 1, 'H100')).toEqual({ ok: false, reason: 'needs 1 H100 GPU(s); this machine has 2, 0 free' });
+    expect(allocateGpus([], new Set(), 1)).toEqual({ ok: false, reason: 'needs 1 GPU(s); this machine has 0, 0 free' });
+  });
+});

@@ -1,0 +1,150 @@
+import { type ContainerStart, type GpuInventory } from '#tern/contracts';
+import { type ContainerSpec } from '#tern/runtime';
+
+/**
+ * The labels a Tern container carries in the runtime, so that after an agent restart the
+ * container can be recognised (is it ours? this machine's?) and reported on again without any
+ * other record: the runtime keeps them with the container.
+ */
+export const LABEL = {
+  container: 'tern.container',
+  machine: 'tern.machine',
+  deployment: 'tern.deployment',
+  version: 'tern.deployment-version',
+  workspace: 'tern.workspace',
+  kind: 'tern.kind',
+  /** Comma-separated `vendor:index` of the GPUs it holds. */
+  gpus: 'tern.gpus',
+  cpuMillicores: 'tern.cpu-millicores',
+  memoryBytes: 'tern.memory-bytes',
+  requestedAt: 'tern.requested-at',
+} as const;
+
+/** What the agent knows of one of its containers, from the start command or from its labels. */
+export interface ContainerRecord {
+  containerId: string;
+  deploymentId: string;
+  deploymentVersion: number;
+  workspaceId: string;
+  kind: string;
+  gpus: string[];
+  cpuMillicores: number;
+  memoryBytes: number;
+  requestedAt: string;
+}
+
+export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
+  return `${g.vendor}:${g.index}`;
+}
+
+/** Runtime ids are stricter than contract ids: they must start with a letter or digit. */
+export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * The runtime spec for a start command. Networking is the host's: the runtime picks a free
+ * port and passes it as $PORT (the contract's `ports` name what the program listens on inside,
+ * which with host networking is that port), and the agent health-checks it on loopback.
+ * Volumes live per workspace: `<volume root>/<workspace>/<volume>`.
+ */
+export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: GpuInventory[]): ContainerSpec {
+  const env: Record<string, string> = {
+    ...cmd.env,
+    TERN_DEPLOYMENT_ID: cmd.deploymentId,
+    TERN_DEPLOYMENT_VERSION: String(cmd.deploymentVersion),
+    TERN_WORKSPACE_ID: cmd.workspaceId,
+    TERN_WORKERS: String(cmd.workers),
+    TERN_CONCURRENCY: String(cmd.concurrency),
+  };
+  if (cmd.handler) env.TERN_HANDLER = cmd.handler;
+  if (gpus.length) env.TERN_GPU_COUNT = String(gpus.length);
+  const args = [...(cmd.command ?? []), ...(cmd.args ?? [])];
+  const labels: Record<string, string> = {
+    [LABEL.container]: cmd.containerId,
+    [LABEL.machine]: machineId,
+    [LABEL.deployment]: cmd.deploymentId,
+    [LABEL.version]: String(cmd.deploymentVersion),
+    [LABEL.workspace]: cmd.workspaceId,
+    [LABEL.kind]: cmd.deploymentKind,
+    [LABEL.gpus]: gpus.map(gpuKey).join(','),
+    [LABEL.cpuMillicores]: String(cmd.resources.cpuMillicores),
+    [LABEL.memoryBytes]: String(cmd.resources.memoryBytes),
+    [LABEL.requestedAt]: cmd.requestedAt,
+  };
+  return {
+    id: cmd.containerId,
+    image: cmd.image,
+    ...(args.length ? { args } : {}),
+    env,
+    ...(cmd.cwd ? { cwd: cmd.cwd } : {}),
+    memoryBytes: cmd.resources.memoryBytes,
+    cpuMillicores: cmd.resources.cpuMillicores,
+    volumes: cmd.volumes.map((v) => ({ name: `${cmd.workspaceId}/${v.volume}`, containerPath: v.mountPath, readOnly: v.readOnly })),
+    ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
+    network: 'host',
+    labels,
+  };
+}
+
+export function recordFromStart(cmd: ContainerStart, gpus: GpuInventory[]): ContainerRecord {
+  return {
+    containerId: cmd.containerId,
+    deploymentId: cmd.deploymentId,
+    deploymentVersion: cmd.deploymentVersion,
+    workspaceId: cmd.workspaceId,
+    kind: cmd.deploymentKind,
+    gpus: gpus.map(gpuKey),
+    cpuMillicores: cmd.resources.cpuMillicores,
+    memoryBytes: cmd.resources.memoryBytes,
+    requestedAt: cmd.requestedAt,
+  };
+}
+
+/**
+ * The record of a container found in the runtime, if it is one this agent started for this
+ * machine; undefined for anything else (which reconciliation then kills).
+ */
+export function recordFromLabels(id: string, labels: Record<string, string>, machineId: string): ContainerRecord | undefined {
+  if (labels[LABEL.container] !== id || labels[LABEL.machine] !== machineId) return undefined;
+  const version = Number(labels[LABEL.version]);
+  if (!labels[LABEL.deployment] || !labels[LABEL.workspace] || !Number.isInteger(version) || version < 1) return undefined;
+  return {
+    containerId: id,
+    deploymentId: labels[LABEL.deployment],
+    deploymentVersion: version,
+    workspaceId: labels[LABEL.workspace],
+    kind: labels[LABEL.kind] ?? 'endpoint',
+    gpus: (labels[LABEL.gpus] ?? '').split(',').filter(Boolean),
+    cpuMillicores: Number(labels[LABEL.cpuMillicores]) || 1,
+    memoryBytes: Number(labels[LABEL.memoryBytes]) || 1,
+    requestedAt: labels[LABEL.requestedAt] ?? new Date(0).toISOString(),
+  };
+}
+
+/** Lower-case alphanumeric words: "NVIDIA A100-SXM4-80GB" → nvidia, a100, sxm4, 80gb. */
+function words(text: string): string[] {
+  return text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+}
+
+/** The scheduler's rule: "H100" matches "NVIDIA H100 80GB HBM3", "A10" does not match "NVIDIA A100". */
+export function gpuTypeMatches(model: string, type: string): boolean {
+  const m = words(model);
+  const t = words(type);
+  if (!t.length) return false;
+  for (let i = 0; i + t.length <= m.length; i++) if (t.every((w, j) => m[i + j] === w)) return true;
+  return false;
+}
+
+/** Picks `count` free GPUs (of `type` when given), lowest index first; a reason when it cannot. */
+export function allocateGpus(
+  gpus: readonly GpuInventory[],
+  busy: ReadonlySet<string>,
+  count: number,
+  type?: string,
+): { ok: true; gpus: GpuInventory[] } | { ok: false; reason: string } {
+  if (count === 0) return { ok: true, gpus: [] };
+  const fitting = gpus.filter((g) => !type || gpuTypeMatches(g.model, type));
+  const free = fitting.filter((g) => !busy.has(gpuKey(g)));
+  if (free.length >= count) return { ok: true, gpus: free.slice(0, count) };
+  const what = type ? `${type} GPU(s)` : 'GPU(s)';
+  return { ok: false, reason: `needs ${count} ${what}; this machine has ${fitting.length}, ${free.length} free` };
+}

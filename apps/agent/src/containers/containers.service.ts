@@ -1,0 +1,309 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  CONTAINER_FAILED,
+  CONTAINER_LOG_LINE,
+  CONTAINER_READY,
+  CONTAINER_STARTED,
+  CONTAINER_STARTING,
+  CONTAINER_STOPPED,
+  type ContainerFailurePhase,
+  type ContainerStart,
+  type ContainerStartReply,
+  type ContainerStop,
+  type ContainerStopReply,
+  type Contract,
+  type GpuInventory,
+} from '#tern/contracts';
+import { Messaging } from '#tern/messaging';
+import { ContainerStartError, type ExitResult, ImageError, InvalidContainerSpecError, reconcile, waitForHealth } from '#tern/runtime';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { containerEventsTotal, containersGauge } from '../metrics.js';
+import { type ContainerRowState } from '../state/agent-state.js';
+import { allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
+import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
+
+/** One container this agent looks after. */
+interface Tracked {
+  record: ContainerRecord;
+  /** When the start command arrived (ms), for the latencies. */
+  acceptedAt: number;
+  port?: number;
+  state: ContainerRowState;
+  /** Set by a stop command (or shutdown): the exit is then expected. */
+  stopReason?: string;
+  /** container.failed already sent (a failed health check), so the exit does not send another. */
+  failed?: boolean;
+  /** Aborts the health check and the log tail. */
+  readonly abort: AbortController;
+  logs?: Promise<void>;
+  /** Resolves once container.stopped is out and the container removed. */
+  done?: Promise<void>;
+  logSequence: number;
+}
+
+/** Longest log line sent over NATS; the rest is cut (the runtime already splits runaway lines). */
+const MAX_LOG_LINE = 16 * 1024;
+/** SIGTERM grace for containers when the agent itself shuts down. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
+/**
+ * Starts and stops this machine's containers through the runtime and reports their lives as
+ * container events (JetStream, Nats-Msg-Id `<container>:<event>`) and their output as log lines
+ * (core NATS). Start is idempotent on the container id, stop too. At start-up it reconciles
+ * with the runtime: containers labelled as this machine's are adopted (watched and reported on
+ * again), anything else is killed, so nothing runs that no one knows about.
+ */
+@Injectable()
+export class ContainersService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('containers');
+  private readonly tracked = new Map<string, Tracked>();
+
+  constructor(
+    private readonly messaging: Messaging,
+    @Inject(CONTAINER_RUNTIME) private readonly handle: RuntimeHandle,
+    @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+  ) {}
+
+  private get machineId(): string {
+    return this.ctx.registration.machineId;
+  }
+
+  runningIds(): string[] {
+    return [...this.tracked.keys()];
+  }
+
+  busyGpus(): Set<string> {
+    return new Set([...this.tracked.values()].flatMap((t) => t.record.gpus));
+  }
+
+  // --- reconciliation ------------------------------------------------------------------
+
+  async reconcile(): Promise<void> {
+    const runtime = this.handle.runtime;
+    if (!runtime) return;
+    const report = await reconcile(runtime, {
+      decide: (c) => (recordFromLabels(c.id, c.labels, this.machineId) ? 'adopt' : 'kill'),
+      // Not ours: no one is waiting for a clean exit.
+      graceMs: 2000,
+    });
+    for (const { container } of report.killed) this.logger.warn({ containerId: container.id, labels: container.labels }, `killed container ${container.id}: not one of this machine's`);
+    for (const c of report.adopted) {
+      const record = recordFromLabels(c.id, c.labels, this.machineId)!;
+      const t = this.track(record, Date.parse(c.startedAt) || Date.now(), 'running', c.port);
+      this.watch(c.id, t);
+      if (c.port !== undefined) {
+        // It may have become ready while no agent watched; ready was then never reported.
+        void waitForHealth({ port: c.port, timeoutMs: 2000, signal: t.abort.signal }).then(
+          () => this.setState(c.id, 'ready'),
+          () => undefined,
+        );
+      }
+      this.logger.log({ containerId: c.id, deploymentId: record.deploymentId }, `adopted container ${c.id} after a restart`);
+    }
+    for (const { container, exit, removed } of report.exited) {
+      if (removed) continue;
+      // Ours, and it ended while no agent watched: report it, then clean up.
+      const record = recordFromLabels(container.id, container.labels, this.machineId)!;
+      const t = this.track(record, Date.parse(container.startedAt) || Date.now(), 'running', container.port);
+      t.stopReason = 'exited while the agent was not running';
+      t.done = this.finish(container.id, t, exit ?? { exitCode: null, oomKilled: false, finishedAt: new Date().toISOString() });
+    }
+    for (const { container, error } of report.failed) this.logger.error({ containerId: container.id }, `could not reconcile container ${container.id}: ${error.message}`);
+  }
+
+  // --- commands ------------------------------------------------------------------------
+
+  start(cmd: ContainerStart): ContainerStartReply {
+    const runtime = this.handle.runtime;
+    if (this.tracked.has(cmd.containerId)) return { accepted: true, reason: 'already known to this agent' };
+    if (!runtime) return { accepted: false, reason: `no container runtime on this machine: ${this.handle.problem}` };
+    if (!RUNTIME_ID.test(cmd.containerId)) return { accepted: false, reason: `container id "${cmd.containerId}" must start with a letter or digit` };
+    const gpus = allocateGpus(this.ctx.state.gpus, this.busyGpus(), cmd.resources.gpuCount, cmd.resources.gpuType);
+    if (!gpus.ok) return { accepted: false, reason: gpus.reason };
+    const t = this.track(recordFromStart(cmd, gpus.gpus), Date.now(), 'starting');
+    this.logger.log({ containerId: cmd.containerId, deploymentId: cmd.deploymentId, image: cmd.image }, `starting container ${cmd.containerId}`);
+    void this.run(cmd, t, gpus.gpus);
+    return { accepted: true };
+  }
+
+  stop(cmd: ContainerStop): ContainerStopReply {
+    const t = this.tracked.get(cmd.containerId);
+    if (!t) return { accepted: true, reason: 'no such container on this machine (already gone)' };
+    this.requestStop(cmd.containerId, t, `stop command: ${cmd.reason}`, cmd.graceSeconds * 1000);
+    return { accepted: true };
+  }
+
+  // --- lifecycle -----------------------------------------------------------------------
+
+  private track(record: ContainerRecord, acceptedAt: number, state: ContainerRowState, port?: number): Tracked {
+    const t: Tracked = { record, acceptedAt, state, port, abort: new AbortController(), logSequence: 0 };
+    this.tracked.set(record.containerId, t);
+    containersGauge.set(this.tracked.size);
+    this.ctx.state.upsertContainer({
+      id: record.containerId,
+      state,
+      deployment: `${record.deploymentId}:v${record.deploymentVersion}`,
+      startedAt: acceptedAt,
+    });
+    this.ctx.state.busyGpus = this.busyGpus();
+    return t;
+  }
+
+  private setState(id: string, state: ContainerRowState, extra: { endedAt?: number; exitCode?: number | null; detail?: string } = {}) {
+    const t = this.tracked.get(id);
+    if (t) t.state = state;
+    this.ctx.state.upsertContainer({ id, state, ...extra });
+  }
+
+  private async run(cmd: ContainerStart, t: Tracked, gpus: GpuInventory[]) {
+    const runtime = this.handle.runtime!;
+    const id = cmd.containerId;
+    await this.publish(CONTAINER_STARTING, t.record, 'starting', {});
+    let port: number | undefined;
+    try {
+      const running = await runtime.start(toContainerSpec(cmd, this.machineId, gpus));
+      port = running.port;
+      t.port = port;
+    } catch (e) {
+      const phase: ContainerFailurePhase = e instanceof ImageError ? 'image' : e instanceof InvalidContainerSpecError ? 'create' : e instanceof ContainerStartError ? 'start' : 'create';
+      const error = (e as Error).message;
+      this.logger.warn({ containerId: id, phase }, `container ${id} did not start: ${error}`);
+      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error });
+      this.untrack(id, 'failed', { endedAt: Date.now(), detail: error });
+      return;
+    }
+    this.setState(id, 'running');
+    await this.publish(CONTAINER_STARTED, t.record, 'started', {
+      resources: { cpuMillicores: cmd.resources.cpuMillicores, memoryBytes: cmd.resources.memoryBytes, gpuCount: cmd.resources.gpuCount, ...(cmd.resources.gpuType ? { gpuType: cmd.resources.gpuType } : {}) },
+      startupLatencyMs: Date.now() - t.acceptedAt,
+    });
+    let exited = false;
+    this.watch(id, t, () => (exited = true));
+    if (port === undefined) return;
+    try {
+      await waitForHealth({ port, timeoutMs: cmd.startupTimeoutSeconds * 1000, signal: t.abort.signal, gaveUp: async () => exited || !!t.stopReason });
+      if (t.stopReason || exited) return;
+      this.setState(id, 'ready');
+      await this.publish(CONTAINER_READY, t.record, 'ready', { readyLatencyMs: Date.now() - t.acceptedAt });
+      this.logger.log({ containerId: id, port }, `container ${id} is ready on port ${port}`);
+    } catch (e) {
+      if (t.stopReason || exited || t.abort.signal.aborted) return;
+      const error = `no passing GET /health on port ${port} within ${cmd.startupTimeoutSeconds} s (${(e as Error).message})`;
+      t.failed = true;
+      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error });
+      this.requestStop(id, t, 'failed its health check', 5000);
+    }
+  }
+
+  /** Follows the container's output and waits for its exit, then reports and removes it. */
+  private watch(id: string, t: Tracked, onExit?: () => void) {
+    const runtime = this.handle.runtime!;
+    t.logs = this.followLogs(id, t);
+    t.done = runtime.wait(id, t.abort.signal).then(
+      (exit) => {
+        onExit?.();
+        return this.finish(id, t, exit);
+      },
+      (e: Error) => {
+        if (!t.abort.signal.aborted) this.logger.warn(`lost track of container ${id}: ${e.message}`);
+      },
+    );
+  }
+
+  private async followLogs(id: string, t: Tracked): Promise<void> {
+    try {
+      for await (const l of this.handle.runtime!.logs(id, { follow: true, signal: t.abort.signal })) {
+        this.ctx.state.appendLog(id, l.stream === 'stderr' ? `! ${l.line}` : l.line);
+        this.messaging.emit(
+          CONTAINER_LOG_LINE,
+          {
+            containerId: id,
+            deploymentId: t.record.deploymentId,
+            stream: l.stream,
+            line: l.line.length > MAX_LOG_LINE ? l.line.slice(0, MAX_LOG_LINE) : l.line,
+            sequence: t.logSequence++,
+            at: l.time.toISOString(),
+          },
+          [id],
+        );
+      }
+    } catch (e) {
+      if (!t.abort.signal.aborted) this.logger.warn(`log stream of ${id} ended: ${(e as Error).message}`);
+    }
+  }
+
+  private async finish(id: string, t: Tracked, exit: ExitResult) {
+    // Let the tail drain what the process wrote last before the container goes away.
+    await Promise.race([t.logs, new Promise((r) => setTimeout(r, 2000))]);
+    const expected = !!t.stopReason;
+    const crashed = !expected && (exit.oomKilled || exit.exitCode !== 0);
+    const how = exit.oomKilled ? 'killed for using more memory than it was given' : exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+    if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how });
+    const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
+    await this.publish(CONTAINER_STOPPED, t.record, 'stopped', {
+      exitCode: exit.exitCode,
+      oomKilled: exit.oomKilled,
+      reason,
+      ...(exit.signal ? { signal: exit.signal } : {}),
+    });
+    this.logger.log({ containerId: id, exitCode: exit.exitCode, oomKilled: exit.oomKilled, signal: exit.signal }, `container ${id} ${how} (${reason})`);
+    t.abort.abort();
+    await this.handle.runtime?.remove(id).catch((e: Error) => this.logger.warn(`could not remove container ${id}: ${e.message}`));
+    this.untrack(id, crashed || t.failed ? 'failed' : 'stopped', { endedAt: Date.now(), exitCode: exit.exitCode });
+  }
+
+  private requestStop(id: string, t: Tracked, reason: string, graceMs: number) {
+    if (t.stopReason) return;
+    t.stopReason = reason;
+    this.setState(id, 'stopping');
+    this.handle.runtime?.stop(id, graceMs).catch((e: Error) => this.logger.warn(`stopping container ${id} failed: ${e.message}`));
+  }
+
+  private untrack(id: string, state: ContainerRowState, extra: { endedAt?: number; exitCode?: number | null; detail?: string }) {
+    this.tracked.delete(id);
+    containersGauge.set(this.tracked.size);
+    this.setState(id, state, extra);
+    this.ctx.state.busyGpus = this.busyGpus();
+  }
+
+  /** A container event, retried while NATS is away: metering and the scheduler must not miss one. */
+  private async publish<T extends object>(contract: Contract<T>, record: ContainerRecord, name: string, fields: Omit<T, 'containerId' | 'deploymentId' | 'deploymentVersion' | 'workspaceId' | 'machineId' | 'at'>) {
+    const payload = {
+      containerId: record.containerId,
+      deploymentId: record.deploymentId,
+      deploymentVersion: record.deploymentVersion,
+      workspaceId: record.workspaceId,
+      machineId: this.machineId,
+      at: new Date().toISOString(),
+      ...fields,
+    } as unknown as T;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.messaging.publish(contract, payload, { msgId: `${record.containerId}:${name}` });
+        containerEventsTotal.inc({ event: name });
+        return;
+      } catch (e) {
+        if (attempt >= 10) {
+          this.logger.error(`could not publish ${contract.subject} for ${record.containerId}: ${(e as Error).message}`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
+   * On the way out: unless the runner is only swapping NATS sessions, stop every container
+   * (they would otherwise run on with no one reporting on them) and wait for their reports.
+   */
+  async beforeApplicationShutdown() {
+    const keep = this.ctx.keepContainers;
+    const all = [...this.tracked.entries()];
+    if (!keep && all.length) {
+      this.logger.log(`stopping ${all.length} container(s) before the agent exits`);
+      for (const [id, t] of all) this.requestStop(id, t, 'agent shutting down', SHUTDOWN_GRACE_MS);
+      await Promise.race([Promise.allSettled(all.map(([, t]) => t.done)), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS + 5000))]);
+    }
+    for (const [, t] of this.tracked) t.abort.abort();
+  }
+}

@@ -1,0 +1,106 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
+import { Messaging } from '#tern/messaging';
+import { TERN_VERSION } from '#tern/service';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { ContainersService } from '../containers/containers.service.js';
+import { NatsLink } from '../nats-link.service.js';
+import { heartbeatsTotal } from '../metrics.js';
+import { sampleLoad } from './load.js';
+
+/**
+ * A heartbeat every heartbeatIntervalSeconds on the HEARTBEATS stream. While NATS is down a
+ * beat is skipped (its sequence number still used, so the gap shows); a publish that fails
+ * is logged once per outage, never fatal.
+ */
+@Injectable()
+export class HeartbeatService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('heartbeat');
+  private sequence = 0;
+  private timer?: NodeJS.Timeout;
+  private failing = false;
+  private stopped = false;
+
+  constructor(
+    private readonly messaging: Messaging,
+    private readonly link: NatsLink,
+    private readonly containers: ContainersService,
+    @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+  ) {}
+
+  get intervalMs(): number {
+    return this.ctx.registration.heartbeatIntervalSeconds * 1000;
+  }
+
+  /** The last sequence number used, so the registration watch can compare it with what the scheduler saw. */
+  get lastSequence(): number {
+    return this.sequence - 1;
+  }
+
+  start() {
+    this.ctx.state.heartbeatIntervalSeconds = this.ctx.registration.heartbeatIntervalSeconds;
+    this.logger.log(`heartbeats every ${this.ctx.registration.heartbeatIntervalSeconds} s`);
+    const first = Date.now();
+    let n = 0;
+    // Scheduled against the start time, so a slow beat does not push every later one back.
+    const tick = () => {
+      if (this.stopped) return;
+      void this.beat().finally(() => {
+        if (this.stopped) return;
+        n++;
+        const next = first + n * this.intervalMs;
+        this.timer = setTimeout(tick, Math.max(0, next - Date.now()));
+      });
+    };
+    tick();
+  }
+
+  async beat(): Promise<boolean> {
+    const sequence = this.sequence++;
+    const sentAt = new Date().toISOString();
+    const { state, registration } = this.ctx;
+    try {
+      const load = await sampleLoad();
+      state.cpuPercent = load.cpuPercent;
+      state.memoryPercent = load.memoryPercent;
+      if (!this.link.connected) {
+        heartbeatsTotal.inc({ outcome: 'skipped' });
+        return false;
+      }
+      const busy = this.containers.busyGpus();
+      state.busyGpus = busy;
+      const beat: MachineHeartbeat = {
+        machineId: registration.machineId,
+        pool: registration.pool,
+        sentAt,
+        sequence,
+        cpuPercent: load.cpuPercent,
+        memoryPercent: load.memoryPercent,
+        gpus: state.gpus.map((g) => ({ index: g.index, model: g.model, memoryMiB: g.memoryMiB, state: busy.has(`${g.vendor}:${g.index}`) ? 'busy' : 'free' })),
+        runningContainers: this.containers.runningIds(),
+        agentVersion: TERN_VERSION,
+      };
+      await this.messaging.publish(MACHINE_HEARTBEAT, beat, {
+        tokens: [registration.machineId],
+        // The agent's start time keeps ids of a restarted agent apart from its last run's.
+        msgId: `${registration.machineId}-${this.ctx.bootId}-${sequence}`,
+        timeoutMs: Math.min(5000, this.intervalMs),
+      });
+      state.lastHeartbeatAt = Date.now();
+      heartbeatsTotal.inc({ outcome: 'sent' });
+      if (this.failing) this.logger.log(`heartbeats flowing again (sequence ${sequence})`);
+      this.failing = false;
+      return true;
+    } catch (e) {
+      if (!this.failing) this.logger.warn(`heartbeat ${sequence} not delivered (${(e as Error).message}); will keep trying`);
+      this.failing = true;
+      heartbeatsTotal.inc({ outcome: 'failed' });
+      return false;
+    }
+  }
+
+  beforeApplicationShutdown() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+}

@@ -1,0 +1,128 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { type KV, Kvm } from '@nats-io/kv';
+import { HEARTBEATS_BUCKET, MACHINE_STATE_CHANGED, MachineStateChanged } from '#tern/contracts';
+import { decode, Messaging, NATS_CONNECTION } from '#tern/messaging';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { discoverInventory, inventoryFingerprint } from '../discovery/inventory.js';
+import { HeartbeatService } from '../heartbeat/heartbeat.service.js';
+import { NatsLink } from '../nats-link.service.js';
+
+/** How often the hardware is looked at again. */
+export const REDISCOVER_EVERY_MS = 5 * 60_000;
+
+/**
+ * Keeps the machine known to the control plane. The agent registers again (HTTP, machine
+ * token) when
+ *  - its inventory changed (a GPU appeared or vanished): the gateway stores it and announces it;
+ *  - NATS comes back after an outage longer than the heartbeat TTL: the scheduler has marked it
+ *    offline meanwhile, and the answer may name other NATS servers;
+ *  - the scheduler's heartbeat snapshot (the `heartbeats` KV bucket, written only for machines
+ *    in its registry) has no recent beat of this machine twice in a row while beats are being
+ *    published: the control plane forgot it (a restored database, a deleted row).
+ * A refused re-registration (the machine's token was revoked) stops the agent with the reason.
+ * It also follows machine.state-changed for its own id, so the dashboard shows the scheduler's
+ * verdict (ready, unschedulable and why, offline).
+ */
+@Injectable()
+export class RegistrationWatch implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('registration');
+  private readonly timers: NodeJS.Timeout[] = [];
+  private subscription?: Subscription;
+  private misses = 0;
+  private busy = false;
+  private bucket?: KV;
+
+  constructor(
+    private readonly messaging: Messaging,
+    private readonly link: NatsLink,
+    private readonly heartbeats: HeartbeatService,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+  ) {}
+
+  start() {
+    const { registration } = this.ctx;
+    this.followStateChanges();
+    this.link.onReconnect((outageMs) => {
+      if (outageMs > registration.heartbeatTtlSeconds * 1000) {
+        void this.reregister(`NATS was unreachable for ${Math.round(outageMs / 1000)} s (heartbeat TTL ${registration.heartbeatTtlSeconds} s)`);
+      }
+    });
+    this.every(REDISCOVER_EVERY_MS, () => this.rediscover());
+    const verifyEvery = Math.max(30_000, 3 * registration.heartbeatIntervalSeconds * 1000);
+    this.every(verifyEvery, () => this.verifyKnown());
+  }
+
+  private every(ms: number, fn: () => Promise<void>) {
+    const t = setInterval(() => void fn().catch((e: Error) => this.logger.warn(e.message)), ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  private followStateChanges() {
+    const own = this.ctx.registration.machineId;
+    this.subscription = this.nc.subscribe(this.messaging.subject(MACHINE_STATE_CHANGED), {
+      callback: (err, msg) => {
+        if (err) return;
+        void decode(MachineStateChanged, msg.data).then((d) => {
+          if (!d.ok || d.value.machineId !== own) return;
+          this.ctx.state.machineState = { state: d.value.to, reason: d.value.reason };
+          const text = `the scheduler moved this machine ${d.value.from ?? '(new)'} → ${d.value.to}: ${d.value.reason}`;
+          if (d.value.to === 'ready' || d.value.to === 'registered') this.logger.log(text);
+          else this.logger.warn(text);
+        });
+      },
+    });
+  }
+
+  async rediscover() {
+    const inventory = await discoverInventory();
+    this.ctx.state.gpus = inventory.gpus;
+    if (inventoryFingerprint(inventory) === inventoryFingerprint(this.ctx.inventory)) return;
+    await this.reregister('the hardware inventory changed', inventory);
+  }
+
+  /** Whether the scheduler saw a recent beat of this machine; undefined when it cannot tell. */
+  async schedulerKnowsUs(): Promise<boolean | undefined> {
+    const sent = this.heartbeats.lastSequence;
+    if (!this.link.connected || sent < 3) return undefined;
+    try {
+      this.bucket ??= await new Kvm(this.nc).open(this.messaging.ns.bucket(HEARTBEATS_BUCKET.name));
+      const entry = await this.bucket.get(this.ctx.registration.machineId);
+      if (!entry || entry.operation !== 'PUT') return false;
+      const seen = (entry.json() as { sequence?: number }).sequence ?? -1;
+      // A few beats may be in flight or skipped; far behind means the beats are being ignored.
+      return seen >= sent - 3 || seen > sent;
+    } catch {
+      this.bucket = undefined;
+      return undefined;
+    }
+  }
+
+  private async verifyKnown() {
+    const known = await this.schedulerKnowsUs();
+    if (known === undefined) return;
+    this.misses = known ? 0 : this.misses + 1;
+    if (this.misses >= 2) {
+      this.misses = 0;
+      await this.reregister('the scheduler has no recent heartbeat of this machine');
+    }
+  }
+
+  private async reregister(reason: string, inventory = this.ctx.inventory) {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      this.logger.log(`registering again: ${reason}`);
+      await this.ctx.reregister(reason, inventory);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  beforeApplicationShutdown() {
+    for (const t of this.timers) clearInterval(t);
+    this.subscription?.unsubscribe();
+  }
+}

@@ -1,0 +1,77 @@
+import { AgentConfigError, type AgentConfigFile, CONFIG_KEYS, configPath, sha256 } from './config-file.js';
+
+/** What the agent runs with: config.yaml with the AGENT_* environment laid over it. */
+export interface AgentSettings {
+  stateDir: string;
+  gatewayUrl: string;
+  token: string;
+  /** Where the token came from, for log lines (never the token itself). */
+  tokenSource: 'AGENT_TOKEN' | 'config.yaml';
+  /**
+   * AGENT_TOKEN when the machine token in config.yaml shadows it (see resolveSettings): tried
+   * once if the gateway refuses the machine token, e.g. after the control plane's database was
+   * reset while the agent kept its state. Only an admin API token can help then.
+   */
+  fallbackToken?: string;
+  pool: string;
+  machineId?: string;
+  runtime: 'runc' | 'nerdctl';
+  dashboard: 'auto' | 'on' | 'off';
+}
+
+const ENV_KEYS = {
+  AGENT_GATEWAY_URL: 'gateway',
+  AGENT_TOKEN: 'token',
+  POOL: 'pool',
+  MACHINE_ID: 'machineId',
+  AGENT_RUNTIME: 'runtime',
+  AGENT_DASHBOARD: 'dashboard',
+} as const;
+
+/**
+ * Lays the environment over the file. One exception to "the environment wins": when
+ * AGENT_TOKEN is the very join token this machine already redeemed (its sha256 is recorded in
+ * the file), the machine token the gateway gave in exchange is used, because a join token
+ * works once and the restarted agent would otherwise be refused.
+ */
+export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.ProcessEnv, stateDir: string): AgentSettings {
+  const problems: string[] = [];
+  const merged: Record<string, string | undefined> = { ...(file ?? {}) };
+  let tokenSource: AgentSettings['tokenSource'] = 'config.yaml';
+  let fallbackToken: string | undefined;
+  for (const [variable, key] of Object.entries(ENV_KEYS)) {
+    const value = env[variable]?.trim();
+    if (!value) continue;
+    const problem = CONFIG_KEYS[key].check(value);
+    if (problem) {
+      problems.push(`${variable}: ${problem}`);
+      continue;
+    }
+    if (key === 'token') {
+      if (file?.token && file.replacedTokenSha256 === sha256(value)) {
+        fallbackToken = value;
+        continue;
+      }
+      tokenSource = 'AGENT_TOKEN';
+    }
+    merged[key] = CONFIG_KEYS[key].normalise?.(value) ?? value;
+  }
+  if (!merged.gateway || !merged.token) {
+    problems.push(
+      `no ${!merged.gateway ? 'gateway' : 'token'} configured: run \`tern-agent init --gateway URL --token TOKEN --pool POOL\` ` +
+        `(writes ${configPath(stateDir)}) or set AGENT_GATEWAY_URL and AGENT_TOKEN`,
+    );
+  }
+  if (problems.length) throw new AgentConfigError(problems);
+  return {
+    stateDir,
+    gatewayUrl: merged.gateway!,
+    token: merged.token!,
+    tokenSource,
+    ...(fallbackToken ? { fallbackToken } : {}),
+    pool: merged.pool ?? 'default',
+    machineId: merged.machineId,
+    runtime: (merged.runtime as AgentSettings['runtime']) ?? 'runc',
+    dashboard: (merged.dashboard as AgentSettings['dashboard']) ?? 'auto',
+  };
+}

@@ -1,0 +1,225 @@
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseDocument, stringify } from 'yaml';
+import { ID_PATTERN } from '#tern/contracts';
+
+/**
+ * `<state dir>/config.yaml`, written by `tern-agent init` and read by `tern-agent`. Plain
+ * functions over plain objects, so every rule is unit-tested without a process around it.
+ */
+export interface AgentConfigFile {
+  /** Base URL of the gateway, e.g. https://tern.example.com. */
+  gateway: string;
+  /** Join token, admin API token, or (after the first registration) this machine's own token. */
+  token: string;
+  pool: string;
+  machineId?: string;
+  runtime?: 'runc' | 'nerdctl';
+  dashboard?: 'auto' | 'on' | 'off';
+  /**
+   * sha256 of the join (or admin) token that `token` replaced at the first registration, so
+   * an AGENT_TOKEN still holding that spent token does not shadow the machine token.
+   */
+  replacedTokenSha256?: string;
+}
+
+export type ConfigKey = keyof AgentConfigFile;
+
+export class AgentConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'AgentConfigError';
+  }
+}
+
+interface KeySpec {
+  required: boolean;
+  /** Shown by `config set` for a bad value; undefined means the value is fine. */
+  check(value: string): string | undefined;
+  /** Normal form stored in the file. */
+  normalise?(value: string): string;
+  description: string;
+  /** Written by the agent itself, not by `config set`. */
+  internal?: boolean;
+}
+
+const POOL_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
+
+export function checkGatewayUrl(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `"${value}" is not a URL; give the gateway's address such as https://tern.example.com or http://127.0.0.1:1994`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return `"${value}" must start with http:// or https:// (got ${url.protocol}//)`;
+  }
+  if (url.search || url.hash) return `"${value}" must not carry a query or fragment`;
+  return undefined;
+}
+
+export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
+  gateway: {
+    required: true,
+    check: checkGatewayUrl,
+    normalise: (v) => v.trim().replace(/\/+$/, ''),
+    description: 'gateway URL the agent registers with',
+  },
+  token: {
+    required: true,
+    check: (v) => (/^\S+$/.test(v) ? undefined : 'the token must be one word with no spaces'),
+    description: 'join token (tern machine create), admin API token, or this machine\'s token',
+  },
+  pool: {
+    required: true,
+    check: (v) => (POOL_PATTERN.test(v) ? undefined : `pool "${v}" must be 1-63 letters, digits, - or _`),
+    description: 'pool the machine joins',
+  },
+  machineId: {
+    required: false,
+    check: (v) => (ID_PATTERN.test(v) ? undefined : `machine id "${v}" must be 1-64 letters, digits, - or _`),
+    description: 'machine id (default: the id the gateway assigns, or one derived from the host name)',
+  },
+  runtime: {
+    required: false,
+    check: (v) => (['runc', 'nerdctl'].includes(v) ? undefined : `runtime must be runc or nerdctl, not "${v}"`),
+    description: 'container runtime',
+  },
+  dashboard: {
+    required: false,
+    check: (v) => (['auto', 'on', 'off'].includes(v) ? undefined : `dashboard must be auto, on or off, not "${v}"`),
+    description: 'terminal dashboard: auto shows it on a TTY',
+  },
+  replacedTokenSha256: {
+    required: false,
+    internal: true,
+    check: (v) => (/^[0-9a-f]{64}$/.test(v) ? undefined : 'must be a sha256 in hex'),
+    description: 'sha256 of the spent join token (written by the agent)',
+  },
+};
+
+export function isConfigKey(key: string): key is ConfigKey {
+  return Object.hasOwn(CONFIG_KEYS, key);
+}
+
+/** Checks a whole config object; every problem is listed, not just the first. */
+export function validateConfig(raw: unknown, source = 'config.yaml'): AgentConfigFile {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new AgentConfigError([`${source}: expected a mapping of keys to values`]);
+  }
+  const problems: string[] = [];
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (!isConfigKey(key)) {
+      problems.push(`${source}: unknown key "${key}" (known: ${Object.keys(CONFIG_KEYS).filter((k) => !CONFIG_KEYS[k as ConfigKey].internal).join(', ')})`);
+      continue;
+    }
+    if (value === null || value === undefined) continue;
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      problems.push(`${source}: ${key} must be a string`);
+      continue;
+    }
+    const text = String(value);
+    const spec = CONFIG_KEYS[key];
+    const problem = spec.check(text);
+    if (problem) problems.push(`${source}: ${key}: ${problem}`);
+    else out[key] = spec.normalise ? spec.normalise(text) : text;
+  }
+  for (const [key, spec] of Object.entries(CONFIG_KEYS)) {
+    if (spec.required && !(key in out) && !problems.some((p) => p.includes(`: ${key}:`))) {
+      problems.push(`${source}: ${key} is missing (${spec.description})`);
+    }
+  }
+  if (problems.length) throw new AgentConfigError(problems);
+  return out as unknown as AgentConfigFile;
+}
+
+/** Parses the YAML text of config.yaml; syntax errors name the line. */
+export function parseConfigYaml(text: string, source = 'config.yaml'): AgentConfigFile {
+  const doc = parseDocument(text);
+  if (doc.errors.length) {
+    throw new AgentConfigError(doc.errors.map((e) => `${source}: ${e.message.split('\n')[0]}`));
+  }
+  return validateConfig(doc.toJS() ?? {}, source);
+}
+
+const HEADER = [
+  '# Tern agent configuration, written by `tern-agent init` (edit with `tern-agent config set`).',
+  '# Environment variables override it: AGENT_GATEWAY_URL, AGENT_TOKEN, POOL, MACHINE_ID,',
+  '# AGENT_RUNTIME, AGENT_DASHBOARD. Keep this file private: it holds the machine\'s token.',
+  '',
+].join('\n');
+
+export function renderConfigYaml(config: AgentConfigFile): string {
+  const ordered: Record<string, string> = {};
+  for (const key of Object.keys(CONFIG_KEYS) as ConfigKey[]) {
+    const v = config[key];
+    if (v !== undefined) ordered[key] = v;
+  }
+  return HEADER + stringify(ordered);
+}
+
+/** A token as `config show` prints it: enough to tell tokens apart, never enough to use one. */
+export function maskToken(token: string): string {
+  if (token.length <= 12) return '*'.repeat(token.length);
+  return `${token.slice(0, 8)}…${token.slice(-4)}`;
+}
+
+export function showConfig(config: AgentConfigFile): string {
+  const shown: Record<string, string> = {};
+  for (const key of Object.keys(CONFIG_KEYS) as ConfigKey[]) {
+    const v = config[key];
+    if (v === undefined || CONFIG_KEYS[key].internal) continue;
+    shown[key] = key === 'token' ? maskToken(v) : v;
+  }
+  return stringify(shown);
+}
+
+/** `config set key value`: returns the new config or throws with what is wrong. */
+export function setConfigValue(config: AgentConfigFile, key: string, value: string): AgentConfigFile {
+  if (!isConfigKey(key) || CONFIG_KEYS[key].internal) {
+    const known = Object.keys(CONFIG_KEYS).filter((k) => !CONFIG_KEYS[k as ConfigKey].internal);
+    throw new AgentConfigError([`unknown key "${key}"; one of ${known.join(', ')}`]);
+  }
+  const next: Record<string, string | undefined> = { ...config };
+  if (value === '' && !CONFIG_KEYS[key].required) delete next[key];
+  else next[key] = value;
+  // A token set by hand is a fresh credential: forget which one the agent replaced.
+  if (key === 'token') delete next.replacedTokenSha256;
+  return validateConfig(next, 'value');
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+// --- files -------------------------------------------------------------------------------
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.AGENT_STATE_DIR || join(env.HOME || homedir(), '.tern-agent');
+}
+
+export function configPath(stateDir: string): string {
+  return join(resolve(stateDir), 'config.yaml');
+}
+
+export function readConfigFile(stateDir: string): AgentConfigFile | undefined {
+  const path = configPath(stateDir);
+  if (!existsSync(path)) return undefined;
+  return parseConfigYaml(readFileSync(path, 'utf8'), path);
+}
+
+/** Writes config.yaml atomically with mode 600 (the directory 700): it holds a credential. */
+export function writeConfigFile(stateDir: string, config: AgentConfigFile): string {
+  const dir = resolve(stateDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const path = configPath(dir);
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, renderConfigYaml(config), { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, path);
+  return path;
+}

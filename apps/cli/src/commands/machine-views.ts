@@ -1,0 +1,143 @@
+import { ago, bytes, mbps, percent } from '../format.js';
+import { table } from '../table.js';
+
+/** The gateway's machine views, as far as the CLI reads them. */
+export interface GpuView {
+  index: number;
+  model: string;
+  memoryMiB: number;
+  driverVersion?: string;
+  state?: 'free' | 'busy';
+}
+
+export interface MachineSummary {
+  id: string;
+  pool: string;
+  state: string;
+  stateReason: string | null;
+  stateChangedAt: string;
+  hostname: string | null;
+  cpu: { model: string | null; cores: number | null; threads: number | null; usagePercent: number | null };
+  memory: { totalBytes: number | null; usagePercent: number | null };
+  gpus: GpuView[];
+  network: { throughputMbps: number; natsMbps: number; httpMbps: number; latencyMs: number; error?: string; testedAt: string } | null;
+  lastHeartbeatAt: string | null;
+  agentVersion: string | null;
+  registeredAt: string | null;
+}
+
+export interface MachineDetail extends MachineSummary {
+  os: { platform: string; distro: string; release: string; kernel: string; arch: string } | null;
+  disks: { mount: string; fsType: string; sizeBytes: number; freeBytes: number }[];
+  networkInterfaces: { name: string; addresses: string[]; speedMbps: number | null }[];
+  joinToken: { expiresAt: string | null; usedAt: string | null } | null;
+  heartbeat: { sentAt: string; receivedAt: string; sequence: number; runningContainers: string[] } | null;
+  createdAt: string;
+}
+
+export interface CreatedMachine {
+  machineId: string;
+  pool: string;
+  joinToken: string;
+  expiresAt: string;
+  command: string;
+}
+
+function shortModel(model: string): string {
+  return model.replace(/^NVIDIA\s+/i, '').replace(/^GeForce\s+/i, '');
+}
+
+/** "2x H100 80GB HBM3 (1 free)", one group per model. */
+export function gpuSummary(gpus: GpuView[]): string {
+  if (!gpus.length) return '-';
+  const groups = new Map<string, GpuView[]>();
+  for (const g of gpus) groups.set(g.model, [...(groups.get(g.model) ?? []), g]);
+  return [...groups.entries()]
+    .map(([model, list]) => {
+      const known = list.filter((g) => g.state);
+      const free = known.filter((g) => g.state === 'free').length;
+      return `${list.length}x ${shortModel(model)}${known.length ? ` (${free} free)` : ''}`;
+    })
+    .join(', ');
+}
+
+function cpu(m: MachineSummary): string {
+  const count = m.cpu.threads ?? m.cpu.cores;
+  if (count === null) return '-';
+  return [`${count} vCPU`, percent(m.cpu.usagePercent)].filter(Boolean).join(' ');
+}
+
+function memory(m: MachineSummary): string {
+  if (m.memory.totalBytes === null) return '-';
+  return [bytes(m.memory.totalBytes), percent(m.memory.usagePercent)].filter(Boolean).join(' ');
+}
+
+function network(m: MachineSummary): string {
+  if (!m.network) return '-';
+  return m.network.error ? 'test failed' : mbps(m.network.throughputMbps);
+}
+
+export function renderMachineList(machines: MachineSummary[], now = Date.now()): string {
+  if (!machines.length) return 'No machines yet. Add one with: tern machine create --pool default';
+  return table(
+    ['ID', 'POOL', 'STATE', 'CPU', 'MEMORY', 'GPUS', 'NETWORK', 'LAST HEARTBEAT'],
+    machines.map((m) => [m.id, m.pool, m.state, cpu(m), memory(m), gpuSummary(m.gpus), network(m), ago(m.lastHeartbeatAt, now)]),
+  );
+}
+
+export function renderMachine(m: MachineDetail, now = Date.now()): string {
+  const lines: [string, string][] = [
+    ['Machine', m.id],
+    ['Pool', m.pool],
+    ['State', `${m.state}${m.stateReason ? ` (${m.stateReason})` : ''}, since ${ago(m.stateChangedAt, now)}`],
+    ['Hostname', m.hostname ?? '-'],
+    ['Agent', m.agentVersion ?? '-'],
+    ['Registered', m.registeredAt ? `${m.registeredAt} (${ago(m.registeredAt, now)})` : 'not yet'],
+    ['Last heartbeat', ago(m.lastHeartbeatAt, now)],
+    [
+      'CPU',
+      m.cpu.model
+        ? `${m.cpu.model}, ${m.cpu.cores} cores / ${m.cpu.threads} threads${m.cpu.usagePercent !== null ? `, ${percent(m.cpu.usagePercent)} used` : ''}`
+        : '-',
+    ],
+    ['Memory', m.memory.totalBytes !== null ? `${bytes(m.memory.totalBytes)}${m.memory.usagePercent !== null ? `, ${percent(m.memory.usagePercent)} used` : ''}` : '-'],
+  ];
+  const gpus = m.gpus.map(
+    (g) => `${g.index}  ${g.model}  ${bytes(g.memoryMiB * 1024 * 1024)}${g.driverVersion ? `  driver ${g.driverVersion}` : ''}${g.state ? `  ${g.state}` : ''}`,
+  );
+  lines.push(...block('GPUs', gpus.length ? gpus : ['none']));
+  const n = m.network;
+  lines.push([
+    'Network',
+    n
+      ? `${n.error ? `test failed: ${n.error}` : mbps(n.throughputMbps)} (NATS ${mbps(n.natsMbps)}, HTTP ${mbps(n.httpMbps)}, ${Math.round(n.latencyMs)} ms), tested ${ago(n.testedAt, now)}`
+      : 'not tested yet',
+  ]);
+  lines.push(...block('Interfaces', m.networkInterfaces.map((i) => `${i.name} ${i.addresses.join(' ') || '-'}${i.speedMbps ? ` (${mbps(i.speedMbps)})` : ''}`)));
+  lines.push(...block('Disks', m.disks.map((d) => `${d.mount} ${d.fsType} ${bytes(d.freeBytes)} free of ${bytes(d.sizeBytes)}`)));
+  if (m.os) lines.push(['OS', `${m.os.distro} ${m.os.release} (${m.os.platform}, kernel ${m.os.kernel}, ${m.os.arch})`]);
+  if (m.joinToken) {
+    lines.push(['Join token', m.joinToken.usedAt ? `used ${ago(m.joinToken.usedAt, now)}` : `unused, expires ${m.joinToken.expiresAt ?? 'never'}`]);
+  }
+  if (m.heartbeat) lines.push(...block('Containers', m.heartbeat.runningContainers.length ? m.heartbeat.runningContainers : ['none']));
+  const width = Math.max(...lines.map(([k]) => k.length));
+  return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');
+}
+
+/** A label on the first line of a multi-line value. */
+function block(label: string, values: string[]): [string, string][] {
+  return values.length ? values.map((v, i) => [i ? '' : label, v]) : [[label, '-']];
+}
+
+export function renderCreated(c: CreatedMachine): string {
+  return [
+    `Machine ${c.machineId} created in pool ${c.pool}. Its join token works once, until ${c.expiresAt}, and is not shown again:`,
+    '',
+    `  ${c.joinToken}`,
+    '',
+    'On the worker, run:',
+    '',
+    `  ${c.command}`,
+    '  tern-agent',
+  ].join('\n');
+}

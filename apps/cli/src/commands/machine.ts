@@ -1,0 +1,56 @@
+import { Command } from 'commander';
+import { ApiClient } from '../api-client.js';
+import { resolveContext } from '../cli-config.js';
+import { type CreatedMachine, type MachineDetail, type MachineSummary, renderCreated, renderMachine, renderMachineList } from './machine-views.js';
+
+function client() {
+  return new ApiClient(resolveContext());
+}
+
+export function machineCommand(): Command {
+  const machine = new Command('machine').description('Worker machines: create join tokens, list, inspect, remove');
+
+  machine
+    .command('create')
+    .description('Create a machine and its one-time join token; prints the tern-agent line to run on the worker (admin)')
+    .requiredOption('--pool <pool>', 'the pool the machine joins')
+    .option('--id <machineId>', 'machine id (default: a random m-… id)')
+    .option('--json', 'print the raw JSON')
+    .action(async (opts: { pool: string; id?: string; json?: boolean }) => {
+      const { body } = await client().request<CreatedMachine>('POST', '/api/v1/machines', { pool: opts.pool, ...(opts.id ? { machineId: opts.id } : {}) });
+      console.log(opts.json ? JSON.stringify(body, null, 2) : renderCreated(body));
+    });
+
+  machine
+    .command('list')
+    .description('Machines with state, hardware, current use and last heartbeat')
+    .option('--pool <pool>', 'only this pool')
+    .option('--state <state>', 'only this state (pending, registered, ready, unschedulable, offline)')
+    .option('--json', 'print the raw JSON')
+    .action(async (opts: { pool?: string; state?: string; json?: boolean }) => {
+      const query = new URLSearchParams({ ...(opts.pool ? { pool: opts.pool } : {}), ...(opts.state ? { state: opts.state } : {}) }).toString();
+      const { body } = await client().get<MachineSummary[]>(`/api/v1/machines${query ? `?${query}` : ''}`);
+      console.log(opts.json ? JSON.stringify(body, null, 2) : renderMachineList(body));
+    });
+
+  machine
+    .command('show')
+    .description('One machine in full: state reason, inventory, network test, last heartbeat')
+    .argument('<id>', 'machine id')
+    .option('--json', 'print the raw JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const { body } = await client().get<MachineDetail>(`/api/v1/machines/${encodeURIComponent(id)}`);
+      console.log(opts.json ? JSON.stringify(body, null, 2) : renderMachine(body));
+    });
+
+  machine
+    .command('delete')
+    .description("Remove a machine; its tokens stop working and its agent's heartbeats are ignored (admin)")
+    .argument('<id>', 'machine id')
+    .action(async (id: string) => {
+      await client().request('DELETE', `/api/v1/machines/${encodeURIComponent(id)}`);
+      console.log(`Machine ${id} removed.`);
+    });
+
+  return machine;
+}

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { PoolsModule } from '../pools/pools.module.js';
+import { MachineAuthService } from './machine-auth.service.js';
+import { MachineCallerGuard } from './machine-caller.guard.js';
+import { MachineKeepaliveService } from './machine-keepalive.service.js';
+import { MachineRegistrationController } from './machine-registration.controller.js';
+import { MachineRegistrationService } from './machine-registration.service.js';
+
+/** Exports the guard and its service so other agent-facing routes can take the machine token too. */
+@Module({
+  imports: [PoolsModule],
+  controllers: [MachineRegistrationController],
+  providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService],
+  exports: [MachineAuthService, MachineCallerGuard],
+})
+export class MachineRegistrationModule {}

@@ -1,0 +1,44 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { AdminOnly } from '../auth/admin-only.decorator.js';
+import { CreateMachineDto } from './dto/create-machine.dto.js';
+import { ListMachinesQuery } from './dto/list-machines.query.js';
+import { MachinesService } from './machines.service.js';
+import { publicGatewayUrl } from './public-url.js';
+
+@ApiTags('machines')
+@ApiBearerAuth()
+@Controller('api/v1/machines')
+export class MachinesController {
+  constructor(private readonly machines: MachinesService) {}
+
+  @Post()
+  @AdminOnly()
+  @ApiOperation({ summary: 'Create a pending machine and its one-time join token, with the tern-agent init line to run on it (admin)' })
+  create(@Body() body: CreateMachineDto, @Req() request: FastifyRequest) {
+    return this.machines.create(body.pool, body.machineId, publicGatewayUrl(request.headers));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'Machines with state, hardware, current use and last heartbeat' })
+  @ApiQuery({ name: 'pool', required: false })
+  @ApiQuery({ name: 'state', required: false })
+  list(@Query() query: ListMachinesQuery) {
+    return this.machines.list(query);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One machine in full: inventory, state reason, network test, last heartbeat' })
+  get(@Param('id') id: string) {
+    return this.machines.get(id);
+  }
+
+  @Delete(':id')
+  @AdminOnly()
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Remove a machine; its join and machine tokens stop working (admin)' })
+  async remove(@Param('id') id: string) {
+    await this.machines.remove(id);
+  }
+}

@@ -1,0 +1,8 @@
+import { Module } from '@nestjs/common';
+import { PoolsModule } from '../pools/pools.module.js';
+import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
+import { MachinesController } from './machines.controller.js';
+import { MachinesService } from './machines.service.js';
+
+@Module({ imports: [PoolsModule], controllers: [MachinesController], providers: [MachinesService, HeartbeatSnapshots] })
+export class MachinesModule {}

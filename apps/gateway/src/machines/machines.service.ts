@@ -1,0 +1,83 @@
+import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { type MachineState } from '#tern/contracts';
+import { hashToken, isUniqueViolation, Machine } from '#tern/persistence';
+import { PoolsService } from '../pools/pools.service.js';
+import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
+import { generateJoinToken, generateMachineId } from './machine-tokens.js';
+import { type MachineDetail, machineDetail, type MachineSummary, machineSummary } from './machine-views.js';
+
+export interface CreatedMachine {
+  machineId: string;
+  pool: string;
+  /** Shown once; only its hash is kept. */
+  joinToken: string;
+  expiresAt: string;
+  /** The line to run on the worker. */
+  command: string;
+}
+
+@Injectable()
+export class MachinesService {
+  constructor(
+    @InjectRepository(Machine) private readonly machines: Repository<Machine>,
+    private readonly pools: PoolsService,
+    private readonly snapshots: HeartbeatSnapshots,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+  ) {}
+
+  /** A pending machine and its one-time join token, valid MACHINE_JOIN_TOKEN_TTL_SECONDS. */
+  async create(pool: string, machineId: string | undefined, gatewayUrl: string): Promise<CreatedMachine> {
+    await this.pools.require(pool);
+    const id = machineId ?? generateMachineId();
+    const joinToken = generateJoinToken();
+    const expiresAt = new Date(Date.now() + this.config.machines.joinTokenTtlSeconds * 1000);
+    try {
+      await this.machines.insert({ id, pool, state: 'pending', joinTokenHash: hashToken(joinToken), joinTokenExpiresAt: expiresAt });
+    } catch (e) {
+      if (isUniqueViolation(e, 'pk_machines')) {
+        throw new ConflictException(`machine "${id}" already exists; remove it first (tern machine delete ${id}) or choose another id`);
+      }
+      throw e;
+    }
+    return {
+      machineId: id,
+      pool,
+      joinToken,
+      expiresAt: expiresAt.toISOString(),
+      command: `tern-agent init --gateway ${gatewayUrl} --token ${joinToken} --pool ${pool}`,
+    };
+  }
+
+  async list(filter: { pool?: string; state?: MachineState } = {}): Promise<MachineSummary[]> {
+    const rows = await this.machines.find({
+      where: { ...(filter.pool ? { pool: filter.pool } : {}), ...(filter.state ? { state: filter.state } : {}) },
+      order: { pool: 'ASC', id: 'ASC' },
+    });
+    const beats = await this.snapshots.getMany(rows.filter((r) => r.lastHeartbeatAt).map((r) => r.id));
+    return rows.map((r) => machineSummary(r, beats.get(r.id)));
+  }
+
+  async get(id: string): Promise<MachineDetail> {
+    const row = await this.require(id);
+    return machineDetail(row, row.lastHeartbeatAt ? await this.snapshots.get(id) : undefined);
+  }
+
+  /**
+   * Forgets the machine: its tokens stop working at once (they are columns of the row), its
+   * agent's heartbeats are ignored from now on, and its containers keep their history.
+   */
+  async remove(id: string): Promise<void> {
+    const result = await this.machines.delete({ id });
+    if (!result.affected) throw new NotFoundException(`machine "${id}" not found`);
+    await this.snapshots.remove(id);
+  }
+
+  private async require(id: string): Promise<Machine> {
+    const row = await this.machines.findOneBy({ id });
+    if (!row) throw new NotFoundException(`machine "${id}" not found`);
+    return row;
+  }
+}

@@ -1,0 +1,39 @@
+import { Body, Controller, Get, Param, Patch, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AdminOnly } from '../auth/admin-only.decorator.js';
+import { CreatePoolDto } from './dto/create-pool.dto.js';
+import { UpdatePoolDto } from './dto/update-pool.dto.js';
+import { PoolsService } from './pools.service.js';
+
+@ApiTags('pools')
+@ApiBearerAuth()
+@Controller('api/v1/pools')
+export class PoolsController {
+  constructor(private readonly pools: PoolsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Every pool with its admission rules and machine counts' })
+  list() {
+    return this.pools.list();
+  }
+
+  @Post()
+  @AdminOnly()
+  @ApiOperation({ summary: 'Create a pool (admin)' })
+  create(@Body() body: CreatePoolDto) {
+    return this.pools.create(body);
+  }
+
+  @Get(':name')
+  @ApiOperation({ summary: 'One pool' })
+  get(@Param('name') name: string) {
+    return this.pools.get(name);
+  }
+
+  @Patch(':name')
+  @AdminOnly()
+  @ApiOperation({ summary: "Change a pool's rules; null removes a rule (admin)" })
+  update(@Param('name') name: string, @Body() body: UpdatePoolDto) {
+    return this.pools.update(name, body);
+  }
+}

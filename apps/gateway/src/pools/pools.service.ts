@@ -1,0 +1,102 @@
+import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { type MachineState } from '#tern/contracts';
+import { isUniqueViolation, Machine, Pool } from '#tern/persistence';
+import { type CreatePoolDto } from './dto/create-pool.dto.js';
+import { type UpdatePoolDto } from './dto/update-pool.dto.js';
+
+export interface PoolView {
+  name: string;
+  allowedGpuTypes: string[];
+  minNetworkMbps: number | null;
+  minReputation: number | null;
+  createdAt: Date;
+  /** Machines in the pool, in all and by state. */
+  machines: { total: number; byState: Partial<Record<MachineState, number>> };
+}
+
+type Counts = Map<string, PoolView['machines']>;
+
+function view(pool: Pool, counts: Counts): PoolView {
+  return {
+    name: pool.name,
+    allowedGpuTypes: pool.allowedGpuTypes,
+    minNetworkMbps: pool.minNetworkMbps,
+    minReputation: pool.minReputation,
+    createdAt: pool.createdAt,
+    machines: counts.get(pool.name) ?? { total: 0, byState: {} },
+  };
+}
+
+@Injectable()
+export class PoolsService {
+  constructor(
+    @InjectRepository(Pool) private readonly pools: Repository<Pool>,
+    @InjectRepository(Machine) private readonly machines: Repository<Machine>,
+  ) {}
+
+  async list(): Promise<PoolView[]> {
+    const [pools, counts] = await Promise.all([this.pools.find({ order: { name: 'ASC' } }), this.counts()]);
+    return pools.map((p) => view(p, counts));
+  }
+
+  async get(name: string): Promise<PoolView> {
+    const pool = await this.require(name);
+    return view(pool, await this.counts(name));
+  }
+
+  /** The pool row, or 404 naming it. */
+  async require(name: string): Promise<Pool> {
+    const pool = await this.pools.findOneBy({ name });
+    if (!pool) throw new NotFoundException(`pool "${name}" not found; see tern pool list`);
+    return pool;
+  }
+
+  async create(dto: CreatePoolDto): Promise<PoolView> {
+    try {
+      const pool = await this.pools.save(
+        this.pools.create({
+          name: dto.name,
+          allowedGpuTypes: dto.allowedGpuTypes ?? [],
+          minNetworkMbps: dto.minNetworkMbps ?? null,
+          minReputation: dto.minReputation ?? null,
+        }),
+      );
+      return view(pool, new Map());
+    } catch (e) {
+      if (isUniqueViolation(e, 'uq_pools_name')) throw new ConflictException(`pool "${dto.name}" already exists`);
+      throw e;
+    }
+  }
+
+  /** Machines already in the pool are judged against the new rules on their next heartbeat. */
+  async update(name: string, dto: UpdatePoolDto): Promise<PoolView> {
+    const pool = await this.require(name);
+    if (dto.allowedGpuTypes !== undefined) pool.allowedGpuTypes = dto.allowedGpuTypes ?? [];
+    if (dto.minNetworkMbps !== undefined) pool.minNetworkMbps = dto.minNetworkMbps;
+    if (dto.minReputation !== undefined) pool.minReputation = dto.minReputation;
+    await this.pools.save(pool);
+    return this.get(name);
+  }
+
+  private async counts(pool?: string): Promise<Counts> {
+    const query = this.machines
+      .createQueryBuilder('m')
+      .select('m.pool', 'pool')
+      .addSelect('m.state', 'state')
+      .addSelect('count(*)::int', 'count')
+      .groupBy('m.pool')
+      .addGroupBy('m.state');
+    if (pool) query.where('m.pool = :pool', { pool });
+    const rows = await query.getRawMany<{ pool: string; state: MachineState; count: number }>();
+    const counts: Counts = new Map();
+    for (const r of rows) {
+      const c = counts.get(r.pool) ?? { total: 0, byState: {} };
+      c.total += r.count;
+      c.byState[r.state] = r.count;
+      counts.set(r.pool, c);
+    }
+    return counts;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * NATS KV buckets shared between services, named without the namespace (the messaging
+ * library prefixes `<namespace>_`). Declared with `Messaging.kv()`, which creates a bucket
+ * when missing and otherwise opens it as it is, so whichever service comes first sets it up.
+ */
+export interface BucketSpec {
+  readonly name: string;
+  readonly owner: 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 'reputation' | 'agent';
+  readonly description: string;
+}
+
+export const HEARTBEATS_BUCKET: BucketSpec = {
+  name: 'heartbeats',
+  owner: 'scheduler',
+  description:
+    'The last heartbeat of each machine (key: machine id; value: the MachineHeartbeat plus receivedAt), written by the scheduler. Bucket-wide TTL of MACHINE_HEARTBEAT_TTL_SECONDS, so a silent machine has no entry. Read by the gateway (CPU, memory and free GPUs in the machines API).',
+};
