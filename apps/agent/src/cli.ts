@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { readFileSync } from 'node:fs';
+import { TERN_VERSION } from '#tern/config';
 import {
   AgentConfigError,
   type AgentConfigFile,
@@ -11,19 +11,6 @@ import {
   validateConfig,
   writeConfigFile,
 } from './settings/config-file.js';
-
-/** From package.json directly: #tern/service would load all of Nest just for the version. */
-function version(): string {
-  for (const rel of ['../../../package.json', '../../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'tern' && pkg.version) return pkg.version;
-    } catch {
-      /* try the next location */
-    }
-  }
-  return '0.0.0';
-}
 
 /** sysexits' EX_CONFIG, as run-agent uses for a bad configuration. */
 const EXIT_CONFIG = 78;
@@ -51,7 +38,7 @@ const program = new Command('tern-agent')
     'The Tern node agent: registers this machine with a gateway, heartbeats, runs containers.\n' +
       'Without a command it runs the agent (a live dashboard on a terminal, JSON logs otherwise).',
   )
-  .version(version())
+  .version(TERN_VERSION)
   .option(...stateDirOption)
   .action(async (opts: { stateDir?: string }) => runAgent({ stateDir: opts.stateDir }));
 

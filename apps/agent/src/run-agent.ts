@@ -1,11 +1,11 @@
 import { type INestApplication, Logger } from '@nestjs/common';
 import { resolve } from 'node:path';
 import { type Logger as Pino } from 'pino';
-import { ConfigError, loadConfig, type TernConfig } from '#tern/config';
+import { ConfigError, loadConfig, TERN_VERSION, type TernConfig } from '#tern/config';
 import { type MachineInventory, type MachineRegisterRequest, type MachineRegisterResponse } from '#tern/contracts';
 import { connectNats } from '#tern/messaging';
 import { PinoLoggerService } from '#tern/observability';
-import { bootstrap, TERN_VERSION } from '#tern/service';
+import { bootstrap } from '#tern/service';
 import { type AgentContext } from './agent-context.js';
 import { AgentModule } from './agent.module.js';
 import { TerminalDashboard } from './dashboard/terminal.js';

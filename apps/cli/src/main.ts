@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { TERN_VERSION } from '#tern/service';
+import { TERN_VERSION } from '#tern/config';
 import { ApiError } from './api-client.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';

@@ -1,6 +1,6 @@
 import { type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { TERN_VERSION } from '#tern/service';
+import { TERN_VERSION } from '#tern/config';
 
 /** OpenAPI document at /docs-json, browsable at /docs. */
 export function configureOpenApi(app: NestFastifyApplication): void {

@@ -1,5 +1,6 @@
 export * from './contract.js';
 export * from './domain.js';
+export * from './gpu-types.js';
 export * from './streams.js';
 export * from './validation.js';
 export * from './messages.js';

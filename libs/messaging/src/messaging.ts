@@ -58,6 +58,7 @@ export class Messaging {
   readonly js: JetStreamClient;
   private jsmPromise?: Promise<JetStreamManager>;
   private readonly kvm: Kvm;
+  private readonly buckets = new Map<string, Promise<KV>>();
   private readonly logger = new Logger('messaging');
 
   constructor(
@@ -214,12 +215,19 @@ export class Messaging {
     }
   }
 
-  /** Opens (creating when missing) a KV bucket in this namespace. */
-  async kv(spec: KvSpec): Promise<KV> {
-    return this.kvm.create(this.ns.bucket(spec.name), {
-      ttl: spec.ttlMs ?? 0,
-      history: spec.history ?? 1,
-    });
+  /**
+   * Opens (creating when missing) a KV bucket in this namespace, once per process: later
+   * calls share the first open; a failed open is retried on the next call.
+   */
+  kv(spec: KvSpec): Promise<KV> {
+    const name = this.ns.bucket(spec.name);
+    let bucket = this.buckets.get(name);
+    if (!bucket) {
+      bucket = this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 });
+      bucket.catch(() => this.buckets.delete(name));
+      this.buckets.set(name, bucket);
+    }
+    return bucket;
   }
 
   private headers(values?: Record<string, string>): MsgHdrs | undefined {

@@ -3,7 +3,7 @@ import { type NatsConnection } from '@nats-io/transport-node';
 import { type Service } from '@nats-io/services';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { announce, NATS_CONNECTION, Namespace } from '#tern/messaging';
-import { TERN_VERSION } from './version.js';
+import { TERN_VERSION } from '#tern/config';
 
 export const PRESENCE_METADATA = Symbol('PRESENCE_METADATA');
 

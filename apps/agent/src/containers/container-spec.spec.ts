@@ -1,5 +1,5 @@
-import { type ContainerStart, type GpuInventory } from '#tern/contracts';
-import { allocateGpus, gpuTypeMatches, recordFromLabels, recordFromStart, toContainerSpec } from './container-spec.js';
+import { type ContainerStart, type GpuInventory, gpuTypeMatches } from '#tern/contracts';
+import { allocateGpus, recordFromLabels, recordFromStart, toContainerSpec } from './container-spec.js';
 
 const start: ContainerStart = {
   containerId: 'c-1',

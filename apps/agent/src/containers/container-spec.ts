@@ -1,4 +1,4 @@
-import { type ContainerStart, type GpuInventory } from '#tern/contracts';
+import { type ContainerStart, type GpuInventory, gpuTypeMatches } from '#tern/contracts';
 import { type ContainerSpec } from '#tern/runtime';
 
 /**
@@ -118,20 +118,6 @@ export function recordFromLabels(id: string, labels: Record<string, string>, mac
     memoryBytes: Number(labels[LABEL.memoryBytes]) || 1,
     requestedAt: labels[LABEL.requestedAt] ?? new Date(0).toISOString(),
   };
-}
-
-/** Lower-case alphanumeric words: "NVIDIA A100-SXM4-80GB" → nvidia, a100, sxm4, 80gb. */
-function words(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-}
-
-/** The scheduler's rule: "H100" matches "NVIDIA H100 80GB HBM3", "A10" does not match "NVIDIA A100". */
-export function gpuTypeMatches(model: string, type: string): boolean {
-  const m = words(model);
-  const t = words(type);
-  if (!t.length) return false;
-  for (let i = 0; i + t.length <= m.length; i++) if (t.every((w, j) => m[i + j] === w)) return true;
-  return false;
 }
 
 /** Picks `count` free GPUs (of `type` when given), lowest index first; a reason when it cannot. */

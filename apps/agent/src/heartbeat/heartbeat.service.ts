@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { TERN_VERSION } from '#tern/service';
+import { TERN_VERSION } from '#tern/config';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { ContainersService } from '../containers/containers.service.js';
 import { NatsLink } from '../nats-link.service.js';

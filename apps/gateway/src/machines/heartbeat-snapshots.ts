@@ -14,7 +14,6 @@ export type HeartbeatSnapshot = MachineHeartbeat & { receivedAt: string };
 @Injectable()
 export class HeartbeatSnapshots {
   private readonly logger = new Logger('heartbeat-snapshots');
-  private bucket?: Promise<KV>;
 
   constructor(
     private readonly messaging: Messaging,
@@ -42,14 +41,8 @@ export class HeartbeatSnapshots {
       .catch(() => undefined);
   }
 
-  /** Created here too when missing (same settings as the scheduler's), so the API works before the scheduler ever ran. */
+  /** Opened (and created when missing, same settings everywhere) once per process by Messaging. */
   private open(): Promise<KV> {
-    this.bucket ??= this.messaging
-      .kv({ name: HEARTBEATS_BUCKET.name, ttlMs: this.config.machines.heartbeatTtlSeconds * 1000 })
-      .catch((e: unknown) => {
-        this.bucket = undefined;
-        throw e;
-      });
-    return this.bucket;
+    return this.messaging.kv({ name: HEARTBEATS_BUCKET.name, ttlMs: this.config.machines.heartbeatTtlSeconds * 1000 });
   }
 }

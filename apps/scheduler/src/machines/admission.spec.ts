@@ -1,4 +1,5 @@
-import { admit, gpuTypeMatches } from './admission.js';
+import { gpuTypeMatches } from '#tern/contracts';
+import { admit } from './admission.js';
 
 const open = { name: 'default', allowedGpuTypes: [], minNetworkMbps: null };
 const h100 = { index: 0, model: 'NVIDIA H100 80GB HBM3' };

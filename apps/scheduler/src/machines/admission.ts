@@ -1,3 +1,5 @@
+import { gpuTypeMatches } from '#tern/contracts';
+
 /**
  * Whether a heartbeating machine meets its pool's requirements. Pure: the scheduler feeds it
  * the machine row and the pool row on every heartbeat and network test, so a changed pool
@@ -22,26 +24,6 @@ export interface AdmissionMachine {
 }
 
 export type Admission = { readonly schedulable: true } | { readonly schedulable: false; readonly reason: string };
-
-/** Lower-case alphanumeric words: "NVIDIA A100-SXM4-80GB" → nvidia, a100, sxm4, 80gb. */
-function words(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-}
-
-/**
- * A pool's GPU type matches a model when its words appear consecutively in the model's:
- * "H100" matches "NVIDIA H100 80GB HBM3" and "RTX 4090" matches "NVIDIA GeForce RTX 4090",
- * but "A10" does not match "NVIDIA A100" (a plain substring test would).
- */
-export function gpuTypeMatches(model: string, type: string): boolean {
-  const m = words(model);
-  const t = words(type);
-  if (!t.length) return false;
-  for (let i = 0; i + t.length <= m.length; i++) {
-    if (t.every((w, j) => m[i + j] === w)) return true;
-  }
-  return false;
-}
 
 /** The slower leg of a network test: requests travel over NATS, images and volumes over HTTP. */
 export function slowerPath(test: NonNullable<AdmissionMachine['networkTest']>): { path: 'nats' | 'http'; result: AdmissionPath } {

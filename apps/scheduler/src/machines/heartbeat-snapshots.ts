@@ -12,7 +12,6 @@ import { Messaging } from '#tern/messaging';
 @Injectable()
 export class HeartbeatSnapshots implements OnModuleInit {
   private readonly logger = new Logger('heartbeats');
-  private bucket?: Promise<KV>;
 
   constructor(
     private readonly messaging: Messaging,
@@ -33,13 +32,8 @@ export class HeartbeatSnapshots implements OnModuleInit {
     }
   }
 
+  /** Opened (and created when missing, same settings everywhere) once per process by Messaging. */
   private open(): Promise<KV> {
-    this.bucket ??= this.messaging
-      .kv({ name: HEARTBEATS_BUCKET.name, ttlMs: this.config.machines.heartbeatTtlSeconds * 1000 })
-      .catch((e: unknown) => {
-        this.bucket = undefined;
-        throw e;
-      });
-    return this.bucket;
+    return this.messaging.kv({ name: HEARTBEATS_BUCKET.name, ttlMs: this.config.machines.heartbeatTtlSeconds * 1000 });
   }
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 function findVersion(): string {
-  // Works from source (libs/service/src) and from the build (dist/libs/service/src).
+  // Works from source (libs/config/src) and from the build (dist/libs/config/src).
   for (const rel of ['../../../package.json', '../../../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
