@@ -9,3 +9,6 @@ export * from './nats-doc.js';
 export * from './http/machine-register.js';
 export * from './http/machine-network-test.js';
 export * from './buckets.js';
+export * from './deployment/deployment-spec.js';
+export * from './deployment/resolved-spec.js';
+export * from './deployment/records.js';

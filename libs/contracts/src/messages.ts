@@ -29,3 +29,4 @@ export * from './scale/scale-command.js';
 export * from './scale/scale-backlog.js';
 export * from './usage/usage-interval.js';
 export * from './reputation/reputation-score.js';
+export * from './deployment/load-report.js';

@@ -1,4 +1,4 @@
-import { IsInt, IsISO8601, IsString, Min } from 'class-validator';
+import { IsArray, IsInt, IsISO8601, IsString, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -7,6 +7,8 @@ export class ScaleCommand {
   @IsInt() @Min(1) deploymentVersion!: number;
   @IsInt() @Min(0) desired!: number;
   @IsString() reason!: string;
+  /** Containers idle longer than keep_warm_seconds: the only ones the scheduler may stop to come down to desired. */
+  @IsArray() @IsString({ each: true }) idleContainers!: string[];
   /** The scheduler ignores a command older than the last one it applied for the deployment. */
   @IsISO8601() issuedAt!: string;
 }

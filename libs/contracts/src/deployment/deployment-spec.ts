@@ -1,0 +1,100 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
+import { IsRecordOf } from '../validation.js';
+
+/**
+ * A deployment as the user writes it (`tern deploy tern.yaml`), in snake_case like Beam's and
+ * RunPod's specs. The gateway validates it (400 naming the field and the rule), fills the
+ * defaults (`normalizeSpec`) and stores every deploy as a new immutable version.
+ */
+export class QueueDepthPolicy {
+  @IsIn(['queue_depth']) type!: 'queue_depth';
+  @IsOptional() @IsInt() @Min(0) @Max(1000) min_containers?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) max_containers?: number;
+  /** Requests or tasks one container should carry; defaults to workers × concurrent_requests. */
+  @IsOptional() @IsInt() @Min(1) tasks_per_container?: number;
+}
+
+export class RequestLatencyPolicy {
+  @IsIn(['request_latency']) type!: 'request_latency';
+  @IsOptional() @IsInt() @Min(0) @Max(1000) min_containers?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) max_containers?: number;
+  /** Seconds a request may wait plus run before another container is worth starting. */
+  @IsNumber() @Min(0.01) desired_latency!: number;
+}
+
+export class SpecVolume {
+  @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'volumes.name must be lower-case letters, digits or -' }) name!: string;
+  @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path must be an absolute path' }) mount_path!: string;
+  @IsOptional() read_only?: boolean;
+}
+
+export class DeploymentSpec {
+  @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'name must be 1-63 lower-case letters, digits or -, starting with a letter or digit' })
+  name!: string;
+
+  @IsIn(DEPLOYMENT_KINDS) kind!: DeploymentKind;
+
+  /** `host` (the host's /usr, runs its Python and Node) or `oci:<path>[:<tag>]`; default host. */
+  @IsOptional() @IsString() image?: string;
+
+  /** `app.py:predict` (Python runner) or `app.js:predict` / `app.mjs:predict` (Node runner). */
+  @IsOptional() @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'handler must look like app.py:predict or app.js:predict' })
+  handler?: string;
+
+  /** Runs once per container before it takes requests (load a model): same form as handler. */
+  @IsOptional() @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'on_start must look like app.py:load' })
+  on_start?: string;
+
+  /** Your own server on $PORT instead of a handler. */
+  @IsOptional() @IsArray() @ArrayMinSize(1) @IsString({ each: true }) command?: string[];
+
+  /** Content address of the uploaded code (`PUT /api/v1/code/<sha256>`), mounted at /app. */
+  @IsOptional() @Matches(/^sha256:[a-f0-9]{64}$/, { message: 'code must be sha256:<64 hex digits>' }) code?: string;
+
+  /** Cores, e.g. 0.5 or 2; default 1. */
+  @IsOptional() @IsNumber() @Min(0.05) @Max(512) cpu?: number;
+  /** "512Mi", "2Gi", or a number of MiB; default 512Mi. */
+  @IsOptional() memory?: string | number;
+  /** A GPU type ("A100"), a list in order of preference, or "any". */
+  @IsOptional() gpu?: string | string[];
+  @IsOptional() @IsInt() @Min(0) @Max(16) gpu_count?: number;
+
+  @IsOptional() @IsInt() @Min(1) @Max(64) workers?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) concurrent_requests?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(86400) keep_warm_seconds?: number;
+  /** Seconds a request (or task) may take; default 180 for endpoints. */
+  @IsOptional() @IsInt() @Min(1) @Max(86400) timeout?: number;
+
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => QueueDepthPolicy, {
+    discriminator: {
+      property: 'type',
+      subTypes: [
+        { value: QueueDepthPolicy, name: 'queue_depth' },
+        { value: RequestLatencyPolicy, name: 'request_latency' },
+      ],
+    },
+    keepDiscriminatorProperty: true,
+  })
+  autoscaler?: QueueDepthPolicy | RequestLatencyPolicy;
+
+  @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
+  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => SpecVolume) volumes?: SpecVolume[];
+
+  @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
+  @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;
+}

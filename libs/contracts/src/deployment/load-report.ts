@@ -1,0 +1,34 @@
+import { Type } from 'class-transformer';
+import { IsArray, IsInt, IsISO8601, IsNumber, IsString, Min, ValidateNested } from 'class-validator';
+import { defineContract } from '../contract.js';
+import { IsId } from '../validation.js';
+
+export class ContainerLoad {
+  @IsId() containerId!: string;
+  @IsInt() @Min(0) inFlight!: number;
+  /** Seconds since its last request finished (0 while busy). */
+  @IsNumber() @Min(0) idleSeconds!: number;
+}
+
+export class LoadReport {
+  /** One gateway replica; the autoscaler sums the latest report of each. */
+  @IsString() gatewayId!: string;
+  @IsId() deploymentId!: string;
+  @IsInt() @Min(1) version!: number;
+  @IsInt() @Min(0) inFlight!: number;
+  /** Requests held because no container had room. */
+  @IsInt() @Min(0) buffered!: number;
+  /** Mean time inside containers over the last report period, for request_latency. */
+  @IsNumber() @Min(0) meanDurationMs!: number;
+  @IsArray() @ValidateNested({ each: true }) @Type(() => ContainerLoad)
+  containers!: ContainerLoad[];
+  @IsISO8601() at!: string;
+}
+
+export const LOAD_REPORT = defineContract({
+  subject: 'tern.load.*.v1',
+  kind: 'event',
+  payload: LoadReport,
+  description:
+    "An endpoint version's load as one gateway sees it: in-flight and buffered requests, per-container in-flight and idle time. Token: deployment id. Sent by every gateway replica once a second while the version has traffic or containers; read by the autoscaler. Core NATS: only the latest matters.",
+});

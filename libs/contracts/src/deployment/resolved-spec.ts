@@ -1,0 +1,112 @@
+import type { DeploymentKind, ScalePolicy } from '../domain.js';
+import type { DeploymentSpec } from './deployment-spec.js';
+
+/** A deployment spec with every default filled and units made explicit: what services act on. */
+export interface ResolvedSpec {
+  readonly name: string;
+  readonly kind: DeploymentKind;
+  readonly image: string;
+  readonly handler?: string;
+  readonly onStart?: string;
+  readonly command?: string[];
+  readonly code?: string;
+  readonly cpuMillicores: number;
+  readonly memoryBytes: number;
+  /** GPU types in order of preference; empty with gpuCount > 0 means any type. */
+  readonly gpuTypes: string[];
+  readonly gpuCount: number;
+  readonly workers: number;
+  readonly concurrentRequests: number;
+  readonly keepWarmSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly autoscaler: {
+    readonly type: Exclude<ScalePolicy, 'fixed'>;
+    readonly minContainers: number;
+    readonly maxContainers: number;
+    /** queue_depth: load one container should carry. */
+    readonly tasksPerContainer: number;
+    /** request_latency only. */
+    readonly desiredLatencySeconds?: number;
+  };
+  readonly env: Record<string, string>;
+  readonly volumes: { name: string; mountPath: string; readOnly: boolean }[];
+  readonly pool: string;
+  readonly minReputation?: number;
+}
+
+/** A rule a spec breaks, named so the API can answer 400 with it. */
+export class SpecError extends Error {
+  constructor(
+    readonly field: string,
+    rule: string,
+  ) {
+    super(`${field} ${rule}`);
+    this.name = 'SpecError';
+  }
+}
+
+const UNITS: Record<string, number> = { '': 2 ** 20, ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40, k: 1e3, m: 1e6, g: 1e9, t: 1e12 };
+
+/** "512Mi", "2Gi", "1.5G", or a number of MiB → bytes. */
+export function parseMemory(value: string | number): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value <= 0) throw new SpecError('memory', 'must be a positive number of MiB or a size like 512Mi');
+    return Math.round(value * 2 ** 20);
+  }
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?\s*$/i.exec(String(value));
+  if (!m) throw new SpecError('memory', `must be a size like 512Mi or 2Gi (got ${JSON.stringify(value)})`);
+  const bytes = Math.round(Number(m[1]) * UNITS[(m[2] ?? '').toLowerCase()]);
+  if (bytes < 16 * 2 ** 20) throw new SpecError('memory', 'must be at least 16Mi');
+  return bytes;
+}
+
+/** Defaults per kind: endpoints stay warm 180 s, task queues 10 s (Beam's defaults). */
+const KEEP_WARM: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 10, function: 0, cron: 0 };
+const TIMEOUT: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 3600, function: 3600, cron: 3600 };
+
+/** Fills defaults and checks the rules that span fields. Throws SpecError. */
+export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
+  if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
+  if (!spec.handler && !spec.command) throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
+  if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
+  if (spec.handler && !spec.code) throw new SpecError('code', 'is required with a handler (tern deploy uploads the spec\'s folder)');
+  const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
+  const gpuList = spec.gpu === undefined ? [] : Array.isArray(spec.gpu) ? spec.gpu : [spec.gpu];
+  if (gpuList.some((g) => typeof g !== 'string' || !g.trim())) throw new SpecError('gpu', 'must be a GPU type, a list of types, or "any"');
+  const gpuTypes = gpuList.map((g) => g.trim()).filter((g) => g.toLowerCase() !== 'any');
+  if (gpuTypes.length && gpuCount === 0) throw new SpecError('gpu_count', 'must be at least 1 when gpu is set');
+  const workers = spec.workers ?? 1;
+  const concurrentRequests = spec.concurrent_requests ?? 1;
+  const policy = spec.autoscaler;
+  const minContainers = policy?.min_containers ?? 0;
+  const maxContainers = policy?.max_containers ?? 1;
+  if (minContainers > maxContainers) throw new SpecError('autoscaler.min_containers', `must not exceed max_containers (${maxContainers})`);
+  return {
+    name: spec.name,
+    kind: spec.kind,
+    image: spec.image ?? 'host',
+    handler: spec.handler,
+    onStart: spec.on_start,
+    command: spec.command,
+    code: spec.code,
+    cpuMillicores: Math.round((spec.cpu ?? 1) * 1000),
+    memoryBytes: parseMemory(spec.memory ?? '512Mi'),
+    gpuTypes,
+    gpuCount,
+    workers,
+    concurrentRequests,
+    keepWarmSeconds: spec.keep_warm_seconds ?? KEEP_WARM[spec.kind],
+    timeoutSeconds: spec.timeout ?? TIMEOUT[spec.kind],
+    autoscaler: {
+      type: policy?.type ?? 'queue_depth',
+      minContainers,
+      maxContainers,
+      tasksPerContainer: (policy?.type === 'queue_depth' ? policy.tasks_per_container : undefined) ?? workers * concurrentRequests,
+      desiredLatencySeconds: policy?.type === 'request_latency' ? policy.desired_latency : undefined,
+    },
+    env: spec.env ?? {},
+    volumes: (spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.mount_path, readOnly: v.read_only ?? false })),
+    pool: spec.pool ?? 'default',
+    minReputation: spec.min_reputation,
+  };
+}
