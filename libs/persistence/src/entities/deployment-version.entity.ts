@@ -2,6 +2,7 @@ import {
   Column,
   CreateDateColumn,
   Entity,
+  Index,
   JoinColumn,
   ManyToOne,
   PrimaryGeneratedColumn,
@@ -14,6 +15,7 @@ import { Deployment } from './deployment.entity.js';
  * One immutable revision of a deployment's spec. Containers point at a version, not at the
  * deployment, so a rollout can tell old containers from new ones.
  */
+@Index('ix_deployment_versions_desired', ['desiredContainers'], { where: 'desired_containers > 0' })
 @Entity({ name: 'deployment_versions' })
 @Unique('uq_deployment_versions_deployment_version', ['deploymentId', 'version'])
 export class DeploymentVersion {
@@ -33,6 +35,20 @@ export class DeploymentVersion {
   /** The validated deploy spec as submitted; its class lives with the gateway's contracts. */
   @Column({ name: 'spec', type: 'jsonb' })
   spec!: Record<string, unknown>;
+
+  /** How many containers the scheduler should run; set from the autoscaler's scale commands. */
+  @Column({ name: 'desired_containers', type: 'integer', default: 0 })
+  desiredContainers!: number;
+
+  @Column({ name: 'desired_reason', type: 'text', nullable: true })
+  desiredReason!: string | null;
+
+  @Column({ name: 'desired_at', type: 'timestamptz', nullable: true })
+  desiredAt!: Date | null;
+
+  /** Why desired is not met ("no ready machine in pool gpu with gpu A100"); null when it is. */
+  @Column({ name: 'placement_reason', type: 'text', nullable: true })
+  placementReason!: string | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
