@@ -1,0 +1,99 @@
+import 'reflect-metadata';
+import { validatePayload } from '#tern/messaging';
+import { DeploymentSpec } from './deployment-spec.js';
+import { parseMemory, resolveSpec, SpecError } from './resolved-spec.js';
+
+const base = { name: 'hello', kind: 'endpoint', handler: 'app.py:predict', code: `sha256:${'a'.repeat(64)}` } as const;
+
+function resolve(extra: Record<string, unknown>) {
+  return resolveSpec({ ...base, ...extra } as unknown as DeploymentSpec);
+}
+
+function specError(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof SpecError) return e.message;
+    throw e;
+  }
+  throw new Error('no SpecError');
+}
+
+describe('resolveSpec', () => {
+  it('fills the defaults users of Beam expect', () => {
+    const r = resolve({});
+    expect(r).toMatchObject({
+      image: 'host',
+      cpuMillicores: 1000,
+      memoryBytes: 512 * 2 ** 20,
+      gpuTypes: [],
+      gpuCount: 0,
+      workers: 1,
+      concurrentRequests: 1,
+      keepWarmSeconds: 180,
+      timeoutSeconds: 180,
+      pool: 'default',
+      autoscaler: { type: 'queue_depth', minContainers: 0, maxContainers: 1, tasksPerContainer: 1 },
+    });
+    expect(resolve({ kind: 'task_queue' }).keepWarmSeconds).toBe(10);
+  });
+
+  it('derives per-container load from workers and concurrency unless given', () => {
+    expect(resolve({ workers: 2, concurrent_requests: 4 }).autoscaler.tasksPerContainer).toBe(8);
+    expect(resolve({ autoscaler: { type: 'queue_depth', tasks_per_container: 30, max_containers: 5 } }).autoscaler).toMatchObject({
+      tasksPerContainer: 30,
+      maxContainers: 5,
+    });
+    expect(resolve({ autoscaler: { type: 'request_latency', desired_latency: 30, max_containers: 5 } }).autoscaler).toMatchObject({
+      type: 'request_latency',
+      desiredLatencySeconds: 30,
+    });
+  });
+
+  it('reads GPU requests as a preference list, "any" meaning no preference', () => {
+    expect(resolve({ gpu: 'A100' })).toMatchObject({ gpuTypes: ['A100'], gpuCount: 1 });
+    expect(resolve({ gpu: ['H100', 'A100'], gpu_count: 2 })).toMatchObject({ gpuTypes: ['H100', 'A100'], gpuCount: 2 });
+    expect(resolve({ gpu: 'any' })).toMatchObject({ gpuTypes: [], gpuCount: 1 });
+  });
+
+  it('names the field and the rule it breaks', () => {
+    expect(specError(() => resolveSpec({ name: 'x', kind: 'endpoint' } as DeploymentSpec))).toMatch(/^handler or command is required/);
+    expect(specError(() => resolve({ command: ['python3', 'serve.py'] }))).toMatch(/^command cannot be given together with handler/);
+    expect(specError(() => resolve({ code: undefined }))).toMatch(/^code is required with a handler/);
+    expect(specError(() => resolve({ autoscaler: { type: 'queue_depth', min_containers: 3, max_containers: 2 } }))).toBe(
+      'autoscaler.min_containers must not exceed max_containers (2)',
+    );
+    expect(specError(() => resolve({ gpu: 'A100', gpu_count: 0 }))).toMatch(/^gpu_count must be at least 1/);
+    expect(specError(() => resolve({ memory: 'lots' }))).toMatch(/^memory must be a size like 512Mi/);
+  });
+});
+
+describe('parseMemory', () => {
+  it.each([
+    ['512Mi', 512 * 2 ** 20],
+    ['2Gi', 2 * 2 ** 30],
+    ['1.5G', 1.5e9],
+    ['256', 256 * 2 ** 20],
+    [1024, 1024 * 2 ** 20],
+  ])('%s', (input, bytes) => expect(parseMemory(input)).toBe(bytes));
+
+  it('refuses sizes too small to run anything', () => {
+    expect(() => parseMemory('1Mi')).toThrow('memory must be at least 16Mi');
+  });
+});
+
+describe('DeploymentSpec validation', () => {
+  it('rejects a bad name, handler form and policy, naming each field', async () => {
+    const result = await validatePayload(DeploymentSpec, {
+      name: 'Hello World',
+      kind: 'endpoint',
+      handler: 'app.py',
+      autoscaler: { type: 'queue_depth', max_containers: 0 },
+    });
+    expect(result.ok).toBe(false);
+    const reason = result.ok ? '' : result.reason;
+    expect(reason).toMatch(/name: name must be 1-63 lower-case/);
+    expect(reason).toMatch(/handler: handler must look like app.py:predict/);
+    expect(reason).toMatch(/autoscaler.max_containers: max_containers must not be less than 1/);
+  });
+});
