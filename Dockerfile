@@ -22,6 +22,8 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
+# The handler runners the agent binds into containers at /tern/runners.
+COPY runners ./runners
 # Control-plane services run unprivileged; the agent's manifests override this with root.
 USER node
 EXPOSE 1994 1995 1996 1997 1998

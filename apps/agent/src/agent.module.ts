@@ -5,6 +5,7 @@ import { AGENT_CONTEXT, type AgentContext } from './agent-context.js';
 import { ContainerCommandsController } from './containers/container-commands.controller.js';
 import { containerRuntimeProvider } from './containers/container-runtime.provider.js';
 import { ContainersService } from './containers/containers.service.js';
+import { InvokeRoutes } from './invoke/invoke-routes.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { JoinService } from './join.service.js';
 import { NatsLink } from './nats-link.service.js';
@@ -29,6 +30,7 @@ export class AgentModule {
         { provide: AGENT_CONTEXT, useValue: ctx },
         NatsLink,
         containerRuntimeProvider,
+        InvokeRoutes,
         ContainersService,
         NetworkTestService,
         HeartbeatService,

@@ -1,6 +1,10 @@
 import { Command } from 'commander';
 import { TERN_VERSION } from '#tern/config';
 import { ApiError } from './api-client.js';
+import { deployCommand } from './commands/deploy.js';
+import { deploymentCommand, deploymentsCommand } from './commands/deployments.js';
+import { invokeCommand } from './commands/invoke.js';
+import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
@@ -10,7 +14,12 @@ const program = new Command('tern')
   .version(TERN_VERSION)
   .addCommand(statusCommand())
   .addCommand(machineCommand())
-  .addCommand(poolCommand());
+  .addCommand(poolCommand())
+  .addCommand(deployCommand())
+  .addCommand(deploymentsCommand())
+  .addCommand(deploymentCommand())
+  .addCommand(invokeCommand())
+  .addCommand(logsCommand());
 
 try {
   await program.parseAsync(process.argv);

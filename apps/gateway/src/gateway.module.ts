@@ -4,6 +4,9 @@ import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
 import { ApiTokenGuard } from './auth/api-token.guard.js';
 import { AuthModule } from './auth/auth.module.js';
+import { CodeModule } from './code/code.module.js';
+import { DeploymentsModule } from './deployments/deployments.module.js';
+import { EndpointsModule } from './endpoints/endpoints.module.js';
 import { SystemHealthModule } from './health/system-health.module.js';
 import { MachineRegistrationModule } from './machine-registration/machine-registration.module.js';
 import { MachinesModule } from './machines/machines.module.js';
@@ -26,6 +29,9 @@ export class GatewayModule {
         PoolsModule,
         MachinesModule,
         MachineRegistrationModule,
+        CodeModule,
+        DeploymentsModule,
+        EndpointsModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }],
     };

@@ -24,6 +24,7 @@ export interface TernConfig {
     readonly heartbeatIntervalSeconds: number;
     readonly heartbeatTtlSeconds: number;
   };
+  readonly endpoints: { readonly bufferSize: number };
   readonly agent: {
     readonly stateDir?: string;
     readonly gatewayUrl?: string;
@@ -122,6 +123,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
+    endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     agent: {
       stateDir: raw.AGENT_STATE_DIR as string | undefined,
       gatewayUrl: raw.AGENT_GATEWAY_URL as string | undefined,

@@ -176,6 +176,15 @@ export const VARIABLES = [
     description: 'A machine with no heartbeat for this long is marked offline.',
   },
   {
+    name: 'ENDPOINT_BUFFER_SIZE',
+    kind: 'int',
+    default: '1000',
+    min: 1,
+    max: 1000000,
+    services: ['gateway'],
+    description: 'Requests the gateway holds per endpoint version while no container has room; beyond it, 429.',
+  },
+  {
     name: 'AGENT_STATE_DIR',
     kind: 'string',
     services: ['agent'],
@@ -200,6 +209,12 @@ export const VARIABLES = [
     values: ['runc', 'nerdctl'],
     services: ['agent'],
     description: 'Container runtime the agent drives.',
+  },
+  {
+    name: 'AGENT_RUNNERS_DIR',
+    kind: 'string',
+    services: ['agent'],
+    description: "Directory holding Tern's handler runners (python/tern_runner.py, node/tern-runner.mjs), bound read-only into handler containers at /tern/runners (default: the runners/ folder of the agent's installation).",
   },
   {
     name: 'AGENT_DASHBOARD',

@@ -29,3 +29,29 @@ export const ROUTES_BUCKET: BucketSpec = {
   description:
     'One RouteRecord per ready container (key: container id): where requests for a deployment version can go. Put by the scheduler when a container passes its health check, deleted when it stops, fails or its machine goes offline; watched by every gateway replica.',
 };
+
+/** Object store (not KV): request bodies too big for one invoke message. */
+export const BODIES_BUCKET: BucketSpec = {
+  name: 'bodies',
+  owner: 'gateway',
+  description:
+    'Object store of request bodies too large for one core NATS message on tern.invoke.*.v1 (object name: the request id). Put by the gateway, read and deleted by the agent; bucket-wide TTL of 5 minutes so an unread body does not stay.',
+};
+
+/** Object store (not KV): code bundles uploaded by `tern deploy`. */
+export const CODE_BUCKET: BucketSpec = {
+  name: 'code',
+  owner: 'gateway',
+  description:
+    'Object store of code bundles (tar.gz of the spec\'s folder; object name: the sha256 hex digest, the spec\'s `code` without its `sha256:` prefix). Put by the gateway on PUT /api/v1/code/sha256:<hex> after checking the digest, at most CODE_BUNDLE_MAX_BYTES; read by the agent, which caches bundles by digest and mounts them read-only at /app. Content-addressed, so never rewritten.',
+};
+
+/** The largest code bundle the gateway accepts (413 beyond). */
+export const CODE_BUNDLE_MAX_BYTES = 64 * 1024 * 1024;
+
+export const AUTOSCALER_LEADER_BUCKET: BucketSpec = {
+  name: 'autoscaler-leader',
+  owner: 'autoscaler',
+  description:
+    'A lease (key: leader; value: the holding replica id) so only one autoscaler replica publishes scale commands. Created if absent and refreshed every second with update(revision) by the holder; bucket-wide TTL of 5 s (NATS 2.9 has no per-key TTL), so a dead leader\'s lease lapses and another replica takes over.',
+};

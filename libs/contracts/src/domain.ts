@@ -15,7 +15,8 @@ export type MachineState = (typeof MACHINE_STATES)[number];
 export const DEPLOYMENT_KINDS = ['endpoint', 'task_queue', 'function', 'cron'] as const;
 export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];
 
-export const DEPLOYMENT_STATES = ['pending', 'building', 'ready', 'failed', 'stopped'] as const;
+/** deleted: hidden from the API, rows kept for history and metering; deploying the name again revives it. */
+export const DEPLOYMENT_STATES = ['pending', 'building', 'ready', 'failed', 'stopped', 'deleted'] as const;
 export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 
 export const CONTAINER_STATES = ['pending', 'scheduled', 'starting', 'running', 'stopping', 'stopped', 'failed'] as const;

@@ -8,3 +8,4 @@ export * from './decorators.js';
 export * from './jetstream.transport.js';
 export * from './presence.js';
 export * from './messaging.module.js';
+export * from './invoke/index.js';

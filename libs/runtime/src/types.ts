@@ -20,6 +20,15 @@ export interface VolumeSpec {
   readOnly?: boolean;
 }
 
+/**
+ * A directory of the host bound read-only into the container: what the agent itself provides
+ * (a code bundle at /app, Tern's runners at /tern/runners), never a user's choice of path.
+ */
+export interface HostBind {
+  hostPath: string;
+  containerPath: string;
+}
+
 /** One GPU given to a container, as the agent's hardware discovery names it. */
 export interface GpuDeviceRef {
   /** The host's index (nvidia-smi order, `/dev/nvidia<index>`). */
@@ -58,6 +67,8 @@ export interface ContainerSpec {
   /** Size of /dev/shm (default 64 MiB). */
   shmBytes?: number;
   volumes?: VolumeSpec[];
+  /** Host directories bound read-only (see HostBind). */
+  binds?: HostBind[];
   gpus?: GpuAssignment;
   /** `$PORT`; with host networking, one is allocated when absent. */
   port?: number;

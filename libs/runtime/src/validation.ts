@@ -40,5 +40,11 @@ export function validateSpec(spec: ContainerSpec): void {
     if (!isAbsolute(target) || target === '/' || v.containerPath.split('/').includes('..')) fail(`volume path "${v.containerPath}" must be an absolute path below /`);
     if (RESERVED_TARGETS.some((r) => target === r || target.startsWith(`${r}/`))) fail(`volume path "${v.containerPath}" is reserved`);
   }
+  for (const b of spec.binds ?? []) {
+    if (typeof b.hostPath !== 'string' || !isAbsolute(b.hostPath)) fail(`bind source "${b.hostPath}" must be an absolute path`);
+    const target = typeof b.containerPath === 'string' ? posix.normalize(b.containerPath) : '';
+    if (!isAbsolute(target) || target === '/' || b.containerPath.split('/').includes('..')) fail(`bind path "${b.containerPath}" must be an absolute path below /`);
+    if (RESERVED_TARGETS.some((r) => target === r || target.startsWith(`${r}/`))) fail(`bind path "${b.containerPath}" is reserved`);
+  }
   for (const d of spec.gpus?.devices ?? []) if (!isInt(d.index, 0)) fail('gpu index must be a non-negative integer');
 }

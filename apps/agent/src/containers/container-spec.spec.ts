@@ -1,5 +1,5 @@
 import { type ContainerStart, type GpuInventory, gpuTypeMatches } from '#tern/contracts';
-import { allocateGpus, recordFromLabels, recordFromStart, toContainerSpec } from './container-spec.js';
+import { allocateGpus, recordFromLabels, recordFromStart, runnerArgs, toContainerSpec } from './container-spec.js';
 
 const start: ContainerStart = {
   containerId: 'c-1',
@@ -53,6 +53,21 @@ describe('container specs', () => {
     expect(spec.args).toBeUndefined();
     expect(spec.env?.TERN_HANDLER).toBe('app.py:predict');
     expect(spec.gpus).toBeUndefined();
+  });
+
+  it('runs a handler in the runner for its language, with the code at /app and the runners bound read-only', () => {
+    const handlerStart = { ...start, command: undefined, args: undefined, handler: 'app.py:predict', onStart: 'app.py:load' };
+    const spec = toContainerSpec(handlerStart, 'm-1', [], { codeDir: '/state/code/abc', runnersDir: '/opt/tern/runners' });
+    expect(spec.args).toEqual(['python3', '/tern/runners/python/tern_runner.py']);
+    expect(spec.env).toMatchObject({ TERN_HANDLER: 'app.py:predict', TERN_ON_START: 'app.py:load', TERN_WORKERS: '2', TERN_CONCURRENCY: '4' });
+    expect(spec.cwd).toBe('/app');
+    expect(spec.binds).toEqual([
+      { hostPath: '/state/code/abc', containerPath: '/app' },
+      { hostPath: '/opt/tern/runners', containerPath: '/tern/runners' },
+    ]);
+    expect(runnerArgs('src/app.mjs:predict')).toEqual(['node', '/tern/runners/node/tern-runner.mjs']);
+    expect(runnerArgs('app.js:handlers.predict')).toEqual(['node', '/tern/runners/node/tern-runner.mjs']);
+    expect(runnerArgs('pkg.app:predict')).toEqual(['python3', '/tern/runners/python/tern_runner.py']);
   });
 
   it('recognises its own containers from their labels, and nothing else', () => {

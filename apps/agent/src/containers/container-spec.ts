@@ -1,5 +1,5 @@
 import { type ContainerStart, type GpuInventory, gpuTypeMatches } from '#tern/contracts';
-import { type ContainerSpec } from '#tern/runtime';
+import { type ContainerSpec, type HostBind } from '#tern/runtime';
 
 /**
  * The labels a Tern container carries in the runtime, so that after an agent restart the
@@ -37,6 +37,27 @@ export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
   return `${g.vendor}:${g.index}`;
 }
 
+/** Where the agent's own directories appear inside a container. */
+export const APP_DIR = '/app';
+export const RUNNERS_MOUNT = '/tern/runners';
+
+/** Host directories the agent binds into a container: the code bundle and Tern's runners. */
+export interface AgentMounts {
+  /** The extracted code bundle, bound read-only at /app (also the working directory). */
+  codeDir?: string;
+  /** The repository's `runners/`, bound read-only at /tern/runners when a handler runs. */
+  runnersDir?: string;
+}
+
+/**
+ * The runner process for a handler, by the handler's file: `.js`/`.mjs`/`.cjs` run in the Node
+ * runner, anything else (`app.py:predict`, `pkg.app:predict`) in the Python one.
+ */
+export function runnerArgs(handler: string): string[] {
+  const file = handler.slice(0, handler.lastIndexOf(':') > 0 ? handler.lastIndexOf(':') : undefined);
+  return /\.[cm]?js$/.test(file) ? ['node', `${RUNNERS_MOUNT}/node/tern-runner.mjs`] : ['python3', `${RUNNERS_MOUNT}/python/tern_runner.py`];
+}
+
 /** Runtime ids are stricter than contract ids: they must start with a letter or digit. */
 export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
@@ -46,7 +67,7 @@ export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
  * which with host networking is that port), and the agent health-checks it on loopback.
  * Volumes live per workspace: `<volume root>/<workspace>/<volume>`.
  */
-export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: GpuInventory[]): ContainerSpec {
+export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: GpuInventory[], mounts: AgentMounts = {}): ContainerSpec {
   const env: Record<string, string> = {
     ...cmd.env,
     TERN_DEPLOYMENT_ID: cmd.deploymentId,
@@ -56,8 +77,15 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     TERN_CONCURRENCY: String(cmd.concurrency),
   };
   if (cmd.handler) env.TERN_HANDLER = cmd.handler;
+  if (cmd.onStart) env.TERN_ON_START = cmd.onStart;
   if (gpus.length) env.TERN_GPU_COUNT = String(gpus.length);
-  const args = [...(cmd.command ?? []), ...(cmd.args ?? [])];
+  // A handler with no command of its own runs in Tern's runner for its language.
+  const runner = cmd.handler && !cmd.command?.length && mounts.runnersDir;
+  const args = [...(runner ? runnerArgs(cmd.handler!) : (cmd.command ?? [])), ...(cmd.args ?? [])];
+  const binds: HostBind[] = [];
+  if (mounts.codeDir) binds.push({ hostPath: mounts.codeDir, containerPath: APP_DIR });
+  if (runner) binds.push({ hostPath: mounts.runnersDir!, containerPath: RUNNERS_MOUNT });
+  const cwd = cmd.cwd ?? (mounts.codeDir || runner ? APP_DIR : undefined);
   const labels: Record<string, string> = {
     [LABEL.container]: cmd.containerId,
     [LABEL.machine]: machineId,
@@ -75,10 +103,11 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     image: cmd.image,
     ...(args.length ? { args } : {}),
     env,
-    ...(cmd.cwd ? { cwd: cmd.cwd } : {}),
+    ...(cwd ? { cwd } : {}),
     memoryBytes: cmd.resources.memoryBytes,
     cpuMillicores: cmd.resources.cpuMillicores,
     volumes: cmd.volumes.map((v) => ({ name: `${cmd.workspaceId}/${v.volume}`, containerPath: v.mountPath, readOnly: v.readOnly })),
+    ...(binds.length ? { binds } : {}),
     ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
     network: 'host',
     labels,

@@ -1,4 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { join } from 'node:path';
 import {
   CONTAINER_FAILED,
   CONTAINER_LOG_LINE,
@@ -17,9 +18,12 @@ import {
 import { Messaging } from '#tern/messaging';
 import { ContainerStartError, type ExitResult, ImageError, InvalidContainerSpecError, reconcile, waitForHealth } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
+import { findRunnersDir } from '../code/runners-dir.js';
+import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
-import { allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
+import { type AgentMounts, allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
 
 /** One container this agent looks after. */
@@ -57,12 +61,17 @@ const SHUTDOWN_GRACE_MS = 5_000;
 export class ContainersService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('containers');
   private readonly tracked = new Map<string, Tracked>();
+  private readonly code: CodeBundles;
+  private readonly runnersDir = findRunnersDir();
 
   constructor(
     private readonly messaging: Messaging,
     @Inject(CONTAINER_RUNTIME) private readonly handle: RuntimeHandle,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
-  ) {}
+    private readonly invokes: InvokeRoutes,
+  ) {
+    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), messaging);
+  }
 
   private get machineId(): string {
     return this.ctx.registration.machineId;
@@ -93,8 +102,12 @@ export class ContainersService implements BeforeApplicationShutdown {
       this.watch(c.id, t);
       if (c.port !== undefined) {
         // It may have become ready while no agent watched; ready was then never reported.
-        void waitForHealth({ port: c.port, timeoutMs: 2000, signal: t.abort.signal }).then(
-          () => this.setState(c.id, 'ready'),
+        const port = c.port;
+        void waitForHealth({ port, timeoutMs: 2000, signal: t.abort.signal }).then(
+          () => {
+            this.setState(c.id, 'ready');
+            this.invokes.serve(c.id, port);
+          },
           () => undefined,
         );
       }
@@ -161,11 +174,12 @@ export class ContainersService implements BeforeApplicationShutdown {
     await this.publish(CONTAINER_STARTING, t.record, 'starting', {});
     let port: number | undefined;
     try {
-      const running = await runtime.start(toContainerSpec(cmd, this.machineId, gpus));
+      const mounts = await this.mounts(cmd);
+      const running = await runtime.start(toContainerSpec(cmd, this.machineId, gpus, mounts));
       port = running.port;
       t.port = port;
     } catch (e) {
-      const phase: ContainerFailurePhase = e instanceof ImageError ? 'image' : e instanceof InvalidContainerSpecError ? 'create' : e instanceof ContainerStartError ? 'start' : 'create';
+      const phase: ContainerFailurePhase = e instanceof ImageError || e instanceof CodeBundleError ? 'image' : e instanceof InvalidContainerSpecError ? 'create' : e instanceof ContainerStartError ? 'start' : 'create';
       const error = (e as Error).message;
       this.logger.warn({ containerId: id, phase }, `container ${id} did not start: ${error}`);
       await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error });
@@ -184,6 +198,8 @@ export class ContainersService implements BeforeApplicationShutdown {
       await waitForHealth({ port, timeoutMs: cmd.startupTimeoutSeconds * 1000, signal: t.abort.signal, gaveUp: async () => exited || !!t.stopReason });
       if (t.stopReason || exited) return;
       this.setState(id, 'ready');
+      // Serve invokes before announcing ready: the route appears when the scheduler hears of it.
+      this.invokes.serve(id, port);
       await this.publish(CONTAINER_READY, t.record, 'ready', { readyLatencyMs: Date.now() - t.acceptedAt });
       this.logger.log({ containerId: id, port }, `container ${id} is ready on port ${port}`);
     } catch (e) {
@@ -193,6 +209,21 @@ export class ContainersService implements BeforeApplicationShutdown {
       await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error });
       this.requestStop(id, t, 'failed its health check', 5000);
     }
+  }
+
+  /**
+   * The host directories a start needs: its code bundle (ContainerStart.code, or a TERN_CODE
+   * env for commands that predate the field) and, for a handler, Tern's runners.
+   */
+  private async mounts(cmd: ContainerStart): Promise<AgentMounts> {
+    const digest = cmd.code ?? cmd.env.TERN_CODE;
+    const mounts: AgentMounts = {};
+    if (digest) mounts.codeDir = await this.code.ensure(digest);
+    if (cmd.handler && !cmd.command?.length) {
+      if (!this.runnersDir) throw new CodeBundleError(`cannot run handler "${cmd.handler}": Tern's runners are not installed with this agent (set AGENT_RUNNERS_DIR)`);
+      mounts.runnersDir = this.runnersDir;
+    }
+    return mounts;
   }
 
   /** Follows the container's output and waits for its exit, then reports and removes it. */
@@ -255,11 +286,13 @@ export class ContainersService implements BeforeApplicationShutdown {
   private requestStop(id: string, t: Tracked, reason: string, graceMs: number) {
     if (t.stopReason) return;
     t.stopReason = reason;
+    this.invokes.drop(id);
     this.setState(id, 'stopping');
     this.handle.runtime?.stop(id, graceMs).catch((e: Error) => this.logger.warn(`stopping container ${id} failed: ${e.message}`));
   }
 
   private untrack(id: string, state: ContainerRowState, extra: { endedAt?: number; exitCode?: number | null; detail?: string }) {
+    this.invokes.drop(id);
     this.tracked.delete(id);
     containersGauge.set(this.tracked.size);
     this.setState(id, state, extra);

@@ -9,14 +9,15 @@ export type RecordOutcome = 'updated' | 'inserted' | 'unknown-deployment-version
  * Forward-only: the state moves only to a later one in CONTAINER_STATE_ORDER, timestamps keep
  * the earliest value seen (each event type has its own consumer, so they arrive in any order;
  * LEAST ignores NULL), the exit code its last known one. The machine is set only if it still
- * exists (a removed machine must not make the event fail on the foreign key).
+ * exists (a removed machine must not make the event fail on the foreign key). `requested` is
+ * merged, so what the agent reports keeps the GPU indexes the scheduler reserved.
  */
 const UPDATE = `
   UPDATE containers c SET
     state = CASE WHEN array_position($11::text[], $3::text) > array_position($11::text[], c.state::text) THEN $3::varchar ELSE c.state END,
     state_reason = CASE WHEN array_position($11::text[], $3::text) > array_position($11::text[], c.state::text) THEN $4::text ELSE c.state_reason END,
     machine_id = COALESCE((SELECT id FROM machines WHERE id = $2::text), c.machine_id),
-    requested = COALESCE($5::jsonb, c.requested),
+    requested = c.requested || COALESCE($5::jsonb, '{}'::jsonb),
     started_at = LEAST(c.started_at, $6::timestamptz),
     ready_at = LEAST(c.ready_at, $7::timestamptz),
     stopped_at = LEAST(c.stopped_at, $8::timestamptz),

@@ -15,6 +15,7 @@ import {
   ContainerStopped,
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
+import { RouteTable } from '../placement/route-table.js';
 import { ContainerLifecycleService } from './container-lifecycle.service.js';
 import { type LifecycleEvent } from './container-progress.js';
 
@@ -27,7 +28,10 @@ import { type LifecycleEvent } from './container-progress.js';
 export class ContainersController {
   private readonly logger = new Logger('containers');
 
-  constructor(private readonly lifecycle: ContainerLifecycleService) {}
+  constructor(
+    private readonly lifecycle: ContainerLifecycleService,
+    private readonly routes: RouteTable,
+  ) {}
 
   @OnMessage(CONTAINER_SCHEDULED)
   scheduled(@Payload() event: ContainerScheduled, @Ctx() ctx: JetStreamContext) {
@@ -69,5 +73,8 @@ export class ContainersController {
       return;
     }
     this.logger.debug({ containerId: e.event.containerId, kind: e.kind, outcome }, `container ${e.event.containerId}: ${e.kind}`);
+    // The route follows the row: a ready event puts it if the row is still running, an end removes it.
+    if (e.kind === 'ready') await this.routes.refresh(e.event.containerId);
+    else if (e.kind === 'stopped' || e.kind === 'failed') await this.routes.remove([e.event.containerId]);
   }
 }

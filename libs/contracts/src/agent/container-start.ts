@@ -38,6 +38,10 @@ export class ContainerStart {
 
   /** Either a handler run by a Tern runner ("app.py:predict") or a command that serves the container contract itself. */
   @IsOptional() @IsString() handler?: string;
+  /** Run once per container before it reports ready, in the handler's runner ("app.py:load"). */
+  @IsOptional() @IsString() onStart?: string;
+  /** Code bundle ("sha256:<hex>" of a tar.gz in the `code` object store), mounted read-only at /app. */
+  @IsOptional() @Matches(/^sha256:[0-9a-f]{64}$/, { message: 'code must be "sha256:" and 64 lower-case hex digits' }) code?: string;
   @IsOptional() @IsArray() @IsString({ each: true }) command?: string[];
   @IsOptional() @IsArray() @IsString({ each: true }) args?: string[];
 

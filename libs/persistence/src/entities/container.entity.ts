@@ -21,6 +21,8 @@ export interface ContainerResources {
   /** GPU model, absent for CPU-only containers. */
   readonly gpu?: string;
   readonly gpuCount: number;
+  /** The GPUs the scheduler reserved on the machine when it placed the container. */
+  readonly gpuIndexes?: number[];
 }
 
 /** One running (or once running) instance of a deployment version on a machine. */

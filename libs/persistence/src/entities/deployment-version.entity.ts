@@ -50,6 +50,10 @@ export class DeploymentVersion {
   @Column({ name: 'placement_reason', type: 'text', nullable: true })
   placementReason!: string | null;
 
+  /** From the latest scale command: the containers idle past keep-warm, the only ones scale-down may stop. */
+  @Column({ name: 'idle_containers', type: 'text', array: true, default: () => "'{}'" })
+  idleContainers!: string[];
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 }

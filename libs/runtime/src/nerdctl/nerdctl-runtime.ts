@@ -138,6 +138,7 @@ export class NerdctlRuntime implements ContainerRuntime {
       if (!v.readOnly) await chown(source, user.uid, user.gid);
       volumes.push({ source, destination: v.containerPath, readOnly: !!v.readOnly });
     }
+    for (const b of spec.binds ?? []) volumes.push({ source: b.hostPath, destination: b.containerPath, readOnly: true });
     const args = spec.args?.length ? spec.args : [...image.entrypoint, ...image.cmd];
     if (!args.length) throw new ContainerStartError(spec.id, 'no args given and the image has no entrypoint or cmd', '');
     const created = new Date().toISOString();

@@ -182,6 +182,7 @@ export class RuncRuntime implements ContainerRuntime {
       if (!v.readOnly) await chown(source, user.uid, user.gid);
       binds.push({ source, destination: v.containerPath, readOnly: !!v.readOnly });
     }
+    for (const b of spec.binds ?? []) binds.push({ source: b.hostPath, destination: b.containerPath, readOnly: true });
     return binds;
   }
 

@@ -1,0 +1,66 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { InvokeHead } from '#tern/contracts';
+import { forwardToContainer } from './forward.js';
+
+const head = (over: Partial<InvokeHead> = {}): InvokeHead => ({ requestId: 'r-1', deploymentId: 'd-1', method: 'POST', path: '/?x=1', headers: { 'content-type': 'application/json' }, timeoutMs: 5000, bodyBytes: 0, ...over });
+
+async function text(body: AsyncIterable<Uint8Array> | Uint8Array): Promise<string> {
+  if (body instanceof Uint8Array) return Buffer.from(body).toString();
+  let s = '';
+  for await (const c of body) s += Buffer.from(c).toString();
+  return s;
+}
+
+describe('forwarding an invoke to a container', () => {
+  let server: Server;
+  let port: number;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/slow') return void setTimeout(() => res.end('late'), 2000);
+      if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: 1\n\n');
+        setTimeout(() => res.end('data: 2\n\n'), 150);
+        return;
+      }
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        res.writeHead(201, { 'content-type': 'application/json', 'x-seen-path': req.url ?? '' });
+        res.end(JSON.stringify({ got: JSON.parse(body), ct: req.headers['content-type'] }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise((r) => server.close(r)));
+
+  it('passes method, path, headers and body, and gives back status, headers (hop-by-hop removed) and body', async () => {
+    const body = new TextEncoder().encode('{"a":1}');
+    const res = await forwardToContainer(port, head({ bodyBytes: body.length }), body, new AbortController().signal);
+    expect(res.status).toBe(201);
+    expect(res.headers['x-seen-path']).toBe('/?x=1');
+    expect(res.headers.connection).toBeUndefined();
+    expect(JSON.parse(await text(res.body))).toEqual({ got: { a: 1 }, ct: 'application/json' });
+  });
+
+  it('streams the body as the container writes it', async () => {
+    const res = await forwardToContainer(port, head({ method: 'GET', path: '/stream' }), new Uint8Array(), new AbortController().signal);
+    const pieces: string[] = [];
+    for await (const c of res.body as AsyncIterable<Uint8Array>) pieces.push(Buffer.from(c).toString());
+    expect(pieces).toEqual(['data: 1\n\n', 'data: 2\n\n']);
+  });
+
+  it('answers 504 when the timeout passes and 502 when nothing listens', async () => {
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(), 100);
+    await expect(forwardToContainer(port, head({ path: '/slow', timeoutMs: 100 }), new Uint8Array(), abort.signal)).rejects.toMatchObject({ code: 504, message: 'the container did not answer within 100 ms' });
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const dead = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    await expect(forwardToContainer(dead, head(), new Uint8Array(), new AbortController().signal)).rejects.toMatchObject({ code: 502, message: expect.stringContaining('refused the connection') });
+  });
+});

@@ -1,0 +1,68 @@
+import { Agent, request, type IncomingHttpHeaders } from 'node:http';
+import type { InvokeHead } from '#tern/contracts';
+import { InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
+
+/** Kept-alive connections to the containers on loopback: no TCP handshake per request. */
+export const containerAgent = new Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64 });
+
+// Connection-level headers that describe the hop to the container, not the response.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+
+function flatten(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k)) continue;
+    out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+/**
+ * Forwards one invoke to `http://127.0.0.1:<port><path>`: resolves once the container's status
+ * and headers arrive, the body then streams chunk by chunk as the container writes it (SSE and
+ * chunked responses pass through as produced). `signal` (the head's timeout) ends the call with
+ * 504; a container that refuses the connection gives 502.
+ */
+export function forwardToContainer(port: number, head: InvokeHead, body: Uint8Array, signal: AbortSignal): Promise<InvokeHandlerResult> {
+  return new Promise((resolve, reject) => {
+    const timedOut = () => new InvokeError(504, `the container did not answer within ${head.timeoutMs} ms`);
+    if (signal.aborted) return reject(timedOut());
+    const headers: Record<string, string> = { ...head.headers, 'content-length': String(body.length) };
+    delete headers['transfer-encoding'];
+    delete headers.connection;
+    const req = request({ host: '127.0.0.1', port, method: head.method, path: head.path, headers, agent: containerAgent });
+    const onAbort = () => req.destroy(timedOut());
+    signal.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      signal.removeEventListener('abort', onAbort);
+      if (e instanceof InvokeError) return reject(e);
+      if (e.code === 'ECONNREFUSED') return reject(new InvokeError(502, `the container refused the connection on port ${port} (not listening: starting, crashed or stopped)`));
+      if (e.code === 'ECONNRESET' || e.code === 'EPIPE') return reject(new InvokeError(502, `the container closed the connection before answering (${e.code})`));
+      reject(new InvokeError(502, `could not reach the container on port ${port}: ${e.message}`));
+    });
+    req.on('response', (res) => {
+      res.on('close', () => signal.removeEventListener('abort', onAbort));
+      resolve({ status: res.statusCode ?? 502, headers: flatten(res.headers), body: chunks(res, signal, timedOut) });
+    });
+    req.end(body);
+  });
+}
+
+/** The response body as it arrives; a timeout or a cut connection mid-body ends it with an error. */
+async function* chunks(res: AsyncIterable<Buffer> & { destroy(e?: Error): void }, signal: AbortSignal, timedOut: () => InvokeError): AsyncIterable<Uint8Array> {
+  const onAbort = () => res.destroy(timedOut());
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const chunk of res) yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  } catch (e) {
+    if (e instanceof InvokeError) throw e;
+    throw new InvokeError(502, `the container's response broke off: ${(e as Error).message}`);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The invoke handler for the container on `port`. */
+export function containerForwarder(port: number): InvokeHandler {
+  return (head, body, signal) => forwardToContainer(port, head, body, signal);
+}

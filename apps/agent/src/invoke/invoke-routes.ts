@@ -1,0 +1,39 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { Subscription } from '@nats-io/transport-node';
+import { Messaging, serveInvoke } from '#tern/messaging';
+import { containerForwarder } from './forward.js';
+
+/**
+ * The invoke subjects this agent serves: `tern.invoke.<containerId>.v1` for each of its ready
+ * containers, forwarded to the container's $PORT on loopback. Subscribed when a container
+ * passes its health check, unsubscribed when it stops, so a request for a container that is
+ * gone finds no listener (the gateway's 503) rather than a dead port.
+ */
+@Injectable()
+export class InvokeRoutes implements OnApplicationShutdown {
+  private readonly logger = new Logger('invoke');
+  private readonly subs = new Map<string, Subscription>();
+
+  constructor(@Inject(Messaging) private readonly messaging: Messaging) {}
+
+  serve(containerId: string, port: number): void {
+    if (this.subs.has(containerId)) return;
+    this.subs.set(containerId, serveInvoke(this.messaging, containerId, containerForwarder(port)));
+    this.logger.log({ containerId, port }, `serving invokes for ${containerId} (port ${port})`);
+  }
+
+  drop(containerId: string): void {
+    const sub = this.subs.get(containerId);
+    if (!sub) return;
+    this.subs.delete(containerId);
+    sub.unsubscribe();
+  }
+
+  serving(): string[] {
+    return [...this.subs.keys()];
+  }
+
+  onApplicationShutdown() {
+    for (const id of [...this.subs.keys()]) this.drop(id);
+  }
+}

@@ -1,0 +1,66 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { Subscription } from '@nats-io/transport-node';
+import { combineLoads, type GatewayLoad, LOAD_REPORT_MAX_AGE_MS, type Observation, withBacklog } from '#tern/autoscaling';
+import { deploymentKey, LOAD_REPORT, LoadReport } from '#tern/contracts';
+import { decode, Messaging } from '#tern/messaging';
+
+/**
+ * The latest LoadReport of every gateway replica per deployment version (core NATS: a lost one
+ * is replaced a second later), plus backlog events that arrive before any report says so.
+ */
+@Injectable()
+export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('loads');
+  /** `<deploymentId>.<version>` → gatewayId → its latest report. */
+  private readonly reports = new Map<string, Map<string, GatewayLoad>>();
+  private readonly backlogs = new Map<string, { held: number; receivedAt: number }>();
+  private subscription?: Subscription;
+
+  constructor(private readonly messaging: Messaging) {}
+
+  onApplicationBootstrap() {
+    // No queue group: every replica keeps the whole picture, so a new leader acts at once.
+    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(LOAD_REPORT), {
+      callback: (err, msg) => {
+        if (err) return this.logger.error(`load report subscription failed: ${err.message}`);
+        void decode(LoadReport, msg.data).then((d) => {
+          if (d.ok) this.record(d.value, Date.now());
+          else this.logger.warn({ subject: msg.subject, reason: d.reason }, 'ignored an invalid load report');
+        });
+      },
+    });
+  }
+
+  onApplicationShutdown() {
+    this.subscription?.unsubscribe();
+  }
+
+  record(r: LoadReport, now: number) {
+    const key = deploymentKey(r.deploymentId, r.version);
+    let byGateway = this.reports.get(key);
+    if (!byGateway) this.reports.set(key, (byGateway = new Map()));
+    byGateway.set(r.gatewayId, { ...r, receivedAt: now });
+  }
+
+  recordBacklog(key: string, held: number, now: number) {
+    this.backlogs.set(key, { held, receivedAt: now });
+  }
+
+  observe(key: string, now: number): Observation {
+    const byGateway = this.reports.get(key);
+    for (const [gatewayId, r] of byGateway ?? []) if (now - r.receivedAt > LOAD_REPORT_MAX_AGE_MS) byGateway!.delete(gatewayId);
+    const observation = combineLoads(byGateway?.values() ?? [], now);
+    const backlog = this.backlogs.get(key);
+    if (!backlog) return observation;
+    if (now - backlog.receivedAt > LOAD_REPORT_MAX_AGE_MS) {
+      this.backlogs.delete(key);
+      return observation;
+    }
+    return withBacklog(observation, backlog.held);
+  }
+
+  forget(key: string) {
+    this.reports.delete(key);
+    this.backlogs.delete(key);
+  }
+}

@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { BacklogController } from './backlog.controller.js';
+import { DeploymentCatalog } from './deployment-catalog.service.js';
+import { LeaderLock } from './leader-lock.service.js';
+import { LoadBoard } from './load-board.service.js';
+import { ScalingLoop } from './scaling-loop.service.js';
+
+@Module({
+  controllers: [BacklogController],
+  providers: [DeploymentCatalog, LoadBoard, LeaderLock, ScalingLoop],
+})
+export class ScalingModule {}

@@ -1,0 +1,81 @@
+import { Command } from 'commander';
+import { ApiClient } from '../api-client.js';
+import { resolveContext } from '../cli-config.js';
+import { ago } from '../format.js';
+import { table } from '../table.js';
+
+export interface DeploymentSummary {
+  name: string;
+  kind: string;
+  version: number;
+  state: string;
+  desired: number;
+  actual: number;
+  reason: string | null;
+  url: string;
+  updatedAt: string;
+}
+
+export interface DeploymentDetail extends DeploymentSummary {
+  deploymentId: string;
+  versions: { version: number; latest: boolean; desired: number; actual: number; placementReason: string | null; createdAt: string }[];
+  containers: { id: string; version: number; machineId: string | null; state: string; reason: string | null; readyAt: string | null }[];
+}
+
+function client() {
+  return new ApiClient(resolveContext());
+}
+
+export function renderDeployments(list: DeploymentSummary[]): string {
+  if (!list.length) return 'No deployments yet: tern deploy examples/hello-python/tern.yaml';
+  return table(
+    ['NAME', 'KIND', 'VERSION', 'STATE', 'DESIRED', 'ACTUAL', 'REASON'],
+    list.map((d) => [d.name, d.kind, String(d.version), d.state, String(d.desired), String(d.actual), d.reason ?? '']),
+  );
+}
+
+export function renderDeployment(d: DeploymentDetail): string {
+  const out = [renderDeployments([d]), '', `URL: ${d.url}`, '', table(
+    ['VERSION', 'DESIRED', 'ACTUAL', 'CREATED', 'REASON'],
+    d.versions.map((v) => [`v${v.version}${v.latest ? ' (latest)' : ''}`, String(v.desired), String(v.actual), ago(v.createdAt), v.placementReason ?? '']),
+  )];
+  if (d.containers.length) {
+    out.push('', table(['CONTAINER', 'VERSION', 'MACHINE', 'STATE', 'REASON'], d.containers.map((c) => [c.id, `v${c.version}`, c.machineId ?? '-', c.state, c.reason ?? ''])));
+  }
+  return out.join('\n');
+}
+
+export function deploymentsCommand(): Command {
+  return new Command('deployments')
+    .description("The workspace's deployments, or one in detail: versions, containers, why desired is not met")
+    .argument('[name]', 'one deployment')
+    .option('--json', 'print the raw JSON')
+    .action(async (name: string | undefined, opts: { json?: boolean }) => {
+      if (name) {
+        const { body } = await client().get<DeploymentDetail>(`/api/v1/deployments/${encodeURIComponent(name)}`);
+        console.log(opts.json ? JSON.stringify(body, null, 2) : renderDeployment(body));
+      } else {
+        const { body } = await client().get<DeploymentSummary[]>('/api/v1/deployments');
+        console.log(opts.json ? JSON.stringify(body, null, 2) : renderDeployments(body));
+      }
+    });
+}
+
+export function deploymentCommand(): Command {
+  const deployment = new Command('deployment').description('Stop, start or delete a deployment');
+  const act = (action: 'stop' | 'start' | 'delete', description: string, done: string) =>
+    deployment
+      .command(action)
+      .description(description)
+      .argument('<name>')
+      .option('--json', 'print the raw JSON')
+      .action(async (name: string, opts: { json?: boolean }) => {
+        const path = `/api/v1/deployments/${encodeURIComponent(name)}${action === 'delete' ? '' : `/${action}`}`;
+        const { body } = await client().request(action === 'delete' ? 'DELETE' : 'POST', path);
+        console.log(opts.json ? JSON.stringify(body, null, 2) : `${name} ${done}.`);
+      });
+  act('stop', 'Stop: containers wind down, requests are answered 503 until started', 'stopped');
+  act('start', 'Start a stopped deployment again', 'started');
+  act('delete', 'Delete: containers wind down and the name disappears (deploying it again continues its versions)', 'deleted');
+  return deployment;
+}

@@ -1,0 +1,33 @@
+import { Controller, Head, HttpException, NotFoundException, Param, Put, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { CODE_BUNDLE_MAX_BYTES } from '#tern/contracts';
+import { CodeService, type CodeUploadResult } from './code.service.js';
+import { CodeDigestParams } from './dto/code-digest.params.js';
+
+@ApiTags('code')
+@ApiBearerAuth()
+@Controller('api/v1/code')
+export class CodeController {
+  constructor(private readonly code: CodeService) {}
+
+  @Head(':digest')
+  @ApiOperation({ summary: 'Whether a code bundle is stored: 200 or 404 (the CLI skips uploads the gateway has)' })
+  async head(@Param() params: CodeDigestParams): Promise<void> {
+    if (!(await this.code.exists(params.digest))) throw new NotFoundException(`code ${params.digest} not found`);
+  }
+
+  @Put(':digest')
+  @ApiOperation({ summary: `Upload a code bundle (tar.gz, application/gzip or application/octet-stream, at most ${CODE_BUNDLE_MAX_BYTES / 2 ** 20} MiB) under its sha256; 201 when stored, 200 when already there` })
+  async put(@Param() params: CodeDigestParams, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<CodeUploadResult> {
+    try {
+      const result = await this.code.upload(params.digest, req.body, req.headers['content-type'], req.headers['content-length']);
+      reply.status(result.created ? 201 : 200);
+      return result;
+    } catch (e) {
+      // The rest of a refused upload is never read: close the connection rather than drain it.
+      if (e instanceof HttpException && e.getStatus() === 413) reply.header('connection', 'close');
+      throw e;
+    }
+  }
+}

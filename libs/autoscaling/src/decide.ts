@@ -1,0 +1,93 @@
+import type { ContainerObservation, Observation, ScalingPolicy } from './observation.js';
+import { clamp, policyTarget } from './policies.js';
+
+export interface Decision {
+  /** Containers the version should run. */
+  readonly desired: number;
+  /** Ready containers idle past keep-warm, oldest idle first: the only ones the scheduler may stop. */
+  readonly idleContainers: readonly string[];
+  /** One line a user can read. */
+  readonly reason: string;
+  /** desired or idleContainers differ from the previous decision (always true for the first). */
+  readonly changed: boolean;
+  /** What the policy alone asked for, clamped to [min, max]. */
+  readonly target: number;
+  /** Epoch ms of the decision. */
+  readonly decidedAt: number;
+}
+
+export interface ScaleState {
+  readonly policy: ScalingPolicy;
+  /** The last decision for this version; none on the first tick or after a restart. */
+  readonly previous?: Decision;
+}
+
+/**
+ * One control step for a deployment version.
+ *
+ * Anti-flap rule (a hysteresis by time): scale up at once to what the policy asks; scale down
+ * only by containers that have been idle longer than keep_warm_seconds. A container that served
+ * a request within keep-warm is never given up, so a load that wobbles around a container
+ * boundary keeps its containers instead of stopping and restarting them (a GPU cold start costs
+ * far more than a warm idle minute). Besides that: never below the busy containers, never below
+ * min, never above max (max always wins). Slots asked for but not yet ready have nothing warm to
+ * lose and may be given back at once. With no previous decision (first tick, a restarted or new
+ * leader), the ready containers are the baseline, so a restart never drops warm containers.
+ */
+export function decide(state: ScaleState, observation: Observation, now: number): Decision {
+  const { policy, previous } = state;
+  const ready = observation.containers;
+  const before = previous?.desired ?? ready.length;
+  const asked = policyTarget(policy, observation);
+  const target = clamp(policy, asked.containers);
+  const removable = idlePastKeepWarm(ready, policy.keepWarmSeconds);
+  const busy = ready.filter((c) => c.inFlight > 0).length;
+
+  let desired: number;
+  let reason: string;
+  if (target >= before) {
+    desired = target;
+    reason = `${target > before ? 'scale up' : 'steady'}: ${asked.reason}${bounds(policy, asked.containers)}`;
+  } else {
+    // Ready containers we may not give up yet, plus any the policy or busyness still needs.
+    const keep = Math.min(before, ready.length) - removable.length;
+    desired = Math.min(policy.maxContainers, before, Math.max(target, busy, keep));
+    reason =
+      desired < before
+        ? `scale down: ${asked.reason}${bounds(policy, asked.containers)}; ${removable.length} idle past keep-warm ${policy.keepWarmSeconds} s`
+        : `holding ${desired}: ${asked.reason}${bounds(policy, asked.containers)}, but containers were busy within keep-warm ${policy.keepWarmSeconds} s`;
+  }
+  const idleContainers = removable.map((c) => c.containerId);
+  return { desired, idleContainers, reason, target, decidedAt: now, changed: differs(previous, desired, idleContainers) };
+}
+
+/**
+ * A stopped or removed version: nothing should run. Every container not serving a request is
+ * listed (keep-warm means nothing once the user stopped it); busy ones follow when they finish.
+ */
+export function decideStopped(previous: Decision | undefined, observation: Observation, why: string, now: number): Decision {
+  const idleContainers = [...observation.containers]
+    .filter((c) => c.inFlight === 0)
+    .sort((a, b) => b.idleSeconds - a.idleSeconds)
+    .map((c) => c.containerId);
+  return { desired: 0, idleContainers, reason: why, target: 0, decidedAt: now, changed: differs(previous, 0, idleContainers) };
+}
+
+/** Containers with no request idle longer than keep-warm, oldest idle first (stopped first). */
+export function idlePastKeepWarm(containers: readonly ContainerObservation[], keepWarmSeconds: number): ContainerObservation[] {
+  return containers
+    .filter((c) => c.inFlight === 0 && c.idleSeconds > keepWarmSeconds)
+    .sort((a, b) => b.idleSeconds - a.idleSeconds || a.containerId.localeCompare(b.containerId));
+}
+
+function bounds(policy: ScalingPolicy, asked: number): string {
+  if (asked > policy.maxContainers) return ` (capped at max_containers ${policy.maxContainers})`;
+  if (asked < policy.minContainers) return ` (min_containers ${policy.minContainers})`;
+  return '';
+}
+
+function differs(previous: Decision | undefined, desired: number, idle: readonly string[]): boolean {
+  if (!previous) return true;
+  if (previous.desired !== desired || previous.idleContainers.length !== idle.length) return true;
+  return idle.some((id, i) => previous.idleContainers[i] !== id);
+}

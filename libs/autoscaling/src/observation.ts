@@ -1,0 +1,55 @@
+/** What the autoscaler knows about one deployment version at a tick, summed over every gateway. */
+export interface ContainerObservation {
+  readonly containerId: string;
+  /** Requests inside it now (summed over gateways). */
+  readonly inFlight: number;
+  /** Seconds since its last request finished (0 while busy); the least any gateway reports. */
+  readonly idleSeconds: number;
+}
+
+export interface Observation {
+  /** Requests inside containers now. */
+  readonly inFlight: number;
+  /** Requests held by gateways because no container had room. */
+  readonly buffered: number;
+  /** Mean time a request spends in a container (0 when unknown), for request_latency. */
+  readonly meanDurationMs: number;
+  /** Ready containers the gateways route to. */
+  readonly containers: readonly ContainerObservation[];
+}
+
+export const EMPTY_OBSERVATION: Observation = { inFlight: 0, buffered: 0, meanDurationMs: 0, containers: [] };
+
+/** The parts of a resolved spec the policy reads (ResolvedSpec.autoscaler plus keep-warm). */
+export interface ScalingPolicy {
+  readonly type: 'queue_depth' | 'request_latency';
+  readonly minContainers: number;
+  readonly maxContainers: number;
+  /** queue_depth: load one container should carry (workers × concurrent_requests by default). */
+  readonly tasksPerContainer: number;
+  /** request_latency: the wait a request should not exceed. */
+  readonly desiredLatencySeconds?: number;
+  readonly keepWarmSeconds: number;
+}
+
+/** The scaling inputs of a version's resolved spec (structurally ResolvedSpec, kept import-free). */
+export interface SpecScaling {
+  readonly keepWarmSeconds: number;
+  readonly autoscaler: Omit<ScalingPolicy, 'keepWarmSeconds'>;
+}
+
+/**
+ * The policy a version runs under. Only the latest version keeps a warm pool: older ones serve
+ * pinned `/v<N>` traffic and may go to zero whatever their min_containers says.
+ */
+export function policyFor(spec: SpecScaling, latest: boolean): ScalingPolicy {
+  const a = spec.autoscaler;
+  return {
+    type: a.type,
+    minContainers: latest ? a.minContainers : 0,
+    maxContainers: a.maxContainers,
+    tasksPerContainer: a.tasksPerContainer,
+    desiredLatencySeconds: a.desiredLatencySeconds,
+    keepWarmSeconds: spec.keepWarmSeconds,
+  };
+}

@@ -1,0 +1,135 @@
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { createInbox, headers as natsHeaders, type Msg } from '@nats-io/transport-node';
+import { INVOKE, INVOKE_HEADERS, type InvokeHead, InvokeResponseHead } from '#tern/contracts';
+import { type Decoded, describeValidationErrors } from '../codec.js';
+import type { Messaging } from '../messaging.js';
+import { putBody } from './bodies.js';
+import { ChunkQueue } from './chunk-queue.js';
+import { headerJson, inlineBodyLimit, InvokeError } from './protocol.js';
+
+export interface InvokeResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  /** Body chunks as the container produces them; throws InvokeError when the stream breaks. */
+  readonly body: AsyncIterable<Uint8Array>;
+}
+
+export interface InvokeOptions {
+  signal?: AbortSignal;
+  /** Longest wait for the next message, head included (default: the head's timeoutMs plus a second, so the agent's own 504 arrives first). */
+  idleTimeoutMs?: number;
+}
+
+/** What the caller says about a request; the body's size and where it travels are filled in. */
+export type InvokeRequestHead = Omit<InvokeHead, 'bodyBytes' | 'bodyRef'>;
+
+/**
+ * Sends one request to a container's agent and resolves with the response head once it
+ * arrives; the body streams on. Rejects with InvokeError: 503 when nobody serves the
+ * container, 504 when a message is overdue, the agent's code for an error end, 499 when
+ * aborted, 502 for a broken stream.
+ */
+export async function invoke(
+  messaging: Messaging,
+  containerId: string,
+  request: InvokeRequestHead,
+  body: Uint8Array,
+  opts: InvokeOptions = {},
+): Promise<InvokeResponse> {
+  const { nc } = messaging;
+  const head: InvokeHead = { ...request, bodyBytes: body.length };
+  let data = body;
+  if (body.length > inlineBodyLimit(nc)) {
+    await putBody(messaging, request.requestId, body);
+    head.bodyRef = request.requestId;
+    data = new Uint8Array();
+  }
+  if (opts.signal?.aborted) throw new InvokeError(499, 'request aborted');
+
+  const idleMs = opts.idleTimeoutMs ?? request.timeoutMs + 1000;
+  const inbox = createInbox();
+  const chunks = new ChunkQueue(() => finish());
+  let nextSeq = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let settled = false;
+  let resolveHead!: (r: InvokeResponse) => void;
+  let rejectHead!: (e: InvokeError) => void;
+  const headPromise = new Promise<InvokeResponse>((resolve, reject) => {
+    resolveHead = resolve;
+    rejectHead = reject;
+  });
+
+  const sub = nc.subscribe(inbox, { callback: (_err, msg) => onMessage(msg) });
+  const onAbort = () => fail(new InvokeError(499, 'request aborted'));
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+  let finished = false;
+  function finish() {
+    clearTimeout(timer);
+    if (finished) return;
+    finished = true;
+    opts.signal?.removeEventListener('abort', onAbort);
+    sub.unsubscribe();
+  }
+  function fail(e: InvokeError) {
+    finish();
+    if (!settled) {
+      settled = true;
+      rejectHead(e);
+    }
+    chunks.fail(e);
+  }
+  function armTimer() {
+    clearTimeout(timer);
+    timer = setTimeout(() => fail(new InvokeError(504, `container ${containerId} sent nothing for ${idleMs} ms`)), idleMs);
+  }
+
+  function onMessage(msg: Msg) {
+    const h = msg.headers;
+    if (h && !h.get(INVOKE_HEADERS.seq) && h.code === 503) {
+      return fail(new InvokeError(503, `container ${containerId} is not serving requests (no responders)`));
+    }
+    const seq = Number(h?.get(INVOKE_HEADERS.seq));
+    if (seq !== nextSeq) return fail(new InvokeError(502, `response from container ${containerId} out of order (got ${h?.get(INVOKE_HEADERS.seq) || 'none'}, expected ${nextSeq})`));
+    nextSeq++;
+    armTimer();
+    const error = h?.get(INVOKE_HEADERS.error);
+    if (error) return fail(new InvokeError(Number(h?.get(INVOKE_HEADERS.errorCode)) || 502, error));
+    if (seq === 0) {
+      const parsed = parseResponseHead(h?.get(INVOKE_HEADERS.status), h?.get(INVOKE_HEADERS.headers));
+      if (!parsed.ok) return fail(new InvokeError(502, `invalid response head from container ${containerId}: ${parsed.reason}`));
+      settled = true;
+      resolveHead({ ...parsed.value, body: chunks });
+    }
+    if (msg.data.length) chunks.push(msg.data);
+    if (h?.get(INVOKE_HEADERS.end)) {
+      finish();
+      chunks.end();
+    }
+  }
+
+  const h = natsHeaders();
+  h.set(INVOKE_HEADERS.head, headerJson(head));
+  armTimer();
+  try {
+    nc.publish(messaging.subject(INVOKE, [containerId]), data, { reply: inbox, headers: h });
+  } catch (e) {
+    fail(new InvokeError(502, `cannot send to container ${containerId}: ${(e as Error).message}`));
+  }
+  return headPromise;
+}
+
+/** Validated synchronously (its rules are all synchronous) so messages are handled strictly in order. */
+function parseResponseHead(status: string | undefined, headers: string | undefined): Decoded<InvokeResponseHead> {
+  let plain: object;
+  try {
+    plain = { status: Number(status), headers: JSON.parse(headers || '{}') };
+  } catch (e) {
+    return { ok: false, reason: `Tern-Headers is not JSON (${(e as Error).message})` };
+  }
+  const value = plainToInstance(InvokeResponseHead, plain);
+  const errors = validateSync(value, { whitelist: true, forbidNonWhitelisted: true });
+  if (errors.length) return { ok: false, reason: describeValidationErrors(errors).join('; ') };
+  return { ok: true, value };
+}

@@ -1,0 +1,4 @@
+export * from './protocol.js';
+export * from './client.js';
+export * from './server.js';
+export { bodiesStore } from './bodies.js';

@@ -1,0 +1,5 @@
+export * from './types.js';
+export * from './place.js';
+export * from './resources.js';
+export * from './usage.js';
+export * from './backoff.js';

@@ -1,0 +1,218 @@
+#!/usr/bin/env node
+// Tern's Node runner: serves a user's handler under the container contract.
+//
+//   GET  /health  503 while the module loads and on_start runs, 200 once ready
+//   POST <any>    JSON body -> await handler(payload) -> JSON (200); an (async) iterator result
+//                 is streamed (chunked NDJSON, or SSE when the request accepts text/event-stream);
+//                 400 for a body that is not JSON, 500 {"error", "type"} when the handler throws
+//
+// Environment: TERN_HANDLER ("app.js:predict" or "app.mjs:predict"), TERN_ON_START (optional),
+// PORT, TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at
+// once, default 1; more wait in a queue). The module is imported from the working directory.
+//
+// Node builtins only. Unlike Python, Node cannot fork a process with memory already loaded:
+// with TERN_WORKERS > 1 every worker (node:cluster) imports the module and runs on_start itself,
+// so on_start runs once per worker process. The default of one worker with concurrency > 1 is
+// the usual shape for Node (one event loop, many requests in flight).
+import cluster from 'node:cluster';
+import http from 'node:http';
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const IDLE_TIMEOUT_MS = 75_000;
+
+function envInt(name, fallback) {
+  const raw = process.env[name] ?? '';
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`tern-runner: ${name}=${JSON.stringify(raw)} must be a whole number of at least 1`);
+    process.exit(78);
+  }
+  return n;
+}
+
+/** "app.js:predict" / "lib/app.mjs:handlers.predict" -> the function, imported from the cwd. */
+async function resolveRef(ref, what) {
+  const i = ref.lastIndexOf(':');
+  const [file, attr] = i > 0 ? [ref.slice(0, i), ref.slice(i + 1)] : ['', ''];
+  if (!file || !attr) throw new Error(`${what} "${ref}" must look like "app.js:predict"`);
+  const mod = await import(pathToFileURL(resolvePath(process.cwd(), file)).href);
+  let target = mod;
+  for (const part of attr.split('.')) {
+    // A CommonJS module's exports arrive as `default`.
+    target = target?.[part] ?? (target === mod ? mod.default?.[part] : undefined);
+  }
+  if (typeof target !== 'function') throw new Error(`${what} "${ref}": ${file} exports no function "${attr}"`);
+  return target;
+}
+
+/** At most `limit` requests run the handler at once; the rest wait their turn. */
+function limiter(limit) {
+  let active = 0;
+  const waiting = [];
+  return {
+    async run(fn) {
+      if (active >= limit) await new Promise((r) => waiting.push(r));
+      active++;
+      try {
+        return await fn();
+      } finally {
+        active--;
+        waiting.shift()?.();
+      }
+    },
+  };
+}
+
+const isStream = (v) => v != null && typeof v === 'object' && (typeof v[Symbol.asyncIterator] === 'function' || (typeof v.next === 'function' && typeof v[Symbol.iterator] === 'function'));
+
+function encodeItem(item, sse) {
+  const text = Buffer.isBuffer(item) || item instanceof Uint8Array ? Buffer.from(item).toString() : typeof item === 'string' ? item : JSON.stringify(item);
+  if (sse) return text.split('\n').map((l) => `data: ${l}\n`).join('') + '\n';
+  return typeof item === 'string' || Buffer.isBuffer(item) ? text : `${text}\n`;
+}
+
+function sendJson(res, status, obj) {
+  const data = Buffer.from(JSON.stringify(obj));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': data.length });
+  res.end(data);
+}
+
+function errorBody(e) {
+  return { error: (e && e.message) || String(e), type: (e && e.constructor && e.constructor.name) || 'Error' };
+}
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+async function stream(req, res, items) {
+  const sse = (req.headers.accept ?? '').includes('text/event-stream');
+  res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/x-ndjson', 'cache-control': 'no-cache' });
+  try {
+    for await (const item of items) {
+      if (res.destroyed) break;
+      // Respect back-pressure: a slow reader slows the generator instead of filling memory.
+      if (!res.write(encodeItem(item, sse))) await new Promise((r) => res.once('drain', r));
+    }
+  } catch (e) {
+    console.error(e?.stack ?? String(e));
+    if (sse) res.write(`event: error\ndata: ${JSON.stringify(errorBody(e))}\n\n`);
+  }
+  res.end();
+}
+
+async function serve() {
+  const port = envInt('PORT', 8000);
+  const slots = limiter(envInt('TERN_CONCURRENCY', 1));
+  let handler;
+
+  const server = http.createServer(async (req, res) => {
+    const started = performance.now();
+    res.on('finish', () => console.log(`${req.method} ${req.url} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms pid=${process.pid}`));
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/health') return sendJson(res, handler ? 200 : 503, { status: handler ? 'ok' : 'starting' });
+    if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST / to call the handler, GET /health for health' });
+    const body = await readBody(req).catch(() => undefined);
+    if (!body) return;
+    if (!handler) return sendJson(res, 503, { error: 'the handler is still starting' });
+    let payload;
+    try {
+      payload = body.length && body.toString().trim() ? JSON.parse(body.toString()) : {};
+    } catch (e) {
+      return sendJson(res, 400, { error: `request body is not valid JSON: ${e.message}` });
+    }
+    await slots.run(async () => {
+      let result;
+      try {
+        result = await handler(payload);
+      } catch (e) {
+        console.error(e?.stack ?? String(e));
+        return sendJson(res, 500, errorBody(e));
+      }
+      if (isStream(result)) return stream(req, res, result);
+      let data;
+      try {
+        data = JSON.stringify(result ?? null);
+      } catch (e) {
+        return sendJson(res, 500, { error: `handler result is not JSON-serialisable: ${e.message}`, type: 'TypeError' });
+      }
+      sendJson(res, 200, JSON.parse(data));
+    });
+  });
+  server.keepAliveTimeout = IDLE_TIMEOUT_MS;
+
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    // Stop accepting, close idle keep-alive connections, let in-flight requests finish.
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    // Connections that finish a request from now on are closed rather than kept alive.
+    server.on('request', (_req, res) => res.setHeader('connection', 'close'));
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    sweep.unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  // Listen first: /health answers 503 while the module loads and on_start runs.
+  await new Promise((resolve, reject) => server.once('error', reject).listen(port, '0.0.0.0', resolve));
+  const handlerRef = process.env.TERN_HANDLER ?? '';
+  const onStartRef = process.env.TERN_ON_START ?? '';
+  try {
+    if (!handlerRef) throw new Error('TERN_HANDLER is not set (e.g. app.js:predict)');
+    const fn = await resolveRef(handlerRef, 'TERN_HANDLER');
+    if (onStartRef) {
+      const began = performance.now();
+      await (await resolveRef(onStartRef, 'TERN_ON_START'))();
+      console.log(`tern-runner: on_start ${onStartRef} done in ${((performance.now() - began) / 1000).toFixed(2)}s pid=${process.pid}`);
+    }
+    handler = fn;
+  } catch (e) {
+    console.error(`tern-runner: start-up failed: ${e?.stack ?? e}`);
+    process.exit(1);
+  }
+  console.log(`tern-runner: serving ${handlerRef} on port ${port} pid=${process.pid}`);
+  process.send?.({ tern: 'ready' });
+}
+
+function primary(workers) {
+  // Workers share the port through the primary (node:cluster round-robin on Linux).
+  for (let i = 0; i < workers; i++) cluster.fork();
+  let stopping = false;
+  const stop = () => {
+    stopping = true;
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (!Object.keys(cluster.workers ?? {}).length) process.exit(process.exitCode ?? 0);
+      return;
+    }
+    // A worker that crashed under load: keep the container serving. One that failed at
+    // start-up (import error, on_start threw) would only fail again: end the container.
+    if (code === 1 && !worker.ready) {
+      console.error(`tern-runner: worker ${worker.process.pid} failed to start; stopping`);
+      stop();
+      process.exitCode = 1;
+      return;
+    }
+    console.error(`tern-runner: worker ${worker.process.pid} ended (${signal ?? code}); starting another`);
+    cluster.fork();
+  });
+  cluster.on('message', (worker, msg) => {
+    if (msg?.tern === 'ready') worker.ready = true;
+  });
+  console.log(`tern-runner: ${workers} workers (on_start runs once in each)`);
+}
+
+const workers = envInt('TERN_WORKERS', 1);
+if (workers > 1 && cluster.isPrimary) primary(workers);
+else await serve();

@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""Tern's Python runner: serves a user's handler under the container contract.
+
+    GET  /health  503 while the module loads and on_start runs, 200 once ready
+    POST <any>    JSON body -> handler(payload) -> JSON (200); an iterator/generator result is
+                  streamed (chunked NDJSON, or SSE when the request accepts text/event-stream);
+                  400 for a body that is not JSON, 500 {"error", "type"} when the handler raises
+
+Environment: TERN_HANDLER ("app.py:predict"), TERN_ON_START ("app.py:load", optional), PORT,
+TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at once,
+default 1). The module is imported from the working directory (/app in a Tern container).
+
+Standard library only: it runs on whatever python3 the image has, with nothing installed.
+
+Why the shape: on_start (loading a model) runs once, in the parent, before the workers are
+forked, so every worker shares what it loaded (copy-on-write) instead of loading it N times.
+The listening socket is opened first and answers 503 on /health meanwhile, so the agent can
+tell "still loading" from "not listening".
+"""
+
+import asyncio
+import inspect
+import collections.abc
+import importlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# Idle keep-alive connections are closed after this long (and at once on SIGTERM).
+IDLE_TIMEOUT_S = 75
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def log_err(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def env_int(name, default):
+    raw = os.environ.get(name, "")
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        raise SystemExit(f"tern-runner: {name}={raw!r} must be a whole number")
+    if value < 1:
+        raise SystemExit(f"tern-runner: {name}={raw!r} must be at least 1")
+    return value
+
+
+def resolve(ref, what):
+    """"app.py:predict" or "pkg/app.py:predict" or "pkg.app:predict" -> the callable."""
+    path, sep, attr = ref.partition(":")
+    if not sep or not path or not attr:
+        raise SystemExit(f'tern-runner: {what} "{ref}" must look like "app.py:predict"')
+    module_name = path[:-3] if path.endswith(".py") else path
+    module_name = module_name.strip("/").replace("/", ".")
+    module = importlib.import_module(module_name)
+    target = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise SystemExit(f'tern-runner: {what} "{ref}": {module_name} has no attribute "{attr}"')
+        target = getattr(target, part)
+    if not callable(target):
+        raise SystemExit(f'tern-runner: {what} "{ref}" is not callable')
+    return target
+
+
+def settle(result):
+    """Awaits coroutines; an async generator becomes a plain iterator driven by its own loop."""
+    if inspect.iscoroutine(result):
+        return asyncio.run(result)
+    if isinstance(result, collections.abc.AsyncIterator):
+        return iterate_async(result)
+    return result
+
+
+def iterate_async(agen):
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(agen.__anext__())
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.close()
+
+
+def is_stream(result):
+    # Strings, bytes, dicts and lists are values; only real iterators (generators) stream.
+    return isinstance(result, collections.abc.Iterator)
+
+
+class State:
+    """What the request handlers share within one process."""
+
+    def __init__(self, concurrency):
+        self.ready = False
+        self.handler = None
+        self.concurrency = concurrency
+        self.slots = threading.BoundedSemaphore(concurrency)
+        self.stopping = False
+        self.lock = threading.Lock()
+        self.idle = set()
+
+
+STATE = State(1)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "tern-runner"
+    sys_version = ""
+    timeout = IDLE_TIMEOUT_S
+
+    def setup(self):
+        super().setup()
+        # The accept loop took a slot for this connection before handing it over (see Server).
+        self.slot_held = True
+        self.started = 0.0
+
+    def handle(self):
+        try:
+            super().handle()
+        except (ConnectionError, socket.timeout):
+            pass
+        finally:
+            with STATE.lock:
+                STATE.idle.discard(self.connection)
+            self.release_slot()
+
+    def handle_one_request(self):
+        # Waiting for the next request on a kept-alive connection: SIGTERM may close it.
+        with STATE.lock:
+            if STATE.stopping:
+                self.close_connection = True
+                return
+            STATE.idle.add(self.connection)
+        super().handle_one_request()
+
+    def parse_request(self):
+        with STATE.lock:
+            STATE.idle.discard(self.connection)
+        self.started = time.monotonic()
+        return super().parse_request()
+
+    def take_slot(self):
+        if not self.slot_held:
+            STATE.slots.acquire()
+            self.slot_held = True
+
+    def release_slot(self):
+        if self.slot_held:
+            self.slot_held = False
+            STATE.slots.release()
+
+    # --- routes ---------------------------------------------------------------------------
+
+    def do_GET(self):
+        self.take_slot()
+        try:
+            if self.path.split("?", 1)[0] == "/health":
+                if STATE.ready:
+                    self.send_json(200, {"status": "ok"})
+                else:
+                    self.send_json(503, {"status": "starting"})
+            else:
+                self.send_json(405, {"error": "use POST / to call the handler, GET /health for health"})
+        finally:
+            self.release_slot()
+
+    def do_POST(self):
+        self.take_slot()
+        try:
+            self.post()
+        finally:
+            self.release_slot()
+
+    def post(self):
+        try:
+            body = self.read_body()
+        except ValueError as e:
+            self.send_json(400, {"error": str(e)})
+            return
+        if not STATE.ready:
+            self.send_json(503, {"error": "the handler is still starting"})
+            return
+        try:
+            payload = json.loads(body) if body.strip() else {}
+        except (ValueError, UnicodeDecodeError) as e:
+            self.send_json(400, {"error": f"request body is not valid JSON: {e}"})
+            return
+        try:
+            result = settle(STATE.handler(payload))
+        except Exception as e:
+            self.fail(e)
+            return
+        if is_stream(result):
+            self.stream(result)
+            return
+        try:
+            data = json.dumps(result).encode()
+        except (TypeError, ValueError) as e:
+            self.fail(TypeError(f"handler result is not JSON-serialisable: {e}"))
+            return
+        self.send_bytes(200, "application/json", data)
+
+    def read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise ValueError("Content-Length is not a number")
+        return self.rfile.read(length) if length > 0 else b""
+
+    # --- responses ------------------------------------------------------------------------
+
+    def fail(self, e):
+        log_err("".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip())
+        self.send_json(500, {"error": str(e) or type(e).__name__, "type": type(e).__name__})
+
+    def send_json(self, status, obj):
+        self.send_bytes(status, "application/json", json.dumps(obj).encode())
+
+    def send_bytes(self, status, content_type, data):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        # While loading (a throwaway server) or stopping, no connection outlives its response.
+        if STATE.stopping or not STATE.ready:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        self.wfile.flush()
+
+    def stream(self, items):
+        sse = "text/event-stream" in self.headers.get("Accept", "")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream" if sse else "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        try:
+            for item in items:
+                self.write_chunk(encode_item(item, sse))
+        except (ConnectionError, BrokenPipeError):
+            self.close_connection = True
+            return
+        except Exception as e:
+            # The status is out already: log it, tell an SSE client, end the stream.
+            log_err("".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip())
+            if sse:
+                err = json.dumps({"error": str(e) or type(e).__name__, "type": type(e).__name__})
+                self.write_chunk(f"event: error\ndata: {err}\n\n".encode())
+            self.close_connection = True
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def write_chunk(self, data):
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+    def log_request(self, code="-", size="-"):
+        ms = (time.monotonic() - self.started) * 1000 if self.started else 0.0
+        log(f"{self.command} {self.path} {code} {ms:.1f}ms pid={os.getpid()}")
+
+    def log_message(self, format, *args):
+        # Protocol errors (bad request lines) only; requests are logged by log_request.
+        log_err(f"tern-runner: {format % args}")
+
+
+def encode_item(item, sse):
+    if isinstance(item, bytes):
+        text = item.decode("utf-8", "replace") if sse else None
+        if not sse:
+            return item
+    elif isinstance(item, str):
+        text = item
+    else:
+        text = json.dumps(item)
+    if sse:
+        return "".join(f"data: {line}\n" for line in text.split("\n")).encode() + b"\n"
+    return (text if isinstance(item, str) else text + "\n").encode()
+
+
+class Server(ThreadingHTTPServer):
+    """One process's server on the shared socket, at most TERN_CONCURRENCY requests at once."""
+
+    daemon_threads = False  # server_close() waits for in-flight requests
+    block_on_close = True
+
+    def __init__(self, sock):
+        super().__init__(sock.getsockname()[:2], Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
+
+    def get_request(self):
+        conn, addr = self.socket.accept()
+        # The listening socket is non-blocking (workers race for connections); the
+        # connection itself must block.
+        conn.setblocking(True)
+        return conn, addr
+
+    def _handle_request_noblock(self):
+        # Hold a slot before taking a connection: while this process is busy the connection
+        # stays in the kernel's queue, where another worker can take it. (Overrides
+        # socketserver's hook, which would accept first and then queue inside this process.)
+        if not STATE.slots.acquire(timeout=0.2):
+            return
+        try:
+            request, client_address = self.get_request()
+        except OSError:
+            STATE.slots.release()  # another worker won the race, or the socket closed
+            return
+        try:
+            self.process_request(request, client_address)
+        except Exception:
+            STATE.slots.release()
+            self.handle_error(request, client_address)
+            self.shutdown_request(request)
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionError, socket.timeout)):
+            super().handle_error(request, client_address)
+
+    def server_close(self):
+        # Leave the shared socket open for the other processes; join the request threads.
+        threads = getattr(self, "_threads", None)
+        if threads is not None:
+            threads.join()
+
+
+def listen(port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("0.0.0.0", port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def serve(sock):
+    """Serves until SIGTERM/SIGINT, then stops accepting, finishes in-flight requests, returns."""
+    server = Server(sock)
+
+    def stop(signum, frame):
+        with STATE.lock:
+            if STATE.stopping:
+                return
+            STATE.stopping = True
+            idle = list(STATE.idle)
+        for conn in idle:
+            try:
+                conn.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        # shutdown() waits for serve_forever, which runs on this (the main) thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    server.serve_forever(poll_interval=0.2)
+    server.server_close()
+
+
+def start_workers(sock, count):
+    children = {}
+    stopping = False
+
+    def spawn():
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                serve(sock)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children[pid] = time.monotonic()
+
+    def stop(signum, frame):
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for _ in range(count):
+        spawn()
+    log(f"tern-runner: {count} workers serving (pids {', '.join(map(str, children))})")
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        children.pop(pid, None)
+        if not stopping:
+            # A worker died under load (a crash in native code, say): keep the container serving.
+            log_err(f"tern-runner: worker {pid} ended ({status}); starting another")
+            spawn()
+    return 0
+
+
+def main():
+    global STATE
+    sys.stdout.reconfigure(line_buffering=True)
+    handler_ref = os.environ.get("TERN_HANDLER", "")
+    if not handler_ref:
+        raise SystemExit("tern-runner: TERN_HANDLER is not set (e.g. app.py:predict)")
+    port = env_int("PORT", 8000)
+    workers = env_int("TERN_WORKERS", 1)
+    STATE = State(env_int("TERN_CONCURRENCY", 1))
+    sys.path.insert(0, os.getcwd())
+
+    sock = listen(port)
+    # Answer 503 on /health while the module loads and on_start runs.
+    loading = Server(sock)
+    loader = threading.Thread(target=loading.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    loader.start()
+    # Nothing is in flight yet: a stop while loading just ends the process, cleanly.
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    try:
+        began = time.monotonic()
+        STATE.handler = resolve(handler_ref, "TERN_HANDLER")
+        on_start_ref = os.environ.get("TERN_ON_START", "")
+        if on_start_ref:
+            settle(resolve(on_start_ref, "TERN_ON_START")())
+            log(f"tern-runner: on_start {on_start_ref} done in {time.monotonic() - began:.2f}s")
+    except SystemExit:
+        raise
+    except BaseException:
+        log_err("tern-runner: start-up failed:\n" + traceback.format_exc().rstrip())
+        return 1
+    finally:
+        loading.shutdown()
+        loading.server_close()
+    STATE.ready = True
+    log(f"tern-runner: serving {handler_ref} on port {port} ({workers} worker(s), concurrency {STATE.concurrency})")
+    if workers == 1:
+        serve(sock)
+        return 0
+    return start_workers(sock, workers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

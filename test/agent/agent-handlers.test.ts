@@ -1,0 +1,135 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Objm } from '@nats-io/obj';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CODE_BUCKET, type ContainerStart } from '#tern/contracts';
+import { connectNats, invoke, Messaging, Namespace } from '#tern/messaging';
+import { TEST_NATS_URL } from '../support/isolation.js';
+import { waitFor } from '../support/processes.js';
+import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
+
+function canRunContainers(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    execFileSync('runc', ['--version'], { stdio: 'ignore' });
+    execFileSync('python3', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The user's folder: a handler that uses what on_start loaded. */
+const APP = `
+import os
+state = {}
+def load():
+    state["model"] = open(os.path.join(os.path.dirname(__file__), "weights.txt")).read().strip()
+def predict(payload):
+    return {"model": state["model"], "sum": sum(payload["numbers"]), "cwd": os.getcwd()}
+`;
+
+const MACHINE = 'agent-handlers';
+const WORKSPACE = 'ws-test';
+
+/** tar.gz of a folder, as `tern deploy` uploads it; returns the bytes and "sha256:<hex>". */
+function bundle(files: Record<string, string>): { data: Buffer; digest: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'tern-bundle-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  const archive = join(dir, '..', `${dir.split('/').at(-1)}.tar.gz`);
+  execFileSync('tar', ['-czf', archive, '-C', dir, '.']);
+  const data = readFileSync(archive);
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(archive, { force: true });
+  return { data, digest: `sha256:${createHash('sha256').update(data).digest('hex')}` };
+}
+
+function handlerStart(containerId: string, code: string): ContainerStart {
+  return {
+    containerId,
+    deploymentId: 'dep-handler',
+    deploymentVersion: 1,
+    workspaceId: WORKSPACE,
+    deploymentKind: 'endpoint',
+    image: 'host',
+    handler: 'app.py:predict',
+    onStart: 'app.py:load',
+    code,
+    env: {},
+    resources: { cpuMillicores: 500, memoryBytes: 256 * 1024 * 1024, gpuCount: 0 },
+    volumes: [],
+    ports: [8000],
+    workers: 2,
+    concurrency: 2,
+    startupTimeoutSeconds: 30,
+    requestedAt: new Date().toISOString(),
+  };
+}
+
+(canRunContainers() ? describe : describe.skip)('agent running handlers from code bundles (runc, host image, Python runner)', () => {
+  let plane: ControlPlane;
+  let nc: NatsConnection;
+  let messaging: Messaging;
+  let agent: AgentProcess;
+  const events: { subject: string; data: Record<string, unknown> }[] = [];
+  const subs: Subscription[] = [];
+  const kinds = (id: string) => events.filter((e) => e.data.containerId === id).map((e) => e.subject.split('.').at(-2));
+
+  beforeAll(async () => {
+    plane = await ControlPlane.start('agenthd', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '10' });
+    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'agent-handlers-test' });
+    messaging = new Messaging(nc, new Namespace(plane.namespace));
+    subs.push(nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }));
+    agent = AgentProcess.forPlane(plane, { MACHINE_ID: MACHINE });
+    // The container runs as nobody: it must be able to reach <state dir>/code/<hex>.
+    chmodSync(agent.stateDir, 0o755);
+    agent.start();
+    await agent.joined();
+  }, 120_000);
+
+  afterAll(async () => {
+    subs.forEach((s) => s.unsubscribe());
+    await agent?.stop(30_000);
+    const objm = new Objm(nc);
+    await objm.open(messaging.ns.bucket(CODE_BUCKET.name)).then((s) => s.destroy()).catch(() => undefined);
+    await nc?.close();
+    await plane?.stop();
+    if (agent) removeStateDir(agent.stateDir);
+  });
+
+  it('fetches the code bundle, runs the handler in the Python runner (on_start first) and answers invokes over NATS', async () => {
+    const { data, digest } = bundle({ 'app.py': APP, 'weights.txt': 'tiny-model-v1\n' });
+    const store = await new Objm(nc).create(messaging.ns.bucket(CODE_BUCKET.name));
+    await store.putBlob({ name: digest.slice('sha256:'.length) }, data);
+
+    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-handler', digest), { tokens: [MACHINE] })).toEqual({ accepted: true });
+    await waitFor('ready', async () => kinds('c-handler').includes('ready') || kinds('c-handler').includes('failed'), 40_000);
+    expect(kinds('c-handler')).toEqual(['starting', 'started', 'ready']);
+
+    const res = await invoke(messaging, 'c-handler', { requestId: 'r-1', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 }, new TextEncoder().encode(JSON.stringify({ numbers: [1, 2, 3.5] })));
+    expect(res.status).toBe(200);
+    let text = '';
+    for await (const chunk of res.body) text += Buffer.from(chunk).toString();
+    expect(JSON.parse(text)).toEqual({ model: 'tiny-model-v1', sum: 6.5, cwd: '/app' });
+
+    // Cached by digest, extracted read-only for the container.
+    const hex = digest.slice('sha256:'.length);
+    expect(readFileSync(join(agent.stateDir, 'code', hex, 'weights.txt'), 'utf8')).toBe('tiny-model-v1\n');
+
+    await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c-handler', graceSeconds: 5, reason: 'test over' }, { tokens: [MACHINE] });
+    await waitFor('stopped', async () => kinds('c-handler').includes('stopped'), 30_000);
+    // Gone with the container: nobody serves its invoke subject any more.
+    await expect(invoke(messaging, 'c-handler', { requestId: 'r-2', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: {}, timeoutMs: 2000 }, new Uint8Array())).rejects.toMatchObject({ code: 503 });
+  }, 90_000);
+
+  it('fails the start with a clear reason when the code bundle is not in the object store', async () => {
+    const missing = `sha256:${'0'.repeat(64)}`;
+    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-nocode', missing), { tokens: [MACHINE] })).toEqual({ accepted: true });
+    await waitFor('failed', async () => kinds('c-nocode').includes('failed'), 20_000);
+    const failed = events.find((e) => e.data.containerId === 'c-nocode' && e.subject.endsWith('.failed.v1'))!.data;
+    expect(failed).toMatchObject({ phase: 'image', error: expect.stringContaining(`${'0'.repeat(64)} is not in the object store`) });
+  }, 40_000);
+});

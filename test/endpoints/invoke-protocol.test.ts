@@ -1,0 +1,165 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { INVOKE, type InvokeHead } from '#tern/contracts';
+import { bodiesStore, connectNats, invoke, InvokeError, Messaging, Namespace, serveInvoke, type InvokeRequestHead } from '#tern/messaging';
+import { deleteNamespaces } from '../support/nats.js';
+import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+
+const quiet = new Logger('test');
+quiet.log = quiet.warn = quiet.error = () => undefined;
+
+async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const p of body) parts.push(p);
+  return Buffer.concat(parts);
+}
+
+function request(over: Partial<InvokeRequestHead> = {}): InvokeRequestHead {
+  return { requestId: `r${Math.random().toString(36).slice(2)}`, deploymentId: 'd1', method: 'POST', path: '/?x=1', headers: { 'content-type': 'application/octet-stream' }, timeoutMs: 5000, ...over };
+}
+
+describe('invoke protocol over core NATS', () => {
+  let nc: NatsConnection;
+  let messaging: Messaging;
+  const ns = uniqueName('invoke');
+
+  beforeAll(async () => {
+    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'invoke-test' }, quiet);
+    messaging = new Messaging(nc, new Namespace(ns));
+  });
+  afterAll(async () => {
+    await nc.close();
+    await deleteNamespaces(ns);
+  });
+
+  it('echoes a small body with status, headers and the head the server saw', async () => {
+    let seen: InvokeHead | undefined;
+    const sub = serveInvoke(messaging, 'c-small', async (head, body) => {
+      seen = head;
+      return { status: 201, headers: { 'x-echo': 'yes', 'content-type': 'text/plain; charset=utf-8' }, body };
+    });
+    try {
+      const res = await invoke(messaging, 'c-small', request({ headers: { 'x-name': 'zoë' } }), Buffer.from('hello'));
+      expect(res.status).toBe(201);
+      expect(res.headers).toEqual({ 'x-echo': 'yes', 'content-type': 'text/plain; charset=utf-8' });
+      expect((await collect(res.body)).toString()).toBe('hello');
+      expect(seen).toMatchObject({ path: '/?x=1', method: 'POST', bodyBytes: 5, headers: { 'x-name': 'zoë' } });
+      expect(seen?.bodyRef).toBeUndefined();
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('carries 5 MB both ways, the request through the bodies object store, which is emptied after', async () => {
+    const big = Buffer.alloc(5 * 1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
+    let ref: string | undefined;
+    const sub = serveInvoke(messaging, 'c-big', async (head, body) => {
+      ref = head.bodyRef;
+      return { status: 200, headers: {}, body };
+    });
+    try {
+      const req = request();
+      const res = await invoke(messaging, 'c-big', req, big);
+      const back = await collect(res.body);
+      expect(ref).toBe(req.requestId);
+      expect(back.equals(big)).toBe(true);
+      const store = await bodiesStore(messaging);
+      await new Promise((r) => setTimeout(r, 200));
+      const left = await store.info(req.requestId);
+      expect(left === null || left.deleted).toBe(true);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('streams chunks to the caller before the handler has finished', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const sub = serveInvoke(messaging, 'c-stream', async () => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      body: (async function* () {
+        yield Buffer.from('data: one\n\n');
+        await gate;
+        yield Buffer.from('data: two\n\n');
+      })(),
+    }));
+    try {
+      const res = await invoke(messaging, 'c-stream', request({ method: 'GET' }), new Uint8Array());
+      const it = res.body[Symbol.asyncIterator]();
+      const first = await it.next();
+      expect(Buffer.from(first.value).toString()).toBe('data: one\n\n');
+      release();
+      const second = await it.next();
+      expect(Buffer.from(second.value).toString()).toBe('data: two\n\n');
+      expect((await it.next()).done).toBe(true);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('rejects with 503 when no agent serves the container', async () => {
+    await expect(invoke(messaging, 'c-nobody', request(), new Uint8Array())).rejects.toMatchObject({ code: 503 });
+  });
+
+  it('answers 504 when the handler outlives the timeout, and the client gives up on a silent server', async () => {
+    const sub = serveInvoke(messaging, 'c-slow', async (_h, _b, signal) => {
+      await new Promise((r) => signal.addEventListener('abort', r));
+      throw new Error('aborted');
+    });
+    const silent = nc.subscribe(messaging.subject(INVOKE, ['c-silent']), { callback: () => undefined });
+    try {
+      const slow = invoke(messaging, 'c-slow', request({ timeoutMs: 300 }), new Uint8Array());
+      await expect(slow).rejects.toMatchObject({ code: 504, message: expect.stringContaining('300 ms') });
+      const none = invoke(messaging, 'c-silent', request({ timeoutMs: 300 }), new Uint8Array(), { idleTimeoutMs: 400 });
+      await expect(none).rejects.toBeInstanceOf(InvokeError);
+      await expect(none).rejects.toMatchObject({ code: 504 });
+    } finally {
+      sub.unsubscribe();
+      silent.unsubscribe();
+    }
+  });
+
+  it('answers 400 to an invalid head and 500 when the handler throws, without calling it for the former', async () => {
+    let calls = 0;
+    const sub = serveInvoke(messaging, 'c-err', async () => {
+      calls++;
+      throw new Error('boom');
+    });
+    try {
+      const bad = await nc.request(messaging.subject(INVOKE, ['c-err']), new Uint8Array(), {
+        timeout: 2000,
+        headers: (() => {
+          const h = natsHeaders();
+          h.set('Tern-Invoke', JSON.stringify({ requestId: 'x', method: 'BREW' }));
+          return h;
+        })(),
+      });
+      expect(bad.headers?.get('Tern-Error-Code')).toBe('400');
+      expect(bad.headers?.get('Tern-Error')).toContain('method');
+      expect(calls).toBe(0);
+      await expect(invoke(messaging, 'c-err', request(), new Uint8Array())).rejects.toMatchObject({ code: 500, message: expect.stringContaining('boom') });
+      expect(calls).toBe(1);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('ends with 502 when a streamed response passes 16 MiB', async () => {
+    const sub = serveInvoke(messaging, 'c-huge', async () => ({
+      status: 200,
+      headers: {},
+      body: (async function* () {
+        for (let i = 0; i < 20; i++) yield new Uint8Array(1024 * 1024);
+      })(),
+    }));
+    try {
+      const res = await invoke(messaging, 'c-huge', request(), new Uint8Array());
+      await expect(collect(res.body)).rejects.toMatchObject({ code: 502 });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+});

@@ -1,0 +1,189 @@
+import pg from 'pg';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ROUTES_BUCKET, type RouteRecord, type ResolvedSpec, SCALE_COMMAND } from '#tern/contracts';
+import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { deleteNamespaces } from '../support/nats.js';
+import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { addMachine, FakeAgent, GiB, spec } from './harness.js';
+
+/** Scale commands in, containers placed on fake agents, routes out: the scheduler's placement end to end. */
+describe('placement', () => {
+  let schema: TestSchema;
+  let ns: Namespace;
+  const schedulers: ServiceProcess[] = [];
+  let nc: NatsConnection;
+  let messaging: Messaging;
+  let db: pg.Client;
+  let workspaceId: string;
+  const agents: FakeAgent[] = [];
+  let issued = Date.parse('2026-01-01T00:00:00Z');
+
+  const startScheduler = async () => {
+    const s = new ServiceProcess('scheduler', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()) })).start();
+    schedulers.push(s);
+    await s.ready();
+    return s;
+  };
+  const agent = (machineId: string) => {
+    const a = new FakeAgent(machineId, messaging);
+    agents.push(a);
+    return a;
+  };
+  const deploy = async (name: string, s: ResolvedSpec) => {
+    const id = (await db.query(`INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`, [workspaceId, name])).rows[0].id;
+    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
+    return id as string;
+  };
+  const scale = (deploymentId: string, desired: number, idleContainers: string[] = [], issuedAt = new Date((issued += 1000)).toISOString()) =>
+    messaging.publish(SCALE_COMMAND, { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers, issuedAt }, { tokens: [deploymentId] });
+  const containers = async (deploymentId: string, states = ['scheduled', 'starting', 'running']) =>
+    (
+      await db.query(
+        `SELECT c.* FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id WHERE dv.deployment_id = $1 AND c.state = ANY($2) ORDER BY c.id`,
+        [deploymentId, states],
+      )
+    ).rows;
+  const version = async (deploymentId: string) => (await db.query(`SELECT * FROM deployment_versions WHERE deployment_id = $1`, [deploymentId])).rows[0];
+  const routes = async (deploymentId: string) => {
+    const kv = await messaging.kv({ name: ROUTES_BUCKET.name });
+    const out: RouteRecord[] = [];
+    for await (const key of await kv.keys()) {
+      const e = await kv.get(key);
+      if (e && e.operation === 'PUT') {
+        const r = e.json<RouteRecord>();
+        if (r.deploymentId === deploymentId) out.push(r);
+      }
+    }
+    return out.sort((a, b) => a.containerId.localeCompare(b.containerId));
+  };
+
+  beforeAll(async () => {
+    schema = await createTestSchema('place');
+    ns = new Namespace(uniqueName('place'));
+    await startScheduler();
+    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'placement-test' });
+    messaging = new Messaging(nc, ns);
+    db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
+    await db.connect();
+    await db.query(`INSERT INTO pools (name) VALUES ('a'), ('b'), ('gpu'), ('d')`);
+    workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
+  });
+
+  afterAll(async () => {
+    agents.forEach((a) => a.close());
+    for (const s of schedulers) await s.stop();
+    await db?.end();
+    await nc?.close();
+    await schema?.drop();
+    await deleteNamespaces(ns.name);
+  });
+
+  it('places desired containers by best fit, routes them when ready, and stops only idle ones', async () => {
+    await addMachine(db, 'a-1', { pool: 'a' });
+    await addMachine(db, 'a-2', { pool: 'a' });
+    const [a1, a2] = [agent('a-1'), agent('a-2')];
+    const id = await deploy('a', spec({ pool: 'a' }));
+
+    await scale(id, 2);
+    const placed = await waitFor('two routes', async () => ((await routes(id)).length === 2 ? routes(id) : undefined));
+    // Best fit packs both onto one machine (the lower id on a tie) and leaves the other idle.
+    expect(placed.map((r) => r.machineId)).toEqual(['a-1', 'a-1']);
+    expect(placed.every((r) => r.capacity === 6 && r.version === 1)).toBe(true);
+    expect(a2.starts).toEqual([]);
+    expect(a1.starts).toHaveLength(2);
+    expect(a1.starts[0]).toMatchObject({
+      deploymentId: id,
+      workspaceId,
+      deploymentKind: 'endpoint',
+      handler: 'app.py:predict',
+      code: `sha256:${'a'.repeat(64)}`,
+      env: { MODEL: 'tiny' },
+      resources: { cpuMillicores: 1000, memoryBytes: GiB, gpuCount: 0 },
+      workers: 2,
+      concurrency: 3,
+      ports: [],
+      startupTimeoutSeconds: 120,
+    });
+    const rows = await containers(id);
+    expect(rows.map((r) => r.state)).toEqual(['running', 'running']);
+    expect(rows[0].requested).toMatchObject({ cpuMillicores: 1000, memoryBytes: GiB, gpuCount: 0, gpuIndexes: [] });
+    expect((await version(id)).desired_containers).toBe(2);
+
+    // An older command is ignored.
+    await scale(id, 0, [], '2025-01-01T00:00:00.000Z');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await version(id)).desired_containers).toBe(2);
+    expect(a1.stops).toEqual([]);
+
+    // Down to 0 with one idle: only that one stops, the busy one stays.
+    await scale(id, 0, [rows[0].id]);
+    await waitFor('one stop', async () => a1.stops.length === 1);
+    expect(a1.stops).toEqual([rows[0].id]);
+    await waitFor('one route left', async () => (await routes(id)).length === 1);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(a1.stops).toEqual([rows[0].id]);
+
+    await scale(id, 0, [rows[1].id]);
+    await waitFor('routes gone', async () => (await routes(id)).length === 0);
+    expect(a1.stops).toEqual([rows[0].id, rows[1].id]);
+    await waitFor('both stopped', async () => (await containers(id, ['stopped'])).length === 2);
+  });
+
+  it('never overbooks a machine, even with two scheduler replicas placing at once', async () => {
+    await startScheduler();
+    // Room for exactly four 1-CPU containers.
+    await addMachine(db, 'b-1', { pool: 'b', cpus: 4, memoryGiB: 64 });
+    agent('b-1');
+    const x = await deploy('bx', spec({ pool: 'b' }));
+    const y = await deploy('by', spec({ pool: 'b' }));
+    await Promise.all([scale(x, 5), scale(y, 2)]);
+
+    await waitFor('a reason on x', async () => (await version(x)).placement_reason);
+    await waitFor('four placed', async () => (await containers(x)).length + (await containers(y)).length === 4);
+    await new Promise((r) => setTimeout(r, 2500));
+    const all = [...(await containers(x)), ...(await containers(y))];
+    expect(all).toHaveLength(4);
+    expect(all.reduce((n, c) => n + c.requested.cpuMillicores, 0)).toBe(4000);
+    expect((await version(x)).placement_reason).toBe('not enough free CPU: needs 1 core, the most free is 0 cores (b-1)');
+    const stop = schedulers.pop()!;
+    await stop.stop();
+  });
+
+  it('says why a GPU request cannot be placed', async () => {
+    await addMachine(db, 'gpu-1', { pool: 'gpu', gpus: ['NVIDIA H100 80GB HBM3'] });
+    agent('gpu-1');
+    const id = await deploy('g', spec({ pool: 'gpu', gpuTypes: ['A100'], gpuCount: 1 }));
+    await scale(id, 1);
+    const v = await waitFor('a placement reason', async () => ((await version(id)).placement_reason ? version(id) : undefined));
+    expect(v.placement_reason).toBe('no ready machine in pool gpu with gpu A100');
+    expect(await containers(id, ['scheduled', 'starting', 'running', 'failed'])).toEqual([]);
+
+    // The machine gains an A100: the reason clears once placed (after the back-off).
+    await db.query(`UPDATE machines SET gpus = gpus || '[{"index": 1, "model": "NVIDIA A100-SXM4-80GB", "memoryBytes": 1}]'::jsonb WHERE id = 'gpu-1'`);
+    await waitFor('placed', async () => (await routes(id)).length === 1, 40_000);
+    expect((await version(id)).placement_reason).toBeNull();
+    expect((await containers(id))[0].requested).toMatchObject({ gpuCount: 1, gpu: 'A100', gpuIndexes: [1] });
+  }, 60_000);
+
+  it('replaces the containers of a machine that goes offline on another machine', async () => {
+    await addMachine(db, 'd-1', { pool: 'd' });
+    await addMachine(db, 'd-2', { pool: 'd' });
+    agent('d-1');
+    const d2 = agent('d-2');
+    const id = await deploy('d', spec({ pool: 'd' }));
+    await scale(id, 1);
+    const [first] = await waitFor('one route', async () => ((await routes(id)).length === 1 ? routes(id) : undefined));
+    expect(first.machineId).toBe('d-1');
+
+    await db.query(`UPDATE machines SET state = 'offline', state_reason = 'test' WHERE id = 'd-1'`);
+    const [second] = await waitFor('a route on d-2', async () => {
+      const r = await routes(id);
+      return r.length === 1 && r[0].machineId === 'd-2' ? r : undefined;
+    });
+    expect(second.containerId).not.toBe(first.containerId);
+    expect(d2.starts).toHaveLength(1);
+    const lost = (await db.query(`SELECT state, state_reason FROM containers WHERE id = $1`, [first.containerId])).rows[0];
+    expect(lost).toEqual({ state: 'failed', state_reason: 'machine offline' });
+  });
+});

@@ -1,0 +1,159 @@
+import { RunnerProcess, type RunnerLanguage } from './runner-process.js';
+
+/** The same app in both languages: a slow on_start, a handler that echoes, fails or sleeps, a generator. */
+const APPS: Record<RunnerLanguage, { files: Record<string, string>; handler: string; onStart: string; stream: string }> = {
+  python: {
+    files: {
+      'app.py': `
+import os, time
+state = {"loaded": 0}
+def load():
+    time.sleep(float(os.environ.get("LOAD_SECONDS", "0")))
+    state["loaded"] += 1
+    state["loaded_in"] = os.getpid()
+def predict(p):
+    if p.get("fail"):
+        raise ValueError("bad input: " + p["fail"])
+    if p.get("sleep"):
+        time.sleep(p["sleep"])
+    return {"echo": p, "loaded": state["loaded"], "loaded_in": state.get("loaded_in"), "pid": os.getpid()}
+def stream(p):
+    for i in range(p.get("n", 3)):
+        yield {"i": i}
+        time.sleep(0.05)
+`,
+    },
+    handler: 'app.py:predict',
+    onStart: 'app.py:load',
+    stream: 'app.py:stream',
+  },
+  node: {
+    files: {
+      'app.mjs': `
+const state = { loaded: 0 };
+const sleep = (s) => new Promise((r) => setTimeout(r, s * 1000));
+export async function load() {
+  await sleep(Number(process.env.LOAD_SECONDS ?? '0'));
+  state.loaded += 1;
+  state.loaded_in = process.pid;
+}
+export async function predict(p) {
+  if (p.fail) throw new RangeError('bad input: ' + p.fail);
+  if (p.sleep) await sleep(p.sleep);
+  return { echo: p, loaded: state.loaded, loaded_in: state.loaded_in ?? null, pid: process.pid };
+}
+export async function* stream(p) {
+  for (let i = 0; i < (p.n ?? 3); i++) {
+    yield { i };
+    await sleep(0.05);
+  }
+}
+`,
+    },
+    handler: 'app.mjs:predict',
+    onStart: 'app.mjs:load',
+    stream: 'app.mjs:stream',
+  },
+};
+
+const ERROR_TYPE: Record<RunnerLanguage, string> = { python: 'ValueError', node: 'RangeError' };
+
+describe.each(['python', 'node'] as const)('%s runner', (language) => {
+  const app = APPS[language];
+  let runner: RunnerProcess | undefined;
+  const start = (env: Record<string, string>) => (runner = new RunnerProcess(language, app.files)).start(env);
+
+  afterEach(async () => {
+    await runner?.stop();
+    runner = undefined;
+  });
+
+  it('answers 503 on /health while on_start runs, 200 after, and the handler sees what on_start loaded', async () => {
+    const r = await start({ TERN_HANDLER: app.handler, TERN_ON_START: app.onStart, LOAD_SECONDS: '1.5' });
+    await r.waitForHealth(503);
+    const early = await r.post('{"x":1}');
+    expect(early.status).toBe(503);
+    await r.waitForHealth(200);
+    const res = await r.post(JSON.stringify({ x: 1, text: 'héllo' }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(await res.json()).toMatchObject({ echo: { x: 1, text: 'héllo' }, loaded: 1 });
+    await r.waitForOutput('stdout', /POST \/ 200 /);
+  });
+
+  it('answers 500 with the error and its type when the handler raises (trace to stderr), 400 for a body that is not JSON', async () => {
+    const r = await start({ TERN_HANDLER: app.handler });
+    await r.waitForHealth(200);
+    const failed = await r.post(JSON.stringify({ fail: 'negative' }));
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toEqual({ error: 'bad input: negative', type: ERROR_TYPE[language] });
+    await r.waitForOutput('stderr', 'bad input: negative');
+    const bad = await r.post('{not json');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/not valid JSON/);
+    // Still serving after both.
+    expect((await r.post('{}')).status).toBe(200);
+  });
+
+  it('runs two slow requests in parallel with 2 workers, on_start once per container (python) or per worker (node)', async () => {
+    const r = await start({ TERN_HANDLER: app.handler, TERN_ON_START: app.onStart, TERN_WORKERS: '2', TERN_CONCURRENCY: '1' });
+    await r.waitForHealth(200);
+    // node:cluster: each worker loads on its own; give the second one its moment.
+    if (language === 'node') await new Promise((res) => setTimeout(res, 500));
+    const began = Date.now();
+    const answers = (await Promise.all([r.postFresh('{"sleep":1}'), r.postFresh('{"sleep":1}')])).map((a) => a.json);
+    expect(Date.now() - began).toBeLessThan(1900);
+    const pids = new Set(answers.map((a) => a.pid));
+    expect(pids.size).toBe(2);
+    for (const a of answers) expect(a.loaded).toBe(1);
+    if (language === 'python') {
+      // Loaded once, in the parent, before the workers were forked.
+      expect(new Set(answers.map((a) => a.loaded_in)).size).toBe(1);
+      expect(pids.has(answers[0].loaded_in)).toBe(false);
+    }
+  });
+
+  it('bounds one worker to TERN_CONCURRENCY requests at once', async () => {
+    const r = await start({ TERN_HANDLER: app.handler, TERN_WORKERS: '1', TERN_CONCURRENCY: '2' });
+    await r.waitForHealth(200);
+    const began = Date.now();
+    await Promise.all([1, 2, 3].map(() => r.postFresh('{"sleep":1}')));
+    const took = Date.now() - began;
+    // Two at once, the third after: about 2 s, neither 1 (unbounded) nor 3 (serial).
+    expect(took).toBeGreaterThan(1900);
+    expect(took).toBeLessThan(2800);
+  });
+
+  it('streams a generator as NDJSON chunks, or as server-sent events when asked', async () => {
+    const r = await start({ TERN_HANDLER: app.stream });
+    await r.waitForHealth(200);
+    const ndjson = await r.post('{"n":3}');
+    expect(ndjson.headers.get('content-type')).toContain('application/x-ndjson');
+    const arrivals: number[] = [];
+    let text = '';
+    for await (const chunk of ndjson.body!) {
+      arrivals.push(Date.now());
+      text += Buffer.from(chunk).toString();
+    }
+    expect(text.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+    // Chunks arrive as the generator yields them, not all at the end.
+    expect(arrivals.length).toBeGreaterThan(1);
+
+    const sse = await r.post('{"n":2}', { accept: 'text/event-stream' });
+    expect(sse.headers.get('content-type')).toContain('text/event-stream');
+    expect(await sse.text()).toBe('data: {"i": 0}\n\ndata: {"i": 1}\n\n'.replace(/": /g, language === 'python' ? '": ' : '":'));
+  });
+
+  it('on SIGTERM stops accepting, finishes the request in flight and exits 0', async () => {
+    const r = await start({ TERN_HANDLER: app.handler, TERN_WORKERS: language === 'python' ? '2' : '1' });
+    await r.waitForHealth(200);
+    const inFlight = r.post('{"sleep":1}');
+    await new Promise((res) => setTimeout(res, 300));
+    r.signal('SIGTERM');
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { echo: unknown }).echo).toEqual({ sleep: 1 });
+    expect(await r.exit()).toEqual([0, null]);
+    expect(await r.health()).toBe(0);
+  });
+});
