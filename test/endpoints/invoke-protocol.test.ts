@@ -104,7 +104,7 @@ describe('invoke protocol over core NATS', () => {
     await expect(invoke(messaging, 'c-nobody', request(), new Uint8Array())).rejects.toMatchObject({ code: 503 });
   });
 
-  it('answers 504 when the handler outlives the timeout, and the client gives up on a silent server', async () => {
+  it('answers 504 when the handler outlives the timeout, and fails fast (502) when the server goes silent', async () => {
     const sub = serveInvoke(messaging, 'c-slow', async (_h, _b, signal) => {
       await new Promise((r) => signal.addEventListener('abort', r));
       throw new Error('aborted');
@@ -115,10 +115,26 @@ describe('invoke protocol over core NATS', () => {
       await expect(slow).rejects.toMatchObject({ code: 504, message: expect.stringContaining('300 ms') });
       const none = invoke(messaging, 'c-silent', request({ timeoutMs: 300 }), new Uint8Array(), { idleTimeoutMs: 400 });
       await expect(none).rejects.toBeInstanceOf(InvokeError);
-      await expect(none).rejects.toMatchObject({ code: 504 });
+      await expect(none).rejects.toMatchObject({ code: 502, message: expect.stringContaining('stopped answering') });
     } finally {
       sub.unsubscribe();
       silent.unsubscribe();
+    }
+  });
+
+  it('keeps a slow request alive with keepalives past the silence limit', async () => {
+    const sub = serveInvoke(messaging, 'c-patient', async () => {
+      await new Promise((r) => setTimeout(r, 4000));
+      return { status: 200, headers: {}, body: new TextEncoder().encode('done') };
+    });
+    try {
+      const res = await invoke(messaging, 'c-patient', request({ timeoutMs: 10_000 }), new Uint8Array());
+      expect(res.status).toBe(200);
+      const parts: Uint8Array[] = [];
+      for await (const p of res.body) parts.push(p);
+      expect(Buffer.concat(parts).toString()).toBe('done');
+    } finally {
+      sub.unsubscribe();
     }
   });
 

@@ -10,6 +10,7 @@ import {
   CONTAINER_STARTING,
   CONTAINER_STOPPED,
   type ContainerStart,
+  MACHINE_HEARTBEAT,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, RequestError } from '#tern/messaging';
 import { AgentCommands } from '../../apps/scheduler/src/machines/agent-commands.js';
@@ -162,5 +163,43 @@ describe('agent commands and container lifecycle', () => {
     const rejected = await scheduler.waitForLog(/handler rejected message/);
     expect(String(rejected.reason)).toBe('container c-4: starting event for unknown deployment no-such-deployment version 1');
     expect(await row('c-4')).toBeUndefined();
+  });
+
+  it('tells an agent to stop the containers it runs that the scheduler no longer wants', async () => {
+    await db.query(`INSERT INTO machines (id, pool, state) VALUES ('worker-2', 'default', 'ready')`);
+    const versionId = (await db.query(`SELECT id FROM deployment_versions WHERE deployment_id = $1`, [deploymentId])).rows[0].id;
+    await db.query(`INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ('c-live', $1, 'worker-2', 'running', '{}')`, [versionId]);
+    // Wanted by the reconciler too, so only the heartbeat check could stop anything here.
+    await db.query(`UPDATE deployment_versions SET desired_containers = 1, desired_at = now() WHERE id = $1`, [versionId]);
+    const stopped: string[] = [];
+    subs.splice(0).forEach((s) => s.unsubscribe());
+    subs.push(
+      messaging.serve(
+        AGENT_CONTAINER_STOP,
+        'worker-2-agent',
+        (cmd) => {
+          stopped.push(cmd.containerId);
+          return { accepted: true };
+        },
+        ['worker-2'],
+      ),
+    );
+    const beat = {
+      machineId: 'worker-2',
+      pool: 'default',
+      sentAt: new Date().toISOString(),
+      sequence: 1,
+      cpuPercent: 1,
+      memoryPercent: 1,
+      gpus: [],
+      runningContainers: ['c-live', 'c-ghost', 'c-3'],
+    };
+    await messaging.publish(MACHINE_HEARTBEAT, beat, { tokens: ['worker-2'] });
+    await waitFor('stops of the unwanted containers', async () => stopped.length === 2);
+    expect(stopped.sort()).toEqual(['c-3', 'c-ghost']);
+    // Not repeated on the next beat: one stop per container per half minute.
+    await messaging.publish(MACHINE_HEARTBEAT, { ...beat, sequence: 2, sentAt: new Date().toISOString() }, { tokens: ['worker-2'] });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(stopped).toHaveLength(2);
   });
 });

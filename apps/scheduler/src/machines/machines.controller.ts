@@ -3,16 +3,20 @@ import { Payload } from '@nestjs/microservices';
 import { MACHINE_HEARTBEAT, MACHINE_NETWORK_TESTED, MachineHeartbeat, MachineNetworkTested } from '#tern/contracts';
 import { OnMessage } from '#tern/messaging';
 import { MachinesService } from './machines.service.js';
+import { UnwantedContainers } from './unwanted-containers.js';
 
 /** Inbound machine traffic; validation has already happened in the transport. */
 @Controller()
 export class MachinesController {
-  constructor(private readonly machines: MachinesService) {}
+  constructor(
+    private readonly machines: MachinesService,
+    private readonly unwanted: UnwantedContainers,
+  ) {}
 
   // Only beats sent from now on matter: a backlog replayed at first start would revive the dead.
   @OnMessage(MACHINE_HEARTBEAT, { deliver: 'new', concurrency: 64 })
-  heartbeat(@Payload() beat: MachineHeartbeat) {
-    return this.machines.recordHeartbeat(beat);
+  async heartbeat(@Payload() beat: MachineHeartbeat) {
+    if (await this.machines.recordHeartbeat(beat)) await this.unwanted.check(beat);
   }
 
   @OnMessage(MACHINE_NETWORK_TESTED)

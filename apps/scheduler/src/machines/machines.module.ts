@@ -5,10 +5,11 @@ import { MachineTransitions } from './machine-transitions.js';
 import { MachinesController } from './machines.controller.js';
 import { MachinesService } from './machines.service.js';
 import { OfflineSweeper } from './offline-sweeper.js';
+import { UnwantedContainers } from './unwanted-containers.js';
 
 @Module({
   controllers: [MachinesController],
-  providers: [MachinesService, MachineTransitions, HeartbeatSnapshots, OfflineSweeper, AgentCommands],
+  providers: [MachinesService, MachineTransitions, HeartbeatSnapshots, OfflineSweeper, AgentCommands, UnwantedContainers],
   exports: [AgentCommands],
 })
 export class MachinesModule {}

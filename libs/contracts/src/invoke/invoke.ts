@@ -39,6 +39,8 @@ export const INVOKE_HEADERS = {
   end: 'Tern-End',
   error: 'Tern-Error',
   errorCode: 'Tern-Error-Code',
+  /** Sent by the server every second while it works, so a caller notices a dead agent in seconds, not at the timeout. */
+  keepalive: 'Tern-Keepalive',
 } as const;
 
 export const INVOKE = defineContract({

@@ -6,7 +6,7 @@ import { type Decoded, describeValidationErrors } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { putBody } from './bodies.js';
 import { ChunkQueue } from './chunk-queue.js';
-import { headerJson, inlineBodyLimit, InvokeError } from './protocol.js';
+import { headerJson, inlineBodyLimit, InvokeError, KEEPALIVE_MS } from './protocol.js';
 
 export interface InvokeResponse {
   readonly status: number;
@@ -17,7 +17,7 @@ export interface InvokeResponse {
 
 export interface InvokeOptions {
   signal?: AbortSignal;
-  /** Longest wait for the next message, head included (default: the head's timeoutMs plus a second, so the agent's own 504 arrives first). */
+  /** Longest silence from the server, keepalives included (default 3 keepalive periods); the request's own timeout is the server's to enforce. */
   idleTimeoutMs?: number;
 }
 
@@ -47,7 +47,9 @@ export async function invoke(
   }
   if (opts.signal?.aborted) throw new InvokeError(499, 'request aborted');
 
-  const idleMs = opts.idleTimeoutMs ?? request.timeoutMs + 1000;
+  // The server sends a keepalive every KEEPALIVE_MS while it works (and enforces the request's
+  // timeout itself), so a few missed ones mean its agent is gone: fail fast instead of hanging.
+  const idleMs = opts.idleTimeoutMs ?? KEEPALIVE_MS * 3;
   const inbox = createInbox();
   const chunks = new ChunkQueue(() => finish());
   let nextSeq = 0;
@@ -82,7 +84,10 @@ export async function invoke(
   }
   function armTimer() {
     clearTimeout(timer);
-    timer = setTimeout(() => fail(new InvokeError(504, `container ${containerId} sent nothing for ${idleMs} ms`)), idleMs);
+    timer = setTimeout(
+      () => fail(new InvokeError(502, `container ${containerId} stopped answering (nothing for ${idleMs} ms: its agent may be gone)`)),
+      idleMs,
+    );
   }
 
   function onMessage(msg: Msg) {
@@ -90,6 +95,7 @@ export async function invoke(
     if (h && !h.get(INVOKE_HEADERS.seq) && h.code === 503) {
       return fail(new InvokeError(503, `container ${containerId} is not serving requests (no responders)`));
     }
+    if (h?.get(INVOKE_HEADERS.keepalive)) return armTimer();
     const seq = Number(h?.get(INVOKE_HEADERS.seq));
     if (seq !== nextSeq) return fail(new InvokeError(502, `response from container ${containerId} out of order (got ${h?.get(INVOKE_HEADERS.seq) || 'none'}, expected ${nextSeq})`));
     nextSeq++;

@@ -5,6 +5,9 @@ import { INVOKE_HEADERS } from '#tern/contracts';
 export const CHUNK_BYTES = 256 * 1024;
 /** The most a response body may carry; the gateway's request limit, mirrored. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/** How often a server says it is still working on a request. */
+export const KEEPALIVE_MS = 1000;
 /** Room left in a message for the headers when the body travels inline. */
 const HEADER_ROOM = 64 * 1024;
 

@@ -4,7 +4,7 @@ import { INVOKE, INVOKE_HEADERS, InvokeHead } from '#tern/contracts';
 import { validatePayload } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { takeBody } from './bodies.js';
-import { CHUNK_BYTES, errorHeaders, headerJson, InvokeError, MAX_RESPONSE_BYTES } from './protocol.js';
+import { CHUNK_BYTES, errorHeaders, headerJson, InvokeError, KEEPALIVE_MS, MAX_RESPONSE_BYTES } from './protocol.js';
 
 export interface InvokeHandlerResult {
   status: number;
@@ -57,6 +57,12 @@ async function answer(messaging: Messaging, msg: Msg, reply: string, handler: In
   const head = parsed.value;
 
   const abort = new AbortController();
+  const keepalive = setInterval(() => {
+    if (ended) return;
+    const h = natsHeaders();
+    h.set(INVOKE_HEADERS.keepalive, '1');
+    nc.publish(reply, new Uint8Array(), { headers: h });
+  }, KEEPALIVE_MS);
   const timer = setTimeout(() => {
     abort.abort();
     sendError(504, `no complete response within ${head.timeoutMs} ms`);
@@ -114,6 +120,7 @@ async function answer(messaging: Messaging, msg: Msg, reply: string, handler: In
     sendError(500, `handler failed: ${(e as Error).message ?? e}`);
   } finally {
     clearTimeout(timer);
+    clearInterval(keepalive);
   }
 }
 
