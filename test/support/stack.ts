@@ -1,0 +1,89 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { TEST_DATABASE_URL, TEST_NATS_URL, uniqueName } from './isolation.js';
+import { deleteNamespaces } from './nats.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Stack {
+  readonly gateway: string;
+  readonly token: string;
+  readonly env: NodeJS.ProcessEnv;
+  /** Runs the `tern` CLI against this stack; resolves its exit code and output. */
+  tern(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  stop(): Promise<void>;
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const p = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * Containers outlive their agent by design; a test that killed an agent may leave one that
+ * the restarted agent had not stopped by the time `down` ran. Nothing may outlive the test.
+ */
+function removeContainers(ternHome: string) {
+  const agents = join(ternHome, 'agent');
+  if (!existsSync(agents)) return;
+  for (const dir of readdirSync(agents)) {
+    const root = join(agents, dir, 'runtime', 'runc');
+    if (!existsSync(root)) continue;
+    const listed = JSON.parse(execFileSync('runc', ['--root', root, 'list', '--format', 'json'], { encoding: 'utf8' }) || '[]') as { id: string }[] | null;
+    for (const c of listed ?? []) execFileSync('runc', ['--root', root, 'delete', '--force', c.id]);
+  }
+}
+
+/**
+ * The whole system as a newcomer gets it from `npm run up -- --detach`, on the test NATS and
+ * Postgres under a fresh namespace and schema, with its own state dir and CLI config.
+ */
+export async function startStack(label: string): Promise<Stack> {
+  const namespace = uniqueName(label);
+  const schema = uniqueName(label);
+  const ternHome = mkdtempSync(join(tmpdir(), 'tern-stack-'));
+  const home = mkdtempSync(join(tmpdir(), 'tern-home-'));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TERN_HOME: ternHome,
+    HOME: home,
+    NATS_URL: TEST_NATS_URL,
+    NATS_NAMESPACE: namespace,
+    DATABASE_URL: TEST_DATABASE_URL,
+    DATABASE_SCHEMA: schema,
+    TERN_GATEWAY_PORT: '0',
+    TERN_SKIP_INSTALL: '1',
+    TERN_SKIP_BUILD: '1',
+  };
+  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach'], env);
+  if (up.code !== 0) throw new Error(`npm run up failed (${up.code}):\n${up.stdout}\n${up.stderr}`);
+  const config = JSON.parse(readFileSync(join(home, '.tern', 'config.json'), 'utf8'));
+  const { gateway, token } = config.contexts.local as { gateway: string; token: string };
+  return {
+    gateway,
+    token,
+    env,
+    tern: (...args) => run([join(ROOT, 'bin', 'tern.js'), ...args], env),
+    async stop() {
+      await run([join(ROOT, 'scripts', 'down.mjs')], env);
+      removeContainers(ternHome);
+      const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await db.connect();
+      await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await db.end();
+      await deleteNamespaces(namespace);
+      rmSync(ternHome, { recursive: true, force: true });
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
