@@ -3,8 +3,8 @@ import { DataSource } from 'typeorm';
 import type { MachineHeartbeat } from '#tern/contracts';
 import { AgentCommands } from './agent-commands.js';
 
-/** States in which the scheduler still wants a container to run (or to finish stopping). */
-const WANTED = ['pending', 'scheduled', 'starting', 'running', 'stopping'];
+/** States in which the scheduler has given a container up. */
+const GIVEN_UP = ['stopped', 'failed'];
 
 /** A stop is not repeated for the same container sooner than this. */
 const RESEND_MS = 30_000;
@@ -12,8 +12,10 @@ const RESEND_MS = 30_000;
 /**
  * Containers keep running when their agent dies (so a restart loses no work), but the
  * scheduler may have given them up meanwhile (the machine went offline and they were
- * replaced). A heartbeat lists what the agent runs: whatever the scheduler no longer wants,
- * or never knew, is told to stop, so nothing runs unaccounted for.
+ * replaced). A heartbeat lists what the agent runs: a container the scheduler has given up,
+ * or placed on another machine, is told to stop. Ids it has no row for are left alone: the
+ * scheduler creates every row before it starts a container, so those were not started by
+ * this installation's scheduler and are the agent's own reconcile's business.
  */
 @Injectable()
 export class UnwantedContainers {
@@ -28,17 +30,16 @@ export class UnwantedContainers {
   async check(beat: MachineHeartbeat): Promise<string[]> {
     if (!beat.runningContainers.length) return [];
     const rows: { id: string }[] = await this.dataSource.query(
-      `SELECT id FROM containers WHERE id = ANY($1) AND machine_id = $2 AND state = ANY($3)`,
-      [beat.runningContainers, beat.machineId, WANTED],
+      `SELECT id FROM containers WHERE id = ANY($1) AND (state = ANY($3) OR machine_id IS DISTINCT FROM $2)`,
+      [beat.runningContainers, beat.machineId, GIVEN_UP],
     );
-    const wanted = new Set(rows.map((r) => r.id));
     const now = Date.now();
-    const unwanted = beat.runningContainers.filter((id) => !wanted.has(id) && now - (this.sent.get(id) ?? 0) > RESEND_MS);
+    const unwanted = rows.map((r) => r.id).filter((id) => now - (this.sent.get(id) ?? 0) > RESEND_MS);
     for (const id of unwanted) {
       this.sent.set(id, now);
       this.logger.warn({ machineId: beat.machineId, containerId: id }, 'agent runs a container the scheduler does not want: stopping it');
       void this.agents
-        .stop(beat.machineId, { containerId: id, graceSeconds: 10, reason: 'not wanted by the scheduler (given up while its machine was offline, or unknown)' })
+        .stop(beat.machineId, { containerId: id, graceSeconds: 10, reason: 'given up by the scheduler (its machine was offline)' })
         .catch((e: unknown) => this.logger.warn({ containerId: id, err: (e as Error).message }, 'stop of an unwanted container failed'));
     }
     for (const [id, at] of this.sent) if (now - at > 10 * RESEND_MS) this.sent.delete(id);

@@ -1,0 +1,292 @@
+/**
+ * Shared by the end-to-end benches (bench/invoke/e2e.ts, bench/cold-start/main.ts): a Tern stack
+ * of their own (scripts/up.mjs --detach with a temp TERN_HOME against the shared NATS and
+ * Postgres, own namespace and schema) or an existing one (--gateway/--token), deploying a tiny
+ * endpoint with the CLI, finding a container's $PORT and config.json in the agent's runtime
+ * state, a keep-alive HTTP load generator, and the teardown.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url)); // dist/bench/invoke → repo root
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Stack {
+  gateway: string;
+  token: string;
+  /** TERN_HOME of the stack, where the agent's runtime state lives (for finding containers). */
+  ternHome: string;
+  /** Stops what this bench started (nothing for an existing stack). */
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  gateway?: string;
+  token?: string;
+  ternHome?: string;
+  log?: (msg: string) => void;
+}
+
+/** Own stack unless gateway and token are given. */
+export async function openStack(o: StackOptions): Promise<Stack> {
+  const log = o.log ?? ((m: string) => console.error(m));
+  if (o.gateway) {
+    if (!o.token) throw new Error('--gateway needs --token');
+    return { gateway: o.gateway.replace(/\/+$/, ''), token: o.token, ternHome: o.ternHome ?? join(ROOT, '.tern'), stop: async () => undefined };
+  }
+  const tag = `bench${randomBytes(4).toString('hex')}`;
+  const ternHome = await mkdtemp(join(tmpdir(), 'tern-bench-home-'));
+  const home = await mkdtemp(join(tmpdir(), 'tern-bench-user-'));
+  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TERN_HOME: ternHome,
+    HOME: home,
+    NATS_URL: natsUrl,
+    NATS_NAMESPACE: tag,
+    DATABASE_URL: databaseUrl,
+    DATABASE_SCHEMA: tag,
+    TERN_GATEWAY_PORT: '0',
+    TERN_SKIP_INSTALL: '1',
+    TERN_SKIP_BUILD: '1',
+    NO_COLOR: '1',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  };
+  const script = (name: string) => execa(process.execPath, [join(ROOT, 'scripts', name)], { cwd: ROOT, env, reject: false, all: true });
+  const t0 = performance.now();
+  log(`starting a stack (TERN_HOME ${ternHome}, namespace/schema ${tag})`);
+  const stop = async () => {
+    log('stopping the stack');
+    await killAgentContainers(ternHome);
+    const down = await script('down.mjs');
+    if (down.exitCode !== 0) log(`down.mjs: ${down.all}`);
+    await killAgentContainers(ternHome);
+    const pg = (await import('pg')).default;
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    await db.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`);
+    await db.end();
+    const { connect } = await import('@nats-io/transport-node');
+    const { jetstreamManager } = await import('@nats-io/jetstream');
+    const nc = await connect({ servers: natsUrl, name: 'tern-bench-cleanup' });
+    const jsm = await jetstreamManager(nc);
+    const names: string[] = [];
+    for await (const name of jsm.streams.names()) if ([`${tag}_`, `KV_${tag}_`, `OBJ_${tag}_`].some((p) => name.startsWith(p))) names.push(name);
+    for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
+    await nc.close();
+    await rm(ternHome, { recursive: true, force: true });
+    await rm(home, { recursive: true, force: true });
+  };
+  return { ternHome, stop, ...(await upDetached(env, ternHome, t0, log, stop)) };
+}
+
+async function upDetached(env: NodeJS.ProcessEnv, ternHome: string, t0: number, log: (m: string) => void, stop: () => Promise<void>) {
+  const r = await execa(process.execPath, [join(ROOT, 'scripts', 'up.mjs'), '--detach'], { cwd: ROOT, env, reject: false, all: true });
+  if (r.exitCode !== 0) {
+    log(r.all ?? '');
+    await stop();
+    throw new Error(`up.mjs --detach failed (${r.exitCode})`);
+  }
+  const run = JSON.parse(await readFile(join(ternHome, 'run.json'), 'utf8')) as { gatewayUrl: string };
+  const creds = JSON.parse(await readFile(join(ternHome, 'credentials.json'), 'utf8')) as { adminToken: string };
+  log(`stack up in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${run.gatewayUrl}`);
+  return { gateway: run.gatewayUrl, token: creds.adminToken };
+}
+
+/** Containers the agent left behind (they outlive the agent by design). */
+async function killAgentContainers(ternHome: string): Promise<void> {
+  for (const d of existsSync(join(ternHome, 'agent')) ? readdirSync(join(ternHome, 'agent')) : []) {
+    const root = join(ternHome, 'agent', d, 'runtime', 'runc');
+    if (!existsSync(root)) continue;
+    const list = await execa('runc', ['--root', root, 'list', '-q'], { reject: false });
+    for (const id of (list.stdout ?? '').split('\n').filter(Boolean)) await execa('runc', ['--root', root, 'delete', '--force', id], { reject: false });
+  }
+}
+
+export async function api<T>(s: Stack, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${s.gateway}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${s.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+export interface DeploymentView {
+  desired: number;
+  actual: number;
+  state: string;
+  reason: string | null;
+  containers: { containerId?: string; id?: string; state?: string }[];
+}
+
+/** The bench's endpoint: returns a small JSON, like examples/hello-python without the hostname. */
+const APP = `def predict(payload):\n    return {"hello": payload.get("name", "world")}\n`;
+
+/** Deploys a one-file Python endpoint through the CLI (`tern deploy`), as a user would. */
+export async function deploy(s: Stack, name: string, yaml: string): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'tern-bench-app-'));
+  try {
+    await writeFile(join(dir, 'app.py'), APP);
+    await writeFile(join(dir, 'tern.yaml'), `name: ${name}\nkind: endpoint\nhandler: app.py:predict\n${yaml}`);
+    await execa(process.execPath, [join(ROOT, 'bin', 'tern.js'), 'deploy', join(dir, 'tern.yaml')], {
+      env: { ...process.env, TERN_GATEWAY: s.gateway, TERN_TOKEN: s.token },
+      all: true,
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export async function until<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+/** The bundle config.json of a runtime container, found under <TERN_HOME>/agent/<dir>/runtime/containers/<id>/. */
+export async function containerConfig(ternHome: string, containerId: string): Promise<{ path: string; config: any; port: number }> {
+  const agentRoot = join(ternHome, 'agent');
+  for (const d of existsSync(agentRoot) ? readdirSync(agentRoot) : []) {
+    const path = join(agentRoot, d, 'runtime', 'containers', containerId, 'config.json');
+    if (!existsSync(path)) continue;
+    const config = JSON.parse(await readFile(path, 'utf8'));
+    const env: string[] = config.process?.env ?? [];
+    const port = Number(env.find((e) => e.startsWith('PORT='))?.slice(5));
+    if (!port) throw new Error(`${path}: no PORT in the process env`);
+    return { path, config, port };
+  }
+  throw new Error(`no bundle for container ${containerId} under ${agentRoot}/*/runtime/containers (pass --tern-home or --port)`);
+}
+
+export interface HttpTarget {
+  url: string;
+  headers?: Record<string, string>;
+}
+
+export interface Result {
+  label: string;
+  concurrency: number;
+  p50: number;
+  p99: number;
+  rps: number;
+  errors: number;
+}
+
+/** One POST with a keep-alive agent; resolves with the status and the response headers. */
+export function post(agent: Agent, t: HttpTarget, body: Buffer): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(t.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length, ...t.headers } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (data += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    // A request the server never reads (seen with the Python runner's keep-alive connections)
+    // must not stall the whole bench: give up after 5 s and count it as an error.
+    req.setTimeout(5_000, () => req.destroy(new Error('timeout after 5 s')));
+    req.end(body);
+  });
+}
+
+/** Closed-loop load: `concurrency` workers, each sending the next request when its last one is answered. */
+export async function load(label: string, t: HttpTarget, body: Buffer, requests: number, concurrency: number, warmup = 200): Promise<Result> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  try {
+    let errors = 0;
+    const once = async () => {
+      const r = await post(agent, t, body).catch(() => undefined);
+      if (r?.status !== 200) errors++;
+    };
+    let w = 0;
+    await Promise.all(Array.from({ length: concurrency }, async () => { while (w++ < warmup) await once(); }));
+    errors = 0;
+    const times: number[] = [];
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next++ < requests) {
+          const t0 = performance.now();
+          await once();
+          times.push(performance.now() - t0);
+        }
+      }),
+    );
+    const wall = (performance.now() - started) / 1000;
+    return { label, concurrency, p50: quantile(times, 0.5), p99: quantile(times, 0.99), rps: times.length / wall, errors };
+  } finally {
+    agent.destroy();
+  }
+}
+
+export function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const pos = (s.length - 1) * q;
+  const lo = Math.floor(pos);
+  return s[lo]! + (s[Math.ceil(pos)]! - s[lo]!) * (pos - lo);
+}
+
+/** Runs `nginx` in the foreground (daemon off) proxying a free port to 127.0.0.1:<upstream> with keep-alive upstream connections. */
+export async function startNginx(upstreamPort: number, freePort: () => Promise<number>): Promise<{ url: string; stop: () => Promise<void> }> {
+  const which = await execa('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { reject: false });
+  const bin = which.stdout.split('\n')[0]?.trim();
+  if (!bin) throw new Error('nginx not found: apt-get install -y nginx-light');
+  const dir = await mkdtemp(join(tmpdir(), 'tern-bench-nginx-'));
+  const port = await freePort();
+  const conf = `daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream container { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    keepalive_requests 100000;
+    location / { proxy_pass http://container; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+  }
+}
+`;
+  await writeFile(join(dir, 'nginx.conf'), conf);
+  const child = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const url = `http://127.0.0.1:${port}/`;
+  await until('nginx to listen', 10_000, async () => {
+    if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`);
+    const r = await fetch(url, { method: 'POST', body: '{}' }).catch(() => undefined);
+    return r ? true : undefined;
+  }, 50);
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGQUIT');
+      await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
