@@ -62,5 +62,6 @@ export class WorkspacesService {
     const row = await this.tokens.findOneBy({ id, workspaceId });
     if (!row || row.revokedAt) throw new NotFoundException(`token ${id} not found in this workspace`);
     await this.tokens.update(row.id, { revokedAt: new Date() });
+    this.auth.forget(row.id);
   }
 }
