@@ -91,7 +91,8 @@ describeRunc('reconcile after the owning process dies', () => {
     await sandbox.runtime.start({ id, image: 'host', args: ['node', '-e', 'setInterval(() => undefined, 1000)'] });
     const shimPid = Number(await readFile(join(sandbox.stateDir, 'containers', id, 'shim.pid'), 'utf8'));
     const children = (await readFile(`/proc/${shimPid}/task/${shimPid}/children`, 'utf8')).trim().split(/\s+/).map(Number);
-    for (const pid of [...children, shimPid]) process.kill(pid, 'SIGKILL');
+    // The shim first: killed after its child, it could still write the child's exit status.
+    for (const pid of [shimPid, ...children]) process.kill(pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 200));
     expect(await isRunning(sandbox.runtime.runcRoot, id)).toBe(true);
     const restarted = sandbox.newInstance();
