@@ -1,12 +1,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
-import pg from 'pg';
-import { TEST_DATABASE_URL, TEST_NATS_URL, uniqueName } from './support/isolation.js';
+import { stackSandbox } from './support/stack.js';
 
 /**
  * `npm run up` end to end against the test NATS and Postgres (so it starts no private
@@ -69,24 +65,7 @@ function runScript(script: string, env: NodeJS.ProcessEnv): Promise<{ code: numb
 }
 
 describe('npm run up', () => {
-  const namespace = uniqueName('up');
-  const schema = uniqueName('up');
-  const ternHome = mkdtempSync(join(tmpdir(), 'tern-up-'));
-  const home = mkdtempSync(join(tmpdir(), 'tern-home-'));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TERN_HOME: ternHome,
-    HOME: home,
-    NATS_URL: TEST_NATS_URL,
-    NATS_NAMESPACE: namespace,
-    DATABASE_URL: TEST_DATABASE_URL,
-    DATABASE_SCHEMA: schema,
-    TERN_GATEWAY_PORT: '0',
-    TERN_SKIP_INSTALL: '1', // no apt-get, no npm ci inside a test
-    TERN_SKIP_BUILD: '1', // npm test built dist/ already
-    LOG_LEVEL: 'info',
-    NO_COLOR: '1',
-  };
+  const { env, ternHome, home, cleanup } = stackSandbox('up');
   let up: ChildProcess | undefined;
   let output = '';
   let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -97,19 +76,7 @@ describe('npm run up', () => {
       up.kill('SIGKILL');
       await runScript('down.mjs', env); // whatever the killed supervisor left
     }
-    const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await db.end();
-    const nc = await connect({ servers: TEST_NATS_URL });
-    const jsm = await jetstreamManager(nc);
-    for await (const s of jsm.streams.list()) {
-      const name = s.config.name;
-      if ([`${namespace}_`, `KV_${namespace}_`, `OBJ_${namespace}_`].some((p) => name.startsWith(p))) await jsm.streams.delete(name);
-    }
-    await nc.close();
-    rmSync(ternHome, { recursive: true, force: true });
-    rmSync(home, { recursive: true, force: true });
+    await cleanup();
   }, 60_000);
 
   it(

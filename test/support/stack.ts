@@ -45,13 +45,21 @@ function removeContainers(ternHome: string) {
 }
 
 /**
- * The whole system as a newcomer gets it from `npm run up -- --detach`, on the test NATS and
- * Postgres under a fresh namespace and schema, with its own state dir and CLI config.
+ * Where a stack started by the tests lives: its own state dir and HOME (CLI config), on the
+ * test NATS and Postgres under a fresh namespace and schema, so `up` starts no private servers.
  */
-export async function startStack(label: string): Promise<Stack> {
+export interface StackSandbox {
+  readonly env: NodeJS.ProcessEnv;
+  readonly ternHome: string;
+  readonly home: string;
+  /** Drops the schema, the namespace's streams and buckets, the containers and the dirs. */
+  cleanup(): Promise<void>;
+}
+
+export function stackSandbox(label: string): StackSandbox {
   const namespace = uniqueName(label);
   const schema = uniqueName(label);
-  const ternHome = mkdtempSync(join(tmpdir(), 'tern-stack-'));
+  const ternHome = mkdtempSync(join(tmpdir(), `tern-${label}-`));
   const home = mkdtempSync(join(tmpdir(), 'tern-home-'));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -62,20 +70,16 @@ export async function startStack(label: string): Promise<Stack> {
     DATABASE_URL: TEST_DATABASE_URL,
     DATABASE_SCHEMA: schema,
     TERN_GATEWAY_PORT: '0',
-    TERN_SKIP_INSTALL: '1',
-    TERN_SKIP_BUILD: '1',
+    TERN_SKIP_INSTALL: '1', // no apt-get, no npm ci inside a test
+    TERN_SKIP_BUILD: '1', // npm test built dist/ already
+    LOG_LEVEL: 'info',
+    NO_COLOR: '1',
   };
-  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach'], env);
-  if (up.code !== 0) throw new Error(`npm run up failed (${up.code}):\n${up.stdout}\n${up.stderr}`);
-  const config = JSON.parse(readFileSync(join(home, '.tern', 'config.json'), 'utf8'));
-  const { gateway, token } = config.contexts.local as { gateway: string; token: string };
   return {
-    gateway,
-    token,
     env,
-    tern: (...args) => run([join(ROOT, 'bin', 'tern.js'), ...args], env),
-    async stop() {
-      await run([join(ROOT, 'scripts', 'down.mjs')], env);
+    ternHome,
+    home,
+    async cleanup() {
       removeContainers(ternHome);
       const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
       await db.connect();
@@ -84,6 +88,29 @@ export async function startStack(label: string): Promise<Stack> {
       await deleteNamespaces(namespace);
       rmSync(ternHome, { recursive: true, force: true });
       rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The whole system as a newcomer gets it from `npm run up -- --detach`. */
+export async function startStack(label: string): Promise<Stack> {
+  const sandbox = stackSandbox(label);
+  const { env } = sandbox;
+  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach'], env);
+  if (up.code !== 0) {
+    await sandbox.cleanup();
+    throw new Error(`npm run up failed (${up.code}):\n${up.stdout}\n${up.stderr}`);
+  }
+  const config = JSON.parse(readFileSync(join(sandbox.home, '.tern', 'config.json'), 'utf8'));
+  const { gateway, token } = config.contexts.local as { gateway: string; token: string };
+  return {
+    gateway,
+    token,
+    env,
+    tern: (...args) => run([join(ROOT, 'bin', 'tern.js'), ...args], env),
+    async stop() {
+      await run([join(ROOT, 'scripts', 'down.mjs')], env);
+      await sandbox.cleanup();
     },
   };
 }
