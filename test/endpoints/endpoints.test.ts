@@ -189,16 +189,18 @@ describe('gateway data plane: /endpoint/<name>', () => {
   });
 
   it('answers 429 beyond the buffer and 504 once the timeout passes', async () => {
-    await deploy('full', 1, {}, { timeoutSeconds: 2 });
+    const d = await deploy('full', 1, {}, { timeoutSeconds: 5 });
+    const backlog = watch<ScaleBacklog>(messaging.subject(SCALE_BACKLOG));
     const held1 = call('/endpoint/full');
     const held2 = call('/endpoint/full');
-    await new Promise((r) => setTimeout(r, 300));
+    // Both held (the buffer holds 2 here) before the third arrives, however slow the machine.
+    await waitFor('two held requests', async () => backlog.some((e) => e.deploymentId === d.deploymentId && e.heldRequests === 2), 4000, 50);
     const refused = await call('/endpoint/full');
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { message: string }).message).toMatch(/buffer full/);
     const timedOut = await held1;
     expect(timedOut.status).toBe(504);
-    expect(((await timedOut.json()) as { message: string }).message).toMatch(/within 2 s/);
+    expect(((await timedOut.json()) as { message: string }).message).toMatch(/within 5 s/);
     expect((await held2).status).toBe(504);
   });
 
