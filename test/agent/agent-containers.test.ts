@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -15,19 +14,8 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { ImageStore, RuncRuntime } from '#tern/runtime';
 import { TEST_NATS_URL } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
+import { hostContainersAvailable } from '../runtime/support.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
-
-/** runc needs root here (cgroups, namespaces); python3 is the containers' program (host image). */
-function canRunContainers(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  try {
-    execFileSync('runc', ['--version'], { stdio: 'ignore' });
-    execFileSync('python3', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * A tiny container-contract program: prints its env and a file from its volume, writes one
@@ -76,7 +64,7 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
   };
 }
 
-(canRunContainers() ? describe : describe.skip)('agent running containers (runc, host image)', () => {
+((await hostContainersAvailable()) ? describe : describe.skip)('agent running containers (runc, host image)', () => {
   let plane: ControlPlane;
   let nc: NatsConnection;
   let messaging: Messaging;

@@ -9,18 +9,8 @@ import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CODE_BUCKET, type Containe
 import { connectNats, invoke, Messaging, Namespace } from '#tern/messaging';
 import { TEST_NATS_URL } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
+import { hostContainersAvailable } from '../runtime/support.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
-
-function canRunContainers(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  try {
-    execFileSync('runc', ['--version'], { stdio: 'ignore' });
-    execFileSync('python3', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The user's folder: a handler that uses what on_start loaded. */
 const APP = `
@@ -69,7 +59,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
   };
 }
 
-(canRunContainers() ? describe : describe.skip)('agent running handlers from code bundles (runc, host image, Python runner)', () => {
+((await hostContainersAvailable()) ? describe : describe.skip)('agent running handlers from code bundles (runc, host image, Python runner)', () => {
   let plane: ControlPlane;
   let nc: NatsConnection;
   let messaging: Messaging;

@@ -12,6 +12,11 @@ export async function runcAvailable(): Promise<boolean> {
   return r.exitCode === 0;
 }
 
+/** Containers from the host image run python3 (the runner and the test programs) under runc. */
+export async function hostContainersAvailable(): Promise<boolean> {
+  return (await runcAvailable()) && (await execa('python3', ['--version'], { reject: false })).exitCode === 0;
+}
+
 export async function umociAvailable(): Promise<boolean> {
   return (await execa('umoci', ['--version'], { reject: false })).exitCode === 0;
 }

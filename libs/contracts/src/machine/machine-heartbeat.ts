@@ -7,14 +7,12 @@ import {
   IsNumber,
   IsOptional,
   IsString,
-  Matches,
   Max,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { defineContract } from '../contract.js';
-
-export const MACHINE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+import { IsId } from '../validation.js';
 
 export class GpuUsage {
   @IsInt() @Min(0) index!: number;
@@ -25,7 +23,7 @@ export class GpuUsage {
 }
 
 export class MachineHeartbeat {
-  @Matches(MACHINE_ID_PATTERN, { message: 'machineId must be 1-64 letters, digits, - or _' })
+  @IsId()
   machineId!: string;
 
   @IsString() pool!: string;
