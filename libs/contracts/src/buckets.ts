@@ -46,6 +46,14 @@ export const CODE_BUCKET: BucketSpec = {
     'Object store of code bundles (tar.gz of the spec\'s folder; object name: the sha256 hex digest, the spec\'s `code` without its `sha256:` prefix). Put by the gateway on PUT /api/v1/code/sha256:<hex> after checking the digest, at most CODE_BUNDLE_MAX_BYTES; read by the agent, which caches bundles by digest and mounts them read-only at /app. Content-addressed, so never rewritten.',
 };
 
+/** Object store (not KV): task results too large for a row. */
+export const RESULTS_BUCKET: BucketSpec = {
+  name: 'results',
+  owner: 'gateway',
+  description:
+    'Object store of task results over TASK_RESULT_INLINE_BYTES (object name: the task id, up to TASK_RESULT_MAX_BYTES). Put by the agent that ran the task before it publishes tern.task.completed.v1 with resultRef; read by the gateway when a caller asks for the result. No TTL: results live as long as their task.',
+};
+
 /** The largest code bundle the gateway accepts (413 beyond). */
 export const CODE_BUNDLE_MAX_BYTES = 64 * 1024 * 1024;
 

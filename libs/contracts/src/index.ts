@@ -12,3 +12,4 @@ export * from './buckets.js';
 export * from './deployment/deployment-spec.js';
 export * from './deployment/resolved-spec.js';
 export * from './deployment/records.js';
+export * from './deployment/task-policy.js';

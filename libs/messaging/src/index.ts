@@ -9,3 +9,4 @@ export * from './jetstream.transport.js';
 export * from './presence.js';
 export * from './messaging.module.js';
 export * from './invoke/index.js';
+export * from './tasks.js';

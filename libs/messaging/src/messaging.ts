@@ -15,6 +15,7 @@ import {
   JetStreamApiCodes,
 } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
+import { type ObjectStore, Objm } from '@nats-io/obj';
 import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor } from '#tern/contracts';
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
@@ -59,6 +60,7 @@ export class Messaging {
   private jsmPromise?: Promise<JetStreamManager>;
   private readonly kvm: Kvm;
   private readonly buckets = new Map<string, Promise<KV>>();
+  private readonly objectStores = new Map<string, Promise<ObjectStore>>();
   private readonly logger = new Logger('messaging');
 
   constructor(
@@ -228,6 +230,18 @@ export class Messaging {
       this.buckets.set(name, bucket);
     }
     return bucket;
+  }
+
+  /** Opens (creating when missing) an object store in this namespace, once per process, like kv(). */
+  objectStore(spec: KvSpec): Promise<ObjectStore> {
+    const name = this.ns.bucket(spec.name);
+    let store = this.objectStores.get(name);
+    if (!store) {
+      store = new Objm(this.nc).create(name, { ttl: (spec.ttlMs ?? 0) * 1_000_000 });
+      store.catch(() => this.objectStores.delete(name));
+      this.objectStores.set(name, store);
+    }
+    return store;
   }
 
   private headers(values?: Record<string, string>): MsgHdrs | undefined {

@@ -4,19 +4,20 @@ import type { FastifyInstance } from 'fastify';
 import { EndpointsController } from './endpoints.controller.js';
 import { EndpointsService } from './endpoints.service.js';
 import { LanesService } from './lanes.service.js';
-import { installEndpointBodyHandling } from './raw-body.js';
+import { ENDPOINT_BODY, installRawBody } from './raw-body.js';
 import { RoutingTable } from './routing-table.js';
 
 /** The data plane: `/endpoint/<name>…` to containers over NATS (see docs/architecture.md, Endpoints). */
 @Module({
   controllers: [EndpointsController],
   providers: [RoutingTable, LanesService, EndpointsService],
+  exports: [RoutingTable],
 })
 export class EndpointsModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   onModuleInit() {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
-    if (fastify) installEndpointBodyHandling(fastify);
+    if (fastify) installRawBody(fastify, ENDPOINT_BODY);
   }
 }

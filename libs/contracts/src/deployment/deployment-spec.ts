@@ -8,6 +8,7 @@ import {
   IsObject,
   IsOptional,
   IsString,
+  IsUrl,
   Matches,
   Max,
   Min,
@@ -15,6 +16,7 @@ import {
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
 import { IsRecordOf } from '../validation.js';
+import { SpecTaskPolicy } from './task-policy.js';
 
 /**
  * A deployment as the user writes it (`tern deploy tern.yaml`), in snake_case like Beam's and
@@ -94,6 +96,13 @@ export class DeploymentSpec {
 
   @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => SpecVolume) volumes?: SpecVolume[];
+
+  /** task_queue: retries, timeout and ttl of its tasks (a submit may override each). */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecTaskPolicy) task_policy?: SpecTaskPolicy;
+  /** task_queue: tasks that may wait at once; a submit beyond it gets 429. Default 10000. */
+  @IsOptional() @IsInt() @Min(1) @Max(10_000_000) max_pending_tasks?: number;
+  /** task_queue: where the result of each task is POSTed when it ends (a submit may give its own). */
+  @IsOptional() @IsUrl({ require_tld: false, protocols: ['http', 'https'] }, { message: 'callback_url must be an http(s) URL' }) callback_url?: string;
 
   @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;

@@ -1,5 +1,6 @@
 import type { DeploymentKind, ScalePolicy } from '../domain.js';
 import type { DeploymentSpec } from './deployment-spec.js';
+import { DEFAULT_MAX_PENDING_TASKS, DEFAULT_TASK_RETRIES, type ResolvedTaskPolicy } from './task-policy.js';
 
 /** A deployment spec with every default filled and units made explicit: what services act on. */
 export interface ResolvedSpec {
@@ -32,6 +33,8 @@ export interface ResolvedSpec {
   readonly volumes: { name: string; mountPath: string; readOnly: boolean }[];
   readonly pool: string;
   readonly minReputation?: number;
+  /** task_queue only (absent on specs stored before task queues). */
+  readonly taskPolicy?: ResolvedTaskPolicy;
 }
 
 /** A rule a spec breaks, named so the API can answer 400 with it. */
@@ -64,11 +67,27 @@ export function parseMemory(value: string | number): number {
 const KEEP_WARM: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 10, function: 0, cron: 0 };
 const TIMEOUT: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 3600, function: 3600, cron: 3600 };
 
+function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
+  const p = spec.task_policy ?? {};
+  return {
+    maxRetries: p.max_retries ?? DEFAULT_TASK_RETRIES,
+    timeoutSeconds: p.timeout ?? spec.timeout ?? TIMEOUT.task_queue,
+    ...(p.ttl ? { ttlSeconds: p.ttl } : {}),
+    maxPendingTasks: spec.max_pending_tasks ?? DEFAULT_MAX_PENDING_TASKS,
+    ...(spec.callback_url ? { callbackUrl: spec.callback_url } : {}),
+  };
+}
+
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
 export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
   if (!spec.handler && !spec.command) throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
+  if (spec.kind !== 'task_queue') {
+    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url'] as const) {
+      if (spec[field] !== undefined) throw new SpecError(field, `applies to task_queue deployments only (this is a ${spec.kind})`);
+    }
+  }
   if (spec.handler && !spec.code) throw new SpecError('code', 'is required with a handler (tern deploy uploads the spec\'s folder)');
   const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
   const gpuList = spec.gpu === undefined ? [] : Array.isArray(spec.gpu) ? spec.gpu : [spec.gpu];
@@ -108,5 +127,6 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     volumes: (spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.mount_path, readOnly: v.read_only ?? false })),
     pool: spec.pool ?? 'default',
     minReputation: spec.min_reputation,
+    ...(spec.kind === 'task_queue' ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
   };
 }

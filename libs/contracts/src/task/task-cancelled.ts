@@ -1,4 +1,4 @@
-import { IsISO8601, IsOptional, IsString } from 'class-validator';
+import { IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -6,6 +6,9 @@ export class TaskCancelled {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;
   @IsId() workspaceId!: string;
+  @IsOptional() @IsInt() @Min(1) deploymentVersion?: number;
+  /** Whether it was running when cancelled (the agent running it stops it). */
+  @IsOptional() @IsBoolean() wasRunning?: boolean;
   @IsOptional() @IsString() reason?: string;
   @IsISO8601() cancelledAt!: string;
 }
@@ -16,5 +19,5 @@ export const TASK_CANCELLED = defineContract({
   payload: TaskCancelled,
   stream: 'EVENTS',
   description:
-    'A user cancelled a task. Sent by the gateway; read by agents (drop it if queued, interrupt it if running) and the autoscaler (backlog shrinks).',
+    'A user cancelled a task. Sent by the gateway after it marked the task CANCELLED and deleted its TASKS message; read (core NATS) by agents, which stop the attempt if one of their containers runs it.',
 });

@@ -1,4 +1,4 @@
-import { Allow, IsInt, IsISO8601, IsOptional, Min } from 'class-validator';
+import { Allow, IsInt, IsISO8601, IsOptional, IsString, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -6,12 +6,16 @@ export class TaskCompleted {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;
   @IsId() workspaceId!: string;
+  /** The version that runs it (absent in events from before task queues ran). */
+  @IsOptional() @IsInt() @Min(1) deploymentVersion?: number;
   @IsId() containerId!: string;
   @IsId() machineId!: string;
   @IsInt() @Min(1) attempt!: number;
   @IsInt() @Min(0) durationMs!: number;
   /** The handler's JSON response; absent when it returned no body. */
   @IsOptional() @Allow() result?: unknown;
+  /** Set instead of result when the result is over TASK_RESULT_INLINE_BYTES: its object name in the `results` store. */
+  @IsOptional() @IsString() resultRef?: string;
   @IsISO8601() completedAt!: string;
 }
 

@@ -10,6 +10,8 @@ export class TaskFailed {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;
   @IsId() workspaceId!: string;
+  /** The version that runs it (absent in events from before task queues ran). */
+  @IsOptional() @IsInt() @Min(1) deploymentVersion?: number;
   /** Absent when the task failed before reaching a container (e.g. timed out in the queue). */
   @IsOptional() @IsId() containerId?: string;
   @IsOptional() @IsId() machineId?: string;
@@ -28,5 +30,5 @@ export const TASK_FAILED = defineContract({
   payload: TaskFailed,
   stream: 'EVENTS',
   description:
-    'An attempt of a task failed. Sent by the agent (cause container-lost when it is handed a redelivered task whose previous attempt never reported); read by the gateway (status; final when willRetry is false), metering and reputation (container-lost counts against the machine, error does not).',
+    'An attempt of a task failed. Sent by the agent (cause container-lost when it is handed a redelivered task whose previous attempt never reported); read by the gateway (status; final when willRetry is false), metering and reputation.',
 });

@@ -1,30 +1,34 @@
-import { IsInt, IsISO8601, IsObject, Min } from 'class-validator';
+import { IsInt, IsISO8601, IsObject, IsOptional, Max, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
+import { MAX_TASK_RETRIES } from '../deployment/task-policy.js';
 import { IsId } from '../validation.js';
 
 export class TaskItem {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;
+  @IsInt() @Min(1) deploymentVersion!: number;
   @IsId() workspaceId!: string;
   /** The caller's input, passed to the handler as the body of POST /. */
   @IsObject() payload!: Record<string, unknown>;
-  /**
-   * 1 when first enqueued; a task re-enqueued after its container was lost carries the next
-   * attempt. Redeliveries of this same message are counted by JetStream's delivery count.
-   */
-  @IsInt() @Min(1) attempt!: number;
-  /** Retries after the first attempt; the consumer's max deliveries is maxRetries + 1. */
-  @IsInt() @Min(0) maxRetries!: number;
-  /** Ack wait of the consumer: a task silent (no progress) for longer is redelivered. */
+  /** Retries after the first attempt: the task runs at most maxRetries + 1 times (JetStream's delivery count is the attempt). */
+  @IsInt() @Min(0) @Max(MAX_TASK_RETRIES) maxRetries!: number;
+  /** Longest one attempt may run; the agent stops it then (cause timeout). */
   @IsInt() @Min(1) timeoutSeconds!: number;
+  /** A first attempt not started by then is dropped (the gateway marks the task EXPIRED). */
+  @IsOptional() @IsISO8601() expiresAt?: string;
   @IsISO8601() enqueuedAt!: string;
 }
 
 export const TASK_ITEM = defineContract({
-  subject: 'tern.tasks.*.v1',
+  subject: 'tern.tasks.*.*.v1',
   kind: 'command',
   payload: TaskItem,
   stream: 'TASKS',
   description:
-    "A task waiting to run. Token: deployment id. Sent by the gateway (Nats-Msg-Id = task id, so a retried submit is stored once); pulled by the agents running that deployment's containers, acked when the task completed or failed for good.",
+    "A task waiting to run. Tokens: deployment id, version. Sent by the gateway (Nats-Msg-Id = task id, so a retried submit is stored once); pulled through the durable consumer of that version (`taskConsumerName`) by the agents running its containers, one pull per free worker; acked when the task completed or failed for good, nak'd with a back-off to retry.",
 });
+
+/** The durable pull consumer that hands out one task-queue version's tasks (shared by every agent). */
+export function taskConsumerName(deploymentId: string, version: number): string {
+  return `tasks-${deploymentId}-v${version}`;
+}

@@ -1,4 +1,4 @@
-import { IsInt, IsISO8601, Min } from 'class-validator';
+import { IsInt, IsISO8601, IsOptional, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -6,6 +6,8 @@ export class TaskStarted {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;
   @IsId() workspaceId!: string;
+  /** The version that runs it (absent in events from before task queues ran). */
+  @IsOptional() @IsInt() @Min(1) deploymentVersion?: number;
   @IsId() containerId!: string;
   @IsId() machineId!: string;
   @IsInt() @Min(1) attempt!: number;

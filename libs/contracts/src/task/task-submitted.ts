@@ -6,10 +6,14 @@ export class TaskSubmitted {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;
   @IsId() workspaceId!: string;
+  /** The version that runs it (absent in events from before task queues ran). */
+  @IsOptional() @IsInt() @Min(1) deploymentVersion?: number;
   @IsInt() @Min(0) maxRetries!: number;
   @IsInt() @Min(1) timeoutSeconds!: number;
   /** Where the gateway POSTs the result when the task ends. */
   @IsOptional() @IsUrl({ require_tld: false }) callbackUrl?: string;
+  /** Seconds it may wait before its first attempt; absent: no limit. */
+  @IsOptional() @IsInt() @Min(1) ttlSeconds?: number;
   @IsISO8601() submittedAt!: string;
 }
 

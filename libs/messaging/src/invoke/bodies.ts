@@ -1,21 +1,13 @@
-import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { ObjectStore } from '@nats-io/obj';
 import { BODIES_BUCKET } from '#tern/contracts';
 import type { Messaging } from '../messaging.js';
 
 /** Bodies nobody picked up (the container vanished) expire with the bucket's TTL. */
 const BODY_TTL_MS = 5 * 60_000;
 
-const stores = new WeakMap<Messaging, Promise<ObjectStore>>();
-
 /** The namespaced `bodies` object store, created on first use; shared per Messaging. */
 export function bodiesStore(messaging: Messaging): Promise<ObjectStore> {
-  let store = stores.get(messaging);
-  if (!store) {
-    store = new Objm(messaging.nc).create(messaging.ns.bucket(BODIES_BUCKET.name), { ttl: BODY_TTL_MS * 1_000_000 });
-    store.catch(() => stores.delete(messaging));
-    stores.set(messaging, store);
-  }
-  return store;
+  return messaging.objectStore({ name: BODIES_BUCKET.name, ttlMs: BODY_TTL_MS });
 }
 
 export async function putBody(messaging: Messaging, name: string, body: Uint8Array): Promise<void> {

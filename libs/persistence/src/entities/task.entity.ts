@@ -1,4 +1,5 @@
 import {
+  Check,
   Column,
   CreateDateColumn,
   Entity,
@@ -10,6 +11,7 @@ import {
   UpdateDateColumn,
 } from 'typeorm';
 import { type TaskState } from '#tern/contracts';
+import { numberFromText } from '../column-transformers.js';
 import { DeploymentVersion } from './deployment-version.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Workspace } from './workspace.entity.js';
@@ -21,6 +23,9 @@ import { Workspace } from './workspace.entity.js';
 @Entity({ name: 'tasks' })
 @Index('ix_tasks_deployment_state_created', ['deploymentId', 'state', 'createdAt'])
 @Index('ix_tasks_workspace_created', ['workspaceId', 'createdAt'])
+@Index('ix_tasks_callback_due', ['callbackNextAt'], { where: "callback_state = 'pending'" })
+@Index('ix_tasks_unsent', ['createdAt'], { where: 'enqueued_at IS NULL' })
+@Check('ck_tasks_callback_state', "callback_state IN ('pending', 'delivered', 'failed')")
 export class Task {
   /** The gateway may set it before publishing, so the JetStream message id and the row agree. */
   @PrimaryGeneratedColumn('uuid', { name: 'id' })
@@ -43,6 +48,10 @@ export class Task {
   /** The version that ran it; null until picked up, or when that version has been deleted. */
   @Column({ name: 'deployment_version_id', type: 'uuid', nullable: true })
   deploymentVersionId!: string | null;
+
+  /** The version number it was submitted to (`deploymentVersionId` is that version's row). */
+  @Column({ name: 'deployment_version', type: 'integer', default: 1 })
+  version!: number;
 
   @ManyToOne(() => DeploymentVersion, { onDelete: 'SET NULL', nullable: true })
   @JoinColumn({ name: 'deployment_version_id', foreignKeyConstraintName: 'fk_tasks_deployment_version' })
@@ -79,6 +88,28 @@ export class Task {
 
   @Column({ name: 'callback_url', type: 'text', nullable: true })
   callbackUrl!: string | null;
+
+  /** Its message's sequence in TASKS, to delete it on cancel or expiry; null until published. */
+  @Column({ name: 'stream_seq', type: 'bigint', nullable: true, transformer: numberFromText })
+  streamSeq!: number | null;
+
+  /** When TASKS acknowledged it; null means not (yet) published, and a sweep publishes it. */
+  @Column({ name: 'enqueued_at', type: 'timestamptz', nullable: true })
+  enqueuedAt!: Date | null;
+
+  /** The machine of its latest attempt. */
+  @Column({ name: 'machine_id', type: 'text', nullable: true })
+  machineId!: string | null;
+
+  /** pending: to be POSTed (at callback_next_at); delivered; failed: gave up after retries. Null: no callback. */
+  @Column({ name: 'callback_state', type: 'varchar', length: 16, nullable: true })
+  callbackState!: 'pending' | 'delivered' | 'failed' | null;
+
+  @Column({ name: 'callback_attempts', type: 'integer', default: 0 })
+  callbackAttempts!: number;
+
+  @Column({ name: 'callback_next_at', type: 'timestamptz', nullable: true })
+  callbackNextAt!: Date | null;
 
   /** No foreign key: a task's history outlives the container that ran it. */
   @Column({ name: 'container_id', type: 'text', nullable: true })

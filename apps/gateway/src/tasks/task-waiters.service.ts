@@ -1,0 +1,52 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { Subscription } from '@nats-io/transport-node';
+import { TASK_ENDED, TaskEnded } from '#tern/contracts';
+import { decode, Messaging } from '#tern/messaging';
+
+/** How often a waiter re-reads its task anyway, in case the notice was missed. */
+export const WAIT_RECHECK_MS = 2_000;
+
+/**
+ * Callers waiting for a task to end, woken by TASK_ENDED notices from whichever replica
+ * recorded the end. A waiter never trusts the notice alone: it re-reads the row.
+ */
+@Injectable()
+export class TaskWaiters implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('task-waiters');
+  private readonly waiting = new Map<string, Set<() => void>>();
+  private subscription?: Subscription;
+
+  constructor(private readonly messaging: Messaging) {}
+
+  onApplicationBootstrap() {
+    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(TASK_ENDED), {
+      callback: (err, msg) => {
+        if (err) return this.logger.warn(`task-ended subscription failed: ${err.message}`);
+        if (!this.waiting.size) return;
+        void decode(TaskEnded, msg.data).then((d) => {
+          if (d.ok) for (const wake of this.waiting.get(d.value.taskId) ?? []) wake();
+        });
+      },
+    });
+  }
+
+  onApplicationShutdown() {
+    this.subscription?.unsubscribe();
+  }
+
+  /** Resolves when the task's end is announced, or after at most `ms` (then the caller re-reads). */
+  next(taskId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let set = this.waiting.get(taskId);
+      if (!set) this.waiting.set(taskId, (set = new Set()));
+      const wake = () => {
+        clearTimeout(timer);
+        set!.delete(wake);
+        if (!set!.size) this.waiting.delete(taskId);
+        resolve();
+      };
+      const timer = setTimeout(wake, Math.max(0, Math.min(ms, WAIT_RECHECK_MS)));
+      set.add(wake);
+    });
+  }
+}

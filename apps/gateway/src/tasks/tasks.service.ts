@@ -1,0 +1,121 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { STREAMS, TASK_CANCELLED } from '#tern/contracts';
+import { getTaskResult, Messaging } from '#tern/messaging';
+import type { Principal } from '../auth/principal.js';
+import type { ListTasksQuery } from './dto/list-tasks.query.js';
+import { TaskHttpError } from './task-errors.js';
+import { TaskLedger } from './task-ledger.service.js';
+import { TaskWaiters } from './task-waiters.service.js';
+import { decodeCursor, encodeCursor, isFinal, TASK_COLUMNS, TASK_FROM, type TaskRow, taskView, type TaskView } from './task-views.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Reading, listing, waiting for and cancelling the tasks of the caller's workspace. */
+@Injectable()
+export class TasksService {
+  private readonly logger = new Logger('tasks');
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly messaging: Messaging,
+    private readonly ledger: TaskLedger,
+    private readonly waiters: TaskWaiters,
+  ) {}
+
+  async get(principal: Principal, id: string): Promise<TaskView> {
+    const row = await this.row(principal, id, true);
+    return taskView(row, await this.result(row));
+  }
+
+  async list(principal: Principal, q: ListTasksQuery) {
+    const limit = q.limit ?? 50;
+    const where = ['t.workspace_id = $1'];
+    const args: unknown[] = [principal.workspaceId];
+    if (q.deployment) {
+      args.push(q.deployment);
+      where.push(`d.name = $${args.length} AND d.state <> 'deleted'`);
+    }
+    if (q.status?.length) {
+      args.push(q.status);
+      where.push(`t.state = ANY($${args.length}::text[])`);
+    }
+    if (q.cursor) {
+      const c = decodeCursor(q.cursor);
+      if (!c || !UUID.test(c.id)) throw new TaskHttpError(400, 'cursor must be the next_cursor of a previous page');
+      args.push(c.createdAt, c.id);
+      where.push(`(t.created_at, t.id) < ($${args.length - 1}::timestamptz, $${args.length}::uuid)`);
+    }
+    args.push(limit + 1);
+    const rows: TaskRow[] = await this.db.query(
+      `SELECT ${TASK_COLUMNS} FROM ${TASK_FROM} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT $${args.length}`,
+      args,
+    );
+    const page = rows.slice(0, limit);
+    return { tasks: page.map((r) => taskView(r)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null };
+  }
+
+  /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */
+  async wait(principal: Principal, id: string, timeoutSeconds: number): Promise<TaskView> {
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    let row = await this.row(principal, id, false);
+    while (!isFinal(row.state) && Date.now() < deadline) {
+      await this.waiters.next(id, deadline - Date.now());
+      row = await this.row(principal, id, false);
+    }
+    if (!isFinal(row.state)) return taskView(row);
+    return this.get(principal, id);
+  }
+
+  /**
+   * Cancels a task: the row first (final, so any later outcome is ignored), then its TASKS
+   * message is deleted (a pending task never runs), then agents are told (a running one is
+   * stopped by the agent that runs it).
+   */
+  async cancel(principal: Principal, id: string): Promise<TaskView> {
+    const row = await this.row(principal, id, false);
+    const done = await this.ledger.cancel(row.id, principal.workspaceId);
+    if (!done) throw new TaskHttpError(409, `task ${id} already ended (${row.state}): nothing to cancel`);
+    if (done.streamSeq !== null) {
+      const jsm = await this.messaging.jsm();
+      await jsm.streams
+        .deleteMessage(this.messaging.ns.stream(STREAMS.TASKS.name), done.streamSeq, false)
+        .catch(() => undefined /* already acked and gone: it ran, or is running */);
+    }
+    await this.messaging
+      .publish(
+        TASK_CANCELLED,
+        {
+          taskId: row.id,
+          deploymentId: done.deploymentId,
+          deploymentVersion: done.version,
+          workspaceId: principal.workspaceId,
+          reason: 'cancelled by the user',
+          wasRunning: done.was === 'RUNNING',
+          cancelledAt: new Date().toISOString(),
+        },
+        { msgId: `${row.id}:cancelled` },
+      )
+      .catch((e: Error) => this.logger.warn({ taskId: row.id, err: e.message }, 'could not publish task.cancelled'));
+    return this.get(principal, id);
+  }
+
+  private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskRow> {
+    if (!UUID.test(id)) throw new TaskHttpError(400, `"${id}" is not a task id (task ids are UUIDs, as POST /taskqueue/<name> returns them)`);
+    const rows: TaskRow[] = await this.db.query(
+      `SELECT ${TASK_COLUMNS}${withResult ? ', t.result' : ''} FROM ${TASK_FROM} WHERE t.id = $1 AND t.workspace_id = $2`,
+      [id, principal.workspaceId],
+    );
+    if (!rows.length) throw new TaskHttpError(404, `task ${id} not found in workspace ${principal.workspaceName}`);
+    return rows[0];
+  }
+
+  private async result(row: TaskRow): Promise<{ value: unknown } | undefined> {
+    if (row.state !== 'COMPLETE') return undefined;
+    if (!row.result_ref) return { value: row.result ?? null };
+    const bytes = await getTaskResult(this.messaging, row.result_ref);
+    if (!bytes) throw new TaskHttpError(410, `the result of task ${row.id} is no longer in the results store`);
+    return { value: JSON.parse(Buffer.from(bytes).toString('utf8')) };
+  }
+}

@@ -1,0 +1,42 @@
+import { MAX_TASK_RETRIES, RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName } from '#tern/contracts';
+import type { ConsumerSpec, Messaging } from './messaging.js';
+
+/**
+ * How long a pulled task may go without a sign of life before JetStream hands it to another
+ * agent. The agent signals progress (working) every third of it while the task runs, so only a
+ * dead agent or a lost machine lets it lapse: it bounds how fast a lost task is retried, not
+ * how long a task may run (that is its timeout, enforced by the agent).
+ */
+export const TASK_ACK_WAIT_MS = 30_000;
+
+/**
+ * The durable pull consumer of one task-queue version, declared alike by the gateway (first
+ * submit) and agents (first container): creating it twice is harmless. Deliveries are bounded
+ * per task by the agent (maxRetries + 1 attempts; the one after is recorded as lost and
+ * dropped), since a task may override its queue's retries; the consumer's own bound is a
+ * backstop above the highest allowed.
+ */
+export function taskConsumerSpec(deploymentId: string, version: number): ConsumerSpec {
+  return {
+    stream: 'TASKS',
+    durable: taskConsumerName(deploymentId, version),
+    filterSubject: subjectFor(TASK_ITEM, deploymentId, String(version)),
+    ackWaitMs: TASK_ACK_WAIT_MS,
+    maxDeliver: MAX_TASK_RETRIES + 2,
+    maxAckPending: 10_000,
+    deliver: 'all',
+  };
+}
+
+/** Keeps a task result too large for its row (object name: the task id); rewriting it is harmless. */
+export async function putTaskResult(messaging: Messaging, taskId: string, json: Uint8Array): Promise<string> {
+  const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
+  await store.putBlob({ name: taskId }, json);
+  return taskId;
+}
+
+/** The stored result's JSON bytes; null when it is not there. */
+export async function getTaskResult(messaging: Messaging, ref: string): Promise<Uint8Array | null> {
+  const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
+  return store.getBlob(ref);
+}
