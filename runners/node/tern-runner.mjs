@@ -8,7 +8,9 @@
 //
 // Environment: TERN_HANDLER ("app.js:predict" or "app.mjs:predict"), TERN_ON_START (optional),
 // PORT, TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at
-// once, default 1; more wait in a queue). The module is imported from the working directory.
+// once, default 1; more wait in a queue), TERN_DEPLOYMENT_KIND. The module is imported from the
+// working directory. Task queues (task_queue) always run workers under a primary, so a task whose
+// caller hangs up (cancel, timeout) can end its worker and a fresh one takes its place.
 //
 // Node builtins only. Unlike Python, Node cannot fork a process with memory already loaded:
 // with TERN_WORKERS > 1 every worker (node:cluster) imports the module and runs on_start itself,
@@ -20,6 +22,8 @@ import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const IDLE_TIMEOUT_MS = 75_000;
+
+const TASK_QUEUE = process.env.TERN_DEPLOYMENT_KIND === 'task_queue';
 
 function envInt(name, fallback) {
   const raw = process.env[name] ?? '';
@@ -125,6 +129,15 @@ async function serve() {
     } catch (e) {
       return sendJson(res, 400, { error: `request body is not valid JSON: ${e.message}` });
     }
+    // Task queues: a caller that hangs up mid-task (cancel, timeout) ends this worker, and the
+    // primary forks a fresh one: a JavaScript handler cannot be interrupted any other way.
+    if (TASK_QUEUE && req.headers['x-tern-task-id']) {
+      res.on('close', () => {
+        if (res.writableFinished) return;
+        console.error(`tern-runner: the caller of task ${req.headers['x-tern-task-id']} hung up (cancelled or timed out); ending worker ${process.pid}`);
+        process.exit(3);
+      });
+    }
     await slots.run(async () => {
       let result;
       try {
@@ -214,5 +227,5 @@ function primary(workers) {
 }
 
 const workers = envInt('TERN_WORKERS', 1);
-if (workers > 1 && cluster.isPrimary) primary(workers);
+if ((workers > 1 || TASK_QUEUE) && cluster.isPrimary) primary(workers);
 else await serve();

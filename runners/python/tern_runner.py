@@ -8,7 +8,13 @@
 
 Environment: TERN_HANDLER ("app.py:predict"), TERN_ON_START ("app.py:load", optional), PORT,
 TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at once,
-default 1). The module is imported from the working directory (/app in a Tern container).
+default 1), TERN_DEPLOYMENT_KIND. The module is imported from the working directory (/app in a
+Tern container).
+
+Task queues (TERN_DEPLOYMENT_KIND=task_queue): workers always run as forked processes, and a
+task request (X-Tern-Task-Id) whose caller closes the connection before the answer (the agent
+cancelling it, or its timeout) ends the worker running it; the parent forks a fresh one, so a
+stopped task really stops and the container stays warm.
 
 Standard library only: it runs on whatever python3 the image has, with nothing installed.
 
@@ -24,6 +30,7 @@ import collections.abc
 import importlib
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -113,6 +120,7 @@ class State:
 
 
 STATE = State(1)
+TASK_QUEUE = os.environ.get("TERN_DEPLOYMENT_KIND", "") == "task_queue"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -201,11 +209,16 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError) as e:
             self.send_json(400, {"error": f"request body is not valid JSON: {e}"})
             return
+        task_id = self.headers.get("X-Tern-Task-Id") if TASK_QUEUE else None
+        watch = watch_caller(self.connection, task_id) if task_id else None
         try:
             result = settle(STATE.handler(payload))
         except Exception as e:
             self.fail(e)
             return
+        finally:
+            if watch:
+                watch.set()
         if is_stream(result):
             self.stream(result)
             return
@@ -290,6 +303,25 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):
         # Protocol errors (bad request lines) only; requests are logged by log_request.
         log_err(f"tern-runner: {format % args}")
+
+
+def watch_caller(conn, task_id):
+    """Ends this worker process if the caller hangs up while the task runs; returns the event that stops watching."""
+    done = threading.Event()
+
+    def run():
+        while not done.wait(0.2):
+            try:
+                readable, _, _ = select.select([conn], [], [], 0)
+                gone = bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):
+                gone = True
+            if gone and not done.is_set():
+                log_err(f"tern-runner: the caller of task {task_id} hung up (cancelled or timed out); ending worker {os.getpid()}")
+                os._exit(3)
+
+    threading.Thread(target=run, name=f"watch-{task_id}", daemon=True).start()
+    return done
 
 
 def encode_item(item, sse):
@@ -471,7 +503,7 @@ def main():
         loading.server_close()
     STATE.ready = True
     log(f"tern-runner: serving {handler_ref} on port {port} ({workers} worker(s), concurrency {STATE.concurrency})")
-    if workers == 1:
+    if workers == 1 and not TASK_QUEUE:
         serve(sock)
         return 0
     return start_workers(sock, workers)

@@ -11,6 +11,7 @@ import { JoinService } from './join.service.js';
 import { NatsLink } from './nats-link.service.js';
 import { NetworkTestService } from './network-test/network-test.service.js';
 import { RegistrationWatch } from './registration/registration-watch.service.js';
+import { TaskWorkers } from './tasks/task-workers.service.js';
 
 /** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */
 @Module({})
@@ -31,6 +32,7 @@ export class AgentModule {
         NatsLink,
         containerRuntimeProvider,
         InvokeRoutes,
+        TaskWorkers,
         ContainersService,
         NetworkTestService,
         HeartbeatService,

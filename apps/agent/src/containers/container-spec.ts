@@ -18,6 +18,9 @@ export const LABEL = {
   cpuMillicores: 'tern.cpu-millicores',
   memoryBytes: 'tern.memory-bytes',
   requestedAt: 'tern.requested-at',
+  /** Worker processes × requests each: how many tasks it runs at once. */
+  workers: 'tern.workers',
+  concurrency: 'tern.concurrency',
 } as const;
 
 /** What the agent knows of one of its containers, from the start command or from its labels. */
@@ -31,6 +34,8 @@ export interface ContainerRecord {
   cpuMillicores: number;
   memoryBytes: number;
   requestedAt: string;
+  workers: number;
+  concurrency: number;
 }
 
 export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
@@ -75,6 +80,8 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     TERN_WORKSPACE_ID: cmd.workspaceId,
     TERN_WORKERS: String(cmd.workers),
     TERN_CONCURRENCY: String(cmd.concurrency),
+    // A task_queue runner ends the worker whose task's connection closes (cancel, timeout).
+    TERN_DEPLOYMENT_KIND: cmd.deploymentKind,
   };
   if (cmd.handler) env.TERN_HANDLER = cmd.handler;
   if (cmd.onStart) env.TERN_ON_START = cmd.onStart;
@@ -97,6 +104,8 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     [LABEL.cpuMillicores]: String(cmd.resources.cpuMillicores),
     [LABEL.memoryBytes]: String(cmd.resources.memoryBytes),
     [LABEL.requestedAt]: cmd.requestedAt,
+    [LABEL.workers]: String(cmd.workers),
+    [LABEL.concurrency]: String(cmd.concurrency),
   };
   return {
     id: cmd.containerId,
@@ -125,6 +134,8 @@ export function recordFromStart(cmd: ContainerStart, gpus: GpuInventory[]): Cont
     cpuMillicores: cmd.resources.cpuMillicores,
     memoryBytes: cmd.resources.memoryBytes,
     requestedAt: cmd.requestedAt,
+    workers: cmd.workers,
+    concurrency: cmd.concurrency,
   };
 }
 
@@ -146,6 +157,8 @@ export function recordFromLabels(id: string, labels: Record<string, string>, mac
     cpuMillicores: Number(labels[LABEL.cpuMillicores]) || 1,
     memoryBytes: Number(labels[LABEL.memoryBytes]) || 1,
     requestedAt: labels[LABEL.requestedAt] ?? new Date(0).toISOString(),
+    workers: Number(labels[LABEL.workers]) || 1,
+    concurrency: Number(labels[LABEL.concurrency]) || 1,
   };
 }
 

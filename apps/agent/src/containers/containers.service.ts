@@ -21,6 +21,7 @@ import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
 import { findRunnersDir } from '../code/runners-dir.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
+import { TaskWorkers } from '../tasks/task-workers.service.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
 import { type AgentMounts, allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
@@ -69,6 +70,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     @Inject(CONTAINER_RUNTIME) private readonly handle: RuntimeHandle,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
     private readonly invokes: InvokeRoutes,
+    private readonly tasks: TaskWorkers,
   ) {
     this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), messaging);
   }
@@ -106,7 +108,7 @@ export class ContainersService implements BeforeApplicationShutdown {
         void waitForHealth({ port, timeoutMs: 2000, signal: t.abort.signal }).then(
           () => {
             this.setState(c.id, 'ready');
-            this.invokes.serve(c.id, port);
+            this.serve(t, port);
           },
           () => undefined,
         );
@@ -199,7 +201,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       if (t.stopReason || exited) return;
       this.setState(id, 'ready');
       // Serve invokes before announcing ready: the route appears when the scheduler hears of it.
-      this.invokes.serve(id, port);
+      this.serve(t, port);
       await this.publish(CONTAINER_READY, t.record, 'ready', { readyLatencyMs: Date.now() - t.acceptedAt });
       this.logger.log({ containerId: id, port }, `container ${id} is ready on port ${port}`);
     } catch (e) {
@@ -283,16 +285,27 @@ export class ContainersService implements BeforeApplicationShutdown {
     this.untrack(id, crashed || t.failed ? 'failed' : 'stopped', { endedAt: Date.now(), exitCode: exit.exitCode });
   }
 
+  /** A ready container takes work: invokes always, tasks when it is a task queue's. */
+  private serve(t: Tracked, port: number) {
+    this.invokes.serve(t.record.containerId, port);
+    if (t.record.kind === 'task_queue') this.tasks.serve(t.record, port);
+  }
+
+  private unserve(id: string) {
+    this.invokes.drop(id);
+    this.tasks.drop(id);
+  }
+
   private requestStop(id: string, t: Tracked, reason: string, graceMs: number) {
     if (t.stopReason) return;
     t.stopReason = reason;
-    this.invokes.drop(id);
+    this.unserve(id);
     this.setState(id, 'stopping');
     this.handle.runtime?.stop(id, graceMs).catch((e: Error) => this.logger.warn(`stopping container ${id} failed: ${e.message}`));
   }
 
   private untrack(id: string, state: ContainerRowState, extra: { endedAt?: number; exitCode?: number | null; detail?: string }) {
-    this.invokes.drop(id);
+    this.unserve(id);
     this.tracked.delete(id);
     containersGauge.set(this.tracked.size);
     this.setState(id, state, extra);

@@ -1,0 +1,70 @@
+import { request } from 'node:http';
+import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { containerAgent } from '../invoke/forward.js';
+
+/** What one call of a task handler came to. */
+export type HandlerOutcome =
+  | { kind: 'ok'; json: Buffer }
+  | { kind: 'error'; message: string }
+  /** The connection failed or broke: the container (or its worker) went away. */
+  | { kind: 'gone'; message: string }
+  | { kind: 'aborted' };
+
+/**
+ * POSTs a task's payload to the container's handler (`POST /` on loopback) and reads the whole
+ * answer. Aborting the signal closes the connection, which the runner takes as "stop this
+ * task" (it ends the worker process running it and starts a fresh one).
+ */
+export function callHandler(port: number, taskId: string, attempt: number, payload: unknown, signal: AbortSignal): Promise<HandlerOutcome> {
+  const body = Buffer.from(JSON.stringify(payload));
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve({ kind: 'aborted' });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/',
+      agent: containerAgent,
+      headers: { 'content-type': 'application/json', 'content-length': String(body.length), 'x-tern-task-id': taskId, 'x-tern-attempt': String(attempt) },
+    });
+    const onAbort = () => req.destroy();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const finish = (o: HandlerOutcome) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(signal.aborted ? { kind: 'aborted' } : o);
+    };
+    req.on('error', (e) => finish({ kind: 'gone', message: e.message }));
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > TASK_RESULT_MAX_BYTES) {
+          res.destroy();
+          finish({ kind: 'error', message: `the handler's result is over the ${TASK_RESULT_MAX_BYTES / 1024 / 1024} MiB limit for task results: store large outputs elsewhere (a volume, a bucket) and return a reference` });
+          return;
+        }
+        parts.push(chunk);
+      });
+      res.on('error', (e) => finish({ kind: 'gone', message: e.message }));
+      res.on('end', () => {
+        const data = Buffer.concat(parts);
+        if (res.statusCode === 200) return finish({ kind: 'ok', json: data.length ? data : Buffer.from('null') });
+        finish({ kind: 'error', message: handlerError(res.statusCode ?? 0, data) });
+      });
+    });
+    req.end(body);
+  });
+}
+
+/** The runner answers a raised exception with 500 {"error", "type"}; anything else is shown as it came. */
+function handlerError(status: number, data: Buffer): string {
+  const text = data.toString('utf8');
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown; type?: unknown };
+    if (typeof parsed.error === 'string') return typeof parsed.type === 'string' ? `${parsed.type}: ${parsed.error}` : parsed.error;
+  } catch {
+    // not JSON: shown raw below
+  }
+  return `the handler answered ${status}${text ? `: ${text.slice(0, 500)}` : ''}`;
+}

@@ -1,0 +1,223 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { JsMsg } from '@nats-io/jetstream';
+import type { Subscription } from '@nats-io/transport-node';
+import {
+  type Contract,
+  STREAMS,
+  TASK_CANCELLED,
+  TASK_COMPLETED,
+  TASK_FAILED,
+  TASK_RESULT_INLINE_BYTES,
+  TASK_STARTED,
+  TaskCancelled,
+  type TaskFailureCause,
+  TaskItem,
+  taskConsumerName,
+} from '#tern/contracts';
+import { decode, Messaging, putTaskResult, TASK_ACK_WAIT_MS, taskConsumerSpec } from '#tern/messaging';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import type { ContainerRecord } from '../containers/container-spec.js';
+import { callHandler } from './call-handler.js';
+import { lostLastAttempt, retryDelayMs, willRetry } from './retry-rule.js';
+import { TaskLoads } from './task-loads.js';
+
+/** How long one pull waits for a task before it asks again (and notices a stop). */
+const PULL_EXPIRES_MS = 5_000;
+/** Task ids cancelled lately, so a cancel that overtakes its own delivery still wins. */
+const REMEMBER_CANCELLED = 10_000;
+
+interface Served {
+  readonly record: ContainerRecord;
+  readonly port: number;
+  stopped: boolean;
+  readonly loops: Promise<void>[];
+}
+
+interface Running {
+  readonly containerId: string;
+  readonly abort: AbortController;
+  why?: 'cancelled' | 'timeout';
+}
+
+/**
+ * Runs tasks in this machine's task-queue containers: for each ready container, one pull loop
+ * per slot (workers × concurrency) on its version's durable consumer, so the machine never holds
+ * more tasks than it can run. Each task: task.started, POST / to the handler with progress
+ * signals to JetStream while it runs, then task.completed (ack) or task.failed (nak with a
+ * back-off to retry, ack when it was the last attempt). A cancel or a timeout closes the
+ * handler's connection, which makes the runner end that worker.
+ */
+@Injectable()
+export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('tasks');
+  private readonly served = new Map<string, Served>();
+  private readonly running = new Map<string, Running>();
+  private readonly cancelled = new Set<string>();
+  private readonly loads: TaskLoads;
+  private subscription?: Subscription;
+
+  constructor(
+    private readonly messaging: Messaging,
+    @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+  ) {
+    this.loads = new TaskLoads(messaging, `agent-${ctx.registration.machineId}`);
+  }
+
+  private get machineId(): string {
+    return this.ctx.registration.machineId;
+  }
+
+  onApplicationBootstrap() {
+    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(TASK_CANCELLED), {
+      callback: (err, msg) => {
+        if (err) return this.logger.warn(`task-cancelled subscription failed: ${err.message}`);
+        void decode(TaskCancelled, msg.data).then((d) => d.ok && this.onCancelled(d.value.taskId));
+      },
+    });
+    this.loads.start();
+  }
+
+  async onApplicationShutdown() {
+    this.subscription?.unsubscribe();
+    this.loads.stop();
+    for (const id of [...this.served.keys()]) this.drop(id);
+  }
+
+  /** Starts pulling tasks for a ready task-queue container. */
+  serve(record: ContainerRecord, port: number): void {
+    if (this.served.has(record.containerId)) return;
+    const served: Served = { record, port, stopped: false, loops: [] };
+    this.served.set(record.containerId, served);
+    this.loads.track(record);
+    const slots = Math.max(1, record.workers * record.concurrency);
+    void this.messaging.ensureConsumer(taskConsumerSpec(record.deploymentId, record.deploymentVersion)).then(
+      () => {
+        if (served.stopped) return;
+        for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
+        this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
+      },
+      (e: Error) => this.logger.error({ containerId: record.containerId }, `cannot pull tasks for ${record.containerId}: ${e.message}`),
+    );
+  }
+
+  /** Stops pulling for a container that is stopping or gone; tasks it was running end as lost. */
+  drop(containerId: string): void {
+    const served = this.served.get(containerId);
+    if (!served) return;
+    served.stopped = true;
+    this.served.delete(containerId);
+    this.loads.untrack(containerId);
+  }
+
+  private onCancelled(taskId: string) {
+    this.cancelled.add(taskId);
+    if (this.cancelled.size > REMEMBER_CANCELLED) this.cancelled.delete(this.cancelled.values().next().value!);
+    const run = this.running.get(taskId);
+    if (run) {
+      run.why = 'cancelled';
+      run.abort.abort();
+      this.logger.log({ taskId, containerId: run.containerId }, `stopping cancelled task ${taskId}`);
+    }
+  }
+
+  private async pullLoop(served: Served): Promise<void> {
+    const { record } = served;
+    const stream = this.messaging.ns.stream(STREAMS.TASKS.name);
+    const durable = taskConsumerName(record.deploymentId, record.deploymentVersion);
+    while (!served.stopped) {
+      try {
+        const consumer = await this.messaging.js.consumers.get(stream, durable);
+        while (!served.stopped) {
+          const msg = await consumer.next({ expires: PULL_EXPIRES_MS });
+          if (!msg) continue;
+          // Stopped while pulling: hand it straight back.
+          if (served.stopped) msg.nak();
+          else await this.run(served, msg);
+        }
+      } catch (e) {
+        if (served.stopped) return;
+        this.logger.warn({ containerId: record.containerId }, `task pull for ${record.containerId} interrupted (${(e as Error).message}); again in 1 s`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  private async run(served: Served, msg: JsMsg): Promise<void> {
+    const decoded = await decode(TaskItem, msg.data);
+    if (!decoded.ok) {
+      this.logger.warn({ seq: msg.seq, reason: decoded.reason }, 'dropped an invalid task message');
+      msg.term();
+      return;
+    }
+    const task = decoded.value;
+    const attempt = msg.info.deliveryCount;
+    const { record } = served;
+    const base = { taskId: task.taskId, deploymentId: task.deploymentId, deploymentVersion: task.deploymentVersion, workspaceId: task.workspaceId };
+    if (this.cancelled.has(task.taskId)) return msg.ack();
+    if (attempt === 1 && task.expiresAt && Date.parse(task.expiresAt) < Date.now()) return msg.ack(); // the gateway marks it EXPIRED
+    if (lostLastAttempt(attempt, task.maxRetries)) {
+      await this.publish(TASK_FAILED, { ...base, attempt: attempt - 1, cause: 'container-lost', error: 'its container or machine was lost during its last attempt', willRetry: false, failedAt: new Date().toISOString() }, `${task.taskId}:failed:${attempt - 1}`);
+      return msg.ack();
+    }
+
+    const where = { containerId: record.containerId, machineId: this.machineId };
+    const run: Running = { containerId: record.containerId, abort: new AbortController() };
+    this.running.set(task.taskId, run);
+    this.loads.begin(record.containerId);
+    const startedAt = Date.now();
+    const progress = setInterval(() => msg.working(), Math.floor(TASK_ACK_WAIT_MS / 3));
+    const timeout = setTimeout(() => {
+      run.why = 'timeout';
+      run.abort.abort();
+    }, task.timeoutSeconds * 1000);
+    try {
+      await this.publish(TASK_STARTED, { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() }, `${task.taskId}:started:${attempt}`);
+      const outcome = await callHandler(served.port, task.taskId, attempt, task.payload, run.abort.signal);
+      // A broken connection is the container dying more often than not: give its exit a moment to be seen.
+      if (outcome.kind === 'gone' && !served.stopped) await new Promise((r) => setTimeout(r, 1000));
+      const durationMs = Date.now() - startedAt;
+      if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
+      if (outcome.kind === 'ok') {
+        const big = outcome.json.length > TASK_RESULT_INLINE_BYTES;
+        const result = big ? { resultRef: await putTaskResult(this.messaging, task.taskId, outcome.json) } : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
+        await this.publish(TASK_COMPLETED, { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() }, `${task.taskId}:completed`);
+        this.loads.end(record.containerId, durationMs);
+        return msg.ack();
+      }
+      this.loads.end(record.containerId, durationMs);
+      const [cause, error]: [TaskFailureCause, string] =
+        outcome.kind === 'aborted'
+          ? ['timeout', `ran longer than its timeout of ${task.timeoutSeconds} s`]
+          : outcome.kind === 'gone'
+            ? served.stopped
+              ? ['container-lost', `container ${record.containerId} stopped while running it (${outcome.message})`]
+              : ['error', `the handler's worker died while running it (${outcome.message})`]
+            : ['error', outcome.message];
+      const retry = willRetry(attempt, task.maxRetries);
+      await this.publish(TASK_FAILED, { ...base, ...where, attempt, cause, error, willRetry: retry, durationMs, failedAt: new Date().toISOString() }, `${task.taskId}:failed:${attempt}`);
+      if (retry) msg.nak(cause === 'container-lost' ? 0 : retryDelayMs(attempt));
+      else msg.ack();
+    } catch (e) {
+      // Could not report (NATS away): leave it to redelivery, which runs it again.
+      this.logger.warn({ taskId: task.taskId }, `task ${task.taskId} not settled: ${(e as Error).message}`);
+      this.loads.end(record.containerId, Date.now() - startedAt);
+    } finally {
+      clearInterval(progress);
+      clearTimeout(timeout);
+      this.running.delete(task.taskId);
+    }
+  }
+
+  /** A task event, retried briefly: an outcome must not be lost to a blip. Throws when NATS stays away. */
+  private async publish<T extends object>(contract: Contract<T>, payload: T, msgId: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.messaging.publish(contract, payload, { msgId });
+        return;
+      } catch (e) {
+        if (attempt >= 5) throw e;
+        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      }
+    }
+  }
+}
