@@ -8,7 +8,7 @@ export class AutoscalerModule {
   static forRoot(config: TernConfig): DynamicModule {
     return {
       module: AutoscalerModule,
-      imports: [CoreModule.forRoot(config, { database: false, streams: ['EVENTS', 'COMMANDS'] }), ScalingModule],
+      imports: [CoreModule.forRoot(config, { database: false, streams: ['EVENTS', 'COMMANDS', 'TASKS'] }), ScalingModule],
     };
   }
 }

@@ -8,6 +8,7 @@ import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
+import { taskCommand } from './commands/task.js';
 
 const program = new Command('tern')
   .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
@@ -19,6 +20,7 @@ const program = new Command('tern')
   .addCommand(deploymentsCommand())
   .addCommand(deploymentCommand())
   .addCommand(invokeCommand())
+  .addCommand(taskCommand())
   .addCommand(logsCommand());
 
 try {

@@ -39,6 +39,10 @@ export class DeploymentCatalog implements OnApplicationBootstrap, OnApplicationS
     return [...this.versions.values()];
   }
 
+  get(key: string): TrackedVersion | undefined {
+    return this.versions.get(key);
+  }
+
   /** The latest active endpoint version of a deployment (where a backlog without a version belongs). */
   latest(deploymentId: string): TrackedVersion | undefined {
     return this.all().find((v) => !v.removed && v.record.deploymentId === deploymentId && v.record.latest && v.record.state === 'active');
@@ -70,8 +74,8 @@ export class DeploymentCatalog implements OnApplicationBootstrap, OnApplicationS
       this.logger.warn({ key: e.key }, 'ignored a deployments entry that is not JSON');
       return;
     }
-    // Task queues scale on their TASKS backlog, which this service does not read yet.
-    if (record?.spec?.kind !== 'endpoint' || typeof record.version !== 'number' || !record.spec.autoscaler) return;
+    // Endpoints scale on gateway load reports, task queues on their TASKS backlog; functions and cron are not scaled.
+    if ((record?.spec?.kind !== 'endpoint' && record?.spec?.kind !== 'task_queue') || typeof record.version !== 'number' || !record.spec.autoscaler) return;
     this.versions.set(e.key, { key: e.key, record, removed: false });
   }
 }

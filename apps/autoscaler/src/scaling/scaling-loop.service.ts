@@ -6,6 +6,7 @@ import { Messaging } from '#tern/messaging';
 import { DeploymentCatalog, type TrackedVersion } from './deployment-catalog.service.js';
 import { LeaderLock } from './leader-lock.service.js';
 import { LoadBoard } from './load-board.service.js';
+import { TaskBacklog, withTaskBacklog } from './task-backlog.service.js';
 
 export const TICK_MS = 1000;
 /** Republish an unchanged command this often, so a scheduler that lost its state converges. */
@@ -37,10 +38,16 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly board: LoadBoard,
     private readonly leader: LeaderLock,
     private readonly messaging: Messaging,
+    private readonly tasks: TaskBacklog,
   ) {}
 
   onApplicationBootstrap() {
     this.timer = setInterval(() => this.tick(), TICK_MS);
+    // A task submitted to a queue at zero: decide now rather than at the next tick.
+    this.tasks.onArrival((key) => {
+      const v = this.catalog.get(key);
+      if (v && !this.loops.get(key)?.previous?.desired) void this.step(v);
+    });
   }
 
   onApplicationShutdown() {
@@ -80,8 +87,9 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
 
   private async decideAndPublish(v: TrackedVersion, loop: VersionLoop) {
     const now = Date.now();
-    const observation = this.board.observe(v.key, now);
     const { record } = v;
+    const reported = this.board.observe(v.key, now);
+    const observation = record.spec.kind === 'task_queue' ? withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)) : reported;
     const d =
       v.removed || record.state !== 'active'
         ? decideStopped(loop.previous, observation, v.removed ? 'deployment removed' : 'deployment stopped', now)

@@ -52,6 +52,7 @@ export interface DeployResult {
   spec: ResolvedSpec;
 }
 
-export function endpointUrl(base: string, name: string): string {
-  return `${base}/endpoint/${name}`;
+/** Where a deployment is called: `/taskqueue/<name>` takes a task queue's tasks, `/endpoint/<name>` anything else. */
+export function deploymentUrl(base: string, name: string, kind: string): string {
+  return `${base}/${kind === 'task_queue' ? 'taskqueue' : 'endpoint'}/${name}`;
 }

@@ -5,7 +5,7 @@ import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '
 import { Deployment, DeploymentVersion, Machine, Pool } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { DeploymentRecords } from './deployment-records.js';
-import { ACTIVE_CONTAINER_STATES, type DeploymentDetail, type DeploymentSummary, type DeployResult, endpointUrl } from './deployment-views.js';
+import { ACTIVE_CONTAINER_STATES, type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
 import { resolvedOf, storedSpec, submittedOf } from './stored-spec.js';
 
@@ -62,7 +62,7 @@ export class DeploymentsService {
       return { deployment: d, version };
     });
     await this.publish(deployment.id, `deployed ${spec.name} v${version}`);
-    return { name: spec.name, version, deploymentId: deployment.id, url: endpointUrl(baseUrl, spec.name), spec: resolved };
+    return { name: spec.name, version, deploymentId: deployment.id, url: deploymentUrl(baseUrl, spec.name, spec.kind), spec: resolved };
   }
 
   async list(principal: Principal, baseUrl: string): Promise<DeploymentSummary[]> {
@@ -184,7 +184,7 @@ function summary(r: SummaryRow, baseUrl: string): DeploymentSummary {
     desired: r.desired,
     actual: r.actual,
     reason: r.placement_reason ?? r.state_reason,
-    url: endpointUrl(baseUrl, r.name),
+    url: deploymentUrl(baseUrl, r.name, r.kind),
     updatedAt: new Date(r.updated_at).toISOString(),
   };
 }
