@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { FINAL_TASK_STATES, TASK_ENDED, TASK_RESULT_INLINE_BYTES, type TaskCompleted, type TaskFailed, type TaskStarted, type TaskState } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import { queryRowsOn } from '#tern/persistence';
 
 const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
 /** On reaching a final state: a callback is due now when the task has a URL. */
@@ -24,7 +25,7 @@ export class TaskLedger {
   ) {}
 
   async started(e: TaskStarted): Promise<boolean> {
-    const rows = await this.db.query(
+    const rows = await queryRowsOn(this.db, 
       `UPDATE tasks SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
        WHERE id = $1 AND state NOT IN ${FINAL} AND attempts < $2 RETURNING id`,
       [e.taskId, e.attempt, e.startedAt, e.containerId, e.machineId],
@@ -35,7 +36,7 @@ export class TaskLedger {
   async failed(e: TaskFailed): Promise<boolean> {
     const error = e.cause === 'error' ? e.error : `${e.cause}: ${e.error}`;
     if (e.willRetry) {
-      const rows = await this.db.query(
+      const rows = await queryRowsOn(this.db, 
         `UPDATE tasks SET state = 'RETRY', attempts = GREATEST(attempts, $2), error = $3, updated_at = now()
          WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 RETURNING id`,
         [e.taskId, e.attempt, error],
@@ -43,7 +44,7 @@ export class TaskLedger {
       return rows.length > 0;
     }
     const state: TaskState = e.cause === 'timeout' ? 'TIMEOUT' : 'ERROR';
-    const rows = await this.db.query(
+    const rows = await queryRowsOn(this.db, 
       `UPDATE tasks SET state = $2, attempts = GREATEST(attempts, $3), error = $4, ended_at = $5,
          container_id = COALESCE($6, container_id), machine_id = COALESCE($7, machine_id), ${CALLBACK_DUE}, updated_at = now()
        WHERE id = $1 AND state NOT IN ${FINAL} RETURNING id`,
@@ -55,11 +56,13 @@ export class TaskLedger {
   async completed(e: TaskCompleted): Promise<boolean> {
     const inline = e.resultRef ? null : e.result === undefined ? null : JSON.stringify(e.result);
     if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES) this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
-    const rows = await this.db.query(
+    const rows = await queryRowsOn(this.db, 
       `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, attempts = GREATEST(attempts, $4), ended_at = $5,
+         started_at = CASE WHEN attempts <= $4 THEN $8 ELSE started_at END,
          container_id = $6, machine_id = $7, error = NULL, ${CALLBACK_DUE}, updated_at = now()
        WHERE id = $1 AND state NOT IN ${FINAL} RETURNING id`,
-      [e.taskId, inline, e.resultRef ?? null, e.attempt, e.completedAt, e.containerId, e.machineId],
+      // Its start from its duration: task.started may arrive after task.completed (one consumer per subject).
+      [e.taskId, inline, e.resultRef ?? null, e.attempt, e.completedAt, e.containerId, e.machineId, new Date(Date.parse(e.completedAt) - e.durationMs).toISOString()],
     );
     return this.ended(rows, e.taskId, 'COMPLETE', e.completedAt);
   }
@@ -69,7 +72,7 @@ export class TaskLedger {
    * it) and where its message sits, or undefined when it was final already.
    */
   async cancel(taskId: string, workspaceId: string): Promise<{ was: TaskState; streamSeq: number | null; deploymentId: string; version: number } | undefined> {
-    const rows: { was: TaskState; stream_seq: string | null; deployment_id: string; deployment_version: number; ended_at: Date }[] = await this.db.query(
+    const rows = await queryRowsOn<{ was: TaskState; stream_seq: string | null; deployment_id: string; deployment_version: number; ended_at: Date }>(this.db, 
       `WITH before AS (SELECT id, state FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
        UPDATE tasks t SET state = 'CANCELLED', error = 'cancelled by the user', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        FROM before WHERE t.id = before.id
@@ -84,7 +87,7 @@ export class TaskLedger {
 
   /** Pending tasks past their ttl become EXPIRED; returns where their messages sit. */
   async expire(limit = 500): Promise<{ id: string; streamSeq: number | null }[]> {
-    const rows: { id: string; stream_seq: string | null; ended_at: Date }[] = await this.db.query(
+    const rows = await queryRowsOn<{ id: string; stream_seq: string | null; ended_at: Date }>(this.db, 
       `UPDATE tasks SET state = 'EXPIRED', error = 'waited longer than its ttl of ' || ttl_seconds || ' s without starting', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        WHERE id IN (SELECT id FROM tasks WHERE state = 'PENDING' AND ttl_seconds IS NOT NULL AND created_at + ttl_seconds * interval '1 second' < now()
                     ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
