@@ -1,8 +1,9 @@
 """A task handler: squares a number, optionally slowly or flakily, to show retries and scaling.
 
-Payload: {"n": 7}, plus for demos "seconds" (how long to work, default 0) and "fail_times"
-(fail the first N attempts of the task with key "key": a counter kept in the container's /tmp,
-so it counts across attempts when one container runs them).
+Payload: {"n": 7}, plus for demos "seconds" (how long to work, default 0), "fail_times" (fail
+the first N attempts of the task with key "key": a counter kept in the container's /tmp, so it
+counts across attempts when one container runs them) and "pad" (add a string of that many
+characters to the result, to see large results kept in the object store).
 """
 
 import os
@@ -23,4 +24,7 @@ def square(payload):
         if seen < fail_times:
             raise RuntimeError(f"failing on purpose: attempt {seen + 1} of the first {fail_times}")
     time.sleep(float(payload.get("seconds", 0)))
-    return {"n": n, "square": n * n, "container": socket.gethostname()}
+    result = {"n": n, "square": n * n, "container": socket.gethostname()}
+    if payload.get("pad"):
+        result["pad"] = "x" * int(payload["pad"])
+    return result

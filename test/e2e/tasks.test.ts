@@ -1,4 +1,5 @@
 import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -136,18 +137,56 @@ describe('task queues end to end', () => {
     expect(all.some((t) => t.attempts > 1)).toBe(true);
   }, 300_000);
 
+  it('keeps large results in the object store, calls the callback until it succeeds, and answers 429 past max_pending_tasks', async () => {
+    const calls: { status: string; result?: { pad?: string } }[] = [];
+    const server: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        calls.push(JSON.parse(body) as (typeof calls)[number]);
+        res.statusCode = calls.length < 3 ? 500 : 200; // fails twice, then takes it
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    expect((await stack.tern('deploy', queue('big', { keep_warm_seconds: '5' }))).code).toBe(0);
+    try {
+      const id = await put('big', { n: 8, pad: 1_000_000 }, `?callback_url=${encodeURIComponent(`http://127.0.0.1:${port}/done`)}`);
+      const done = (await wait(id)) as Task & { result: { pad: string } };
+      expect(done.status).toBe('COMPLETE');
+      expect(done.result.pad).toHaveLength(1_000_000);
+      await waitFor('callback delivered on the third try', async () => calls.length >= 3, 30_000, 250);
+      expect(calls[2]).toMatchObject({ status: 'COMPLETE' });
+      expect(calls[2].result?.pad).toHaveLength(1_000_000);
+      await waitFor('callback marked delivered', async () => ((await get(id)) as Task & { callback?: { state: string } }).callback?.state === 'delivered', 10_000, 250);
+    } finally {
+      server.close();
+    }
+
+    expect((await stack.tern('deploy', queue('narrow', { keep_warm_seconds: '30', max_containers: '1', workers: '1', max_pending_tasks: '2' }))).code).toBe(0);
+    const first = await put('narrow', { n: 1, seconds: 30 });
+    await waitFor('first running', async () => (await get(first)).status === 'RUNNING', 60_000, 200);
+    const waiting = [await put('narrow', { n: 2 }), await put('narrow', { n: 3 })];
+    const refused = await submit('narrow', { n: 4 });
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { message: string }).message).toMatch(/max_pending_tasks 2/);
+    for (const id of [first, ...waiting]) await fetch(`${stack.gateway}/api/v1/tasks/${id}`, { method: 'DELETE', headers: auth() });
+  }, 180_000);
+
   it('answers bad input with a clear 4xx', async () => {
-    const notJson = await submit('squares', 'this is not json');
+    expect((await stack.tern('deploy', queue('inputs', {}))).code).toBe(0);
+    const notJson = await submit('inputs', 'this is not json');
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as { message: string }).message).toMatch(/must be JSON/);
-    expect((await submit('squares', [1, 2])).status).toBe(400);
-    const big = await submit('squares', JSON.stringify({ x: 'y'.repeat(600 * 1024) }));
+    expect((await submit('inputs', [1, 2])).status).toBe(400);
+    const big = await submit('inputs', JSON.stringify({ x: 'y'.repeat(600 * 1024) }));
     expect(big.status).toBe(413);
     expect(((await big.json()) as { message: string }).message).toMatch(/512 KiB limit/);
     const unknown = await submit('nope', {});
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { message: string }).message).toMatch(/task queue "nope" not found/);
-    expect((await submit('squares', {}, '?max_retries=lots')).status).toBe(400);
+    expect((await submit('inputs', {}, '?max_retries=lots')).status).toBe(400);
     const malformed = await fetch(`${stack.gateway}/api/v1/tasks/not-a-task`, { headers: auth() });
     expect(malformed.status).toBe(400);
     expect(((await malformed.json()) as { message: string }).message).toMatch(/not a task id/);
