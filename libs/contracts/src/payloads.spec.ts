@@ -85,9 +85,9 @@ const stopped = {
 const taskItem = {
   taskId: 't-1',
   deploymentId: 'd-1',
+  deploymentVersion: 1,
   workspaceId: 'w-1',
   payload: { prompt: 'hi', options: { n: 2 } },
-  attempt: 1,
   maxRetries: 2,
   timeoutSeconds: 60,
   enqueuedAt: at,

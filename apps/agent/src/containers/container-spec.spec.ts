@@ -33,6 +33,7 @@ describe('container specs', () => {
       env: {
         GREETING: 'hello',
         TERN_DEPLOYMENT_ID: 'dep-1',
+        TERN_DEPLOYMENT_KIND: 'endpoint',
         TERN_DEPLOYMENT_VERSION: '3',
         TERN_WORKSPACE_ID: 'ws-1',
         TERN_WORKERS: '2',

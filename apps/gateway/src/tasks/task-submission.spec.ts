@@ -1,0 +1,27 @@
+import { parsePayload } from './task-submission.service.js';
+import { TaskHttpError } from './task-errors.js';
+
+describe('task payload', () => {
+  const status = (body: string | Buffer) => {
+    try {
+      parsePayload(Buffer.isBuffer(body) ? body : Buffer.from(body));
+      return 202;
+    } catch (e) {
+      return (e as TaskHttpError).getStatus();
+    }
+  };
+
+  it('is a JSON object; an empty body is {}', () => {
+    expect(parsePayload(Buffer.from('{"n": 1}'))).toEqual({ n: 1 });
+    expect(parsePayload(Buffer.alloc(0))).toEqual({});
+    expect(parsePayload(Buffer.from('  \n'))).toEqual({});
+  });
+
+  it('answers 400 for anything else and 413 beyond 512 KiB', () => {
+    expect(status('not json')).toBe(400);
+    expect(status('[1, 2]')).toBe(400);
+    expect(status('"text"')).toBe(400);
+    expect(status('null')).toBe(400);
+    expect(status(JSON.stringify({ x: 'y'.repeat(512 * 1024) }))).toBe(413);
+  });
+});
