@@ -1,3 +1,4 @@
+import type { ScalingMemory } from './memory.js';
 import type { ContainerObservation, Observation, ScalingPolicy } from './observation.js';
 import { clamp, policyTarget } from './policies.js';
 
@@ -20,6 +21,12 @@ export interface ScaleState {
   readonly policy: ScalingPolicy;
   /** The last decision for this version; none on the first tick or after a restart. */
   readonly previous?: Decision;
+  /**
+   * What this version's scaling has learned (arrival rates, service time, cold start, bursts);
+   * observed and updated by every decide(). Needed by the predictive policy, which without it
+   * scales on the demand of the tick alone. Keep one per version for the process's life.
+   */
+  readonly memory?: ScalingMemory;
 }
 
 /**
@@ -35,10 +42,11 @@ export interface ScaleState {
  * leader), the ready containers are the baseline, so a restart never drops warm containers.
  */
 export function decide(state: ScaleState, observation: Observation, now: number): Decision {
-  const { policy, previous } = state;
+  const { policy, previous, memory } = state;
   const ready = observation.containers;
   const before = previous?.desired ?? ready.length;
-  const asked = policyTarget(policy, observation);
+  memory?.observe(observation, now, policy);
+  const asked = policyTarget(policy, observation, memory, now);
   const target = clamp(policy, asked.containers);
   const removable = idlePastKeepWarm(ready, policy.keepWarmSeconds);
   const busy = ready.filter((c) => c.inFlight > 0).length;
@@ -58,6 +66,7 @@ export function decide(state: ScaleState, observation: Observation, now: number)
         : `holding ${desired}: ${asked.reason}${bounds(policy, asked.containers)}, but containers were busy within keep-warm ${policy.keepWarmSeconds} s`;
   }
   const idleContainers = removable.map((c) => c.containerId);
+  memory?.decided(desired, ready.length, now);
   return { desired, idleContainers, reason, target, decidedAt: now, changed: differs(previous, desired, idleContainers) };
 }
 
