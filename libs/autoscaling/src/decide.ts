@@ -54,11 +54,15 @@ export function decide(state: ScaleState, observation: Observation, now: number)
   let desired: number;
   let reason: string;
   if (target >= before) {
+    if (memory) memory.lowSince = undefined;
     desired = target;
     reason = `${target > before ? 'scale up' : 'steady'}: ${asked.reason}${bounds(policy, asked.containers)}`;
   } else {
     // Ready containers we may not give up yet, plus any the policy or busyness still needs.
-    const keep = Math.min(before, ready.length) - removable.length;
+    // With a memory, nothing is given back until the target has been low for keep-warm.
+    if (memory) memory.lowSince ??= now;
+    const settling = memory !== undefined && now - memory.lowSince! < policy.keepWarmSeconds * 1000;
+    const keep = settling ? before : Math.min(before, ready.length) - removable.length;
     desired = Math.min(policy.maxContainers, before, Math.max(target, busy, keep));
     reason =
       desired < before

@@ -63,6 +63,11 @@ export class ScalingMemory {
   stableRate = 0;
   /** Arrivals per second over the panic window. */
   panicRate = 0;
+  /**
+   * Epoch ms since the target has been below the desired count (decide() holds slots asked for
+   * and not yet ready until it has been so for keep-warm); undefined while it is not.
+   */
+  lowSince?: number;
   /** The highest panic ask of the burst in progress (the predictive policy holds it until the burst ends). */
   panicHeld?: number;
 
