@@ -158,9 +158,11 @@ export class ScalingMemory {
     const excess = panic - stable;
     const rising = panic >= 2 * stable && excess > 4 * noise && excess * panicSeconds >= 3;
     if (!this.current && rising) {
-      this.current = { onsetAt: now, arrivals: 0, peakRate: panic, baseline: stable };
+      // Seen late by up to a panic window: what it brought so far is the excess in that window.
+      this.current = { onsetAt: now, arrivals: excess * panicSeconds, peakRate: panic, baseline: stable };
       this.seen.push(this.current);
       if (this.seen.length > BURSTS_KEPT) this.seen.shift();
+      return;
     }
     const b = this.current;
     if (!b) return;
