@@ -15,6 +15,7 @@ export interface PredictiveTarget {
  * predictive: the most of four asks, each in containers of tasksPerContainer workers.
  * - now: the tasks running plus the queue, a queued task weighing min(1, S / L) (a worker
  *   serves L / S short tasks within the desired latency L), as queue_depth with patience;
+ *   during a burst every queued task weighs 1 (the queue grows faster than it drains);
  * - steady: Little's law on the stable-window arrival rate λ and service time S, at the target
  *   utilization u: λ·S / (w·u);
  * - panic: the same on the panic-window rate while a burst is on (short window ≥ 2× the stable
@@ -32,7 +33,7 @@ export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: 
   const inFlight = Math.max(0, o.inFlight);
   const buffered = Math.max(0, o.buffered);
 
-  const queueWeight = service === undefined ? 1 : Math.min(1, service / latency);
+  const queueWeight = service === undefined || memory?.bursting ? 1 : Math.min(1, service / latency);
   const asks: [string, number][] = [[`now ${inFlight}+${buffered} queued`, Math.ceil((inFlight + buffered * queueWeight) / w)]];
   if (memory && service !== undefined) {
     const perContainer = w * utilization;
