@@ -165,7 +165,8 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
     previous = d;
     containers = reconcile(containers, d, t);
     peak = Math.max(peak, containers.length);
-    ticks.push({ t, desired: d.desired, ready: ready.length, starting: containers.length - containers.filter((c) => c.ready).length, inFlight, buffered: queue.length, reason: d.reason });
+    const readyAfter = containers.filter((c) => c.ready).length;
+    ticks.push({ t, desired: d.desired, ready: readyAfter, starting: containers.length - readyAfter, inFlight, buffered: queue.length, reason: d.reason });
     if (t >= trace.seconds && finished === tasks.length && containers.length === 0) break;
   }
   const end = Math.min(t, trace.seconds + o.maxDrainSeconds);
