@@ -68,7 +68,9 @@ for (const trace of traces) {
       String(r.peakContainers),
     ]);
   }
-  best.push(`${trace.name.padEnd(9)} ${winner(results)}   (${trace.description})`);
+  const cheapest = results.reduce((a, b) => (b.containerSeconds < a.containerSeconds ? b : a)).policy;
+  const most = results.reduce((a, b) => (b.withinTarget > a.withinTarget ? b : a)).policy;
+  best.push(`${trace.name.padEnd(9)} ${winner(results).padEnd(16)} (most within target: ${most}; cheapest: ${cheapest}; ${trace.description})`);
 }
 console.log(table(header, rows));
 console.log('\nbest per trace (most tasks within the target; within 1 point of it, fewest container-seconds):');

@@ -37,9 +37,16 @@ export interface ScaleState {
  * a request within keep-warm is never given up, so a load that wobbles around a container
  * boundary keeps its containers instead of stopping and restarting them (a GPU cold start costs
  * far more than a warm idle minute). Besides that: never below the busy containers, never below
- * min, never above max (max always wins). Slots asked for but not yet ready have nothing warm to
- * lose and may be given back at once. With no previous decision (first tick, a restarted or new
- * leader), the ready containers are the baseline, so a restart never drops warm containers.
+ * min, never above max (max always wins). With no previous decision (first tick, a restarted or
+ * new leader), the ready containers are the baseline, so a restart never drops warm containers.
+ *
+ * Slots asked for but not yet ready: without a memory they have nothing warm to lose and are
+ * given back as soon as the target drops. With a memory (the autoscaler keeps one per version)
+ * nothing at all is given back until the target has stayed below the desired count for
+ * keep_warm_seconds: a target that wobbles across a boundary while containers start would
+ * otherwise cancel a start and ask for it again a second later (each time paying a cold start).
+ * The predictive policy adds its own stable window on top (its steady ask follows the arrival
+ * rate over 60 s, and a burst's panic ask holds until the burst is over).
  */
 export function decide(state: ScaleState, observation: Observation, now: number): Decision {
   const { policy, previous, memory } = state;

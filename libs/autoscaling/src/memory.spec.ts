@@ -70,6 +70,16 @@ describe('ScalingMemory: bursts', () => {
     expect(m.bursts[0].arrivals).toBeLessThan(48);
   });
 
+  it('keeps a baseline rate without the bursts (what the steady ask sizes for between bursts)', () => {
+    const m = new ScalingMemory();
+    let t = feed(m, Array(60).fill(1));
+    t = feed(m, Array(5).fill(9), t);
+    expect(m.bursting).toBe(true);
+    expect(m.stableRate).toBeCloseTo((55 + 45) / 60);
+    expect(m.baselineRate).toBeGreaterThan(0.9);
+    expect(m.baselineRate).toBeLessThan(1.15);
+  });
+
   it('does not take Poisson-like wobble for a burst', () => {
     const m = new ScalingMemory();
     feed(m, Array.from({ length: 600 }, (_, i) => [2, 0, 3, 1, 4, 2, 1, 3][i % 8]));

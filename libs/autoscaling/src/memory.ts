@@ -26,6 +26,8 @@ export interface ExpectedBurst {
 interface Sample {
   readonly at: number;
   readonly arrived: number;
+  /** Arrivals of this tick above the rate before a burst (0 outside bursts). */
+  excess: number;
 }
 
 /** Bursts kept to find a period (enough to span a few periods, small enough to adapt). */
@@ -61,6 +63,8 @@ export class ScalingMemory {
   coldStartSeconds?: number;
   /** Arrivals per second over the stable window. */
   stableRate = 0;
+  /** Arrivals per second over the stable window without the bursts' excess: the rate between bursts. */
+  baselineRate = 0;
   /** Arrivals per second over the panic window. */
   panicRate = 0;
   /**
@@ -93,11 +97,12 @@ export class ScalingMemory {
     const load = Math.max(0, o.inFlight) + Math.max(0, o.buffered);
     const arrived = this.arrivals(o, load, now);
     if (this.firstAt === undefined) this.firstAt = now;
-    this.samples.push({ at: now, arrived });
+    this.samples.push({ at: now, arrived, excess: 0 });
     while (this.samples.length && this.samples[0].at <= now - this.stableWindowMs) this.samples.shift();
     this.stableRate = this.rate(now, this.stableWindowMs);
     this.panicRate = this.rate(now, this.panicWindowMs);
     this.trackBursts(arrived, now);
+    this.baselineRate = this.rate(now, this.stableWindowMs, true);
     this.lastAt = now;
     this.lastDemand = load;
     this.lastInFlight = Math.max(0, o.inFlight);
@@ -138,13 +143,15 @@ export class ScalingMemory {
     return Math.max(0, load - this.lastDemand + finished);
   }
 
-  private rate(now: number, windowMs: number): number {
+  private rate(now: number, windowMs: number, withoutBursts = false): number {
     if (this.firstAt === undefined) return 0;
     // The first sample only sets the baseline: what it covers starts there.
     const covered = Math.min(windowMs, now - this.firstAt);
     if (covered <= 0) return 0;
     let sum = 0;
-    for (let i = this.samples.length - 1; i >= 0 && this.samples[i].at > now - windowMs; i--) sum += this.samples[i].arrived;
+    for (let i = this.samples.length - 1; i >= 0 && this.samples[i].at > now - windowMs; i--) {
+      sum += this.samples[i].arrived - (withoutBursts ? this.samples[i].excess : 0);
+    }
     return (sum * 1000) / covered;
   }
 
@@ -159,17 +166,23 @@ export class ScalingMemory {
     const rising = panic >= 2 * stable && excess > 4 * noise && excess * panicSeconds >= 3;
     if (!this.current && rising) {
       // Seen late by up to a panic window: what it brought so far is the excess in that window.
-      this.current = { onsetAt: now, arrivals: excess * panicSeconds, peakRate: panic, baseline: stable };
+      this.current = { onsetAt: now, arrivals: 0, peakRate: panic, baseline: stable };
       this.seen.push(this.current);
       if (this.seen.length > BURSTS_KEPT) this.seen.shift();
-      return;
+      for (const sample of this.samples) if (sample.at > now - this.panicWindowMs && sample.at < now) this.current.arrivals += this.markExcess(sample, stable, 1000);
     }
     const b = this.current;
     if (!b) return;
-    b.arrivals += Math.max(0, arrived - (b.baseline * (now - (this.lastAt ?? now))) / 1000);
+    b.arrivals += this.markExcess(this.samples[this.samples.length - 1], b.baseline, now - (this.lastAt ?? now));
     b.peakRate = Math.max(b.peakRate, panic);
     // Over when the short window is back near the stable rate.
     if (!rising && panic <= 1.2 * stable) this.current = undefined;
+  }
+
+  /** Marks what a tick brought above `rate` as a burst's, and returns it. */
+  private markExcess(sample: Sample, rate: number, ms: number): number {
+    sample.excess = Math.max(0, sample.arrived - (rate * ms) / 1000);
+    return sample.excess;
   }
 
   private learnColdStart(ready: number, now: number): void {

@@ -86,6 +86,18 @@ describe('predictive with history', () => {
     expect(predictiveTarget(policy, at(0, 0), m, next - 46_000).containers).toBe(0);
   });
 
+  it('does not pre-warm when the cold start it has seen is within half the latency (reacting keeps the promise)', () => {
+    const m = new ScalingMemory();
+    m.decided(1, 0, 0);
+    m.observe(at(0, 0, { containers: ready(1) }), 5000);
+    let t = 6;
+    for (let k = 0; k < 3; k++) t = learn(m, [...Array(100).fill(0), ...Array(5).fill(8), ...Array(15).fill(0)], t);
+    const next = m.expectedBurst(t * 1000)!.at;
+    learn(m, Array((next - 5000) / 1000 - t).fill(0), t);
+    expect(predictiveTarget(policy, at(0, 0), m, next - 5000).containers).toBe(0);
+    expect(predictiveTarget({ ...policy, desiredLatencySeconds: 9 }, at(0, 0), m, next - 5000).containers).toBeGreaterThan(0);
+  });
+
   it('never asks for fewer than the tasks running need', () => {
     const m = new ScalingMemory();
     learn(m, [0, 0, 0]);

@@ -22,7 +22,8 @@ export interface PredictiveTarget {
  *   one, beyond Poisson noise), held at its highest until the burst is over;
  * - pre-warm: when bursts have come at a steady period, from (learned cold start + 5 s) before
  *   the next one, containers for its expected arrivals N to start within L: N·S / (w·(L + S)),
- *   at most N / w, on top of the steady ask.
+ *   at most N / w, on top of the steady ask; only when the cold start is longer than L / 2
+ *   (a shorter one lets the reaction keep the latency, and pre-warming would only cost).
  * With an empty memory only "now" applies.
  */
 export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: ScalingMemory | undefined, now: number): PredictiveTarget {
@@ -37,7 +38,7 @@ export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: 
   const asks: [string, number][] = [[`now ${inFlight}+${buffered} queued`, Math.ceil((inFlight + buffered * queueWeight) / w)]];
   if (memory && service !== undefined) {
     const perContainer = w * utilization;
-    asks.push([`steady ${memory.stableRate.toFixed(2)}/s × ${service.toFixed(1)} s`, Math.ceil((memory.stableRate * service) / perContainer)]);
+    asks.push([`steady ${memory.baselineRate.toFixed(2)}/s × ${service.toFixed(1)} s`, Math.ceil((memory.baselineRate * service) / perContainer)]);
     if (memory.bursting) {
       const panic = Math.ceil((memory.panicRate * service) / perContainer);
       const held = Math.max(panic, memory.panicHeld ?? 0);
@@ -47,9 +48,11 @@ export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: 
       memory.panicHeld = undefined;
     }
   }
-  if (memory && policy.prewarm !== false) {
+  const coldStart = memory?.coldStartSeconds ?? DEFAULT_COLD_START_SECONDS;
+  // A cold start within half the latency lets a reaction keep the promise: no need to pay ahead.
+  if (memory && policy.prewarm !== false && coldStart > latency / 2) {
     const expected = memory.expectedBurst(now);
-    const lead = (memory.coldStartSeconds ?? DEFAULT_COLD_START_SECONDS) + PREWARM_MARGIN_SECONDS;
+    const lead = coldStart + PREWARM_MARGIN_SECONDS;
     if (expected && now >= expected.at - lead * 1000 && !memory.bursting) {
       const s = service ?? latency;
       const forBurst = Math.min(Math.ceil(expected.arrivals / w), Math.max(1, Math.ceil((expected.arrivals * s) / (w * (latency + s)))));
