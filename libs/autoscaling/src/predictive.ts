@@ -16,15 +16,17 @@ export interface PredictiveTarget {
  * - now: the tasks running plus the queue, a queued task weighing min(1, S / L) (a worker
  *   serves L / S short tasks within the desired latency L), as queue_depth with patience;
  *   during a burst every queued task weighs 1 (the queue grows faster than it drains);
- * - steady: Little's law on the stable-window arrival rate λ and service time S, at the target
- *   utilization u: λ·S / (w·u);
+ * - steady: Little's law on the arrival rate between bursts over the stable window λ (bursts are
+ *   the panic and pre-warm asks' business) and service time S, at the target utilization u:
+ *   λ·S / (w·u);
  * - panic: the same on the panic-window rate while a burst is on (short window ≥ 2× the stable
  *   one, beyond Poisson noise), held at its highest until the burst is over;
  * - pre-warm: when bursts have come at a steady period, from (learned cold start + 5 s) before
  *   the next one, containers for its expected arrivals N to start within L: N·S / (w·(L + S)),
  *   at most N / w, on top of the steady ask; only when the cold start is longer than L / 2
  *   (a shorter one lets the reaction keep the latency, and pre-warming would only cost).
- * With an empty memory only "now" applies.
+ * With an empty memory only "now" applies. The panic ask's hold is kept in the memory (its only
+ * write here), so call this once per decision.
  */
 export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: ScalingMemory | undefined, now: number): PredictiveTarget {
   const w = Math.max(1, Math.floor(policy.tasksPerContainer));
