@@ -98,7 +98,6 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
   let arrivedIndex = 0;
   let finished = 0;
   let containerSeconds = 0;
-  let stoppedSeconds = 0;
   let scaleEvents = 0;
   let peak = 0;
   let previous: Decision | undefined;
@@ -171,7 +170,6 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
   }
   const end = Math.min(t, trace.seconds + o.maxDrainSeconds);
   for (const c of containers) containerSeconds += end - c.startedAt;
-  containerSeconds += stoppedSeconds;
 
   let unstarted = 0;
   for (let i = 0; i < waits.length; i++) {
@@ -215,7 +213,7 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
         excess--;
       }
     }
-    for (const c of list) if (stop.has(c.id)) stoppedSeconds += now - c.startedAt;
+    for (const c of list) if (stop.has(c.id)) containerSeconds += now - c.startedAt;
     return list.filter((c) => !stop.has(c.id));
   }
 }
