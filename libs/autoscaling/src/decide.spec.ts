@@ -1,4 +1,5 @@
 import { type Decision, decide, decideStopped, idlePastKeepWarm } from './decide.js';
+import { ScalingMemory } from './memory.js';
 import type { ContainerObservation, Observation, ScalingPolicy } from './observation.js';
 
 const policy: ScalingPolicy = { type: 'queue_depth', minContainers: 0, maxContainers: 10, tasksPerContainer: 30, keepWarmSeconds: 180 };
@@ -186,5 +187,52 @@ describe('decideStopped', () => {
 describe('idlePastKeepWarm', () => {
   it('needs strictly longer than keep-warm and no request inside', () => {
     expect(idlePastKeepWarm([c('a', 0, 10), c('b', 0, 10.5), c('c', 1, 99)], 10).map((k) => k.containerId)).toEqual(['b']);
+  });
+});
+
+describe('decide: with a memory (as the autoscaler keeps one per version)', () => {
+  const p = { ...policy, keepWarmSeconds: 10 };
+
+  it('keeps slots still starting until the target has been low for keep-warm, then gives them back', () => {
+    const memory = new ScalingMemory();
+    let d = decide({ policy: p, memory }, obs(0, 90), 0);
+    expect(d.desired).toBe(3);
+    // The load is gone before any container is ready: held for keep-warm, not cancelled and asked again.
+    for (let s = 1; s <= 10; s++) {
+      d = decide({ policy: p, previous: d, memory }, obs(0, 0), s * 1000);
+      expect(d.desired).toBe(3);
+    }
+    d = decide({ policy: p, previous: d, memory }, obs(0, 0), 11_000);
+    expect(d).toMatchObject({ desired: 0, changed: true });
+  });
+
+  it('does not flap a starting slot when the target wobbles across a container boundary', () => {
+    const memory = new ScalingMemory();
+    let d = decide({ policy: p, memory }, obs(30, 0, [c('a', 30)]), 0);
+    const desired: number[] = [];
+    for (let s = 1; s <= 60; s++) {
+      d = decide({ policy: p, previous: d, memory }, s % 2 ? obs(30, 1, [c('a', 30)]) : obs(29, 0, [c('a', 29)]), s * 1000);
+      desired.push(d.desired);
+    }
+    expect(desired).toEqual(Array(60).fill(2));
+  });
+
+  it('gives up an idle container only once the target has been low for keep-warm as well', () => {
+    const memory = new ScalingMemory();
+    const held = decide({ policy: p, previous: prior(2), memory }, obs(0, 0, [c('a', 0, 50), c('b', 0, 50)]), 0);
+    expect(held.desired).toBe(2);
+    expect(decide({ policy: p, previous: held, memory }, obs(0, 0, [c('a', 0, 60), c('b', 0, 60)]), 10_000).desired).toBe(0);
+  });
+
+  it('keeps the wobble and burst behaviour of the rule without memory', () => {
+    const wobble = Array.from({ length: 300 }, (_, i) => (i % 2 ? 28 : 33));
+    const memory = new ScalingMemory();
+    let previous: Decision | undefined;
+    const changes = wobble.filter((load, tick) => {
+      const ready = [c('a', Math.min(30, load)), c('b', Math.max(0, load - 30))];
+      previous = decide({ policy, previous, memory }, obs(load, 0, tick ? ready : []), tick * 1000);
+      return previous.changed;
+    });
+    expect(changes).toHaveLength(1);
   });
 });

@@ -16,19 +16,35 @@ export interface Observation {
   readonly meanDurationMs: number;
   /** Ready containers the gateways route to. */
   readonly containers: readonly ContainerObservation[];
+  /**
+   * Requests or tasks that arrived since the previous tick, when the caller counts them
+   * (submitted tasks, requests received). Undefined when unknown: the predictive policy then
+   * infers arrivals from the change in demand and the completions the mean duration implies.
+   */
+  readonly arrived?: number;
 }
 
 export const EMPTY_OBSERVATION: Observation = { inFlight: 0, buffered: 0, meanDurationMs: 0, containers: [] };
 
 /** The parts of a resolved spec the policy reads (ResolvedSpec.autoscaler plus keep-warm). */
+export type ScalingPolicyType = 'queue_depth' | 'request_latency' | 'predictive';
+
 export interface ScalingPolicy {
-  readonly type: 'queue_depth' | 'request_latency';
+  readonly type: ScalingPolicyType;
   readonly minContainers: number;
   readonly maxContainers: number;
   /** queue_depth: load one container should carry (workers × concurrent_requests by default). */
   readonly tasksPerContainer: number;
-  /** request_latency: the wait a request should not exceed. */
+  /** request_latency: the wait a request should not exceed; predictive: the wait a queued task should not exceed. */
   readonly desiredLatencySeconds?: number;
+  /** predictive: share of a container's workers the arrival rate should keep busy (headroom); default 0.8. */
+  readonly targetUtilization?: number;
+  /** predictive: the long moving-average window of the arrival rate, in seconds; default 60. */
+  readonly stableWindowSeconds?: number;
+  /** predictive: the short window that detects bursts (panic mode), in seconds; default 6. */
+  readonly panicWindowSeconds?: number;
+  /** predictive: start containers ahead of bursts that recur with a stable period; default true. */
+  readonly prewarm?: boolean;
   readonly keepWarmSeconds: number;
 }
 
@@ -50,6 +66,9 @@ export function policyFor(spec: SpecScaling, latest: boolean): ScalingPolicy {
     maxContainers: a.maxContainers,
     tasksPerContainer: a.tasksPerContainer,
     desiredLatencySeconds: a.desiredLatencySeconds,
+    ...(a.type === 'predictive'
+      ? { targetUtilization: a.targetUtilization, stableWindowSeconds: a.stableWindowSeconds, panicWindowSeconds: a.panicWindowSeconds, prewarm: a.prewarm }
+      : {}),
     keepWarmSeconds: spec.keepWarmSeconds,
   };
 }

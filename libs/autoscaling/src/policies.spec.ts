@@ -1,5 +1,5 @@
 import type { Observation, ScalingPolicy } from './observation.js';
-import { clamp, demand, queueDepthTarget, requestLatencyTarget } from './policies.js';
+import { clamp, demand, policyTarget, queueDepthTarget, requestLatencyTarget } from './policies.js';
 import { policyFor } from './observation.js';
 
 const queue: ScalingPolicy = { type: 'queue_depth', minContainers: 0, maxContainers: 10, tasksPerContainer: 30, keepWarmSeconds: 180 };
@@ -75,5 +75,33 @@ describe('policyFor', () => {
 
   it('lets older versions go to zero', () => {
     expect(policyFor(spec, false).minContainers).toBe(0);
+  });
+});
+
+describe('the issue examples', () => {
+  it('queue_depth: with 30 per container the 31st task adds a second container', () => {
+    expect(queueDepthTarget(queue, load(30)).containers).toBe(1);
+    expect(queueDepthTarget(queue, load(30, 1)).containers).toBe(2);
+  });
+
+  it('request_latency: 3 one-minute tasks, desired_latency 30 s, max 5 → 3 containers', () => {
+    const p: ScalingPolicy = { ...latency, maxContainers: 5 };
+    expect(clamp(p, requestLatencyTarget(p, load(0, 3, 60_000)).containers)).toBe(3);
+  });
+
+  it.each(['queue_depth', 'request_latency', 'predictive'] as const)('%s: max always wins, over the load and over min', (type) => {
+    const p: ScalingPolicy = { ...latency, type, minContainers: 9, maxContainers: 4 };
+    expect(clamp(p, policyTarget(p, load(500, 500, 10_000)).containers)).toBe(4);
+    expect(clamp(p, policyTarget(p, load(0, 0)).containers)).toBe(4);
+  });
+});
+
+describe('policyFor: predictive', () => {
+  it('passes the predictive knobs through', () => {
+    const spec = {
+      keepWarmSeconds: 10,
+      autoscaler: { type: 'predictive' as const, minContainers: 1, maxContainers: 4, tasksPerContainer: 2, desiredLatencySeconds: 5, targetUtilization: 0.7, stableWindowSeconds: 90, panicWindowSeconds: 9, prewarm: false },
+    };
+    expect(policyFor(spec, true)).toEqual({ ...spec.autoscaler, keepWarmSeconds: 10 });
   });
 });

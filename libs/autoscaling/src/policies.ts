@@ -1,4 +1,6 @@
+import type { ScalingMemory } from './memory.js';
 import type { Observation, ScalingPolicy } from './observation.js';
+import { predictiveTarget } from './predictive.js';
 
 /** What a policy asks for before the scale-down rule and the clamp, with a line saying why. */
 export interface Target {
@@ -39,8 +41,11 @@ export function requestLatencyTarget(policy: ScalingPolicy, o: Observation): Tar
   };
 }
 
-export function policyTarget(policy: ScalingPolicy, o: Observation): Target {
-  return policy.type === 'request_latency' ? requestLatencyTarget(policy, o) : queueDepthTarget(policy, o);
+/** The policy's ask; the predictive one reads (and holds its panic ask in) the version's memory. */
+export function policyTarget(policy: ScalingPolicy, o: Observation, memory?: ScalingMemory, now = 0): Target {
+  if (policy.type === 'request_latency') return requestLatencyTarget(policy, o);
+  if (policy.type === 'predictive') return predictiveTarget(policy, o, memory, now);
+  return queueDepthTarget(policy, o);
 }
 
 /** Clamps to [min, max]; when a spec would have min above max, max wins. */

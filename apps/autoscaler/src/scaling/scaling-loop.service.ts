@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { type Decision, decide, decideStopped, type Observation, policyFor } from '#tern/autoscaling';
+import { type Decision, decide, decideStopped, type Observation, policyFor, ScalingMemory } from '#tern/autoscaling';
 import { SCALE_COMMAND, SCALE_DECISION } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { DeploymentCatalog, type TrackedVersion } from './deployment-catalog.service.js';
@@ -14,6 +14,8 @@ export const KEEP_ALIVE_MS = 10_000;
 
 interface VersionLoop {
   previous?: Decision;
+  /** What this version's scaling learned (rates, durations, bursts); lost with the process, rebuilt from what it sees. */
+  memory: ScalingMemory;
   publishedAt: number;
   running: boolean;
   again: boolean;
@@ -67,7 +69,7 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
   async step(v: TrackedVersion): Promise<void> {
     if (!this.leader.isLeader()) return;
     let loop = this.loops.get(v.key);
-    if (!loop) this.loops.set(v.key, (loop = { publishedAt: 0, running: false, again: false }));
+    if (!loop) this.loops.set(v.key, (loop = { publishedAt: 0, running: false, again: false, memory: new ScalingMemory() }));
     if (loop.running) {
       loop.again = true;
       return;
@@ -89,11 +91,14 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
     const now = Date.now();
     const { record } = v;
     const reported = this.board.observe(v.key, now);
-    const observation = record.spec.kind === 'task_queue' ? withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)) : reported;
+    const observation =
+      record.spec.kind === 'task_queue'
+        ? { ...withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)), arrived: this.tasks.takeArrivals(v.key) }
+        : reported;
     const d =
       v.removed || record.state !== 'active'
         ? decideStopped(loop.previous, observation, v.removed ? 'deployment removed' : 'deployment stopped', now)
-        : decide({ policy: policyFor(record.spec, record.latest), previous: loop.previous }, observation, now);
+        : decide({ policy: policyFor(record.spec, record.latest), previous: loop.previous, memory: loop.memory }, observation, now);
     const keepAlive = now - loop.publishedAt >= KEEP_ALIVE_MS && (d.desired > 0 || observation.containers.length > 0);
     if (d.changed || keepAlive) {
       await this.publish(v, d, loop.previous, observation);

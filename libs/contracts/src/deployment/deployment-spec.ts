@@ -2,6 +2,7 @@ import { Type } from 'class-transformer';
 import {
   ArrayMinSize,
   IsArray,
+  IsBoolean,
   IsIn,
   IsInt,
   IsNumber,
@@ -37,6 +38,29 @@ export class RequestLatencyPolicy {
   @IsOptional() @IsInt() @Min(1) @Max(1000) max_containers?: number;
   /** Seconds a request may wait plus run before another container is worth starting. */
   @IsNumber() @Min(0.01) desired_latency!: number;
+}
+
+/**
+ * Learns the arrival rate and task duration (moving averages over a stable and a panic window),
+ * sizes by Little's law plus the queue, and starts containers ahead of bursts that recur at a
+ * steady period. Every knob has a default.
+ */
+export class PredictivePolicy {
+  @IsIn(['predictive']) type!: 'predictive';
+  @IsOptional() @IsInt() @Min(0) @Max(1000) min_containers?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) max_containers?: number;
+  /** Tasks one container runs at once; defaults to workers × concurrent_requests. */
+  @IsOptional() @IsInt() @Min(1) tasks_per_container?: number;
+  /** Seconds a queued task may wait before it starts; default 10. */
+  @IsOptional() @IsNumber() @Min(0.01) @Max(86400) desired_latency?: number;
+  /** Share of the workers the learned arrival rate should keep busy (headroom for noise); default 0.8. */
+  @IsOptional() @IsNumber() @Min(0.1) @Max(1) target_utilization?: number;
+  /** Seconds of the long moving average of arrivals; default 60. */
+  @IsOptional() @IsInt() @Min(10) @Max(3600) stable_window?: number;
+  /** Seconds of the short moving average that detects bursts; default 6, at most stable_window. */
+  @IsOptional() @IsInt() @Min(1) @Max(600) panic_window?: number;
+  /** Start containers ahead of bursts that recur at a steady period; default true. */
+  @IsOptional() @IsBoolean() prewarm?: boolean;
 }
 
 export class SpecVolume {
@@ -88,11 +112,12 @@ export class DeploymentSpec {
       subTypes: [
         { value: QueueDepthPolicy, name: 'queue_depth' },
         { value: RequestLatencyPolicy, name: 'request_latency' },
+        { value: PredictivePolicy, name: 'predictive' },
       ],
     },
     keepDiscriminatorProperty: true,
   })
-  autoscaler?: QueueDepthPolicy | RequestLatencyPolicy;
+  autoscaler?: QueueDepthPolicy | RequestLatencyPolicy | PredictivePolicy;
 
   @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => SpecVolume) volumes?: SpecVolume[];

@@ -97,3 +97,63 @@ describe('DeploymentSpec validation', () => {
     expect(reason).toMatch(/autoscaler.max_containers: max_containers must not be less than 1/);
   });
 });
+
+describe('resolveSpec: task queues and the predictive policy', () => {
+  it('keeps task-queue containers warm 10 s unless keep_warm_seconds is given; endpoints keep 180 s', () => {
+    expect(resolve({ kind: 'task_queue' }).keepWarmSeconds).toBe(10);
+    expect(resolve({ kind: 'task_queue', keep_warm_seconds: 0 }).keepWarmSeconds).toBe(0);
+    expect(resolve({ kind: 'task_queue', keep_warm_seconds: 300 }).keepWarmSeconds).toBe(300);
+    expect(resolve({ kind: 'endpoint' }).keepWarmSeconds).toBe(180);
+  });
+
+  it('fills the predictive knobs with their defaults', () => {
+    expect(resolve({ workers: 4, autoscaler: { type: 'predictive', max_containers: 8 } }).autoscaler).toEqual({
+      type: 'predictive',
+      minContainers: 0,
+      maxContainers: 8,
+      tasksPerContainer: 4,
+      desiredLatencySeconds: 10,
+      targetUtilization: 0.8,
+      stableWindowSeconds: 60,
+      panicWindowSeconds: 6,
+      prewarm: true,
+    });
+  });
+
+  it('takes the predictive knobs given', () => {
+    const spec = { type: 'predictive', tasks_per_container: 2, desired_latency: 5, target_utilization: 0.6, stable_window: 120, panic_window: 10, prewarm: false };
+    expect(resolve({ autoscaler: spec }).autoscaler).toMatchObject({
+      tasksPerContainer: 2,
+      desiredLatencySeconds: 5,
+      targetUtilization: 0.6,
+      stableWindowSeconds: 120,
+      panicWindowSeconds: 10,
+      prewarm: false,
+    });
+  });
+
+  it('names the field when a knob breaks a rule that spans two', () => {
+    expect(specError(() => resolve({ autoscaler: { type: 'predictive', stable_window: 30, panic_window: 40 } }))).toBe(
+      'autoscaler.panic_window must not exceed stable_window (30)',
+    );
+    expect(specError(() => resolve({ autoscaler: { type: 'reactive' } }))).toBe('autoscaler.type must be one of queue_depth, request_latency, predictive');
+  });
+
+  it('validates predictive knobs naming each field', async () => {
+    const result = await validatePayload(DeploymentSpec, {
+      ...base,
+      autoscaler: { type: 'predictive', target_utilization: 1.5, stable_window: 5, panic_window: 0, prewarm: 'yes', desired_latency: 0 },
+    });
+    expect(result.ok).toBe(false);
+    const reason = result.ok ? '' : result.reason;
+    expect(reason).toMatch(/autoscaler.target_utilization: target_utilization must not be greater than 1/);
+    expect(reason).toMatch(/autoscaler.stable_window: stable_window must not be less than 10/);
+    expect(reason).toMatch(/autoscaler.panic_window: panic_window must not be less than 1/);
+    expect(reason).toMatch(/autoscaler.prewarm: prewarm must be a boolean value/);
+    expect(reason).toMatch(/autoscaler.desired_latency: desired_latency must not be less than 0.01/);
+  });
+
+  it('accepts a predictive spec with no knobs', async () => {
+    expect((await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'predictive' } })).ok).toBe(true);
+  });
+});

@@ -1,5 +1,5 @@
-import type { DeploymentKind, ScalePolicy } from '../domain.js';
-import type { DeploymentSpec } from './deployment-spec.js';
+import { type DeploymentKind, SCALE_POLICIES, type ScalePolicy } from '../domain.js';
+import type { DeploymentSpec, PredictivePolicy } from './deployment-spec.js';
 import { DEFAULT_MAX_PENDING_TASKS, DEFAULT_TASK_RETRIES, type ResolvedTaskPolicy } from './task-policy.js';
 
 /** A deployment spec with every default filled and units made explicit: what services act on. */
@@ -24,10 +24,15 @@ export interface ResolvedSpec {
     readonly type: Exclude<ScalePolicy, 'fixed'>;
     readonly minContainers: number;
     readonly maxContainers: number;
-    /** queue_depth: load one container should carry. */
+    /** queue_depth, predictive: load one container should carry. */
     readonly tasksPerContainer: number;
-    /** request_latency only. */
+    /** request_latency; predictive (default 10). */
     readonly desiredLatencySeconds?: number;
+    /** predictive only (defaults 0.8, 60, 6, true). */
+    readonly targetUtilization?: number;
+    readonly stableWindowSeconds?: number;
+    readonly panicWindowSeconds?: number;
+    readonly prewarm?: boolean;
   };
   readonly env: Record<string, string>;
   readonly volumes: { name: string; mountPath: string; readOnly: boolean }[];
@@ -61,6 +66,22 @@ export function parseMemory(value: string | number): number {
   const bytes = Math.round(Number(m[1]) * UNITS[(m[2] ?? '').toLowerCase()]);
   if (bytes < 16 * 2 ** 20) throw new SpecError('memory', 'must be at least 16Mi');
   return bytes;
+}
+
+const AUTOSCALER_TYPES = SCALE_POLICIES.filter((p) => p !== 'fixed');
+
+/** The predictive policy's knobs with their defaults, and the rule that spans two of them. */
+function predictiveKnobs(p: PredictivePolicy) {
+  const stableWindowSeconds = p.stable_window ?? 60;
+  const panicWindowSeconds = p.panic_window ?? 6;
+  if (panicWindowSeconds > stableWindowSeconds) throw new SpecError('autoscaler.panic_window', `must not exceed stable_window (${stableWindowSeconds})`);
+  return {
+    desiredLatencySeconds: p.desired_latency ?? 10,
+    targetUtilization: p.target_utilization ?? 0.8,
+    stableWindowSeconds,
+    panicWindowSeconds,
+    prewarm: p.prewarm ?? true,
+  };
 }
 
 /** Defaults per kind: endpoints stay warm 180 s, task queues 10 s (Beam's defaults). */
@@ -100,6 +121,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   const minContainers = policy?.min_containers ?? 0;
   const maxContainers = policy?.max_containers ?? 1;
   if (minContainers > maxContainers) throw new SpecError('autoscaler.min_containers', `must not exceed max_containers (${maxContainers})`);
+  if (policy && !(AUTOSCALER_TYPES as readonly string[]).includes(policy.type)) throw new SpecError('autoscaler.type', `must be one of ${AUTOSCALER_TYPES.join(', ')}`);
   return {
     name: spec.name,
     kind: spec.kind,
@@ -120,8 +142,9 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       type: policy?.type ?? 'queue_depth',
       minContainers,
       maxContainers,
-      tasksPerContainer: (policy?.type === 'queue_depth' ? policy.tasks_per_container : undefined) ?? workers * concurrentRequests,
-      desiredLatencySeconds: policy?.type === 'request_latency' ? policy.desired_latency : undefined,
+      tasksPerContainer: (policy?.type === 'queue_depth' || policy?.type === 'predictive' ? policy.tasks_per_container : undefined) ?? workers * concurrentRequests,
+      desiredLatencySeconds: policy?.type === 'request_latency' || policy?.type === 'predictive' ? policy.desired_latency : undefined,
+      ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
     },
     env: spec.env ?? {},
     volumes: (spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.mount_path, readOnly: v.read_only ?? false })),

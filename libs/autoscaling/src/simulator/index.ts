@@ -1,0 +1,3 @@
+export * from './random.js';
+export * from './traces.js';
+export * from './simulate.js';
