@@ -12,6 +12,7 @@ import { MachineRegistrationModule } from './machine-registration/machine-regist
 import { MachinesModule } from './machines/machines.module.js';
 import { PoolsModule } from './pools/pools.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
+import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
 
 @Module({})
@@ -32,6 +33,7 @@ export class GatewayModule {
         CodeModule,
         DeploymentsModule,
         EndpointsModule,
+        UsageModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }],
     };
