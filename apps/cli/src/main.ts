@@ -8,6 +8,7 @@ import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
+import { usageCommand } from './commands/usage.js';
 
 const program = new Command('tern')
   .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
@@ -19,7 +20,8 @@ const program = new Command('tern')
   .addCommand(deploymentsCommand())
   .addCommand(deploymentCommand())
   .addCommand(invokeCommand())
-  .addCommand(logsCommand());
+  .addCommand(logsCommand())
+  .addCommand(usageCommand());
 
 try {
   await program.parseAsync(process.argv);
