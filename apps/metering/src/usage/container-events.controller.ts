@@ -5,6 +5,7 @@ import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { endOfUsage } from '#tern/metering';
 import { OnMessage } from '#tern/messaging';
 import { meteringEventsTotal } from '../metering-metrics.js';
+import { CONSUMER } from './consumer-options.js';
 import { ContainerLedger } from './container-ledger.js';
 
 /**
@@ -22,19 +23,19 @@ export class ContainerEventsController {
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
-  @OnMessage(CONTAINER_STARTED)
+  @OnMessage(CONTAINER_STARTED, CONSUMER)
   async started(@Payload() event: ContainerStarted) {
     await this.ledger.started(event, event.resources);
     meteringEventsTotal.inc({ kind: 'container.started' });
   }
 
-  @OnMessage(CONTAINER_STOPPED)
+  @OnMessage(CONTAINER_STOPPED, CONSUMER)
   async stopped(@Payload() event: ContainerStopped) {
     await this.ledger.ended(event, new Date(endOfUsage({ kind: 'stopped', at: Date.parse(event.at) })), 'stopped');
     meteringEventsTotal.inc({ kind: 'container.stopped' });
   }
 
-  @OnMessage(CONTAINER_FAILED)
+  @OnMessage(CONTAINER_FAILED, CONSUMER)
   async failed(@Payload() event: ContainerFailed) {
     const at = Date.parse(event.at);
     if (event.phase === 'runtime') {
