@@ -6,7 +6,7 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
-import { expectedUsage, HEARTBEAT_TTL_SECONDS, ledger, makeScenario, progress, publishAll, schemaClient } from './scenario.js';
+import { announcedIntervals, expectedUsage, HEARTBEAT_TTL_SECONDS, ledger, makeScenario, progress, publishAll, schemaClient } from './scenario.js';
 
 /**
  * Metering as a real process against the real NATS and Postgres: a shuffled history of
@@ -110,6 +110,11 @@ describe('metering: exact, idempotent, resumable', () => {
     expect(byOutcome.completed.n).toBe(tasks.completed);
     expect(byOutcome.failed.n).toBe(tasks.failed);
     expect(byOutcome.completed.secs + byOutcome.failed.secs).toBeCloseTo(tasks.seconds, 6);
+
+    // What metering announced on EVENTS, read as the contract says, is what it stored.
+    const announced = await announcedIntervals(messaging);
+    const stored = await live.query(`SELECT event_id, seconds FROM usage_intervals`);
+    expect(announced).toEqual(new Map(stored.rows.map((r) => [r.event_id, r.seconds])));
 
     // Replay: a metering with an empty schema and no consumers reads EVENTS from the start.
     await metering.stop();

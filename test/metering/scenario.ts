@@ -9,6 +9,7 @@ import {
   TASK_COMPLETED,
   TASK_FAILED,
   TASK_STARTED,
+  USAGE_INTERVAL,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
 import { type TestSchema } from '../support/isolation.js';
@@ -158,4 +159,24 @@ export async function ledger(db: pg.Client) {
   );
   const tasks = await db.query(`SELECT task_id, attempt, outcome, cause, duration_ms::float8 AS duration_ms, container_id, machine_id, ended_at FROM metered_tasks ORDER BY task_id, attempt`);
   return { usage: usage.rows, tasks: tasks.rows };
+}
+
+/**
+ * The usage intervals metering announced on EVENTS, reduced as the contract tells readers to:
+ * per eventId, the message with the earliest periodEnd (then periodStart). Returns seconds by eventId.
+ */
+export async function announcedIntervals(messaging: Messaging): Promise<Map<string, number>> {
+  const consumer = await messaging.js.consumers.get(messaging.ns.stream('EVENTS'), { filter_subjects: messaging.subject(USAGE_INTERVAL) });
+  const best = new Map<string, { periodEnd: string; periodStart: string; seconds: number }>();
+  for (;;) {
+    let seen = 0;
+    for await (const m of await consumer.fetch({ max_messages: 500, expires: 1000 })) {
+      seen++;
+      const u = m.json<{ eventId: string; periodStart: string; periodEnd: string; seconds: number }>();
+      const held = best.get(u.eventId);
+      if (!held || u.periodEnd < held.periodEnd || (u.periodEnd === held.periodEnd && u.periodStart < held.periodStart)) best.set(u.eventId, u);
+    }
+    if (!seen) break;
+  }
+  return new Map([...best].filter(([, u]) => u.seconds > 0).map(([id, u]) => [id, u.seconds]));
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type QueryRunner } from 'typeorm';
-import { type ContainerEvent, type ContainerResources } from '#tern/contracts';
-import { closedSlices } from '#tern/metering';
+import { type ContainerEvent, type ContainerResources, USAGE_INTERVAL } from '#tern/contracts';
+import { closedSlices, hourFloor, intervalId, type UsageSlice } from '#tern/metering';
+import { Messaging } from '#tern/messaging';
 import { queryRows } from '#tern/persistence';
 import { allotmentOf, type ContainerRow, countAccrued, upsertSlices } from './slice-rows.js';
 
@@ -18,7 +19,10 @@ const RETURNING = `RETURNING container_id, workspace_id, deployment_id, deployme
  */
 @Injectable()
 export class ContainerLedger {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly messaging: Messaging,
+  ) {}
 
   async started(event: ContainerEvent, resources: ContainerResources): Promise<void> {
     await this.dataSource.transaction(async (m) => {
@@ -79,11 +83,47 @@ export class ContainerLedger {
     const allotment = allotmentOf(row);
     if (!allotment || !row.started_at || !row.ended_at) return;
     const slices = closedSlices({ startedAt: row.started_at.getTime(), endedAt: row.ended_at.getTime() });
-    const removed = await queryRows<{ seconds: number }>(runner, `DELETE FROM usage_intervals WHERE container_id = $1 RETURNING seconds`, [row.container_id]);
+    const removed = await queryRows<{ event_id: string; period_start: Date; seconds: number }>(
+      runner,
+      `DELETE FROM usage_intervals WHERE container_id = $1 RETURNING event_id, period_start, seconds`,
+      [row.container_id],
+    );
     await upsertSlices(runner, slices.map((slice) => ({ row, allotment, slice })), true);
     await queryRows(runner, `UPDATE metered_containers SET accrued_to = ended_at WHERE container_id = $1`, [row.container_id]);
+    const kept = new Set(slices.map((s) => intervalId(row.container_id, s.periodStart)));
+    const dropped = removed.filter((r) => !kept.has(r.event_id)).map((r) => hourFloor(r.period_start.getTime()));
+    // Announced before the commit: a failed publish rolls back and the event is redelivered.
+    await this.announce(row, [...slices, ...dropped.map((hour) => ({ periodStart: hour, periodEnd: hour, seconds: 0 }))]);
     const before = removed.reduce((sum, r) => sum + r.seconds, 0);
     countAccrued(slices.reduce((sum, s) => sum + s.seconds, 0) - before, allotment);
+  }
+
+  private async announce(row: ContainerRow, slices: readonly UsageSlice[]): Promise<void> {
+    const resources = {
+      cpuMillicores: row.cpu_millicores!,
+      memoryBytes: Number(row.memory_bytes),
+      gpuCount: row.gpu_count!,
+      ...(row.gpu_type ? { gpuType: row.gpu_type } : {}),
+    };
+    for (const slice of slices) {
+      const eventId = intervalId(row.container_id, slice.periodStart);
+      const periodEnd = new Date(slice.periodEnd).toISOString();
+      await this.messaging.publish(
+        USAGE_INTERVAL,
+        {
+          eventId,
+          containerId: row.container_id,
+          machineId: row.machine_id,
+          workspaceId: row.workspace_id,
+          deploymentId: row.deployment_id,
+          resources,
+          periodStart: new Date(slice.periodStart).toISOString(),
+          periodEnd,
+          seconds: slice.seconds,
+        },
+        { msgId: `${eventId}@${periodEnd}` },
+      );
+    }
   }
 }
 
