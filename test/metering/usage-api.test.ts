@@ -29,6 +29,7 @@ describe('usage API', () => {
   let start: number;
   let workspaceId: string;
   let memberToken: string;
+  let meteringPort: number;
 
   const call = async (path: string, token = ADMIN, headers: Record<string, string> = {}) => {
     const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
@@ -48,6 +49,7 @@ describe('usage API', () => {
     ns = new Namespace(uniqueName('usageapi'));
     const [mPort, gPort] = [await freePort(), await freePort()];
     base = `http://127.0.0.1:${gPort}`;
+    meteringPort = mPort;
     metering = new ServiceProcess(
       'metering',
       testEnv(schema, ns.name, { HTTP_PORT: String(mPort), METERING_CHECKPOINT_INTERVAL_MS: '200', MACHINE_HEARTBEAT_TTL_SECONDS: String(HEARTBEAT_TTL_SECONDS) }),
@@ -148,6 +150,16 @@ describe('usage API', () => {
     const truth = (Date.now() - startedAt) / 1000;
     expect(accrued).toBeGreaterThan(truth - 1.5);
     expect(accrued).toBeLessThanOrEqual(truth + 0.5);
+  });
+
+  it('metering exposes Prometheus counters of what it applied and accrued', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${meteringPort}/metrics`)).text();
+    const value = (line: RegExp) => Number(text.split('\n').find((l) => line.test(l))?.split(' ').pop());
+    expect(value(/^tern_metering_events_total\{.*kind="container.started"/)).toBeGreaterThanOrEqual(scenario.containers.length);
+    expect(value(/^tern_metering_tasks_total\{.*outcome="failed"/)).toBe(scenario.tasks.failed);
+    const gpuTruth = [...expectedUsage(scenario.containers, () => 'all').values()][0].gpuSeconds;
+    expect(value(/^tern_metering_gpu_seconds_total/)).toBeGreaterThanOrEqual(gpuTruth * 0.99);
+    expect(value(/^tern_metering_checkpoints_total/)).toBeGreaterThan(0);
   });
 
   it('scopes a member to its own workspace', async () => {
