@@ -133,12 +133,15 @@ export interface DeploymentView {
 /** The bench's endpoint: returns a small JSON, like examples/hello-python without the hostname. */
 const APP = `def predict(payload):\n    return {"hello": payload.get("name", "world")}\n`;
 
-/** Deploys a one-file Python endpoint through the CLI (`tern deploy`), as a user would. */
-export async function deploy(s: Stack, name: string, yaml: string): Promise<void> {
+/** The bench handler's source, for benches that run it outside Tern too. */
+export const BENCH_APP = APP;
+
+/** Deploys a one-file Python endpoint (or task queue) through the CLI (`tern deploy`), as a user would. */
+export async function deploy(s: Stack, name: string, yaml: string, kind: 'endpoint' | 'task_queue' = 'endpoint'): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tern-bench-app-'));
   try {
     await writeFile(join(dir, 'app.py'), APP);
-    await writeFile(join(dir, 'tern.yaml'), `name: ${name}\nkind: endpoint\nhandler: app.py:predict\n${yaml}`);
+    await writeFile(join(dir, 'tern.yaml'), `name: ${name}\nkind: ${kind}\nhandler: app.py:predict\n${yaml}`);
     await execa(process.execPath, [join(ROOT, 'bin', 'tern.js'), 'deploy', join(dir, 'tern.yaml')], {
       env: { ...process.env, TERN_GATEWAY: s.gateway, TERN_TOKEN: s.token },
       all: true,

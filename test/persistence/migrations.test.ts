@@ -10,6 +10,8 @@ const TABLES = [
   'deployment_versions',
   'deployments',
   'machines',
+  'metered_containers',
+  'metered_tasks',
   'migrations',
   'pools',
   'reputation_scores',

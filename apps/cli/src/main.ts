@@ -9,6 +9,7 @@ import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
+import { usageCommand } from './commands/usage.js';
 
 const program = new Command('tern')
   .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
@@ -21,7 +22,8 @@ const program = new Command('tern')
   .addCommand(deploymentCommand())
   .addCommand(invokeCommand())
   .addCommand(taskCommand())
-  .addCommand(logsCommand());
+  .addCommand(logsCommand())
+  .addCommand(usageCommand());
 
 try {
   await program.parseAsync(process.argv);

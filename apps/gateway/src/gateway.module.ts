@@ -13,6 +13,7 @@ import { MachinesModule } from './machines/machines.module.js';
 import { PoolsModule } from './pools/pools.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
+import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
 
 @Module({})
@@ -34,6 +35,7 @@ export class GatewayModule {
         DeploymentsModule,
         EndpointsModule,
         TasksModule,
+        UsageModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }],
     };

@@ -25,6 +25,7 @@ export interface TernConfig {
     readonly heartbeatTtlSeconds: number;
   };
   readonly endpoints: { readonly bufferSize: number };
+  readonly metering: { readonly checkpointIntervalMs: number };
   readonly agent: {
     readonly stateDir?: string;
     readonly gatewayUrl?: string;
@@ -124,6 +125,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
+    metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     agent: {
       stateDir: raw.AGENT_STATE_DIR as string | undefined,
       gatewayUrl: raw.AGENT_GATEWAY_URL as string | undefined,

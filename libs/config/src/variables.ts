@@ -172,8 +172,8 @@ export const VARIABLES = [
     default: '30',
     min: 2,
     max: 3600,
-    services: ['gateway', 'scheduler'],
-    description: 'A machine with no heartbeat for this long is marked offline.',
+    services: ['gateway', 'scheduler', 'metering'],
+    description: 'A machine with no heartbeat for this long is marked offline (metering ends the usage of its containers this long before the scheduler gave up, at the last heartbeat).',
   },
   {
     name: 'ENDPOINT_BUFFER_SIZE',
@@ -183,6 +183,15 @@ export const VARIABLES = [
     max: 1000000,
     services: ['gateway'],
     description: 'Requests the gateway holds per endpoint version while no container has room; beyond it, 429.',
+  },
+  {
+    name: 'METERING_CHECKPOINT_INTERVAL_MS',
+    kind: 'int',
+    default: '5000',
+    min: 100,
+    max: 300000,
+    services: ['metering'],
+    description: 'How often metering writes the usage of running containers up to now, so usage is current and a crash loses at most this much unwritten accrual (which the next checkpoint or the stop event restores).',
   },
   {
     name: 'AGENT_STATE_DIR',

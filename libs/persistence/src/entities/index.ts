@@ -3,6 +3,8 @@ import { Container } from './container.entity.js';
 import { DeploymentVersion } from './deployment-version.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Machine } from './machine.entity.js';
+import { MeteredContainer } from './metered-container.entity.js';
+import { MeteredTask } from './metered-task.entity.js';
 import { Pool } from './pool.entity.js';
 import { ReputationScore } from './reputation-score.entity.js';
 import { Task } from './task.entity.js';
@@ -14,6 +16,8 @@ export * from './container.entity.js';
 export * from './deployment-version.entity.js';
 export * from './deployment.entity.js';
 export * from './machine.entity.js';
+export * from './metered-container.entity.js';
+export * from './metered-task.entity.js';
 export * from './pool.entity.js';
 export * from './reputation-score.entity.js';
 export * from './task.entity.js';
@@ -32,4 +36,6 @@ export const ENTITIES = [
   Task,
   UsageInterval,
   ReputationScore,
+  MeteredContainer,
+  MeteredTask,
 ] as const;

@@ -2,9 +2,11 @@ import { Check, Column, Entity, Index, PrimaryGeneratedColumn, Unique } from 'ty
 import { numberFromText } from '../column-transformers.js';
 
 /**
- * Resources one container held over one period. A ledger: rows are written from events and
- * never updated, and carry no foreign keys so that usage outlives deleted deployments and
- * machines and ingestion never depends on the order in which rows elsewhere appear.
+ * Resources one container held during one UTC hour (or the part of it the container ran). The
+ * event id is the container id and the hour, so every write of a slice — a checkpoint growing
+ * it, the container's end fixing it — is an upsert of the same row and nothing counts twice.
+ * `closed` marks a slice that no checkpoint will touch again. No foreign keys: usage outlives
+ * deleted deployments and machines, and ingestion never depends on rows elsewhere.
  */
 @Entity({ name: 'usage_intervals' })
 @Unique('uq_usage_intervals_event_id', ['eventId'])
@@ -12,18 +14,20 @@ import { numberFromText } from '../column-transformers.js';
 @Index('ix_usage_intervals_workspace_period', ['workspaceId', 'periodStart'])
 @Index('ix_usage_intervals_machine_period', ['machineId', 'periodStart'])
 @Index('ix_usage_intervals_deployment_period', ['deploymentId', 'periodStart'])
+@Index('ix_usage_intervals_container', ['containerId'])
+@Index('ix_usage_intervals_period', ['periodStart'])
 export class UsageInterval {
   @PrimaryGeneratedColumn('uuid', { name: 'id' })
   id!: string;
 
-  /** Id of the event the interval came from; redelivered events hit the unique constraint and are skipped. */
+  /** `<container id>:<hour, ISO>`; also the USAGE_INTERVAL event's id. */
   @Column({ name: 'event_id', type: 'text' })
   eventId!: string;
 
-  @Column({ name: 'workspace_id', type: 'uuid' })
+  @Column({ name: 'workspace_id', type: 'text' })
   workspaceId!: string;
 
-  @Column({ name: 'deployment_id', type: 'uuid' })
+  @Column({ name: 'deployment_id', type: 'text' })
   deploymentId!: string;
 
   @Column({ name: 'container_id', type: 'text' })
@@ -52,4 +56,10 @@ export class UsageInterval {
 
   @Column({ name: 'seconds', type: 'double precision' })
   seconds!: number;
+
+  @Column({ name: 'closed', type: 'boolean', default: false })
+  closed!: boolean;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
 }

@@ -3,6 +3,14 @@ import { MachineRegistry1763900000000 } from './1763900000000-machine-registry.j
 import { ScaleTargets1764000000000 } from './1764000000000-scale-targets.js';
 import { Placement1764100000000 } from './1764100000000-placement.js';
 import { TaskQueues1764200000000 } from './1764200000000-task-queues.js';
+import { Metering1764300000000 } from './1764300000000-metering.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
-export const MIGRATIONS = [Initial1763780000000, MachineRegistry1763900000000, ScaleTargets1764000000000, Placement1764100000000, TaskQueues1764200000000] as const;
+export const MIGRATIONS = [
+  Initial1763780000000,
+  MachineRegistry1763900000000,
+  ScaleTargets1764000000000,
+  Placement1764100000000,
+  TaskQueues1764200000000,
+  Metering1764300000000,
+] as const;

@@ -1,0 +1,195 @@
+/**
+ * Task queues end to end: submit → complete, trivial handler, durable, through Tern vs BullMQ on
+ * the local Redis, measured in the same run. Three systems run the same Python handler
+ * (`predict(payload)` returning a small dict):
+ *   tern            POST /taskqueue/<name> → row + TASKS → agent → runner in a runc container,
+ *                   result recorded in Postgres; the client waits with GET /api/v1/tasks/<id>/wait
+ *   bullmq+runner   Queue.add → Redis → Worker → HTTP to the same Python runner (outside a
+ *                   container) → result in Redis; the client waits with job.waitUntilFinished
+ *   bullmq          the same without the HTTP hop: the handler is a JavaScript function in the
+ *                   worker (the floor BullMQ users usually measure)
+ * Slots are equal: the Tern queue runs one container with --slots workers; the BullMQ workers
+ * have concurrency --slots. Two figures per system: latency (one task at a time: p50/p95 of
+ * submit → result seen by the client) and throughput (--tasks submitted by --clients
+ * concurrent clients, time until all results are seen). Prints ratios; not a test.
+ *
+ *   npm run build && node dist/bench/tasks/main.js [--tasks 2000] [--latency 200] [--clients 32] [--slots 4]
+ *       [--redis redis://127.0.0.1:6379] [--gateway URL --token T]
+ *
+ * Without --gateway it starts its own stack (as bench/invoke/e2e.ts) and removes it afterwards.
+ * Needs root, runc and a Redis server.
+ */
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { freePort } from '#tern/runtime';
+import { api, BENCH_APP, deploy, type DeploymentView, openStack, quantile, ROOT, sleep, type Stack, until } from '../invoke/stack.js';
+
+const { values } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '2000' },
+    latency: { type: 'string', default: '200' },
+    clients: { type: 'string', default: '32' },
+    slots: { type: 'string', default: '4' },
+    redis: { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    gateway: { type: 'string' },
+    token: { type: 'string' },
+    name: { type: 'string', default: 'bench-tasks' },
+  },
+});
+const TASKS = Number(values.tasks);
+const LATENCY_RUNS = Number(values.latency);
+const CLIENTS = Number(values.clients);
+const SLOTS = Number(values.slots);
+const NAME = values.name!;
+
+/** One system under test: submit a payload, resolve when its result is seen by the client. */
+interface System {
+  label: string;
+  run(payload: { name: string }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+interface Figures {
+  label: string;
+  p50: number;
+  p95: number;
+  throughput: number;
+  seconds: number;
+}
+
+async function measure(s: System): Promise<Figures> {
+  for (let i = 0; i < 20; i++) await s.run({ name: `warm-${i}` });
+  const latencies: number[] = [];
+  for (let i = 0; i < LATENCY_RUNS; i++) {
+    const t0 = performance.now();
+    await s.run({ name: `l-${i}` });
+    latencies.push(performance.now() - t0);
+  }
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < TASKS) await s.run({ name: `t-${next++}` });
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const f = { label: s.label, p50: quantile(latencies, 0.5), p95: quantile(latencies, 0.95), throughput: TASKS / seconds, seconds };
+  console.error(`${f.label}: p50 ${f.p50.toFixed(1)} ms, p95 ${f.p95.toFixed(1)} ms, ${f.throughput.toFixed(0)} tasks/s`);
+  return f;
+}
+
+/** Tern: submit over HTTP, then long-poll the task until it is done. */
+async function tern(stack: Stack): Promise<System> {
+  await deploy(stack, NAME, `workers: ${SLOTS}\ncpu: 1\nmemory: 256Mi\nautoscaler:\n  type: queue_depth\n  min_containers: 1\n  max_containers: 1\n`, 'task_queue');
+  await until('a warm container', 120_000, async () => ((await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`)).actual >= 1 ? true : undefined), 250);
+  const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS * 2 });
+  const headers = { authorization: `Bearer ${stack.token}` };
+  return {
+    label: 'tern',
+    async run(payload) {
+      const submitted = JSON.parse(await http(agent, 'POST', `${stack.gateway}/taskqueue/${NAME}`, headers, JSON.stringify(payload))) as { task_id: string };
+      for (;;) {
+        const t = JSON.parse(await http(agent, 'GET', `${stack.gateway}/api/v1/tasks/${submitted.task_id}/wait?timeout=30`, headers)) as { done: boolean; status: string; result: unknown };
+        if (!t.done) continue;
+        if (t.status !== 'COMPLETE') throw new Error(`task ${submitted.task_id} ended ${t.status}`);
+        return t.result;
+      }
+    },
+    close: async () => agent.destroy(),
+  };
+}
+
+/** BullMQ on Redis; the worker runs the handler in-process or calls the Python runner over HTTP. */
+async function bullmq(redisUrl: string, runnerPort?: number): Promise<System> {
+  const connection = { url: redisUrl, maxRetriesPerRequest: null };
+  const queueName = `tern-bench-${randomBytes(4).toString('hex')}`;
+  const queue = new Queue(queueName, { connection });
+  const events = new QueueEvents(queueName, { connection });
+  await events.waitUntilReady();
+  const agent = new Agent({ keepAlive: true, maxSockets: SLOTS });
+  const handler = runnerPort
+    ? async (data: unknown) => JSON.parse(await http(agent, 'POST', `http://127.0.0.1:${runnerPort}/`, {}, JSON.stringify(data))) as unknown
+    : async (data: { name?: string }) => ({ hello: data.name ?? 'world' });
+  const worker = new Worker(queueName, async (job) => handler(job.data), { connection, concurrency: SLOTS });
+  await worker.waitUntilReady();
+  return {
+    label: runnerPort ? 'bullmq+runner' : 'bullmq',
+    async run(payload) {
+      // Durable like a Tern task: kept until it has a result, retried on failure.
+      const job = await queue.add('task', payload, { attempts: 4, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000 });
+      return job.waitUntilFinished(events, 60_000);
+    },
+    async close() {
+      await worker.close();
+      await events.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      agent.destroy();
+    },
+  };
+}
+
+/** The Tern Python runner serving the bench handler on loopback, as in a container but bare. */
+async function startRunner(): Promise<{ port: number; stop: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'tern-bench-runner-'));
+  await writeFile(join(dir, 'app.py'), BENCH_APP);
+  const port = await freePort();
+  const child = spawn('python3', [join(ROOT, 'runners', 'python', 'tern_runner.py')], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), TERN_HANDLER: 'app.py:predict', TERN_WORKERS: String(SLOTS) },
+    stdio: 'ignore',
+  });
+  await until('the runner', 30_000, async () => ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok ? true : undefined), 100);
+  return {
+    port,
+    async stop() {
+      child.kill('SIGTERM');
+      await sleep(300);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function http(agent: Agent, method: string, url: string, headers: Record<string, string>, body?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : Buffer.from(body);
+    const req = request(url, { method, agent, headers: { ...headers, ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}) } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => (res.statusCode && res.statusCode < 300 ? resolve(text) : reject(new Error(`${method} ${url}: ${res.statusCode} ${text}`))));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+const stack = await openStack({ gateway: values.gateway, token: values.token });
+const runner = await startRunner();
+const results: Figures[] = [];
+try {
+  for (const make of [() => tern(stack), () => bullmq(values.redis!, runner.port), () => bullmq(values.redis!)]) {
+    const system = await make();
+    try {
+      results.push(await measure(system));
+    } finally {
+      await system.close();
+    }
+  }
+} finally {
+  await runner.stop();
+  await stack.stop();
+}
+
+const [t, viaRunner, inProcess] = results;
+console.log(`\nTasks: ${LATENCY_RUNS} one at a time (latency), then ${TASKS} with ${CLIENTS} clients (throughput); ${SLOTS} slots each`);
+console.log('system          p50 ms   p95 ms   tasks/s');
+for (const r of results) console.log(`${r.label.padEnd(14)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`);
+console.log(`\ntern vs bullmq+runner: latency ×${(t.p50 / viaRunner.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunner.throughput).toFixed(2)}`);
+console.log(`tern vs bullmq:        latency ×${(t.p50 / inProcess.p50).toFixed(2)} (p50), throughput ×${(t.throughput / inProcess.throughput).toFixed(2)}`);

@@ -1,0 +1,4 @@
+export * from './intervals.js';
+export * from './accrual.js';
+export * from './resources.js';
+export * from './rewards.js';
