@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { freePort } from '#tern/runtime';
 import { api, BENCH_APP, deploy, type DeploymentView, openStack, quantile, ROOT, sleep, type Stack, until } from '../invoke/stack.js';
 
@@ -108,16 +109,22 @@ async function tern(stack: Stack): Promise<System> {
 
 /** BullMQ on Redis; the worker runs the handler in-process or calls the Python runner over HTTP. */
 async function bullmq(redisUrl: string, runnerPort?: number): Promise<System> {
-  const connection = { url: redisUrl, maxRetriesPerRequest: null };
+  // Native ESM: BullMQ wants client instances, one per queue, worker and event listener.
+  const clients: Redis[] = [];
+  const connection = () => {
+    const client = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    clients.push(client);
+    return client;
+  };
   const queueName = `tern-bench-${randomBytes(4).toString('hex')}`;
-  const queue = new Queue(queueName, { connection });
-  const events = new QueueEvents(queueName, { connection });
+  const queue = new Queue(queueName, { connection: connection() });
+  const events = new QueueEvents(queueName, { connection: connection() });
   await events.waitUntilReady();
   const agent = new Agent({ keepAlive: true, maxSockets: SLOTS });
   const handler = runnerPort
     ? async (data: unknown) => JSON.parse(await http(agent, 'POST', `http://127.0.0.1:${runnerPort}/`, {}, JSON.stringify(data))) as unknown
     : async (data: { name?: string }) => ({ hello: data.name ?? 'world' });
-  const worker = new Worker(queueName, async (job) => handler(job.data), { connection, concurrency: SLOTS });
+  const worker = new Worker(queueName, async (job) => handler(job.data), { connection: connection(), concurrency: SLOTS });
   await worker.waitUntilReady();
   return {
     label: runnerPort ? 'bullmq+runner' : 'bullmq',
@@ -131,6 +138,7 @@ async function bullmq(redisUrl: string, runnerPort?: number): Promise<System> {
       await events.close();
       await queue.obliterate({ force: true });
       await queue.close();
+      for (const c of clients) c.disconnect();
       agent.destroy();
     },
   };
