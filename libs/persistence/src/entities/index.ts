@@ -5,6 +5,7 @@ import { Deployment } from './deployment.entity.js';
 import { Machine } from './machine.entity.js';
 import { Pool } from './pool.entity.js';
 import { ReputationScore } from './reputation-score.entity.js';
+import { ReputationMachine } from './reputation-machine.entity.js';
 import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
 import { Workspace } from './workspace.entity.js';
@@ -16,6 +17,7 @@ export * from './deployment.entity.js';
 export * from './machine.entity.js';
 export * from './pool.entity.js';
 export * from './reputation-score.entity.js';
+export * from './reputation-machine.entity.js';
 export * from './task.entity.js';
 export * from './usage-interval.entity.js';
 export * from './workspace.entity.js';
@@ -32,4 +34,5 @@ export const ENTITIES = [
   Task,
   UsageInterval,
   ReputationScore,
+  ReputationMachine,
 ] as const;

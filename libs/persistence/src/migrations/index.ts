@@ -2,6 +2,7 @@ import { Initial1763780000000 } from './1763780000000-initial.js';
 import { MachineRegistry1763900000000 } from './1763900000000-machine-registry.js';
 import { ScaleTargets1764000000000 } from './1764000000000-scale-targets.js';
 import { Placement1764100000000 } from './1764100000000-placement.js';
+import { Reputation1764400000000 } from './1764400000000-reputation.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
-export const MIGRATIONS = [Initial1763780000000, MachineRegistry1763900000000, ScaleTargets1764000000000, Placement1764100000000] as const;
+export const MIGRATIONS = [Initial1763780000000, MachineRegistry1763900000000, ScaleTargets1764000000000, Placement1764100000000, Reputation1764400000000] as const;
