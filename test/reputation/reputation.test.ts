@@ -1,0 +1,110 @@
+import pg from 'pg';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { REPUTATION_SCORE, type ReputationScore } from '#tern/contracts';
+import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { deleteNamespaces } from '../support/nats.js';
+import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { MachineEvents, reputationEntry } from './events.js';
+
+/**
+ * The reputation service as a real process fed real events: two machines run the same
+ * deployment, one fails half its tasks; its score must end lower, survive a kill, and keep
+ * counting events that arrived while it was down exactly once.
+ */
+describe('reputation service', () => {
+  let schema: TestSchema;
+  let ns: Namespace;
+  let service: ServiceProcess;
+  let nc: NatsConnection;
+  let messaging: Messaging;
+  let db: pg.Client;
+  let events: MachineEvents;
+  let scoresSub: Subscription;
+  const published: ReputationScore[] = [];
+
+  const start = async () => {
+    service = new ServiceProcess('reputation', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' })).start();
+    await service.ready();
+  };
+  const record = async (machineId: string) =>
+    (await db.query(`SELECT record FROM reputation_machines WHERE machine_id = $1`, [machineId])).rows[0]?.record;
+
+  beforeAll(async () => {
+    schema = await createTestSchema('rep');
+    ns = new Namespace(uniqueName('rep'));
+    await start();
+    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'reputation-test' });
+    messaging = new Messaging(nc, ns);
+    scoresSub = nc.subscribe(messaging.subject(REPUTATION_SCORE));
+    void (async () => {
+      for await (const m of scoresSub) published.push(JSON.parse(new TextDecoder().decode(m.data)) as ReputationScore);
+    })();
+    db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
+    await db.connect();
+    events = new MachineEvents(messaging);
+  });
+
+  afterAll(async () => {
+    scoresSub?.unsubscribe();
+    await service?.stop();
+    await db?.end();
+    await nc?.close();
+    await schema?.drop();
+    await deleteNamespaces(ns.name);
+  });
+
+  it('scores the machine that fails half of a deployment\'s tasks below the one where it succeeds', async () => {
+    const joined = new Date(Date.now() - 3600_000);
+    await events.joined('m-good', 'default', joined);
+    await events.joined('m-bad', 'default', joined);
+    // A deployment whose handler fails everywhere alike: no machine's fault.
+    const flakyGood = await events.containerReady('m-good', 'dep-flaky');
+    const flakyBad = await events.containerReady('m-bad', 'dep-flaky');
+    await events.tasks('m-good', 'dep-flaky', flakyGood, 10, 2);
+    await events.tasks('m-bad', 'dep-flaky', flakyBad, 10, 2);
+    // A deployment that succeeds on m-good and fails every other task on m-bad.
+    const good = await events.containerReady('m-good', 'dep-model');
+    const bad = await events.containerReady('m-bad', 'dep-model');
+    await events.tasks('m-good', 'dep-model', good, 20, 0);
+    await events.tasks('m-bad', 'dep-model', bad, 20, 2);
+
+    const [g, b] = await waitFor('both machines scored with all 60 task outcomes', async () => {
+      const [rg, rb] = [await record('m-good'), await record('m-bad')];
+      const attempts = (r: any) => Object.values(r?.tasks ?? {}).reduce((n: number, t: any) => n + t.attempts.v, 0);
+      if (Math.round(attempts(rg)) !== 30 || Math.round(attempts(rb)) !== 30) return undefined;
+      await new Promise((r) => setTimeout(r, 700)); // one more pass after the last event
+      const [eg, eb] = [await reputationEntry(messaging, 'm-good'), await reputationEntry(messaging, 'm-bad')];
+      return eg && eb ? [eg, eb] : undefined;
+    });
+    expect(b.score).toBeLessThan(g.score - 0.05);
+    expect(b.components.taskSuccess).toBeLessThan(0.75);
+    expect(g.components.taskSuccess).toBeGreaterThan(0.9);
+    // Everything else is alike: uptime, starts, network.
+    for (const c of ['uptime', 'startSuccess', 'startLatency', 'network'] as const) expect(b.components[c]).toBeCloseTo(g.components[c], 2);
+    expect(g.score).toBeGreaterThan(0);
+    expect(g.score).toBeLessThan(1);
+
+    // History rows and REPUTATION_SCORE events carry the same numbers.
+    const rows = (await db.query(`SELECT machine_id, score FROM reputation_scores ORDER BY computed_at DESC`)).rows;
+    expect(Number(rows.find((r) => r.machine_id === 'm-bad').score)).toBe(b.score);
+    await waitFor('the score events', async () => published.some((p) => p.machineId === 'm-bad' && p.score === b.score));
+  });
+
+  it('resumes after a kill and counts the events it missed once', async () => {
+    const before = (await reputationEntry(messaging, 'm-bad'))!;
+    await service.kill('SIGKILL');
+    const bad = await events.containerReady('m-bad', 'dep-model');
+    await events.tasks('m-bad', 'dep-model', bad, 10, 1); // all fail
+    await start();
+    const after = await waitFor('the missed failures counted', async () => {
+      const e = await reputationEntry(messaging, 'm-bad');
+      return e && e.score < before.score - 0.01 ? e : undefined;
+    });
+    expect(after.components.taskSuccess).toBeLessThan(before.components.taskSuccess);
+    const r = await record('m-bad');
+    expect(Math.round(r.tasks['dep-model'].attempts.v)).toBe(30);
+    expect(Math.round(r.tasks['dep-model'].shared.v)).toBe(20);
+    expect(Math.round(r.starts['dep-model'].attempts.v)).toBe(2);
+  });
+});
