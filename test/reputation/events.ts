@@ -19,7 +19,7 @@ import { type Messaging } from '#tern/messaging';
 export class MachineEvents {
   constructor(
     private readonly messaging: Messaging,
-    readonly workspaceId = randomUUID(),
+    readonly workspaceId: string = randomUUID(),
   ) {}
 
   async joined(machineId: string, pool: string, at: Date) {
