@@ -5,6 +5,7 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { ADMIN, client, tern } from '../machines/harness.js';
 import { MachineEvents, reputationEntry } from './events.js';
 
 /**
@@ -89,6 +90,50 @@ describe('reputation service', () => {
     const rows = (await db.query(`SELECT machine_id, score FROM reputation_scores ORDER BY computed_at DESC`)).rows;
     expect(Number(rows.find((r) => r.machine_id === 'm-bad').score)).toBe(b.score);
     await waitFor('the score events', async () => published.some((p) => p.machineId === 'm-bad' && p.score === b.score));
+  });
+
+  it('shows in the machines API and the CLI, with components and history', async () => {
+    const port = await freePort();
+    const gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
+    try {
+      await gateway.ready();
+      const base = `http://127.0.0.1:${port}`;
+      const call = client(base);
+      await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m-good', 'default', 'ready'), ('m-bad', 'default', 'ready'), ('m-new', 'default', 'registered')`);
+      const current = (await reputationEntry(messaging, 'm-bad'))!;
+
+      const list = await call('GET', '/api/v1/machines', ADMIN);
+      expect(list.status).toBe(200);
+      const byId = new Map(list.body.map((m: any) => [m.id, m.reputation]));
+      expect(byId.get('m-bad')).toEqual(current);
+      expect(byId.get('m-new')).toBeNull();
+      expect((await call('GET', '/api/v1/machines/m-bad', ADMIN)).body.reputation).toEqual(current);
+
+      const rep = await call('GET', '/api/v1/machines/m-bad/reputation?limit=2', ADMIN);
+      expect(rep.status).toBe(200);
+      expect(rep.body).toMatchObject({ machineId: 'm-bad', score: current.score, components: current.components, computedAt: current.computedAt });
+      expect(rep.body.history.length).toBeGreaterThanOrEqual(1);
+      expect(rep.body.history.length).toBeLessThanOrEqual(2);
+      expect(rep.body.history[0].score).toBe(current.score);
+      const future = await call('GET', `/api/v1/machines/m-bad/reputation?from=${new Date(Date.now() + 60_000).toISOString()}`, ADMIN);
+      expect(future.body.history).toEqual([]);
+      expect((await call('GET', '/api/v1/machines/m-new/reputation', ADMIN)).body).toEqual({ machineId: 'm-new', score: null, components: null, computedAt: null, history: [] });
+      expect((await call('GET', '/api/v1/machines/nope/reputation', ADMIN)).status).toBe(404);
+      const bad = await call('GET', '/api/v1/machines/m-bad/reputation?limit=0&from=yesterday', ADMIN);
+      expect(bad.status).toBe(400);
+      expect(bad.body.message).toEqual(expect.arrayContaining(['limit must be a whole number from 1 to 1000', 'from must be an ISO 8601 date, e.g. 2026-01-01T00:00:00Z']));
+
+      const listed = await tern(['machine', 'list'], base, ADMIN);
+      expect(listed.stdout).toMatch(/REPUTATION/);
+      expect(listed.stdout).toMatch(new RegExp(`^m-bad .* ${current.score.toFixed(2)} `, 'm'));
+      const shown = await tern(['machine', 'show', 'm-bad'], base, ADMIN);
+      expect(shown.stdout).toMatch(new RegExp(`^Reputation\\s+${current.score.toFixed(2)} \\(computed`, 'm'));
+      expect(shown.stdout).toMatch(new RegExp(`^\\s+task success\\s+${current.components.taskSuccess.toFixed(2)}$`, 'm'));
+      const history = await tern(['machine', 'reputation', 'm-bad', '--limit', '1'], base, ADMIN);
+      expect(history.stdout).toMatch(/^COMPUTED\s+SCORE/m);
+    } finally {
+      await gateway.stop();
+    }
   });
 
   it('resumes after a kill and counts the events it missed once', async () => {
