@@ -12,6 +12,7 @@ const TABLES = [
   'machines',
   'migrations',
   'pools',
+  'reputation_machines',
   'reputation_scores',
   'tasks',
   'usage_intervals',
