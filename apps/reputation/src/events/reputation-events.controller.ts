@@ -39,8 +39,10 @@ export class ReputationEventsController {
     @Inject(REPUTATION_PARAMS) private readonly params: ReputationParams,
   ) {}
 
+  /** A pending machine has not joined yet: its record starts when it registers. */
   @OnMessage(MACHINE_STATE_CHANGED)
   stateChanged(@Payload() e: MachineStateChanged) {
+    if (e.to === 'pending') return;
     return this.change(e.machineId, e.pool, (r) => applyState(r, e.to !== 'offline', Date.parse(e.changedAt), Date.now()));
   }
 
