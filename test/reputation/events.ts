@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import {
   CONTAINER_READY,
+  MACHINE_HEARTBEAT,
   MACHINE_NETWORK_TESTED,
   MACHINE_STATE_CHANGED,
+  type MachineState,
   machineStateChangedMsgId,
   REPUTATION_BUCKET,
   REPUTATION_BUCKET_TTL_MS,
@@ -31,6 +33,20 @@ export class MachineEvents {
       http: { throughputMbps: 800, latencyMs: 6 },
       testedAt: changedAt,
     });
+  }
+
+  async stateChanged(machineId: string, pool: string, to: MachineState, at: Date) {
+    const changedAt = at.toISOString();
+    await this.messaging.publish(MACHINE_STATE_CHANGED, { machineId, pool, from: null, to, reason: 'test', changedAt }, { msgId: machineStateChangedMsgId({ machineId, to, changedAt }) });
+  }
+
+  /** A live heartbeat, as the agent sends it (sequence gaps are beats it skipped). */
+  async heartbeat(machineId: string, pool: string, sequence: number) {
+    await this.messaging.publish(
+      MACHINE_HEARTBEAT,
+      { machineId, pool, sentAt: new Date().toISOString(), sequence, cpuPercent: 5, memoryPercent: 10, gpus: [], runningContainers: [] },
+      { tokens: [machineId], msgId: `${machineId}-test-${sequence}` },
+    );
   }
 
   async containerReady(machineId: string, deploymentId: string, readyLatencyMs = 1500): Promise<string> {

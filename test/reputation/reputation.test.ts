@@ -92,6 +92,23 @@ describe('reputation service', () => {
     await waitFor('the score events', async () => published.some((p) => p.machineId === 'm-bad' && p.score === b.score));
   });
 
+  it('counts downtime against uptime and skipped heartbeats against punctuality', async () => {
+    const hour = 3600_000;
+    const now = Date.now();
+    await events.joined('m-flaky', 'default', new Date(now - hour));
+    await events.stateChanged('m-flaky', 'default', 'offline', new Date(now - hour / 2));
+    await events.stateChanged('m-flaky', 'default', 'ready', new Date(now - hour / 4));
+    for (const sequence of [1, 2, 5, 6, 7]) await events.heartbeat('m-flaky', 'default', sequence);
+    const e = await waitFor('the flaky machine scored', async () => {
+      const entry = await reputationEntry(messaging, 'm-flaky');
+      return entry && entry.components.uptime1d < 0.9 && entry.components.heartbeat < 0.8 ? entry : undefined;
+    });
+    // Down 15 of the 60 minutes since it joined; 5 of 7 expected beats came.
+    expect(e.components.uptime1d).toBeCloseTo(0.75, 2);
+    expect(e.components.uptime30d).toBeCloseTo(0.75, 2);
+    expect(e.components.heartbeat).toBeCloseTo((5 + 4) / (7 + 5), 2);
+  });
+
   it('shows in the machines API and the CLI, with components and history', async () => {
     const port = await freePort();
     const gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
