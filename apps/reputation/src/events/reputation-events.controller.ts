@@ -22,6 +22,12 @@ import { MachineBook } from '../scores/machine-book.js';
 import { REPUTATION_PARAMS } from '../scores/reputation-params.js';
 import { Scorer } from '../scores/scorer.service.js';
 
+/**
+ * Handlers apply their change synchronously and then wait for it to be stored (batched every
+ * 50 ms), so many in flight keep throughput up while records still change in delivery order.
+ */
+const MANY = 64;
+
 /** A heartbeat sent this close to now is being delivered live: its arrival is now. */
 const LIVE_WINDOW_MS = 60_000;
 
@@ -51,7 +57,7 @@ export class ReputationEventsController {
    * restart is judged by the agent's send times instead (their gaps do not depend on its
    * clock's offset), so the restart itself does not look like late beats.
    */
-  @OnMessage(MACHINE_HEARTBEAT, { concurrency: 64 })
+  @OnMessage(MACHINE_HEARTBEAT, { concurrency: MANY })
   heartbeat(@Payload() beat: MachineHeartbeat) {
     const sent = Date.parse(beat.sentAt);
     const now = Date.now();
@@ -72,25 +78,25 @@ export class ReputationEventsController {
   }
 
   /** Start latency: the agent's own measure from the start command to the first passing health check (no clock skew). */
-  @OnMessage(CONTAINER_READY)
+  @OnMessage(CONTAINER_READY, { concurrency: MANY })
   containerReady(@Payload() e: ContainerReady) {
     return this.change(e.machineId, undefined, (r) => applyStartOutcome(r, e.containerId, e.deploymentId, 'success', Date.parse(e.at), this.params, e.readyLatencyMs));
   }
 
   /** Before it was ready: a failed start, the machine's own fault when the machine was lost. After: already counted. */
-  @OnMessage(CONTAINER_FAILED)
+  @OnMessage(CONTAINER_FAILED, { concurrency: MANY })
   containerFailed(@Payload() e: ContainerFailed) {
     const outcome = e.phase === 'machine-lost' ? 'machine' : 'shared';
     return this.change(e.machineId, undefined, (r) => applyStartOutcome(r, e.containerId, e.deploymentId, outcome, Date.parse(e.at), this.params));
   }
 
-  @OnMessage(TASK_COMPLETED)
+  @OnMessage(TASK_COMPLETED, { concurrency: MANY })
   taskCompleted(@Payload() e: TaskCompleted) {
     return this.change(e.machineId, undefined, (r) => applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, 'success', Date.parse(e.completedAt), this.params));
   }
 
   /** A handler error is judged against the deployment's other machines; a timeout or a lost container counts in full. */
-  @OnMessage(TASK_FAILED)
+  @OnMessage(TASK_FAILED, { concurrency: MANY })
   taskFailed(@Payload() e: TaskFailed) {
     if (!e.machineId) return; // failed before reaching a machine: nobody's record
     const outcome = e.cause === 'error' ? 'shared' : 'machine';
