@@ -1,5 +1,5 @@
 import { addAt, valueAt } from './decay.js';
-import { type OutcomeBook, outcomeRates, recordOutcome } from './outcomes.js';
+import { type OutcomeBook, outcomeRates, recordOutcome, startFailureOutcome, taskFailureOutcome } from './outcomes.js';
 import { DAY_MS, DEFAULT_PARAMS as P, neutral } from './params.js';
 
 const now = Date.parse('2026-03-01T00:00:00Z');
@@ -72,5 +72,15 @@ describe('outcomeRates', () => {
     recordOutcome(old, 'd', 'success', now, P);
     recordOutcome(old, 'd', 'success', now, P);
     expect(outcomeRates(new Map([['m-old', old]]), now, P).get('m-old')!.rate).toBeGreaterThan(rates.get('m-old')!.rate);
+  });
+});
+
+describe('whose fault a failure is', () => {
+  it('shares handler errors and failed starts; timeouts, lost containers and lost machines are the machine\'s', () => {
+    expect(taskFailureOutcome('error')).toBe('shared');
+    expect(taskFailureOutcome('timeout')).toBe('machine');
+    expect(taskFailureOutcome('container-lost')).toBe('machine');
+    expect(['image', 'create', 'start', 'health', 'runtime'].map(startFailureOutcome)).toEqual(Array(5).fill('shared'));
+    expect(startFailureOutcome('machine-lost')).toBe('machine');
   });
 });

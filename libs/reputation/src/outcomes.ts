@@ -12,6 +12,22 @@ import { type ReputationParams, smoothedRate } from './params.js';
  */
 export type Outcome = 'success' | 'shared' | 'machine';
 
+/**
+ * A failed task attempt: a handler error (`error`) may be the user's, so it is shared; a
+ * timeout or a lost container (`timeout`, `container-lost`) is the machine's.
+ */
+export function taskFailureOutcome(cause: string): Outcome {
+  return cause === 'error' ? 'shared' : 'machine';
+}
+
+/**
+ * A container that failed before it was ready: the image, the runtime or the health check may
+ * fail because of what the user shipped (shared); a machine lost under it is the machine's.
+ */
+export function startFailureOutcome(phase: string): Outcome {
+  return phase === 'machine-lost' ? 'machine' : 'shared';
+}
+
 /** One machine's outcomes for one deployment, decayed. */
 export interface OutcomeTally {
   readonly attempts: Decayed;

@@ -17,7 +17,16 @@ import {
   TaskFailed,
 } from '#tern/contracts';
 import { OnMessage } from '#tern/messaging';
-import { applyHeartbeat, applyNetworkTest, applyStartOutcome, applyState, applyTaskOutcome, type ReputationParams } from '#tern/reputation';
+import {
+  applyHeartbeat,
+  applyNetworkTest,
+  applyStartOutcome,
+  applyState,
+  applyTaskOutcome,
+  type ReputationParams,
+  startFailureOutcome,
+  taskFailureOutcome,
+} from '#tern/reputation';
 import { MachineBook } from '../scores/machine-book.js';
 import { REPUTATION_PARAMS } from '../scores/reputation-params.js';
 import { Scorer } from '../scores/scorer.service.js';
@@ -86,7 +95,7 @@ export class ReputationEventsController {
   /** Before it was ready: a failed start, the machine's own fault when the machine was lost. After: already counted. */
   @OnMessage(CONTAINER_FAILED, { concurrency: MANY })
   containerFailed(@Payload() e: ContainerFailed) {
-    const outcome = e.phase === 'machine-lost' ? 'machine' : 'shared';
+    const outcome = startFailureOutcome(e.phase);
     return this.change(e.machineId, undefined, (r) => applyStartOutcome(r, e.containerId, e.deploymentId, outcome, Date.parse(e.at), this.params));
   }
 
@@ -99,7 +108,7 @@ export class ReputationEventsController {
   @OnMessage(TASK_FAILED, { concurrency: MANY })
   taskFailed(@Payload() e: TaskFailed) {
     if (!e.machineId) return; // failed before reaching a machine: nobody's record
-    const outcome = e.cause === 'error' ? 'shared' : 'machine';
+    const outcome = taskFailureOutcome(e.cause);
     return this.change(e.machineId, undefined, (r) => applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, outcome, Date.parse(e.failedAt), this.params));
   }
 
