@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { REPUTATION_SCORE, type ReputationScore } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { DEFAULT_PARAMS, neutral } from '#tern/reputation';
 import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
@@ -78,8 +79,8 @@ describe('reputation service', () => {
       const [eg, eb] = [await reputationEntry(messaging, 'm-good'), await reputationEntry(messaging, 'm-bad')];
       return eg && eb ? [eg, eb] : undefined;
     });
-    expect(b.score).toBeLessThan(g.score - 0.05);
-    expect(b.components.taskSuccess).toBeLessThan(0.75);
+    expect(b.score).toBeLessThan(g.score - 0.03);
+    expect(b.components.taskSuccess).toBeLessThan(0.8);
     expect(g.components.taskSuccess).toBeGreaterThan(0.9);
     // Everything else is alike: uptime, starts, network.
     for (const c of ['uptime', 'startSuccess', 'startLatency', 'network'] as const) expect(b.components[c]).toBeCloseTo(g.components[c], 2);
@@ -101,12 +102,13 @@ describe('reputation service', () => {
     for (const sequence of [1, 2, 5, 6, 7]) await events.heartbeat('m-flaky', 'default', sequence);
     const e = await waitFor('the flaky machine scored', async () => {
       const entry = await reputationEntry(messaging, 'm-flaky');
-      return entry && entry.components.uptime1d < 0.9 && entry.components.heartbeat < 0.8 ? entry : undefined;
+      return entry && entry.components.uptime1d < 0.9 && entry.components.heartbeat < neutral(DEFAULT_PARAMS) ? entry : undefined;
     });
     // Down 15 of the 60 minutes since it joined; 5 of 7 expected beats came.
     expect(e.components.uptime1d).toBeCloseTo(0.75, 2);
     expect(e.components.uptime30d).toBeCloseTo(0.75, 2);
-    expect(e.components.heartbeat).toBeCloseTo((5 + 4) / (7 + 5), 2);
+    const { alpha, beta } = DEFAULT_PARAMS.prior;
+    expect(e.components.heartbeat).toBeCloseTo((5 + alpha) / (7 + alpha + beta), 2);
   });
 
   it('shows in the machines API and the CLI, with components and history', async () => {

@@ -42,10 +42,10 @@ describe('outcomeRates', () => {
     const good = rates.get('m-good')!;
     const bad = rates.get('m-bad')!;
     expect(good.faults).toBe(0);
-    expect(good.rate).toBeCloseTo((10 + 4) / (10 + 5));
+    expect(good.rate).toBeCloseTo((10 + P.prior.alpha) / (10 + P.prior.alpha + P.prior.beta));
     expect(bad.faults).toBeGreaterThan(4);
-    expect(bad.rate).toBeLessThan(0.7);
-    expect(bad.rate).toBeLessThan(good.rate);
+    expect(bad.rate).toBeLessThan(0.75);
+    expect(bad.rate).toBeLessThan(good.rate - 0.15);
   });
 
   it('a handler that fails everywhere alike charges no machine', () => {
@@ -59,15 +59,15 @@ describe('outcomeRates', () => {
     const rates = outcomeRates(new Map([['m-1', book([['d', 5, 5]])], ['m-2', book([['e', 5, 0, 5]])]]), now, P);
     expect(rates.get('m-1')!.faults).toBeCloseTo(0);
     expect(rates.get('m-2')!.faults).toBeCloseTo(5);
-    expect(rates.get('m-2')!.rate).toBeCloseTo((10 - 5 + 4) / (10 + 5));
+    expect(rates.get('m-2')!.rate).toBeCloseTo((10 - 5 + P.prior.alpha) / (10 + P.prior.alpha + P.prior.beta));
   });
 
   it('old failures fade', () => {
     const old = book([['d', 0, 0, 10]], now - 14 * DAY_MS);
     const recent = book([['d', 0, 0, 10]], now);
     const rates = outcomeRates(new Map([['m-old', old], ['m-recent', recent]]), now, P);
-    expect(rates.get('m-old')!.rate).toBeGreaterThan(0.7);
-    expect(rates.get('m-recent')!.rate).toBeLessThan(0.3);
+    expect(rates.get('m-old')!.rate).toBeGreaterThan(0.8);
+    expect(rates.get('m-recent')!.rate).toBeLessThan(0.5);
     // Successes after the failures lift it further.
     recordOutcome(old, 'd', 'success', now, P);
     recordOutcome(old, 'd', 'success', now, P);

@@ -33,7 +33,9 @@ export const DAY_MS = 24 * HOUR_MS;
 export const DEFAULT_PARAMS: ReputationParams = {
   halfLifeMs: 3.5 * DAY_MS,
   heartbeatIntervalMs: 10_000,
-  prior: { alpha: 4, beta: 1 },
+  // Mean 0.9: a new machine is presumed good but not perfect, and can pass the usual minimum
+  // (0.9) with a clean record on the rest, so it gets work and can earn a record at all.
+  prior: { alpha: 9, beta: 1 },
   baselineStrength: 2,
   weights: { uptime: 0.3, taskSuccess: 0.25, startSuccess: 0.15, startLatency: 0.1, heartbeat: 0.1, network: 0.1 },
   uptimeWeights: [0.5, 0.3, 0.2],
