@@ -25,8 +25,10 @@ describe('reputation service', () => {
   let scoresSub: Subscription;
   const published: ReputationScore[] = [];
 
+  let httpPort: number;
   const start = async () => {
-    service = new ServiceProcess('reputation', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' })).start();
+    httpPort = await freePort();
+    service = new ServiceProcess('reputation', testEnv(schema, ns.name, { HTTP_PORT: String(httpPort), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' })).start();
     await service.ready();
   };
   const record = async (machineId: string) =>
@@ -91,6 +93,8 @@ describe('reputation service', () => {
     const rows = (await db.query(`SELECT machine_id, score FROM reputation_scores ORDER BY computed_at DESC`)).rows;
     expect(Number(rows.find((r) => r.machine_id === 'm-bad').score)).toBe(b.score);
     await waitFor('the score events', async () => published.some((p) => p.machineId === 'm-bad' && p.score === b.score));
+    const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^tern_reputation_score\\{machine="m-bad"[^}]*\\} ${b.score}$`, 'm'));
   });
 
   it('counts downtime against uptime and skipped heartbeats against punctuality', async () => {

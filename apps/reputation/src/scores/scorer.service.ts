@@ -6,6 +6,7 @@ import { Messaging } from '#tern/messaging';
 import { queryRows } from '#tern/persistence';
 import { changedMeaningfully, DAY_MS, type MachineScore, type ReputationParams, scoreMachines } from '#tern/reputation';
 import { MachineBook } from './machine-book.js';
+import { recomputeSeconds, reputationScore } from './metrics.js';
 import { REPUTATION_PARAMS } from './reputation-params.js';
 
 /** After an event, scores are recomputed this soon (events in a burst share one pass). */
@@ -91,7 +92,9 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
       return now - last < FORGET_AFTER_MS;
     });
     if (!records.length) return;
+    const timer = recomputeSeconds.startTimer();
     const scores = scoreMachines(records, now, this.params);
+    for (const s of scores) reputationScore.set({ machine: s.machineId }, s.score);
     const historyEveryMs = this.config.reputation.historyIntervalSeconds * 1000;
     const history: MachineScore[] = [];
     const refresh: MachineScore[] = [];
@@ -109,19 +112,18 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
       );
     }
     const kv = await this.messaging.kv({ name: REPUTATION_BUCKET.name, ttlMs: REPUTATION_BUCKET_TTL_MS });
-    for (const s of [...history, ...refresh]) {
-      const entry: ReputationEntry = { score: s.score, components: s.components, computedAt };
-      await kv.put(s.machineId, JSON.stringify(entry));
-      const isHistory = history.includes(s);
-      if (isHistory) await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
-      const prev = this.published.get(s.machineId);
-      this.published.set(s.machineId, {
-        score: s.score,
-        components: s.components,
-        historyAt: isHistory ? now : (prev?.historyAt ?? 0),
-        kvAt: now,
-      });
-    }
+    const historic = new Set(history);
+    // All at once: the client pipelines them. A machine whose put fails is retried next pass.
+    await Promise.all(
+      [...history, ...refresh].map(async (s) => {
+        const entry: ReputationEntry = { score: s.score, components: s.components, computedAt };
+        await kv.put(s.machineId, JSON.stringify(entry));
+        if (historic.has(s)) await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
+        const prev = this.published.get(s.machineId);
+        this.published.set(s.machineId, { score: s.score, components: s.components, historyAt: historic.has(s) ? now : (prev?.historyAt ?? 0), kvAt: now });
+      }),
+    );
+    timer();
     if (history.length) this.logger.debug({ machines: history.map((s) => `${s.machineId}=${s.score}`) }, 'scores changed');
   }
 }
