@@ -14,6 +14,7 @@ const TABLES = [
   'metered_tasks',
   'migrations',
   'pools',
+  'reputation_machines',
   'reputation_scores',
   'tasks',
   'usage_intervals',

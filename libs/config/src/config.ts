@@ -26,6 +26,7 @@ export interface TernConfig {
   };
   readonly endpoints: { readonly bufferSize: number };
   readonly metering: { readonly checkpointIntervalMs: number };
+  readonly reputation: { readonly recomputeIntervalMs: number; readonly historyIntervalSeconds: number; readonly halfLifeHours: number };
   readonly agent: {
     readonly stateDir?: string;
     readonly gatewayUrl?: string;
@@ -126,6 +127,11 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     },
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
+    reputation: {
+      recomputeIntervalMs: Number(raw.REPUTATION_RECOMPUTE_INTERVAL_MS ?? 5000),
+      historyIntervalSeconds: Number(raw.REPUTATION_HISTORY_INTERVAL_SECONDS ?? 900),
+      halfLifeHours: Number(raw.REPUTATION_HALF_LIFE_HOURS ?? 84),
+    },
     agent: {
       stateDir: raw.AGENT_STATE_DIR as string | undefined,
       gatewayUrl: raw.AGENT_GATEWAY_URL as string | undefined,

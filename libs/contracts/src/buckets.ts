@@ -63,3 +63,20 @@ export const AUTOSCALER_LEADER_BUCKET: BucketSpec = {
   description:
     'A lease (key: leader; value: the holding replica id) so only one autoscaler replica publishes scale commands. Created if absent and refreshed every second with update(revision) by the holder; bucket-wide TTL of 5 s (NATS 2.9 has no per-key TTL), so a dead leader\'s lease lapses and another replica takes over.',
 };
+
+export const REPUTATION_BUCKET: BucketSpec = {
+  name: 'reputation',
+  owner: 'reputation',
+  description:
+    "Each machine's current reputation (key: machine id; value: {score, components, computedAt}, a ReputationEntry). Put by the reputation service when a score changes and refreshed at least every REPUTATION_HISTORY_INTERVAL_SECONDS; bucket-wide TTL of 1 hour (NATS 2.9 has no per-key TTL), so a machine no longer scored drops out. Watched by the scheduler (placement: min_reputation and ties) and read by the gateway (machines API); both fall back to the reputation_scores table when it is empty.",
+};
+
+/** Refreshed far more often than this, so only a machine that is no longer scored expires. */
+export const REPUTATION_BUCKET_TTL_MS = 3600_000;
+
+/** A value in the reputation bucket. */
+export interface ReputationEntry {
+  score: number;
+  components: Record<string, number>;
+  computedAt: string;
+}

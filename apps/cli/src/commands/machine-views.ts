@@ -10,6 +10,21 @@ export interface GpuView {
   state?: 'free' | 'busy';
 }
 
+/** A reputation as the gateway returns it: score and components, each 0 to 1. */
+export interface ReputationView {
+  score: number;
+  components: Record<string, number>;
+  computedAt: string;
+}
+
+export interface MachineReputation {
+  machineId: string;
+  score: number | null;
+  components: Record<string, number> | null;
+  computedAt: string | null;
+  history: ReputationView[];
+}
+
 export interface MachineSummary {
   id: string;
   pool: string;
@@ -24,6 +39,8 @@ export interface MachineSummary {
   lastHeartbeatAt: string | null;
   agentVersion: string | null;
   registeredAt: string | null;
+  /** Absent from gateways older than the reputation service. */
+  reputation?: ReputationView | null;
 }
 
 export interface MachineDetail extends MachineSummary {
@@ -80,8 +97,8 @@ function network(m: MachineSummary): string {
 export function renderMachineList(machines: MachineSummary[], now = Date.now()): string {
   if (!machines.length) return 'No machines yet. Add one with: tern machine create --pool default';
   return table(
-    ['ID', 'POOL', 'STATE', 'CPU', 'MEMORY', 'GPUS', 'NETWORK', 'LAST HEARTBEAT'],
-    machines.map((m) => [m.id, m.pool, m.state, cpu(m), memory(m), gpuSummary(m.gpus), network(m), ago(m.lastHeartbeatAt, now)]),
+    ['ID', 'POOL', 'STATE', 'CPU', 'MEMORY', 'GPUS', 'NETWORK', 'REPUTATION', 'LAST HEARTBEAT'],
+    machines.map((m) => [m.id, m.pool, m.state, cpu(m), memory(m), gpuSummary(m.gpus), network(m), m.reputation ? fixed(m.reputation.score) : '-', ago(m.lastHeartbeatAt, now)]),
   );
 }
 
@@ -119,9 +136,46 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
   if (m.joinToken) {
     lines.push(['Join token', m.joinToken.usedAt ? `used ${ago(m.joinToken.usedAt, now)}` : `unused, expires ${m.joinToken.expiresAt ?? 'never'}`]);
   }
+  lines.push(...reputationLines(m.reputation ?? null, now));
   if (m.heartbeat) lines.push(...block('Containers', m.heartbeat.runningContainers.length ? m.heartbeat.runningContainers : ['none']));
   const width = Math.max(...lines.map(([k]) => k.length));
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');
+}
+
+function fixed(n: number | undefined): string {
+  return n === undefined ? '-' : n.toFixed(2);
+}
+
+/** The weighted components in the order the README's formula lists them, with their labels. */
+const COMPONENTS: [key: string, label: string][] = [
+  ['uptime', 'uptime'],
+  ['taskSuccess', 'task success'],
+  ['startSuccess', 'start success'],
+  ['startLatency', 'start latency'],
+  ['heartbeat', 'heartbeat'],
+  ['network', 'network'],
+];
+
+/** "Reputation 0.87 (computed 3s ago)" and one line per component. */
+export function reputationLines(r: ReputationView | null, now = Date.now()): [string, string][] {
+  if (!r) return [['Reputation', 'not scored yet']];
+  const width = Math.max(...COMPONENTS.map(([, label]) => label.length));
+  const c = r.components;
+  const parts = COMPONENTS.map(([key, label]) => {
+    const extra = key === 'uptime' && c.uptime1d !== undefined ? `  (1d ${fixed(c.uptime1d)}, 7d ${fixed(c.uptime7d)}, 30d ${fixed(c.uptime30d)})` : '';
+    return `${label.padEnd(width)}  ${fixed(c[key])}${extra}`;
+  });
+  return block('Reputation', [`${fixed(r.score)} (computed ${ago(r.computedAt, now)})`, ...parts]);
+}
+
+/** `tern machine reputation <id>`: the current score, its components, then the history. */
+export function renderReputation(r: MachineReputation, now = Date.now()): string {
+  const current = reputationLines(r.score === null ? null : { score: r.score, components: r.components ?? {}, computedAt: r.computedAt ?? '' }, now);
+  const width = Math.max(...current.map(([k]) => k.length));
+  const head = current.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');
+  if (!r.history.length) return `${head}\n\nNo history yet.`;
+  const rows = r.history.map((h) => [h.computedAt, fixed(h.score), ...COMPONENTS.map(([key]) => fixed(h.components[key]))]);
+  return `${head}\n\n${table(['COMPUTED', 'SCORE', 'UPTIME', 'TASKS', 'STARTS', 'LATENCY', 'HEARTBEAT', 'NETWORK'], rows)}`;
 }
 
 /** A label on the first line of a multi-line value. */

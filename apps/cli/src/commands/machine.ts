@@ -1,7 +1,16 @@
 import { Command } from 'commander';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
-import { type CreatedMachine, type MachineDetail, type MachineSummary, renderCreated, renderMachine, renderMachineList } from './machine-views.js';
+import {
+  type CreatedMachine,
+  type MachineDetail,
+  type MachineReputation,
+  type MachineSummary,
+  renderCreated,
+  renderMachine,
+  renderMachineList,
+  renderReputation,
+} from './machine-views.js';
 
 function client() {
   return new ApiClient(resolveContext());
@@ -23,7 +32,7 @@ export function machineCommand(): Command {
 
   machine
     .command('list')
-    .description('Machines with state, hardware, current use and last heartbeat')
+    .description('Machines with state, hardware, current use, reputation and last heartbeat')
     .option('--pool <pool>', 'only this pool')
     .option('--state <state>', 'only this state (pending, registered, ready, unschedulable, offline)')
     .option('--json', 'print the raw JSON')
@@ -35,12 +44,25 @@ export function machineCommand(): Command {
 
   machine
     .command('show')
-    .description('One machine in full: state reason, inventory, network test, last heartbeat')
+    .description('One machine in full: state reason, inventory, network test, reputation and its components, last heartbeat')
     .argument('<id>', 'machine id')
     .option('--json', 'print the raw JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const { body } = await client().get<MachineDetail>(`/api/v1/machines/${encodeURIComponent(id)}`);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderMachine(body));
+    });
+
+  machine
+    .command('reputation')
+    .description("A machine's reputation: current score, its components and its history (newest first)")
+    .argument('<id>', 'machine id')
+    .option('--from <time>', 'only history from this moment (ISO 8601)')
+    .option('--limit <n>', 'at most this many history rows (default 100)')
+    .option('--json', 'print the raw JSON')
+    .action(async (id: string, opts: { from?: string; limit?: string; json?: boolean }) => {
+      const query = new URLSearchParams({ ...(opts.from ? { from: opts.from } : {}), ...(opts.limit ? { limit: opts.limit } : {}) }).toString();
+      const { body } = await client().get<MachineReputation>(`/api/v1/machines/${encodeURIComponent(id)}/reputation${query ? `?${query}` : ''}`);
+      console.log(opts.json ? JSON.stringify(body, null, 2) : renderReputation(body));
     });
 
   machine

@@ -1,6 +1,7 @@
 import { type MachineState } from '#tern/contracts';
 import { type Machine, type MachineDisk, type MachineNetworkInterface, type MachineOs } from '#tern/persistence';
 import { type HeartbeatSnapshot } from './heartbeat-snapshots.js';
+import { type ReputationView } from './reputation-reader.js';
 
 const MIB = 1024 * 1024;
 
@@ -42,6 +43,8 @@ export interface MachineSummary {
   lastHeartbeatAt: Date | null;
   agentVersion: string | null;
   registeredAt: Date | null;
+  /** The current reputation score and its components; null until the reputation service has scored it. */
+  reputation: ReputationView | null;
 }
 
 export interface MachineDetail extends MachineSummary {
@@ -68,7 +71,7 @@ function network(m: Machine): NetworkView | null {
   };
 }
 
-export function machineSummary(m: Machine, beat?: HeartbeatSnapshot): MachineSummary {
+export function machineSummary(m: Machine, beat?: HeartbeatSnapshot, reputation?: ReputationView): MachineSummary {
   const gpuStates = new Map((beat?.gpus ?? []).map((g) => [g.index, g.state]));
   return {
     id: m.id,
@@ -88,12 +91,13 @@ export function machineSummary(m: Machine, beat?: HeartbeatSnapshot): MachineSum
     lastHeartbeatAt: m.lastHeartbeatAt,
     agentVersion: m.agentVersion,
     registeredAt: m.registeredAt,
+    reputation: reputation ?? null,
   };
 }
 
-export function machineDetail(m: Machine, beat?: HeartbeatSnapshot): MachineDetail {
+export function machineDetail(m: Machine, beat?: HeartbeatSnapshot, reputation?: ReputationView): MachineDetail {
   return {
-    ...machineSummary(m, beat),
+    ...machineSummary(m, beat, reputation),
     os: m.os,
     disks: m.disks,
     networkInterfaces: m.network?.interfaces ?? [],

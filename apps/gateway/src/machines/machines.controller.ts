@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { AdminOnly } from '../auth/admin-only.decorator.js';
 import { CreateMachineDto } from './dto/create-machine.dto.js';
 import { ListMachinesQuery } from './dto/list-machines.query.js';
+import { ReputationHistoryQuery } from './dto/reputation-history.query.js';
 import { MachinesService } from './machines.service.js';
 import { publicGatewayUrl } from './public-url.js';
 
@@ -32,6 +33,12 @@ export class MachinesController {
   @ApiOperation({ summary: 'One machine in full: inventory, state reason, network test, last heartbeat' })
   get(@Param('id') id: string) {
     return this.machines.get(id);
+  }
+
+  @Get(':id/reputation')
+  @ApiOperation({ summary: "A machine's reputation: current score, its components, and the stored history (newest first; from, limit)" })
+  reputation(@Param('id') id: string, @Query() query: ReputationHistoryQuery) {
+    return this.machines.reputationOf(id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
   }
 
   @Delete(':id')

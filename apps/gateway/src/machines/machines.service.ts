@@ -8,6 +8,7 @@ import { PoolsService } from '../pools/pools.service.js';
 import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
 import { generateJoinToken, generateMachineId } from './machine-tokens.js';
 import { type MachineDetail, machineDetail, type MachineSummary, machineSummary } from './machine-views.js';
+import { ReputationReader, type ReputationView } from './reputation-reader.js';
 
 export interface CreatedMachine {
   machineId: string;
@@ -19,12 +20,22 @@ export interface CreatedMachine {
   command: string;
 }
 
+export interface MachineReputation {
+  machineId: string;
+  /** null until the reputation service has scored the machine. */
+  score: number | null;
+  components: Record<string, number> | null;
+  computedAt: string | null;
+  history: ReputationView[];
+}
+
 @Injectable()
 export class MachinesService {
   constructor(
     @InjectRepository(Machine) private readonly machines: Repository<Machine>,
     private readonly pools: PoolsService,
     private readonly snapshots: HeartbeatSnapshots,
+    private readonly reputation: ReputationReader,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -57,12 +68,21 @@ export class MachinesService {
       order: { pool: 'ASC', id: 'ASC' },
     });
     const beats = await this.snapshots.getMany(rows.filter((r) => r.lastHeartbeatAt).map((r) => r.id));
-    return rows.map((r) => machineSummary(r, beats.get(r.id)));
+    const scores = await this.reputation.current(rows.map((r) => r.id));
+    return rows.map((r) => machineSummary(r, beats.get(r.id), scores.get(r.id)));
   }
 
   async get(id: string): Promise<MachineDetail> {
     const row = await this.require(id);
-    return machineDetail(row, row.lastHeartbeatAt ? await this.snapshots.get(id) : undefined);
+    const scores = await this.reputation.current([id]);
+    return machineDetail(row, row.lastHeartbeatAt ? await this.snapshots.get(id) : undefined, scores.get(id));
+  }
+
+  /** The machine's current reputation and its stored history (newest first). */
+  async reputationOf(id: string, from: Date | undefined, limit: number): Promise<MachineReputation> {
+    await this.require(id);
+    const current = (await this.reputation.current([id])).get(id) ?? null;
+    return { machineId: id, ...(current ?? { score: null, components: null, computedAt: null }), history: await this.reputation.history(id, from, limit) };
   }
 
   /**

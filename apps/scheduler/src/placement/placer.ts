@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type QueryRunner } from 'typeorm';
 import { type ContainerResources, type MachineGpu, queryRows } from '#tern/persistence';
 import { capacityOf, isPlaced, type MachineView, place, type PlacementRequest, type PlacementResult, usageOf } from '#tern/placement';
+import { ReputationScores } from './reputation-scores.js';
 
 /** States in which a container holds its machine's resources. */
 export const HOLDING_STATES = ['pending', 'scheduled', 'starting', 'running', 'stopping'] as const;
@@ -26,13 +27,16 @@ export type PlaceOutcome = { placed: true; containerId: string; machineId: strin
  */
 @Injectable()
 export class Placer {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly reputation: ReputationScores,
+  ) {}
 
   async reserve(versionId: string, request: PlacementRequest, reason: string): Promise<PlaceOutcome> {
     return this.dataSource.transaction(async (m) => {
       const runner = m.queryRunner!;
       const machines = await this.machines(runner, request.pool);
-      const result: PlacementResult = place(request, machines);
+      const result: PlacementResult = place(await this.withPoolMinimum(runner, request), machines);
       if (!isPlaced(result)) return { placed: false, reason: result.reason };
       const containerId = `c-${randomUUID()}`;
       const requested: ContainerResources = {
@@ -64,12 +68,7 @@ export class Placer {
       `SELECT machine_id, requested FROM containers WHERE machine_id = ANY($1::text[]) AND state = ANY($2::text[])`,
       [ids, HOLDING_STATES],
     );
-    const scores = await queryRows<{ machine_id: string; score: number }>(
-      runner,
-      `SELECT DISTINCT ON (machine_id) machine_id, score FROM reputation_scores WHERE machine_id = ANY($1::text[]) ORDER BY machine_id, computed_at DESC`,
-      [ids],
-    );
-    const score = new Map(scores.map((s) => [s.machine_id, Number(s.score)]));
+    const score = this.reputation.scores() ?? (await this.storedScores(runner, ids));
     return rows.map((r) => {
       const capacity = capacityOf({ cpuThreads: r.cpu_threads, memoryBytes: r.memory_bytes === null ? null : Number(r.memory_bytes), gpus: r.gpus });
       const mine = held.filter((h) => h.machine_id === r.id).map((h) => h.requested ?? {});
@@ -87,5 +86,27 @@ export class Placer {
         ...(score.has(r.id) ? { reputation: score.get(r.id) } : {}),
       };
     });
+  }
+
+  /**
+   * The request with the pool's minimum reputation applied too: the stricter of the pool's and
+   * the deployment's wins. Only new containers are placed here, so work already running on a
+   * machine that falls below either minimum finishes where it is.
+   */
+  private async withPoolMinimum(runner: QueryRunner, request: PlacementRequest): Promise<PlacementRequest> {
+    const [pool] = await queryRows<{ min_reputation: number | null }>(runner, `SELECT min_reputation FROM pools WHERE name = $1`, [request.pool]);
+    const poolMin = pool?.min_reputation === null || pool?.min_reputation === undefined ? undefined : Number(pool.min_reputation);
+    if (poolMin === undefined) return request;
+    return { ...request, minReputation: Math.max(poolMin, request.minReputation ?? 0) };
+  }
+
+  /** The newest stored score per machine: the fallback while the reputation bucket is empty. */
+  private async storedScores(runner: QueryRunner, ids: string[]): Promise<Map<string, number>> {
+    const scores = await queryRows<{ machine_id: string; score: number }>(
+      runner,
+      `SELECT DISTINCT ON (machine_id) machine_id, score FROM reputation_scores WHERE machine_id = ANY($1::text[]) ORDER BY machine_id, computed_at DESC`,
+      [ids],
+    );
+    return new Map(scores.map((s) => [s.machine_id, Number(s.score)]));
   }
 }

@@ -6,7 +6,10 @@ export class ReputationScore {
   @IsId() machineId!: string;
   /** 0 = never place here, 1 = perfectly reliable. Compared with a deployment's min_reputation. */
   @IsNumber() @Min(0) @Max(1) score!: number;
-  /** Named inputs to the score, each 0..1, e.g. { uptime: 0.99, taskSuccess: 0.97, startLatency: 0.8, heartbeat: 1, benchmark: 0.9 }. */
+  /**
+   * Named inputs to the score, each 0..1: the weighted uptime, taskSuccess, startSuccess,
+   * startLatency, heartbeat and network, plus uptime1d, uptime7d and uptime30d (see the README).
+   */
   @IsRecordOf('number') components!: Record<string, number>;
   @IsISO8601() computedAt!: string;
 }
@@ -17,5 +20,5 @@ export const REPUTATION_SCORE = defineContract({
   payload: ReputationScore,
   stream: 'EVENTS',
   description:
-    "A machine's reliability score was recomputed. Sent by reputation; read by the scheduler (prefers reliable machines, honours min_reputation) and the gateway (machines API).",
+    "A machine's reliability score changed meaningfully (or its periodic history row was written). Sent by reputation, which also puts the same {score, components, computedAt} into the `reputation` KV bucket (what the scheduler reads for placement) and a row into reputation_scores (history, read by the gateway). Nats-Msg-Id: `<machine id>:<computedAt>`. For subscribers that want to react to changes.",
 });

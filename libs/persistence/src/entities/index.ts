@@ -7,6 +7,7 @@ import { MeteredContainer } from './metered-container.entity.js';
 import { MeteredTask } from './metered-task.entity.js';
 import { Pool } from './pool.entity.js';
 import { ReputationScore } from './reputation-score.entity.js';
+import { ReputationMachine } from './reputation-machine.entity.js';
 import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
 import { Workspace } from './workspace.entity.js';
@@ -20,6 +21,7 @@ export * from './metered-container.entity.js';
 export * from './metered-task.entity.js';
 export * from './pool.entity.js';
 export * from './reputation-score.entity.js';
+export * from './reputation-machine.entity.js';
 export * from './task.entity.js';
 export * from './usage-interval.entity.js';
 export * from './workspace.entity.js';
@@ -38,4 +40,5 @@ export const ENTITIES = [
   ReputationScore,
   MeteredContainer,
   MeteredTask,
+  ReputationMachine,
 ] as const;

@@ -21,6 +21,7 @@ export class Pool {
   @Column({ name: 'min_network_mbps', type: 'integer', nullable: true })
   minNetworkMbps!: number | null;
 
+  /** Lowest reputation a machine needs to get new containers (with a deployment's min_reputation, the stricter applies); null: none. */
   @Column({ name: 'min_reputation', type: 'double precision', nullable: true })
   minReputation!: number | null;
 

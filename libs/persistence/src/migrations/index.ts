@@ -4,6 +4,7 @@ import { ScaleTargets1764000000000 } from './1764000000000-scale-targets.js';
 import { Placement1764100000000 } from './1764100000000-placement.js';
 import { TaskQueues1764200000000 } from './1764200000000-task-queues.js';
 import { Metering1764300000000 } from './1764300000000-metering.js';
+import { Reputation1764400000000 } from './1764400000000-reputation.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   Placement1764100000000,
   TaskQueues1764200000000,
   Metering1764300000000,
+  Reputation1764400000000,
 ] as const;

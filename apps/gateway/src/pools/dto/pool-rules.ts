@@ -23,7 +23,7 @@ export class PoolRulesDto {
   @Max(1_000_000)
   minNetworkMbps?: number | null;
 
-  @ApiProperty({ required: false, example: 0.9, description: 'Lowest reputation score (0 to 1) for placement; enforced once reputation scores exist.' })
+  @ApiProperty({ required: false, example: 0.9, description: "Lowest reputation score (0 to 1) a machine needs to get new containers in this pool; with a deployment's min_reputation the stricter applies. Running containers are not moved; unscored machines pass." })
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)

@@ -1,0 +1,51 @@
+import { addAt, type Decayed, valueAt } from './decay.js';
+import { type ReputationParams, smoothedRate } from './params.js';
+
+/** Heartbeat punctuality so far: beats expected and beats that came on time, decayed. */
+export interface HeartbeatRecord {
+  readonly expected: Decayed;
+  readonly onTime: Decayed;
+  /** The last beat seen: its sequence and when it arrived (epoch ms). */
+  readonly lastSequence: number | null;
+  readonly lastArrival: number | null;
+}
+
+export const EMPTY_HEARTBEATS: HeartbeatRecord = { expected: { v: 0, at: 0 }, onTime: { v: 0, at: 0 }, lastSequence: null, lastArrival: null };
+
+/** A beat arrives late when the gap since the previous one exceeds the interval by half. */
+const LATE_FACTOR = 1.5;
+
+/**
+ * Counts one heartbeat. Beats skipped by the agent (its sequence jumped) were expected and did
+ * not come; a beat whose gap to the previous exceeds 1.5 intervals came late. A sequence that
+ * goes back means the agent restarted: the gap across a restart is downtime, which uptime
+ * judges, so it is not held against punctuality. A repeat (the same sequence, e.g. a
+ * redelivery) is ignored. Keepalives (sequence 0) count as on time.
+ */
+export function recordHeartbeat(h: HeartbeatRecord, sequence: number, arrival: number, params: ReputationParams): HeartbeatRecord {
+  const hl = params.halfLifeMs;
+  // A keepalive has no sequence of its own: counted on time, and it must not reset the agent's.
+  if (sequence === 0) return { ...h, expected: addAt(h.expected, 1, arrival, hl), onTime: addAt(h.onTime, 1, arrival, hl) };
+  const restarted = h.lastSequence === null || sequence < h.lastSequence;
+  if (!restarted && sequence === h.lastSequence) return h;
+  if (!restarted && h.lastArrival !== null && arrival < h.lastArrival) return h;
+  let expected = 1;
+  let onTime = 1;
+  if (!restarted && h.lastArrival !== null) {
+    const skipped = Math.max(0, sequence - (h.lastSequence ?? sequence) - 1);
+    expected += skipped;
+    if (arrival - h.lastArrival > LATE_FACTOR * params.heartbeatIntervalMs * (skipped + 1)) onTime = 0;
+  }
+  return {
+    expected: addAt(h.expected, expected, arrival, hl),
+    onTime: addAt(h.onTime, onTime, arrival, hl),
+    lastSequence: sequence,
+    lastArrival: arrival,
+  };
+}
+
+/** Beta-smoothed share of expected beats that came on time. */
+export function punctuality(h: HeartbeatRecord, now: number, params: ReputationParams): number {
+  const expected = valueAt(h.expected, now, params.halfLifeMs);
+  return smoothedRate(valueAt(h.onTime, now, params.halfLifeMs), expected, params);
+}

@@ -1,0 +1,71 @@
+import { EMPTY_HEARTBEATS, type HeartbeatRecord, recordHeartbeat } from './heartbeat.js';
+import { type LatencyRecord, recordLatency } from './latency.js';
+import { type NetworkRecord } from './network.js';
+import { type Outcome, type OutcomeBook, pruneOutcomes, recordOutcome } from './outcomes.js';
+import { type ReputationParams } from './params.js';
+import { recordTransition, type Transition } from './uptime.js';
+
+/**
+ * Everything the score of one machine is computed from. Plain JSON (it is kept in a jsonb
+ * column and read back as it is); the record* functions below change it in place.
+ */
+export interface MachineRecord {
+  readonly machineId: string;
+  pool: string | null;
+  transitions: Transition[];
+  tasks: OutcomeBook;
+  starts: OutcomeBook;
+  latency: LatencyRecord | null;
+  heartbeats: HeartbeatRecord;
+  network: NetworkRecord | null;
+  /** Keys of recently counted events, so a redelivered one is not counted twice. */
+  seen: string[];
+}
+
+/** How many event keys a machine remembers; redeliveries come within seconds, not thousands of events. */
+const SEEN_LIMIT = 512;
+
+export function newMachineRecord(machineId: string, pool: string | null = null): MachineRecord {
+  return { machineId, pool, transitions: [], tasks: {}, starts: {}, latency: null, heartbeats: EMPTY_HEARTBEATS, network: null, seen: [] };
+}
+
+/** Whether an event was counted already; remembers it if not. */
+export function firstSighting(r: MachineRecord, key: string): boolean {
+  if (r.seen.includes(key)) return false;
+  r.seen.push(key);
+  if (r.seen.length > SEEN_LIMIT) r.seen.splice(0, r.seen.length - SEEN_LIMIT);
+  return true;
+}
+
+export function applyState(r: MachineRecord, online: boolean, at: number, now: number): void {
+  recordTransition(r.transitions, { at, online }, now);
+}
+
+/**
+ * A heartbeat also proves the machine is up: a machine whose state changes were never seen
+ * (they are older than the stream) starts its record at its first beat.
+ */
+export function applyHeartbeat(r: MachineRecord, sequence: number, arrival: number, params: ReputationParams): void {
+  if (!r.transitions.length) r.transitions.push({ at: arrival, online: true });
+  r.heartbeats = recordHeartbeat(r.heartbeats, sequence, arrival, params);
+}
+
+export function applyTaskOutcome(r: MachineRecord, key: string, deploymentId: string, outcome: Outcome, at: number, params: ReputationParams): boolean {
+  if (!firstSighting(r, key)) return false;
+  recordOutcome(r.tasks, deploymentId, outcome, at, params);
+  pruneOutcomes(r.tasks, at, params);
+  return true;
+}
+
+/** One outcome per container start: the first of ready and failed wins. */
+export function applyStartOutcome(r: MachineRecord, containerId: string, deploymentId: string, outcome: Outcome, at: number, params: ReputationParams, latencyMs?: number): boolean {
+  if (!firstSighting(r, `start:${containerId}`)) return false;
+  recordOutcome(r.starts, deploymentId, outcome, at, params);
+  pruneOutcomes(r.starts, at, params);
+  if (latencyMs !== undefined) r.latency = recordLatency(r.latency, latencyMs, at, params);
+  return true;
+}
+
+export function applyNetworkTest(r: MachineRecord, test: NetworkRecord): void {
+  if (!r.network || r.network.testedAt <= test.testedAt) r.network = test;
+}

@@ -1,0 +1,72 @@
+import { punctuality } from './heartbeat.js';
+import { latencyComponent, meanLatency, median } from './latency.js';
+import { networkComponent } from './network.js';
+import { outcomeRates } from './outcomes.js';
+import { type ReputationParams, WEIGHTED_COMPONENTS, type WeightedComponent } from './params.js';
+import { type MachineRecord } from './record.js';
+import { uptime, UPTIME_PERIODS_MS } from './uptime.js';
+
+/** The weighted components plus the three uptimes the uptime component blends. */
+export type ScoreComponents = Record<WeightedComponent | 'uptime1d' | 'uptime7d' | 'uptime30d', number>;
+
+export interface MachineScore {
+  readonly machineId: string;
+  /** 0..1, rounded to 4 decimals. */
+  readonly score: number;
+  readonly components: ScoreComponents;
+}
+
+const round = (n: number) => Math.round(Math.min(1, Math.max(0, n)) * 10_000) / 10_000;
+
+/**
+ * Scores every machine at `now`. Machines are scored together because two inputs are relative:
+ * task and start failures are judged against the same deployment on the other machines, and
+ * start latency against the median of the machine's pool.
+ *
+ *   score = Σ weight × component
+ *   uptime = 0.5 × uptime(1 d) + 0.3 × uptime(7 d) + 0.2 × uptime(30 d)
+ */
+export function scoreMachines(records: readonly MachineRecord[], now: number, params: ReputationParams): MachineScore[] {
+  const tasks = outcomeRates(new Map(records.map((r) => [r.machineId, r.tasks])), now, params);
+  const starts = outcomeRates(new Map(records.map((r) => [r.machineId, r.starts])), now, params);
+
+  const latencies = new Map(records.map((r) => [r.machineId, meanLatency(r.latency, now, params)]));
+  const byPool = new Map<string, number[]>();
+  for (const r of records) {
+    const l = latencies.get(r.machineId);
+    if (!l) continue;
+    const key = r.pool ?? '';
+    byPool.set(key, [...(byPool.get(key) ?? []), l.meanMs]);
+  }
+  const poolMedian = new Map([...byPool].map(([pool, values]) => [pool, median(values)]));
+
+  return records.map((r) => {
+    const [u1, u7, u30] = UPTIME_PERIODS_MS.map((p) => uptime(r.transitions, now, p));
+    const [w1, w7, w30] = params.uptimeWeights;
+    const weighted: Record<WeightedComponent, number> = {
+      uptime: w1 * u1 + w7 * u7 + w30 * u30,
+      taskSuccess: tasks.get(r.machineId)!.rate,
+      startSuccess: starts.get(r.machineId)!.rate,
+      startLatency: latencyComponent(latencies.get(r.machineId) ?? null, poolMedian.get(r.pool ?? '') ?? null, params),
+      heartbeat: punctuality(r.heartbeats, now, params),
+      network: networkComponent(r.network, params),
+    };
+    const score = WEIGHTED_COMPONENTS.reduce((sum, c) => sum + params.weights[c] * weighted[c], 0);
+    const components = { ...weighted, uptime1d: u1, uptime7d: u7, uptime30d: u30 };
+    return {
+      machineId: r.machineId,
+      score: round(score),
+      components: Object.fromEntries(Object.entries(components).map(([k, v]) => [k, round(v)])) as ScoreComponents,
+    };
+  });
+}
+
+/**
+ * Whether a new score is worth a history row before the periodic one: the score moved by at
+ * least `minDelta`, or any component by twice that.
+ */
+export function changedMeaningfully(prev: { score: number; components: Record<string, number> } | undefined, next: MachineScore, minDelta = 0.005): boolean {
+  if (!prev) return true;
+  if (Math.abs(prev.score - next.score) >= minDelta) return true;
+  return Object.entries(next.components).some(([k, v]) => Math.abs((prev.components[k] ?? -1) - v) >= 2 * minDelta);
+}

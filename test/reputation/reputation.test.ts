@@ -1,0 +1,178 @@
+import pg from 'pg';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { REPUTATION_SCORE, type ReputationScore } from '#tern/contracts';
+import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { DEFAULT_PARAMS, neutral } from '#tern/reputation';
+import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { deleteNamespaces } from '../support/nats.js';
+import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { ADMIN, client, tern } from '../machines/harness.js';
+import { MachineEvents, reputationEntry } from './events.js';
+
+/**
+ * The reputation service as a real process fed real events: two machines run the same
+ * deployment, one fails half its tasks; its score must end lower, survive a kill, and keep
+ * counting events that arrived while it was down exactly once.
+ */
+describe('reputation service', () => {
+  let schema: TestSchema;
+  let ns: Namespace;
+  let service: ServiceProcess;
+  let nc: NatsConnection;
+  let messaging: Messaging;
+  let db: pg.Client;
+  let events: MachineEvents;
+  let scoresSub: Subscription;
+  const published: ReputationScore[] = [];
+
+  let httpPort: number;
+  const start = async () => {
+    httpPort = await freePort();
+    service = new ServiceProcess('reputation', testEnv(schema, ns.name, { HTTP_PORT: String(httpPort), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' })).start();
+    await service.ready();
+  };
+  const record = async (machineId: string) =>
+    (await db.query(`SELECT record FROM reputation_machines WHERE machine_id = $1`, [machineId])).rows[0]?.record;
+
+  beforeAll(async () => {
+    schema = await createTestSchema('rep');
+    ns = new Namespace(uniqueName('rep'));
+    await start();
+    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'reputation-test' });
+    messaging = new Messaging(nc, ns);
+    scoresSub = nc.subscribe(messaging.subject(REPUTATION_SCORE));
+    void (async () => {
+      for await (const m of scoresSub) published.push(JSON.parse(new TextDecoder().decode(m.data)) as ReputationScore);
+    })();
+    db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
+    await db.connect();
+    events = new MachineEvents(messaging);
+  });
+
+  afterAll(async () => {
+    scoresSub?.unsubscribe();
+    await service?.stop();
+    await db?.end();
+    await nc?.close();
+    await schema?.drop();
+    await deleteNamespaces(ns.name);
+  });
+
+  it('scores the machine that fails half of a deployment\'s tasks below the one where it succeeds', async () => {
+    const joined = new Date(Date.now() - 3600_000);
+    await events.joined('m-good', 'default', joined);
+    await events.joined('m-bad', 'default', joined);
+    // A deployment whose handler fails everywhere alike: no machine's fault.
+    const flakyGood = await events.containerReady('m-good', 'dep-flaky');
+    const flakyBad = await events.containerReady('m-bad', 'dep-flaky');
+    await events.tasks('m-good', 'dep-flaky', flakyGood, 10, 2);
+    await events.tasks('m-bad', 'dep-flaky', flakyBad, 10, 2);
+    // A deployment that succeeds on m-good and fails every other task on m-bad.
+    const good = await events.containerReady('m-good', 'dep-model');
+    const bad = await events.containerReady('m-bad', 'dep-model');
+    await events.tasks('m-good', 'dep-model', good, 20, 0);
+    await events.tasks('m-bad', 'dep-model', bad, 20, 2);
+
+    const [g, b] = await waitFor('both machines scored with all 60 task outcomes', async () => {
+      const [rg, rb] = [await record('m-good'), await record('m-bad')];
+      const attempts = (r: any) => Object.values(r?.tasks ?? {}).reduce((n: number, t: any) => n + t.attempts.v, 0);
+      if (Math.round(attempts(rg)) !== 30 || Math.round(attempts(rb)) !== 30) return undefined;
+      await new Promise((r) => setTimeout(r, 700)); // one more pass after the last event
+      const [eg, eb] = [await reputationEntry(messaging, 'm-good'), await reputationEntry(messaging, 'm-bad')];
+      return eg && eb ? [eg, eb] : undefined;
+    });
+    expect(b.score).toBeLessThan(g.score - 0.03);
+    expect(b.components.taskSuccess).toBeLessThan(0.8);
+    expect(g.components.taskSuccess).toBeGreaterThan(0.9);
+    // Everything else is alike: uptime, starts, network.
+    for (const c of ['uptime', 'startSuccess', 'startLatency', 'network'] as const) expect(b.components[c]).toBeCloseTo(g.components[c], 2);
+    expect(g.score).toBeGreaterThan(0);
+    expect(g.score).toBeLessThan(1);
+
+    // History rows and REPUTATION_SCORE events carry the same numbers.
+    const rows = (await db.query(`SELECT machine_id, score FROM reputation_scores ORDER BY computed_at DESC`)).rows;
+    expect(Number(rows.find((r) => r.machine_id === 'm-bad').score)).toBe(b.score);
+    await waitFor('the score events', async () => published.some((p) => p.machineId === 'm-bad' && p.score === b.score));
+    const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^tern_reputation_score\\{machine="m-bad"[^}]*\\} ${b.score}$`, 'm'));
+  });
+
+  it('counts downtime against uptime and skipped heartbeats against punctuality', async () => {
+    const hour = 3600_000;
+    const now = Date.now();
+    await events.joined('m-flaky', 'default', new Date(now - hour));
+    await events.stateChanged('m-flaky', 'default', 'offline', new Date(now - hour / 2));
+    await events.stateChanged('m-flaky', 'default', 'ready', new Date(now - hour / 4));
+    for (const sequence of [1, 2, 5, 6, 7]) await events.heartbeat('m-flaky', 'default', sequence);
+    const e = await waitFor('the flaky machine scored', async () => {
+      const entry = await reputationEntry(messaging, 'm-flaky');
+      return entry && entry.components.uptime1d < 0.9 && entry.components.heartbeat < neutral(DEFAULT_PARAMS) ? entry : undefined;
+    });
+    // Down 15 of the 60 minutes since it joined; 5 of 7 expected beats came.
+    expect(e.components.uptime1d).toBeCloseTo(0.75, 2);
+    expect(e.components.uptime30d).toBeCloseTo(0.75, 2);
+    const { alpha, beta } = DEFAULT_PARAMS.prior;
+    expect(e.components.heartbeat).toBeCloseTo((5 + alpha) / (7 + alpha + beta), 2);
+  });
+
+  it('shows in the machines API and the CLI, with components and history', async () => {
+    const port = await freePort();
+    const gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
+    try {
+      await gateway.ready();
+      const base = `http://127.0.0.1:${port}`;
+      const call = client(base);
+      await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m-good', 'default', 'ready'), ('m-bad', 'default', 'ready'), ('m-new', 'default', 'registered')`);
+      const current = (await reputationEntry(messaging, 'm-bad'))!;
+
+      const list = await call('GET', '/api/v1/machines', ADMIN);
+      expect(list.status).toBe(200);
+      const byId = new Map(list.body.map((m: any) => [m.id, m.reputation]));
+      expect(byId.get('m-bad')).toEqual(current);
+      expect(byId.get('m-new')).toBeNull();
+      expect((await call('GET', '/api/v1/machines/m-bad', ADMIN)).body.reputation).toEqual(current);
+
+      const rep = await call('GET', '/api/v1/machines/m-bad/reputation?limit=2', ADMIN);
+      expect(rep.status).toBe(200);
+      expect(rep.body).toMatchObject({ machineId: 'm-bad', score: current.score, components: current.components, computedAt: current.computedAt });
+      expect(rep.body.history.length).toBeGreaterThanOrEqual(1);
+      expect(rep.body.history.length).toBeLessThanOrEqual(2);
+      expect(rep.body.history[0].score).toBe(current.score);
+      const future = await call('GET', `/api/v1/machines/m-bad/reputation?from=${new Date(Date.now() + 60_000).toISOString()}`, ADMIN);
+      expect(future.body.history).toEqual([]);
+      expect((await call('GET', '/api/v1/machines/m-new/reputation', ADMIN)).body).toEqual({ machineId: 'm-new', score: null, components: null, computedAt: null, history: [] });
+      expect((await call('GET', '/api/v1/machines/nope/reputation', ADMIN)).status).toBe(404);
+      const bad = await call('GET', '/api/v1/machines/m-bad/reputation?limit=0&from=yesterday', ADMIN);
+      expect(bad.status).toBe(400);
+      expect(bad.body.message).toEqual(expect.arrayContaining(['limit must be a whole number from 1 to 1000', 'from must be an ISO 8601 date, e.g. 2026-01-01T00:00:00Z']));
+
+      const listed = await tern(['machine', 'list'], base, ADMIN);
+      expect(listed.stdout).toMatch(/REPUTATION/);
+      expect(listed.stdout).toMatch(new RegExp(`^m-bad .* ${current.score.toFixed(2)} `, 'm'));
+      const shown = await tern(['machine', 'show', 'm-bad'], base, ADMIN);
+      expect(shown.stdout).toMatch(new RegExp(`^Reputation\\s+${current.score.toFixed(2)} \\(computed`, 'm'));
+      expect(shown.stdout).toMatch(new RegExp(`^\\s+task success\\s+${current.components.taskSuccess.toFixed(2)}$`, 'm'));
+      const history = await tern(['machine', 'reputation', 'm-bad', '--limit', '1'], base, ADMIN);
+      expect(history.stdout).toMatch(/^COMPUTED\s+SCORE/m);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('resumes after a kill and counts the events it missed once', async () => {
+    const before = (await reputationEntry(messaging, 'm-bad'))!;
+    await service.kill('SIGKILL');
+    const bad = await events.containerReady('m-bad', 'dep-model');
+    await events.tasks('m-bad', 'dep-model', bad, 10, 1); // all fail
+    await start();
+    const after = await waitFor('the missed failures counted', async () => {
+      const e = await reputationEntry(messaging, 'm-bad');
+      return e && e.score < before.score - 0.01 ? e : undefined;
+    });
+    expect(after.components.taskSuccess).toBeLessThan(before.components.taskSuccess);
+    const r = await record('m-bad');
+    expect(Math.round(r.tasks['dep-model'].attempts.v)).toBe(30);
+    expect(Math.round(r.tasks['dep-model'].shared.v)).toBe(20);
+    expect(Math.round(r.starts['dep-model'].attempts.v)).toBe(2);
+  });
+});
