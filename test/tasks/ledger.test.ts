@@ -95,6 +95,27 @@ describe('task ledger (gateway)', () => {
     expect(await row(id)).toMatchObject({ state: 'TIMEOUT', attempts: 2, error: 'timeout: boom 2' });
   });
 
+  it('reports an attempt that never reported as lost on its own machine when the next one starts', async () => {
+    const id = await task();
+    const seen: { attempt: number; cause: string; machineId?: string; willRetry: boolean }[] = [];
+    const sub = nc.subscribe(messaging.subject(TASK_FAILED), {
+      callback: (_e, msg) => {
+        const f = msg.json<{ taskId: string; attempt: number; cause: string; machineId?: string; willRetry: boolean }>();
+        if (f.taskId === id) seen.push(f);
+      },
+    });
+    try {
+      await started(id, 1);
+      await settled(id, 'RUNNING');
+      await messaging.publish(TASK_STARTED, { ...base(id), machineId: 'm-2', attempt: 2, startedAt: new Date().toISOString() });
+      await waitFor('the lost attempt reported', async () => seen.length > 0, 10_000, 100);
+      expect(seen).toEqual([expect.objectContaining({ attempt: 1, cause: 'container-lost', machineId: 'm-1', willRetry: true })]);
+      expect(await row(id)).toMatchObject({ state: 'RUNNING', attempts: 2, machine_id: 'm-2' });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
   it('ends ERROR on a last failure', async () => {
     const id = await task();
     await failed(id, 4, false, 'container-lost');

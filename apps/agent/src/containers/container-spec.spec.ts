@@ -35,6 +35,7 @@ describe('container specs', () => {
         TERN_DEPLOYMENT_ID: 'dep-1',
         TERN_DEPLOYMENT_KIND: 'endpoint',
         TERN_DEPLOYMENT_VERSION: '3',
+        TERN_MACHINE_ID: 'm-1',
         TERN_WORKSPACE_ID: 'ws-1',
         TERN_WORKERS: '2',
         TERN_CONCURRENCY: '4',

@@ -78,6 +78,7 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     TERN_DEPLOYMENT_ID: cmd.deploymentId,
     TERN_DEPLOYMENT_VERSION: String(cmd.deploymentVersion),
     TERN_WORKSPACE_ID: cmd.workspaceId,
+    TERN_MACHINE_ID: machineId,
     TERN_WORKERS: String(cmd.workers),
     TERN_CONCURRENCY: String(cmd.concurrency),
     // A task_queue runner ends the worker whose task's connection closes (cancel, timeout).

@@ -271,14 +271,15 @@ export class ContainersService implements BeforeApplicationShutdown {
     const expected = !!t.stopReason;
     const crashed = !expected && (exit.oomKilled || exit.exitCode !== 0);
     const how = exit.oomKilled ? 'killed for using more memory than it was given' : exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
-    if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how });
+    const ended = { at: exit.finishedAt, untilSent: true };
+    if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how }, ended);
     const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
     await this.publish(CONTAINER_STOPPED, t.record, 'stopped', {
       exitCode: exit.exitCode,
       oomKilled: exit.oomKilled,
       reason,
       ...(exit.signal ? { signal: exit.signal } : {}),
-    });
+    }, ended);
     this.logger.log({ containerId: id, exitCode: exit.exitCode, oomKilled: exit.oomKilled, signal: exit.signal }, `container ${id} ${how} (${reason})`);
     t.abort.abort();
     await this.handle.runtime?.remove(id).catch((e: Error) => this.logger.warn(`could not remove container ${id}: ${e.message}`));
@@ -312,15 +313,26 @@ export class ContainersService implements BeforeApplicationShutdown {
     this.ctx.state.busyGpus = this.busyGpus();
   }
 
-  /** A container event, retried while NATS is away: metering and the scheduler must not miss one. */
-  private async publish<T extends object>(contract: Contract<T>, record: ContainerRecord, name: string, fields: Omit<T, 'containerId' | 'deploymentId' | 'deploymentVersion' | 'workspaceId' | 'machineId' | 'at'>) {
+  /**
+   * A container event, retried while NATS is away: metering and the scheduler must not miss one.
+   * Events that end a container's usage (`untilSent`) are retried for as long as it takes, since
+   * a lost one would leave the container accruing usage; the others give up after ten tries.
+   * `at` is when it happened (a container's exit time, not when the report got out).
+   */
+  private async publish<T extends object>(
+    contract: Contract<T>,
+    record: ContainerRecord,
+    name: string,
+    fields: Omit<T, 'containerId' | 'deploymentId' | 'deploymentVersion' | 'workspaceId' | 'machineId' | 'at'>,
+    opts: { at?: string; untilSent?: boolean } = {},
+  ) {
     const payload = {
       containerId: record.containerId,
       deploymentId: record.deploymentId,
       deploymentVersion: record.deploymentVersion,
       workspaceId: record.workspaceId,
       machineId: this.machineId,
-      at: new Date().toISOString(),
+      at: opts.at ?? new Date().toISOString(),
       ...fields,
     } as unknown as T;
     for (let attempt = 1; ; attempt++) {
@@ -329,11 +341,9 @@ export class ContainersService implements BeforeApplicationShutdown {
         containerEventsTotal.inc({ event: name });
         return;
       } catch (e) {
-        if (attempt >= 10) {
-          this.logger.error(`could not publish ${contract.subject} for ${record.containerId}: ${(e as Error).message}`);
-          return;
-        }
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** attempt)));
+        if (attempt % 10 === 0 || !opts.untilSent) this.logger.error(`could not publish ${contract.subject} for ${record.containerId} (${attempt} tries): ${(e as Error).message}`);
+        if (attempt >= 10 && !opts.untilSent) return;
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** Math.min(attempt, 10))));
       }
     }
   }

@@ -1,6 +1,5 @@
 import { request } from 'node:http';
 import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
-import { containerAgent } from '../invoke/forward.js';
 
 /** What one call of a task handler came to. */
 export type HandlerOutcome =
@@ -24,7 +23,9 @@ export function callHandler(port: number, taskId: string, attempt: number, paylo
       port,
       method: 'POST',
       path: '/',
-      agent: containerAgent,
+      // A connection per task, never a kept-alive one: the runner ends a worker whose task was
+      // cancelled or timed out, and a pooled connection to it would fail the next task.
+      agent: false,
       headers: { 'content-type': 'application/json', 'content-length': String(body.length), 'x-tern-task-id': taskId, 'x-tern-attempt': String(attempt) },
     });
     const onAbort = () => req.destroy();

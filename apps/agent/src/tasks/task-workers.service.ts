@@ -171,8 +171,10 @@ export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdow
       run.abort.abort();
     }, task.timeoutSeconds * 1000);
     try {
-      await this.publish(TASK_STARTED, { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() }, `${task.taskId}:started:${attempt}`);
+      // Reported while the handler runs: the outcome waits for it, the handler need not.
+      const announced = this.publish(TASK_STARTED, { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() }, `${task.taskId}:started:${attempt}`);
       const outcome = await callHandler(served.port, task.taskId, attempt, task.payload, run.abort.signal);
+      await announced;
       // A broken connection is the container dying more often than not: give its exit a moment to be seen.
       if (outcome.kind === 'gone' && !served.stopped) await new Promise((r) => setTimeout(r, 1000));
       const durationMs = Date.now() - startedAt;

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { FINAL_TASK_STATES, TASK_ENDED, TASK_RESULT_INLINE_BYTES, type TaskCompleted, type TaskFailed, type TaskStarted, type TaskState } from '#tern/contracts';
+import { FINAL_TASK_STATES, TASK_ENDED, TASK_FAILED, TASK_RESULT_INLINE_BYTES, type TaskCompleted, type TaskFailed, type TaskStarted, type TaskState } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { queryRowsOn } from '#tern/persistence';
 
@@ -25,11 +25,39 @@ export class TaskLedger {
   ) {}
 
   async started(e: TaskStarted): Promise<boolean> {
-    const rows = await queryRowsOn(this.db, 
-      `UPDATE tasks SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts < $2 RETURNING id`,
+    const rows = await queryRowsOn<{ was: TaskState; was_attempt: number; was_machine: string | null; was_container: string | null }>(
+      this.db,
+      `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 FOR UPDATE)
+       UPDATE tasks t SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
+       FROM before WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < $2
+       RETURNING before.state AS was, before.attempts AS was_attempt, before.machine_id AS was_machine, before.container_id AS was_container`,
       [e.taskId, e.attempt, e.startedAt, e.containerId, e.machineId],
     );
+    const before = rows[0];
+    // The previous attempt was still running when this one began: its agent never reported, so
+    // it was lost with its container or machine. Said once, naming that machine (reputation
+    // counts it there); the agent's own report of it, if it came after all, has the same id.
+    if (before?.was === 'RUNNING' && before.was_attempt === e.attempt - 1 && before.was_machine) {
+      await this.messaging
+        .publish(
+          TASK_FAILED,
+          {
+            taskId: e.taskId,
+            deploymentId: e.deploymentId,
+            ...(e.deploymentVersion ? { deploymentVersion: e.deploymentVersion } : {}),
+            workspaceId: e.workspaceId,
+            machineId: before.was_machine,
+            ...(before.was_container ? { containerId: before.was_container } : {}),
+            attempt: before.was_attempt,
+            cause: 'container-lost',
+            error: `attempt ${before.was_attempt} never reported: its container or machine was lost; running it again`,
+            willRetry: true,
+            failedAt: e.startedAt,
+          },
+          { msgId: `${e.taskId}:failed:${before.was_attempt}` },
+        )
+        .catch((err: Error) => this.logger.warn({ taskId: e.taskId, err: err.message }, 'could not report a lost attempt'));
+    }
     return rows.length > 0;
   }
 

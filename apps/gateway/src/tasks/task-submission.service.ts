@@ -51,17 +51,12 @@ export class TaskSubmissionService {
     const record = await this.queue(principal, name, version);
     const payload = parsePayload(body);
     const policy = record.spec.taskPolicy!;
-    const pending = await this.db.query(
-      `SELECT count(*)::int AS n FROM tasks WHERE deployment_id = $1 AND state IN ('PENDING', 'RETRY')`,
-      [record.deploymentId],
-    );
-    if (pending[0].n >= policy.maxPendingTasks) {
-      throw new TaskHttpError(429, `"${name}" already has ${pending[0].n} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`);
-    }
     const callbackUrl = query.callback_url ?? policy.callbackUrl ?? null;
-    const [row] = (await this.db.query(
+    // The bound on waiting tasks and the insert in one round trip (concurrent submits may overshoot it by a few).
+    const rows = (await this.db.query(
       `INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds, ttl_seconds, callback_url)
-       VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9)
+       SELECT $1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9
+       WHERE (SELECT count(*) FROM tasks WHERE deployment_id = $3 AND state IN ('PENDING', 'RETRY')) < $10
        RETURNING id, workspace_id, deployment_id, deployment_version, payload, max_retries, timeout_seconds, ttl_seconds, callback_url, created_at`,
       [
         randomUUID(),
@@ -73,8 +68,13 @@ export class TaskSubmissionService {
         query.timeout ?? policy.timeoutSeconds,
         query.ttl ?? policy.ttlSeconds ?? null,
         callbackUrl,
+        policy.maxPendingTasks,
       ],
     )) as UnsentTask[];
+    const row = rows[0];
+    if (!row) {
+      throw new TaskHttpError(429, `"${name}" already has ${policy.maxPendingTasks} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`);
+    }
     try {
       await this.enqueue(row);
     } catch (e) {

@@ -59,13 +59,12 @@ export class TasksService {
   /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */
   async wait(principal: Principal, id: string, timeoutSeconds: number): Promise<TaskView> {
     const deadline = Date.now() + timeoutSeconds * 1000;
-    let row = await this.row(principal, id, false);
+    let row = await this.row(principal, id, true);
     while (!isFinal(row.state) && Date.now() < deadline) {
       await this.waiters.next(id, deadline - Date.now());
-      row = await this.row(principal, id, false);
+      row = await this.row(principal, id, true);
     }
-    if (!isFinal(row.state)) return taskView(row);
-    return this.get(principal, id);
+    return taskView(row, await this.result(row));
   }
 
   /**
