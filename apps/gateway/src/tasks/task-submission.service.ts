@@ -99,7 +99,11 @@ export class TaskSubmissionService {
       enqueuedAt: new Date().toISOString(),
     };
     const ack = await this.messaging.publish(TASK_ITEM, item, { tokens: [task.deployment_id, String(task.deployment_version)], msgId: task.id });
-    await this.db.query(`UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL`, [task.id, ack.seq]);
+    // Not awaited: the task is safe on TASKS already. Should this write be lost, the sweep sends
+    // the task again (one message within the duplicate window) and records it then.
+    void this.db
+      .query(`UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL`, [task.id, ack.seq])
+      .catch((e: Error) => this.logger.warn({ taskId: task.id, err: e.message }, 'could not mark the task enqueued; the sweep will'));
     void this.messaging
       .publish(
         TASK_SUBMITTED,
