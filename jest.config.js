@@ -12,6 +12,10 @@ const shared = {
   testEnvironment: 'node',
 };
 
+/** Tests that start a whole stack (see the `stack` project below), as regular expressions and as globs. */
+const STACK_TESTS = ['/test/e2e/', '/test/up\\.test\\.ts$'];
+const STACK_GLOBS = ['<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/up.test.ts'];
+
 export default {
   // Integration tests start real processes; unit tests finish far inside this.
   testTimeout: 60_000,
@@ -21,6 +25,16 @@ export default {
       ...shared,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/**/*.test.ts'],
+      testPathIgnorePatterns: STACK_TESTS,
+      globalSetup: '<rootDir>/test/support/global-setup.mjs',
+      globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+    },
+    {
+      // Whole `npm run up` stacks with real containers: npm test runs them one at a time, after the
+      // rest, so that their timings (lifetimes to 1 %, cold starts, kills) do not suffer each other.
+      ...shared,
+      displayName: 'stack',
+      testMatch: STACK_GLOBS,
       globalSetup: '<rootDir>/test/support/global-setup.mjs',
       globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
     },

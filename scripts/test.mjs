@@ -36,7 +36,12 @@ await main(async () => {
       await ensureSystemPackages({ optional: ['runc', 'umoci'] });
       await provideInfra(env, f, infra);
     }
-    return await jest(jestArgs, env);
+    if (jestArgs.length) return await jest(jestArgs, env);
+    // The whole suite: unit and integration tests two at a time, then the whole-stack tests one
+    // at a time (each runs every service and real containers; side by side they starve each other).
+    const first = await jest(['--selectProjects', 'unit', 'integration'], env);
+    const second = await jest(['--selectProjects', 'stack', '--runInBand'], env);
+    return first || second;
   } finally {
     await stopInfra();
   }

@@ -162,7 +162,10 @@ describe('usage and reputation with two agents', () => {
       expect(pickyMachines).toEqual(new Set([good]));
 
       for (const name of ['mixed', 'picky']) expect((await stack.tern('deployment', 'stop', name)).code).toBe(0);
-      await waitFor('every container gone', async () => { watch.sample(); return [...watch.seen.values()].every((l) => Date.now() - l.last > 1000); }, 60_000, 250);
+      await waitFor('every container gone', async () => {
+        watch.sample();
+        return [...watch.seen.values()].filter((l) => l.deployment === mixed.deploymentId || l.deployment === picky.deploymentId).every((l) => Date.now() - l.last > 1000);
+      }, 60_000, 250);
     } finally {
       watch.stop();
     }
@@ -172,20 +175,21 @@ describe('usage and reputation with two agents', () => {
     const within1 = (what: string, metered: number | undefined, real: number) => {
       expect({ what, metered, real, within1: metered !== undefined && Math.abs(metered - real) / real < 0.01 }).toMatchObject({ what, within1: true });
     };
+    // Other stacks on this host run containers under the same default machine id: count only this test's deployments.
+    const ours = new Set<string>();
+    for (const name of ['mixed', 'picky']) ours.add((await get<{ deploymentId: string }>(`/api/v1/deployments/${name}`)).deploymentId);
+    const real = (f: (l: Lifetime) => boolean) => watch.seconds((l) => ours.has(l.deployment) && f(l));
     await waitFor('usage closed for every container', async () => {
-      const byMachine = await get<Report>(`/api/v1/usage?group_by=machine&${window}`);
-      const goodSeconds = byMachine.rows.find((r) => r.group === good)?.containerSeconds ?? 0;
-      const real = watch.seconds((l) => l.machine === good);
-      if (Math.abs(goodSeconds - real) / real >= 0.01) throw new Error(`good machine: metered ${goodSeconds} s, ran ${real} s`);
+      const report = await get<Report>(`/api/v1/usage?group_by=machine&${window}`);
+      const metered = report.rows.find((r) => r.group === good)?.containerSeconds ?? 0;
+      const ran = real((l) => l.machine === good);
+      if (Math.abs(metered - ran) / ran >= 0.01) throw new Error(`good machine: metered ${metered} s, ran ${ran} s`);
       return true;
     }, 30_000, 1000);
     const byMachine = await get<Report>(`/api/v1/usage?group_by=machine&${window}`);
-    for (const m of [good, badMachine]) within1(m, byMachine.rows.find((r) => r.group === m)?.containerSeconds, watch.seconds((l) => l.machine === m));
+    for (const m of [good, badMachine]) within1(m, byMachine.rows.find((r) => r.group === m)?.containerSeconds, real((l) => l.machine === m));
     const byDeployment = await get<Report>(`/api/v1/usage?group_by=deployment&${window}`);
-    for (const name of ['mixed', 'picky']) {
-      const id = (await get<{ deploymentId: string }>(`/api/v1/deployments/${name}`)).deploymentId;
-      within1(name, byDeployment.rows.find((r) => r.group === id)?.containerSeconds, watch.seconds((l) => l.deployment === id));
-    }
+    for (const id of ours) within1(id, byDeployment.rows.find((r) => r.group === id)?.containerSeconds, real((l) => l.deployment === id));
 
     const badQuery = await fetch(`${stack.gateway}/api/v1/usage?group_by=planet`, { headers: auth() });
     expect(badQuery.status).toBe(400);

@@ -1,5 +1,6 @@
 import { dirname, resolve } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { secondsArgument } from '../arguments.js';
 import { ApiClient, ApiError } from '../api-client.js';
 import { type CliContext, resolveContext } from '../cli-config.js';
 import { bytes } from '../format.js';
@@ -12,11 +13,6 @@ interface DeployResult {
   deploymentId: string;
   url: string;
   spec: { autoscaler: { minContainers: number } };
-}
-
-function seconds(value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('must be a whole number of seconds');
-  return Number(value);
 }
 
 /** HEAD first, so an unchanged folder is not sent again. */
@@ -58,7 +54,7 @@ export function deployCommand(): Command {
     .description("Deploy a spec (tern.yaml): uploads the spec's folder when it has a handler, then creates a new version")
     .argument('<file>', 'the spec, YAML or JSON')
     .option('--no-wait', 'do not wait for min_containers to be ready')
-    .option('--timeout <seconds>', 'how long to wait for containers', seconds, 120)
+    .option('--timeout <seconds>', 'how long to wait for containers', secondsArgument, 120)
     .option('--json', 'print the raw JSON of the new version')
     .action(async (file: string, opts: { wait: boolean; timeout: number; json?: boolean }) => {
       const ctx = resolveContext();

@@ -1,27 +1,14 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { jsonArgument, versionArgument } from '../arguments.js';
 import { ApiError } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
-
-function version(value: string): number {
-  if (!/^[1-9]\d*$/.test(value.trim())) throw new InvalidArgumentError('must be a version number, e.g. 2');
-  return Number(value);
-}
-
-function json(value: string): string {
-  try {
-    JSON.parse(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`must be JSON (${(e as Error).message})`);
-  }
-  return value;
-}
 
 export function invokeCommand(): Command {
   return new Command('invoke')
     .description('Call an endpoint: POST /endpoint/<name>[/v<N>][<path>] with a JSON body; prints the response body')
     .argument('<name>', 'the deployment')
-    .option('--version <n>', 'a specific version instead of the latest', version)
-    .option('-d, --data <json>', 'the JSON body', json, '{}')
+    .option('--version <n>', 'a specific version instead of the latest', versionArgument)
+    .option('-d, --data <json>', 'the JSON body', jsonArgument, '{}')
     .option('--path <path>', 'a path after the endpoint, e.g. /generate', '')
     .option('--timeout <seconds>', 'give up after this long', (v) => Number(v), 300)
     .action(async (name: string, opts: { version?: number; data: string; path: string; timeout: number }) => {

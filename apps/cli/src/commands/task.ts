@@ -1,4 +1,5 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { countArgument, jsonArgument, secondsArgument, versionArgument } from '../arguments.js';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { ago } from '../format.js';
@@ -23,20 +24,6 @@ export interface TaskView {
 
 function client() {
   return new ApiClient(resolveContext());
-}
-
-function json(value: string): string {
-  try {
-    JSON.parse(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`must be JSON (${(e as Error).message})`);
-  }
-  return value;
-}
-
-function seconds(value: string): number {
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('must be a whole number of seconds');
-  return Number(value);
 }
 
 function duration(t: TaskView): string {
@@ -74,11 +61,11 @@ export function taskCommand(): Command {
     .command('put')
     .description('Submit a task: POST /taskqueue/<queue>[/v<N>] with a JSON payload; prints the task id (or the result with --wait)')
     .argument('<queue>', 'the task_queue deployment')
-    .option('-d, --data <json>', 'the payload (a JSON object)', json, '{}')
-    .option('--version <n>', 'a specific version of the queue', (v) => Number(v))
-    .option('--max-retries <n>', "override the queue's max_retries", seconds)
-    .option('--timeout <seconds>', "override the queue's task timeout", seconds)
-    .option('--ttl <seconds>', 'expire the task if it has not started by then', seconds)
+    .option('-d, --data <json>', 'the payload (a JSON object)', jsonArgument, '{}')
+    .option('--version <n>', 'a specific version of the queue', versionArgument)
+    .option('--max-retries <n>', "override the queue's max_retries", countArgument)
+    .option('--timeout <seconds>', "override the queue's task timeout", secondsArgument)
+    .option('--ttl <seconds>', 'expire the task if it has not started by then', secondsArgument)
     .option('--callback-url <url>', 'POST the finished task here')
     .option('--wait [seconds]', 'wait for the result (default up to 600 s)')
     .action(async (queue: string, o: { data: string; version?: number; maxRetries?: number; timeout?: number; ttl?: number; callbackUrl?: string; wait?: string | boolean }) => {
@@ -95,7 +82,7 @@ export function taskCommand(): Command {
         process.stdout.write(`${body.task_id}\n`);
         return;
       }
-      print(await waitFor(api, body.task_id, o.wait === true ? 600 : seconds(String(o.wait))));
+      print(await waitFor(api, body.task_id, o.wait === true ? 600 : secondsArgument(String(o.wait))));
     });
 
   cmd
@@ -108,7 +95,7 @@ export function taskCommand(): Command {
     .command('wait')
     .description('Wait for a task to end and print it (exit code 1 unless it is COMPLETE)')
     .argument('<task-id>')
-    .option('--timeout <seconds>', 'give up waiting after this long', seconds, 600)
+    .option('--timeout <seconds>', 'give up waiting after this long', secondsArgument, 600)
     .action(async (id: string, o: { timeout: number }) => {
       const t = await waitFor(client(), id, o.timeout);
       print(t);
@@ -120,7 +107,7 @@ export function taskCommand(): Command {
     .description('Tasks of the workspace, newest first')
     .option('--queue <name>', 'only this task queue')
     .option('--status <states>', 'only these states, comma-separated (PENDING,RUNNING,...)')
-    .option('--limit <n>', 'at most this many', seconds, 50)
+    .option('--limit <n>', 'at most this many', countArgument, 50)
     .action(async (o: { queue?: string; status?: string; limit: number }) => {
       const query = new URLSearchParams({ limit: String(o.limit) });
       if (o.queue) query.set('deployment', o.queue);
