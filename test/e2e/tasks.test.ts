@@ -171,7 +171,9 @@ describe('task queues end to end', () => {
     const refused = await submit('narrow', { n: 4 });
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { message: string }).message).toMatch(/max_pending_tasks 2/);
-    for (const id of [first, ...waiting]) await fetch(`${stack.gateway}/api/v1/tasks/${id}`, { method: 'DELETE', headers: auth() });
+    // Deleting the queue cancels what it still had, running or waiting.
+    expect((await stack.tern('deployment', 'delete', 'narrow')).code).toBe(0);
+    for (const id of [first, ...waiting]) expect(await get(id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled: its task queue was deleted' });
   }, 180_000);
 
   it('answers bad input with a clear 4xx', async () => {

@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { TasksModule } from '../tasks/tasks.module.js';
 import { DeploymentLogsService } from './deployment-logs.service.js';
 import { DeploymentRecords } from './deployment-records.js';
 import { DeploymentsController } from './deployments.controller.js';
 import { DeploymentsService } from './deployments.service.js';
 
 @Module({
+  imports: [TasksModule],
   controllers: [DeploymentsController],
   providers: [DeploymentsService, DeploymentRecords, DeploymentLogsService],
   exports: [DeploymentsService],

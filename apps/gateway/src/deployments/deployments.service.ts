@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
 import { Deployment, DeploymentVersion, Machine, Pool } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
+import { TasksService } from '../tasks/tasks.service.js';
 import { DeploymentRecords } from './deployment-records.js';
 import { ACTIVE_CONTAINER_STATES, type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
@@ -39,6 +40,7 @@ export class DeploymentsService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly records: DeploymentRecords,
+    private readonly tasks: TasksService,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
@@ -122,6 +124,7 @@ export class DeploymentsService {
     d.stateReason = action === 'start' ? null : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`;
     await repo.save(d);
     await this.publish(d.id, `${action} ${name}`);
+    if (action === 'delete' && d.kind === 'task_queue') await this.tasks.dropQueue(d.id, d.latestVersion);
     return d;
   }
 

@@ -113,6 +113,18 @@ export class TaskLedger {
     return { was: r.was, streamSeq: r.stream_seq === null ? null : Number(r.stream_seq), deploymentId: r.deployment_id, version: r.deployment_version };
   }
 
+  /** Every task of a deleted task queue not yet ended becomes CANCELLED; returns how many. */
+  async cancelAllOf(deploymentId: string, reason: string): Promise<number> {
+    const rows = await queryRowsOn<{ id: string; ended_at: Date }>(
+      this.db,
+      `UPDATE tasks SET state = 'CANCELLED', error = $2, ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
+       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, ended_at`,
+      [deploymentId, reason],
+    );
+    for (const r of rows) this.announce(r.id, 'CANCELLED', r.ended_at.toISOString());
+    return rows.length;
+  }
+
   /** Pending tasks past their ttl become EXPIRED; returns where their messages sit. */
   async expire(limit = 500): Promise<{ id: string; streamSeq: number | null }[]> {
     const rows = await queryRowsOn<{ id: string; stream_seq: string | null; ended_at: Date }>(this.db, 

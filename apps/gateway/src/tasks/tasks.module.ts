@@ -18,6 +18,7 @@ import { TasksService } from './tasks.service.js';
   imports: [EndpointsModule],
   controllers: [TaskQueueController, TasksController, TaskEventsController],
   providers: [TaskSubmissionService, TaskLedger, TasksService, TaskWaiters, TaskSweeper],
+  exports: [TasksService],
 })
 export class TasksModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

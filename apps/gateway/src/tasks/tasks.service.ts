@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { STREAMS, TASK_CANCELLED } from '#tern/contracts';
+import { STREAMS, TASK_CANCELLED, taskConsumerName } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
@@ -98,6 +98,20 @@ export class TasksService {
       )
       .catch((e: Error) => this.logger.warn({ taskId: row.id, err: e.message }, 'could not publish task.cancelled'));
     return this.get(principal, id);
+  }
+
+  /**
+   * A task queue was deleted: its unfinished tasks are CANCELLED (none will run: its containers
+   * wind down), its TASKS messages purged and its consumers removed.
+   */
+  async dropQueue(deploymentId: string, latestVersion: number): Promise<number> {
+    const cancelled = await this.ledger.cancelAllOf(deploymentId, 'cancelled: its task queue was deleted');
+    const jsm = await this.messaging.jsm();
+    const stream = this.messaging.ns.stream(STREAMS.TASKS.name);
+    await jsm.streams.purge(stream, { filter: this.messaging.ns.subject(`tern.tasks.${deploymentId}.>`) }).catch(() => undefined);
+    for (let v = 1; v <= latestVersion; v++) await jsm.consumers.delete(stream, taskConsumerName(deploymentId, v)).catch(() => undefined);
+    if (cancelled) this.logger.log({ deploymentId, cancelled }, `cancelled ${cancelled} task(s) of a deleted task queue`);
+    return cancelled;
   }
 
   private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskRow> {
