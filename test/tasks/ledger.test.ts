@@ -116,6 +116,18 @@ describe('task ledger (gateway)', () => {
     }
   });
 
+  it('sends a task whose gateway died between saving and publishing it', async () => {
+    const id = randomUUID();
+    await db.query(
+      `INSERT INTO tasks (id, workspace_id, deployment_id, state, payload, max_retries, timeout_seconds, created_at) VALUES ($1, $2, $3, 'PENDING', '{"n": 1}', 3, 60, now() - interval '10 seconds')`,
+      [id, workspaceId, deploymentId],
+    );
+    const sent = await waitFor('the sweep to send it', async () => (await db.query(`SELECT stream_seq FROM tasks WHERE id = $1 AND enqueued_at IS NOT NULL`, [id])).rows[0], 15_000, 200);
+    const jsm = await messaging.jsm();
+    const msg = await jsm.streams.getMessage(ns.stream('TASKS'), { seq: Number(sent.stream_seq) });
+    expect(msg?.json<{ taskId: string; payload: unknown }>()).toMatchObject({ taskId: id, payload: { n: 1 } });
+  });
+
   it('ends ERROR on a last failure', async () => {
     const id = await task();
     await failed(id, 4, false, 'container-lost');

@@ -15,9 +15,10 @@ export const CALLBACK_ATTEMPTS = 8;
 const CALLBACK_TIMEOUT_MS = 10_000;
 
 /**
- * Background work on the tasks table, safe with several gateway replicas (rows are claimed
- * with FOR UPDATE SKIP LOCKED): sends tasks saved but never published, expires pending tasks
- * past their ttl (and deletes their messages), and delivers callbacks with retries.
+ * Background work on the tasks table, safe with several gateway replicas: sends tasks saved but
+ * never published (a double send is one message), expires pending tasks past their ttl and
+ * deletes their messages, and delivers callbacks with retries (rows claimed with FOR UPDATE SKIP
+ * LOCKED, so one replica calls each).
  */
 @Injectable()
 export class TaskSweeper implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -54,18 +55,17 @@ export class TaskSweeper implements OnApplicationBootstrap, OnApplicationShutdow
     }
   }
 
+  /** Rows saved but never published. Replicas may both send one: the message id keeps it single. */
   private async sendUnsent() {
-    await this.db.transaction(async (tx) => {
-      const rows: UnsentTask[] = await tx.query(
-        `SELECT id, workspace_id, deployment_id, deployment_version, payload, max_retries, timeout_seconds, ttl_seconds, callback_url, created_at
-         FROM tasks WHERE enqueued_at IS NULL AND state = 'PENDING' AND created_at < now() - interval '${UNSENT_AFTER_S} seconds'
-         ORDER BY created_at LIMIT 200 FOR UPDATE SKIP LOCKED`,
-      );
-      for (const row of rows) {
-        await this.submissions.enqueue(row);
-        this.logger.log({ taskId: row.id }, `sent task ${row.id}, saved ${Math.round((Date.now() - row.created_at.getTime()) / 1000)} s ago but not yet on TASKS`);
-      }
-    });
+    const rows: UnsentTask[] = await this.db.query(
+      `SELECT id, workspace_id, deployment_id, deployment_version, payload, max_retries, timeout_seconds, ttl_seconds, callback_url, created_at
+       FROM tasks WHERE enqueued_at IS NULL AND state = 'PENDING' AND created_at < now() - interval '${UNSENT_AFTER_S} seconds'
+       ORDER BY created_at LIMIT 200`,
+    );
+    for (const row of rows) {
+      await this.submissions.enqueue(row);
+      this.logger.log({ taskId: row.id }, `sent task ${row.id}, saved ${Math.round((Date.now() - row.created_at.getTime()) / 1000)} s ago but not yet on TASKS`);
+    }
   }
 
   private async expire() {
