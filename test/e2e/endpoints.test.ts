@@ -1,5 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack, type Stack } from '../support/stack.js';
@@ -9,7 +8,7 @@ const EXAMPLES = fileURLToPath(new URL('../../examples', import.meta.url));
 
 /** An example copied aside with some spec lines changed (shorter keep-warm, so the test waits less). */
 function example(name: string, replace: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), `tern-${name}-`));
+  const dir = stack.scratch(name);
   cpSync(join(EXAMPLES, name), dir, { recursive: true });
   let spec = readFileSync(join(dir, 'tern.yaml'), 'utf8');
   for (const [from, to] of Object.entries(replace)) spec = spec.replace(new RegExp(`^${from}:.*$`, 'm'), `${from}: ${to}`);
@@ -17,9 +16,10 @@ function example(name: string, replace: Record<string, string>): string {
   return join(dir, 'tern.yaml');
 }
 
+let stack: Stack;
+
 /** The endpoints issue's "done when", as a newcomer does it after `npm run up`. */
 describe('endpoints end to end', () => {
-  let stack: Stack;
 
   const call = (path: string, body: unknown, init: RequestInit = {}) =>
     fetch(`${stack.gateway}${path}`, {
@@ -81,7 +81,7 @@ describe('endpoints end to end', () => {
   });
 
   it('answers a caller quickly with 502 when the agent dies mid-request', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tern-slow-'));
+    const dir = stack.scratch('slow');
     writeFileSync(join(dir, 'app.py'), 'import time\ndef predict(p):\n    time.sleep(p.get("seconds", 0))\n    return {"slept": p.get("seconds", 0)}\n');
     writeFileSync(join(dir, 'tern.yaml'), 'name: slow\nkind: endpoint\nhandler: app.py:predict\ncpu: 0.25\nmemory: 128Mi\n');
     expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);

@@ -1,5 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -33,7 +32,7 @@ describe('metering end to end', () => {
   });
 
   it('meters a real container for its lifetime, per deployment and per machine', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tern-metered-'));
+    const dir = stack.scratch('metered');
     cpSync(join(EXAMPLES, 'hello-python'), dir, { recursive: true });
     const spec = readFileSync(join(dir, 'tern.yaml'), 'utf8').replace(/^name:.*$/m, 'name: metered').replace(/^keep_warm_seconds:.*$/m, 'keep_warm_seconds: 3');
     writeFileSync(join(dir, 'tern.yaml'), spec);

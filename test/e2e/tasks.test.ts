@@ -1,6 +1,5 @@
-import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack, type Stack } from '../support/stack.js';
@@ -20,7 +19,7 @@ interface Task {
 
 /** The task-queue example deployed under another name, with some spec lines changed. */
 function queue(name: string, replace: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), `tern-${name}-`));
+  const dir = stack.scratch(name);
   cpSync(join(EXAMPLES, 'task-queue'), dir, { recursive: true });
   let spec = readFileSync(join(dir, 'tern.yaml'), 'utf8').replace(/^name:.*$/m, `name: ${name}`);
   for (const [from, to] of Object.entries(replace)) spec = spec.replace(new RegExp(`^(\\s*)${from}:.*$`, 'm'), `$1${from}: ${to}`);
@@ -29,8 +28,9 @@ function queue(name: string, replace: Record<string, string>): string {
 }
 
 /** The task-queue issue's "done when", as a newcomer does it after `npm run up`. */
+let stack: Stack;
+
 describe('task queues end to end', () => {
-  let stack: Stack;
   const auth = () => ({ authorization: `Bearer ${stack.token}` });
 
   const submit = (name: string, payload: unknown, query = '') =>

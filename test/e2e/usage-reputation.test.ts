@@ -1,5 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentProcess, removeStateDir, tempStateDir } from '../agent/harness.js';
 import { uniqueName } from '../support/isolation.js';
@@ -98,7 +97,7 @@ describe('usage and reputation with two agents', () => {
   });
 
   function deploy(name: string, spec: string) {
-    const dir = mkdtempSync(join(tmpdir(), `tern-${name}-`));
+    const dir = stack.scratch(name);
     writeFileSync(join(dir, 'app.py'), APP);
     writeFileSync(join(dir, 'tern.yaml'), `name: ${name}\nhandler: app.py:run\nmemory: 128Mi\n${spec}`);
     return stack.tern('deploy', join(dir, 'tern.yaml'));

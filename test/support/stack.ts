@@ -15,6 +15,8 @@ export interface Stack {
   readonly env: NodeJS.ProcessEnv;
   /** Runs the `tern` CLI against this stack; resolves its exit code and output. */
   tern(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /** A fresh temporary directory (a deployment's folder, say) that stop() removes. */
+  scratch(label: string): string;
   stop(): Promise<void>;
 }
 
@@ -102,15 +104,22 @@ export async function startStack(label: string): Promise<Stack> {
     throw new Error(`npm run up failed (${up.code}):\n${up.stdout}\n${up.stderr}`);
   }
   const config = JSON.parse(readFileSync(join(sandbox.home, '.tern', 'config.json'), 'utf8'));
+  const scratches: string[] = [];
   const { gateway, token } = config.contexts.local as { gateway: string; token: string };
   return {
     gateway,
     token,
     env,
     tern: (...args) => run([join(ROOT, 'bin', 'tern.js'), ...args], env),
+    scratch(label) {
+      const dir = mkdtempSync(join(tmpdir(), `tern-${label}-`));
+      scratches.push(dir);
+      return dir;
+    },
     async stop() {
       await run([join(ROOT, 'scripts', 'down.mjs')], env);
       await sandbox.cleanup();
+      for (const dir of scratches) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -69,7 +69,8 @@ describe('config.yaml', () => {
   });
 
   it('is written with mode 600 in a 700 directory, atomically, and read back', () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'tern-agent-')), 'state');
+    const parent = mkdtempSync(join(tmpdir(), 'tern-agent-'));
+    const dir = join(parent, 'state');
     const path = writeConfigFile(dir, validateConfig(good));
     expect(path).toBe(configPath(dir));
     expect(statSync(path).mode & 0o777).toBe(0o600);
@@ -77,5 +78,6 @@ describe('config.yaml', () => {
     expect(readConfigFile(dir)?.pool).toBe('gpu-a100');
     expect(readFileSync(path, 'utf8')).toContain('gateway: https://tern.example.com\n');
     expect(readConfigFile(join(dir, 'nowhere'))).toBeUndefined();
+    rmSync(parent, { recursive: true, force: true });
   });
 });
