@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
@@ -177,6 +177,7 @@ describe('deployments API, code upload and CLI', () => {
     const invalid = await tern(['deploy', join(dir, 'tern.yaml')], base, ADMIN);
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toMatch(/^tern: 400 handler must look like app.py:predict/);
+    rmSync(dir, { recursive: true, force: true });
   });
   it('rewrites the bucket from Postgres when the gateway starts', async () => {
     const kv = await new Kvm(nc).open(`${namespace}_deployments`);
