@@ -130,4 +130,23 @@ describe('messaging over JetStream', () => {
     await waitFor('second', async () => seen.length === 2);
     expect(seen).toEqual([1, 2]);
   });
+
+  it('listens on core NATS: every subscriber hears each valid message, invalid ones are dropped', async () => {
+    const heard: string[][] = [[], []];
+    const subs = heard.map((list) => messaging.listen(MACHINE_HEARTBEAT, (beat) => void list.push(beat.machineId)));
+    try {
+      await nc.flush();
+      messaging.emit(MACHINE_HEARTBEAT, beat('m-listen', 1), ['m-listen']);
+      nc.publish(messaging.subject(MACHINE_HEARTBEAT, ['m-bad']), new TextEncoder().encode('{"machineId": 7}'));
+      messaging.emit(MACHINE_HEARTBEAT, beat('m-listen-2', 1), ['m-listen-2']);
+      await waitFor('both subscribers heard both valid messages', async () => heard.every((l) => l.length === 2), 5_000);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(heard).toEqual([
+        ['m-listen', 'm-listen-2'],
+        ['m-listen', 'm-listen-2'],
+      ]);
+    } finally {
+      for (const s of subs) s.unsubscribe();
+    }
+  });
 });

@@ -100,6 +100,27 @@ export class Messaging {
     this.nc.publish(this.subject(contract, tokens), encode(payload));
   }
 
+  /**
+   * Hears every message of a contract on core NATS (no queue group: every subscriber, every
+   * replica, gets each one), validated; an invalid one is logged and dropped. For notices where
+   * a lost one costs little: load reports, cancels, ends, submissions counted.
+   */
+  listen<T extends object>(contract: Contract<T, any>, handler: (payload: T) => void): Subscription {
+    const subject = this.subject(contract);
+    return this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) {
+          this.logger.error(`subscription ${subject} failed: ${err.message}`);
+          return;
+        }
+        void decode(contract.payload, msg.data).then((d) => {
+          if (d.ok) handler(d.value);
+          else this.logger.warn({ subject: msg.subject, reason: d.reason }, `ignored an invalid message on ${msg.subject}`);
+        });
+      },
+    });
+  }
+
   /** Core NATS request with a validated reply. Errors come back as RequestError with an HTTP-like code. */
   async request<T extends object, R extends object>(
     contract: Contract<T, R>,

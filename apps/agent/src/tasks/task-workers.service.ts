@@ -9,7 +9,6 @@ import {
   TASK_FAILED,
   TASK_RESULT_INLINE_BYTES,
   TASK_STARTED,
-  TaskCancelled,
   type TaskFailureCause,
   TaskItem,
   taskConsumerName,
@@ -68,12 +67,7 @@ export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(TASK_CANCELLED), {
-      callback: (err, msg) => {
-        if (err) return this.logger.warn(`task-cancelled subscription failed: ${err.message}`);
-        void decode(TaskCancelled, msg.data).then((d) => d.ok && this.onCancelled(d.value.taskId));
-      },
-    });
+    this.subscription = this.messaging.listen(TASK_CANCELLED, (cancelled) => this.onCancelled(cancelled.taskId));
     this.loads.start();
   }
 

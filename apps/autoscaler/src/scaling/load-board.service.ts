@@ -1,8 +1,8 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Subscription } from '@nats-io/transport-node';
 import { combineLoads, type GatewayLoad, LOAD_REPORT_MAX_AGE_MS, type Observation, withBacklog } from '#tern/autoscaling';
-import { deploymentKey, LOAD_REPORT, LoadReport } from '#tern/contracts';
-import { decode, Messaging } from '#tern/messaging';
+import { deploymentKey, LOAD_REPORT, type LoadReport } from '#tern/contracts';
+import { Messaging } from '#tern/messaging';
 
 /**
  * The latest LoadReport of every gateway replica per deployment version (core NATS: a lost one
@@ -10,7 +10,6 @@ import { decode, Messaging } from '#tern/messaging';
  */
 @Injectable()
 export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('loads');
   /** `<deploymentId>.<version>` → gatewayId → its latest report. */
   private readonly reports = new Map<string, Map<string, GatewayLoad>>();
   private readonly backlogs = new Map<string, { held: number; receivedAt: number }>();
@@ -20,15 +19,7 @@ export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown 
 
   onApplicationBootstrap() {
     // No queue group: every replica keeps the whole picture, so a new leader acts at once.
-    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(LOAD_REPORT), {
-      callback: (err, msg) => {
-        if (err) return this.logger.error(`load report subscription failed: ${err.message}`);
-        void decode(LoadReport, msg.data).then((d) => {
-          if (d.ok) this.record(d.value, Date.now());
-          else this.logger.warn({ subject: msg.subject, reason: d.reason }, 'ignored an invalid load report');
-        });
-      },
-    });
+    this.subscription = this.messaging.listen(LOAD_REPORT, (report) => this.record(report, Date.now()));
   }
 
   onApplicationShutdown() {

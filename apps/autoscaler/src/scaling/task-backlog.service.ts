@@ -1,9 +1,9 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
-import { deploymentKey, STREAMS, TASK_SUBMITTED, TaskSubmitted, taskConsumerName } from '#tern/contracts';
+import { deploymentKey, STREAMS, TASK_SUBMITTED, taskConsumerName } from '#tern/contracts';
 import type { Observation } from '#tern/autoscaling';
-import { decode, Messaging } from '#tern/messaging';
+import { Messaging } from '#tern/messaging';
 
 type ArrivalListener = (key: string) => void;
 
@@ -16,7 +16,6 @@ type ArrivalListener = (key: string) => void;
  */
 @Injectable()
 export class TaskBacklog implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('task-backlog');
   private readonly arrivals = new Map<string, number>();
   private readonly listeners = new Set<ArrivalListener>();
   private subscription?: Subscription;
@@ -24,16 +23,11 @@ export class TaskBacklog implements OnApplicationBootstrap, OnApplicationShutdow
   constructor(private readonly messaging: Messaging) {}
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(TASK_SUBMITTED), {
-      callback: (err, msg) => {
-        if (err) return this.logger.warn(`task-submitted subscription failed: ${err.message}`);
-        void decode(TaskSubmitted, msg.data).then((d) => {
-          if (!d.ok || d.value.deploymentVersion === undefined) return;
-          const key = deploymentKey(d.value.deploymentId, d.value.deploymentVersion);
-          this.arrivals.set(key, (this.arrivals.get(key) ?? 0) + 1);
-          for (const l of this.listeners) l(key);
-        });
-      },
+    this.subscription = this.messaging.listen(TASK_SUBMITTED, (submitted) => {
+      if (submitted.deploymentVersion === undefined) return;
+      const key = deploymentKey(submitted.deploymentId, submitted.deploymentVersion);
+      this.arrivals.set(key, (this.arrivals.get(key) ?? 0) + 1);
+      for (const l of this.listeners) l(key);
     });
   }
 

@@ -1,7 +1,7 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Subscription } from '@nats-io/transport-node';
-import { TASK_ENDED, TaskEnded } from '#tern/contracts';
-import { decode, Messaging } from '#tern/messaging';
+import { TASK_ENDED } from '#tern/contracts';
+import { Messaging } from '#tern/messaging';
 
 /** How often a waiter re-reads its task anyway, in case the notice was missed. */
 export const WAIT_RECHECK_MS = 2_000;
@@ -12,21 +12,14 @@ export const WAIT_RECHECK_MS = 2_000;
  */
 @Injectable()
 export class TaskWaiters implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('task-waiters');
   private readonly waiting = new Map<string, Set<() => void>>();
   private subscription?: Subscription;
 
   constructor(private readonly messaging: Messaging) {}
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.nc.subscribe(this.messaging.subject(TASK_ENDED), {
-      callback: (err, msg) => {
-        if (err) return this.logger.warn(`task-ended subscription failed: ${err.message}`);
-        if (!this.waiting.size) return;
-        void decode(TaskEnded, msg.data).then((d) => {
-          if (d.ok) for (const wake of this.waiting.get(d.value.taskId) ?? []) wake();
-        });
-      },
+    this.subscription = this.messaging.listen(TASK_ENDED, (ended) => {
+      for (const wake of this.waiting.get(ended.taskId) ?? []) wake();
     });
   }
 
