@@ -1,4 +1,5 @@
-import { lostLastAttempt, retryDelayMs, willRetry } from './retry-rule.js';
+import { retryDelayMs } from '#tern/messaging';
+import { lostLastAttempt, willRetry } from './retry-rule.js';
 
 describe('task retry rule', () => {
   it('retries until max_retries + 1 attempts have run', () => {

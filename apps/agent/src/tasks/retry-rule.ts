@@ -1,9 +1,7 @@
-import type { TaskFailureCause } from '#tern/contracts';
-
-/** Back-off before the next attempt: 1 s after the first failure, then 2, 4 ... capped at 60 s. */
-export function retryDelayMs(attempt: number): number {
-  return Math.min(60_000, 1000 * 2 ** Math.max(0, attempt - 1));
-}
+/**
+ * The back-off before a task's next attempt is messaging's retryDelayMs (1 s after the first
+ * failure, then 2, 4 ... capped at 60 s), the same as any JetStream handler's.
+ */
 
 /** Whether a failed attempt is retried: the task runs at most maxRetries + 1 times, whatever the cause. */
 export function willRetry(attempt: number, maxRetries: number): boolean {
@@ -16,8 +14,4 @@ export function willRetry(attempt: number, maxRetries: number): boolean {
  */
 export function lostLastAttempt(attempt: number, maxRetries: number): boolean {
   return attempt > maxRetries + 1;
-}
-
-export function failureCause(kind: 'error' | 'gone' | 'timeout'): TaskFailureCause {
-  return kind === 'gone' ? 'container-lost' : kind;
 }

@@ -13,11 +13,11 @@ import {
   TaskItem,
   taskConsumerName,
 } from '#tern/contracts';
-import { decode, Messaging, putTaskResult, TASK_ACK_WAIT_MS, taskConsumerSpec } from '#tern/messaging';
+import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS, taskConsumerSpec } from '#tern/messaging';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
-import { lostLastAttempt, retryDelayMs, willRetry } from './retry-rule.js';
+import { lostLastAttempt, willRetry } from './retry-rule.js';
 import { TaskLoads } from './task-loads.js';
 
 /** How long one pull waits for a task before it asks again (and notices a stop). */
