@@ -49,6 +49,8 @@ export interface KvSpec {
   /** Bucket-wide TTL (NATS 2.9 has no per-key TTL). */
   ttlMs?: number;
   history?: number;
+  /** Object stores: shown by `nats object info`, set when the store is created. */
+  description?: string;
 }
 
 /**
@@ -243,26 +245,25 @@ export class Messaging {
    * calls share the first open; a failed open is retried on the next call.
    */
   kv(spec: KvSpec): Promise<KV> {
-    const name = this.ns.bucket(spec.name);
-    let bucket = this.buckets.get(name);
-    if (!bucket) {
-      bucket = this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 });
-      bucket.catch(() => this.buckets.delete(name));
-      this.buckets.set(name, bucket);
-    }
-    return bucket;
+    return this.openOnce(this.buckets, spec.name, (name) => this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 }));
   }
 
   /** Opens (creating when missing) an object store in this namespace, once per process, like kv(). */
   objectStore(spec: KvSpec): Promise<ObjectStore> {
-    const name = this.ns.bucket(spec.name);
-    let store = this.objectStores.get(name);
-    if (!store) {
-      store = new Objm(this.nc).create(name, { ttl: (spec.ttlMs ?? 0) * 1_000_000 });
-      store.catch(() => this.objectStores.delete(name));
-      this.objectStores.set(name, store);
+    return this.openOnce(this.objectStores, spec.name, (name) =>
+      new Objm(this.nc).create(name, { ttl: (spec.ttlMs ?? 0) * 1_000_000, ...(spec.description ? { description: spec.description } : {}) }),
+    );
+  }
+
+  private openOnce<T>(cache: Map<string, Promise<T>>, bucket: string, open: (name: string) => Promise<T>): Promise<T> {
+    const name = this.ns.bucket(bucket);
+    let opened = cache.get(name);
+    if (!opened) {
+      opened = open(name);
+      opened.catch(() => cache.delete(name));
+      cache.set(name, opened);
     }
-    return store;
+    return opened;
   }
 
   private headers(values?: Record<string, string>): MsgHdrs | undefined {
