@@ -35,8 +35,9 @@ export async function putTaskResult(messaging: Messaging, taskId: string, json: 
   return taskId;
 }
 
-/** The stored result's JSON bytes; null when it is not there. */
-export async function getTaskResult(messaging: Messaging, ref: string): Promise<Uint8Array | null> {
+/** A result kept by putTaskResult, parsed; undefined when it is no longer there. */
+export async function getTaskResult(messaging: Messaging, ref: string): Promise<unknown> {
   const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
-  return store.getBlob(ref);
+  const bytes = await store.getBlob(ref);
+  return bytes ? (JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown) : undefined;
 }

@@ -92,7 +92,7 @@ export class TaskSweeper implements OnApplicationBootstrap, OnApplicationShutdow
     const attempt = row.callback_attempts + 1;
     let problem: string | undefined;
     try {
-      const result = row.state === 'COMPLETE' ? { value: row.result_ref ? await this.storedResult(row.result_ref) : (row.result ?? null) } : undefined;
+      const result = row.state === 'COMPLETE' ? { value: row.result_ref ? ((await getTaskResult(this.messaging, row.result_ref)) ?? null) : (row.result ?? null) } : undefined;
       const response = await fetch(row.callback_url!, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-tern-task-id': row.id },
@@ -114,10 +114,5 @@ export class TaskSweeper implements OnApplicationBootstrap, OnApplicationShutdow
       [row.id, giveUp ? 'failed' : 'pending', attempt, 1000 * 2 ** (attempt - 1)],
     );
     this.logger.warn({ taskId: row.id, url: row.callback_url, attempt }, `callback for task ${row.id} failed (${problem})${giveUp ? '; giving up' : '; will retry'}`);
-  }
-
-  private async storedResult(ref: string): Promise<unknown> {
-    const bytes = await getTaskResult(this.messaging, ref);
-    return bytes ? JSON.parse(Buffer.from(bytes).toString('utf8')) : null;
   }
 }

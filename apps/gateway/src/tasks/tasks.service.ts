@@ -127,8 +127,8 @@ export class TasksService {
   private async result(row: TaskRow): Promise<{ value: unknown } | undefined> {
     if (row.state !== 'COMPLETE') return undefined;
     if (!row.result_ref) return { value: row.result ?? null };
-    const bytes = await getTaskResult(this.messaging, row.result_ref);
-    if (!bytes) throw new TaskHttpError(410, `the result of task ${row.id} is no longer in the results store`);
-    return { value: JSON.parse(Buffer.from(bytes).toString('utf8')) };
+    const value = await getTaskResult(this.messaging, row.result_ref);
+    if (value === undefined) throw new TaskHttpError(410, `the result of task ${row.id} is no longer in the results store`);
+    return { value };
   }
 }
