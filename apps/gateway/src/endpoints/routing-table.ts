@@ -23,6 +23,7 @@ export class RoutingTable implements OnApplicationBootstrap, OnApplicationShutdo
   private readonly listeners = new Set<Listener>();
   private readonly stops: (() => void)[] = [];
   private readonly loaded: Promise<void>[] = [];
+  private isLoaded = false;
 
   constructor(private readonly messaging: Messaging) {}
 
@@ -37,7 +38,14 @@ export class RoutingTable implements OnApplicationBootstrap, OnApplicationShutdo
 
   /** Resolves once both buckets' current values are in (or after a few seconds, whatever is there). */
   async ready(): Promise<void> {
-    await Promise.race([Promise.all(this.loaded), new Promise((r) => setTimeout(r, FIRST_LOAD_WAIT_MS))]);
+    // Every request calls this: once loaded, answer without arming another timer.
+    if (this.isLoaded) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.loaded).then(() => void (this.isLoaded = true)),
+      new Promise((r) => (timer = setTimeout(r, FIRST_LOAD_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Called when the routes or the record of a version change. */
