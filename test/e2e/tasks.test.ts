@@ -1,7 +1,8 @@
-import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { containerInits } from '../support/runners.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
 
@@ -127,7 +128,7 @@ describe('task queues end to end', () => {
     const more = await putMany('sturdy', 20, (i) => ({ n: 100 + i, seconds: 2 }));
     await waitFor('new tasks running', async () => (await get(more[0])).status === 'RUNNING', 90_000, 250);
     const deploymentId = ((await (await fetch(`${stack.gateway}/api/v1/deployments/sturdy`, { headers: auth() })).json()) as { deploymentId: string }).deploymentId;
-    const init = runnerInit(deploymentId);
+    const init = containerInits().find((p) => p.env.TERN_DEPLOYMENT_ID === deploymentId)?.pid;
     expect(init).toBeDefined();
     process.kill(init!, 'SIGKILL');
 
@@ -196,21 +197,3 @@ describe('task queues end to end', () => {
     expect((await fetch(`${stack.gateway}/api/v1/tasks?status=DONE`, { headers: auth() })).status).toBe(400);
   });
 });
-
-/** The pid of a task container's runner parent (its init), found by the deployment id in its environment. */
-function runnerInit(deploymentId: string): number | undefined {
-  const runners = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (!cmdline.includes('tern_runner.py')) continue;
-      if (!readFileSync(`/proc/${entry}/environ`, 'utf8').includes(`TERN_DEPLOYMENT_ID=${deploymentId}`)) continue;
-      const ppid = Number(/^\d+ \(.*\) \S+ (\d+)/.exec(readFileSync(`/proc/${entry}/stat`, 'utf8'))?.[1]);
-      runners.set(Number(entry), ppid);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return [...runners.keys()].find((pid) => !runners.has(runners.get(pid)!));
-}

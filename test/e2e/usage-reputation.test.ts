@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentProcess, removeStateDir, tempStateDir } from '../agent/harness.js';
 import { uniqueName } from '../support/isolation.js';
+import { containerInits } from '../support/runners.js';
 import { waitFor } from '../support/processes.js';
 import { startStack, type Stack } from '../support/stack.js';
 
@@ -39,21 +40,9 @@ class LifetimeWatch {
   }
 
   sample() {
-    const runners = new Map<number, { ppid: number; env: string }>();
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('tern_runner.py')) continue;
-        const ppid = Number(/^\d+ \(.*\) \S+ (\d+)/.exec(readFileSync(`/proc/${entry}/stat`, 'utf8'))?.[1]);
-        runners.set(Number(entry), { ppid, env: readFileSync(`/proc/${entry}/environ`, 'utf8') });
-      } catch {
-        // gone meanwhile
-      }
-    }
+    const inits = containerInits();
     const now = Date.now();
-    for (const [pid, r] of runners) {
-      if (runners.has(r.ppid)) continue; // a forked worker, not the container's first process
-      const env = Object.fromEntries(r.env.split('\0').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    for (const { pid, env } of inits) {
       const known = this.seen.get(pid);
       if (known) known.last = now;
       else this.seen.set(pid, { machine: env.TERN_MACHINE_ID, deployment: env.TERN_DEPLOYMENT_ID, first: now, last: now });
