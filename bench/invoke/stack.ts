@@ -196,9 +196,23 @@ export interface Result {
 }
 
 /** One POST with a keep-alive agent; resolves with the status and the response headers. */
-export function post(agent: Agent, t: HttpTarget, body: Buffer): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+export function post(agent: Agent, t: HttpTarget, body: Buffer): Promise<HttpAnswer> {
+  // A request the server never reads (seen with the Python runner's keep-alive connections)
+  // must not stall the whole bench: give up after 5 s and count it as an error.
+  return send(agent, 'POST', t, body, 5_000);
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** One request with a keep-alive agent (a JSON body when given); rejects on a connection error or after timeoutMs. */
+export function send(agent: Agent, method: string, t: HttpTarget, body: Buffer | undefined, timeoutMs: number): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const req = request(t.url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length, ...t.headers } }, (res) => {
+    const headers = { ...(body ? { 'content-type': 'application/json', 'content-length': body.length } : {}), ...t.headers };
+    const req = request(t.url, { method, agent, headers }, (res) => {
       let data = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (data += c));
@@ -206,9 +220,7 @@ export function post(agent: Agent, t: HttpTarget, body: Buffer): Promise<{ statu
       res.on('error', reject);
     });
     req.on('error', reject);
-    // A request the server never reads (seen with the Python runner's keep-alive connections)
-    // must not stall the whole bench: give up after 5 s and count it as an error.
-    req.setTimeout(5_000, () => req.destroy(new Error('timeout after 5 s')));
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`timeout after ${timeoutMs / 1000} s`)));
     req.end(body);
   });
 }

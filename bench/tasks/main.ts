@@ -23,14 +23,14 @@ import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '#tern/runtime';
-import { api, BENCH_APP, deploy, type DeploymentView, openStack, quantile, ROOT, sleep, type Stack, until } from '../invoke/stack.js';
+import { api, BENCH_APP, deploy, type DeploymentView, openStack, quantile, ROOT, send, sleep, type Stack, until } from '../invoke/stack.js';
 
 const { values } = parseArgs({
   options: {
@@ -165,17 +165,11 @@ async function startRunner(): Promise<{ port: number; stop: () => Promise<void> 
   };
 }
 
-function http(agent: Agent, method: string, url: string, headers: Record<string, string>, body?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : Buffer.from(body);
-    const req = request(url, { method, agent, headers: { ...headers, ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => (res.statusCode && res.statusCode < 300 ? resolve(text) : reject(new Error(`${method} ${url}: ${res.statusCode} ${text}`))));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
+/** A request that must succeed (2xx); its body. Long polls wait up to 30 s, so give them 60. */
+async function http(agent: Agent, method: string, url: string, headers: Record<string, string>, body?: string): Promise<string> {
+  const r = await send(agent, method, { url, headers }, body === undefined ? undefined : Buffer.from(body), 60_000);
+  if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${r.body}`);
+  return r.body;
 }
 
 const stack = await openStack({ gateway: values.gateway, token: values.token });
