@@ -26,9 +26,9 @@ export interface Observation {
 
 export const EMPTY_OBSERVATION: Observation = { inFlight: 0, buffered: 0, meanDurationMs: 0, containers: [] };
 
-/** The parts of a resolved spec the policy reads (ResolvedSpec.autoscaler plus keep-warm). */
 export type ScalingPolicyType = 'queue_depth' | 'request_latency' | 'predictive';
 
+/** The parts of a resolved spec the policy reads (ResolvedSpec.autoscaler plus keep-warm). */
 export interface ScalingPolicy {
   readonly type: ScalingPolicyType;
   readonly minContainers: number;
