@@ -174,3 +174,32 @@ describe('k8s/', () => {
     expect(find('ConfigMap', 'tern-config').data.DATABASE_URL).toBeUndefined();
   });
 });
+
+describe('package-lock.json', () => {
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { optionalDependencies?: Record<string, string> }>;
+  };
+
+  // npm ci's sync check wants every optional dependency in the lock, other platforms' too. A
+  // registry that lacks some platforms' packages (this project's CI registry lacks darwin and
+  // win32 builds) writes a lock without them, and npm ci then refuses it on a fresh clone.
+  it('lists every optional dependency of every locked package, so npm ci accepts it', () => {
+    const missing: string[] = [];
+    for (const [path, pkg] of Object.entries(lock.packages)) {
+      for (const name of Object.keys(pkg.optionalDependencies ?? {})) {
+        if (!resolves(path, name)) missing.push(`${name} (for ${path || 'the root'})`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  /** Node's lookup: the package's own node_modules, then each enclosing one up to the root's. */
+  function resolves(from: string, name: string): boolean {
+    for (let dir = from; ; ) {
+      if (lock.packages[`${dir ? `${dir}/` : ''}node_modules/${name}`]) return true;
+      if (!dir) return false;
+      const up = dir.lastIndexOf('/node_modules/');
+      dir = up < 0 ? '' : dir.slice(0, up);
+    }
+  }
+});

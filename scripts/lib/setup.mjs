@@ -68,18 +68,14 @@ export async function ensureNodeModules() {
   if (!empty && installed >= mtime(lock)) return false;
   step(empty ? 'Installing npm dependencies (npm ci)' : 'package-lock.json changed: npm ci');
   const t0 = Date.now();
-  let res = await run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: REPO_ROOT, capture: true });
-  if (res.code !== 0 && /EUSAGE|in sync/.test(res.output)) {
-    // A lock file written against a registry that lacks some platforms' optional packages
-    // (or by another npm) can fail `npm ci`'s sync check while still resolving: install from it
-    // without rewriting it, and say so, since the lock file wants regenerating.
-    warn('npm ci refused package-lock.json (out of sync with package.json); falling back to npm install --no-save');
-    process.stderr.write(res.output.split('\n').filter((l) => /Missing|Invalid/.test(l)).slice(0, 5).join('\n') + '\n');
-    res = await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: REPO_ROOT, capture: true });
-  }
+  const res = await run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: REPO_ROOT, capture: true });
   if (res.code !== 0) {
     process.stderr.write(res.output);
-    throw new UserError(`npm ci failed (exit ${res.code})`);
+    throw new UserError(
+      /EUSAGE|in sync/.test(res.output)
+        ? 'npm ci refused package-lock.json (out of sync with package.json): run `npm install` and commit the lock file (scripts/manifests.spec.ts says which optional packages it lacks)'
+        : `npm ci failed (exit ${res.code})`,
+    );
   }
   ok(`Dependencies installed ${dim(`(${((Date.now() - t0) / 1000).toFixed(1)}s)`)}`);
   return true;

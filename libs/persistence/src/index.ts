@@ -6,3 +6,4 @@ export * from './persistence.module.js';
 export * from './hash-token.js';
 export * from './database-errors.js';
 export * from './query-rows.js';
+export * from './repositories/index.js';

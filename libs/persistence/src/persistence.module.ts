@@ -4,6 +4,7 @@ import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { dataSourceOptions } from './data-source.js';
 import { ENTITIES } from './entities/index.js';
+import { REPOSITORIES } from './repositories/index.js';
 import { runMigrations } from './run-migrations.js';
 
 /** Marks a failed migration so the module's connect-retry loop gives up on it instead of retrying. */
@@ -39,8 +40,8 @@ async function openDataSource(options?: DataSourceOptions): Promise<DataSource> 
 
 /**
  * The database for a service: import `PersistenceModule.forRoot()` once in the root module
- * (next to ConfigModule, which provides TERN_CONFIG), then inject `DataSource` or
- * `@InjectRepository(Task)` anywhere. Global, so feature modules need not import it again.
+ * (next to ConfigModule, which provides TERN_CONFIG), then inject a repository
+ * (`TasksRepository`, `MachinesRepository`, …) anywhere. Global, so feature modules need not import it again.
  */
 @Module({})
 export class PersistenceModule {
@@ -63,7 +64,8 @@ export class PersistenceModule {
         }),
         repositories,
       ],
-      exports: [repositories],
+      providers: [...REPOSITORIES],
+      exports: [repositories, ...REPOSITORIES],
     };
   }
 }

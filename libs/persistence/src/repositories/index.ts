@@ -1,0 +1,20 @@
+import { ContainersRepository } from './containers.repository.js';
+import { DeploymentsRepository } from './deployments.repository.js';
+import { MachinesRepository } from './machines.repository.js';
+import { ReputationRepository } from './reputation.repository.js';
+import { TasksRepository } from './tasks.repository.js';
+import { TokensRepository } from './tokens.repository.js';
+import { UsageRepository } from './usage.repository.js';
+
+export { ContainersRepository, DeploymentsRepository, MachinesRepository, ReputationRepository, TasksRepository, TokensRepository, UsageRepository };
+
+/** One per aggregate; PersistenceModule provides them all. */
+export const REPOSITORIES = [
+  ContainersRepository,
+  DeploymentsRepository,
+  MachinesRepository,
+  ReputationRepository,
+  TasksRepository,
+  TokensRepository,
+  UsageRepository,
+];
