@@ -1,0 +1,3 @@
+export * from './backoff.js';
+export * from './ticker.js';
+export * from './fire-and-forget.js';

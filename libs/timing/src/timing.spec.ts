@@ -1,0 +1,96 @@
+import { jest } from '@jest/globals';
+import { backoffMs, fireAndForget, sleep, Ticker } from './index.js';
+
+describe('backoffMs', () => {
+  it('doubles from firstMs up to maxMs, and waits nothing before a failure', () => {
+    const shape = { firstMs: 500, maxMs: 3000 };
+    expect([0, 1, 2, 3, 4, 5, 40].map((n) => backoffMs(n, shape))).toEqual([0, 500, 1000, 2000, 3000, 3000, 3000]);
+  });
+
+  it('defaults to 1 s doubling up to 60 s', () => {
+    expect([1, 2, 7, 8].map((n) => backoffMs(n))).toEqual([1000, 2000, 60_000, 60_000]);
+  });
+
+  it('spreads each wait by the jitter around its base', () => {
+    const shape = { firstMs: 1000, maxMs: 60_000, jitter: 0.2 };
+    expect(backoffMs(1, shape, () => 0)).toBe(800);
+    expect(backoffMs(1, shape, () => 1)).toBe(1200);
+    expect(backoffMs(3, shape, () => 0.5)).toBe(4000);
+  });
+});
+
+describe('sleep', () => {
+  it('ends at once when aborted', async () => {
+    const abort = new AbortController();
+    const t0 = Date.now();
+    const slept = sleep(10_000, abort.signal);
+    abort.abort();
+    await slept;
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+});
+
+describe('Ticker', () => {
+  const quiet = { warn: jest.fn() };
+
+  it('never overlaps ticks, and stop() waits for the running one', async () => {
+    let active = 0;
+    let most = 0;
+    let finished = 0;
+    const ticker = new Ticker({ name: 't', everyMs: 5, logger: quiet }, async () => {
+      most = Math.max(most, ++active);
+      await sleep(30);
+      active--;
+      finished++;
+    }).start();
+    await sleep(100);
+    await ticker.stop();
+    const after = finished;
+    expect(most).toBe(1);
+    expect(active).toBe(0);
+    expect(after).toBeGreaterThan(0);
+    await sleep(50);
+    expect(finished).toBe(after);
+  });
+
+  it('logs a failed tick and keeps ticking', async () => {
+    const logger = { warn: jest.fn() };
+    let n = 0;
+    const ticker = new Ticker({ name: 'sweep', everyMs: 5, logger }, () => {
+      n++;
+      throw new Error('boom');
+    }).start();
+    await sleep(50);
+    await ticker.stop();
+    expect(n).toBeGreaterThan(1);
+    expect(logger.warn).toHaveBeenCalledWith('sweep failed: boom');
+  });
+
+  it('runs at once when immediate, and once more after the running tick when poked', async () => {
+    let n = 0;
+    const ticker = new Ticker({ name: 't', everyMs: 60_000, logger: quiet, immediate: true }, async () => {
+      n++;
+      await sleep(20);
+    }).start();
+    ticker.poke();
+    ticker.poke();
+    await sleep(10);
+    expect(n).toBe(1);
+    await sleep(40);
+    expect(n).toBe(2);
+    await ticker.stop();
+  });
+});
+
+describe('fireAndForget', () => {
+  it('logs the failure with what failed', async () => {
+    const logger = { warn: jest.fn() };
+    fireAndForget('sending the report', logger, Promise.reject(new Error('no route')));
+    fireAndForget('a thrown start', logger, async () => {
+      throw new Error('bad');
+    });
+    await sleep(10);
+    expect(logger.warn).toHaveBeenCalledWith('sending the report failed: no route');
+    expect(logger.warn).toHaveBeenCalledWith('a thrown start failed: bad');
+  });
+});
