@@ -1,7 +1,8 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { NATS_CONNECTION } from '#tern/messaging';
 import { AGENT_CONTEXT, type AgentContext } from './agent-context.js';
+import { fireAndForget } from '#tern/timing';
 
 /**
  * The agent's view of its NATS connection: up or down, since when, and a hook for "back
@@ -13,6 +14,7 @@ export class NatsLink implements OnModuleInit, BeforeApplicationShutdown {
   private downSince?: number;
   private readonly listeners: ((outageMs: number) => void)[] = [];
   private closing = false;
+  private readonly logger = new Logger('nats-link');
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
@@ -21,7 +23,7 @@ export class NatsLink implements OnModuleInit, BeforeApplicationShutdown {
 
   onModuleInit() {
     this.ctx.state.nats = { connected: true, server: this.nc.getServer() };
-    void this.watch();
+    fireAndForget('watching the NATS connection', this.logger, this.watch());
   }
 
   onReconnect(listener: (outageMs: number) => void) {

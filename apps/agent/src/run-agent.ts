@@ -16,6 +16,7 @@ import { backoffMs, type RegisterOutcome, registerWithRetry } from './registrati
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
 import { AgentConfigError, type AgentConfigFile, defaultStateDir, readConfigFile, sha256, writeConfigFile } from './settings/config-file.js';
 import { AgentState } from './state/agent-state.js';
+import { fireAndForget } from '#tern/timing';
 
 /** Exit statuses: sysexits' EX_NOPERM for a refused token, EX_CONFIG for a bad configuration. */
 export const EXIT_REFUSED = 77;
@@ -97,14 +98,17 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
   // Nest's own handlers take over while an app runs (enableShutdownHooks); these cover the rest.
   const onSignal = (signal: NodeJS.Signals) => {
     logger.info(`${signal} received: stopping`);
-    void quit(0);
+    fireAndForget('stopping', logger, quit(0));
   };
   const ownSignals = (on: boolean) => {
-    for (const s of ['SIGINT', 'SIGTERM'] as const) on ? process.on(s, onSignal) : process.off(s, onSignal);
+    for (const s of ['SIGINT', 'SIGTERM'] as const) {
+      if (on) process.on(s, onSignal);
+      else process.off(s, onSignal);
+    }
   };
   ownSignals(true);
   if (dashboardOn) {
-    dashboard = new TerminalDashboard(state, process.stdout, process.stdin, () => void quit(0));
+    dashboard = new TerminalDashboard(state, process.stdout, process.stdin, () => fireAndForget('stopping', logger, quit(0)));
     dashboard.start();
     logger.info(`dashboard on; logs go to ${stateDir}/agent.log`);
   }

@@ -1,5 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { backoffMs, fireAndForget, sleep } from '#tern/timing';
+
+/** Between tries of the first connection: 250 ms, doubling, at most 5 s. */
+const FIRST_CONNECT_BACKOFF = { firstMs: 250, maxMs: 5000 };
 
 export interface ConnectOptions {
   servers: string[];
@@ -17,8 +21,7 @@ export interface ConnectOptions {
  */
 export async function connectNats(opts: ConnectOptions, logger = new Logger('nats')): Promise<NatsConnection> {
   const deadline = Date.now() + (opts.firstConnectTimeoutMs ?? 60_000);
-  let delay = 250;
-  for (;;) {
+  for (let failures = 1; ; failures++) {
     try {
       const nc = await connect({
         servers: opts.servers,
@@ -32,14 +35,14 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
         pingInterval: 5000,
         maxPingOut: 2,
       });
-      void watchStatus(nc, logger);
+      fireAndForget('watching the NATS connection status', logger, watchStatus(nc, logger));
       logger.log(`connected to ${nc.getServer()} as ${opts.name}`);
       return nc;
     } catch (e) {
-      if (Date.now() + delay > deadline) throw new Error(`cannot reach NATS at ${opts.servers.join(',')}: ${(e as Error).message}`);
+      const delay = backoffMs(failures, FIRST_CONNECT_BACKOFF);
+      if (Date.now() + delay > deadline) throw new Error(`cannot reach NATS at ${opts.servers.join(',')}: ${(e as Error).message}`, { cause: e });
       logger.warn(`NATS not reachable at ${opts.servers.join(',')} (${(e as Error).message}); retrying in ${delay} ms`);
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 5000);
+      await sleep(delay);
     }
   }
 }

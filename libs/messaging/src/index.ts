@@ -10,3 +10,4 @@ export * from './presence.js';
 export * from './messaging.module.js';
 export * from './invoke/index.js';
 export * from './tasks.js';
+export * from './kv-mirror.js';

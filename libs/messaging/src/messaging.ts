@@ -20,6 +20,7 @@ import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor } 
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
 import { Namespace } from './namespace.js';
+import { fireAndForget } from '#tern/timing';
 
 const SECOND_NS = 1_000_000_000;
 
@@ -115,10 +116,11 @@ export class Messaging {
           this.logger.error(`subscription ${subject} failed: ${err.message}`);
           return;
         }
-        void decode(contract.payload, msg.data).then((d) => {
+        const handled = decode(contract.payload, msg.data).then((d) => {
           if (d.ok) handler(d.value);
           else this.logger.warn({ subject: msg.subject, reason: d.reason }, `ignored an invalid message on ${msg.subject}`);
         });
+        fireAndForget(`handling a message on ${msg.subject}`, this.logger, handled);
       },
     });
   }
@@ -166,7 +168,7 @@ export class Messaging {
           this.logger.error(`subscription ${subject} failed: ${err.message}`);
           return;
         }
-        void (async () => {
+        const answered = (async () => {
           const fail = (code: number, message: string) => {
             const h = natsHeaders();
             h.set(ERROR_HEADER, message.replace(/[\r\n]+/g, ' '));
@@ -187,6 +189,7 @@ export class Messaging {
             fail(500, 'internal error');
           }
         })();
+        fireAndForget(`answering a request on ${msg.subject}`, this.logger, answered);
       },
     });
   }

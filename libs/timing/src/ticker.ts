@@ -10,6 +10,8 @@ export interface TickerOptions {
   logger: TickLogger;
   /** Run the first tick at once instead of after everyMs. */
   immediate?: boolean;
+  /** Let the process exit while this is the only timer left (a UI redraw, a report). */
+  unref?: boolean;
 }
 
 /**
@@ -33,6 +35,7 @@ export class Ticker {
   start(): this {
     this.stopped = false;
     this.timer = setInterval(() => this.run(), this.options.everyMs);
+    if (this.options.unref) this.timer.unref();
     if (this.options.immediate) this.run();
     return this;
   }

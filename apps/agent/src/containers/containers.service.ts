@@ -26,6 +26,7 @@ import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
 import { type AgentMounts, allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
+import { fireAndForget } from '#tern/timing';
 
 /** One container this agent looks after. */
 interface Tracked {
@@ -137,7 +138,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     if (!gpus.ok) return { accepted: false, reason: gpus.reason };
     const t = this.track(recordFromStart(cmd, gpus.gpus), Date.now(), 'starting');
     this.logger.log({ containerId: cmd.containerId, deploymentId: cmd.deploymentId, image: cmd.image }, `starting container ${cmd.containerId}`);
-    void this.run(cmd, t, gpus.gpus);
+    fireAndForget(`running container ${cmd.containerId}`, this.logger, this.run(cmd, t, gpus.gpus));
     return { accepted: true };
   }
 

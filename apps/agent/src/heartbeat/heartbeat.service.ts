@@ -2,6 +2,7 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nes
 import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { TERN_VERSION } from '#tern/config';
+import { Ticker } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { ContainersService } from '../containers/containers.service.js';
 import { NatsLink } from '../nats-link.service.js';
@@ -17,9 +18,8 @@ import { sampleLoad } from './load.js';
 export class HeartbeatService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('heartbeat');
   private sequence = 0;
-  private timer?: NodeJS.Timeout;
+  private ticker?: Ticker;
   private failing = false;
-  private stopped = false;
 
   constructor(
     private readonly messaging: Messaging,
@@ -40,19 +40,8 @@ export class HeartbeatService implements BeforeApplicationShutdown {
   start() {
     this.ctx.state.heartbeatIntervalSeconds = this.ctx.registration.heartbeatIntervalSeconds;
     this.logger.log(`heartbeats every ${this.ctx.registration.heartbeatIntervalSeconds} s`);
-    const first = Date.now();
-    let n = 0;
-    // Scheduled against the start time, so a slow beat does not push every later one back.
-    const tick = () => {
-      if (this.stopped) return;
-      void this.beat().finally(() => {
-        if (this.stopped) return;
-        n++;
-        const next = first + n * this.intervalMs;
-        this.timer = setTimeout(tick, Math.max(0, next - Date.now()));
-      });
-    };
-    tick();
+    // On a fixed period from the start, so a slow beat does not push every later one back.
+    this.ticker = new Ticker({ name: 'heartbeat', everyMs: this.intervalMs, logger: this.logger, immediate: true }, () => this.beat()).start();
   }
 
   async beat(): Promise<boolean> {
@@ -99,8 +88,7 @@ export class HeartbeatService implements BeforeApplicationShutdown {
     }
   }
 
-  beforeApplicationShutdown() {
-    this.stopped = true;
-    clearTimeout(this.timer);
+  async beforeApplicationShutdown() {
+    await this.ticker?.stop();
   }
 }

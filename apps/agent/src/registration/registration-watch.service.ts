@@ -3,6 +3,7 @@ import { type NatsConnection, type Subscription } from '@nats-io/transport-node'
 import { type KV, Kvm } from '@nats-io/kv';
 import { HEARTBEATS_BUCKET, MACHINE_STATE_CHANGED, MachineStateChanged } from '#tern/contracts';
 import { decode, Messaging, NATS_CONNECTION } from '#tern/messaging';
+import { fireAndForget, Ticker } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { discoverInventory, inventoryFingerprint } from '../discovery/inventory.js';
 import { HeartbeatService } from '../heartbeat/heartbeat.service.js';
@@ -27,7 +28,7 @@ export const REDISCOVER_EVERY_MS = 5 * 60_000;
 @Injectable()
 export class RegistrationWatch implements BeforeApplicationShutdown {
   private readonly logger = new Logger('registration');
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly tickers: Ticker[] = [];
   private subscription?: Subscription;
   private misses = 0;
   private busy = false;
@@ -46,18 +47,14 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
     this.followStateChanges();
     this.link.onReconnect((outageMs) => {
       if (outageMs > registration.heartbeatTtlSeconds * 1000) {
-        void this.reregister(`NATS was unreachable for ${Math.round(outageMs / 1000)} s (heartbeat TTL ${registration.heartbeatTtlSeconds} s)`);
+        fireAndForget('registering again', this.logger, this.reregister(`NATS was unreachable for ${Math.round(outageMs / 1000)} s (heartbeat TTL ${registration.heartbeatTtlSeconds} s)`));
       }
     });
-    this.every(REDISCOVER_EVERY_MS, () => this.rediscover());
     const verifyEvery = Math.max(30_000, 3 * registration.heartbeatIntervalSeconds * 1000);
-    this.every(verifyEvery, () => this.verifyKnown());
-  }
-
-  private every(ms: number, fn: () => Promise<void>) {
-    const t = setInterval(() => void fn().catch((e: Error) => this.logger.warn(e.message)), ms);
-    t.unref();
-    this.timers.push(t);
+    this.tickers.push(
+      new Ticker({ name: 'hardware rediscovery', everyMs: REDISCOVER_EVERY_MS, logger: this.logger, unref: true }, () => this.rediscover()).start(),
+      new Ticker({ name: 'registration check', everyMs: verifyEvery, logger: this.logger, unref: true }, () => this.verifyKnown()).start(),
+    );
   }
 
   private followStateChanges() {
@@ -65,13 +62,14 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
     this.subscription = this.nc.subscribe(this.messaging.subject(MACHINE_STATE_CHANGED), {
       callback: (err, msg) => {
         if (err) return;
-        void decode(MachineStateChanged, msg.data).then((d) => {
+        const shown = decode(MachineStateChanged, msg.data).then((d) => {
           if (!d.ok || d.value.machineId !== own) return;
           this.ctx.state.machineState = { state: d.value.to, reason: d.value.reason };
           const text = `the scheduler moved this machine ${d.value.from ?? '(new)'} → ${d.value.to}: ${d.value.reason}`;
           if (d.value.to === 'ready' || d.value.to === 'registered') this.logger.log(text);
           else this.logger.warn(text);
         });
+        fireAndForget('showing a machine state change', this.logger, shown);
       },
     });
   }
@@ -121,8 +119,8 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
     }
   }
 
-  beforeApplicationShutdown() {
-    for (const t of this.timers) clearInterval(t);
+  async beforeApplicationShutdown() {
+    await Promise.all(this.tickers.map((t) => t.stop()));
     this.subscription?.unsubscribe();
   }
 }

@@ -2,9 +2,9 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { SCALE_BACKLOG, ScaleBacklog } from '#tern/contracts';
 import { OnMessage } from '#tern/messaging';
-import { DeploymentCatalog } from './deployment-catalog.service.js';
-import { LoadBoard } from './load-board.service.js';
-import { ScalingLoop } from './scaling-loop.service.js';
+import { DeploymentCatalog } from './deployment-catalog.js';
+import { LoadBoard } from './load-board.js';
+import { ScalingLoop } from './scaling-loop.js';
 
 /**
  * Requests wait with no container: decide for the deployment now, not at the next tick.

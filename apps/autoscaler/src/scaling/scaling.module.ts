@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
 import { BacklogController } from './backlog.controller.js';
-import { DeploymentCatalog } from './deployment-catalog.service.js';
-import { LeaderLock } from './leader-lock.service.js';
-import { LoadBoard } from './load-board.service.js';
-import { ScalingLoop } from './scaling-loop.service.js';
-import { TaskBacklog } from './task-backlog.service.js';
+import { DeploymentCatalog } from './deployment-catalog.js';
+import { LeaderLock } from './leader-lock.js';
+import { LoadBoard } from './load-board.js';
+import { ScalingLoop } from './scaling-loop.js';
+import { TaskBacklog } from './task-backlog.js';
 
 @Module({
   controllers: [BacklogController],

@@ -5,13 +5,13 @@ import { EndpointsController } from './endpoints.controller.js';
 import { EndpointsService } from './endpoints.service.js';
 import { LanesService } from './lanes.service.js';
 import { ENDPOINT_BODY, installRawBody } from './raw-body.js';
-import { RoutingTable } from './routing-table.js';
+import { RoutesMirror } from './routes-mirror.js';
 
 /** The data plane: `/endpoint/<name>…` to containers over NATS (see docs/architecture.md, Endpoints). */
 @Module({
   controllers: [EndpointsController],
-  providers: [RoutingTable, LanesService, EndpointsService],
-  exports: [RoutingTable],
+  providers: [RoutesMirror, LanesService, EndpointsService],
+  exports: [RoutesMirror],
 })
 export class EndpointsModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

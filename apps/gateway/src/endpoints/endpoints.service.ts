@@ -9,7 +9,7 @@ import { forwardable } from './headers.js';
 import type { Lane } from './lane.js';
 import { LanesService } from './lanes.service.js';
 import { originalContentType, requestIdOf } from './raw-body.js';
-import { RoutingTable } from './routing-table.js';
+import { RoutesMirror } from './routes-mirror.js';
 
 /** How often a request whose container vanished before answering is sent to another one with room. */
 const RETRIES_ON_GONE = 2;
@@ -33,7 +33,7 @@ export class EndpointsService {
 
   constructor(
     private readonly messaging: Messaging,
-    private readonly table: RoutingTable,
+    private readonly table: RoutesMirror,
     private readonly lanes: LanesService,
   ) {}
 

@@ -4,8 +4,9 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplica
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { LOAD_REPORT, SCALE_BACKLOG } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import { Ticker } from '#tern/timing';
 import { Lane } from './lane.js';
-import { RoutingTable } from './routing-table.js';
+import { RoutesMirror } from './routes-mirror.js';
 
 const REPORT_EVERY_MS = 1_000;
 
@@ -19,22 +20,21 @@ export class LanesService implements OnApplicationBootstrap, OnApplicationShutdo
   private readonly lanes = new Map<string, Lane>();
   /** Names this replica in load reports; the autoscaler keeps the latest report per id. */
   readonly gatewayId = `gw-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${randomBytes(3).toString('hex')}`;
-  private timer?: NodeJS.Timeout;
+  private readonly ticker = new Ticker({ name: 'load report', everyMs: REPORT_EVERY_MS, logger: this.logger, unref: true }, () => this.tick());
 
   constructor(
     private readonly messaging: Messaging,
-    private readonly table: RoutingTable,
+    private readonly table: RoutesMirror,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
   onApplicationBootstrap(): void {
     this.table.onChange((deploymentId, version) => this.sync(deploymentId, version));
-    this.timer = setInterval(() => this.tick(), REPORT_EVERY_MS);
-    this.timer.unref();
+    this.ticker.start();
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
+  async onApplicationShutdown(): Promise<void> {
+    await this.ticker.stop();
   }
 
   lane(deploymentId: string, version: number): Lane {

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, type TaskItem } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
 import type { Principal } from '../auth/principal.js';
-import { RoutingTable } from '../endpoints/routing-table.js';
+import { RoutesMirror } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
 import { TaskHttpError } from './task-errors.js';
 
@@ -44,7 +44,7 @@ export class TaskSubmissionService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly messaging: Messaging,
-    private readonly table: RoutingTable,
+    private readonly table: RoutesMirror,
   ) {}
 
   async submit(principal: Principal, name: string, version: number | undefined, body: Buffer, query: SubmitTaskQuery): Promise<SubmittedTask> {

@@ -5,6 +5,7 @@ import { validatePayload } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { takeBody } from './bodies.js';
 import { CHUNK_BYTES, errorHeaders, headerJson, InvokeError, KEEPALIVE_MS, MAX_RESPONSE_BYTES } from './protocol.js';
+import { fireAndForget } from '#tern/timing';
 
 export interface InvokeHandlerResult {
   status: number;
@@ -31,7 +32,7 @@ export function serveInvoke(messaging: Messaging, containerId: string, handler: 
     callback: (err, msg) => {
       if (err) return logger.error(`subscription ${subject} failed: ${err.message}`);
       if (!msg.reply) return logger.warn(`request on ${subject} without a reply subject dropped`);
-      void answer(messaging, msg, msg.reply, handler);
+      fireAndForget(`answering on ${subject}`, logger, answer(messaging, msg, msg.reply, handler));
     },
   });
 }

@@ -3,10 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { type Decision, decide, decideStopped, type Observation, policyFor, ScalingMemory } from '#tern/autoscaling';
 import { SCALE_COMMAND, SCALE_DECISION } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { DeploymentCatalog, type TrackedVersion } from './deployment-catalog.service.js';
-import { LeaderLock } from './leader-lock.service.js';
-import { LoadBoard } from './load-board.service.js';
-import { TaskBacklog, withTaskBacklog } from './task-backlog.service.js';
+import { fireAndForget, Ticker } from '#tern/timing';
+import { DeploymentCatalog, type TrackedVersion } from './deployment-catalog.js';
+import { LeaderLock } from './leader-lock.js';
+import { LoadBoard } from './load-board.js';
+import { TaskBacklog, withTaskBacklog } from './task-backlog.js';
 
 export const TICK_MS = 1000;
 /** Republish an unchanged command this often, so a scheduler that lost its state converges. */
@@ -33,7 +34,7 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
   /** Makes message ids unique across restarts inside the stream's duplicate window. */
   private readonly boot = randomBytes(4).toString('hex');
   private sequence = 0;
-  private timer?: NodeJS.Timeout;
+  private readonly ticker = new Ticker({ name: 'scaling tick', everyMs: TICK_MS, logger: this.logger }, () => this.tick());
 
   constructor(
     private readonly catalog: DeploymentCatalog,
@@ -44,25 +45,25 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
   ) {}
 
   onApplicationBootstrap() {
-    this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.ticker.start();
     // A task submitted to a queue at zero: decide now rather than at the next tick.
     this.tasks.onArrival((key) => {
       const v = this.catalog.get(key);
-      if (v && !this.loops.get(key)?.previous?.desired) void this.step(v);
+      if (v && !this.loops.get(key)?.previous?.desired) fireAndForget('scale step', this.logger, this.step(v));
     });
   }
 
-  onApplicationShutdown() {
-    clearInterval(this.timer);
+  async onApplicationShutdown() {
+    await this.ticker.stop();
   }
 
-  tick() {
+  async tick(): Promise<void> {
     if (!this.leader.isLeader()) {
       // A follower keeps no decisions: when it leads, it starts from the containers it sees.
       this.loops.clear();
       return;
     }
-    for (const v of this.catalog.all()) void this.step(v);
+    await Promise.all(this.catalog.all().map((v) => this.step(v)));
   }
 
   /** Runs one control step for a version; a step asked for while one runs is run again after it. */

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AUTOSCALER_LEADER_BUCKET } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import { Ticker } from '#tern/timing';
 
 const LEASE_TTL_MS = 5000;
 const RENEW_EVERY_MS = 1000;
@@ -24,18 +25,18 @@ export class LeaderLock implements OnApplicationBootstrap, OnApplicationShutdown
   private kv?: KV;
   private revision?: number;
   private renewedAt = 0;
-  private timer?: NodeJS.Timeout;
+  private readonly ticker = new Ticker({ name: 'lease renewal', everyMs: RENEW_EVERY_MS, logger: this.logger }, () => this.renew());
 
   constructor(private readonly messaging: Messaging) {}
 
   async onApplicationBootstrap() {
     this.kv = await this.messaging.kv({ name: AUTOSCALER_LEADER_BUCKET.name, ttlMs: LEASE_TTL_MS });
     await this.renew();
-    this.timer = setInterval(() => void this.renew(), RENEW_EVERY_MS);
+    this.ticker.start();
   }
 
   async onApplicationShutdown() {
-    clearInterval(this.timer);
+    await this.ticker.stop();
     // Hand over at once instead of making the next replica wait for the lease to lapse.
     if (this.revision !== undefined) await this.kv?.delete(LEASE_KEY, { previousSeq: this.revision }).catch(() => undefined);
     this.revision = undefined;
