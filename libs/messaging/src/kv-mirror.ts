@@ -26,8 +26,9 @@ export interface KvMirrorOptions<T> {
 /**
  * The one KV mirror of the codebase: follows a bucket into a map, live. A watch delivers the
  * current values first and every change after, so start-up and updates are one code path;
- * `ready()` resolves after the first load. A watch that fails is reopened after a pause, and a
- * key deleted while it was away is dropped once the reopened watch has delivered the bucket.
+ * `ready()` resolves after the first load. A watch that fails is reopened after a pause; a key
+ * that went away meanwhile with no marker left (the bucket made again, a TTL that expired the
+ * marker too) is dropped once the reopened watch has delivered the bucket.
  */
 export class KvMirror<T> {
   private readonly entries = new Map<string, T>();
