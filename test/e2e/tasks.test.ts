@@ -69,7 +69,9 @@ describe('task queues end to end', () => {
     const deployed = await stack.tern('deploy', queue('squares', { keep_warm_seconds: '3', seconds: '0' }));
     expect(deployed.stdout).toContain('/taskqueue/squares');
     const peak = { containers: 0 };
-    const watch = setInterval(() => void actual('squares').then((n) => (peak.containers = Math.max(peak.containers, n))), 500);
+    const watch = setInterval(() => {
+      actual('squares').then((n) => (peak.containers = Math.max(peak.containers, n)), () => undefined);
+    }, 500);
     const ids = await putMany('squares', 1000, (i) => ({ n: i, seconds: 0.02 }));
     const tasks = await Promise.all(ids.map((id) => wait(id)));
     clearInterval(watch);

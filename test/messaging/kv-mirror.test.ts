@@ -25,8 +25,8 @@ describe('KvMirror on a real bucket', () => {
     await deleteNamespaces(prefix);
   });
 
-  async function bucket(): Promise<KV> {
-    return new Kvm(nc).create(`${prefix}${uniqueName('b')}`, { history: 1 });
+  async function bucket(name = `${prefix}${uniqueName('b')}`): Promise<KV> {
+    return new Kvm(nc).create(name, { history: 1 });
   }
 
   function mirror<T>(kv: KV | (() => Promise<KV>), options: Partial<ConstructorParameters<typeof KvMirror<T>>[0]> = {}): KvMirror<T> {
@@ -81,8 +81,8 @@ describe('KvMirror on a real bucket', () => {
   });
 
   it('reopens a failed watch, and drops keys that went away meanwhile without a delete marker', async () => {
-    const kv = await bucket();
-    const name = kv.bucket;
+    const name = `${prefix}${uniqueName('b')}`;
+    const kv = await bucket(name);
     await kv.put('stays', '1');
     await kv.put('goes', '2');
     let current = kv;
@@ -101,7 +101,7 @@ describe('KvMirror on a real bucket', () => {
     fail = true;
     (m as unknown as { watch: { stop(): void } }).watch.stop();
     await current.destroy();
-    current = await new Kvm(nc).create(name, { history: 1 });
+    current = await bucket(name);
     await current.put('stays', '1');
     await waitFor('a failed reopen', async () => opens >= 2, 5000, 10);
     fail = false;

@@ -32,7 +32,7 @@ export interface ScenarioContainer {
 }
 
 export interface ScenarioEvent {
-  contract: Contract<any, any>;
+  contract: Contract;
   payload: object;
   msgId: string;
 }

@@ -72,8 +72,8 @@ describe('ScalingMemory: bursts', () => {
 
   it('keeps a baseline rate without the bursts (what the steady ask sizes for between bursts)', () => {
     const m = new ScalingMemory();
-    let t = feed(m, Array(60).fill(1));
-    t = feed(m, Array(5).fill(9), t);
+    const t = feed(m, Array(60).fill(1));
+    feed(m, Array(5).fill(9), t);
     expect(m.bursting).toBe(true);
     expect(m.stableRate).toBeCloseTo((55 + 45) / 60);
     expect(m.baselineRate).toBeGreaterThan(0.9);

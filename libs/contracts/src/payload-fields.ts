@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { MetadataStorage, ValidationTypes, getMetadataStorage } from 'class-validator';
+import { type MetadataStorage, ValidationTypes, getMetadataStorage } from 'class-validator';
 import type { Class } from './contract.js';
 import { ID_PATTERN, IS_NULLABLE, IS_RECORD_OF_NUMBERS, IS_RECORD_OF_STRINGS } from './validation.js';
 
@@ -56,9 +56,10 @@ function groupedMetadata(payload: Class<object>): Map<string, Metadata[]> {
   return byProperty;
 }
 
-function classChain(cls: Function): Function[] {
-  const chain: Function[] = [];
-  for (let c = cls; c && c !== Function.prototype; c = Object.getPrototypeOf(c)) chain.unshift(c);
+/** A class and the classes it extends, the base first. */
+function classChain(cls: object): object[] {
+  const chain: object[] = [];
+  for (let c: object | null = cls; c && c !== Function.prototype; c = Object.getPrototypeOf(c) as object | null) chain.unshift(c);
   return chain;
 }
 

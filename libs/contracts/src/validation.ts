@@ -1,4 +1,4 @@
-import { Matches, MetadataStorage, ValidateBy, ValidationTypes, buildMessage, getMetadataStorage } from 'class-validator';
+import { Matches, type MetadataStorage, ValidateBy, ValidationTypes, buildMessage, getMetadataStorage } from 'class-validator';
 
 /**
  * Decorators shared by the payload classes. Each registers ordinary class-validator metadata

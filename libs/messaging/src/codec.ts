@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { ValidationError, validate } from 'class-validator';
+import { type ValidationError, validate } from 'class-validator';
 import { type Class } from '#tern/contracts';
 
 const encoder = new TextEncoder();

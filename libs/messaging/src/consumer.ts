@@ -3,7 +3,7 @@ import { type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { Counter } from 'prom-client';
 import { type Class } from '#tern/contracts';
 import { decode } from './codec.js';
-import { type ConsumerSpec, Messaging } from './messaging.js';
+import { type ConsumerSpec, type Messaging } from './messaging.js';
 
 /** What a handler may do with the message it is given, beyond returning (ack) or throwing (nak with back-off). */
 export interface Delivery<T> {

@@ -18,7 +18,7 @@ export const TERN_CONTRACT = 'ternContract';
  * the validated payload and a Delivery (working, retryLater, reject); returning acks, throwing
  * naks with back-off, an invalid payload is terminated before the handler runs.
  */
-export function OnMessage(contract: Contract<any, any>, extras: ConsumeExtras = {}): MethodDecorator {
+export function OnMessage(contract: Contract, extras: ConsumeExtras = {}): MethodDecorator {
   if (!contract.stream) throw new Error(`@OnMessage(${contract.subject}): not a JetStream contract, use @OnRequest`);
   return EventPattern(contract.subject, { ...extras, [TERN_CONTRACT]: contract }) as MethodDecorator;
 }
@@ -33,7 +33,7 @@ export interface RequestExtras {
 }
 
 /** Answers core NATS requests of a contract (one replica of the service per request). */
-export function OnRequest(contract: Contract<any, any>, extras: RequestExtras = {}): MethodDecorator {
+export function OnRequest(contract: Contract, extras: RequestExtras = {}): MethodDecorator {
   if (contract.stream) throw new Error(`@OnRequest(${contract.subject}): a JetStream contract, use @OnMessage`);
   return MessagePattern(contract.subject, { ...extras, [TERN_CONTRACT]: contract }) as MethodDecorator;
 }

@@ -1,11 +1,12 @@
 import { Logger } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import { BaseRpcContext, type CustomTransportStrategy, type MessageHandler, Server } from '@nestjs/microservices';
 import { type Subscription } from '@nats-io/transport-node';
 import { type Contract } from '#tern/contracts';
 import { type Delivery, type RunningConsumer, startConsumer } from './consumer.js';
 import { type ConsumeExtras, type RequestExtras, TERN_CONTRACT } from './decorators.js';
 import { ReplyError } from './errors.js';
-import { Messaging } from './messaging.js';
+import { type Messaging } from './messaging.js';
 
 /** The context a handler receives as its second argument (`@Ctx()`). */
 export class JetStreamContext extends BaseRpcContext<[Delivery<object> | undefined, string]> {
@@ -22,7 +23,7 @@ async function settleHandler(handler: MessageHandler, payload: unknown, ctx: Jet
   // Nest wraps handler results (and errors, via its exception filter) in observables.
   if (result && typeof (result as { subscribe?: unknown }).subscribe === 'function') {
     const { lastValueFrom, defaultIfEmpty } = await import('rxjs');
-    return lastValueFrom((result as import('rxjs').Observable<unknown>).pipe(defaultIfEmpty(undefined)));
+    return lastValueFrom((result as Observable<unknown>).pipe(defaultIfEmpty(undefined)));
   }
   return result;
 }

@@ -19,7 +19,7 @@ import { type ObjectStore, Objm } from '@nats-io/obj';
 import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor } from '#tern/contracts';
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
-import { Namespace } from './namespace.js';
+import { type Namespace } from './namespace.js';
 import { fireAndForget } from '#tern/timing';
 
 const SECOND_NS = 1_000_000_000;
@@ -83,12 +83,12 @@ export class Messaging {
   }
 
   /** The wire subject for a contract, `*` tokens filled. */
-  subject(contract: Contract<any, any>, tokens: string[] = []): string {
+  subject(contract: Contract, tokens: string[] = []): string {
     return this.ns.subject(tokens.length ? subjectFor(contract, ...tokens) : contract.subject);
   }
 
   /** Publishes a fact or command to its JetStream stream; resolves once the server stored it. */
-  async publish<T extends object>(contract: Contract<T, any>, payload: T, opts: PublishOptions = {}): Promise<PubAck> {
+  async publish<T extends object>(contract: Contract<T>, payload: T, opts: PublishOptions = {}): Promise<PubAck> {
     if (!contract.stream) throw new Error(`${contract.subject} is not on a stream; use emit() or request()`);
     const h = this.headers(opts.headers);
     return this.js.publish(this.subject(contract, opts.tokens), encode(payload), {
@@ -99,7 +99,7 @@ export class Messaging {
   }
 
   /** Core NATS publish: fire and forget (logs, presence). */
-  emit<T extends object>(contract: Contract<T, any>, payload: T, tokens: string[] = []): void {
+  emit<T extends object>(contract: Contract<T>, payload: T, tokens: string[] = []): void {
     this.nc.publish(this.subject(contract, tokens), encode(payload));
   }
 
@@ -108,7 +108,7 @@ export class Messaging {
    * replica, gets each one), validated; an invalid one is logged and dropped. For notices where
    * a lost one costs little: load reports, cancels, ends, submissions counted.
    */
-  listen<T extends object>(contract: Contract<T, any>, handler: (payload: T) => void): Subscription {
+  listen<T extends object>(contract: Contract<T>, handler: (payload: T) => void): Subscription {
     const subject = this.subject(contract);
     return this.nc.subscribe(subject, {
       callback: (err, msg) => {

@@ -4,7 +4,7 @@ import { type Service, Svcm } from '@nats-io/services';
 // @nats-io/services is still a 3.0 pre-release that bundles its own copy of nats-core; the
 // connection object is the same at run time, only the declared types differ.
 type ServicesConnection = ConstructorParameters<typeof Svcm>[0];
-import { Namespace } from './namespace.js';
+import { type Namespace } from './namespace.js';
 
 export interface PresenceInfo {
   /** Service role: gateway, scheduler, ..., agent. */

@@ -109,6 +109,7 @@ describe('dashboard rendering', () => {
     const frame = renderDashboard(snapshot(), { mode: 'main', selected: 0 }, SIZE, { color: true });
     expect(frame).toContain('\x1b[32mREADY\x1b[0m');
     expect(frame).toContain('\x1b[7m> worker-abc123');
+    // eslint-disable-next-line no-control-regex -- strips the ANSI colour codes the frame is drawn with
     for (const l of frame.split('\n')) expect([...l.replace(/\x1b\[[0-9;]*m/g, '')]).toHaveLength(80);
   });
 

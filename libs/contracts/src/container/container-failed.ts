@@ -1,6 +1,5 @@
 import { IsIn, IsString } from 'class-validator';
 import { defineContract } from '../contract.js';
-import { IsNullable } from '../validation.js';
 import { ContainerEvent } from './container-event.js';
 
 /** Where it failed: preparing the image, creating or starting the runtime, its health check, while running, or with its machine. */
