@@ -6,6 +6,8 @@ import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
 
+export type { CallbackClaim, CancelledTask, EndedTask, NewTask, StartedOver, TaskListFilter, TaskWithDeployment, UnsentTask } from './tasks.repository.js';
+
 export { ContainersRepository, DeploymentsRepository, MachinesRepository, ReputationRepository, TasksRepository, TokensRepository, UsageRepository };
 
 /** One per aggregate; PersistenceModule provides them all. */
