@@ -14,7 +14,7 @@ const CALLBACK_BATCH = 20;
 
 /**
  * POSTs a task's view to its callback URL once it is final, with retries. Safe with several
- * gateway replicas: due callbacks are claimed with FOR UPDATE SKIP LOCKED, so one replica calls each.
+ * gateway replicas: due callbacks are claimed with row locks that skip locked rows, so one replica calls each.
  */
 @Injectable()
 export class CallbackDelivery implements OnApplicationBootstrap, OnApplicationShutdown {

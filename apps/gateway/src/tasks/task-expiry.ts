@@ -7,9 +7,9 @@ import { TaskTransitions } from './task-transitions.js';
 export const SWEEP_EVERY_MS = 2_000;
 
 /**
- * The sweeper of pending tasks past their ttl: they become EXPIRED (rows claimed with FOR
- * UPDATE SKIP LOCKED, so replicas never expire one twice) and their TASKS messages are deleted,
- * so no agent picks them up.
+ * The sweeper of pending tasks past their ttl: they become EXPIRED (each row claimed by one
+ * replica, SKIP LOCKED, so none is expired twice) and their TASKS messages are deleted, so no
+ * agent picks them up.
  */
 @Injectable()
 export class TaskExpiry implements OnApplicationBootstrap, OnApplicationShutdown {

@@ -6,7 +6,7 @@ import { type CancelledTask, type EndedTask, TasksRepository } from '#tern/persi
 /**
  * The task state machine in Postgres, fed by the agents' task events. Events may arrive twice
  * (at-least-once) and out of order (one consumer per subject), so every transition is one
- * conditional UPDATE (TasksRepository): a final state is never left, the first completion wins
+ * conditional update (TasksRepository): a final state is never left, the first completion wins
  * (exactly one result per task), and an attempt's event never overwrites a later attempt's.
  */
 @Injectable()
