@@ -299,10 +299,14 @@ export class TasksRepository {
           await runner.query(`UPDATE tasks SET callback_state = 'delivered', callback_attempts = $2, callback_next_at = NULL WHERE id = $1`, [taskId, attempts]);
         },
         markAttemptFailed: async (taskId, attempts, retryInMs) => {
-          await runner.query(
-            `UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = CASE WHEN $2 = 'failed' THEN NULL ELSE now() + $4 * interval '1 millisecond' END WHERE id = $1`,
-            [taskId, retryInMs === null ? 'failed' : 'pending', attempts, retryInMs ?? 0],
-          );
+          // No retry: the delay is null, and so is callback_next_at. ($2 compared with a literal as
+          // well as assigned to the varchar column made Postgres refuse the statement.)
+          await runner.query(`UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = now() + $4 * interval '1 millisecond' WHERE id = $1`, [
+            taskId,
+            retryInMs === null ? 'failed' : 'pending',
+            attempts,
+            retryInMs,
+          ]);
         },
       });
     });
