@@ -11,7 +11,7 @@ import { payloadTooLarge, TaskSubmissionService } from './task-submission.servic
 import { TaskExpiry } from './task-expiry.js';
 import { TaskOutboxRelay } from './task-outbox-relay.js';
 import { TaskTransitions } from './task-transitions.js';
-import { TaskWaiters } from './task-waiters.service.js';
+import { TaskWaiters } from './task-waiters.js';
 import { TasksController } from './tasks.controller.js';
 import { TasksService } from './tasks.service.js';
 

@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
 import { TaskTransitions } from './task-transitions.js';
-import { TaskWaiters } from './task-waiters.service.js';
+import { TaskWaiters } from './task-waiters.js';
 import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
