@@ -2,7 +2,7 @@ import { type INestApplication, Logger } from '@nestjs/common';
 import { resolve } from 'node:path';
 import { type Logger as Pino } from 'pino';
 import { ConfigError, loadConfig, TERN_VERSION, type TernConfig } from '#tern/config';
-import { type MachineInventory, type MachineRegisterRequest, type MachineRegisterResponse } from '#tern/contracts';
+import { JOIN_TOKEN_PREFIX, MACHINE_TOKEN_PREFIX, type MachineInventory, type MachineRegisterRequest, type MachineRegisterResponse } from '#tern/contracts';
 import { connectNats } from '#tern/messaging';
 import { PinoLoggerService } from '#tern/observability';
 import { bootstrap } from '#tern/service';
@@ -26,14 +26,14 @@ type SessionEnd = { kind: 'restart'; reason: string } | { kind: 'exit'; code: nu
 
 /** Join and machine tokens name their machine; an admin API token does not, so the agent must. */
 export function tokenNamesMachine(token: string): boolean {
-  return token.startsWith('tern_join_') || token.startsWith('tern_machine_');
+  return token.startsWith(JOIN_TOKEN_PREFIX) || token.startsWith(MACHINE_TOKEN_PREFIX);
 }
 
 /** What to do about a refused token, by its kind. */
 export function refusalAdvice(token: string): string {
   const fresh = 'create a join token with `tern machine create --pool POOL` and run `tern-agent init --gateway URL --token TOKEN --pool POOL` again.';
-  if (token.startsWith('tern_machine_')) return `This machine's token no longer works (the machine was removed, or the control plane lost it): ${fresh}`;
-  if (token.startsWith('tern_join_')) return `A join token works once and expires: ${fresh}`;
+  if (token.startsWith(MACHINE_TOKEN_PREFIX)) return `This machine's token no longer works (the machine was removed, or the control plane lost it): ${fresh}`;
+  if (token.startsWith(JOIN_TOKEN_PREFIX)) return `A join token works once and expires: ${fresh}`;
   return `Check the token, or ${fresh}`;
 }
 

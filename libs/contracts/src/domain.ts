@@ -11,6 +11,15 @@
 export const MACHINE_STATES = ['pending', 'registered', 'ready', 'unschedulable', 'offline'] as const;
 export type MachineState = (typeof MACHINE_STATES)[number];
 
+/**
+ * Credentials say what they are by their prefix, so a token pasted in the wrong place is
+ * recognisable at a glance: an API token, a machine's one-time join token, a machine's own token.
+ * The machine prefixes start with the API one, so test them before it.
+ */
+export const API_TOKEN_PREFIX = 'tern_';
+export const JOIN_TOKEN_PREFIX = 'tern_join_';
+export const MACHINE_TOKEN_PREFIX = 'tern_machine_';
+
 /** endpoint: HTTP requests; task_queue: pulls tasks; function: one call, then exits; cron: a function on a schedule. */
 export const DEPLOYMENT_KINDS = ['endpoint', 'task_queue', 'function', 'cron'] as const;
 export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
-import { DataSource, IsNull, Repository } from 'typeorm';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { ApiToken, type ApiTokenRole, hashToken, Workspace } from '#tern/persistence';
+import { API_TOKEN_PREFIX } from '#tern/contracts';
+import { type ApiTokenRole, hashToken, TokensRepository } from '#tern/persistence';
+import { fireAndForget } from '#tern/timing';
 import { type Principal } from './principal.js';
 
 export const DEFAULT_WORKSPACE = 'default';
@@ -13,7 +13,7 @@ const VERIFIED_TTL_MS = 10_000;
 
 /** A fresh API token: `tern_` and 43 url-safe characters (256 random bits). */
 export function generateToken(): string {
-  return `tern_${randomBytes(32).toString('base64url')}`;
+  return `${API_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
 @Injectable()
@@ -22,8 +22,7 @@ export class AuthService implements OnApplicationBootstrap {
   private readonly verified = new Map<string, { principal: Principal; until: number }>();
 
   constructor(
-    @InjectRepository(ApiToken) private readonly tokens: Repository<ApiToken>,
-    private readonly dataSource: DataSource,
+    private readonly tokens: TokensRepository,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -36,16 +35,13 @@ export class AuthService implements OnApplicationBootstrap {
     const hash = hashToken(token);
     const cached = this.verified.get(hash);
     if (cached && cached.until > Date.now()) return cached.principal;
-    const row = await this.tokens.findOne({
-      where: { tokenHash: hash, revokedAt: IsNull() },
-      relations: { workspace: true },
-    });
+    const row = await this.tokens.findActiveByHash(hash);
     if (!row || !row.workspace) {
       this.verified.delete(hash);
       return undefined;
     }
     // Best effort, off the request path and at most once a TTL: a lost update of last_used_at is harmless.
-    void this.tokens.update(row.id, { lastUsedAt: new Date() }).catch(() => undefined);
+    fireAndForget(`recording the use of token ${row.id}`, this.logger, this.tokens.markUsed(row.id));
     const principal: Principal = { workspaceId: row.workspaceId, workspaceName: row.workspace.name, tokenId: row.id, role: row.role };
     if (this.verified.size > 10_000) this.verified.clear();
     this.verified.set(hash, { principal, until: Date.now() + VERIFIED_TTL_MS });
@@ -59,9 +55,7 @@ export class AuthService implements OnApplicationBootstrap {
 
   /** Stores a new token for a workspace; the secret is returned once and only its hash is kept. */
   async issue(workspaceId: string, name: string, role: ApiTokenRole, secret = generateToken()) {
-    const row = await this.tokens.save(
-      this.tokens.create({ workspaceId, name, role, tokenHash: hashToken(secret), prefix: secret.slice(0, 8) }),
-    );
+    const row = await this.tokens.issue({ workspaceId, name, role, tokenHash: hashToken(secret), prefix: secret.slice(0, 8) });
     return { token: secret, row };
   }
 
@@ -72,23 +66,7 @@ export class AuthService implements OnApplicationBootstrap {
   async onApplicationBootstrap() {
     const secret = this.config.bootstrapAdminToken;
     if (!secret) return;
-    await this.dataSource.transaction(async (m) => {
-      await m
-        .createQueryBuilder()
-        .insert()
-        .into(Workspace)
-        .values({ name: DEFAULT_WORKSPACE })
-        .orIgnore()
-        .execute();
-      const workspace = await m.findOneByOrFail(Workspace, { name: DEFAULT_WORKSPACE });
-      const inserted = await m
-        .createQueryBuilder()
-        .insert()
-        .into(ApiToken)
-        .values({ workspaceId: workspace.id, name: 'admin (bootstrap)', role: 'admin', tokenHash: hashToken(secret), prefix: secret.slice(0, 8) })
-        .orIgnore()
-        .execute();
-      if (inserted.identifiers.filter(Boolean).length) this.logger.log(`bootstrap admin token installed for workspace "${DEFAULT_WORKSPACE}"`);
-    });
+    const installed = await this.tokens.ensureWorkspaceToken(DEFAULT_WORKSPACE, { name: 'admin (bootstrap)', role: 'admin', tokenHash: hashToken(secret), prefix: secret.slice(0, 8) });
+    if (installed) this.logger.log(`bootstrap admin token installed for workspace "${DEFAULT_WORKSPACE}"`);
   }
 }

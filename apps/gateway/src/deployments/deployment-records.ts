@@ -1,10 +1,8 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import { type KV } from '@nats-io/kv';
-import { Repository } from 'typeorm';
 import { DEPLOYMENTS_BUCKET, type DeploymentRecord, deploymentKey, type ResolvedSpec } from '#tern/contracts';
 import { encode, Messaging } from '#tern/messaging';
-import { Deployment, DeploymentVersion } from '#tern/persistence';
+import { type Deployment, DeploymentsRepository, type DeploymentVersion } from '#tern/persistence';
 import { resolvedOf } from './stored-spec.js';
 
 /**
@@ -19,8 +17,7 @@ export class DeploymentRecords implements OnApplicationBootstrap {
 
   constructor(
     private readonly messaging: Messaging,
-    @InjectRepository(Deployment) private readonly deployments: Repository<Deployment>,
-    @InjectRepository(DeploymentVersion) private readonly versions: Repository<DeploymentVersion>,
+    private readonly deployments: DeploymentsRepository,
   ) {}
 
   private open(): Promise<KV> {
@@ -30,8 +27,8 @@ export class DeploymentRecords implements OnApplicationBootstrap {
   /** Deleted deployments have no records (the autoscaler winds them down); stopped ones say so. */
   async write(deploymentId: string): Promise<void> {
     const kv = await this.open();
-    const deployment = await this.deployments.findOneByOrFail({ id: deploymentId });
-    const versions = await this.versions.find({ where: { deploymentId }, order: { version: 'ASC' } });
+    const deployment = await this.deployments.findById(deploymentId);
+    const versions = await this.deployments.versionsOf(deploymentId, 'ASC');
     for (const v of versions) {
       const key = deploymentKey(deployment.id, v.version);
       if (deployment.state === 'deleted') await kv.delete(key);
@@ -52,7 +49,7 @@ export class DeploymentRecords implements OnApplicationBootstrap {
   async syncAll(): Promise<number> {
     const kv = await this.open();
     const live = new Set<string>();
-    for (const d of await this.deployments.find()) {
+    for (const d of await this.deployments.listAll()) {
       await this.write(d.id);
       if (d.state === 'deleted') continue;
       for (let v = 1; v <= d.latestVersion; v++) live.add(deploymentKey(d.id, v));

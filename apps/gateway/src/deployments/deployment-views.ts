@@ -1,8 +1,5 @@
 import type { DeploymentKind, DeploymentSpec, DeploymentState, ResolvedSpec } from '#tern/contracts';
 
-/** Container states that count as "actual": placed and not yet on the way out. */
-export const ACTIVE_CONTAINER_STATES = ['scheduled', 'starting', 'running'] as const;
-
 export interface DeploymentSummary {
   name: string;
   kind: DeploymentKind;

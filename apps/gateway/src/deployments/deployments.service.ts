@@ -1,94 +1,44 @@
 import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
-import { Deployment, DeploymentVersion, Machine, Pool } from '#tern/persistence';
+import { ACTIVE_CONTAINER_STATES, type Deployment, DeploymentsRepository, type DeploymentWithCounts, MachinesRepository } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { TasksService } from '../tasks/tasks.service.js';
 import { DeploymentRecords } from './deployment-records.js';
-import { ACTIVE_CONTAINER_STATES, type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
+import { type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
 import { resolvedOf, storedSpec, submittedOf } from './stored-spec.js';
-
-interface SummaryRow {
-  id: string;
-  name: string;
-  kind: DeploymentSummary['kind'];
-  state: DeploymentSummary['state'];
-  state_reason: string | null;
-  latest_version: number;
-  updated_at: Date;
-  placement_reason: string | null;
-  desired: number;
-  actual: number;
-}
-
-const ACTIVE = ACTIVE_CONTAINER_STATES.map((s) => `'${s}'`).join(', ');
-
-/** One row per deployment of a workspace (deleted ones left out), desired and actual summed over its versions. */
-const SUMMARY_SQL = `
-  SELECT d.id, d.name, d.kind, d.state, d.state_reason, d.latest_version, d.updated_at, lv.placement_reason,
-    (SELECT coalesce(sum(v.desired_containers), 0)::int FROM deployment_versions v WHERE v.deployment_id = d.id) AS desired,
-    (SELECT count(*)::int FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
-      WHERE v.deployment_id = d.id AND c.state IN (${ACTIVE})) AS actual
-  FROM deployments d
-  LEFT JOIN deployment_versions lv ON lv.deployment_id = d.id AND lv.version = d.latest_version
-  WHERE d.workspace_id = $1 AND d.state <> 'deleted'`;
 
 @Injectable()
 export class DeploymentsService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly deployments: DeploymentsRepository,
+    private readonly machines: MachinesRepository,
     private readonly records: DeploymentRecords,
     private readonly tasks: TasksService,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
     const resolved = await this.check(spec);
-    const { deployment, version } = await this.db.transaction(async (m) => {
-      // Insert-or-keep, then lock the row: concurrent deploys of one name get consecutive versions.
-      await m.query(
-        `INSERT INTO deployments (workspace_id, name, kind, state) VALUES ($1, $2, $3, 'pending') ON CONFLICT (workspace_id, name) DO NOTHING`,
-        [principal.workspaceId, spec.name, spec.kind],
-      );
-      const d = await m.getRepository(Deployment).findOneOrFail({
-        where: { workspaceId: principal.workspaceId, name: spec.name },
-        lock: { mode: 'pessimistic_write' },
-      });
-      const version = d.latestVersion + 1;
-      await m.getRepository(DeploymentVersion).save(
-        m.getRepository(DeploymentVersion).create({ deploymentId: d.id, version, spec: storedSpec(resolved, spec) as unknown as Record<string, unknown> }),
-      );
-      Object.assign(d, { latestVersion: version, kind: spec.kind, state: 'ready', stateReason: null });
-      await m.getRepository(Deployment).save(d);
-      return { deployment: d, version };
-    });
+    const { deployment, version } = await this.deployments.addVersion(principal.workspaceId, spec.name, spec.kind, storedSpec(resolved, spec) as unknown as Record<string, unknown>);
     await this.publish(deployment.id, `deployed ${spec.name} v${version}`);
     return { name: spec.name, version, deploymentId: deployment.id, url: deploymentUrl(baseUrl, spec.name, spec.kind), spec: resolved };
   }
 
   async list(principal: Principal, baseUrl: string): Promise<DeploymentSummary[]> {
-    const rows: SummaryRow[] = await this.db.query(`${SUMMARY_SQL} ORDER BY d.name`, [principal.workspaceId]);
+    const rows = await this.deployments.listWithCounts(principal.workspaceId);
     return rows.map((r) => summary(r, baseUrl));
   }
 
   async get(principal: Principal, name: string, baseUrl: string): Promise<DeploymentDetail> {
-    const rows: SummaryRow[] = await this.db.query(`${SUMMARY_SQL} AND d.name = $2`, [principal.workspaceId, name]);
-    if (!rows.length) throw notFound(principal, name);
-    const row = rows[0];
-    const versions = await this.db.getRepository(DeploymentVersion).find({ where: { deploymentId: row.id }, order: { version: 'DESC' } });
-    const containers: { id: string; version: number; machine_id: string | null; state: string; state_reason: string | null; ready_at: Date | null }[] =
-      await this.db.query(
-        `SELECT c.id, v.version, c.machine_id, c.state, c.state_reason, c.ready_at FROM containers c
-         JOIN deployment_versions v ON v.id = c.deployment_version_id
-         WHERE v.deployment_id = $1 AND c.state NOT IN ('stopped', 'failed') ORDER BY c.created_at`,
-        [row.id],
-      );
+    const row = await this.deployments.findWithCounts(principal.workspaceId, name);
+    if (!row) throw notFound(principal, name);
+    const versions = await this.deployments.versionsOf(row.id, 'DESC');
+    const containers = await this.deployments.containersOf(row.id);
     const actualByVersion = new Map<number, number>();
     for (const c of containers) {
       if ((ACTIVE_CONTAINER_STATES as readonly string[]).includes(c.state)) actualByVersion.set(c.version, (actualByVersion.get(c.version) ?? 0) + 1);
     }
-    const latest = versions.find((v) => v.version === row.latest_version)!;
+    const latest = versions.find((v) => v.version === row.latestVersion)!;
     return {
       ...summary(row, baseUrl),
       deploymentId: row.id,
@@ -96,7 +46,7 @@ export class DeploymentsService {
       submitted: submittedOf(latest),
       versions: versions.map((v) => ({
         version: v.version,
-        latest: v.version === row.latest_version,
+        latest: v.version === row.latestVersion,
         desired: v.desiredContainers,
         actual: actualByVersion.get(v.version) ?? 0,
         desiredReason: v.desiredReason,
@@ -106,40 +56,36 @@ export class DeploymentsService {
       containers: containers.map((c) => ({
         id: c.id,
         version: c.version,
-        machineId: c.machine_id,
+        machineId: c.machineId,
         state: c.state,
-        reason: c.state_reason,
-        readyAt: c.ready_at ? new Date(c.ready_at).toISOString() : null,
+        reason: c.stateReason,
+        readyAt: c.readyAt ? new Date(c.readyAt).toISOString() : null,
       })),
     };
   }
 
   /** stop: records say stopped (no containers, requests 503); start: active again; delete: records removed, rows kept. */
   async setState(principal: Principal, name: string, action: 'stop' | 'start' | 'delete'): Promise<Deployment> {
-    const repo = this.db.getRepository(Deployment);
-    const d = await repo.findOneBy({ workspaceId: principal.workspaceId, name });
-    if (!d || d.state === 'deleted') throw notFound(principal, name);
+    const found = await this.deployments.findByName(principal.workspaceId, name);
+    if (!found || found.state === 'deleted') throw notFound(principal, name);
     const next = { stop: 'stopped', start: 'ready', delete: 'deleted' } as const;
-    d.state = next[action];
-    d.stateReason = action === 'start' ? null : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`;
-    await repo.save(d);
+    const d = await this.deployments.setState(
+      found,
+      next[action],
+      action === 'start' ? null : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`,
+    );
     await this.publish(d.id, `${action} ${name}`);
     if (action === 'delete' && d.kind === 'task_queue') await this.tasks.dropQueue(d.id, d.latestVersion);
     return d;
   }
 
   /** Container ids of a deployment (any state but long finished), for following its logs. */
-  async containerIds(deploymentId: string): Promise<string[]> {
-    const rows: { id: string }[] = await this.db.query(
-      `SELECT c.id FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
-       WHERE v.deployment_id = $1 AND (c.state NOT IN ('stopped', 'failed') OR c.updated_at > now() - interval '5 minutes')`,
-      [deploymentId],
-    );
-    return rows.map((r) => r.id);
+  containerIds(deploymentId: string): Promise<string[]> {
+    return this.deployments.recentContainerIds(deploymentId);
   }
 
   async require(principal: Principal, name: string): Promise<Deployment> {
-    const d = await this.db.getRepository(Deployment).findOneBy({ workspaceId: principal.workspaceId, name });
+    const d = await this.deployments.findByName(principal.workspaceId, name);
     if (!d || d.state === 'deleted') throw notFound(principal, name);
     return d;
   }
@@ -154,8 +100,8 @@ export class DeploymentsService {
       throw e;
     }
     const [pools, machines] = await Promise.all([
-      this.db.getRepository(Pool).find({ select: { name: true, allowedGpuTypes: true } }),
-      resolved.gpuCount > 0 ? this.db.getRepository(Machine).find({ select: { pool: true, gpus: true } }) : [],
+      this.machines.listPools(),
+      resolved.gpuCount > 0 ? this.machines.gpuOffers() : [],
     ]);
     const problem = gpuOfferProblem(
       resolved,
@@ -178,17 +124,17 @@ export class DeploymentsService {
   }
 }
 
-function summary(r: SummaryRow, baseUrl: string): DeploymentSummary {
+function summary(r: DeploymentWithCounts, baseUrl: string): DeploymentSummary {
   return {
     name: r.name,
     kind: r.kind,
-    version: r.latest_version,
+    version: r.latestVersion,
     state: r.state,
     desired: r.desired,
     actual: r.actual,
-    reason: r.placement_reason ?? r.state_reason,
+    reason: r.placementReason ?? r.stateReason,
     url: deploymentUrl(baseUrl, r.name, r.kind),
-    updatedAt: new Date(r.updated_at).toISOString(),
+    updatedAt: new Date(r.updatedAt).toISOString(),
   };
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { JOIN_TOKEN_PREFIX, MACHINE_TOKEN_PREFIX } from '#tern/contracts';
 
 /**
  * Machine credentials look like API tokens (256 random bits, url-safe) with a prefix that
@@ -6,11 +7,11 @@ import { randomBytes } from 'node:crypto';
  * Only their sha256 (hashToken) is stored.
  */
 export function generateJoinToken(): string {
-  return `tern_join_${randomBytes(32).toString('base64url')}`;
+  return `${JOIN_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
 export function generateMachineToken(): string {
-  return `tern_machine_${randomBytes(32).toString('base64url')}`;
+  return `${MACHINE_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
 /** A machine id for `tern machine create` without --id: short enough to type, random enough not to collide. */

@@ -1,8 +1,6 @@
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import { type MachineState } from '#tern/contracts';
-import { isUniqueViolation, Machine, Pool } from '#tern/persistence';
+import { isUniqueViolation, MachinesRepository, type Pool } from '#tern/persistence';
 import { type CreatePoolDto } from './dto/create-pool.dto.js';
 import { type UpdatePoolDto } from './dto/update-pool.dto.js';
 
@@ -31,13 +29,10 @@ function view(pool: Pool, counts: Counts): PoolView {
 
 @Injectable()
 export class PoolsService {
-  constructor(
-    @InjectRepository(Pool) private readonly pools: Repository<Pool>,
-    @InjectRepository(Machine) private readonly machines: Repository<Machine>,
-  ) {}
+  constructor(private readonly machines: MachinesRepository) {}
 
   async list(): Promise<PoolView[]> {
-    const [pools, counts] = await Promise.all([this.pools.find({ order: { name: 'ASC' } }), this.counts()]);
+    const [pools, counts] = await Promise.all([this.machines.listPools(), this.counts()]);
     return pools.map((p) => view(p, counts));
   }
 
@@ -48,21 +43,19 @@ export class PoolsService {
 
   /** The pool row, or 404 naming it. */
   async require(name: string): Promise<Pool> {
-    const pool = await this.pools.findOneBy({ name });
+    const pool = await this.machines.findPool(name);
     if (!pool) throw new NotFoundException(`pool "${name}" not found; see tern pool list`);
     return pool;
   }
 
   async create(dto: CreatePoolDto): Promise<PoolView> {
     try {
-      const pool = await this.pools.save(
-        this.pools.create({
-          name: dto.name,
-          allowedGpuTypes: dto.allowedGpuTypes ?? [],
-          minNetworkMbps: dto.minNetworkMbps ?? null,
-          minReputation: dto.minReputation ?? null,
-        }),
-      );
+      const pool = await this.machines.createPool({
+        name: dto.name,
+        allowedGpuTypes: dto.allowedGpuTypes ?? [],
+        minNetworkMbps: dto.minNetworkMbps ?? null,
+        minReputation: dto.minReputation ?? null,
+      });
       return view(pool, new Map());
     } catch (e) {
       if (isUniqueViolation(e, 'uq_pools_name')) throw new ConflictException(`pool "${dto.name}" already exists`);
@@ -76,20 +69,12 @@ export class PoolsService {
     if (dto.allowedGpuTypes !== undefined) pool.allowedGpuTypes = dto.allowedGpuTypes ?? [];
     if (dto.minNetworkMbps !== undefined) pool.minNetworkMbps = dto.minNetworkMbps;
     if (dto.minReputation !== undefined) pool.minReputation = dto.minReputation;
-    await this.pools.save(pool);
+    await this.machines.savePool(pool);
     return this.get(name);
   }
 
   private async counts(pool?: string): Promise<Counts> {
-    const query = this.machines
-      .createQueryBuilder('m')
-      .select('m.pool', 'pool')
-      .addSelect('m.state', 'state')
-      .addSelect('count(*)::int', 'count')
-      .groupBy('m.pool')
-      .addGroupBy('m.state');
-    if (pool) query.where('m.pool = :pool', { pool });
-    const rows = await query.getRawMany<{ pool: string; state: MachineState; count: number }>();
+    const rows = await this.machines.countMachinesByPoolAndState(pool);
     const counts: Counts = new Map();
     for (const r of rows) {
       const c = counts.get(r.pool) ?? { total: 0, byState: {} };

@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, type TaskItem } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
+import { fireAndForget } from '#tern/timing';
+import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { RoutesMirror } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
@@ -16,24 +16,10 @@ export interface SubmittedTask {
   version: number;
 }
 
-/** The row columns a task is published from, for a submit and for the sweep that re-sends. */
-export interface UnsentTask {
-  id: string;
-  workspace_id: string;
-  deployment_id: string;
-  deployment_version: number;
-  payload: Record<string, unknown>;
-  max_retries: number;
-  timeout_seconds: number;
-  ttl_seconds: number | null;
-  callback_url: string | null;
-  created_at: Date;
-}
-
 /**
  * Accepts tasks: the row first (so a task the caller was told about always exists), then the
  * TASKS message with Nats-Msg-Id = task id, then the row is marked enqueued with the message's
- * sequence. A gateway that dies in between leaves enqueued_at null; the sweep publishes it
+ * sequence. A gateway that dies in between leaves enqueued_at null; the relay publishes it
  * again, and JetStream's duplicate window keeps a double publish single.
  */
 @Injectable()
@@ -42,7 +28,7 @@ export class TaskSubmissionService {
   private readonly consumers = new Map<string, Promise<void>>();
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly tasks: TasksRepository,
     private readonly messaging: Messaging,
     private readonly table: RoutesMirror,
   ) {}
@@ -52,75 +38,69 @@ export class TaskSubmissionService {
     const payload = parsePayload(body);
     const policy = record.spec.taskPolicy!;
     const callbackUrl = query.callback_url ?? policy.callbackUrl ?? null;
-    // The bound on waiting tasks and the insert in one round trip (concurrent submits may overshoot it by a few).
-    const rows = (await this.db.query(
-      `INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds, ttl_seconds, callback_url)
-       SELECT $1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9
-       WHERE (SELECT count(*) FROM tasks WHERE deployment_id = $3 AND state IN ('PENDING', 'RETRY')) < $10
-       RETURNING id, workspace_id, deployment_id, deployment_version, payload, max_retries, timeout_seconds, ttl_seconds, callback_url, created_at`,
-      [
-        randomUUID(),
-        record.workspaceId,
-        record.deploymentId,
-        record.version,
-        JSON.stringify(payload),
-        query.max_retries ?? policy.maxRetries,
-        query.timeout ?? policy.timeoutSeconds,
-        query.ttl ?? policy.ttlSeconds ?? null,
+    const row = await this.tasks.createPending(
+      {
+        id: randomUUID(),
+        workspaceId: record.workspaceId,
+        deploymentId: record.deploymentId,
+        version: record.version,
+        payload,
+        maxRetries: query.max_retries ?? policy.maxRetries,
+        timeoutSeconds: query.timeout ?? policy.timeoutSeconds,
+        ttlSeconds: query.ttl ?? policy.ttlSeconds ?? null,
         callbackUrl,
-        policy.maxPendingTasks,
-      ],
-    )) as UnsentTask[];
-    const row = rows[0];
+      },
+      policy.maxPendingTasks,
+    );
     if (!row) {
       throw new TaskHttpError(429, `"${name}" already has ${policy.maxPendingTasks} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`);
     }
     try {
       await this.enqueue(row);
     } catch (e) {
-      // The row stays unsent and the sweep sends it: the task is accepted all the same.
-      this.logger.warn({ taskId: row.id, err: (e as Error).message }, 'task saved but not yet on TASKS; the sweep will send it');
+      // The row stays unsent and the relay sends it: the task is accepted all the same.
+      this.logger.warn({ taskId: row.id, err: (e as Error).message }, 'task saved but not yet on TASKS; the relay will send it');
     }
     return { task_id: row.id, status: 'PENDING', deployment: record.name, version: record.version };
   }
 
   /** Publishes a saved task to TASKS and records where it went. Safe to repeat (same message id). */
   async enqueue(task: UnsentTask): Promise<void> {
-    await this.ensureConsumer(task.deployment_id, task.deployment_version);
+    await this.ensureConsumer(task.deploymentId, task.version);
     const item: TaskItem = {
       taskId: task.id,
-      deploymentId: task.deployment_id,
-      deploymentVersion: task.deployment_version,
-      workspaceId: task.workspace_id,
+      deploymentId: task.deploymentId,
+      deploymentVersion: task.version,
+      workspaceId: task.workspaceId,
       payload: task.payload,
-      maxRetries: task.max_retries,
-      timeoutSeconds: task.timeout_seconds,
-      ...(task.ttl_seconds ? { expiresAt: new Date(task.created_at.getTime() + task.ttl_seconds * 1000).toISOString() } : {}),
+      maxRetries: task.maxRetries,
+      timeoutSeconds: task.timeoutSeconds,
+      ...(task.ttlSeconds ? { expiresAt: new Date(task.createdAt.getTime() + task.ttlSeconds * 1000).toISOString() } : {}),
       enqueuedAt: new Date().toISOString(),
     };
-    const ack = await this.messaging.publish(TASK_ITEM, item, { tokens: [task.deployment_id, String(task.deployment_version)], msgId: task.id });
-    // Not awaited: the task is safe on TASKS already. Should this write be lost, the sweep sends
+    const ack = await this.messaging.publish(TASK_ITEM, item, { tokens: [task.deploymentId, String(task.version)], msgId: task.id });
+    // Not awaited: the task is safe on TASKS already. Should this write be lost, the relay sends
     // the task again (one message within the duplicate window) and records it then.
-    void this.db
-      .query(`UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL`, [task.id, ack.seq])
-      .catch((e: Error) => this.logger.warn({ taskId: task.id, err: e.message }, 'could not mark the task enqueued; the sweep will'));
-    void this.messaging
-      .publish(
+    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, ack.seq));
+    fireAndForget(
+      `publishing task.submitted of task ${task.id}`,
+      this.logger,
+      this.messaging.publish(
         TASK_SUBMITTED,
         {
           taskId: task.id,
-          deploymentId: task.deployment_id,
-          deploymentVersion: task.deployment_version,
-          workspaceId: task.workspace_id,
-          maxRetries: task.max_retries,
-          timeoutSeconds: task.timeout_seconds,
-          ...(task.ttl_seconds ? { ttlSeconds: task.ttl_seconds } : {}),
-          ...(task.callback_url ? { callbackUrl: task.callback_url } : {}),
-          submittedAt: task.created_at.toISOString(),
+          deploymentId: task.deploymentId,
+          deploymentVersion: task.version,
+          workspaceId: task.workspaceId,
+          maxRetries: task.maxRetries,
+          timeoutSeconds: task.timeoutSeconds,
+          ...(task.ttlSeconds ? { ttlSeconds: task.ttlSeconds } : {}),
+          ...(task.callbackUrl ? { callbackUrl: task.callbackUrl } : {}),
+          submittedAt: task.createdAt.toISOString(),
         },
         { msgId: `${task.id}:submitted` },
-      )
-      .catch((e: Error) => this.logger.warn({ taskId: task.id, err: e.message }, 'could not publish task.submitted'));
+      ),
+    );
   }
 
   /** The task-queue version a submit names; 404/400/503 with what to fix. */

@@ -1,5 +1,5 @@
 import { parsePayload } from './task-submission.service.js';
-import { TaskHttpError } from './task-errors.js';
+import type { TaskHttpError } from './task-errors.js';
 
 describe('task payload', () => {
   const status = (body: string | Buffer) => {

@@ -4,20 +4,22 @@ import type { FastifyInstance } from 'fastify';
 import { TASK_PAYLOAD_MAX_BYTES } from '#tern/contracts';
 import { EndpointsModule } from '../endpoints/endpoints.module.js';
 import { installRawBody } from '../endpoints/raw-body.js';
+import { CallbackDelivery } from './callback-delivery.js';
 import { TaskEventsController } from './task-events.controller.js';
-import { TaskLedger } from './task-ledger.service.js';
 import { TaskQueueController } from './taskqueue.controller.js';
 import { payloadTooLarge, TaskSubmissionService } from './task-submission.service.js';
-import { TaskSweeper } from './task-sweeper.service.js';
-import { TaskWaiters } from './task-waiters.service.js';
+import { TaskExpiry } from './task-expiry.js';
+import { TaskOutboxRelay } from './task-outbox-relay.js';
+import { TaskTransitions } from './task-transitions.js';
+import { TaskWaiters } from './task-waiters.js';
 import { TasksController } from './tasks.controller.js';
 import { TasksService } from './tasks.service.js';
 
-/** Task queues: submit, read, wait, cancel; the task state machine; sweeps (see docs/architecture.md, Task queues). */
+/** Task queues: submit, read, wait, cancel; the task state machine; the outbox relay, ttl expiry and callbacks (see docs/architecture.md, Task queues). */
 @Module({
   imports: [EndpointsModule],
   controllers: [TaskQueueController, TasksController, TaskEventsController],
-  providers: [TaskSubmissionService, TaskLedger, TasksService, TaskWaiters, TaskSweeper],
+  providers: [TaskSubmissionService, TaskTransitions, TasksService, TaskWaiters, TaskOutboxRelay, TaskExpiry, CallbackDelivery],
   exports: [TasksService],
 })
 export class TasksModule implements OnModuleInit {

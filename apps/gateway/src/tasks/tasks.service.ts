@@ -1,14 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { STREAMS, TASK_CANCELLED, taskConsumerName } from '#tern/contracts';
+import { STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
+import { TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
-import { TaskLedger } from './task-ledger.service.js';
-import { TaskWaiters } from './task-waiters.service.js';
-import { decodeCursor, encodeCursor, isFinal, TASK_COLUMNS, TASK_FROM, type TaskRow, taskView, type TaskView } from './task-views.js';
+import { TaskTransitions } from './task-transitions.js';
+import { TaskWaiters } from './task-waiters.js';
+import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -18,9 +17,9 @@ export class TasksService {
   private readonly logger = new Logger('tasks');
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly tasks: TasksRepository,
     private readonly messaging: Messaging,
-    private readonly ledger: TaskLedger,
+    private readonly transitions: TaskTransitions,
     private readonly waiters: TaskWaiters,
   ) {}
 
@@ -31,27 +30,12 @@ export class TasksService {
 
   async list(principal: Principal, q: ListTasksQuery) {
     const limit = q.limit ?? 50;
-    const where = ['t.workspace_id = $1'];
-    const args: unknown[] = [principal.workspaceId];
-    if (q.deployment) {
-      args.push(q.deployment);
-      where.push(`d.name = $${args.length} AND d.state <> 'deleted'`);
-    }
-    if (q.status?.length) {
-      args.push(q.status);
-      where.push(`t.state = ANY($${args.length}::text[])`);
-    }
+    let before: { createdAt: string; id: string } | undefined;
     if (q.cursor) {
-      const c = decodeCursor(q.cursor);
-      if (!c || !UUID.test(c.id)) throw new TaskHttpError(400, 'cursor must be the next_cursor of a previous page');
-      args.push(c.createdAt, c.id);
-      where.push(`(t.created_at, t.id) < ($${args.length - 1}::timestamptz, $${args.length}::uuid)`);
+      before = decodeCursor(q.cursor);
+      if (!before || !UUID.test(before.id)) throw new TaskHttpError(400, 'cursor must be the next_cursor of a previous page');
     }
-    args.push(limit + 1);
-    const rows: TaskRow[] = await this.db.query(
-      `SELECT ${TASK_COLUMNS} FROM ${TASK_FROM} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT $${args.length}`,
-      args,
-    );
+    const rows = await this.tasks.listForWorkspace(principal.workspaceId, { deploymentName: q.deployment, states: q.status, before }, limit + 1);
     const page = rows.slice(0, limit);
     return { tasks: page.map((r) => taskView(r)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null };
   }
@@ -74,7 +58,7 @@ export class TasksService {
    */
   async cancel(principal: Principal, id: string): Promise<TaskView> {
     const row = await this.row(principal, id, false);
-    const done = await this.ledger.cancel(row.id, principal.workspaceId);
+    const done = await this.transitions.cancel(row.id, principal.workspaceId);
     if (!done) throw new TaskHttpError(409, `task ${id} already ended (${row.state}): nothing to cancel`);
     if (done.streamSeq !== null) {
       const jsm = await this.messaging.jsm();
@@ -105,29 +89,26 @@ export class TasksService {
    * wind down), its TASKS messages purged and its consumers removed.
    */
   async dropQueue(deploymentId: string, latestVersion: number): Promise<number> {
-    const cancelled = await this.ledger.cancelAllOf(deploymentId, 'cancelled: its task queue was deleted');
+    const cancelled = await this.transitions.cancelAllOf(deploymentId, 'cancelled: its task queue was deleted');
     const jsm = await this.messaging.jsm();
     const stream = this.messaging.ns.stream(STREAMS.TASKS.name);
-    await jsm.streams.purge(stream, { filter: this.messaging.ns.subject(`tern.tasks.${deploymentId}.>`) }).catch(() => undefined);
+    await jsm.streams.purge(stream, { filter: this.messaging.ns.subject(taskItemsOf(deploymentId)) }).catch(() => undefined);
     for (let v = 1; v <= latestVersion; v++) await jsm.consumers.delete(stream, taskConsumerName(deploymentId, v)).catch(() => undefined);
     if (cancelled) this.logger.log({ deploymentId, cancelled }, `cancelled ${cancelled} task(s) of a deleted task queue`);
     return cancelled;
   }
 
-  private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskRow> {
+  private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskWithDeployment> {
     if (!UUID.test(id)) throw new TaskHttpError(400, `"${id}" is not a task id (task ids are UUIDs, as POST /taskqueue/<name> returns them)`);
-    const rows: TaskRow[] = await this.db.query(
-      `SELECT ${TASK_COLUMNS}${withResult ? ', t.result' : ''} FROM ${TASK_FROM} WHERE t.id = $1 AND t.workspace_id = $2`,
-      [id, principal.workspaceId],
-    );
-    if (!rows.length) throw new TaskHttpError(404, `task ${id} not found in workspace ${principal.workspaceName}`);
-    return rows[0];
+    const task = await this.tasks.findInWorkspace(id, principal.workspaceId, withResult);
+    if (!task) throw new TaskHttpError(404, `task ${id} not found in workspace ${principal.workspaceName}`);
+    return task;
   }
 
-  private async result(row: TaskRow): Promise<{ value: unknown } | undefined> {
+  private async result(row: TaskWithDeployment): Promise<{ value: unknown } | undefined> {
     if (row.state !== 'COMPLETE') return undefined;
-    if (!row.result_ref) return { value: row.result ?? null };
-    const value = await getTaskResult(this.messaging, row.result_ref);
+    if (!row.resultRef) return { value: row.result ?? null };
+    const value = await getTaskResult(this.messaging, row.resultRef);
     if (value === undefined) throw new TaskHttpError(410, `the result of task ${row.id} is no longer in the results store`);
     return { value };
   }

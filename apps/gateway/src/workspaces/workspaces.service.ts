@@ -1,7 +1,5 @@
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
-import { ApiToken, type ApiTokenRole, isUniqueViolation, Workspace } from '#tern/persistence';
+import { type ApiToken, type ApiTokenRole, isUniqueViolation, TokensRepository, type Workspace } from '#tern/persistence';
 import { AuthService } from '../auth/auth.service.js';
 
 export interface TokenView {
@@ -20,26 +18,25 @@ function view(t: ApiToken): TokenView {
 @Injectable()
 export class WorkspacesService {
   constructor(
-    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
-    @InjectRepository(ApiToken) private readonly tokens: Repository<ApiToken>,
+    private readonly tokens: TokensRepository,
     private readonly auth: AuthService,
   ) {}
 
   async get(id: string) {
-    const w = await this.workspaces.findOneBy({ id });
+    const w = await this.tokens.findWorkspace(id);
     if (!w) throw new NotFoundException(`workspace ${id} not found`);
     return w;
   }
 
   list() {
-    return this.workspaces.find({ order: { createdAt: 'ASC' } });
+    return this.tokens.listWorkspaces();
   }
 
   /** A new workspace with its first admin token (shown once). */
   async create(name: string) {
     let workspace: Workspace;
     try {
-      workspace = await this.workspaces.save(this.workspaces.create({ name }));
+      workspace = await this.tokens.createWorkspace(name);
     } catch (e) {
       if (isUniqueViolation(e)) throw new ConflictException(`workspace "${name}" already exists`);
       throw e;
@@ -49,8 +46,8 @@ export class WorkspacesService {
   }
 
   async listTokens(workspaceId: string): Promise<TokenView[]> {
-    const rows = await this.tokens.find({ where: { workspaceId }, order: { createdAt: 'ASC' } });
-    return rows.filter((t) => !t.revokedAt).map(view);
+    const rows = await this.tokens.listActive(workspaceId);
+    return rows.map(view);
   }
 
   async createToken(workspaceId: string, name: string, role: ApiTokenRole) {
@@ -59,9 +56,9 @@ export class WorkspacesService {
   }
 
   async revokeToken(workspaceId: string, id: string) {
-    const row = await this.tokens.findOneBy({ id, workspaceId });
+    const row = await this.tokens.findInWorkspace(id, workspaceId);
     if (!row || row.revokedAt) throw new NotFoundException(`token ${id} not found in this workspace`);
-    await this.tokens.update(row.id, { revokedAt: new Date() });
+    await this.tokens.revoke(row.id);
     this.auth.forget(row.id);
   }
 }

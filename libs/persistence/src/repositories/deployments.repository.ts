@@ -1,8 +1,118 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import type { DeploymentKind, DeploymentState } from '#tern/contracts';
+import { Deployment } from '../entities/deployment.entity.js';
+import { DeploymentVersion } from '../entities/deployment-version.entity.js';
+import { queryRowsOn } from '../query-rows.js';
+
+/** Container states that count as "actual": placed and not yet on the way out. */
+export const ACTIVE_CONTAINER_STATES = ['scheduled', 'starting', 'running'] as const;
+
+/** A deployment with its latest version's placement reason, and desired and actual containers summed over its versions. */
+export type DeploymentWithCounts = Pick<Deployment, 'id' | 'name' | 'kind' | 'state' | 'stateReason' | 'latestVersion' | 'updatedAt'> & {
+  placementReason: string | null;
+  desired: number;
+  actual: number;
+};
+
+/** A container of a deployment, with the version number it runs. */
+export interface DeploymentContainer {
+  id: string;
+  version: number;
+  machineId: string | null;
+  state: string;
+  stateReason: string | null;
+  readyAt: Date | null;
+}
+
+const ACTIVE = ACTIVE_CONTAINER_STATES.map((s) => `'${s}'`).join(', ');
+
+/** One row per deployment of a workspace (deleted ones left out), desired and actual summed over its versions. */
+const WITH_COUNTS_SQL = `
+  SELECT d.id, d.name, d.kind, d.state, d.state_reason AS "stateReason", d.latest_version AS "latestVersion", d.updated_at AS "updatedAt", lv.placement_reason AS "placementReason",
+    (SELECT coalesce(sum(v.desired_containers), 0)::int FROM deployment_versions v WHERE v.deployment_id = d.id) AS desired,
+    (SELECT count(*)::int FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+      WHERE v.deployment_id = d.id AND c.state IN (${ACTIVE})) AS actual
+  FROM deployments d
+  LEFT JOIN deployment_versions lv ON lv.deployment_id = d.id AND lv.version = d.latest_version
+  WHERE d.workspace_id = $1 AND d.state <> 'deleted'`;
 
 /** Every statement on deployments and their versions. */
 @Injectable()
 export class DeploymentsRepository {
   constructor(private readonly db: DataSource) {}
+
+  /**
+   * Writes the next version of the workspace's deployment `name` (created when new) and makes it
+   * the latest, ready. Insert-or-keep, then lock the row: concurrent deploys of one name get
+   * consecutive versions.
+   */
+  async addVersion(workspaceId: string, name: string, kind: DeploymentKind, spec: Record<string, unknown>): Promise<{ deployment: Deployment; version: number }> {
+    return this.db.transaction(async (m) => {
+      await m.query(`INSERT INTO deployments (workspace_id, name, kind, state) VALUES ($1, $2, $3, 'pending') ON CONFLICT (workspace_id, name) DO NOTHING`, [workspaceId, name, kind]);
+      const d = await m.getRepository(Deployment).findOneOrFail({ where: { workspaceId, name }, lock: { mode: 'pessimistic_write' } });
+      const version = d.latestVersion + 1;
+      await m.getRepository(DeploymentVersion).save(m.getRepository(DeploymentVersion).create({ deploymentId: d.id, version, spec }));
+      Object.assign(d, { latestVersion: version, kind, state: 'ready', stateReason: null });
+      await m.getRepository(Deployment).save(d);
+      return { deployment: d, version };
+    });
+  }
+
+  /** The workspace's deployments (deleted ones left out) by name, with their counts. */
+  listWithCounts(workspaceId: string): Promise<DeploymentWithCounts[]> {
+    return queryRowsOn<DeploymentWithCounts>(this.db, `${WITH_COUNTS_SQL} ORDER BY d.name`, [workspaceId]);
+  }
+
+  async findWithCounts(workspaceId: string, name: string): Promise<DeploymentWithCounts | undefined> {
+    const rows = await queryRowsOn<DeploymentWithCounts>(this.db, `${WITH_COUNTS_SQL} AND d.name = $2`, [workspaceId, name]);
+    return rows[0];
+  }
+
+  /** Deleted ones included: the caller decides what a deleted deployment means. */
+  findByName(workspaceId: string, name: string): Promise<Deployment | null> {
+    return this.db.getRepository(Deployment).findOneBy({ workspaceId, name });
+  }
+
+  findById(id: string): Promise<Deployment> {
+    return this.db.getRepository(Deployment).findOneByOrFail({ id });
+  }
+
+  /** Every deployment, deleted ones included. */
+  listAll(): Promise<Deployment[]> {
+    return this.db.getRepository(Deployment).find();
+  }
+
+  versionsOf(deploymentId: string, order: 'ASC' | 'DESC'): Promise<DeploymentVersion[]> {
+    return this.db.getRepository(DeploymentVersion).find({ where: { deploymentId }, order: { version: order } });
+  }
+
+  /** Sets the deployment's state and why (null: no reason), and answers it saved. */
+  async setState(deployment: Deployment, state: DeploymentState, reason: string | null): Promise<Deployment> {
+    deployment.state = state;
+    deployment.stateReason = reason;
+    return this.db.getRepository(Deployment).save(deployment);
+  }
+
+  /** The deployment's containers not yet stopped or failed, oldest first. */
+  containersOf(deploymentId: string): Promise<DeploymentContainer[]> {
+    return queryRowsOn<DeploymentContainer>(
+      this.db,
+      `SELECT c.id, v.version, c.machine_id AS "machineId", c.state, c.state_reason AS "stateReason", c.ready_at AS "readyAt" FROM containers c
+       JOIN deployment_versions v ON v.id = c.deployment_version_id
+       WHERE v.deployment_id = $1 AND c.state NOT IN ('stopped', 'failed') ORDER BY c.created_at`,
+      [deploymentId],
+    );
+  }
+
+  /** Ids of the deployment's containers in any state but long finished (ended within 5 minutes), for following its logs. */
+  async recentContainerIds(deploymentId: string): Promise<string[]> {
+    const rows = await queryRowsOn<{ id: string }>(
+      this.db,
+      `SELECT c.id FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+       WHERE v.deployment_id = $1 AND (c.state NOT IN ('stopped', 'failed') OR c.updated_at > now() - interval '5 minutes')`,
+      [deploymentId],
+    );
+    return rows.map((r) => r.id);
+  }
 }

@@ -1,8 +1,314 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
+import type { Task } from '../entities/task.entity.js';
+import { queryRows, queryRowsOn } from '../query-rows.js';
 
-/** Every statement on tasks (the task state machine, the submission outbox, TTL expiry, callbacks). */
+/** A task as the task API shows it: its row and its deployment's name; `result` only when asked for. */
+export type TaskWithDeployment = Pick<
+  Task,
+  | 'id'
+  | 'workspaceId'
+  | 'deploymentId'
+  | 'version'
+  | 'state'
+  | 'result'
+  | 'resultRef'
+  | 'error'
+  | 'attempts'
+  | 'maxRetries'
+  | 'timeoutSeconds'
+  | 'ttlSeconds'
+  | 'callbackUrl'
+  | 'callbackState'
+  | 'callbackAttempts'
+  | 'containerId'
+  | 'machineId'
+  | 'streamSeq'
+  | 'createdAt'
+  | 'startedAt'
+  | 'endedAt'
+  | 'updatedAt'
+> & { deploymentName: string };
+
+/** What a task is published to TASKS from: by the submit, and by the relay for one saved but never sent. */
+export type UnsentTask = Pick<Task, 'id' | 'workspaceId' | 'deploymentId' | 'version' | 'maxRetries' | 'timeoutSeconds' | 'ttlSeconds' | 'callbackUrl' | 'createdAt'> & {
+  payload: Record<string, unknown>;
+};
+
+/** A task to accept: its id is chosen by the caller (it becomes the TASKS message id). */
+export type NewTask = Omit<UnsentTask, 'createdAt'>;
+
+/** The row before an attempt's start was recorded: the attempt it replaced may have been lost. */
+export interface StartedOver {
+  was: TaskState;
+  wasAttempt: number;
+  wasMachine: string | null;
+  wasContainer: string | null;
+}
+
+/** A task just made final by a sweep or a cancel: where its TASKS message sits (null: never published). */
+export interface EndedTask {
+  id: string;
+  streamSeq: number | null;
+  endedAt: Date;
+}
+
+export interface CancelledTask extends EndedTask {
+  /** The state it was in: RUNNING means an agent must stop it. */
+  was: TaskState;
+  deploymentId: string;
+  version: number;
+}
+
+export interface TaskListFilter {
+  deploymentName?: string;
+  states?: TaskState[];
+  /** Keyset: only tasks older than this one (newest first). */
+  before?: { createdAt: string; id: string };
+}
+
+/** Due callbacks claimed in one transaction; each outcome is recorded in it before the claim ends. */
+export interface CallbackClaim {
+  tasks: TaskWithDeployment[];
+  markDelivered(taskId: string, attempts: number): Promise<void>;
+  /** retryInMs null: gave up (callback_state failed). */
+  markAttemptFailed(taskId: string, attempts: number, retryInMs: number | null): Promise<void>;
+}
+
+const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
+/** On reaching a final state: a callback is due now when the task has a URL. */
+const CALLBACK_DUE = `callback_state = CASE WHEN callback_url IS NULL THEN NULL ELSE 'pending' END, callback_next_at = CASE WHEN callback_url IS NULL THEN NULL ELSE now() END`;
+
+const TASK_COLUMNS = `t.id, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId", d.name AS "deploymentName", t.deployment_version AS version, t.state,
+  t.result_ref AS "resultRef", t.error, t.attempts, t.max_retries AS "maxRetries", t.timeout_seconds AS "timeoutSeconds", t.ttl_seconds AS "ttlSeconds",
+  t.callback_url AS "callbackUrl", t.callback_state AS "callbackState", t.callback_attempts AS "callbackAttempts", t.container_id AS "containerId",
+  t.machine_id AS "machineId", t.stream_seq AS "streamSeq", t.created_at AS "createdAt", t.started_at AS "startedAt", t.ended_at AS "endedAt", t.updated_at AS "updatedAt"`;
+const TASK_FROM = `tasks t JOIN deployments d ON d.id = t.deployment_id`;
+const UNSENT_COLUMNS = `id, workspace_id AS "workspaceId", deployment_id AS "deploymentId", deployment_version AS version, payload, max_retries AS "maxRetries",
+  timeout_seconds AS "timeoutSeconds", ttl_seconds AS "ttlSeconds", callback_url AS "callbackUrl", created_at AS "createdAt"`;
+
+/** bigint arrives as text (see numberFromText); stream sequences stay far below 2^53. */
+function seq(value: string | number | null): number | null {
+  return value === null ? null : Number(value);
+}
+
+/** A row as the driver answers it: stream_seq (bigint) as text. */
+type Raw<T extends { streamSeq: number | null }> = Omit<T, 'streamSeq'> & { streamSeq: string | null };
+
+function withSeq<T extends { streamSeq: number | null }>(row: Raw<T>): T {
+  return { ...row, streamSeq: seq(row.streamSeq) } as T;
+}
+
+/**
+ * Every statement on tasks (the task state machine, the submission outbox, TTL expiry,
+ * callbacks). Events may arrive twice and out of order, so every transition is one
+ * conditional UPDATE: a final state is never left, the first completion wins, and an
+ * attempt's event never overwrites a later attempt's.
+ */
 @Injectable()
 export class TasksRepository {
   constructor(private readonly db: DataSource) {}
+
+  /**
+   * Saves a PENDING task unless its deployment already has maxPending tasks waiting; undefined
+   * then. The bound and the insert in one round trip (concurrent submits may overshoot it by a few).
+   */
+  async createPending(task: NewTask, maxPending: number): Promise<UnsentTask | undefined> {
+    const rows = await queryRowsOn<UnsentTask>(
+      this.db,
+      `INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds, ttl_seconds, callback_url)
+       SELECT $1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9
+       WHERE (SELECT count(*) FROM tasks WHERE deployment_id = $3 AND state IN ('PENDING', 'RETRY')) < $10
+       RETURNING ${UNSENT_COLUMNS}`,
+      [task.id, task.workspaceId, task.deploymentId, task.version, JSON.stringify(task.payload), task.maxRetries, task.timeoutSeconds, task.ttlSeconds, task.callbackUrl, maxPending],
+    );
+    return rows[0];
+  }
+
+  /** Records where TASKS stored the task, once (a second send of the same task changes nothing). */
+  async markEnqueued(taskId: string, streamSeq: number): Promise<boolean> {
+    const rows = await queryRowsOn(this.db, `UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL RETURNING id`, [taskId, streamSeq]);
+    return rows.length > 0;
+  }
+
+  /** Pending tasks saved over olderThanSeconds ago and never published (their gateway died in between), oldest first. */
+  listUnsent(olderThanSeconds: number, limit = 200): Promise<UnsentTask[]> {
+    return queryRowsOn<UnsentTask>(
+      this.db,
+      `SELECT ${UNSENT_COLUMNS}
+       FROM tasks WHERE enqueued_at IS NULL AND state = 'PENDING' AND created_at < now() - $1 * interval '1 second'
+       ORDER BY created_at LIMIT $2`,
+      [olderThanSeconds, limit],
+    );
+  }
+
+  /**
+   * An attempt started: RUNNING, unless the task is final or already on this attempt or a
+   * later one. Answers the row as it was before, or undefined when nothing changed.
+   */
+  async markStarted(e: { taskId: string; attempt: number; startedAt: string; containerId: string; machineId: string }): Promise<StartedOver | undefined> {
+    const rows = await queryRowsOn<StartedOver>(
+      this.db,
+      `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 FOR UPDATE)
+       UPDATE tasks t SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
+       FROM before WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < $2
+       RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer"`,
+      [e.taskId, e.attempt, e.startedAt, e.containerId, e.machineId],
+    );
+    return rows[0];
+  }
+
+  /** An attempt failed and another follows: RETRY, unless final or a later attempt already reported. */
+  async markRetrying(taskId: string, attempt: number, error: string): Promise<boolean> {
+    const rows = await queryRowsOn(
+      this.db,
+      `UPDATE tasks SET state = 'RETRY', attempts = GREATEST(attempts, $2), error = $3, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 RETURNING id`,
+      [taskId, attempt, error],
+    );
+    return rows.length > 0;
+  }
+
+  /** The last attempt failed: ERROR or TIMEOUT, unless already final; its callback becomes due. */
+  async markFailed(e: { taskId: string; state: 'ERROR' | 'TIMEOUT'; attempt: number; error: string; failedAt: string; containerId?: string | null; machineId?: string | null }): Promise<boolean> {
+    const rows = await queryRowsOn(
+      this.db,
+      `UPDATE tasks SET state = $2, attempts = GREATEST(attempts, $3), error = $4, ended_at = $5,
+         container_id = COALESCE($6, container_id), machine_id = COALESCE($7, machine_id), ${CALLBACK_DUE}, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} RETURNING id`,
+      [e.taskId, e.state, e.attempt, e.error, e.failedAt, e.containerId ?? null, e.machineId ?? null],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * COMPLETE with its result (inline JSON text, or where it was put), unless already final: the
+   * first completion wins. startedAt is derived by the caller, since the start event may come later.
+   */
+  async complete(e: {
+    taskId: string;
+    resultJson: string | null;
+    resultRef: string | null;
+    attempt: number;
+    completedAt: string;
+    startedAt: string;
+    containerId: string;
+    machineId: string;
+  }): Promise<boolean> {
+    const rows = await queryRowsOn(
+      this.db,
+      `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, attempts = GREATEST(attempts, $4), ended_at = $5,
+         started_at = CASE WHEN attempts <= $4 THEN $8 ELSE started_at END,
+         container_id = $6, machine_id = $7, error = NULL, ${CALLBACK_DUE}, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} RETURNING id`,
+      [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId, e.startedAt],
+    );
+    return rows.length > 0;
+  }
+
+  /** Cancels a task of the workspace not yet final; undefined when it was final already (or is not there). */
+  async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
+    const rows = await queryRowsOn<Raw<CancelledTask>>(
+      this.db,
+      `WITH before AS (SELECT id, state FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
+       UPDATE tasks t SET state = 'CANCELLED', error = 'cancelled by the user', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
+       FROM before WHERE t.id = before.id
+       RETURNING t.id, before.state AS was, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
+      [taskId, workspaceId],
+    );
+    return rows.length ? withSeq<CancelledTask>(rows[0]) : undefined;
+  }
+
+  /** Every task of the deployment not yet final becomes CANCELLED with the reason. */
+  async cancelAllOf(deploymentId: string, reason: string): Promise<EndedTask[]> {
+    const rows = await queryRowsOn<Raw<EndedTask>>(
+      this.db,
+      `UPDATE tasks SET state = 'CANCELLED', error = $2, ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
+       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+      [deploymentId, reason],
+    );
+    return rows.map((r) => withSeq<EndedTask>(r));
+  }
+
+  /** Pending tasks past their ttl become EXPIRED, oldest first, rows other sweeps hold skipped. */
+  async expirePastTtl(limit = 500): Promise<EndedTask[]> {
+    const rows = await queryRowsOn<Raw<EndedTask>>(
+      this.db,
+      `UPDATE tasks SET state = 'EXPIRED', error = 'waited longer than its ttl of ' || ttl_seconds || ' s without starting', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
+       WHERE id IN (SELECT id FROM tasks WHERE state = 'PENDING' AND ttl_seconds IS NOT NULL AND created_at + ttl_seconds * interval '1 second' < now()
+                    ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING id, stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+      [limit],
+    );
+    return rows.map((r) => withSeq<EndedTask>(r));
+  }
+
+  /** One task of the workspace, with its inline result when asked for. */
+  async findInWorkspace(taskId: string, workspaceId: string, withResult: boolean): Promise<TaskWithDeployment | undefined> {
+    const rows = await queryRowsOn<Raw<TaskWithDeployment>>(
+      this.db,
+      `SELECT ${TASK_COLUMNS}${withResult ? ', t.result' : ''} FROM ${TASK_FROM} WHERE t.id = $1 AND t.workspace_id = $2`,
+      [taskId, workspaceId],
+    );
+    return rows.length ? withSeq<TaskWithDeployment>(rows[0]) : undefined;
+  }
+
+  /** Tasks of the workspace, newest first, at most `limit` (deleted deployments' left out when filtered by name). */
+  async listForWorkspace(workspaceId: string, filter: TaskListFilter, limit: number): Promise<TaskWithDeployment[]> {
+    const where = ['t.workspace_id = $1'];
+    const args: unknown[] = [workspaceId];
+    if (filter.deploymentName) {
+      args.push(filter.deploymentName);
+      where.push(`d.name = $${args.length} AND d.state <> 'deleted'`);
+    }
+    if (filter.states?.length) {
+      args.push(filter.states);
+      where.push(`t.state = ANY($${args.length}::text[])`);
+    }
+    if (filter.before) {
+      args.push(filter.before.createdAt, filter.before.id);
+      where.push(`(t.created_at, t.id) < ($${args.length - 1}::timestamptz, $${args.length}::uuid)`);
+    }
+    args.push(limit);
+    const rows = await queryRowsOn<Raw<TaskWithDeployment>>(
+      this.db,
+      `SELECT ${TASK_COLUMNS} FROM ${TASK_FROM} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT $${args.length}`,
+      args,
+    );
+    return rows.map((r) => withSeq<TaskWithDeployment>(r));
+  }
+
+  /**
+   * Claims up to `limit` due callbacks (FOR UPDATE SKIP LOCKED: replicas never claim the same
+   * one) and holds them while `work` delivers them; its outcomes are written in the same
+   * transaction, which commits when `work` returns.
+   */
+  async claimCallbacksDue(limit: number, work: (claim: CallbackClaim) => Promise<void>): Promise<void> {
+    await this.db.transaction(async (tx: EntityManager) => {
+      const runner = tx.queryRunner!;
+      const rows = await queryRows<Raw<TaskWithDeployment>>(
+        runner,
+        `SELECT ${TASK_COLUMNS}, t.result FROM ${TASK_FROM}
+         WHERE t.id IN (SELECT id FROM tasks WHERE callback_state = 'pending' AND callback_next_at <= now() ORDER BY callback_next_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+        [limit],
+      );
+      await work({
+        tasks: rows.map((r) => withSeq<TaskWithDeployment>(r)),
+        markDelivered: async (taskId, attempts) => {
+          await runner.query(`UPDATE tasks SET callback_state = 'delivered', callback_attempts = $2, callback_next_at = NULL WHERE id = $1`, [taskId, attempts]);
+        },
+        markAttemptFailed: async (taskId, attempts, retryInMs) => {
+          // No retry: the delay is null, and so is callback_next_at. ($2 compared with a literal as
+          // well as assigned to the varchar column made Postgres refuse the statement.)
+          await runner.query(`UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = now() + $4 * interval '1 millisecond' WHERE id = $1`, [
+            taskId,
+            retryInMs === null ? 'failed' : 'pending',
+            attempts,
+            retryInMs,
+          ]);
+        },
+      });
+    });
+  }
 }

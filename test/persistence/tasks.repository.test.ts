@@ -1,0 +1,263 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { createDataSource, Deployment, runMigrations, Task, type TaskWithDeployment, TasksRepository, Workspace } from '#tern/persistence';
+import { createTestSchema, type TestSchema } from '../support/isolation.js';
+
+let schema: TestSchema;
+let db: DataSource;
+let tasks: TasksRepository;
+let workspaceId: string;
+let deploymentId: string;
+
+beforeAll(async () => {
+  schema = await createTestSchema('tasksrepo');
+  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
+  await runMigrations(db);
+  tasks = new TasksRepository(db);
+  workspaceId = (await db.getRepository(Workspace).save({ name: 'tasks' })).id;
+  deploymentId = (await db.getRepository(Deployment).save({ workspaceId, name: 'queue', kind: 'task_queue', state: 'ready', latestVersion: 1 })).id;
+});
+
+afterAll(async () => {
+  await db?.destroy();
+  await schema?.drop();
+});
+
+const newTask = (over: Partial<Parameters<TasksRepository['createPending']>[0]> = {}) => ({
+  id: randomUUID(),
+  workspaceId,
+  deploymentId,
+  version: 1,
+  payload: { n: 1 },
+  maxRetries: 3,
+  timeoutSeconds: 60,
+  ttlSeconds: null,
+  callbackUrl: null,
+  ...over,
+});
+
+/** A task row in any state, on its own deployment unless one is given. */
+async function task(over: Partial<Task> = {}, ageSeconds = 0): Promise<Task> {
+  const saved = await db.getRepository(Task).save({ workspaceId, deploymentId, state: 'PENDING', payload: {}, maxRetries: 3, timeoutSeconds: 60, ...over });
+  if (ageSeconds) await db.query(`UPDATE tasks SET created_at = now() - $2 * interval '1 second' WHERE id = $1`, [saved.id, ageSeconds]);
+  return db.getRepository(Task).findOneByOrFail({ id: saved.id });
+}
+
+const row = (id: string) => db.getRepository(Task).findOneByOrFail({ id });
+
+async function ownDeployment(): Promise<string> {
+  return (await db.getRepository(Deployment).save({ workspaceId, name: `q-${randomUUID()}`, kind: 'task_queue', state: 'ready', latestVersion: 1 })).id;
+}
+
+describe('TasksRepository', () => {
+  describe('the submission outbox', () => {
+    it('saves a pending task, until the deployment has maxPending waiting', async () => {
+      const own = await ownDeployment();
+      const first = await tasks.createPending(newTask({ deploymentId: own, ttlSeconds: 30, callbackUrl: 'http://cb' }), 2);
+      expect(first).toMatchObject({ deploymentId: own, version: 1, payload: { n: 1 }, maxRetries: 3, timeoutSeconds: 60, ttlSeconds: 30, callbackUrl: 'http://cb' });
+      expect(first!.createdAt).toBeInstanceOf(Date);
+      expect(await tasks.createPending(newTask({ deploymentId: own }), 2)).toBeDefined();
+      expect(await tasks.createPending(newTask({ deploymentId: own }), 2)).toBeUndefined();
+      expect(await db.getRepository(Task).countBy({ deploymentId: own })).toBe(2);
+    });
+
+    it('records where TASKS stored a task once', async () => {
+      const t = await tasks.createPending(newTask(), 1000);
+      expect(await tasks.markEnqueued(t!.id, 41)).toBe(true);
+      expect(await tasks.markEnqueued(t!.id, 42)).toBe(false);
+      expect(await row(t!.id)).toMatchObject({ streamSeq: 41, enqueuedAt: expect.any(Date) });
+    });
+
+    it('lists pending tasks never published once they are old enough, oldest first', async () => {
+      const own = await ownDeployment();
+      const fresh = await task({ deploymentId: own });
+      const old = await task({ deploymentId: own }, 60);
+      const older = await task({ deploymentId: own }, 120);
+      const sent = await task({ deploymentId: own, enqueuedAt: new Date() }, 60);
+      const running = await task({ deploymentId: own, state: 'RUNNING' }, 60);
+      const unsent = (await tasks.listUnsent(5, 10_000)).map((t) => t.id);
+      expect(unsent.indexOf(older.id)).toBeLessThan(unsent.indexOf(old.id));
+      expect(unsent).toContain(old.id);
+      for (const t of [fresh, sent, running]) expect(unsent).not.toContain(t.id);
+    });
+  });
+
+  describe('transitions', () => {
+    const start = (taskId: string, attempt: number, machineId = 'm-1') => tasks.markStarted({ taskId, attempt, startedAt: new Date().toISOString(), containerId: `c-${attempt}`, machineId });
+
+    it('starts an attempt once, never an older one, and answers the row as it was', async () => {
+      const t = await task();
+      expect(await start(t.id, 1)).toEqual({ was: 'PENDING', wasAttempt: 0, wasMachine: null, wasContainer: null });
+      expect(await start(t.id, 1)).toBeUndefined();
+      expect(await start(t.id, 2, 'm-2')).toEqual({ was: 'RUNNING', wasAttempt: 1, wasMachine: 'm-1', wasContainer: 'c-1' });
+      expect(await start(t.id, 1)).toBeUndefined();
+      expect(await row(t.id)).toMatchObject({ state: 'RUNNING', attempts: 2, machineId: 'm-2', containerId: 'c-2' });
+    });
+
+    it('retries only while no later attempt reported', async () => {
+      const t = await task();
+      await start(t.id, 2);
+      expect(await tasks.markRetrying(t.id, 1, 'old')).toBe(false);
+      expect(await tasks.markRetrying(t.id, 2, 'boom')).toBe(true);
+      expect(await row(t.id)).toMatchObject({ state: 'RETRY', attempts: 2, error: 'boom' });
+    });
+
+    it('fails for good once, making a callback due when there is a URL', async () => {
+      const t = await task({ callbackUrl: 'http://cb' });
+      expect(await tasks.markFailed({ taskId: t.id, state: 'TIMEOUT', attempt: 1, error: 'timeout: slow', failedAt: new Date().toISOString(), machineId: 'm-9' })).toBe(true);
+      expect(await tasks.markFailed({ taskId: t.id, state: 'ERROR', attempt: 2, error: 'later', failedAt: new Date().toISOString() })).toBe(false);
+      expect(await tasks.markRetrying(t.id, 3, 'later')).toBe(false);
+      expect(await row(t.id)).toMatchObject({ state: 'TIMEOUT', error: 'timeout: slow', machineId: 'm-9', callbackState: 'pending', callbackNextAt: expect.any(Date) });
+      const quiet = await task();
+      await tasks.markFailed({ taskId: quiet.id, state: 'ERROR', attempt: 1, error: 'x', failedAt: new Date().toISOString() });
+      expect(await row(quiet.id)).toMatchObject({ state: 'ERROR', callbackState: null, callbackNextAt: null });
+    });
+
+    it('keeps the first completion: a completion after a final state changes nothing', async () => {
+      const t = await task();
+      const completion = (resultJson: string, machineId: string) =>
+        tasks.complete({ taskId: t.id, resultJson, resultRef: null, attempt: 1, completedAt: new Date().toISOString(), startedAt: new Date(Date.now() - 5).toISOString(), containerId: 'c', machineId });
+      expect(await completion('{"first": true}', 'm-1')).toBe(true);
+      expect(await completion('{"second": true}', 'm-2')).toBe(false);
+      expect(await start(t.id, 2)).toBeUndefined();
+      expect(await row(t.id)).toMatchObject({ state: 'COMPLETE', result: { first: true }, machineId: 'm-1', startedAt: expect.any(Date), error: null });
+    });
+
+    it('cancels a task of its workspace not yet final, once', async () => {
+      const t = await task();
+      await tasks.markEnqueued(t.id, 7);
+      expect(await tasks.cancel(t.id, randomUUID())).toBeUndefined();
+      expect(await tasks.cancel(t.id, workspaceId)).toEqual({ id: t.id, was: 'PENDING', streamSeq: 7, deploymentId, version: 1, endedAt: expect.any(Date) });
+      expect(await tasks.cancel(t.id, workspaceId)).toBeUndefined();
+      expect(await row(t.id)).toMatchObject({ state: 'CANCELLED', error: 'cancelled by the user' });
+    });
+
+    it('cancels every unfinished task of a deployment', async () => {
+      const own = await ownDeployment();
+      const pending = await task({ deploymentId: own });
+      const running = await task({ deploymentId: own, state: 'RUNNING' });
+      const done = await task({ deploymentId: own, state: 'COMPLETE' });
+      const cancelled = await tasks.cancelAllOf(own, 'queue deleted');
+      expect(cancelled.map((c) => c.id).sort()).toEqual([pending.id, running.id].sort());
+      expect(cancelled[0]).toEqual({ id: expect.any(String), streamSeq: null, endedAt: expect.any(Date) });
+      expect(await row(done.id)).toMatchObject({ state: 'COMPLETE' });
+      expect(await tasks.cancelAllOf(own, 'again')).toEqual([]);
+    });
+  });
+
+  describe('ttl expiry', () => {
+    it('expires pending tasks past their ttl once, and no others', async () => {
+      const past = await task({ ttlSeconds: 10, streamSeq: 9 }, 60);
+      const within = await task({ ttlSeconds: 600 }, 60);
+      const forever = await task({ ttlSeconds: null }, 600);
+      const started = await task({ ttlSeconds: 10, state: 'RUNNING' }, 60);
+      const expired = await tasks.expirePastTtl();
+      expect(expired).toContainEqual({ id: past.id, streamSeq: 9, endedAt: expect.any(Date) });
+      for (const t of [within, forever, started]) expect(expired.map((e) => e.id)).not.toContain(t.id);
+      expect((await tasks.expirePastTtl()).map((e) => e.id)).not.toContain(past.id);
+      expect(await row(past.id)).toMatchObject({ state: 'EXPIRED', error: 'waited longer than its ttl of 10 s without starting' });
+    });
+
+    it('skips a task another transaction holds', async () => {
+      const held = await task({ ttlSeconds: 1 }, 60);
+      const other = db.createQueryRunner();
+      await other.startTransaction();
+      try {
+        await other.query(`SELECT id FROM tasks WHERE id = $1 FOR UPDATE`, [held.id]);
+        expect((await tasks.expirePastTtl()).map((e) => e.id)).not.toContain(held.id);
+      } finally {
+        await other.rollbackTransaction();
+        await other.release();
+      }
+      expect((await tasks.expirePastTtl()).map((e) => e.id)).toContain(held.id);
+    });
+  });
+
+  describe('reads', () => {
+    it('finds a task of the workspace with its deployment name, its result only when asked for', async () => {
+      const t = await task({ state: 'COMPLETE', result: { ok: 1 }, streamSeq: 12 });
+      const found = await tasks.findInWorkspace(t.id, workspaceId, true);
+      expect(found).toMatchObject({ id: t.id, deploymentName: 'queue', version: 1, state: 'COMPLETE', result: { ok: 1 }, streamSeq: 12, maxRetries: 3, createdAt: expect.any(Date) });
+      expect((await tasks.findInWorkspace(t.id, workspaceId, false))?.result).toBeUndefined();
+      expect(await tasks.findInWorkspace(t.id, randomUUID(), true)).toBeUndefined();
+    });
+
+    it('lists newest first, filtered by deployment name and state, paged by keyset', async () => {
+      const ws = (await db.getRepository(Workspace).save({ name: `list-${randomUUID()}` })).id;
+      const a = (await db.getRepository(Deployment).save({ workspaceId: ws, name: 'a', kind: 'task_queue' })).id;
+      const b = (await db.getRepository(Deployment).save({ workspaceId: ws, name: 'b', kind: 'task_queue', state: 'deleted' })).id;
+      const t1 = await task({ workspaceId: ws, deploymentId: a }, 30);
+      const t2 = await task({ workspaceId: ws, deploymentId: a, state: 'COMPLETE' }, 20);
+      const t3 = await task({ workspaceId: ws, deploymentId: b }, 10);
+      const ids = (list: TaskWithDeployment[]) => list.map((t) => t.id);
+      expect(ids(await tasks.listForWorkspace(ws, {}, 10))).toEqual([t3.id, t2.id, t1.id]);
+      expect(ids(await tasks.listForWorkspace(ws, { deploymentName: 'a' }, 10))).toEqual([t2.id, t1.id]);
+      expect(ids(await tasks.listForWorkspace(ws, { deploymentName: 'b' }, 10))).toEqual([]);
+      expect(ids(await tasks.listForWorkspace(ws, { states: ['PENDING'] }, 10))).toEqual([t3.id, t1.id]);
+      const [first] = await tasks.listForWorkspace(ws, {}, 1);
+      expect(first.deploymentName).toBe('b');
+      expect(ids(await tasks.listForWorkspace(ws, { before: { createdAt: first.createdAt.toISOString(), id: first.id } }, 10))).toEqual([t2.id, t1.id]);
+    });
+  });
+
+  describe('callbacks', () => {
+    async function dueCallback(): Promise<Task> {
+      const t = await task({ state: 'COMPLETE', callbackUrl: 'http://cb', result: { v: 1 } });
+      await db.query(`UPDATE tasks SET callback_state = 'pending', callback_next_at = now() - interval '1 second' WHERE id = $1`, [t.id]);
+      return t;
+    }
+    /** Claims every due callback and delivers none: leaves the rows as they were. */
+    const claimedIds = async (limit = 1000) => {
+      let ids: string[] = [];
+      await tasks.claimCallbacksDue(limit, async (claim) => {
+        ids = claim.tasks.map((t) => t.id);
+      });
+      return ids;
+    };
+
+    it('claims due callbacks with the task and its result, and records a delivery', async () => {
+      const t = await dueCallback();
+      const notYet = await task({ callbackUrl: 'http://cb' });
+      await db.query(`UPDATE tasks SET callback_state = 'pending', callback_next_at = now() + interval '1 hour' WHERE id = $1`, [notYet.id]);
+      await tasks.claimCallbacksDue(1000, async (claim) => {
+        expect(claim.tasks.map((c) => c.id)).toContain(t.id);
+        expect(claim.tasks.map((c) => c.id)).not.toContain(notYet.id);
+        expect(claim.tasks.find((c) => c.id === t.id)).toMatchObject({ deploymentName: 'queue', result: { v: 1 }, callbackUrl: 'http://cb', callbackAttempts: 0 });
+        await claim.markDelivered(t.id, 1);
+      });
+      expect(await row(t.id)).toMatchObject({ callbackState: 'delivered', callbackAttempts: 1, callbackNextAt: null });
+      expect(await claimedIds()).not.toContain(t.id);
+    });
+
+    it('records a failed attempt: retried after the delay, or given up', async () => {
+      const retried = await dueCallback();
+      const given = await dueCallback();
+      await tasks.claimCallbacksDue(1000, async (claim) => {
+        await claim.markAttemptFailed(retried.id, 3, 60_000);
+        await claim.markAttemptFailed(given.id, 8, null);
+      });
+      const r = await row(retried.id);
+      expect(r).toMatchObject({ callbackState: 'pending', callbackAttempts: 3 });
+      expect(r.callbackNextAt!.getTime() - Date.now()).toBeGreaterThan(50_000);
+      expect(await row(given.id)).toMatchObject({ callbackState: 'failed', callbackAttempts: 8, callbackNextAt: null });
+      const due = await claimedIds();
+      expect(due).not.toContain(retried.id);
+      expect(due).not.toContain(given.id);
+    });
+
+    it('never hands one callback to two concurrent claims', async () => {
+      const mine = [await dueCallback(), await dueCallback(), await dueCallback()].map((t) => t.id);
+      const before = await claimedIds();
+      let first: string[] = [];
+      let second: string[] = [];
+      await tasks.claimCallbacksDue(before.length - 1, async (claim) => {
+        first = claim.tasks.map((t) => t.id);
+        second = await claimedIds();
+      });
+      expect(first.length).toBe(before.length - 1);
+      expect(first.filter((id) => second.includes(id))).toEqual([]);
+      expect([...first, ...second].sort()).toEqual([...before].sort());
+      for (const id of mine) expect(before).toContain(id);
+    });
+  });
+});

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { ApiToken, createDataSource, hashToken, isUniqueViolation, runMigrations, TokensRepository, Workspace } from '#tern/persistence';
+import { createTestSchema, type TestSchema } from '../support/isolation.js';
+
+let schema: TestSchema;
+let db: DataSource;
+let tokens: TokensRepository;
+
+beforeAll(async () => {
+  schema = await createTestSchema('tokensrepo');
+  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
+  await runMigrations(db);
+  tokens = new TokensRepository(db);
+});
+
+afterAll(async () => {
+  await db?.destroy();
+  await schema?.drop();
+});
+
+const secret = () => `tern_${randomUUID().replaceAll('-', '')}`;
+const fields = (workspaceId: string, name = 'ci', value = secret()) => ({ workspaceId, name, role: 'member' as const, tokenHash: hashToken(value), prefix: value.slice(0, 8) });
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+describe('TokensRepository', () => {
+  it('creates, finds and lists workspaces, refusing a taken name', async () => {
+    const name = `ws-${randomUUID()}`;
+    const ws = await tokens.createWorkspace(name);
+    expect(ws).toMatchObject({ id: expect.any(String), name, createdAt: expect.any(Date) });
+    expect(await tokens.findWorkspace(ws.id)).toMatchObject({ name });
+    expect(await tokens.findWorkspace(randomUUID())).toBeNull();
+    const later = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const all = (await tokens.listWorkspaces()).map((w) => w.id);
+    expect(all.indexOf(ws.id)).toBeLessThan(all.indexOf(later.id));
+    expect(isUniqueViolation(await rejection(tokens.createWorkspace(name)), 'uq_workspaces_name')).toBe(true);
+  });
+
+  it('issues a token and finds it by its hash with its workspace, until it is revoked', async () => {
+    const ws = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const value = secret();
+    const issued = await tokens.issue(fields(ws.id, 'ci', value));
+    expect(issued).toMatchObject({ id: expect.any(String), workspaceId: ws.id, name: 'ci', role: 'member', prefix: value.slice(0, 8), revokedAt: null, lastUsedAt: null });
+    const found = await tokens.findActiveByHash(hashToken(value));
+    expect(found).toMatchObject({ id: issued.id, workspace: { name: ws.name } });
+    expect(await tokens.findActiveByHash(hashToken(secret()))).toBeNull();
+    await tokens.revoke(issued.id);
+    expect(await tokens.findActiveByHash(hashToken(value))).toBeNull();
+    expect((await tokens.findInWorkspace(issued.id, ws.id))?.revokedAt).toBeInstanceOf(Date);
+  });
+
+  it('records when a token was last used', async () => {
+    const ws = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const issued = await tokens.issue(fields(ws.id));
+    await tokens.markUsed(issued.id);
+    expect((await db.getRepository(ApiToken).findOneByOrFail({ id: issued.id })).lastUsedAt).toBeInstanceOf(Date);
+  });
+
+  it('lists the workspace tokens not revoked, oldest first, and finds one only in its own workspace', async () => {
+    const ws = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const other = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const a = await tokens.issue(fields(ws.id, 'a'));
+    const b = await tokens.issue(fields(ws.id, 'b'));
+    const gone = await tokens.issue(fields(ws.id, 'gone'));
+    await tokens.issue(fields(other.id, 'theirs'));
+    await tokens.revoke(gone.id);
+    expect((await tokens.listActive(ws.id)).map((t) => t.name)).toEqual(['a', 'b']);
+    expect(await tokens.findInWorkspace(a.id, other.id)).toBeNull();
+    expect(await tokens.findInWorkspace(b.id, ws.id)).toMatchObject({ name: 'b' });
+  });
+
+  it('installs a workspace token once, creating the workspace, even when gateways start at once', async () => {
+    const name = `boot-${randomUUID()}`;
+    const value = secret();
+    const token = { name: 'admin (bootstrap)', role: 'admin' as const, tokenHash: hashToken(value), prefix: value.slice(0, 8) };
+    const installed = await Promise.all([1, 2, 3].map(() => tokens.ensureWorkspaceToken(name, token)));
+    expect(installed.filter(Boolean)).toHaveLength(1);
+    expect(await tokens.ensureWorkspaceToken(name, token)).toBe(false);
+    const ws = await db.getRepository(Workspace).findOneByOrFail({ name });
+    expect(await db.getRepository(ApiToken).findBy({ workspaceId: ws.id })).toEqual([expect.objectContaining({ role: 'admin', name: 'admin (bootstrap)' })]);
+  });
+});
