@@ -45,31 +45,8 @@ export interface JoinTokenStatus {
   now: Date;
 }
 
-interface AdmissionRow {
-  id: string;
-  pool: string;
-  state: MachineState;
-  state_reason: string | null;
-  gpus: MachineGpu[];
-  network: MachineNetwork | null;
-  allowed_gpu_types: string[];
-  min_network_mbps: number | null;
-}
-
-const ADMISSION_RETURNING = `m.id, m.pool, m.state, m.state_reason, m.gpus, m.network, p.allowed_gpu_types, p.min_network_mbps`;
-
-function forAdmission(r: AdmissionRow): MachineForAdmission {
-  return {
-    id: r.id,
-    pool: r.pool,
-    state: r.state,
-    stateReason: r.state_reason,
-    gpus: r.gpus,
-    network: r.network,
-    allowedGpuTypes: r.allowed_gpu_types,
-    minNetworkMbps: r.min_network_mbps,
-  };
-}
+const ADMISSION_RETURNING = `m.id, m.pool, m.state, m.state_reason AS "stateReason", m.gpus, m.network,
+  p.allowed_gpu_types AS "allowedGpuTypes", p.min_network_mbps AS "minNetworkMbps"`;
 
 /**
  * One statement finds and moves every machine that has been silent for longer than the TTL.
@@ -98,7 +75,7 @@ const SWEEP = `
       updated_at = now()
   FROM stale
   WHERE m.id = stale.id AND m.state = stale.state
-  RETURNING m.id, m.pool, stale.state AS from_state, m.state_reason, m.state_changed_at`;
+  RETURNING m.id, m.pool, stale.state AS "from", m.state_reason AS reason, m.state_changed_at AS "changedAt"`;
 
 /** Every statement on machines and pools (registration, credentials, state, offers). */
 @Injectable()
@@ -236,11 +213,11 @@ export class MachinesRepository {
 
   /** Moves the machine to registered, whatever its state (the caller decided, holding its row lock); when it moved. */
   async markRegistered(machineId: string, reason: string): Promise<Date | undefined> {
-    const [row] = await this.rows<{ state_changed_at: Date }>(
-      `UPDATE machines SET state = 'registered', state_reason = $2, state_changed_at = now() WHERE id = $1 RETURNING state_changed_at`,
+    const [row] = await this.rows<{ changedAt: Date }>(
+      `UPDATE machines SET state = 'registered', state_reason = $2, state_changed_at = now() WHERE id = $1 RETURNING state_changed_at AS "changedAt"`,
       [machineId, reason],
     );
-    return row?.state_changed_at;
+    return row?.changedAt;
   }
 
   // --- The scheduler's registry -------------------------------------------------------------
@@ -251,18 +228,18 @@ export class MachinesRepository {
    * unknown machine.
    */
   async recordHeartbeat(machineId: string, agentVersion: string | null): Promise<MachineForAdmission | undefined> {
-    const [row] = await this.rows<AdmissionRow>(
+    const [row] = await this.rows<MachineForAdmission>(
       `UPDATE machines m SET last_heartbeat_at = now(), agent_version = COALESCE($2, m.agent_version)
        FROM pools p WHERE m.id = $1 AND p.name = m.pool
        RETURNING ${ADMISSION_RETURNING}`,
       [machineId, agentVersion],
     );
-    return row && forAdmission(row);
+    return row;
   }
 
   /** Keeps the test on the machine unless a newer one is stored; undefined when nothing changed (unknown machine, older test). */
   async recordNetworkTest(machineId: string, test: MachineNetworkTest): Promise<MachineForAdmission | undefined> {
-    const [row] = await this.rows<AdmissionRow>(
+    const [row] = await this.rows<MachineForAdmission>(
       `UPDATE machines m SET network = jsonb_set(COALESCE(m.network, '{}'::jsonb), '{test}', $2::jsonb), updated_at = now()
        FROM pools p
        WHERE m.id = $1 AND p.name = m.pool
@@ -270,7 +247,7 @@ export class MachinesRepository {
        RETURNING ${ADMISSION_RETURNING}`,
       [machineId, JSON.stringify(test), test.testedAt],
     );
-    return row && forAdmission(row);
+    return row;
   }
 
   /** A new reason for the state the machine is in (no state change, so no event). */
@@ -293,8 +270,7 @@ export class MachinesRepository {
    * Moves up to 500 machines silent for longer than `ttlSeconds` offline, each exactly once
    * across replicas (see SWEEP). Run inside transaction() to announce the moves before they commit.
    */
-  async markOfflineOlderThan(ttlSeconds: number): Promise<OfflineMachine[]> {
-    const rows = await this.rows<{ id: string; pool: string; from_state: MachineState; state_reason: string; state_changed_at: Date }>(SWEEP, [ttlSeconds]);
-    return rows.map((r) => ({ id: r.id, pool: r.pool, from: r.from_state, reason: r.state_reason, changedAt: r.state_changed_at }));
+  markOfflineOlderThan(ttlSeconds: number): Promise<OfflineMachine[]> {
+    return this.rows<OfflineMachine>(SWEEP, [ttlSeconds]);
   }
 }
