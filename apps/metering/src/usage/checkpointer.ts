@@ -12,9 +12,9 @@ const BATCH = 500;
  * Every METERING_CHECKPOINT_INTERVAL_MS, writes the usage of every running container up to
  * now (the database's clock, shared by all replicas), so usage is current and a crash of
  * metering loses nothing that the next checkpoint would not write again. Rows are claimed
- * skipping locked ones (UsageRepository.claimRunning): a container whose event is being applied right now, or that
- * another replica is accruing, waits for the next tick, and a checkpoint can never overwrite
- * the final slices a stop has just written.
+ * skipping locked ones (UsageRepository.claimRunning): a container whose event is being
+ * applied right now, or that another replica is accruing, waits for the next tick, and a
+ * checkpoint can never overwrite the final slices a stop has just written.
  */
 @Injectable()
 export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
