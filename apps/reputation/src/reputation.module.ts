@@ -4,7 +4,7 @@ import { CoreModule } from '#tern/service';
 import { ReputationEventsController } from './events/reputation-events.controller.js';
 import { MachineBook } from './scores/machine-book.js';
 import { REPUTATION_PARAMS, reputationParams } from './scores/reputation-params.js';
-import { Scorer } from './scores/scorer.service.js';
+import { Scorer } from './scores/scorer.js';
 
 @Module({})
 export class ReputationModule {

@@ -1,7 +1,5 @@
 import { Injectable, UnauthorizedException } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
-import { hashToken, Machine } from '#tern/persistence';
+import { hashToken, MachinesRepository } from '#tern/persistence';
 import { AuthService } from '../auth/auth.service.js';
 import { type MachineCaller } from './machine-caller.js';
 
@@ -15,7 +13,7 @@ const KINDS = 'a join token (tern machine create), a machine token (from registr
 @Injectable()
 export class MachineAuthService {
   constructor(
-    @InjectRepository(Machine) private readonly machines: Repository<Machine>,
+    private readonly machines: MachinesRepository,
     private readonly auth: AuthService,
   ) {}
 
@@ -24,9 +22,9 @@ export class MachineAuthService {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw new UnauthorizedException('malformed Authorization header: expected "Bearer <token>"');
     const hash = hashToken(match[1]);
-    const byJoinToken = await this.machines.findOneBy({ joinTokenHash: hash });
+    const byJoinToken = await this.machines.findByJoinTokenHash(hash);
     if (byJoinToken) return { kind: 'join-token', machine: byJoinToken };
-    const byCredential = await this.machines.findOneBy({ credentialHash: hash });
+    const byCredential = await this.machines.findByCredentialHash(hash);
     if (byCredential) return { kind: 'machine-token', machine: byCredential };
     const principal = await this.auth.verify(match[1]);
     if (principal) return { kind: 'api-token', principal };

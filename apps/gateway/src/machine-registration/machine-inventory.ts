@@ -1,22 +1,10 @@
 import { type MachineDiscovered, type MachineInventory } from '#tern/contracts';
-import { type MachineDisk, type MachineGpu, type MachineNetworkInterface, type MachineOs } from '#tern/persistence';
+import { type MachineInventoryColumns } from '#tern/persistence';
 
 const MIB = 1024 * 1024;
 
 /** The registration body's inventory as the machine row keeps it (GPU memory in bytes, like every size there). */
-export interface InventoryColumns {
-  hostname: string;
-  cpuModel: string;
-  cpuCores: number;
-  cpuThreads: number;
-  memoryBytes: number;
-  gpus: MachineGpu[];
-  disks: MachineDisk[];
-  os: MachineOs;
-  interfaces: MachineNetworkInterface[];
-}
-
-export function inventoryColumns(inv: MachineInventory): InventoryColumns {
+export function inventoryColumns(inv: MachineInventory): MachineInventoryColumns {
   return {
     hostname: inv.hostname,
     cpuModel: inv.cpu.model,

@@ -8,7 +8,6 @@ import {
   ServiceUnavailableException,
   UnauthorizedException,
 } from '@nestjs/common';
-import { DataSource, type QueryRunner } from 'typeorm';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
   type Contract,
@@ -22,7 +21,7 @@ import {
   machineStateChangedMsgId,
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { hashToken, type Machine, type Pool, queryRows } from '#tern/persistence';
+import { hashToken, type Machine, MachinesRepository, type Pool } from '#tern/persistence';
 import { type Principal } from '../auth/principal.js';
 import { generateMachineToken } from '../machines/machine-tokens.js';
 import { PoolsService } from '../pools/pools.service.js';
@@ -54,7 +53,7 @@ export class MachineRegistrationService {
   private readonly logger = new Logger('machine-registration');
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly machines: MachinesRepository,
     private readonly pools: PoolsService,
     private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
@@ -77,16 +76,10 @@ export class MachineRegistrationService {
     checkIdentity(machine, body, 'join token');
     const pool = await this.pools.require(machine.pool);
     const machineToken = generateMachineToken();
-    const redeemed = await this.inTransaction(async (runner) => {
-      // The one use: a concurrent second redemption finds join_token_used_at set and gets nothing.
-      const [claimed] = await queryRows(
-        runner,
-        `UPDATE machines SET join_token_used_at = now(), credential_hash = $2
-         WHERE id = $1 AND join_token_used_at IS NULL AND join_token_expires_at > now() RETURNING id`,
-        [machine.id, hashToken(machineToken)],
-      );
-      if (!claimed) return false;
-      await this.store(runner, machine.id, body, 'agent registered with its join token');
+    const redeemed = await this.machines.transaction(async (tx) => {
+      // The one use: a concurrent second redemption finds the token used and gets false.
+      if (!(await tx.redeemJoinToken(machine.id, hashToken(machineToken)))) return false;
+      await this.store(tx, machine.id, body, 'agent registered with its join token');
       return true;
     });
     if (!redeemed) throw new UnauthorizedException(await this.whyNotRedeemed(machine.id));
@@ -95,13 +88,10 @@ export class MachineRegistrationService {
 
   /** Another request redeemed the token a moment ago, it expired meanwhile, or the machine was removed. */
   private async whyNotRedeemed(machineId: string): Promise<string> {
-    const [row] = await this.dataSource.query<{ used_at: Date | null; expires_at: Date | null; now: Date }[]>(
-      `SELECT join_token_used_at AS used_at, join_token_expires_at AS expires_at, now() AS now FROM machines WHERE id = $1`,
-      [machineId],
-    );
-    if (!row) return 'unknown token: its machine was removed';
+    const token = await this.machines.joinTokenStatus(machineId);
+    if (!token) return 'unknown token: its machine was removed';
     return (
-      joinTokenProblem({ joinTokenUsedAt: row.used_at, joinTokenExpiresAt: row.expires_at }, row.now) ??
+      joinTokenProblem({ joinTokenUsedAt: token.usedAt, joinTokenExpiresAt: token.expiresAt }, token.now) ??
       'join token already used; the agent registers again with the machine token it received'
     );
   }
@@ -110,7 +100,7 @@ export class MachineRegistrationService {
   private async registerAgain(machine: Machine, body: MachineRegisterRequest): Promise<MachineRegisterResponse> {
     checkIdentity(machine, body, 'machine token');
     const pool = await this.pools.require(machine.pool);
-    await this.inTransaction((runner) => this.store(runner, machine.id, body, 'agent registered again with its machine token'));
+    await this.machines.transaction((tx) => this.store(tx, machine.id, body, 'agent registered again with its machine token'));
     return this.response(machine.id, pool);
   }
 
@@ -123,51 +113,21 @@ export class MachineRegistrationService {
     const machineId = body.machineId;
     const pool = await this.pools.require(body.pool);
     const machineToken = generateMachineToken();
-    await this.inTransaction(async (runner) => {
+    await this.machines.transaction(async (tx) => {
       // An outstanding join token for this machine is spent: the machine now has its credential.
-      const [row] = await queryRows<{ inserted: boolean }>(
-        runner,
-        `INSERT INTO machines (id, pool, state, credential_hash) VALUES ($1, $2, 'pending', $3)
-         ON CONFLICT (id) DO UPDATE SET
-           pool = EXCLUDED.pool,
-           credential_hash = EXCLUDED.credential_hash,
-           join_token_used_at = CASE WHEN machines.join_token_hash IS NOT NULL THEN COALESCE(machines.join_token_used_at, now()) END,
-           updated_at = now()
-         RETURNING (xmax = 0) AS inserted`,
-        [machineId, pool.name, hashToken(machineToken)],
-      );
-      await this.store(runner, machineId, body, 'registered with an admin API token', row.inserted);
+      const { inserted } = await tx.upsertWithCredential(machineId, pool.name, hashToken(machineToken));
+      await this.store(tx, machineId, body, 'registered with an admin API token', inserted);
     });
     return this.response(machineId, pool, machineToken);
   }
 
   /** Inventory onto the row, the state move, and the events; runs inside the caller's transaction. */
-  private async store(runner: QueryRunner, machineId: string, body: MachineRegisterRequest, reason: string, created = false): Promise<void> {
-    const [before] = await queryRows<{ state: MachineState }>(runner, `SELECT state FROM machines WHERE id = $1 FOR UPDATE`, [machineId]);
+  private async store(tx: MachinesRepository, machineId: string, body: MachineRegisterRequest, reason: string, created = false): Promise<void> {
+    const before = await tx.lockState(machineId);
     const inv = inventoryColumns(body.inventory);
-    const [row] = await queryRows<{ pool: string; registered_at: Date }>(
-      runner,
-      `UPDATE machines SET
-         hostname = $2, cpu_model = $3, cpu_cores = $4, cpu_threads = $5, memory_bytes = $6,
-         gpus = $7::jsonb, disks = $8::jsonb, os = $9::jsonb,
-         network = jsonb_set(COALESCE(network, '{}'::jsonb), '{interfaces}', $10::jsonb),
-         agent_version = $11, registered_at = now(), updated_at = now()
-       WHERE id = $1 RETURNING pool, registered_at`,
-      [
-        machineId,
-        inv.hostname,
-        inv.cpuModel,
-        inv.cpuCores,
-        inv.cpuThreads,
-        inv.memoryBytes,
-        JSON.stringify(inv.gpus),
-        JSON.stringify(inv.disks),
-        JSON.stringify(inv.os),
-        JSON.stringify(inv.interfaces),
-        body.agentVersion,
-      ],
-    );
-    const at = row.registered_at;
+    const row = await tx.storeInventory(machineId, inv, body.agentVersion);
+    if (!before || !row) throw new UnauthorizedException('unknown token: its machine was removed');
+    const at = row.registeredAt;
     await this.publish(MACHINE_REGISTERED, `${machineId}:registered:${at.toISOString()}`, {
       machineId,
       pool: row.pool,
@@ -176,19 +136,15 @@ export class MachineRegistrationService {
       registeredAt: at.toISOString(),
     });
     await this.publish(MACHINE_DISCOVERED, `${machineId}:discovered:${at.toISOString()}`, discoveredEvent(machineId, body.inventory, at));
-    if (!REGISTERS_FROM.includes(before.state)) return;
-    const [moved] = await queryRows<{ state_changed_at: Date }>(
-      runner,
-      `UPDATE machines SET state = 'registered', state_reason = $2, state_changed_at = now() WHERE id = $1 RETURNING state_changed_at`,
-      [machineId, reason],
-    );
+    if (!REGISTERS_FROM.includes(before)) return;
+    const changedAt = await tx.markRegistered(machineId, reason);
     const event: MachineStateChanged = {
       machineId,
       pool: row.pool,
-      from: created ? null : before.state,
+      from: created ? null : before,
       to: 'registered',
       reason,
-      changedAt: moved.state_changed_at.toISOString(),
+      changedAt: changedAt!.toISOString(),
     };
     await this.publish(MACHINE_STATE_CHANGED, machineStateChangedMsgId(event), event);
     this.logger.log({ machineId, from: event.from, reason }, `machine ${machineId}: ${event.from ?? 'new'} → registered`);
@@ -200,10 +156,6 @@ export class MachineRegistrationService {
     } catch (e) {
       throw new ServiceUnavailableException(`cannot record the registration on NATS (${(e as Error).message}); try again`);
     }
-  }
-
-  private inTransaction<T>(work: (runner: QueryRunner) => Promise<T>): Promise<T> {
-    return this.dataSource.transaction((m) => work(m.queryRunner!));
   }
 
   private response(machineId: string, pool: Pool, machineToken?: string): MachineRegisterResponse {

@@ -1,11 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { type KV } from '@nats-io/kv';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { HEARTBEATS_BUCKET, type MachineHeartbeat } from '#tern/contracts';
+import { HEARTBEATS_BUCKET, type HeartbeatSnapshot } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-
-/** What the scheduler keeps per machine in the heartbeats bucket. */
-export type HeartbeatSnapshot = MachineHeartbeat & { receivedAt: string };
 
 /**
  * Reads the scheduler's last-heartbeat snapshots for the machines API. Best effort: without

@@ -1,6 +1,5 @@
-import { type MachineState } from '#tern/contracts';
+import { type HeartbeatSnapshot, type MachineState } from '#tern/contracts';
 import { type Machine, type MachineDisk, type MachineNetworkInterface, type MachineOs } from '#tern/persistence';
-import { type HeartbeatSnapshot } from './heartbeat-snapshots.js';
 import { type ReputationView } from './reputation-reader.js';
 
 const MIB = 1024 * 1024;

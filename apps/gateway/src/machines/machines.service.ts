@@ -1,9 +1,7 @@
 import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { type MachineState } from '#tern/contracts';
-import { hashToken, isUniqueViolation, Machine } from '#tern/persistence';
+import { hashToken, isUniqueViolation, type Machine, MachinesRepository } from '#tern/persistence';
 import { PoolsService } from '../pools/pools.service.js';
 import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
 import { generateJoinToken, generateMachineId } from './machine-tokens.js';
@@ -32,7 +30,7 @@ export interface MachineReputation {
 @Injectable()
 export class MachinesService {
   constructor(
-    @InjectRepository(Machine) private readonly machines: Repository<Machine>,
+    private readonly machines: MachinesRepository,
     private readonly pools: PoolsService,
     private readonly snapshots: HeartbeatSnapshots,
     private readonly reputation: ReputationReader,
@@ -46,7 +44,7 @@ export class MachinesService {
     const joinToken = generateJoinToken();
     const expiresAt = new Date(Date.now() + this.config.machines.joinTokenTtlSeconds * 1000);
     try {
-      await this.machines.insert({ id, pool, state: 'pending', joinTokenHash: hashToken(joinToken), joinTokenExpiresAt: expiresAt });
+      await this.machines.createPending({ id, pool, joinTokenHash: hashToken(joinToken), joinTokenExpiresAt: expiresAt });
     } catch (e) {
       if (isUniqueViolation(e, 'pk_machines')) {
         throw new ConflictException(`machine "${id}" already exists; remove it first (tern machine delete ${id}) or choose another id`);
@@ -63,10 +61,7 @@ export class MachinesService {
   }
 
   async list(filter: { pool?: string; state?: MachineState } = {}): Promise<MachineSummary[]> {
-    const rows = await this.machines.find({
-      where: { ...(filter.pool ? { pool: filter.pool } : {}), ...(filter.state ? { state: filter.state } : {}) },
-      order: { pool: 'ASC', id: 'ASC' },
-    });
+    const rows = await this.machines.list(filter);
     const beats = await this.snapshots.getMany(rows.filter((r) => r.lastHeartbeatAt).map((r) => r.id));
     const scores = await this.reputation.current(rows.map((r) => r.id));
     return rows.map((r) => machineSummary(r, beats.get(r.id), scores.get(r.id)));
@@ -90,13 +85,12 @@ export class MachinesService {
    * agent's heartbeats are ignored from now on, and its containers keep their history.
    */
   async remove(id: string): Promise<void> {
-    const result = await this.machines.delete({ id });
-    if (!result.affected) throw new NotFoundException(`machine "${id}" not found`);
+    if (!(await this.machines.remove(id))) throw new NotFoundException(`machine "${id}" not found`);
     await this.snapshots.remove(id);
   }
 
   private async require(id: string): Promise<Machine> {
-    const row = await this.machines.findOneBy({ id });
+    const row = await this.machines.findById(id);
     if (!row) throw new NotFoundException(`machine "${id}" not found`);
     return row;
   }

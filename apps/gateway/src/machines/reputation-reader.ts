@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { type KV } from '@nats-io/kv';
-import { DataSource } from 'typeorm';
 import { REPUTATION_BUCKET, REPUTATION_BUCKET_TTL_MS, type ReputationEntry } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import { ReputationRepository, type StoredScore } from '#tern/persistence';
 
 /** A machine's reputation as the machines API shows it. */
 export interface ReputationView {
@@ -13,14 +13,7 @@ export interface ReputationView {
   computedAt: string;
 }
 
-interface ScoreRow {
-  machine_id: string;
-  score: number;
-  components: Record<string, number>;
-  computed_at: Date;
-}
-
-const view = (r: ScoreRow): ReputationView => ({ score: Number(r.score), components: r.components, computedAt: r.computed_at.toISOString() });
+const view = (s: StoredScore): ReputationView => ({ score: s.score, components: s.components, computedAt: s.computedAt.toISOString() });
 
 /**
  * Scores from the `reputation` KV bucket (current, what the scheduler uses), falling back to
@@ -32,7 +25,7 @@ export class ReputationReader {
 
   constructor(
     private readonly messaging: Messaging,
-    private readonly dataSource: DataSource,
+    private readonly stored: ReputationRepository,
   ) {}
 
   async current(machineIds: string[]): Promise<Map<string, ReputationView>> {
@@ -51,24 +44,14 @@ export class ReputationReader {
     }
     const missing = machineIds.filter((id) => !found.has(id));
     if (missing.length) {
-      const rows: ScoreRow[] = await this.dataSource.query(
-        `SELECT DISTINCT ON (machine_id) machine_id, score, components, computed_at FROM reputation_scores WHERE machine_id = ANY($1::text[]) ORDER BY machine_id, computed_at DESC`,
-        [missing],
-      );
-      for (const r of rows) found.set(r.machine_id, view(r));
+      for (const s of await this.stored.latestScores(missing)) found.set(s.machineId, view(s));
     }
     return found;
   }
 
   /** Stored scores of one machine, newest first. */
   async history(machineId: string, from: Date | undefined, limit: number): Promise<ReputationView[]> {
-    const rows: ScoreRow[] = await this.dataSource.query(
-      `SELECT machine_id, score, components, computed_at FROM reputation_scores
-       WHERE machine_id = $1 AND ($2::timestamptz IS NULL OR computed_at >= $2::timestamptz)
-       ORDER BY computed_at DESC LIMIT $3`,
-      [machineId, from ?? null, limit],
-    );
-    return rows.map(view);
+    return (await this.stored.history(machineId, from, limit)).map(view);
   }
 
   private open(): Promise<KV> {

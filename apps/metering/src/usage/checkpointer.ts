@@ -1,10 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { checkpointSlices, type UsageSlice } from '#tern/metering';
-import { queryRows } from '#tern/persistence';
+import { type MeteredContainerState, UsageRepository } from '#tern/persistence';
 import { meteringCheckpointsTotal } from '../metering-metrics.js';
-import { type Allotment, allotmentOf, type ContainerRow, countAccrued, upsertSlices } from './slice-rows.js';
+import { type Allotment, allotmentOf, countAccrued, upsertSlices } from './slice-rows.js';
 
 /** Containers accrued per transaction: bounds the statement size (13 parameters per slice). */
 const BATCH = 500;
@@ -13,9 +12,9 @@ const BATCH = 500;
  * Every METERING_CHECKPOINT_INTERVAL_MS, writes the usage of every running container up to
  * now (the database's clock, shared by all replicas), so usage is current and a crash of
  * metering loses nothing that the next checkpoint would not write again. Rows are claimed
- * with FOR UPDATE SKIP LOCKED: a container whose event is being applied right now, or that
- * another replica is accruing, waits for the next tick, and a checkpoint can never overwrite
- * the final slices a stop has just written.
+ * skipping locked ones (UsageRepository.claimRunning): a container whose event is being
+ * applied right now, or that another replica is accruing, waits for the next tick, and a
+ * checkpoint can never overwrite the final slices a stop has just written.
  */
 @Injectable()
 export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
@@ -24,7 +23,7 @@ export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
   private running?: Promise<unknown>;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly usage: UsageRepository,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -49,35 +48,22 @@ export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
     let total = 0;
     let after = '';
     for (;;) {
-      const done = await this.dataSource.transaction(async (m) => {
-        const runner = m.queryRunner!;
-        const rows = await queryRows<ContainerRow & { now: Date }>(
-          runner,
-          `SELECT container_id, workspace_id, deployment_id, deployment_version, machine_id, cpu_millicores, memory_bytes,
-             gpu_count, gpu_type, started_at, ended_at, accrued_to, clock_timestamp() AS now
-           FROM metered_containers
-           WHERE ended_at IS NULL AND started_at IS NOT NULL AND cpu_millicores IS NOT NULL AND container_id > $1
-           ORDER BY container_id LIMIT ${BATCH}
-           FOR UPDATE SKIP LOCKED`,
-          [after],
-        );
-        if (!rows.length) return 0;
-        const now = rows[0].now.getTime();
-        const entries: { row: ContainerRow; allotment: Allotment; slice: UsageSlice }[] = [];
+      const done = await this.usage.transaction(async (tx) => {
+        const claimed = await tx.claimRunning(after, BATCH);
+        const rows = claimed.containers;
+        if (!rows.length || !claimed.now) return 0;
+        const now = claimed.now.getTime();
+        const entries: { row: MeteredContainerState; allotment: Allotment; slice: UsageSlice }[] = [];
         for (const row of rows) {
           const allotment = allotmentOf(row)!;
-          const startedAt = row.started_at!.getTime();
-          const accruedTo = row.accrued_to?.getTime() ?? null;
+          const startedAt = row.startedAt!.getTime();
+          const accruedTo = row.accruedTo?.getTime() ?? null;
           for (const slice of checkpointSlices(startedAt, accruedTo, now)) entries.push({ row, allotment, slice });
           countAccrued((now - Math.max(startedAt, accruedTo ?? startedAt)) / 1000, allotment);
         }
-        await upsertSlices(runner, entries, false);
-        await queryRows(
-          runner,
-          `UPDATE metered_containers SET accrued_to = GREATEST(accrued_to, $2::timestamptz) WHERE container_id = ANY($1::text[])`,
-          [rows.map((r) => r.container_id), new Date(now).toISOString()],
-        );
-        after = rows[rows.length - 1].container_id;
+        await upsertSlices(tx, entries, false);
+        await tx.advanceAccruedTo(rows.map((r) => r.containerId), new Date(now));
+        after = rows[rows.length - 1].containerId;
         return rows.length;
       });
       total += done;

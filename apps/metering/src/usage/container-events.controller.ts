@@ -6,7 +6,7 @@ import { endOfUsage } from '#tern/metering';
 import { OnMessage } from '#tern/messaging';
 import { meteringEventsTotal } from '../metering-metrics.js';
 import { CONSUMER } from './consumer-options.js';
-import { ContainerLedger } from './container-ledger.js';
+import { ContainerUsageLedger } from './container-usage-ledger.js';
 
 /**
  * Container lifecycle events, one durable consumer each, replayed from the start of EVENTS when
@@ -19,7 +19,7 @@ import { ContainerLedger } from './container-ledger.js';
 @Controller()
 export class ContainerEventsController {
   constructor(
-    private readonly ledger: ContainerLedger,
+    private readonly ledger: ContainerUsageLedger,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 

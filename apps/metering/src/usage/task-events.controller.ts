@@ -4,12 +4,12 @@ import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED, TaskCompleted, TaskFailed, T
 import { OnMessage } from '#tern/messaging';
 import { meteringEventsTotal } from '../metering-metrics.js';
 import { CONSUMER } from './consumer-options.js';
-import { TaskLedger } from './task-ledger.js';
+import { TaskUsageLedger } from './task-usage-ledger.js';
 
 /** Task attempts: where each ran, how it ended, how long it took. */
 @Controller()
 export class TaskEventsController {
-  constructor(private readonly ledger: TaskLedger) {}
+  constructor(private readonly ledger: TaskUsageLedger) {}
 
   @OnMessage(TASK_STARTED, CONSUMER)
   async started(@Payload() event: TaskStarted) {

@@ -1,12 +1,12 @@
 import { Module } from '@nestjs/common';
 import { Checkpointer } from './checkpointer.js';
 import { ContainerEventsController } from './container-events.controller.js';
-import { ContainerLedger } from './container-ledger.js';
+import { ContainerUsageLedger } from './container-usage-ledger.js';
 import { TaskEventsController } from './task-events.controller.js';
-import { TaskLedger } from './task-ledger.js';
+import { TaskUsageLedger } from './task-usage-ledger.js';
 
 @Module({
   controllers: [ContainerEventsController, TaskEventsController],
-  providers: [ContainerLedger, TaskLedger, Checkpointer],
+  providers: [ContainerUsageLedger, TaskUsageLedger, Checkpointer],
 })
 export class UsageModule {}

@@ -29,7 +29,7 @@ import {
 } from '#tern/reputation';
 import { MachineBook } from '../scores/machine-book.js';
 import { REPUTATION_PARAMS } from '../scores/reputation-params.js';
-import { Scorer } from '../scores/scorer.service.js';
+import { Scorer } from '../scores/scorer.js';
 
 /**
  * Handlers apply their change synchronously and then wait for it to be stored (batched every

@@ -1,6 +1,5 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { queryRows } from '#tern/persistence';
+import { ReputationRepository } from '#tern/persistence';
 import { type MachineRecord, newMachineRecord } from '#tern/reputation';
 
 /** Changes close together are written in one statement. */
@@ -24,17 +23,12 @@ export class MachineBook implements OnModuleInit {
   private next?: Promise<void>;
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly reputation: ReputationRepository) {}
 
   async onModuleInit() {
-    const runner = this.dataSource.createQueryRunner();
-    try {
-      const rows = await queryRows<{ machine_id: string; record: MachineRecord }>(runner, `SELECT machine_id, record FROM reputation_machines`);
-      for (const row of rows) this.records.set(row.machine_id, { ...newMachineRecord(row.machine_id), ...row.record });
-      this.logger.log(`resumed the records of ${rows.length} machine(s)`);
-    } finally {
-      await runner.release();
-    }
+    const rows = await this.reputation.machineRecords();
+    for (const row of rows) this.records.set(row.machineId, { ...newMachineRecord(row.machineId), ...(row.record as Partial<MachineRecord>) });
+    this.logger.log(`resumed the records of ${rows.length} machine(s)`);
   }
 
   all(): MachineRecord[] {
@@ -73,16 +67,11 @@ export class MachineBook implements OnModuleInit {
     this.dirty.clear();
     const rows = ids.flatMap((id) => {
       const r = this.records.get(id);
-      return r ? [{ machine_id: id, pool: r.pool, record: r }] : [];
+      return r ? [{ machineId: id, pool: r.pool, record: r }] : [];
     });
     if (!rows.length) return;
     try {
-      await this.dataSource.query(
-        `INSERT INTO reputation_machines (machine_id, pool, record, updated_at)
-         SELECT x.machine_id, x.pool, x.record, now() FROM jsonb_to_recordset($1::jsonb) AS x(machine_id text, pool text, record jsonb)
-         ON CONFLICT (machine_id) DO UPDATE SET pool = EXCLUDED.pool, record = EXCLUDED.record, updated_at = now()`,
-        [JSON.stringify(rows)],
-      );
+      await this.reputation.saveMachineRecords(rows);
     } catch (e) {
       // Written with the next flush; the events wait unacknowledged until then.
       ids.forEach((id) => this.dirty.add(id));

@@ -15,7 +15,7 @@ import {
   ContainerStopped,
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
-import { RouteTable } from '../placement/route-table.js';
+import { RoutePublisher } from '../placement/route-publisher.js';
 import { ContainerLifecycleService } from './container-lifecycle.service.js';
 import { type LifecycleEvent } from './container-progress.js';
 
@@ -30,7 +30,7 @@ export class ContainersController {
 
   constructor(
     private readonly lifecycle: ContainerLifecycleService,
-    private readonly routes: RouteTable,
+    private readonly routes: RoutePublisher,
   ) {}
 
   @OnMessage(CONTAINER_SCHEDULED)

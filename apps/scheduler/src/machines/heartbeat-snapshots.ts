@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { type KV } from '@nats-io/kv';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { HEARTBEATS_BUCKET, type MachineHeartbeat } from '#tern/contracts';
+import { HEARTBEATS_BUCKET, type HeartbeatSnapshot, type MachineHeartbeat } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 
 /**
@@ -26,7 +26,8 @@ export class HeartbeatSnapshots implements OnModuleInit {
   async put(beat: MachineHeartbeat): Promise<void> {
     try {
       const kv = await this.open();
-      await kv.put(beat.machineId, JSON.stringify({ ...beat, receivedAt: new Date().toISOString() }));
+      const snapshot: HeartbeatSnapshot = { ...beat, receivedAt: new Date().toISOString() };
+      await kv.put(beat.machineId, JSON.stringify(snapshot));
     } catch (e) {
       this.logger.warn({ machineId: beat.machineId, err: (e as Error).message }, 'could not store the heartbeat snapshot');
     }

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { QueryRunner } from 'typeorm';
 import { MACHINE_STATE_CHANGED, type MachineState, type MachineStateChanged, machineStateChangedMsgId } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { queryRows } from '#tern/persistence';
+import { type MachinesRepository } from '#tern/persistence';
 
 export interface Transition {
   machineId: string;
@@ -23,17 +22,11 @@ export interface Transition {
 export class MachineTransitions {
   constructor(private readonly messaging: Messaging) {}
 
-  /** Moves a machine from `from` to `to` if it is still in `from` (the caller holds its row lock). */
-  async move(runner: QueryRunner, machineId: string, from: MachineState, to: MachineState, reason: string): Promise<Transition | undefined> {
-    const [row] = await queryRows<{ pool: string; state_changed_at: Date }>(
-      runner,
-      `UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
-       WHERE id = $1 AND state = $2
-       RETURNING pool, state_changed_at`,
-      [machineId, from, to, reason],
-    );
-    if (!row) return undefined;
-    const transition = { machineId, pool: row.pool, from, to, reason, changedAt: row.state_changed_at };
+  /** Moves a machine from `from` to `to` if it is still in `from` (`tx`: the caller's transaction, holding its row lock). */
+  async move(tx: MachinesRepository, machineId: string, from: MachineState, to: MachineState, reason: string): Promise<Transition | undefined> {
+    const moved = await tx.moveState(machineId, from, to, reason);
+    if (!moved) return undefined;
+    const transition = { machineId, pool: moved.pool, from, to, reason, changedAt: moved.changedAt };
     await this.announce(transition);
     return transition;
   }

@@ -2,14 +2,14 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { MACHINE_HEARTBEAT, MACHINE_NETWORK_TESTED, MachineHeartbeat, MachineNetworkTested } from '#tern/contracts';
 import { OnMessage } from '#tern/messaging';
-import { MachinesService } from './machines.service.js';
+import { MachineRegistry } from './machine-registry.js';
 import { UnwantedContainers } from './unwanted-containers.js';
 
 /** Inbound machine traffic; validation has already happened in the transport. */
 @Controller()
 export class MachinesController {
   constructor(
-    private readonly machines: MachinesService,
+    private readonly machines: MachineRegistry,
     private readonly unwanted: UnwantedContainers,
   ) {}
 

@@ -1,47 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { queryRows } from '#tern/persistence';
+import { MachinesRepository } from '#tern/persistence';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type MachineState } from '#tern/contracts';
 import { MachineTransitions } from './machine-transitions.js';
 
-interface Swept {
-  id: string;
-  pool: string;
-  from_state: MachineState;
-  state_reason: string;
-  state_changed_at: Date;
-}
-
 /**
- * One statement finds and moves every machine that has been silent for longer than the TTL.
- * Rows are claimed with FOR UPDATE SKIP LOCKED and re-checked by the UPDATE, so with several
- * scheduler replicas each machine is moved, and announced, by exactly one of them; a machine
- * whose heartbeat is being recorded right now (row locked) is left for the next sweep.
- * A registered machine that never sends a first heartbeat goes offline the same way.
+ * Moves machines silent for longer than the heartbeat TTL offline (MachinesRepository's
+ * markOfflineOlderThan: each machine once, whatever the number of scheduler replicas) and
+ * announces each move before the move commits.
  */
-const SWEEP = `
-  WITH stale AS (
-    SELECT id, state FROM machines
-    WHERE state IN ('registered', 'ready', 'unschedulable')
-      AND (last_heartbeat_at < now() - make_interval(secs => $1::int)
-           OR (last_heartbeat_at IS NULL AND COALESCE(registered_at, state_changed_at) < now() - make_interval(secs => $1::int)))
-    ORDER BY id
-    LIMIT 500
-    FOR UPDATE SKIP LOCKED
-  )
-  UPDATE machines m
-  SET state = 'offline',
-      state_reason = CASE
-        WHEN m.last_heartbeat_at IS NULL THEN format('no heartbeat within %s s of registering', $1::int)
-        ELSE format('no heartbeat for %s s (last at %s)', $1::int, to_char(m.last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
-      END,
-      state_changed_at = now(),
-      updated_at = now()
-  FROM stale
-  WHERE m.id = stale.id AND m.state = stale.state
-  RETURNING m.id, m.pool, stale.state AS from_state, m.state_reason, m.state_changed_at`;
-
 @Injectable()
 export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('offline-sweeper');
@@ -49,7 +15,7 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private running?: Promise<unknown>;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly machines: MachinesRepository,
     private readonly transitions: MachineTransitions,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
@@ -74,20 +40,13 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Moves silent machines offline and announces each move; returns how many moved. */
   async sweep(): Promise<number> {
-    return this.dataSource.transaction(async (m) => {
-      const rows = await queryRows<Swept>(m.queryRunner!, SWEEP, [this.config.machines.heartbeatTtlSeconds]);
-      for (const r of rows) {
-        await this.transitions.announce({
-          machineId: r.id,
-          pool: r.pool,
-          from: r.from_state,
-          to: 'offline',
-          reason: r.state_reason,
-          changedAt: r.state_changed_at,
-        });
-        this.logger.warn({ machineId: r.id, from: r.from_state, reason: r.state_reason }, `machine ${r.id}: ${r.from_state} → offline`);
+    return this.machines.transaction(async (tx) => {
+      const swept = await tx.markOfflineOlderThan(this.config.machines.heartbeatTtlSeconds);
+      for (const m of swept) {
+        await this.transitions.announce({ machineId: m.id, pool: m.pool, from: m.from, to: 'offline', reason: m.reason, changedAt: m.changedAt });
+        this.logger.warn({ machineId: m.id, from: m.from, reason: m.reason }, `machine ${m.id}: ${m.from} → offline`);
       }
-      return rows.length;
+      return swept.length;
     });
   }
 }

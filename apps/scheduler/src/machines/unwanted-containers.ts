@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import type { MachineHeartbeat } from '#tern/contracts';
+import { ContainersRepository } from '#tern/persistence';
 import { AgentCommands } from './agent-commands.js';
 
 /** States in which the scheduler has given a container up. */
@@ -23,18 +23,15 @@ export class UnwantedContainers {
   private readonly sent = new Map<string, number>();
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly containers: ContainersRepository,
     private readonly agents: AgentCommands,
   ) {}
 
   async check(beat: MachineHeartbeat): Promise<string[]> {
     if (!beat.runningContainers.length) return [];
-    const rows: { id: string }[] = await this.dataSource.query(
-      `SELECT id FROM containers WHERE id = ANY($1) AND (state = ANY($3) OR machine_id IS DISTINCT FROM $2)`,
-      [beat.runningContainers, beat.machineId, GIVEN_UP],
-    );
+    const ids = await this.containers.unwantedOn(beat.machineId, beat.runningContainers, GIVEN_UP);
     const now = Date.now();
-    const unwanted = rows.map((r) => r.id).filter((id) => now - (this.sent.get(id) ?? 0) > RESEND_MS);
+    const unwanted = ids.filter((id) => now - (this.sent.get(id) ?? 0) > RESEND_MS);
     for (const id of unwanted) {
       this.sent.set(id, now);
       this.logger.warn({ machineId: beat.machineId, containerId: id }, 'agent runs a container the scheduler does not want: stopping it');

@@ -5,12 +5,12 @@ import { PlacementController } from './placement.controller.js';
 import { Placer } from './placer.js';
 import { Reconciler } from './reconciler.js';
 import { ReputationScores } from './reputation-scores.js';
-import { RouteTable } from './route-table.js';
+import { RoutePublisher } from './route-publisher.js';
 
 @Module({
   imports: [MachinesModule],
   controllers: [PlacementController],
-  providers: [DesiredState, Placer, Reconciler, RouteTable, ReputationScores],
-  exports: [RouteTable, Reconciler],
+  providers: [DesiredState, Placer, Reconciler, RoutePublisher, ReputationScores],
+  exports: [RoutePublisher, Reconciler],
 })
 export class PlacementModule {}

@@ -46,6 +46,9 @@ export class MachineHeartbeat {
   @IsOptional() @IsString() agentVersion?: string;
 }
 
+/** What the scheduler keeps per machine in the heartbeats bucket (HEARTBEATS_BUCKET): the beat, and when it arrived. */
+export type HeartbeatSnapshot = MachineHeartbeat & { receivedAt: string };
+
 export const MACHINE_HEARTBEAT = defineContract({
   subject: 'tern.heartbeat.*.v1',
   kind: 'event',

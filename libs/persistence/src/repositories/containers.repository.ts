@@ -1,8 +1,320 @@
 import { Injectable } from '@nestjs/common';
+import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
+import { type ContainerState, type DeploymentKind } from '#tern/contracts';
+import { type ContainerResources } from '../entities/container.entity.js';
+import { type MachineGpu } from '../entities/machine.entity.js';
+import { queryRows } from '../query-rows.js';
+
+/** What one lifecycle event says about a container's row (the scheduler's ContainerProgress). */
+export interface ContainerProgressColumns {
+  state: ContainerState;
+  reason: string | null;
+  requested?: ContainerResources;
+  startedAt?: string;
+  readyAt?: string;
+  stoppedAt?: string;
+  exitCode?: number | null;
+  oomKilled?: boolean;
+}
+
+/** A deployment version the reconciler works on, with its deployment's kind and state. */
+export interface VersionToReconcile {
+  id: string;
+  deploymentId: string;
+  version: number;
+  spec: unknown;
+  desiredContainers: number;
+  idleContainers: string[];
+  placementReason: string | null;
+  workspaceId: string;
+  kind: DeploymentKind;
+  deploymentState: string;
+}
+
+/** A container that was failed because its machine went offline or was removed. */
+export interface LostContainer {
+  id: string;
+  machineId: string | null;
+  stateReason: string;
+  deploymentId: string;
+  version: number;
+  workspaceId: string;
+}
+
+/** A container with what its route needs from its version's spec. */
+export interface RouteSource {
+  id: string;
+  machineId: string | null;
+  state: string;
+  readyAt: Date | null;
+  deploymentId: string;
+  version: number;
+  spec: { workers?: number; concurrentRequests?: number };
+}
+
+/** A pool's machine as placement reads it (row-locked). */
+export interface PlacementMachine {
+  id: string;
+  pool: string;
+  state: string;
+  cpuThreads: number | null;
+  memoryBytes: number | null;
+  gpus: MachineGpu[] | null;
+}
+
+/** What one container holds on its machine. */
+export interface HeldResources {
+  machineId: string;
+  requested: Partial<ContainerResources>;
+}
+
+/** A scale command's fields, as DesiredState applies them. */
+export interface DesiredContainers {
+  deploymentId: string;
+  deploymentVersion: number;
+  desired: number;
+  reason: string;
+  issuedAt: string;
+  idleContainers: string[];
+}
+
+/**
+ * Forward-only: the state moves only to a later one in `order`, timestamps keep the earliest
+ * value seen (each event type has its own consumer, so they arrive in any order; LEAST ignores
+ * NULL), the exit code its last known one. The machine is set only if it still exists (a
+ * removed machine must not make the event fail on the foreign key). `requested` is merged, so
+ * what the agent reports keeps the GPU indexes the scheduler reserved.
+ */
+const APPLY_PROGRESS = `
+  UPDATE containers c SET
+    state = CASE WHEN array_position($11::text[], $3::text) > array_position($11::text[], c.state::text) THEN $3::varchar ELSE c.state END,
+    state_reason = CASE WHEN array_position($11::text[], $3::text) > array_position($11::text[], c.state::text) THEN $4::text ELSE c.state_reason END,
+    machine_id = COALESCE((SELECT id FROM machines WHERE id = $2::text), c.machine_id),
+    requested = c.requested || COALESCE($5::jsonb, '{}'::jsonb),
+    started_at = LEAST(c.started_at, $6::timestamptz),
+    ready_at = LEAST(c.ready_at, $7::timestamptz),
+    stopped_at = LEAST(c.stopped_at, $8::timestamptz),
+    exit_code = COALESCE($9::int, c.exit_code),
+    oom_killed = c.oom_killed OR COALESCE($10::boolean, false),
+    updated_at = now()
+  WHERE c.id = $1::text
+  RETURNING c.id`;
+
+/**
+ * First event for a container the scheduler has no row for. The row needs its deployment
+ * version, found from the event's deployment id and version number. `requested` is {} until an
+ * event that carries the resources (scheduled, started) arrives.
+ */
+const INSERT_FROM_EVENT = `
+  INSERT INTO containers (id, deployment_version_id, machine_id, state, state_reason, requested, started_at, ready_at, stopped_at, exit_code, oom_killed)
+  SELECT $1::text, dv.id, (SELECT id FROM machines WHERE id = $2::text), $3::varchar, $4::text, COALESCE($5::jsonb, '{}'::jsonb),
+         $6::timestamptz, $7::timestamptz, $8::timestamptz, $9::int, COALESCE($10::boolean, false)
+  FROM deployment_versions dv
+  WHERE dv.deployment_id::text = $11::text AND dv.version = $12::int
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id`;
+
+const VERSIONS_TO_RECONCILE = `
+  SELECT dv.id, dv.deployment_id::text AS "deploymentId", dv.version, dv.spec, dv.desired_containers AS "desiredContainers",
+         dv.idle_containers AS "idleContainers", dv.placement_reason AS "placementReason", d.workspace_id::text AS "workspaceId",
+         d.kind, d.state AS "deploymentState"
+  FROM deployment_versions dv JOIN deployments d ON d.id = dv.deployment_id
+  WHERE dv.desired_containers > 0
+     OR EXISTS (SELECT 1 FROM containers c WHERE c.deployment_version_id = dv.id AND c.state = ANY($1::text[]))
+  ORDER BY dv.id`;
+
+/** Containers whose machine went offline (or was removed) are lost; the reconciler replaces them. */
+const FAIL_ON_OFFLINE_MACHINES = `
+  UPDATE containers c
+  SET state = 'failed', state_reason = CASE WHEN c.machine_id IS NULL THEN 'machine removed' ELSE 'machine offline' END,
+      stopped_at = COALESCE(c.stopped_at, now()), updated_at = now()
+  FROM deployment_versions dv, deployments d
+  WHERE dv.id = c.deployment_version_id AND d.id = dv.deployment_id
+    AND c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping')
+    AND (c.machine_id IS NULL OR c.machine_id IN (SELECT id FROM machines WHERE state = 'offline'))
+  RETURNING c.id, c.machine_id AS "machineId", c.state_reason AS "stateReason", dv.deployment_id::text AS "deploymentId", dv.version,
+            d.workspace_id::text AS "workspaceId"`;
+
+const ROUTE_SOURCES = `
+  SELECT c.id, c.machine_id AS "machineId", c.state, c.ready_at AS "readyAt", dv.deployment_id::text AS "deploymentId", dv.version, dv.spec
+  FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id`;
+
+/**
+ * Applies a scale command only if it is newer than the one the version holds (commands can be
+ * redelivered or overtake each other): the stored issuedAt is the version's desired_at.
+ */
+const APPLY_DESIRED = `
+  UPDATE deployment_versions dv
+  SET desired_containers = $3, desired_reason = $4, desired_at = $5::timestamptz, idle_containers = $6::text[]
+  WHERE dv.deployment_id::text = $1 AND dv.version = $2 AND (dv.desired_at IS NULL OR dv.desired_at < $5::timestamptz)
+  RETURNING dv.id`;
+
+function progressValues(containerId: string, machineId: string, p: ContainerProgressColumns): unknown[] {
+  return [
+    containerId,
+    machineId,
+    p.state,
+    p.reason,
+    p.requested ? JSON.stringify(p.requested) : null,
+    p.startedAt ?? null,
+    p.readyAt ?? null,
+    p.stoppedAt ?? null,
+    p.exitCode ?? null,
+    p.oomKilled ?? null,
+  ];
+}
 
 /** Every statement on containers (placement records and their lifecycle). */
 @Injectable()
-export class ContainersRepository {
-  constructor(private readonly db: DataSource) {}
+export class ContainersRepository extends TransactionalRepository {
+  constructor(db: DataSource) {
+    super(db);
+  }
+
+  // --- Lifecycle events ---------------------------------------------------------------------
+
+  /** Applies an event's progress to the container's row (see APPLY_PROGRESS); false when there is no row. */
+  async applyProgress(containerId: string, machineId: string, progress: ContainerProgressColumns, stateOrder: readonly string[]): Promise<boolean> {
+    return (await this.rows(APPLY_PROGRESS, [...progressValues(containerId, machineId, progress), stateOrder])).length > 0;
+  }
+
+  /**
+   * Inserts the container's row from its first event; false when a row exists already (another
+   * replica inserted it a moment ago) or the deployment version is unknown.
+   */
+  async insertFromEvent(containerId: string, machineId: string, progress: ContainerProgressColumns, deploymentId: string, deploymentVersion: number): Promise<boolean> {
+    return (await this.rows(INSERT_FROM_EVENT, [...progressValues(containerId, machineId, progress), deploymentId, deploymentVersion])).length > 0;
+  }
+
+  /** Of `containerIds`, which the scheduler has given up (a state in `givenUp`) or placed on another machine than `machineId`. */
+  async unwantedOn(machineId: string, containerIds: readonly string[], givenUp: readonly string[]): Promise<string[]> {
+    const rows = await this.rows<{ id: string }>(`SELECT id FROM containers WHERE id = ANY($1) AND (state = ANY($3) OR machine_id IS DISTINCT FROM $2)`, [
+      containerIds,
+      machineId,
+      givenUp,
+    ]);
+    return rows.map((r) => r.id);
+  }
+
+  // --- Reconciliation -----------------------------------------------------------------------
+
+  /** Versions that want containers, or still have some in an `active` state, by id. */
+  versionsToReconcile(active: readonly string[]): Promise<VersionToReconcile[]> {
+    return this.rows<VersionToReconcile>(VERSIONS_TO_RECONCILE, [active]);
+  }
+
+  /** The version's containers in an `active` state, oldest first. */
+  activeOf(versionId: string, active: readonly string[]): Promise<{ id: string; readyAt: Date | null }[]> {
+    return this.rows(`SELECT id, ready_at AS "readyAt" FROM containers WHERE deployment_version_id = $1 AND state = ANY($2::text[]) ORDER BY created_at, id`, [
+      versionId,
+      active,
+    ]);
+  }
+
+  /** Fails every unfinished container whose machine is offline or removed (see FAIL_ON_OFFLINE_MACHINES). */
+  failOnOfflineMachines(): Promise<LostContainer[]> {
+    return this.rows<LostContainer>(FAIL_ON_OFFLINE_MACHINES);
+  }
+
+  /** Fails a container whose start was refused or failed, if it is still scheduled. */
+  async markStartFailed(containerId: string, reason: string): Promise<void> {
+    await this.rows(`UPDATE containers SET state = 'failed', state_reason = $2, stopped_at = now(), updated_at = now() WHERE id = $1 AND state = 'scheduled'`, [
+      containerId,
+      reason,
+    ]);
+  }
+
+  /** Moves a container in an `active` state to stopping; undefined when it was in none (already stopping, or gone). */
+  async markStopping(containerId: string, reason: string, active: readonly string[]): Promise<{ machineId: string | null } | undefined> {
+    const [row] = await this.rows<{ machineId: string | null }>(
+      `UPDATE containers SET state = 'stopping', state_reason = $2, updated_at = now() WHERE id = $1 AND state = ANY($3::text[]) RETURNING machine_id AS "machineId"`,
+      [containerId, reason, active],
+    );
+    return row;
+  }
+
+  /** Why the version is short of containers (null: it is not). */
+  async setPlacementReason(versionId: string, reason: string | null): Promise<void> {
+    await this.rows(`UPDATE deployment_versions SET placement_reason = $2 WHERE id = $1`, [versionId, reason]);
+  }
+
+  /**
+   * Runs `work` holding the version's session advisory lock on a connection of its own, or
+   * skips it when another replica holds the lock. Returns whether `work` ran.
+   */
+  async withVersionLock(versionId: string, work: () => Promise<void>): Promise<boolean> {
+    const runner = this.db.createQueryRunner();
+    const key = `tern.reconcile:${versionId}`;
+    try {
+      const [{ locked }] = await queryRows<{ locked: boolean }>(runner, `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`, [key]);
+      if (!locked) return false;
+      try {
+        await work();
+      } finally {
+        await runner.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [key]);
+      }
+      return true;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  // --- Desired state (deployment_versions, as the scheduler keeps it) -------------------------
+
+  /** Applies the scale command if it is newer than the version's (see APPLY_DESIRED); false when stale or unknown. */
+  async applyDesired(d: DesiredContainers): Promise<boolean> {
+    const applied = await this.rows(APPLY_DESIRED, [d.deploymentId, d.deploymentVersion, d.desired, d.reason, d.issuedAt, d.idleContainers]);
+    return applied.length > 0;
+  }
+
+  async versionExists(deploymentId: string, deploymentVersion: number): Promise<boolean> {
+    const known = await this.rows(`SELECT 1 FROM deployment_versions WHERE deployment_id::text = $1 AND version = $2`, [deploymentId, deploymentVersion]);
+    return known.length > 0;
+  }
+
+  // --- Routes -------------------------------------------------------------------------------
+
+  async routeSourceOf(containerId: string): Promise<RouteSource | undefined> {
+    const [row] = await this.rows<RouteSource>(`${ROUTE_SOURCES} WHERE c.id = $1`, [containerId]);
+    return row;
+  }
+
+  /** Every container that is running, ready and on a machine. */
+  routable(): Promise<RouteSource[]> {
+    return this.rows<RouteSource>(`${ROUTE_SOURCES} WHERE c.state = 'running' AND c.ready_at IS NOT NULL AND c.machine_id IS NOT NULL`);
+  }
+
+  // --- Placement (use inside transaction(): the machine rows stay locked until it ends) ------
+
+  /** The pool's machines, row-locked until the transaction ends. */
+  async lockMachinesOfPool(pool: string): Promise<PlacementMachine[]> {
+    const rows = await this.rows<Omit<PlacementMachine, 'memoryBytes'> & { memoryBytes: string | null }>(
+      `SELECT id, pool, state, cpu_threads AS "cpuThreads", memory_bytes AS "memoryBytes", gpus FROM machines WHERE pool = $1 ORDER BY id FOR UPDATE`,
+      [pool],
+    );
+    return rows.map((r) => ({ ...r, memoryBytes: r.memoryBytes === null ? null : Number(r.memoryBytes) }));
+  }
+
+  /** What the containers in one of `holding` states hold on these machines. */
+  resourcesHeldOn(machineIds: readonly string[], holding: readonly string[]): Promise<HeldResources[]> {
+    return this.rows<HeldResources>(`SELECT machine_id AS "machineId", requested FROM containers WHERE machine_id = ANY($1::text[]) AND state = ANY($2::text[])`, [
+      machineIds,
+      holding,
+    ]);
+  }
+
+  /** The pool's minimum reputation; undefined when it has none (or there is no such pool). */
+  async poolMinReputation(pool: string): Promise<number | undefined> {
+    const [row] = await this.rows<{ min_reputation: number | null }>(`SELECT min_reputation FROM pools WHERE name = $1`, [pool]);
+    return row?.min_reputation === null || row?.min_reputation === undefined ? undefined : Number(row.min_reputation);
+  }
+
+  /** The row of a container just placed on a machine, scheduled. */
+  async insertScheduled(container: { id: string; deploymentVersionId: string; machineId: string; reason: string; requested: ContainerResources }): Promise<void> {
+    await this.rows(
+      `INSERT INTO containers (id, deployment_version_id, machine_id, state, state_reason, requested) VALUES ($1, $2, $3, 'scheduled', $4, $5::jsonb)`,
+      [container.id, container.deploymentVersionId, container.machineId, container.reason, JSON.stringify(container.requested)],
+    );
+  }
 }

@@ -23,3 +23,9 @@ export const REPOSITORIES = [
   TokensRepository,
   UsageRepository,
 ];
+
+// The view types repositories return and take.
+export type * from './containers.repository.js';
+export type * from './machines.repository.js';
+export type * from './reputation.repository.js';
+export type * from './usage.repository.js';

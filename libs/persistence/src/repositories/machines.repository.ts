@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
 import type { MachineState } from '#tern/contracts';
-import { Machine } from '../entities/machine.entity.js';
+import { type MachineDisk, type MachineGpu, Machine, type MachineNetwork, type MachineNetworkInterface, type MachineNetworkTest, type MachineOs } from '../entities/machine.entity.js';
 import { Pool } from '../entities/pool.entity.js';
-
 /** A pool's admission rules, as created or changed by an admin. */
 export type PoolRules = Pick<Pool, 'name' | 'allowedGpuTypes' | 'minNetworkMbps' | 'minReputation'>;
 
@@ -14,10 +14,85 @@ export interface PoolMachineCount {
   count: number;
 }
 
+/** A machine moved offline by the sweep: what its machine.state-changed event needs. */
+export interface OfflineMachine {
+  id: string;
+  pool: string;
+  from: MachineState;
+  reason: string;
+  changedAt: Date;
+}
+
+/** A machine with its pool's rules, as the heartbeat and network-test updates return it for admission. */
+export interface MachineForAdmission {
+  id: string;
+  pool: string;
+  state: MachineState;
+  stateReason: string | null;
+  gpus: MachineGpu[];
+  network: MachineNetwork | null;
+  allowedGpuTypes: string[];
+  minNetworkMbps: number | null;
+}
+
+/** The registration body's inventory as the machine row keeps it (GPU memory in bytes, like every size there). */
+export interface MachineInventoryColumns {
+  hostname: string;
+  cpuModel: string;
+  cpuCores: number;
+  cpuThreads: number;
+  memoryBytes: number;
+  gpus: MachineGpu[];
+  disks: MachineDisk[];
+  os: MachineOs;
+  interfaces: MachineNetworkInterface[];
+}
+
+/** A join token's use and expiry, with the database's clock to judge them by. */
+export interface JoinTokenStatus {
+  usedAt: Date | null;
+  expiresAt: Date | null;
+  now: Date;
+}
+
+const ADMISSION_RETURNING = `m.id, m.pool, m.state, m.state_reason AS "stateReason", m.gpus, m.network,
+  p.allowed_gpu_types AS "allowedGpuTypes", p.min_network_mbps AS "minNetworkMbps"`;
+
+/**
+ * One statement finds and moves every machine that has been silent for longer than the TTL.
+ * Rows are claimed with FOR UPDATE SKIP LOCKED and re-checked by the UPDATE, so with several
+ * scheduler replicas each machine is moved, and announced, by exactly one of them; a machine
+ * whose heartbeat is being recorded right now (row locked) is left for the next sweep.
+ * A registered machine that never sends a first heartbeat goes offline the same way.
+ */
+const SWEEP = `
+  WITH stale AS (
+    SELECT id, state FROM machines
+    WHERE state IN ('registered', 'ready', 'unschedulable')
+      AND (last_heartbeat_at < now() - make_interval(secs => $1::int)
+           OR (last_heartbeat_at IS NULL AND COALESCE(registered_at, state_changed_at) < now() - make_interval(secs => $1::int)))
+    ORDER BY id
+    LIMIT 500
+    FOR UPDATE SKIP LOCKED
+  )
+  UPDATE machines m
+  SET state = 'offline',
+      state_reason = CASE
+        WHEN m.last_heartbeat_at IS NULL THEN format('no heartbeat within %s s of registering', $1::int)
+        ELSE format('no heartbeat for %s s (last at %s)', $1::int, to_char(m.last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+      END,
+      state_changed_at = now(),
+      updated_at = now()
+  FROM stale
+  WHERE m.id = stale.id AND m.state = stale.state
+  RETURNING m.id, m.pool, stale.state AS "from", m.state_reason AS reason, m.state_changed_at AS "changedAt"`;
+
 /** Every statement on machines and pools (registration, credentials, state, offers). */
 @Injectable()
-export class MachinesRepository {
-  constructor(private readonly db: DataSource) {}
+export class MachinesRepository extends TransactionalRepository {
+  constructor(db: DataSource) {
+    super(db);
+  }
 
   /** Every pool, by name. */
   listPools(): Promise<Pool[]> {
@@ -56,5 +131,179 @@ export class MachinesRepository {
   /** Every machine's pool and GPUs: what the cluster could ever offer a deployment. */
   gpuOffers(): Promise<Pick<Machine, 'pool' | 'gpus'>[]> {
     return this.db.getRepository(Machine).find({ select: { pool: true, gpus: true } });
+  }
+
+  private get machines() {
+    return (this.manager ?? this.db.manager).getRepository(Machine);
+  }
+
+  // --- The machines API ---------------------------------------------------------------------
+
+  /** A pending machine with its join token's hash; rejects with pk_machines when the id is taken. */
+  async createPending(machine: { id: string; pool: string; joinTokenHash: string; joinTokenExpiresAt: Date }): Promise<void> {
+    await this.machines.insert({ ...machine, state: 'pending' });
+  }
+
+  /** Machines by pool then id, optionally of one pool or one state. */
+  list(filter: { pool?: string; state?: MachineState } = {}): Promise<Machine[]> {
+    return this.machines.find({
+      where: { ...(filter.pool ? { pool: filter.pool } : {}), ...(filter.state ? { state: filter.state } : {}) },
+      order: { pool: 'ASC', id: 'ASC' },
+    });
+  }
+
+  findById(id: string): Promise<Machine | null> {
+    return this.machines.findOneBy({ id });
+  }
+
+  findByJoinTokenHash(hash: string): Promise<Machine | null> {
+    return this.machines.findOneBy({ joinTokenHash: hash });
+  }
+
+  findByCredentialHash(hash: string): Promise<Machine | null> {
+    return this.machines.findOneBy({ credentialHash: hash });
+  }
+
+  /** Deletes the machine (its tokens with it); false when there was none. */
+  async remove(id: string): Promise<boolean> {
+    const result = await this.machines.delete({ id });
+    return !!result.affected;
+  }
+
+  // --- Registration -------------------------------------------------------------------------
+
+  /**
+   * The join token's one use: sets the machine's credential if the token is unused and
+   * unexpired. A concurrent second redemption finds join_token_used_at set and gets false.
+   */
+  async redeemJoinToken(machineId: string, credentialHash: string): Promise<boolean> {
+    const claimed = await this.rows(
+      `UPDATE machines SET join_token_used_at = now(), credential_hash = $2
+       WHERE id = $1 AND join_token_used_at IS NULL AND join_token_expires_at > now() RETURNING id`,
+      [machineId, credentialHash],
+    );
+    return claimed.length > 0;
+  }
+
+  /** Undefined when the machine does not exist. */
+  async joinTokenStatus(machineId: string): Promise<JoinTokenStatus | undefined> {
+    const [row] = await this.rows<JoinTokenStatus>(
+      `SELECT join_token_used_at AS "usedAt", join_token_expires_at AS "expiresAt", now() AS now FROM machines WHERE id = $1`,
+      [machineId],
+    );
+    return row;
+  }
+
+  /**
+   * Creates the machine (pending) or moves it to `pool`, with a new credential. An outstanding
+   * join token for it is spent: the machine now has its credential. Returns whether it was created.
+   */
+  async upsertWithCredential(machineId: string, pool: string, credentialHash: string): Promise<{ inserted: boolean }> {
+    const [row] = await this.rows<{ inserted: boolean }>(
+      `INSERT INTO machines (id, pool, state, credential_hash) VALUES ($1, $2, 'pending', $3)
+       ON CONFLICT (id) DO UPDATE SET
+         pool = EXCLUDED.pool,
+         credential_hash = EXCLUDED.credential_hash,
+         join_token_used_at = CASE WHEN machines.join_token_hash IS NOT NULL THEN COALESCE(machines.join_token_used_at, now()) END,
+         updated_at = now()
+       RETURNING (xmax = 0) AS inserted`,
+      [machineId, pool, credentialHash],
+    );
+    return row;
+  }
+
+  /** The machine's state, its row locked until the transaction ends (use inside transaction()). */
+  async lockState(machineId: string): Promise<MachineState | undefined> {
+    const [row] = await this.rows<{ state: MachineState }>(`SELECT state FROM machines WHERE id = $1 FOR UPDATE`, [machineId]);
+    return row?.state;
+  }
+
+  /** Stores the inventory and marks the machine registered now; undefined when it does not exist. */
+  async storeInventory(machineId: string, inv: MachineInventoryColumns, agentVersion: string): Promise<{ pool: string; registeredAt: Date } | undefined> {
+    const [row] = await this.rows<{ pool: string; registeredAt: Date }>(
+      `UPDATE machines SET
+         hostname = $2, cpu_model = $3, cpu_cores = $4, cpu_threads = $5, memory_bytes = $6,
+         gpus = $7::jsonb, disks = $8::jsonb, os = $9::jsonb,
+         network = jsonb_set(COALESCE(network, '{}'::jsonb), '{interfaces}', $10::jsonb),
+         agent_version = $11, registered_at = now(), updated_at = now()
+       WHERE id = $1 RETURNING pool, registered_at AS "registeredAt"`,
+      [
+        machineId,
+        inv.hostname,
+        inv.cpuModel,
+        inv.cpuCores,
+        inv.cpuThreads,
+        inv.memoryBytes,
+        JSON.stringify(inv.gpus),
+        JSON.stringify(inv.disks),
+        JSON.stringify(inv.os),
+        JSON.stringify(inv.interfaces),
+        agentVersion,
+      ],
+    );
+    return row;
+  }
+
+  /** Moves the machine to registered, whatever its state (the caller decided, holding its row lock); when it moved. */
+  async markRegistered(machineId: string, reason: string): Promise<Date | undefined> {
+    const [row] = await this.rows<{ changedAt: Date }>(
+      `UPDATE machines SET state = 'registered', state_reason = $2, state_changed_at = now() WHERE id = $1 RETURNING state_changed_at AS "changedAt"`,
+      [machineId, reason],
+    );
+    return row?.changedAt;
+  }
+
+  // --- The scheduler's registry -------------------------------------------------------------
+
+  /**
+   * Marks the machine seen now, by the database's clock (the one the sweep compares with, so an
+   * agent's skewed clock cannot flip it offline), and keeps its agent version. Undefined for an
+   * unknown machine.
+   */
+  async recordHeartbeat(machineId: string, agentVersion: string | null): Promise<MachineForAdmission | undefined> {
+    const [row] = await this.rows<MachineForAdmission>(
+      `UPDATE machines m SET last_heartbeat_at = now(), agent_version = COALESCE($2, m.agent_version)
+       FROM pools p WHERE m.id = $1 AND p.name = m.pool
+       RETURNING ${ADMISSION_RETURNING}`,
+      [machineId, agentVersion],
+    );
+    return row;
+  }
+
+  /** Keeps the test on the machine unless a newer one is stored; undefined when nothing changed (unknown machine, older test). */
+  async recordNetworkTest(machineId: string, test: MachineNetworkTest): Promise<MachineForAdmission | undefined> {
+    const [row] = await this.rows<MachineForAdmission>(
+      `UPDATE machines m SET network = jsonb_set(COALESCE(m.network, '{}'::jsonb), '{test}', $2::jsonb), updated_at = now()
+       FROM pools p
+       WHERE m.id = $1 AND p.name = m.pool
+         AND (m.network->'test'->>'testedAt' IS NULL OR (m.network->'test'->>'testedAt')::timestamptz < $3::timestamptz)
+       RETURNING ${ADMISSION_RETURNING}`,
+      [machineId, JSON.stringify(test), test.testedAt],
+    );
+    return row;
+  }
+
+  /** A new reason for the state the machine is in (no state change, so no event). */
+  async setStateReason(machineId: string, reason: string): Promise<void> {
+    await this.rows(`UPDATE machines SET state_reason = $2, updated_at = now() WHERE id = $1`, [machineId, reason]);
+  }
+
+  /** Moves the machine from `from` to `to` only if it is still in `from`; undefined when it was not. */
+  async moveState(machineId: string, from: MachineState, to: MachineState, reason: string): Promise<{ pool: string; changedAt: Date } | undefined> {
+    const [row] = await this.rows<{ pool: string; changedAt: Date }>(
+      `UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
+       WHERE id = $1 AND state = $2
+       RETURNING pool, state_changed_at AS "changedAt"`,
+      [machineId, from, to, reason],
+    );
+    return row;
+  }
+
+  /**
+   * Moves up to 500 machines silent for longer than `ttlSeconds` offline, each exactly once
+   * across replicas (see SWEEP). Run inside transaction() to announce the moves before they commit.
+   */
+  markOfflineOlderThan(ttlSeconds: number): Promise<OfflineMachine[]> {
+    return this.rows<OfflineMachine>(SWEEP, [ttlSeconds]);
   }
 }

@@ -1,24 +1,9 @@
 import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { type KV } from '@nats-io/kv';
-import { DataSource } from 'typeorm';
 import { ROUTES_BUCKET, type RouteRecord } from '#tern/contracts';
 import { encode, Messaging } from '#tern/messaging';
-import { queryRows } from '#tern/persistence';
+import { ContainersRepository, type RouteSource } from '#tern/persistence';
 import { routeCapacity } from './start-command.js';
-
-interface RouteRow {
-  id: string;
-  machine_id: string | null;
-  state: string;
-  ready_at: Date | null;
-  deployment_id: string;
-  version: number;
-  spec: { workers?: number; concurrentRequests?: number };
-}
-
-const ROUTE_ROWS = `
-  SELECT c.id, c.machine_id, c.state, c.ready_at, dv.deployment_id::text AS deployment_id, dv.version, dv.spec
-  FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id`;
 
 /**
  * The `routes` KV bucket: one RouteRecord per container that is running and has passed its
@@ -26,11 +11,11 @@ const ROUTE_ROWS = `
  * stopping, stopped, failed or machine offline, and made equal to the table at start-up).
  */
 @Injectable()
-export class RouteTable implements OnApplicationBootstrap {
+export class RoutePublisher implements OnApplicationBootstrap {
   private readonly logger = new Logger('routes');
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly containers: ContainersRepository,
     private readonly messaging: Messaging,
   ) {}
 
@@ -45,12 +30,12 @@ export class RouteTable implements OnApplicationBootstrap {
 
   /** Puts the container's route if it is routable now; deletes it otherwise. */
   async refresh(containerId: string): Promise<void> {
-    const [row] = await this.rows(`${ROUTE_ROWS} WHERE c.id = $1`, [containerId]);
+    const row = await this.containers.routeSourceOf(containerId);
     if (!row || !routable(row)) return this.remove([containerId]);
     const kv = await this.open();
     await kv.put(row.id, encode(route(row)));
     // Stopped while the route was being written: take it back out.
-    const [again] = await this.rows(`${ROUTE_ROWS} WHERE c.id = $1`, [containerId]);
+    const again = await this.containers.routeSourceOf(containerId);
     if (!again || !routable(again)) await this.remove([containerId]);
   }
 
@@ -63,7 +48,7 @@ export class RouteTable implements OnApplicationBootstrap {
   /** Makes the bucket equal to the table's routable containers. */
   async sync(): Promise<{ put: number; deleted: number }> {
     const kv = await this.open();
-    const rows = await this.rows(`${ROUTE_ROWS} WHERE c.state = 'running' AND c.ready_at IS NOT NULL AND c.machine_id IS NOT NULL`);
+    const rows = await this.containers.routable();
     const live = new Set(rows.map((r) => r.id));
     let deleted = 0;
     for await (const key of await kv.keys()) {
@@ -79,28 +64,19 @@ export class RouteTable implements OnApplicationBootstrap {
   private open(): Promise<KV> {
     return this.messaging.kv({ name: ROUTES_BUCKET.name });
   }
-
-  private async rows(sql: string, params: unknown[] = []): Promise<RouteRow[]> {
-    const runner = this.dataSource.createQueryRunner();
-    try {
-      return await queryRows<RouteRow>(runner, sql, params);
-    } finally {
-      await runner.release();
-    }
-  }
 }
 
-function routable(r: RouteRow): boolean {
-  return r.state === 'running' && r.ready_at !== null && r.machine_id !== null;
+function routable(r: RouteSource): boolean {
+  return r.state === 'running' && r.readyAt !== null && r.machineId !== null;
 }
 
-function route(r: RouteRow): RouteRecord {
+function route(r: RouteSource): RouteRecord {
   return {
     containerId: r.id,
-    deploymentId: r.deployment_id,
+    deploymentId: r.deploymentId,
     version: r.version,
-    machineId: r.machine_id!,
+    machineId: r.machineId!,
     capacity: routeCapacity({ workers: r.spec?.workers ?? 1, concurrentRequests: r.spec?.concurrentRequests ?? 1 }),
-    readyAt: r.ready_at!.toISOString(),
+    readyAt: r.readyAt!.toISOString(),
   };
 }

@@ -1,9 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { REPUTATION_BUCKET, REPUTATION_BUCKET_TTL_MS, REPUTATION_SCORE, type ReputationEntry } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { queryRows } from '#tern/persistence';
+import { ReputationRepository } from '#tern/persistence';
 import { changedMeaningfully, DAY_MS, type MachineScore, type ReputationParams, scoreMachines } from '#tern/reputation';
 import { MachineBook } from './machine-book.js';
 import { recomputeSeconds, reputationScore } from './metrics.js';
@@ -40,24 +39,16 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
 
   constructor(
     private readonly book: MachineBook,
-    private readonly dataSource: DataSource,
+    private readonly reputation: ReputationRepository,
     private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
     @Inject(REPUTATION_PARAMS) private readonly params: ReputationParams,
   ) {}
 
   async onApplicationBootstrap() {
-    const runner = this.dataSource.createQueryRunner();
-    try {
-      const last = await queryRows<{ machine_id: string; score: number; components: Record<string, number>; computed_at: Date }>(
-        runner,
-        `SELECT DISTINCT ON (machine_id) machine_id, score, components, computed_at FROM reputation_scores ORDER BY machine_id, computed_at DESC`,
-      );
-      // kvAt 0: every entry is put again on the first pass, in case the bucket lost it meanwhile.
-      for (const r of last) this.published.set(r.machine_id, { score: Number(r.score), components: r.components, historyAt: r.computed_at.getTime(), kvAt: 0 });
-    } finally {
-      await runner.release();
-    }
+    const last = await this.reputation.latestScores();
+    // kvAt 0: every entry is put again on the first pass, in case the bucket lost it meanwhile.
+    for (const r of last) this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
     this.timer = setInterval(() => this.trigger(), this.config.reputation.recomputeIntervalMs);
     this.trigger();
   }
@@ -104,13 +95,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
       else if (now - (prev?.kvAt ?? 0) >= KV_REFRESH_MS) refresh.push(s);
     }
     const computedAt = new Date(now).toISOString();
-    if (history.length) {
-      await this.dataSource.query(
-        `INSERT INTO reputation_scores (machine_id, score, components, computed_at)
-         SELECT x.machine_id, x.score, x.components, x.computed_at FROM jsonb_to_recordset($1::jsonb) AS x(machine_id text, score double precision, components jsonb, computed_at timestamptz)`,
-        [JSON.stringify(history.map((s) => ({ machine_id: s.machineId, score: s.score, components: s.components, computed_at: computedAt })))],
-      );
-    }
+    await this.reputation.appendScores(history, new Date(now));
     const kv = await this.messaging.kv({ name: REPUTATION_BUCKET.name, ttlMs: REPUTATION_BUCKET_TTL_MS });
     const historic = new Set(history);
     // All at once: the client pipelines them. A machine whose put fails is retried next pass.

@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { createDataSource, DEFAULT_POOL, isUniqueViolation, Machine, MachinesRepository, Pool, runMigrations } from '#tern/persistence';
+import { createTestSchema, type TestSchema } from '../support/isolation.js';
+
+let schema: TestSchema;
+let db: DataSource;
+let machines: MachinesRepository;
+
+beforeAll(async () => {
+  schema = await createTestSchema('machines-repo');
+  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
+  await runMigrations(db);
+  machines = new MachinesRepository(db);
+});
+
+afterAll(async () => {
+  await db?.destroy();
+  await schema?.drop();
+});
+
+const id = () => `m-${randomUUID()}`;
+const row = (machineId: string) => db.getRepository(Machine).findOneByOrFail({ id: machineId });
+const inHour = () => new Date(Date.now() + 3600_000);
+
+async function machine(fields: Partial<Machine> = {}): Promise<string> {
+  const machineId = fields.id ?? id();
+  await db.getRepository(Machine).save({ id: machineId, pool: DEFAULT_POOL, state: 'ready', ...fields });
+  return machineId;
+}
+
+/** Puts a machine's last heartbeat (or, with null, its registration) `seconds` in the past. */
+async function silentFor(machineId: string, seconds: number, heartbeat = true): Promise<void> {
+  const column = heartbeat ? 'last_heartbeat_at' : 'registered_at';
+  await db.query(`UPDATE machines SET ${column} = now() - make_interval(secs => $2) WHERE id = $1`, [machineId, seconds]);
+}
+
+const inventory = {
+  hostname: 'box',
+  cpuModel: 'EPYC',
+  cpuCores: 8,
+  cpuThreads: 16,
+  memoryBytes: 64 * 2 ** 30,
+  gpus: [{ index: 0, model: 'NVIDIA H100', memoryBytes: 80 * 2 ** 30 }],
+  disks: [{ mount: '/', fsType: 'ext4', sizeBytes: 100, freeBytes: 50 }],
+  os: { platform: 'linux', distro: 'debian', release: '12', kernel: '6.1', arch: 'x64' },
+  interfaces: [{ name: 'eth0', addresses: ['10.0.0.2'], speedMbps: 1000 }],
+};
+
+describe('MachinesRepository', () => {
+  describe('the machines API', () => {
+    it('creates a pending machine once, finds it by id and join token, lists and removes it', async () => {
+      const machineId = id();
+      await machines.createPending({ id: machineId, pool: DEFAULT_POOL, joinTokenHash: `h-${machineId}`, joinTokenExpiresAt: inHour() });
+      const again = machines.createPending({ id: machineId, pool: DEFAULT_POOL, joinTokenHash: 'other', joinTokenExpiresAt: inHour() });
+      expect(isUniqueViolation(await again.catch((e: unknown) => e), 'pk_machines')).toBe(true);
+
+      expect(await machines.findById(machineId)).toMatchObject({ id: machineId, state: 'pending' });
+      expect((await machines.findByJoinTokenHash(`h-${machineId}`))?.id).toBe(machineId);
+      expect(await machines.findByJoinTokenHash('nothing')).toBeNull();
+      expect((await machines.list({ state: 'pending' })).map((m) => m.id)).toContain(machineId);
+      expect((await machines.list({ state: 'ready' })).map((m) => m.id)).not.toContain(machineId);
+
+      expect(await machines.remove(machineId)).toBe(true);
+      expect(await machines.remove(machineId)).toBe(false);
+      expect(await machines.findById(machineId)).toBeNull();
+    });
+
+    it('lists by pool, then id', async () => {
+      const pool = `p-${randomUUID().slice(0, 8)}`;
+      await db.getRepository(Pool).save({ name: pool });
+      const [b, a] = [await machine({ id: `b-${randomUUID()}`, pool }), await machine({ id: `a-${randomUUID()}`, pool })];
+      expect((await machines.list({ pool })).map((m) => m.id)).toEqual([a, b]);
+    });
+  });
+
+  describe('registration', () => {
+    it('redeems a join token once, and never an expired one', async () => {
+      const fresh = await machine({ state: 'pending', joinTokenHash: `j-${randomUUID()}`, joinTokenExpiresAt: inHour() });
+      expect(await machines.redeemJoinToken(fresh, 'cred-1')).toBe(true);
+      expect(await machines.redeemJoinToken(fresh, 'cred-2')).toBe(false);
+      expect((await machines.findByCredentialHash('cred-1'))?.id).toBe(fresh);
+      expect(await machines.findByCredentialHash('cred-2')).toBeNull();
+      expect(await machines.joinTokenStatus(fresh)).toEqual({ usedAt: expect.any(Date), expiresAt: expect.any(Date), now: expect.any(Date) });
+
+      const expired = await machine({ state: 'pending', joinTokenHash: `j-${randomUUID()}`, joinTokenExpiresAt: new Date(Date.now() - 1000) });
+      expect(await machines.redeemJoinToken(expired, 'cred-3')).toBe(false);
+      expect((await machines.joinTokenStatus(expired))?.usedAt).toBeNull();
+      expect(await machines.joinTokenStatus('m-none')).toBeUndefined();
+    });
+
+    it('lets concurrent redemptions of one join token succeed once', async () => {
+      const machineId = await machine({ state: 'pending', joinTokenHash: `j-${randomUUID()}`, joinTokenExpiresAt: inHour() });
+      const results = await Promise.all(Array.from({ length: 5 }, (_, i) => machines.redeemJoinToken(machineId, `cred-${machineId}-${i}`)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('creates or updates a machine with a credential, spending an outstanding join token', async () => {
+      const machineId = id();
+      expect(await machines.upsertWithCredential(machineId, DEFAULT_POOL, `c1-${machineId}`)).toEqual({ inserted: true });
+      expect(await row(machineId)).toMatchObject({ state: 'pending', credentialHash: `c1-${machineId}`, joinTokenUsedAt: null });
+
+      const joining = await machine({ state: 'pending', joinTokenHash: `j-${randomUUID()}`, joinTokenExpiresAt: inHour() });
+      expect(await machines.upsertWithCredential(joining, DEFAULT_POOL, `c2-${joining}`)).toEqual({ inserted: false });
+      expect(await row(joining)).toMatchObject({ credentialHash: `c2-${joining}`, joinTokenUsedAt: expect.any(Date) });
+    });
+
+    it('stores the inventory and moves the machine to registered under its row lock', async () => {
+      const machineId = await machine({ state: 'pending' });
+      const registered = await machines.transaction(async (tx) => {
+        expect(await tx.lockState(machineId)).toBe('pending');
+        expect(await tx.storeInventory(machineId, inventory, '1.2.3')).toEqual({ pool: DEFAULT_POOL, registeredAt: expect.any(Date) });
+        return tx.markRegistered(machineId, 'agent registered');
+      });
+      expect(registered).toBeInstanceOf(Date);
+      expect(await row(machineId)).toMatchObject({
+        state: 'registered',
+        stateReason: 'agent registered',
+        stateChangedAt: registered,
+        hostname: 'box',
+        cpuThreads: 16,
+        memoryBytes: 64 * 2 ** 30,
+        gpus: inventory.gpus,
+        os: inventory.os,
+        network: { interfaces: inventory.interfaces },
+        agentVersion: '1.2.3',
+      });
+      expect(await machines.lockState('m-none')).toBeUndefined();
+      expect(await machines.storeInventory('m-none', inventory, '1')).toBeUndefined();
+    });
+  });
+
+  describe('the registry', () => {
+    it('records a heartbeat of a known machine, with its pool\'s rules', async () => {
+      const pool = `p-${randomUUID().slice(0, 8)}`;
+      await db.getRepository(Pool).save({ name: pool, allowedGpuTypes: ['H100'], minNetworkMbps: 100 });
+      const machineId = await machine({ pool, state: 'registered', agentVersion: '1.0.0' });
+      expect(await machines.recordHeartbeat(machineId, null)).toEqual({
+        id: machineId,
+        pool,
+        state: 'registered',
+        stateReason: null,
+        gpus: [],
+        network: null,
+        allowedGpuTypes: ['H100'],
+        minNetworkMbps: 100,
+      });
+      expect(await row(machineId)).toMatchObject({ lastHeartbeatAt: expect.any(Date), agentVersion: '1.0.0' });
+      await machines.recordHeartbeat(machineId, '1.1.0');
+      expect((await row(machineId)).agentVersion).toBe('1.1.0');
+      expect(await machines.recordHeartbeat('m-none', null)).toBeUndefined();
+    });
+
+    it('keeps only a newer network test', async () => {
+      const machineId = await machine();
+      const test = (testedAt: string, mbps: number) => ({ nats: { throughputMbps: mbps, latencyMs: 1 }, http: { throughputMbps: mbps, latencyMs: 1 }, testedAt });
+      expect((await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:02Z', 500)))?.network?.test?.nats.throughputMbps).toBe(500);
+      expect(await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:01Z', 5))).toBeUndefined();
+      expect((await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:03Z', 50)))?.network?.test?.nats.throughputMbps).toBe(50);
+      expect((await row(machineId)).network?.test?.testedAt).toBe('2026-01-01T00:00:03Z');
+      expect(await machines.recordNetworkTest('m-none', test('2026-01-01T00:00:04Z', 1))).toBeUndefined();
+    });
+
+    it('moves a machine only from the state the caller saw', async () => {
+      const machineId = await machine({ state: 'registered' });
+      expect(await machines.moveState(machineId, 'offline', 'ready', 'first heartbeat')).toBeUndefined();
+      expect((await row(machineId)).state).toBe('registered');
+      expect(await machines.moveState(machineId, 'registered', 'ready', 'first heartbeat')).toEqual({ pool: DEFAULT_POOL, changedAt: expect.any(Date) });
+      expect(await row(machineId)).toMatchObject({ state: 'ready', stateReason: 'first heartbeat' });
+      await machines.setStateReason(machineId, 'still fine');
+      expect(await row(machineId)).toMatchObject({ state: 'ready', stateReason: 'still fine' });
+    });
+
+    it('rolls a move back when the transaction\'s work fails (an announcement that did not go out)', async () => {
+      const machineId = await machine({ state: 'registered' });
+      await expect(
+        machines.transaction(async (tx) => {
+          await tx.moveState(machineId, 'registered', 'ready', 'first heartbeat');
+          throw new Error('NATS down');
+        }),
+      ).rejects.toThrow('NATS down');
+      expect((await row(machineId)).state).toBe('registered');
+    });
+  });
+
+  describe('the offline sweep', () => {
+    it('moves each silent machine offline once, and no other', async () => {
+      const silent = await machine({ state: 'ready' });
+      await silentFor(silent, 120);
+      const neverBeat = await machine({ state: 'registered' });
+      await silentFor(neverBeat, 120, false);
+      const alive = await machine({ state: 'ready' });
+      await silentFor(alive, 1);
+      const pending = await machine({ state: 'pending' });
+      await silentFor(pending, 120);
+
+      const swept = await machines.markOfflineOlderThan(30);
+      const byId = new Map(swept.map((m) => [m.id, m]));
+      expect(byId.get(silent)).toEqual({ id: silent, pool: DEFAULT_POOL, from: 'ready', reason: expect.stringMatching(/^no heartbeat for 30 s \(last at .*Z\)$/), changedAt: expect.any(Date) });
+      expect(byId.get(neverBeat)).toMatchObject({ from: 'registered', reason: 'no heartbeat within 30 s of registering' });
+      expect(byId.has(alive)).toBe(false);
+      expect(byId.has(pending)).toBe(false);
+      expect(await row(silent)).toMatchObject({ state: 'offline' });
+      expect((await row(alive)).state).toBe('ready');
+
+      const again = await machines.markOfflineOlderThan(30);
+      expect(again.map((m) => m.id)).not.toContain(silent);
+      expect(again.map((m) => m.id)).not.toContain(neverBeat);
+    });
+
+    it('skips the machines another sweep holds, so two sweeps never move one machine twice', async () => {
+      const ids = [await machine(), await machine(), await machine()];
+      for (const m of ids) await silentFor(m, 120);
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let swept!: (ids: string[]) => void;
+      const firstSwept = new Promise<string[]>((r) => (swept = r));
+      const first = machines.transaction(async (tx) => {
+        swept((await tx.markOfflineOlderThan(30)).map((m) => m.id));
+        await held;
+      });
+      const firstIds = await firstSwept;
+      expect(firstIds).toEqual(expect.arrayContaining(ids));
+      // The first sweep has not committed: its rows are locked, and the second skips them.
+      const second = await machines.transaction((tx) => tx.markOfflineOlderThan(30));
+      expect(second.map((m) => m.id).filter((m) => ids.includes(m))).toEqual([]);
+      release();
+      await first;
+      expect(await machines.markOfflineOlderThan(30)).toEqual([]);
+    });
+
+    it('leaves a machine whose heartbeat is being recorded for the next sweep', async () => {
+      const machineId = await machine();
+      await silentFor(machineId, 120);
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let beat!: () => void;
+      const beating = new Promise<void>((r) => (beat = r));
+      const heartbeat = machines.transaction(async (tx) => {
+        await tx.recordHeartbeat(machineId, null);
+        beat();
+        await held;
+      });
+      await beating;
+      expect((await machines.markOfflineOlderThan(30)).map((m) => m.id)).not.toContain(machineId);
+      release();
+      await heartbeat;
+      expect((await machines.markOfflineOlderThan(30)).map((m) => m.id)).not.toContain(machineId);
+      expect((await row(machineId)).state).toBe('ready');
+    });
+  });
+});
