@@ -12,11 +12,11 @@ import { TerminalDashboard } from './dashboard/terminal.js';
 import { discoverInventory } from './discovery/inventory.js';
 import { createAgentLogger } from './logging.js';
 import { defaultMachineId } from './machine-id.js';
-import { backoffMs, type RegisterOutcome, registerWithRetry } from './registration/register.js';
+import { REGISTER_BACKOFF, type RegisterOutcome, registerWithRetry } from './registration/register.js';
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
 import { AgentConfigError, type AgentConfigFile, defaultStateDir, readConfigFile, sha256, writeConfigFile } from './settings/config-file.js';
 import { AgentState } from './state/agent-state.js';
-import { fireAndForget } from '#tern/timing';
+import { backoffMs, fireAndForget } from '#tern/timing';
 
 /** Exit statuses: sysexits' EX_NOPERM for a refused token, EX_CONFIG for a bad configuration. */
 export const EXIT_REFUSED = 77;
@@ -211,7 +211,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
       const probe = await connectNats({ ...config.nats, name: `${answer.nats.namespace}-agent-probe`, firstConnectTimeoutMs: 30_000 });
       await probe.close();
     } catch (e) {
-      const delay = backoffMs(attempt++);
+      const delay = backoffMs(attempt++, REGISTER_BACKOFF);
       logger.warn(`${(e as Error).message}; registering again in ${Math.round(delay / 1000)} s`);
       await sleep(delay);
       answer = (await register(inventory, 'NATS unreachable')).response;

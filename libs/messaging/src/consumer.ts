@@ -4,6 +4,7 @@ import { Counter } from 'prom-client';
 import { type Class } from '#tern/contracts';
 import { decode } from './codec.js';
 import { type ConsumerSpec, type Messaging } from './messaging.js';
+import { backoffMs } from '#tern/timing';
 
 /** What a handler may do with the message it is given, beyond returning (ack) or throwing (nak with back-off). */
 export interface Delivery<T> {
@@ -37,9 +38,9 @@ const settled = new Counter({
   labelNames: ['subject', 'outcome'],
 });
 
-/** Back-off after a handler error: 1 s, 2 s, 4 s ... capped at 60 s. */
+/** Back-off after a handler error: 1 s, 2 s, 4 s ... capped at 60 s (the first delivery counts as one). */
 export function retryDelayMs(deliveryCount: number): number {
-  return Math.min(1000 * 2 ** Math.max(0, deliveryCount - 1), 60_000);
+  return backoffMs(Math.max(1, deliveryCount));
 }
 
 /**

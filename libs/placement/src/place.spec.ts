@@ -1,4 +1,5 @@
-import { backoffMs } from './backoff.js';
+import { backoffMs } from '#tern/timing';
+import { PLACEMENT_BACKOFF } from './backoff.js';
 import { gpuPhrase, place } from './place.js';
 import { formatBytes, formatCpu, fullnessAfter, memoryHeadroom, pickGpus } from './resources.js';
 import { DEFAULT_PLACEMENT_OPTIONS, isPlaced, type MachineView, type PlacementRequest } from './types.js';
@@ -205,6 +206,6 @@ describe('helpers', () => {
   });
 
   it('backs off from 1 s, doubling, up to 30 s', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 50].map(backoffMs)).toEqual([0, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+    expect([0, 1, 2, 3, 4, 5, 6, 50].map((n) => backoffMs(n, PLACEMENT_BACKOFF))).toEqual([0, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
   });
 });

@@ -47,6 +47,11 @@ export class Ticker {
     else this.run();
   }
 
+  /** stop() has been called: a long tick may end early. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
   /** The tick in progress, if any: for callers that must see its effects. */
   get current(): Promise<void> | undefined {
     return this.running;
@@ -69,13 +74,13 @@ export class Ticker {
   }
 
   private async loop(): Promise<void> {
-    try {
-      do {
-        this.again = false;
+    do {
+      this.again = false;
+      try {
         await this.tick();
-      } while (this.again && !this.stopped);
-    } catch (error) {
-      this.options.logger.warn(`${this.options.name} failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
+      } catch (error) {
+        this.options.logger.warn(`${this.options.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    } while (this.again && !this.stopped);
   }
 }

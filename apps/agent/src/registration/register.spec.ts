@@ -1,5 +1,6 @@
 import { type MachineRegisterRequest } from '#tern/contracts';
-import { backoffMs, REGISTER_PATH, registerOnce, registerWithRetry } from './register.js';
+import { backoffMs } from '#tern/timing';
+import { REGISTER_BACKOFF, REGISTER_PATH, registerOnce, registerWithRetry } from './register.js';
 
 const request = {
   pool: 'default',
@@ -63,9 +64,9 @@ describe('registration', () => {
   });
 
   it('backs off 1 s, 2 s, 4 s … up to a minute, with ±20 % jitter', () => {
-    expect([1, 2, 3, 4, 7, 20].map((a) => backoffMs(a, 60_000, () => 0.5))).toEqual([1000, 2000, 4000, 8000, 60_000, 60_000]);
-    expect(backoffMs(1, 60_000, () => 0)).toBe(800);
-    expect(backoffMs(1, 60_000, () => 1)).toBe(1200);
+    expect([1, 2, 3, 4, 7, 20].map((a) => backoffMs(a, REGISTER_BACKOFF, () => 0.5))).toEqual([1000, 2000, 4000, 8000, 60_000, 60_000]);
+    expect(backoffMs(1, REGISTER_BACKOFF, () => 0)).toBe(800);
+    expect(backoffMs(1, REGISTER_BACKOFF, () => 1)).toBe(1200);
   });
 
   it('keeps retrying until the gateway answers, reporting each failure', async () => {

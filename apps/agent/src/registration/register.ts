@@ -1,5 +1,6 @@
 import { type MachineRegisterRequest, MachineRegisterResponse } from '#tern/contracts';
 import { validatePayload } from '#tern/messaging';
+import { backoffMs, type BackoffShape } from '#tern/timing';
 
 export const REGISTER_PATH = '/api/v1/machine/register';
 
@@ -62,11 +63,8 @@ export async function registerOnce(call: RegisterCall): Promise<RegisterOutcome>
   return { kind: 'retry', status: response.status, message: `${response.status} ${message}` };
 }
 
-/** Back-off between attempts: 1 s, 2 s, 4 s … capped at maxMs, each ±20 % so a fleet does not retry in step. */
-export function backoffMs(attempt: number, maxMs = 60_000, random: () => number = Math.random): number {
-  const base = Math.min(maxMs, 1000 * 2 ** Math.max(0, attempt - 1));
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
+/** Back-off between attempts: 1 s, 2 s, 4 s … capped at a minute, each ±20 % so a fleet does not retry in step. */
+export const REGISTER_BACKOFF: BackoffShape = { firstMs: 1000, maxMs: 60_000, jitter: 0.2 };
 
 export interface RetryHooks {
   /** Before each attempt (1-based). */
@@ -86,7 +84,7 @@ export async function registerWithRetry(call: RegisterCall, hooks: RetryHooks = 
     hooks.onAttempt?.(attempt);
     const outcome = await registerOnce(call);
     if (outcome.kind !== 'retry' || hooks.signal?.aborted) return outcome;
-    const delay = backoffMs(attempt, hooks.maxDelayMs);
+    const delay = backoffMs(attempt, { ...REGISTER_BACKOFF, maxMs: hooks.maxDelayMs ?? REGISTER_BACKOFF.maxMs });
     hooks.onRetry?.(attempt, outcome, delay);
     await sleep(delay);
     if (hooks.signal?.aborted) return outcome;

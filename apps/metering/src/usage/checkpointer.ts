@@ -4,6 +4,7 @@ import { checkpointSlices, type UsageSlice } from '#tern/metering';
 import { type MeteredContainerState, UsageRepository } from '#tern/persistence';
 import { meteringCheckpointsTotal } from '../metering-metrics.js';
 import { type Allotment, allotmentOf, countAccrued, upsertSlices } from './slice-rows.js';
+import { Ticker } from '#tern/timing';
 
 /** Containers accrued per transaction: bounds the statement size (13 parameters per slice). */
 const BATCH = 500;
@@ -19,8 +20,7 @@ const BATCH = 500;
 @Injectable()
 export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('checkpointer');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private ticker?: Ticker;
 
   constructor(
     private readonly usage: UsageRepository,
@@ -28,19 +28,12 @@ export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap() {
-    this.timer = setInterval(() => this.tick(), this.config.metering.checkpointIntervalMs);
+    const everyMs = this.config.metering.checkpointIntervalMs;
+    this.ticker = new Ticker({ name: 'checkpoint', everyMs, logger: this.logger }, () => this.checkpoint()).start();
   }
 
   async onModuleDestroy() {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private tick() {
-    if (this.running) return;
-    this.running = this.checkpoint()
-      .catch((e: unknown) => this.logger.warn(`checkpoint failed (${(e as Error).message}); retrying on the next tick`))
-      .finally(() => (this.running = undefined));
+    await this.ticker?.stop();
   }
 
   /** Accrues every running container to now; returns how many it accrued. */

@@ -7,6 +7,7 @@ import { changedMeaningfully, DAY_MS, type MachineScore, type ReputationParams, 
 import { MachineBook } from './machine-book.js';
 import { recomputeSeconds, reputationScore } from './metrics.js';
 import { REPUTATION_PARAMS } from './reputation-params.js';
+import { Ticker } from '#tern/timing';
 
 /** After an event, scores are recomputed this soon (events in a burst share one pass). */
 const AFTER_EVENT_MS = 200;
@@ -32,9 +33,8 @@ interface Published {
 export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('scorer');
   private readonly published = new Map<string, Published>();
-  private timer?: NodeJS.Timeout;
+  private ticker?: Ticker;
   private soon?: NodeJS.Timeout;
-  private running?: Promise<void>;
   private stopped = false;
 
   constructor(
@@ -49,15 +49,14 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     const last = await this.reputation.latestScores();
     // kvAt 0: every entry is put again on the first pass, in case the bucket lost it meanwhile.
     for (const r of last) this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
-    this.timer = setInterval(() => this.trigger(), this.config.reputation.recomputeIntervalMs);
-    this.trigger();
+    const everyMs = this.config.reputation.recomputeIntervalMs;
+    this.ticker = new Ticker({ name: 'recomputing scores', everyMs, logger: this.logger, immediate: true }, () => this.recompute()).start();
   }
 
   async onApplicationShutdown() {
     this.stopped = true;
-    clearInterval(this.timer);
     clearTimeout(this.soon);
-    await this.running?.catch(() => undefined);
+    await this.ticker?.stop();
   }
 
   /** Asks for a pass shortly (an event changed a record). */
@@ -65,15 +64,8 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     if (this.soon || this.stopped) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
-      this.trigger();
+      this.ticker?.poke();
     }, AFTER_EVENT_MS);
-  }
-
-  private trigger() {
-    if (this.running || this.stopped) return;
-    this.running = this.recompute()
-      .catch((e) => this.logger.warn(`recomputing scores failed: ${(e as Error).message}`))
-      .finally(() => (this.running = undefined));
   }
 
   /** One pass over every machine. */

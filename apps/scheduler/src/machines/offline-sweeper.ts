@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { MachinesRepository } from '#tern/persistence';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { MachineTransitions } from './machine-transitions.js';
+import { Ticker } from '#tern/timing';
 
 /**
  * Moves machines silent for longer than the heartbeat TTL offline (MachinesRepository's
@@ -11,8 +12,7 @@ import { MachineTransitions } from './machine-transitions.js';
 @Injectable()
 export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('offline-sweeper');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private ticker?: Ticker;
 
   constructor(
     private readonly machines: MachinesRepository,
@@ -23,19 +23,11 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap() {
     // At most half a TTL late, and at least every second so a short TTL is honoured closely.
     const everyMs = Math.min(1000, (this.config.machines.heartbeatTtlSeconds * 1000) / 2);
-    this.timer = setInterval(() => this.tick(), everyMs);
+    this.ticker = new Ticker({ name: 'offline sweep', everyMs, logger: this.logger }, () => this.sweep()).start();
   }
 
   async onModuleDestroy() {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private tick() {
-    if (this.running) return;
-    this.running = this.sweep()
-      .catch((e: unknown) => this.logger.warn(`sweep failed (${(e as Error).message}); retrying on the next tick`))
-      .finally(() => (this.running = undefined));
+    await this.ticker?.stop();
   }
 
   /** Moves silent machines offline and announces each move; returns how many moved. */

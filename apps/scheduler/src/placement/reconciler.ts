@@ -2,12 +2,13 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { CONTAINER_FAILED, CONTAINER_SCHEDULED, type ResolvedSpec } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import { ContainersRepository, type LostContainer, type VersionToReconcile } from '#tern/persistence';
-import { backoffMs } from '#tern/placement';
+import { PLACEMENT_BACKOFF } from '#tern/placement';
 import { AgentCommands } from '../machines/agent-commands.js';
 import { type PlaceOutcome, Placer } from './placer.js';
 import { RoutePublisher } from './route-publisher.js';
 import { containersToStop } from './scale-down.js';
 import { isResolvedSpec, placementRequest, startCommand } from './start-command.js';
+import { backoffMs, Ticker } from '#tern/timing';
 
 const EVERY_MS = 1000;
 const STOP_GRACE_SECONDS = 10;
@@ -24,10 +25,7 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
 @Injectable()
 export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('reconciler');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
-  private stopped = false;
+  private readonly ticker = new Ticker({ name: 'reconcile pass', everyMs: EVERY_MS, logger: this.logger }, () => this.pass());
   private readonly backoff = new Map<string, { failures: number; nextAt: number }>();
 
   constructor(
@@ -39,31 +37,16 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap() {
-    this.timer = setInterval(() => this.wake(), EVERY_MS);
+    this.ticker.start();
   }
 
   async onModuleDestroy() {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
+    await this.ticker.stop();
   }
 
   /** Runs a pass now, or right after the one under way. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((e: unknown) => this.logger.warn(`reconcile pass failed (${(e as Error).message}); retrying on the next tick`))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.ticker.poke();
   }
 
   resetBackoff(): void {
@@ -74,7 +57,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     await this.loseOffline();
     const versions = await this.containers.versionsToReconcile(ACTIVE);
     for (const v of versions) {
-      if (this.stopped) return;
+      if (this.ticker.stopping) return;
       try {
         await this.containers.withVersionLock(v.id, () => this.reconcile(v));
       } catch (e) {
@@ -173,7 +156,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async fail(v: VersionToReconcile, reason: string): Promise<void> {
     const failures = (this.backoff.get(v.id)?.failures ?? 0) + 1;
-    this.backoff.set(v.id, { failures, nextAt: Date.now() + backoffMs(failures) });
+    this.backoff.set(v.id, { failures, nextAt: Date.now() + backoffMs(failures, PLACEMENT_BACKOFF) });
     await this.setReason(v, reason);
   }
 
