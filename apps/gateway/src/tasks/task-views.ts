@@ -1,4 +1,8 @@
-import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
+import { type Conforms, FINAL_TASK_STATES, type SameType, type SubmittedTask, type TaskList, type TaskState, type TaskView } from '#tern/contracts';
+import type { SubmittedTask as Submitted } from './task-submission.service.js';
+import type { TasksService } from './tasks.service.js';
+
+export type { TaskView } from '#tern/contracts';
 
 /** The columns the task API reads (snake_case, straight from SQL). */
 export interface TaskRow {
@@ -39,7 +43,7 @@ export function isFinal(state: TaskState): boolean {
 }
 
 /** What GET /api/v1/tasks/<id> answers; `result` only when asked for (the one-task view). */
-export function taskView(row: TaskRow, result?: { value: unknown }) {
+export function taskView(row: TaskRow, result?: { value: unknown }): TaskView {
   return {
     task_id: row.id,
     deployment: row.deployment_name,
@@ -61,7 +65,8 @@ export function taskView(row: TaskRow, result?: { value: unknown }) {
   };
 }
 
-export type TaskView = ReturnType<typeof taskView>;
+/** The answers built outside this file, held to their contracts (shared with the CLI). */
+export type TaskAnswersConform = [Conforms<SameType<Awaited<ReturnType<TasksService['list']>>, TaskList>>, Conforms<SameType<Submitted, SubmittedTask>>];
 
 /** Keyset cursor over (created_at, id), newest first. */
 export function encodeCursor(row: Pick<TaskRow, 'created_at' | 'id'>): string {
