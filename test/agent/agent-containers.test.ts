@@ -14,7 +14,7 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { ImageStore, RuncRuntime } from '#tern/runtime';
 import { TEST_NATS_URL } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
-import { hostContainersAvailable } from '../runtime/support.js';
+import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
 /**
@@ -64,7 +64,7 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
   };
 }
 
-((await hostContainersAvailable()) ? describe : describe.skip)('agent running containers (runc, host image)', () => {
+(await describeNeeding(['root', 'runc', 'python3']))('agent running containers (runc, host image)', () => {
   let plane: ControlPlane;
   let nc: NatsConnection;
   let messaging: Messaging;

@@ -9,7 +9,7 @@ import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CODE_BUCKET, type Containe
 import { connectNats, invoke, Messaging, Namespace } from '#tern/messaging';
 import { TEST_NATS_URL } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
-import { hostContainersAvailable } from '../runtime/support.js';
+import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
 /** The user's folder: a handler that uses what on_start loaded. */
@@ -59,7 +59,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
   };
 }
 
-((await hostContainersAvailable()) ? describe : describe.skip)('agent running handlers from code bundles (runc, host image, Python runner)', () => {
+(await describeNeeding(['root', 'runc', 'python3']))('agent running handlers from code bundles (runc, host image, Python runner)', () => {
   let plane: ControlPlane;
   let nc: NatsConnection;
   let messaging: Messaging;

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,16 +7,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
 import { freePort, waitFor } from '../support/processes.js';
+import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
-function hasNatsServer(): boolean {
-  try {
-    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A NATS server of the test's own (JetStream on disk), so the test can take it away and bring it back. */
 class PrivateNats {
@@ -56,7 +49,7 @@ class PrivateNats {
  * TTL makes the agent register again. The agent is pointed at a NATS server of the test's own
  * through the gateway's NATS_PUBLIC_URL; the control plane stays on the shared one.
  */
-(hasNatsServer() ? describe : describe.skip)('agent across a NATS outage', () => {
+(await describeNeeding(['nats-server']))('agent across a NATS outage', () => {
   let plane: ControlPlane;
   let nats: PrivateNats;
   let agent: AgentProcess;

@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { ImageError } from '#tern/runtime';
-import { collectLogs, containerId, runcAvailable, RuntimeSandbox, umociAvailable } from './support.js';
+import { describeNeeding } from '../support/real-parts.js';
+import { collectLogs, containerId, RuntimeSandbox } from './support.js';
 
-const available = (await runcAvailable()) && (await umociAvailable());
-if (!available) console.warn('OCI image tests skipped: need runc, umoci and root');
-const describeOci = available ? describe : describe.skip;
+const describeOci = await describeNeeding(['root', 'runc', 'umoci']);
 
 /** A tiny OCI layout built with umoci: the host's dash and libc, a file, env, cmd, a named user. */
 async function buildLayout(dir: string): Promise<string> {

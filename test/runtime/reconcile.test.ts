@@ -4,12 +4,11 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { reconcile, type ContainerSpec } from '#tern/runtime';
-import { containerId, isRunning, runcAvailable, RuntimeSandbox } from './support.js';
+import { describeNeeding } from '../support/real-parts.js';
+import { containerId, isRunning, RuntimeSandbox } from './support.js';
 import { transpileRuntimeLib } from './transpile.js';
 
-const available = await runcAvailable();
-if (!available) console.warn('reconcile tests skipped: needs runc and root');
-const describeRunc = available ? describe : describe.skip;
+const describeRunc = await describeNeeding(['root', 'runc']);
 
 /** The agent stand-in: starts containers with the runtime lib, says so, then waits to be killed. */
 const OWNER = `

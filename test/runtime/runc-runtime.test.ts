@@ -1,11 +1,10 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ContainerStartError, waitForHealth } from '#tern/runtime';
-import { collectLogs, containerId, runcAvailable, RuntimeSandbox } from './support.js';
+import { describeNeeding } from '../support/real-parts.js';
+import { collectLogs, containerId, RuntimeSandbox } from './support.js';
 
-const available = await runcAvailable();
-if (!available) console.warn('runc integration tests skipped: needs runc and root');
-const describeRunc = available ? describe : describe.skip;
+const describeRunc = await describeNeeding(['root', 'runc']);
 
 describeRunc('RuncRuntime with the host image', () => {
   let sandbox: RuntimeSandbox;

@@ -5,21 +5,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { ImageStore, RuncRuntime, type ContainerRuntime, type LogLine } from '#tern/runtime';
 
-/** runc tests need runc and root (rootful runc: cgroups, mounts). */
-export async function runcAvailable(): Promise<boolean> {
-  if (process.getuid?.() !== 0) return false;
-  const r = await execa('runc', ['--version'], { reject: false });
-  return r.exitCode === 0;
-}
-
-/** Containers from the host image run python3 (the runner and the test programs) under runc. */
-export async function hostContainersAvailable(): Promise<boolean> {
-  return (await runcAvailable()) && (await execa('python3', ['--version'], { reject: false })).exitCode === 0;
-}
-
-export async function umociAvailable(): Promise<boolean> {
-  return (await execa('umoci', ['--version'], { reject: false })).exitCode === 0;
-}
+// Which of these tests may run here (root, runc, umoci, python3) is decided by describeNeeding
+// (test/support/real-parts.ts): skipped on a developer's machine, failed under CI=true.
 
 export function containerId(name: string): string {
   return `tt-${randomBytes(3).toString('hex')}-${name}`;

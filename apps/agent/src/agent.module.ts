@@ -9,9 +9,9 @@ import { InvokeRoutes } from './invoke/invoke-routes.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { JoinService } from './join.service.js';
 import { NatsLink } from './nats-link.service.js';
-import { NetworkTestService } from './network-test/network-test.service.js';
+import { NetworkProbe } from './network-test/network-probe.js';
 import { RegistrationWatch } from './registration/registration-watch.service.js';
-import { TaskWorkers } from './tasks/task-workers.service.js';
+import { TaskDispatcher } from './tasks/task-dispatcher.js';
 
 /** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */
 @Module({})
@@ -32,9 +32,9 @@ export class AgentModule {
         NatsLink,
         containerRuntimeProvider,
         InvokeRoutes,
-        TaskWorkers,
+        TaskDispatcher,
         ContainersService,
-        NetworkTestService,
+        NetworkProbe,
         HeartbeatService,
         RegistrationWatch,
         JoinService,

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import { AGENT_CONTEXT, type AgentContext } from './agent-context.js';
 import { ContainersService } from './containers/containers.service.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
-import { NetworkTestService } from './network-test/network-test.service.js';
+import { NetworkProbe } from './network-test/network-probe.js';
 import { RegistrationWatch } from './registration/registration-watch.service.js';
 
 /**
@@ -17,7 +17,7 @@ export class JoinService implements OnApplicationBootstrap {
 
   constructor(
     private readonly containers: ContainersService,
-    private readonly networkTest: NetworkTestService,
+    private readonly networkProbe: NetworkProbe,
     private readonly heartbeats: HeartbeatService,
     private readonly watch: RegistrationWatch,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
@@ -27,7 +27,7 @@ export class JoinService implements OnApplicationBootstrap {
     const { state } = this.ctx;
     state.setPhase('testing-network');
     await this.containers.reconcile();
-    await this.networkTest.run();
+    await this.networkProbe.run();
     this.heartbeats.start();
     this.watch.start();
     state.setPhase('running');

@@ -63,11 +63,10 @@ function streamsSection(): string {
     s.retention,
     s.maxAgeSeconds === 0 ? 'unlimited' : duration(s.maxAgeSeconds),
     duration(s.duplicateWindowSeconds),
-    s.owner,
     s.description,
   ]);
-  return `## Streams\n\nDeclared idempotently by their owner at start-up.\n\n${table(
-    ['stream', 'subjects', 'retention', 'max age', 'duplicate window', 'owner', 'description'],
+  return `## Streams\n\nDeclared idempotently at start-up by every service that uses them, all with this one config (\`libs/contracts/src/streams.ts\`), so no service has to start first.\n\n${table(
+    ['stream', 'subjects', 'retention', 'max age', 'duplicate window', 'description'],
     rows,
   )}`;
 }

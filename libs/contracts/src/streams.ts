@@ -1,8 +1,10 @@
 import { type StreamName } from './contract.js';
 
 /**
- * JetStream streams Tern uses, declared idempotently by the service that owns them.
- * Subjects are written with the `tern` root; the messaging library rewrites it per namespace.
+ * JetStream streams Tern uses. Every service declares, idempotently at start-up, the streams
+ * it uses (`CoreModule.forRoot({ streams })`) with this one config, so no service has to start
+ * first. Subjects are written with the `tern` root; the messaging library rewrites it per
+ * namespace.
  */
 export interface StreamSpec {
   readonly name: StreamName;
@@ -12,7 +14,6 @@ export interface StreamSpec {
   readonly maxAgeSeconds: number;
   /** Window in which a repeated Nats-Msg-Id is dropped as a duplicate. */
   readonly duplicateWindowSeconds: number;
-  readonly owner: 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 'reputation' | 'agent';
   readonly description: string;
 }
 
@@ -25,7 +26,6 @@ export const STREAMS: Record<StreamName, StreamSpec> = {
     retention: 'limits',
     maxAgeSeconds: 30 * DAY,
     duplicateWindowSeconds: 120,
-    owner: 'scheduler',
     description: 'Facts: lifecycle events of machines, containers and tasks, scale decisions, usage and scores. Replayable (metering rebuilds totals from it).',
   },
   COMMANDS: {
@@ -34,7 +34,6 @@ export const STREAMS: Record<StreamName, StreamSpec> = {
     retention: 'workqueue',
     maxAgeSeconds: DAY,
     duplicateWindowSeconds: 120,
-    owner: 'scheduler',
     description: 'Orders that must survive a restart of their receiver (desired container counts, reschedules).',
   },
   TASKS: {
@@ -43,7 +42,6 @@ export const STREAMS: Record<StreamName, StreamSpec> = {
     retention: 'workqueue',
     maxAgeSeconds: 14 * DAY,
     duplicateWindowSeconds: 300,
-    owner: 'gateway',
     description: 'Task-queue payloads, one subject per deployment, pulled by agents for their containers.',
   },
   HEARTBEATS: {
@@ -52,7 +50,6 @@ export const STREAMS: Record<StreamName, StreamSpec> = {
     retention: 'limits',
     maxAgeSeconds: 3600,
     duplicateWindowSeconds: 10,
-    owner: 'scheduler',
     description: 'Machine heartbeats; kept one hour so reputation can measure punctuality after a restart.',
   },
 };

@@ -16,12 +16,13 @@ import {
   type GpuInventory,
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import { backoffMs, sleep } from '#tern/timing';
 import { ContainerStartError, type ExitResult, ImageError, InvalidContainerSpecError, reconcile, waitForHealth } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
 import { findRunnersDir } from '../code/runners-dir.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
-import { TaskWorkers } from '../tasks/task-workers.service.js';
+import { TaskDispatcher } from '../tasks/task-dispatcher.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
 import { type AgentMounts, allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
@@ -52,6 +53,9 @@ const MAX_LOG_LINE = 16 * 1024;
 /** SIGTERM grace for containers when the agent itself shuts down. */
 const SHUTDOWN_GRACE_MS = 5_000;
 
+/** Between tries of a container event: 1 s, 2 s, 4 s … at most 30 s. */
+const EVENT_RETRY_BACKOFF = { firstMs: 1000, maxMs: 30_000 };
+
 /**
  * Starts and stops this machine's containers through the runtime and reports their lives as
  * container events (JetStream, Nats-Msg-Id `<container>:<event>`) and their output as log lines
@@ -71,7 +75,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     @Inject(CONTAINER_RUNTIME) private readonly handle: RuntimeHandle,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
     private readonly invokes: InvokeRoutes,
-    private readonly tasks: TaskWorkers,
+    private readonly tasks: TaskDispatcher,
   ) {
     this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), messaging);
   }
@@ -344,7 +348,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       } catch (e) {
         if (attempt % 10 === 0 || !opts.untilSent) this.logger.error(`could not publish ${contract.subject} for ${record.containerId} (${attempt} tries): ${(e as Error).message}`);
         if (attempt >= 10 && !opts.untilSent) return;
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 500 * 2 ** Math.min(attempt, 10))));
+        await sleep(backoffMs(attempt, EVENT_RETRY_BACKOFF));
       }
     }
   }

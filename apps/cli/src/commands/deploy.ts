@@ -1,19 +1,11 @@
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
+import type { DeploymentDetail, DeployResult } from '#tern/contracts';
 import { secondsArgument } from '../arguments.js';
 import { ApiClient, ApiError } from '../api-client.js';
 import { type CliContext, resolveContext } from '../cli-config.js';
 import { bytes } from '../format.js';
 import { type Bundle, packFolder, readSpecFile } from './deploy-bundle.js';
-import type { DeploymentDetail } from './deployments.js';
-
-interface DeployResult {
-  name: string;
-  version: number;
-  deploymentId: string;
-  url: string;
-  spec: { autoscaler: { minContainers: number } };
-}
 
 /** HEAD first, so an unchanged folder is not sent again. */
 async function upload(ctx: CliContext, bundle: Bundle, log: (s: string) => void): Promise<void> {

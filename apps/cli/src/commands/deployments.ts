@@ -1,26 +1,9 @@
 import { Command } from 'commander';
+import type { DeploymentDetail, DeploymentSummary } from '#tern/contracts';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { ago } from '../format.js';
 import { table } from '../table.js';
-
-export interface DeploymentSummary {
-  name: string;
-  kind: string;
-  version: number;
-  state: string;
-  desired: number;
-  actual: number;
-  reason: string | null;
-  url: string;
-  updatedAt: string;
-}
-
-export interface DeploymentDetail extends DeploymentSummary {
-  deploymentId: string;
-  versions: { version: number; latest: boolean; desired: number; actual: number; placementReason: string | null; createdAt: string }[];
-  containers: { id: string; version: number; machineId: string | null; state: string; reason: string | null; readyAt: string | null }[];
-}
 
 function client() {
   return new ApiClient(resolveContext());

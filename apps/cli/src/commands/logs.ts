@@ -1,13 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
+import type { ContainerLogLine, DeploymentLogsInfo } from '#tern/contracts';
 import { ApiError } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
-
-interface LogLine {
-  containerId: string;
-  stream: 'stdout' | 'stderr';
-  line: string;
-  at: string;
-}
 
 function positive(value: string): number {
   if (!/^[1-9]\d*$/.test(value.trim())) throw new InvalidArgumentError('must be a whole number above 0');
@@ -61,10 +55,10 @@ export function logsCommand(): Command {
       }
       for await (const { event, data } of events(response.body)) {
         if (event === 'info') {
-          const info = JSON.parse(data) as { containers: string[] };
+          const info = JSON.parse(data) as DeploymentLogsInfo;
           if (!opts.json) process.stderr.write(`Following ${info.containers.length} container(s) of ${name}${opts.follow ? ' (Ctrl-C to stop)' : ''}.\n`);
         } else if (event === 'line') {
-          const line = JSON.parse(data) as LogLine;
+          const line = JSON.parse(data) as ContainerLogLine;
           process.stdout.write(opts.json ? `${data}\n` : `${line.containerId.slice(0, 12)} ${line.stream === 'stderr' ? '!' : ' '} ${line.line}\n`);
         }
       }

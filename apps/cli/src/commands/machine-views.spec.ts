@@ -1,5 +1,6 @@
 import { ago, bytes, mbps } from '../format.js';
-import { gpuSummary, type MachineDetail, renderMachine, renderMachineList, renderReputation } from './machine-views.js';
+import type { MachineDetail } from '#tern/contracts';
+import { gpuSummary, renderMachine, renderMachineList, renderReputation } from './machine-views.js';
 
 const now = Date.parse('2026-01-01T12:00:00Z');
 const machine: MachineDetail = {
@@ -25,6 +26,7 @@ const machine: MachineDetail = {
   joinToken: { expiresAt: '2026-01-02T11:00:00Z', usedAt: '2026-01-01T11:57:00Z' },
   heartbeat: { sentAt: '2026-01-01T11:59:48Z', receivedAt: '2026-01-01T11:59:48Z', sequence: 7, runningContainers: [] },
   createdAt: '2026-01-01T11:00:00Z',
+  updatedAt: '2026-01-01T11:59:48Z',
   reputation: {
     score: 0.8731,
     components: { uptime: 0.99, uptime1d: 1, uptime7d: 0.98, uptime30d: 0.97, taskSuccess: 0.9333, startSuccess: 0.8, startLatency: 0.8, heartbeat: 0.99, network: 0.96 },
@@ -60,12 +62,12 @@ describe('machine views', () => {
     const out = renderMachine(machine, now);
     expect(out).toMatch(/^State\s+ready \(first heartbeat\), since 2m ago$/m);
     expect(out).toMatch(/^CPU\s+AMD EPYC 7B13, 32 cores \/ 64 threads, 12% used$/m);
-    expect(out).toMatch(/^GPUs\s+0  NVIDIA H100 80GB HBM3  80 GiB  driver 550.54  free$/m);
+    expect(out).toMatch(/^GPUs\s+0 {2}NVIDIA H100 80GB HBM3 {2}80 GiB {2}driver 550.54 {2}free$/m);
     expect(out).toMatch(/^Network\s+940 Mbps \(NATS 1.2 Gbps, HTTP 940 Mbps, 3 ms\), tested 5m ago$/m);
     expect(out).toMatch(/^Disks\s+\/ ext4 100 GiB free of 500 GiB$/m);
     expect(out).toMatch(/^Join token\s+used 3m ago$/m);
     expect(out).toMatch(/^Reputation\s+0\.87 \(computed 3s ago\)$/m);
-    expect(out).toMatch(/^\s+uptime\s+0\.99  \(1d 1\.00, 7d 0\.98, 30d 0\.97\)$/m);
+    expect(out).toMatch(/^\s+uptime\s+0\.99 {2}\(1d 1\.00, 7d 0\.98, 30d 0\.97\)$/m);
     expect(out).toMatch(/^\s+task success\s+0\.93$/m);
     expect(out).toMatch(/^\s+network\s+0\.96$/m);
     expect(renderMachine({ ...machine, reputation: null }, now)).toMatch(/^Reputation\s+not scored yet$/m);

@@ -1,64 +1,6 @@
+import type { CreatedMachine, GpuView, MachineDetail, MachineReputation, MachineSummary, ReputationView } from '#tern/contracts';
 import { ago, bytes, mbps, percent } from '../format.js';
 import { table } from '../table.js';
-
-/** The gateway's machine views, as far as the CLI reads them. */
-export interface GpuView {
-  index: number;
-  model: string;
-  memoryMiB: number;
-  driverVersion?: string;
-  state?: 'free' | 'busy';
-}
-
-/** A reputation as the gateway returns it: score and components, each 0 to 1. */
-export interface ReputationView {
-  score: number;
-  components: Record<string, number>;
-  computedAt: string;
-}
-
-export interface MachineReputation {
-  machineId: string;
-  score: number | null;
-  components: Record<string, number> | null;
-  computedAt: string | null;
-  history: ReputationView[];
-}
-
-export interface MachineSummary {
-  id: string;
-  pool: string;
-  state: string;
-  stateReason: string | null;
-  stateChangedAt: string;
-  hostname: string | null;
-  cpu: { model: string | null; cores: number | null; threads: number | null; usagePercent: number | null };
-  memory: { totalBytes: number | null; usagePercent: number | null };
-  gpus: GpuView[];
-  network: { throughputMbps: number; natsMbps: number; httpMbps: number; latencyMs: number; error?: string; testedAt: string } | null;
-  lastHeartbeatAt: string | null;
-  agentVersion: string | null;
-  registeredAt: string | null;
-  /** Absent from gateways older than the reputation service. */
-  reputation?: ReputationView | null;
-}
-
-export interface MachineDetail extends MachineSummary {
-  os: { platform: string; distro: string; release: string; kernel: string; arch: string } | null;
-  disks: { mount: string; fsType: string; sizeBytes: number; freeBytes: number }[];
-  networkInterfaces: { name: string; addresses: string[]; speedMbps: number | null }[];
-  joinToken: { expiresAt: string | null; usedAt: string | null } | null;
-  heartbeat: { sentAt: string; receivedAt: string; sequence: number; runningContainers: string[] } | null;
-  createdAt: string;
-}
-
-export interface CreatedMachine {
-  machineId: string;
-  pool: string;
-  joinToken: string;
-  expiresAt: string;
-  command: string;
-}
 
 function shortModel(model: string): string {
   return model.replace(/^NVIDIA\s+/i, '').replace(/^GeForce\s+/i, '');

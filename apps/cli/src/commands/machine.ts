@@ -1,16 +1,8 @@
 import { Command } from 'commander';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
-import {
-  type CreatedMachine,
-  type MachineDetail,
-  type MachineReputation,
-  type MachineSummary,
-  renderCreated,
-  renderMachine,
-  renderMachineList,
-  renderReputation,
-} from './machine-views.js';
+import type { CreatedMachine, CreateMachineRequest, MachineDetail, MachineReputation, MachineSummary } from '#tern/contracts';
+import { renderCreated, renderMachine, renderMachineList, renderReputation } from './machine-views.js';
 
 function client() {
   return new ApiClient(resolveContext());
@@ -26,7 +18,8 @@ export function machineCommand(): Command {
     .option('--id <machineId>', 'machine id (default: a random m-… id)')
     .option('--json', 'print the raw JSON')
     .action(async (opts: { pool: string; id?: string; json?: boolean }) => {
-      const { body } = await client().request<CreatedMachine>('POST', '/api/v1/machines', { pool: opts.pool, ...(opts.id ? { machineId: opts.id } : {}) });
+      const request: CreateMachineRequest = { pool: opts.pool, ...(opts.id ? { machineId: opts.id } : {}) };
+      const { body } = await client().request<CreatedMachine>('POST', '/api/v1/machines', request);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderCreated(body));
     });
 

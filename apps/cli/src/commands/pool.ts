@@ -1,17 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
+import type { CreatePoolRequest, PoolView } from '#tern/contracts';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { mbps } from '../format.js';
 import { table } from '../table.js';
-
-export interface PoolView {
-  name: string;
-  allowedGpuTypes: string[];
-  minNetworkMbps: number | null;
-  minReputation: number | null;
-  createdAt: string;
-  machines: { total: number; byState: Record<string, number> };
-}
 
 function client() {
   return new ApiClient(resolveContext());
@@ -66,12 +58,13 @@ export function poolCommand(): Command {
     .option('--min-reputation <x>', 'lowest reputation score, 0 to 1', fraction)
     .option('--json', 'print the raw JSON')
     .action(async (name: string, opts: { gpuTypes?: string[]; minNetworkMbps?: number; minReputation?: number; json?: boolean }) => {
-      const { body } = await client().request<PoolView>('POST', '/api/v1/pools', {
+      const request: CreatePoolRequest = {
         name,
         ...(opts.gpuTypes ? { allowedGpuTypes: opts.gpuTypes } : {}),
         ...(opts.minNetworkMbps !== undefined ? { minNetworkMbps: opts.minNetworkMbps } : {}),
         ...(opts.minReputation !== undefined ? { minReputation: opts.minReputation } : {}),
-      });
+      };
+      const { body } = await client().request<PoolView>('POST', '/api/v1/pools', request);
       console.log(opts.json ? JSON.stringify(body, null, 2) : `Pool ${body.name} created.\n\n${renderPools([body])}`);
     });
 

@@ -1,19 +1,8 @@
 import { Command } from 'commander';
+import type { SystemHealth } from '#tern/contracts';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { table } from '../table.js';
-
-interface Instance {
-  id: string;
-  host?: string;
-  version: string;
-  startedAt?: string;
-}
-interface SystemHealth {
-  status: 'ok' | 'degraded';
-  services: Record<string, { status: string; instances: Instance[] }>;
-  agents: { id: string; machineId?: string; pool?: string; host?: string; version: string }[];
-}
 
 function age(iso?: string): string {
   if (!iso) return '-';

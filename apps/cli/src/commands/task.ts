@@ -1,26 +1,10 @@
 import { Command } from 'commander';
+import type { SubmittedTask, TaskList, TaskView } from '#tern/contracts';
 import { countArgument, jsonArgument, secondsArgument, versionArgument } from '../arguments.js';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { ago } from '../format.js';
 import { table } from '../table.js';
-
-/** A task as the gateway shows it (GET /api/v1/tasks/<id>). */
-export interface TaskView {
-  task_id: string;
-  deployment: string;
-  version: number;
-  status: string;
-  done: boolean;
-  attempts: number;
-  max_retries: number;
-  created_at: string;
-  started_at: string | null;
-  ended_at: string | null;
-  result?: unknown;
-  error: string | null;
-  machine_id: string | null;
-}
 
 function client() {
   return new ApiClient(resolveContext());
@@ -77,7 +61,7 @@ export function taskCommand(): Command {
       if (o.callbackUrl) query.set('callback_url', o.callbackUrl);
       const path = `/taskqueue/${encodeURIComponent(queue)}${o.version ? `/v${o.version}` : ''}${query.size ? `?${query}` : ''}`;
       const api = new ApiClient(ctx);
-      const { body } = await api.request<{ task_id: string }>('POST', path, JSON.parse(o.data));
+      const { body } = await api.request<SubmittedTask>('POST', path, JSON.parse(o.data));
       if (o.wait === undefined) {
         process.stdout.write(`${body.task_id}\n`);
         return;
@@ -112,7 +96,7 @@ export function taskCommand(): Command {
       const query = new URLSearchParams({ limit: String(o.limit) });
       if (o.queue) query.set('deployment', o.queue);
       if (o.status) query.set('status', o.status);
-      const { body } = await client().get<{ tasks: TaskView[] }>(`/api/v1/tasks?${query}`);
+      const { body } = await client().get<TaskList>(`/api/v1/tasks?${query}`);
       process.stdout.write(`${renderTasks(body.tasks)}\n`);
     });
 

@@ -22,6 +22,7 @@ describe('tern usage views', () => {
       to: '2026-01-02T00:00:00.000Z',
       groupBy: 'deployment',
       granularity: null,
+      workspace: null,
       rows: [row('d-1', { name: 'hello' }), row('d-2')],
       totals: { gpuSeconds: 7200, cpuCoreSeconds: 2469.12, memoryGibSeconds: 0.5, containerSeconds: 7200, tasksCompleted: 8, tasksFailed: 4, taskSeconds: 19.74 },
     });
@@ -33,7 +34,7 @@ describe('tern usage views', () => {
   });
 
   it('a period column with a granularity; an empty window says so', () => {
-    const base = { from: 'a', to: 'b', groupBy: 'machine', totals: row('x') };
+    const base = { from: 'a', to: 'b', groupBy: 'machine' as const, workspace: null, totals: row('x') };
     expect(renderUsage({ ...base, granularity: 'hour', rows: [row('m-1')] }).split('\n')[2]).toMatch(/^2026-01-01T10:00Z\s+m-1\s/);
     expect(renderUsage({ ...base, granularity: null, rows: [] })).toContain('No usage in this window.');
   });

@@ -1,39 +1,8 @@
 import { Command } from 'commander';
+import type { RewardsReport, UsageReport } from '#tern/contracts';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { table } from '../table.js';
-
-interface UsageRow {
-  group: string;
-  name: string | null;
-  periodStart: string;
-  periodEnd: string;
-  gpuSeconds: number;
-  cpuCoreSeconds: number;
-  memoryGibSeconds: number;
-  containerSeconds: number;
-  tasksCompleted: number;
-  tasksFailed: number;
-  taskSeconds: number;
-}
-
-interface UsageReport {
-  from: string;
-  to: string;
-  groupBy: string;
-  granularity: string | null;
-  rows: UsageRow[];
-  totals: Omit<UsageRow, 'group' | 'name' | 'periodStart' | 'periodEnd'>;
-}
-
-interface RewardsReport {
-  from: string;
-  to: string;
-  formula: string;
-  neutralScore: number;
-  totalGpuSeconds: number;
-  machines: { machineId: string; gpuSeconds: number; score: number; weight: number; share: number; reward?: number }[];
-}
 
 /** 12.3 with up to one decimal below 100, whole numbers above; the API has the exact figures (--json). */
 function amount(n: number): string {

@@ -1,60 +1,29 @@
-import { type HeartbeatSnapshot, type MachineState } from '#tern/contracts';
-import { type Machine, type MachineDisk, type MachineNetworkInterface, type MachineOs } from '#tern/persistence';
+import {
+  type Conforms,
+  type CreatedMachine,
+  type MachineDetail,
+  type MachineReputation,
+  type MachineSummary,
+  type NetworkView,
+  type ReputationView as ReputationContract,
+  type SameType,
+  type HeartbeatSnapshot,
+} from '#tern/contracts';
+import { type Machine } from '#tern/persistence';
+import type { CreatedMachine as CreatedMachineAnswer, MachineReputation as MachineReputationAnswer } from './machines.service.js';
 import { type ReputationView } from './reputation-reader.js';
 
 const MIB = 1024 * 1024;
 
-export interface GpuView {
-  index: number;
-  model: string;
-  memoryMiB: number;
-  vendor?: string;
-  driverVersion?: string;
-  cudaVersion?: string;
-  uuid?: string;
-  /** From the last heartbeat; absent when none is recent. */
-  state?: 'free' | 'busy';
-}
+/** The answers of the machines API: one definition, shared with the CLI. */
+export type { GpuView, MachineDetail, MachineSummary, NetworkView } from '#tern/contracts';
 
-export interface NetworkView {
-  /** The slower of the two legs: what pool minimums are compared with. */
-  throughputMbps: number;
-  natsMbps: number;
-  httpMbps: number;
-  latencyMs: number;
-  error?: string;
-  testedAt: string;
-}
-
-export interface MachineSummary {
-  id: string;
-  pool: string;
-  state: MachineState;
-  stateReason: string | null;
-  stateChangedAt: Date;
-  hostname: string | null;
-  /** usagePercent comes from the last heartbeat and is null when none is recent. */
-  cpu: { model: string | null; cores: number | null; threads: number | null; usagePercent: number | null };
-  memory: { totalBytes: number | null; usagePercent: number | null };
-  gpus: GpuView[];
-  /** The latest network test; null until the agent has reported one. */
-  network: NetworkView | null;
-  lastHeartbeatAt: Date | null;
-  agentVersion: string | null;
-  registeredAt: Date | null;
-  /** The current reputation score and its components; null until the reputation service has scored it. */
-  reputation: ReputationView | null;
-}
-
-export interface MachineDetail extends MachineSummary {
-  os: MachineOs | null;
-  disks: MachineDisk[];
-  networkInterfaces: MachineNetworkInterface[];
-  joinToken: { expiresAt: Date | null; usedAt: Date | null } | null;
-  heartbeat: { sentAt: string; receivedAt: string; sequence: number; runningContainers: string[] } | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
+/** The answers built outside this file, held to their contracts. */
+export type MachineAnswersConform = [
+  Conforms<SameType<ReputationView, ReputationContract>>,
+  Conforms<SameType<CreatedMachineAnswer, CreatedMachine>>,
+  Conforms<SameType<MachineReputationAnswer, MachineReputation>>,
+];
 
 function network(m: Machine): NetworkView | null {
   const test = m.network?.test;
@@ -77,7 +46,7 @@ export function machineSummary(m: Machine, beat?: HeartbeatSnapshot, reputation?
     pool: m.pool,
     state: m.state,
     stateReason: m.stateReason,
-    stateChangedAt: m.stateChangedAt,
+    stateChangedAt: m.stateChangedAt.toISOString(),
     hostname: m.hostname,
     cpu: { model: m.cpuModel, cores: m.cpuCores, threads: m.cpuThreads, usagePercent: beat?.cpuPercent ?? null },
     memory: { totalBytes: m.memoryBytes, usagePercent: beat?.memoryPercent ?? null },
@@ -87,9 +56,9 @@ export function machineSummary(m: Machine, beat?: HeartbeatSnapshot, reputation?
       return { ...rest, memoryMiB: Math.round(memoryBytes / MIB), ...(state ? { state } : {}) };
     }),
     network: network(m),
-    lastHeartbeatAt: m.lastHeartbeatAt,
+    lastHeartbeatAt: m.lastHeartbeatAt?.toISOString() ?? null,
     agentVersion: m.agentVersion,
-    registeredAt: m.registeredAt,
+    registeredAt: m.registeredAt?.toISOString() ?? null,
     reputation: reputation ?? null,
   };
 }
@@ -100,11 +69,11 @@ export function machineDetail(m: Machine, beat?: HeartbeatSnapshot, reputation?:
     os: m.os,
     disks: m.disks,
     networkInterfaces: m.network?.interfaces ?? [],
-    joinToken: m.joinTokenHash ? { expiresAt: m.joinTokenExpiresAt, usedAt: m.joinTokenUsedAt } : null,
+    joinToken: m.joinTokenHash ? { expiresAt: m.joinTokenExpiresAt?.toISOString() ?? null, usedAt: m.joinTokenUsedAt?.toISOString() ?? null } : null,
     heartbeat: beat
       ? { sentAt: beat.sentAt, receivedAt: beat.receivedAt, sequence: beat.sequence, runningContainers: beat.runningContainers }
       : null,
-    createdAt: m.createdAt,
-    updatedAt: m.updatedAt,
+    createdAt: m.createdAt.toISOString(),
+    updatedAt: m.updatedAt.toISOString(),
   };
 }

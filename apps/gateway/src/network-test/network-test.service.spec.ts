@@ -1,4 +1,4 @@
-import { BadRequestException, UnsupportedMediaTypeException } from '@nestjs/common';
+import { PayloadTooLargeException, UnsupportedMediaTypeException } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { NETWORK_ECHO_MAX_BYTES, NETWORK_TEST_HTTP_MAX_BYTES } from '#tern/contracts';
 import { NetworkTestService } from './network-test.service.js';
@@ -25,7 +25,7 @@ describe('network test (gateway side)', () => {
 
   it('refuses a declared length over the bound before reading, and an undeclared one once past it', async () => {
     const untouched = Readable.from([Buffer.alloc(10)]);
-    await expect(service.drain(untouched, 'application/octet-stream', String(NETWORK_TEST_HTTP_MAX_BYTES + 1))).rejects.toBeInstanceOf(BadRequestException);
+    await expect(service.drain(untouched, 'application/octet-stream', String(NETWORK_TEST_HTTP_MAX_BYTES + 1))).rejects.toBeInstanceOf(PayloadTooLargeException);
     const endless = new Readable({
       read() {
         this.push(Buffer.alloc(1024 * 1024));

@@ -1,4 +1,4 @@
-import { BadRequestException, Injectable, UnsupportedMediaTypeException } from '@nestjs/common';
+import { Injectable, PayloadTooLargeException, UnsupportedMediaTypeException } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { NETWORK_ECHO_MAX_BYTES, NETWORK_TEST_HTTP_MAX_BYTES, type NetworkEcho, type NetworkEchoReply } from '#tern/contracts';
 
@@ -31,10 +31,10 @@ export class NetworkTestService {
     }
     const declared = Number(contentLength);
     if (Number.isFinite(declared) && declared > NETWORK_TEST_HTTP_MAX_BYTES) {
-      throw new BadRequestException(`the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes (content-length ${declared})`);
+      throw new PayloadTooLargeException(`the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes (content-length ${declared})`);
     }
     // Read by hand rather than with for-await, which would destroy the socket on the way out
-    // and lose the 400; the caller closes the connection instead.
+    // and lose the 413; the caller reads the rest (discardBody) before answering.
     return new Promise<number>((resolve, reject) => {
       let received = 0;
       body.on('data', (chunk: Buffer) => {
@@ -42,7 +42,7 @@ export class NetworkTestService {
         if (received <= NETWORK_TEST_HTTP_MAX_BYTES) return;
         body.pause();
         body.removeAllListeners('data');
-        reject(new BadRequestException(`the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes`));
+        reject(new PayloadTooLargeException(`the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes`));
       });
       body.once('end', () => resolve(received));
       body.once('error', reject);

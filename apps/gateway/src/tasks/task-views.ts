@@ -1,12 +1,16 @@
-import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
+import { type Conforms, FINAL_TASK_STATES, type SameType, type SubmittedTask, type TaskList, type TaskState, type TaskView } from '#tern/contracts';
 import type { TaskWithDeployment } from '#tern/persistence';
+import type { SubmittedTask as Submitted } from './task-submission.service.js';
+import type { TasksService } from './tasks.service.js';
+
+export type { TaskView } from '#tern/contracts';
 
 export function isFinal(state: TaskState): boolean {
   return FINAL_TASK_STATES.includes(state);
 }
 
 /** What GET /api/v1/tasks/<id> answers; `result` only when asked for (the one-task view). */
-export function taskView(task: TaskWithDeployment, result?: { value: unknown }) {
+export function taskView(task: TaskWithDeployment, result?: { value: unknown }): TaskView {
   return {
     task_id: task.id,
     deployment: task.deploymentName,
@@ -28,7 +32,8 @@ export function taskView(task: TaskWithDeployment, result?: { value: unknown }) 
   };
 }
 
-export type TaskView = ReturnType<typeof taskView>;
+/** The answers built outside this file, held to their contracts (shared with the CLI). */
+export type TaskAnswersConform = [Conforms<SameType<Awaited<ReturnType<TasksService['list']>>, TaskList>>, Conforms<SameType<Submitted, SubmittedTask>>];
 
 /** Keyset cursor over (created_at, id), newest first. */
 export function encodeCursor(task: Pick<TaskWithDeployment, 'createdAt' | 'id'>): string {

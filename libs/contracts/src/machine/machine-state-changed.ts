@@ -21,7 +21,7 @@ export const MACHINE_STATE_CHANGED = defineContract({
   payload: MachineStateChanged,
   stream: 'EVENTS',
   description:
-    'A machine moved between lifecycle states: pending → registered (sent by the gateway when the agent registers); registered → ready or unschedulable on its first heartbeat, between the two when the pool rules or the network test say so, → offline when heartbeats stop for MACHINE_HEARTBEAT_TTL_SECONDS and back when they resume (sent by the scheduler, which owns the registry). Nats-Msg-Id: `<machine id>:<to>:<changedAt>`. Read by reputation (uptime) and metering (rewards).',
+    'A machine moved between lifecycle states: pending → registered (sent by the gateway when the agent registers); registered → ready or unschedulable on its first heartbeat, between the two when the pool rules or the network test say so, → offline when heartbeats stop for MACHINE_HEARTBEAT_TTL_SECONDS and back when they resume (sent by the scheduler, which owns the registry). Nats-Msg-Id: `<machine id>:<to>:<changedAt>`. Read by reputation (uptime).',
 });
 
 /**

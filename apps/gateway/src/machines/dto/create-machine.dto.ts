@@ -1,8 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, IsString, Length, Matches } from 'class-validator';
-import { ID_PATTERN } from '#tern/contracts';
+import { type CreateMachineRequest, ID_PATTERN } from '#tern/contracts';
 
-export class CreateMachineDto {
+export class CreateMachineDto implements CreateMachineRequest {
   @ApiProperty({ example: 'default', description: 'The pool the machine joins; it must exist.' })
   @IsString()
   @Length(1, 63)

@@ -1,8 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsInt, IsNumber, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import type { PoolRulesRequest } from '#tern/contracts';
 
 /** The admission rules a pool may set; shared by create (absent: no rule) and update (null: remove the rule). */
-export class PoolRulesDto {
+export class PoolRulesDto implements PoolRulesRequest {
   @ApiProperty({
     required: false,
     type: [String],

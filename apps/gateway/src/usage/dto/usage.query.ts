@@ -1,12 +1,9 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsISO8601, IsNumber, IsOptional, Matches, Min } from 'class-validator';
-import { ID_PATTERN } from '#tern/contracts';
+import { ID_PATTERN, USAGE_GRANULARITIES, USAGE_GROUPS, type UsageGranularity, type UsageGroup } from '#tern/contracts';
 
-export const USAGE_GROUPS = ['workspace', 'deployment', 'machine', 'gpu'] as const;
-export type UsageGroup = (typeof USAGE_GROUPS)[number];
-export const USAGE_GRANULARITIES = ['hour', 'day'] as const;
-export type UsageGranularity = (typeof USAGE_GRANULARITIES)[number];
+export { USAGE_GRANULARITIES, USAGE_GROUPS, type UsageGranularity, type UsageGroup } from '#tern/contracts';
 export const USAGE_FORMATS = ['json', 'csv'] as const;
 
 const ISO = { strict: true, strictSeparator: true };

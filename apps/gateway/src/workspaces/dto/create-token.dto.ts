@@ -1,8 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length } from 'class-validator';
+import type { CreateTokenRequest } from '#tern/contracts';
 import { API_TOKEN_ROLES, type ApiTokenRole } from '#tern/persistence';
 
-export class CreateTokenDto {
+export class CreateTokenDto implements CreateTokenRequest {
   @ApiProperty({ example: 'ci', description: 'A label to tell tokens apart.' })
   @IsString()
   @Length(1, 100)

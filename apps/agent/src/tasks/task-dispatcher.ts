@@ -14,6 +14,7 @@ import {
   taskConsumerName,
 } from '#tern/contracts';
 import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS, taskConsumerSpec } from '#tern/messaging';
+import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
@@ -24,6 +25,8 @@ import { TaskLoads } from './task-loads.js';
 const PULL_EXPIRES_MS = 5_000;
 /** Task ids cancelled lately, so a cancel that overtakes its own delivery still wins. */
 const REMEMBER_CANCELLED = 10_000;
+/** Between tries of a task event: 0.5 s, 1 s, 2 s, 4 s (the fifth failure gives up). */
+const PUBLISH_RETRY_BACKOFF = { firstMs: 500, maxMs: 4000 };
 
 interface Served {
   readonly record: ContainerRecord;
@@ -39,7 +42,7 @@ interface Running {
 }
 
 /**
- * Runs tasks in this machine's task-queue containers: for each ready container, one pull loop
+ * The dispatcher: runs tasks in this machine's task-queue containers: for each ready container, one pull loop
  * per slot (workers × concurrency) on its version's durable consumer, so the machine never holds
  * more tasks than it can run. Each task: task.started, POST / to the handler with progress
  * signals to JetStream while it runs, then task.completed (ack) or task.failed (nak with a
@@ -47,7 +50,7 @@ interface Running {
  * handler's connection, which makes the runner end that worker.
  */
 @Injectable()
-export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
+export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('tasks');
   private readonly served = new Map<string, Served>();
   private readonly running = new Map<string, Running>();
@@ -84,13 +87,17 @@ export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdow
     this.served.set(record.containerId, served);
     this.loads.track(record);
     const slots = Math.max(1, record.workers * record.concurrency);
-    void this.messaging.ensureConsumer(taskConsumerSpec(record.deploymentId, record.deploymentVersion)).then(
+    fireAndForget(
+      `pulling tasks for ${record.containerId}`,
+      this.logger,
+      this.messaging.ensureConsumer(taskConsumerSpec(record.deploymentId, record.deploymentVersion)).then(
       () => {
         if (served.stopped) return;
         for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
         this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
       },
-      (e: Error) => this.logger.error({ containerId: record.containerId }, `cannot pull tasks for ${record.containerId}: ${e.message}`),
+        (e: Error) => this.logger.error({ containerId: record.containerId }, `cannot pull tasks for ${record.containerId}: ${e.message}`),
+      ),
     );
   }
 
@@ -131,7 +138,7 @@ export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdow
       } catch (e) {
         if (served.stopped) return;
         this.logger.warn({ containerId: record.containerId }, `task pull for ${record.containerId} interrupted (${(e as Error).message}); again in 1 s`);
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
       }
     }
   }
@@ -170,7 +177,7 @@ export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdow
       const outcome = await callHandler(served.port, task.taskId, attempt, task.payload, run.abort.signal);
       await announced;
       // A broken connection is the container dying more often than not: give its exit a moment to be seen.
-      if (outcome.kind === 'gone' && !served.stopped) await new Promise((r) => setTimeout(r, 1000));
+      if (outcome.kind === 'gone' && !served.stopped) await sleep(1000);
       const durationMs = Date.now() - startedAt;
       if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
       if (outcome.kind === 'ok') {
@@ -212,7 +219,7 @@ export class TaskWorkers implements OnApplicationBootstrap, OnApplicationShutdow
         return;
       } catch (e) {
         if (attempt >= 5) throw e;
-        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+        await sleep(backoffMs(attempt, PUBLISH_RETRY_BACKOFF));
       }
     }
   }

@@ -16,12 +16,13 @@ import { echoChunkBytes, failedPath, measureHttpLeg, measureNatsLeg, networkVerd
 const HTTP_TEST_BYTES = 8 * 1024 * 1024;
 
 /**
- * The join-time network test: throughput and latency to the control plane over the NATS
+ * The agent's half of the join-time network test (the gateway's NetworkTestService answers it):
+ * measures throughput and latency to the control plane over the NATS
  * connection (echoes the gateway answers) and over HTTP (the gateway's sink and source),
  * published as MACHINE_NETWORK_TESTED for the scheduler to judge against the pool's minimum.
  */
 @Injectable()
-export class NetworkTestService {
+export class NetworkProbe {
   private readonly logger = new Logger('network-test');
 
   constructor(

@@ -1,0 +1,67 @@
+import type { DeploymentSpec } from '../deployment/deployment-spec.js';
+import type { ResolvedSpec } from '../deployment/resolved-spec.js';
+import type { DeploymentKind, DeploymentState } from '../domain.js';
+
+/** One row of `GET /api/v1/deployments`. */
+export interface DeploymentSummary {
+  name: string;
+  kind: DeploymentKind;
+  version: number;
+  state: DeploymentState;
+  /** Summed over versions: an older version may still be winding down. */
+  desired: number;
+  actual: number;
+  /** Why desired is not met (the latest version's placement reason), else the deployment's state reason. */
+  reason: string | null;
+  url: string;
+  updatedAt: string;
+}
+
+export interface VersionView {
+  version: number;
+  latest: boolean;
+  desired: number;
+  actual: number;
+  desiredReason: string | null;
+  placementReason: string | null;
+  createdAt: string;
+}
+
+export interface ContainerView {
+  id: string;
+  version: number;
+  machineId: string | null;
+  state: string;
+  reason: string | null;
+  readyAt: string | null;
+}
+
+/** `GET /api/v1/deployments/<name>`, and the answer of `POST …/stop` and `…/start`. */
+export interface DeploymentDetail extends DeploymentSummary {
+  deploymentId: string;
+  spec: ResolvedSpec;
+  submitted?: DeploymentSpec;
+  versions: VersionView[];
+  containers: ContainerView[];
+}
+
+/** `POST /api/v1/deployments` (body: a `DeploymentSpec`): the new version. */
+export interface DeployResult {
+  name: string;
+  version: number;
+  deploymentId: string;
+  url: string;
+  spec: ResolvedSpec;
+}
+
+/**
+ * `GET /api/v1/deployments/<name>/logs` answers server-sent events: first `event: info` with
+ * this, then `event: line` with a `ContainerLogLine` each.
+ */
+export interface DeploymentLogsInfo {
+  deployment: string;
+  containers: string[];
+  follow: boolean;
+  /** Past lines are not stored centrally: only lines written while following arrive. */
+  stored: false;
+}

@@ -1,0 +1,114 @@
+import type { MachineState } from '../domain.js';
+
+export interface GpuView {
+  index: number;
+  model: string;
+  memoryMiB: number;
+  vendor?: string;
+  driverVersion?: string;
+  cudaVersion?: string;
+  uuid?: string;
+  /** From the last heartbeat; absent when none is recent. */
+  state?: 'free' | 'busy';
+}
+
+export interface NetworkView {
+  /** The slower of the two legs: what pool minimums are compared with. */
+  throughputMbps: number;
+  natsMbps: number;
+  httpMbps: number;
+  latencyMs: number;
+  error?: string;
+  testedAt: string;
+}
+
+/** A machine's reputation: score and components, each 0 to 1. */
+export interface ReputationView {
+  /** 0 (unreliable) to 1; compared with min_reputation by placement. */
+  score: number;
+  /** The inputs, each 0 to 1 (see the README's formula). */
+  components: Record<string, number>;
+  computedAt: string;
+}
+
+/** One row of `GET /api/v1/machines`. */
+export interface MachineSummary {
+  id: string;
+  pool: string;
+  state: MachineState;
+  stateReason: string | null;
+  stateChangedAt: string;
+  hostname: string | null;
+  /** usagePercent comes from the last heartbeat and is null when none is recent. */
+  cpu: { model: string | null; cores: number | null; threads: number | null; usagePercent: number | null };
+  memory: { totalBytes: number | null; usagePercent: number | null };
+  gpus: GpuView[];
+  /** The latest network test; null until the agent has reported one. */
+  network: NetworkView | null;
+  lastHeartbeatAt: string | null;
+  agentVersion: string | null;
+  registeredAt: string | null;
+  /** The current reputation score and its components; null until the reputation service has scored it. */
+  reputation: ReputationView | null;
+}
+
+export interface MachineOsView {
+  platform: string;
+  distro: string;
+  release: string;
+  kernel: string;
+  arch: string;
+}
+
+export interface MachineDiskView {
+  mount: string;
+  fsType: string;
+  sizeBytes: number;
+  freeBytes: number;
+}
+
+export interface MachineNetworkInterfaceView {
+  name: string;
+  mac?: string;
+  addresses: string[];
+  speedMbps: number | null;
+}
+
+/** `GET /api/v1/machines/<id>`. */
+export interface MachineDetail extends MachineSummary {
+  os: MachineOsView | null;
+  disks: MachineDiskView[];
+  networkInterfaces: MachineNetworkInterfaceView[];
+  joinToken: { expiresAt: string | null; usedAt: string | null } | null;
+  heartbeat: { sentAt: string; receivedAt: string; sequence: number; runningContainers: string[] } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** `POST /api/v1/machines` (admin). */
+export interface CreateMachineRequest {
+  pool: string;
+  /** Default: a random `m-…` id. */
+  machineId?: string;
+}
+
+/** The answer to `POST /api/v1/machines`. */
+export interface CreatedMachine {
+  machineId: string;
+  pool: string;
+  /** Shown once; only its hash is kept. */
+  joinToken: string;
+  expiresAt: string;
+  /** The line to run on the worker. */
+  command: string;
+}
+
+/** `GET /api/v1/machines/<id>/reputation`: the current score, then the history, newest first. */
+export interface MachineReputation {
+  machineId: string;
+  /** null until the reputation service has scored the machine. */
+  score: number | null;
+  components: Record<string, number> | null;
+  computedAt: string | null;
+  history: ReputationView[];
+}
