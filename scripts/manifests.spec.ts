@@ -14,7 +14,6 @@ const KNOWN = new Set<string>(VARIABLES.map((v) => v.name));
 const CONTROL_PLANE = SERVICE_NAMES.filter((s) => s !== 'agent');
 const PORTS: Record<string, number> = { gateway: 1994, scheduler: 1995, autoscaler: 1996, metering: 1997, reputation: 1998 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
 
 describe('docker-compose.yml', () => {

@@ -105,7 +105,7 @@ export async function stopProcess(rec, graceMs = 10_000) {
     signal(rec.pid, 'SIGKILL', true); // leftovers in its group, if any
     return 'stopped';
   }
-  signal(rec.pid, 'SIGKILL', true) || signal(rec.pid, 'SIGKILL');
+  if (!signal(rec.pid, 'SIGKILL', true)) signal(rec.pid, 'SIGKILL');
   await waitGone(rec.pid, 5_000);
   return 'killed';
 }

@@ -7,7 +7,7 @@ export function readJson(path, fallback = undefined) {
     return JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
     if (e.code === 'ENOENT') return fallback;
-    if (e instanceof SyntaxError) throw new Error(`${path} is not valid JSON: ${e.message}`);
+    if (e instanceof SyntaxError) throw new Error(`${path} is not valid JSON: ${e.message}`, { cause: e });
     throw e;
   }
 }

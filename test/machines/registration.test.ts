@@ -336,7 +336,7 @@ describe('machine tokens and registration', () => {
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/^State\s+registered \(agent registered with its join token\)/m);
     expect(shown.stdout).toMatch(/^CPU\s+AMD EPYC 7B13, 8 cores \/ 16 threads$/m);
-    expect(shown.stdout).toMatch(/^GPUs\s+0  NVIDIA H100 80GB HBM3  80 GiB  driver 550.54$/m);
+    expect(shown.stdout).toMatch(/^GPUs\s+0 {2}NVIDIA H100 80GB HBM3 {2}80 GiB {2}driver 550.54$/m);
 
     const missing = await tern(['machine', 'show', 'nope'], base, member);
     expect(missing.code).toBe(1);

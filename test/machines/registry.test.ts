@@ -38,8 +38,10 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
   };
   /** Heartbeats every 500 ms until stopped, as a live agent would (faster than the TTL). */
   const keepBeating = (machineId: string, pool: string) => {
-    void beat(machineId, pool);
-    const timer = setInterval(() => void beat(machineId, pool).catch(() => undefined), 500);
+    beat(machineId, pool).catch(() => undefined);
+    const timer = setInterval(() => {
+      beat(machineId, pool).catch(() => undefined);
+    }, 500);
     pulses.push(timer);
     return () => clearInterval(timer);
   };

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Subscription } from '@nats-io/transport-node';
 import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CONTAINER_READY, CONTAINER_STARTED, CONTAINER_STOPPED, type ContainerStart, type ResolvedSpec } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
@@ -47,14 +47,14 @@ export class FakeAgent {
       messaging.serve(AGENT_CONTAINER_START, `agent-${machineId}`, (cmd) => {
         if (this.refuse) return { accepted: false, reason: this.refuse };
         this.starts.push(cmd);
-        void this.announceUp(cmd);
+        this.announceUp(cmd).catch(() => undefined);
         return { accepted: true };
       }, [machineId]),
       messaging.serve(AGENT_CONTAINER_STOP, `agent-${machineId}`, (cmd) => {
         this.stops.push(cmd.containerId);
         const start = this.starts.find((s) => s.containerId === cmd.containerId);
         if (start) {
-          void this.messaging.publish(CONTAINER_STOPPED, { ...this.event(start), exitCode: 0, oomKilled: false, reason: cmd.reason });
+          this.messaging.publish(CONTAINER_STOPPED, { ...this.event(start), exitCode: 0, oomKilled: false, reason: cmd.reason }).catch(() => undefined);
         }
         return { accepted: true };
       }, [machineId]),

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { REPUTATION_SCORE, type ReputationScore } from '#tern/contracts';
+import { REPUTATION_SCORE, type ReputationScoreChanged } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { DEFAULT_PARAMS, neutral } from '#tern/reputation';
 import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
@@ -23,7 +23,7 @@ describe('reputation service', () => {
   let db: pg.Client;
   let events: MachineEvents;
   let scoresSub: Subscription;
-  const published: ReputationScore[] = [];
+  const published: ReputationScoreChanged[] = [];
 
   let httpPort: number;
   const start = async () => {
@@ -40,10 +40,11 @@ describe('reputation service', () => {
     await start();
     nc = await connectNats({ servers: [TEST_NATS_URL], name: 'reputation-test' });
     messaging = new Messaging(nc, ns);
-    scoresSub = nc.subscribe(messaging.subject(REPUTATION_SCORE));
-    void (async () => {
-      for await (const m of scoresSub) published.push(JSON.parse(new TextDecoder().decode(m.data)) as ReputationScore);
-    })();
+    scoresSub = nc.subscribe(messaging.subject(REPUTATION_SCORE), {
+      callback: (err, m) => {
+        if (!err) published.push(JSON.parse(new TextDecoder().decode(m.data)) as ReputationScoreChanged);
+      },
+    });
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();
     events = new MachineEvents(messaging);

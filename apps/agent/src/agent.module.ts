@@ -8,9 +8,9 @@ import { ContainersService } from './containers/containers.service.js';
 import { InvokeRoutes } from './invoke/invoke-routes.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { JoinService } from './join.service.js';
-import { NatsLink } from './nats-link.service.js';
+import { NatsLink } from './nats-link.js';
 import { NetworkProbe } from './network-test/network-probe.js';
-import { RegistrationWatch } from './registration/registration-watch.service.js';
+import { RegistrationWatch } from './registration/registration-watch.js';
 import { TaskDispatcher } from './tasks/task-dispatcher.js';
 
 /** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */

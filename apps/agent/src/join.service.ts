@@ -3,7 +3,7 @@ import { AGENT_CONTEXT, type AgentContext } from './agent-context.js';
 import { ContainersService } from './containers/containers.service.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { NetworkProbe } from './network-test/network-probe.js';
-import { RegistrationWatch } from './registration/registration-watch.service.js';
+import { RegistrationWatch } from './registration/registration-watch.js';
 
 /**
  * The order in which a registered agent joins, in one place: settle what is already running

@@ -1,14 +1,14 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
-import { UsageModule } from './usage/usage.module.js';
+import { UsageLedgerModule } from './usage/usage-ledger.module.js';
 
 @Module({})
 export class MeteringModule {
   static forRoot(config: TernConfig): DynamicModule {
     return {
       module: MeteringModule,
-      imports: [CoreModule.forRoot(config, { database: true, streams: ['EVENTS'] }), UsageModule],
+      imports: [CoreModule.forRoot(config, { database: true, streams: ['EVENTS'] }), UsageLedgerModule],
     };
   }
 }

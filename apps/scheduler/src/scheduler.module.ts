@@ -2,7 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
 import { ContainersModule } from './containers/containers.module.js';
-import { MachinesModule } from './machines/machines.module.js';
+import { MachineRegistryModule } from './machines/machine-registry.module.js';
 
 @Module({})
 export class SchedulerModule {
@@ -11,7 +11,7 @@ export class SchedulerModule {
       module: SchedulerModule,
       imports: [
         CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS'] }),
-        MachinesModule,
+        MachineRegistryModule,
         ContainersModule,
       ],
     };

@@ -5,7 +5,7 @@ import { TERN_VERSION } from '#tern/config';
 import { Ticker } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { ContainersService } from '../containers/containers.service.js';
-import { NatsLink } from '../nats-link.service.js';
+import { NatsLink } from '../nats-link.js';
 import { heartbeatsTotal } from '../metrics.js';
 import { sampleLoad } from './load.js';
 

@@ -76,7 +76,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
 
   async onApplicationShutdown() {
     this.subscription?.unsubscribe();
-    this.loads.stop();
+    await this.loads.stop();
     for (const id of [...this.served.keys()]) this.drop(id);
   }
 

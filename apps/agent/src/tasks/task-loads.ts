@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { deploymentKey, LOAD_REPORT, type LoadReport } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
+import { Ticker } from '#tern/timing';
 import type { ContainerRecord } from '../containers/container-spec.js';
 
 const REPORT_EVERY_MS = 1000;
@@ -29,7 +30,7 @@ export class TaskLoads {
   private readonly meanMs = new Map<string, number>();
   /** Versions reported last time: one last empty report tells the autoscaler they are gone. */
   private reported = new Set<string>();
-  private timer?: NodeJS.Timeout;
+  private readonly ticker = new Ticker({ name: 'task load report', everyMs: REPORT_EVERY_MS, logger: this.logger }, () => this.report());
 
   constructor(
     private readonly messaging: Messaging,
@@ -37,11 +38,11 @@ export class TaskLoads {
   ) {}
 
   start() {
-    this.timer = setInterval(() => this.report(), REPORT_EVERY_MS);
+    this.ticker.start();
   }
 
-  stop() {
-    clearInterval(this.timer);
+  async stop() {
+    await this.ticker.stop();
   }
 
   track(record: ContainerRecord) {
@@ -96,10 +97,6 @@ export class TaskLoads {
   }
 
   private report() {
-    try {
-      for (const r of this.reports(Date.now())) this.messaging.emit(LOAD_REPORT, r, [r.deploymentId]);
-    } catch (e) {
-      this.logger.warn(`task load report failed: ${(e as Error).message}`);
-    }
+    for (const r of this.reports(Date.now())) this.messaging.emit(LOAD_REPORT, r, [r.deploymentId]);
   }
 }

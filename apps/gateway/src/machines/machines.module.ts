@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
 import { PoolsModule } from '../pools/pools.module.js';
-import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
+import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
 import { MachinesController } from './machines.controller.js';
 import { MachinesService } from './machines.service.js';
 import { ReputationReader } from './reputation-reader.js';
 
-@Module({ imports: [PoolsModule], controllers: [MachinesController], providers: [MachinesService, HeartbeatSnapshots, ReputationReader] })
+@Module({ imports: [PoolsModule], controllers: [MachinesController], providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader] })
 export class MachinesModule {}

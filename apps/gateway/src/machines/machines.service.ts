@@ -3,7 +3,7 @@ import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { type MachineState } from '#tern/contracts';
 import { hashToken, isUniqueViolation, type Machine, MachinesRepository } from '#tern/persistence';
 import { PoolsService } from '../pools/pools.service.js';
-import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
+import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
 import { generateJoinToken, generateMachineId } from './machine-tokens.js';
 import { type MachineDetail, machineDetail, type MachineSummary, machineSummary } from './machine-views.js';
 import { ReputationReader, type ReputationView } from './reputation-reader.js';
@@ -32,7 +32,7 @@ export class MachinesService {
   constructor(
     private readonly machines: MachinesRepository,
     private readonly pools: PoolsService,
-    private readonly snapshots: HeartbeatSnapshots,
+    private readonly snapshots: HeartbeatSnapshotReader,
     private readonly reputation: ReputationReader,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}

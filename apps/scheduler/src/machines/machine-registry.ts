@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { type MachineHeartbeat, type MachineNetworkTested, type MachineState } from '#tern/contracts';
 import { type MachineForAdmission, MachinesRepository } from '#tern/persistence';
 import { admit } from './admission.js';
-import { HeartbeatSnapshots } from './heartbeat-snapshots.js';
+import { HeartbeatSnapshotPublisher } from './heartbeat-snapshot-publisher.js';
 import { MachineTransitions } from './machine-transitions.js';
 
 /** States in which the machine is heartbeating, so admission decides between ready and unschedulable. */
@@ -20,7 +20,7 @@ export class MachineRegistry {
   constructor(
     private readonly machines: MachinesRepository,
     private readonly transitions: MachineTransitions,
-    private readonly snapshots: HeartbeatSnapshots,
+    private readonly snapshots: HeartbeatSnapshotPublisher,
   ) {}
 
   /**

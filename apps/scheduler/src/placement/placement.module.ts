@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { MachinesModule } from '../machines/machines.module.js';
+import { MachineRegistryModule } from '../machines/machine-registry.module.js';
 import { DesiredState } from './desired-state.js';
 import { PlacementController } from './placement.controller.js';
 import { Placer } from './placer.js';
@@ -8,7 +8,7 @@ import { ReputationScores } from './reputation-scores.js';
 import { RoutePublisher } from './route-publisher.js';
 
 @Module({
-  imports: [MachinesModule],
+  imports: [MachineRegistryModule],
   controllers: [PlacementController],
   providers: [DesiredState, Placer, Reconciler, RoutePublisher, ReputationScores],
   exports: [RoutePublisher, Reconciler],

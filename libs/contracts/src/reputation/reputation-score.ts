@@ -2,7 +2,7 @@ import { IsISO8601, IsNumber, Max, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId, IsRecordOf } from '../validation.js';
 
-export class ReputationScore {
+export class ReputationScoreChanged {
   @IsId() machineId!: string;
   /** 0 = never place here, 1 = perfectly reliable. Compared with a deployment's min_reputation. */
   @IsNumber() @Min(0) @Max(1) score!: number;
@@ -17,7 +17,7 @@ export class ReputationScore {
 export const REPUTATION_SCORE = defineContract({
   subject: 'tern.reputation.score.v1',
   kind: 'event',
-  payload: ReputationScore,
+  payload: ReputationScoreChanged,
   stream: 'EVENTS',
   description:
     "A machine's reliability score changed meaningfully (or its periodic history row was written). Sent by reputation, which also puts the same {score, components, computedAt} into the `reputation` KV bucket (what the scheduler reads for placement) and a row into reputation_scores (history, read by the gateway). Nats-Msg-Id: `<machine id>:<computedAt>`. For subscribers that want to react to changes.",

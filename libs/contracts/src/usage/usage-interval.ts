@@ -10,7 +10,7 @@ import { IsId } from '../validation.js';
  * message with the earliest periodEnd (then the earliest periodStart) is the truth; a slice that a revision removes entirely is
  * sent once more with seconds 0 and periodEnd = periodStart = the hour.
  */
-export class UsageInterval {
+export class UsageIntervalClosed {
   /** `<container id>:<hour, ISO 8601>`: the same slice always has the same id. */
   @IsString() @IsNotEmpty() @MaxLength(200) eventId!: string;
   @IsId() containerId!: string;
@@ -30,7 +30,7 @@ export class UsageInterval {
 export const USAGE_INTERVAL = defineContract({
   subject: 'tern.usage.interval.v1',
   kind: 'event',
-  payload: UsageInterval,
+  payload: UsageIntervalClosed,
   stream: 'EVENTS',
   description:
     "A final slice of one container's resource use (one UTC hour, or the part it ran). Sent by metering when a container's usage closes (stop, crash, or its machine lost), after storing it; Nats-Msg-Id `<eventId>@<periodEnd>`. For readers that tally usage elsewhere (billing exports, dashboards): per eventId keep the message with the earliest periodEnd, then the earliest periodStart. Running containers are not sent; their current usage is in the usage API.",

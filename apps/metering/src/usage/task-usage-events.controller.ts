@@ -8,7 +8,7 @@ import { TaskUsageLedger } from './task-usage-ledger.js';
 
 /** Task attempts: where each ran, how it ended, how long it took. */
 @Controller()
-export class TaskEventsController {
+export class TaskUsageEventsController {
   constructor(private readonly ledger: TaskUsageLedger) {}
 
   @OnMessage(TASK_STARTED, CONSUMER)

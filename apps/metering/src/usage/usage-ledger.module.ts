@@ -1,12 +1,12 @@
 import { Module } from '@nestjs/common';
 import { Checkpointer } from './checkpointer.js';
-import { ContainerEventsController } from './container-events.controller.js';
+import { ContainerUsageEventsController } from './container-usage-events.controller.js';
 import { ContainerUsageLedger } from './container-usage-ledger.js';
-import { TaskEventsController } from './task-events.controller.js';
+import { TaskUsageEventsController } from './task-usage-events.controller.js';
 import { TaskUsageLedger } from './task-usage-ledger.js';
 
 @Module({
-  controllers: [ContainerEventsController, TaskEventsController],
+  controllers: [ContainerUsageEventsController, TaskUsageEventsController],
   providers: [ContainerUsageLedger, TaskUsageLedger, Checkpointer],
 })
-export class UsageModule {}
+export class UsageLedgerModule {}

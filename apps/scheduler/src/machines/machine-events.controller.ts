@@ -7,7 +7,7 @@ import { UnwantedContainers } from './unwanted-containers.js';
 
 /** Inbound machine traffic; validation has already happened in the transport. */
 @Controller()
-export class MachinesController {
+export class MachineEventsController {
   constructor(
     private readonly machines: MachineRegistry,
     private readonly unwanted: UnwantedContainers,

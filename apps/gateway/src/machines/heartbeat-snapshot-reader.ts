@@ -9,8 +9,8 @@ import { Messaging } from '#tern/messaging';
  * NATS or the bucket, machines are still listed, only without current CPU and memory use.
  */
 @Injectable()
-export class HeartbeatSnapshots {
-  private readonly logger = new Logger('heartbeat-snapshots');
+export class HeartbeatSnapshotReader {
+  private readonly logger = new Logger('heartbeat-snapshot-reader');
 
   constructor(
     private readonly messaging: Messaging,

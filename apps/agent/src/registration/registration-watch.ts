@@ -7,7 +7,7 @@ import { fireAndForget, Ticker } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { discoverInventory, inventoryFingerprint } from '../discovery/inventory.js';
 import { HeartbeatService } from '../heartbeat/heartbeat.service.js';
-import { NatsLink } from '../nats-link.service.js';
+import { NatsLink } from '../nats-link.js';
 
 /** How often the hardware is looked at again. */
 export const REDISCOVER_EVERY_MS = 5 * 60_000;

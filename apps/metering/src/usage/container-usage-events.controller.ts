@@ -17,7 +17,7 @@ import { ContainerUsageLedger } from './container-usage-ledger.js';
  * happen before `started` or are followed by a stop, and do not end usage themselves.
  */
 @Controller()
-export class ContainerEventsController {
+export class ContainerUsageEventsController {
   constructor(
     private readonly ledger: ContainerUsageLedger,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,

@@ -10,7 +10,7 @@ import { Messaging } from '#tern/messaging';
  * The bucket's TTL is the heartbeat TTL, so a silent machine's entry disappears by itself.
  */
 @Injectable()
-export class HeartbeatSnapshots implements OnModuleInit {
+export class HeartbeatSnapshotPublisher implements OnModuleInit {
   private readonly logger = new Logger('heartbeats');
 
   constructor(
