@@ -20,7 +20,10 @@ describe('scripts/lib', () => {
       editor: 'vim',
       contexts: { prod: { gateway: 'https://t.example', token: 'p' }, local: { gateway: 'http://127.0.0.1:1994', token: 't' } },
     });
-    expect(mergeContext(undefined, 'local', { gateway: 'g', token: 't' })).toEqual({ current: 'local', contexts: { local: { gateway: 'g', token: 't' } } });
+    expect(mergeContext(undefined, 'local', { gateway: 'g', token: 't' })).toEqual({
+      current: 'local',
+      contexts: { local: { gateway: 'g', token: 't' } },
+    });
     expect(mergeContext([], 'local', { gateway: 'g', token: 't' }).contexts.local.gateway).toBe('g');
   });
 

@@ -194,7 +194,7 @@ describe('package-lock.json', () => {
 
   /** Node's lookup: the package's own node_modules, then each enclosing one up to the root's. */
   function resolves(from: string, name: string): boolean {
-    for (let dir = from; ; ) {
+    for (let dir = from; ;) {
       if (lock.packages[`${dir ? `${dir}/` : ''}node_modules/${name}`]) return true;
       if (!dir) return false;
       const up = dir.lastIndexOf('/node_modules/');

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: dependencies, build, NATS and Postgres for the integration tests (the machine's
+// `npm test`: dependencies, lint (whole suite only), build, NATS and Postgres for the integration tests (the machine's
 // own, or private ones under .tern/test-infra), then jest. Arguments go to jest as they are:
 //   npm test -- --selectProjects unit
 //   npm test -- test/up.test.ts
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { dim, main, ok, step, warn } from './lib/log.mjs';
 import { REPO_ROOT, stateDir } from './lib/paths.mjs';
 import { files, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
-import { build, ensureNodeModules, ensureSystemPackages } from './lib/setup.mjs';
+import { build, ensureNodeModules, ensureSystemPackages, lint } from './lib/setup.mjs';
 import { natsReachable, pickPort } from './lib/net.mjs';
 import { startNats, stopNats } from './lib/nats.mjs';
 import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
@@ -20,6 +20,8 @@ const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 await main(async () => {
   const jestArgs = process.argv.slice(2);
   await ensureNodeModules();
+  // The whole suite starts with lint; a run of chosen tests (`npm test -- <file>`) skips it.
+  if (!jestArgs.length) await lint();
   await build();
 
   const infra = { nats: undefined, pgDir: undefined };
@@ -93,7 +95,13 @@ async function provideInfra(env, f, infra) {
     const dir = await choosePgDir(f.dir, state.postgresDir);
     step(`Starting a private PostgreSQL for the tests on 127.0.0.1:${port} ${dim(`(${dir})`)}`);
     infra.pgDir = dir;
-    const pg = await startPostgres({ dir, port, database: 'test', password: creds.postgresPassword, logLink: join(f.logs, 'postgres.log') });
+    const pg = await startPostgres({
+      dir,
+      port,
+      database: 'test',
+      password: creds.postgresPassword,
+      logLink: join(f.logs, 'postgres.log'),
+    });
     env.TEST_DATABASE_URL = pg.url;
     updateJson(f.state, (s) => ({ ...s, postgresPort: port, postgresDir: dir }));
   }

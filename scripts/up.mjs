@@ -120,7 +120,8 @@ async function up(f) {
     if (it.signalled) return stopAll(it.signalled, 0);
     if (env.TERN_SKIP_BUILD !== '1') await build();
     const missing = SERVICES.filter((s) => !existsSync(SERVICE_MAIN(s)));
-    if (missing.length) throw new UserError(`not built: ${missing.map((s) => relative(REPO_ROOT, SERVICE_MAIN(s))).join(', ')} (npm run build)`);
+    if (missing.length)
+      throw new UserError(`not built: ${missing.map((s) => relative(REPO_ROOT, SERVICE_MAIN(s))).join(', ')} (npm run build)`);
     if (it.signalled) return stopAll(it.signalled, 0);
 
     const state = readJson(f.state, {}) ?? {};
@@ -179,7 +180,11 @@ async function up(f) {
     });
     it.sup = sup;
     for (const svc of SERVICES) {
-      sup.add(svc, { env: serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external) }), port: ports[svc], fixedPort: svc === 'gateway' });
+      sup.add(svc, {
+        env: serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external) }),
+        port: ports[svc],
+        fixedPort: svc === 'gateway',
+      });
     }
     step(`Starting ${SERVICES.join(', ')} ${dim(`(logs in ${shortPath(f.logs)}/)`)}`);
     sup.startAll();
@@ -265,7 +270,16 @@ async function chooseGatewayPort(state, claimed) {
 /** The environment of one service: ours, plus only the variables that service reads. */
 function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir }) {
   const e = { ...env };
-  for (const k of ['HTTP_PORT', 'BOOTSTRAP_ADMIN_TOKEN', 'DATABASE_URL', 'DATABASE_SCHEMA', 'DATABASE_RUN_MIGRATIONS', 'POOL', 'MACHINE_ID']) delete e[k];
+  for (const k of [
+    'HTTP_PORT',
+    'BOOTSTRAP_ADMIN_TOKEN',
+    'DATABASE_URL',
+    'DATABASE_SCHEMA',
+    'DATABASE_RUN_MIGRATIONS',
+    'POOL',
+    'MACHINE_ID',
+  ])
+    delete e[k];
   for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
   Object.assign(e, { NATS_URL: natsUrl, HTTP_HOST: BIND_HOST });
   if (WITH_DATABASE.includes(svc)) {

@@ -79,84 +79,80 @@ describe('npm run up', () => {
     await cleanup();
   }, 60_000);
 
-  it(
-    'starts everything, survives a kill -9 of the scheduler, and stops cleanly on Ctrl-C',
-    async () => {
-      up = spawn(process.execPath, [join(ROOT, 'scripts', 'up.mjs')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      up.stdout!.on('data', (d) => (output += d));
-      up.stderr!.on('data', (d) => (output += d));
-      exited = new Promise((resolve) => up!.once('exit', (code, signal) => resolve({ code, signal })));
-      const failed = exited.then(({ code }) => {
-        throw new Error(`up exited early with ${code}:\n${output}`);
-      });
-      failed.catch(() => {});
+  it('starts everything, survives a kill -9 of the scheduler, and stops cleanly on Ctrl-C', async () => {
+    up = spawn(process.execPath, [join(ROOT, 'scripts', 'up.mjs')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    up.stdout!.on('data', (d) => (output += d));
+    up.stderr!.on('data', (d) => (output += d));
+    exited = new Promise((resolve) => up!.once('exit', (code, signal) => resolve({ code, signal })));
+    const failed = exited.then(({ code }) => {
+      throw new Error(`up exited early with ${code}:\n${output}`);
+    });
+    failed.catch(() => {});
 
-      // Ready: the printed gateway URL comes only after /health/ready said ok with an agent.
-      const gateway = await Promise.race([
-        failed,
-        until('the gateway URL', 150_000, async () => /Gateway:\s+(http:\/\/\S+)/.exec(output)?.[1]),
-      ]);
-      expect(output).toContain('Tern is up');
-      const token = /Admin token:\s+(tern_[A-Za-z0-9_-]{43})\s/.exec(output)?.[1];
-      expect(token).toBeDefined();
+    // Ready: the printed gateway URL comes only after /health/ready said ok with an agent.
+    const gateway = await Promise.race([
+      failed,
+      until('the gateway URL', 150_000, async () => /Gateway:\s+(http:\/\/\S+)/.exec(output)?.[1]),
+    ]);
+    expect(output).toContain('Tern is up');
+    const token = /Admin token:\s+(tern_[A-Za-z0-9_-]{43})\s/.exec(output)?.[1];
+    expect(token).toBeDefined();
 
-      const first = await ready(gateway);
-      expect(first.code).toBe(200);
-      expect(first.body.status).toBe('ok');
-      for (const svc of CONTROL_PLANE) expect([svc, first.body.services[svc].status]).toEqual([svc, 'up']);
-      expect(first.body.agents).toHaveLength(1);
-      expect(first.body.agents[0].pool).toBe('default');
+    const first = await ready(gateway);
+    expect(first.code).toBe(200);
+    expect(first.body.status).toBe('ok');
+    for (const svc of CONTROL_PLANE) expect([svc, first.body.services[svc].status]).toEqual([svc, 'up']);
+    expect(first.body.agents).toHaveLength(1);
+    expect(first.body.agents[0].pool).toBe('default');
 
-      // State and CLI config on disk.
-      const credentials = join(ternHome, 'credentials.json');
-      expect(JSON.parse(readFileSync(credentials, 'utf8')).adminToken).toBe(token);
-      expect(statSync(credentials).mode & 0o777).toBe(0o600);
-      const cliConfig = join(home, '.tern', 'config.json');
-      expect(JSON.parse(readFileSync(cliConfig, 'utf8'))).toEqual({ current: 'local', contexts: { local: { gateway, token } } });
-      expect(statSync(cliConfig).mode & 0o777).toBe(0o600);
-      const run = runFile();
-      expect(run.supervisor.pid).toBe(up.pid);
-      expect(run.gatewayUrl).toBe(gateway);
-      expect(Object.keys(run.services).sort()).toEqual([...CONTROL_PLANE, 'agent'].sort());
+    // State and CLI config on disk.
+    const credentials = join(ternHome, 'credentials.json');
+    expect(JSON.parse(readFileSync(credentials, 'utf8')).adminToken).toBe(token);
+    expect(statSync(credentials).mode & 0o777).toBe(0o600);
+    const cliConfig = join(home, '.tern', 'config.json');
+    expect(JSON.parse(readFileSync(cliConfig, 'utf8'))).toEqual({ current: 'local', contexts: { local: { gateway, token } } });
+    expect(statSync(cliConfig).mode & 0o777).toBe(0o600);
+    const run = runFile();
+    expect(run.supervisor.pid).toBe(up.pid);
+    expect(run.gatewayUrl).toBe(gateway);
+    expect(Object.keys(run.services).sort()).toEqual([...CONTROL_PLANE, 'agent'].sort());
 
-      // A second `up` on the same state dir says so and leaves the first alone.
-      const second = await runScript('up.mjs', env);
-      expect(second.code).toBe(0);
-      expect(second.output).toContain('already running');
-      expect(second.output).toContain('npm run down');
+    // A second `up` on the same state dir says so and leaves the first alone.
+    const second = await runScript('up.mjs', env);
+    expect(second.code).toBe(0);
+    expect(second.output).toContain('already running');
+    expect(second.output).toContain('npm run down');
 
-      // kill -9 the scheduler: reported down, then restarted by the supervisor and up again.
-      const victim = run.services.scheduler.pid;
-      process.kill(victim, 'SIGKILL');
-      const degraded = await until('scheduler down', 10_000, async () => {
-        const r = await ready(gateway);
-        return r.body.services.scheduler.status === 'down' ? r : undefined;
-      });
-      expect(degraded.code).toBe(503);
-      expect(degraded.body.status).toBe('degraded');
-      await until('scheduler back up', 60_000, async () => {
-        const r = await ready(gateway);
-        return r.code === 200 && r.body.services.scheduler.status === 'up' ? r : undefined;
-      });
-      const restarted = runFile().services.scheduler;
-      expect(restarted.pid).not.toBe(victim);
-      expect(restarted.restarts).toBe(1);
-      expect(output).toMatch(/scheduler \(pid \d+\) exited unexpectedly \(signal SIGKILL\)/);
+    // kill -9 the scheduler: reported down, then restarted by the supervisor and up again.
+    const victim = run.services.scheduler.pid;
+    process.kill(victim, 'SIGKILL');
+    const degraded = await until('scheduler down', 10_000, async () => {
+      const r = await ready(gateway);
+      return r.body.services.scheduler.status === 'down' ? r : undefined;
+    });
+    expect(degraded.code).toBe(503);
+    expect(degraded.body.status).toBe('degraded');
+    await until('scheduler back up', 60_000, async () => {
+      const r = await ready(gateway);
+      return r.code === 200 && r.body.services.scheduler.status === 'up' ? r : undefined;
+    });
+    const restarted = runFile().services.scheduler;
+    expect(restarted.pid).not.toBe(victim);
+    expect(restarted.restarts).toBe(1);
+    expect(output).toMatch(/scheduler \(pid \d+\) exited unexpectedly \(signal SIGKILL\)/);
 
-      // Ctrl-C: every child stops, the supervisor exits 0 and forgets what ran.
-      const pids = Object.values(runFile().services).map((s) => s.pid);
-      up.kill('SIGINT');
-      const { code } = await exited;
-      expect(code).toBe(0);
-      expect(pids.filter(alive)).toEqual([]);
-      expect(output).toContain('Stopped');
-      expect(() => runFile()).toThrow();
+    // Ctrl-C: every child stops, the supervisor exits 0 and forgets what ran.
+    const pids = Object.values(runFile().services).map((s) => s.pid);
+    up.kill('SIGINT');
+    const { code } = await exited;
+    expect(code).toBe(0);
+    expect(pids.filter(alive)).toEqual([]);
+    expect(output).toContain('Stopped');
+    expect(() => runFile()).toThrow();
 
-      // down afterwards has nothing to do and says so.
-      const down = await runScript('down.mjs', env);
-      expect(down.code).toBe(0);
-      expect(down.output).toContain('Nothing was running');
-    },
-    240_000,
-  );
+    // down afterwards has nothing to do and says so.
+    const down = await runScript('down.mjs', env);
+    expect(down.code).toBe(0);
+    expect(down.output).toContain('Nothing was running');
+  }, 240_000);
 });

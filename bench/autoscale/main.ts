@@ -46,7 +46,18 @@ console.log(
   `autoscale: seed ${seed}, cold start ${coldStartSeconds} s, ${workers} workers per container, mean task ${num('service')} s (log-normal, cv 0.5), ` +
     `latency target ${target} s, keep-warm ${base.keepWarmSeconds} s, max ${base.maxContainers} containers${values['infer-arrivals'] ? ', arrivals inferred' : ''}\n`,
 );
-const header = ['trace', 'policy', 'tasks', 'p50 wait s', 'p95 wait s', `≤ ${target} s`, 'container-s', 'vs queue_depth', 'scale events', 'peak'];
+const header = [
+  'trace',
+  'policy',
+  'tasks',
+  'p50 wait s',
+  'p95 wait s',
+  `≤ ${target} s`,
+  'container-s',
+  'vs queue_depth',
+  'scale events',
+  'peak',
+];
 const rows: string[][] = [];
 const best: string[] = [];
 for (const trace of traces) {
@@ -70,7 +81,9 @@ for (const trace of traces) {
   }
   const cheapest = results.reduce((a, b) => (b.containerSeconds < a.containerSeconds ? b : a)).policy;
   const most = results.reduce((a, b) => (b.withinTarget > a.withinTarget ? b : a)).policy;
-  best.push(`${trace.name.padEnd(9)} ${winner(results).padEnd(16)} (most within target: ${most}; cheapest: ${cheapest}; ${trace.description})`);
+  best.push(
+    `${trace.name.padEnd(9)} ${winner(results).padEnd(16)} (most within target: ${most}; cheapest: ${cheapest}; ${trace.description})`,
+  );
 }
 console.log(table(header, rows));
 console.log('\nbest per trace (most tasks within the target; within 1 point of it, fewest container-seconds):');

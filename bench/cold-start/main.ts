@@ -40,15 +40,24 @@ const work = await mkdtemp(join(tmpdir(), 'tern-bench-cold-'));
 const bareRoot = join(work, 'runc');
 try {
   // Like examples/hello-python: 0.5 CPU, 256 MiB, one worker; idle 2 s, then scaled to zero.
-  await deploy(stack, NAME, `workers: 1\ncpu: 0.5\nmemory: 256Mi\nkeep_warm_seconds: 2\nautoscaler:\n  type: queue_depth\n  max_containers: 1\n`);
+  await deploy(
+    stack,
+    NAME,
+    `workers: 1\ncpu: 0.5\nmemory: 256Mi\nkeep_warm_seconds: 2\nautoscaler:\n  type: queue_depth\n  max_containers: 1\n`,
+  );
   const gw = { url: `${stack.gateway}/endpoint/${NAME}`, headers: { authorization: `Bearer ${stack.token}` } };
 
   const atZero = async () => {
     const t0 = performance.now();
-    await until('0 actual containers', 120_000, async () => {
-      const v = await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`);
-      return v.actual === 0 && v.desired === 0 && v.containers.length === 0 ? v : undefined;
-    }, 200);
+    await until(
+      '0 actual containers',
+      120_000,
+      async () => {
+        const v = await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`);
+        return v.actual === 0 && v.desired === 0 && v.containers.length === 0 ? v : undefined;
+      },
+      200,
+    );
     return performance.now() - t0;
   };
 
@@ -107,20 +116,29 @@ try {
     const g = await viaGateway();
     tern.push(g.ms);
     bare.push(await bareRunc(config));
-    console.error(`run ${i + 1}/${RUNS}: gateway cold ${g.ms.toFixed(0)} ms, bare runc ${bare.at(-1)!.toFixed(0)} ms (scale-down took ${drain.at(-1)!.toFixed(0)} ms)`);
+    console.error(
+      `run ${i + 1}/${RUNS}: gateway cold ${g.ms.toFixed(0)} ms, bare runc ${bare.at(-1)!.toFixed(0)} ms (scale-down took ${drain.at(-1)!.toFixed(0)} ms)`,
+    );
   }
   const row = (name: string, xs: number[]) =>
-    `${name.padEnd(34)}${[0.5].map((q) => quantile(xs, q).toFixed(1).padStart(9)).join('')}${Math.min(...xs).toFixed(1).padStart(9)}${Math.max(...xs).toFixed(1).padStart(9)}`;
+    `${name.padEnd(34)}${[0.5].map((q) => quantile(xs, q).toFixed(1).padStart(9)).join('')}${Math.min(...xs)
+      .toFixed(1)
+      .padStart(9)}${Math.max(...xs)
+      .toFixed(1)
+      .padStart(9)}`;
   console.log(`cold start to first response (Python runner, tiny handler, host image), ${RUNS} runs each, interleaved`);
   console.log(`${''.padEnd(34)}${['median', 'min', 'max'].map((h) => h.padStart(9)).join('')}   (ms)`);
   console.log(row('gateway, scale from zero', tern));
   console.log(row('bare runc run --detach, same bundle', bare));
-  console.log(`ratio (median gateway / bare): ${(quantile(tern, 0.5) / quantile(bare, 0.5)).toFixed(2)}x; extra ${(quantile(tern, 0.5) - quantile(bare, 0.5)).toFixed(0)} ms`);
+  console.log(
+    `ratio (median gateway / bare): ${(quantile(tern, 0.5) / quantile(bare, 0.5)).toFixed(2)}x; extra ${(quantile(tern, 0.5) - quantile(bare, 0.5)).toFixed(0)} ms`,
+  );
   console.log(`(not timed: idle → 0 actual containers took median ${(quantile(drain, 0.5) / 1000).toFixed(1)} s with keep_warm_seconds 2)`);
 } finally {
   await api(stack, 'DELETE', `/api/v1/deployments/${NAME}`).catch(() => undefined);
   const left = await execa('runc', ['--root', bareRoot, 'list', '-q'], { reject: false });
-  for (const id of (left.stdout ?? '').split('\n').filter(Boolean)) await execa('runc', ['--root', bareRoot, 'delete', '--force', id], { reject: false });
+  for (const id of (left.stdout ?? '').split('\n').filter(Boolean))
+    await execa('runc', ['--root', bareRoot, 'delete', '--force', id], { reject: false });
   await rm(work, { recursive: true, force: true });
   await stack.stop();
 }

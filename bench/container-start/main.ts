@@ -103,7 +103,11 @@ try {
     bare.push(await bareRunc(config));
   }
   const row = (name: string, xs: number[]) =>
-    `${name.padEnd(26)}${[0.5, 0.9].map((q) => quantile(xs, q).toFixed(1).padStart(9)).join('')}${Math.min(...xs).toFixed(1).padStart(9)}${Math.max(...xs).toFixed(1).padStart(9)}`;
+    `${name.padEnd(26)}${[0.5, 0.9].map((q) => quantile(xs, q).toFixed(1).padStart(9)).join('')}${Math.min(...xs)
+      .toFixed(1)
+      .padStart(9)}${Math.max(...xs)
+      .toFixed(1)
+      .padStart(9)}`;
   console.log(`container start until GET /health answers (${values.server} server on $PORT, host image), ${runs} runs each, interleaved`);
   console.log(`${''.padEnd(26)}${['median', 'p90', 'min', 'max'].map((h) => h.padStart(9)).join('')}   (ms)`);
   console.log(row('tern runtime start()', tern));

@@ -48,10 +48,15 @@ try {
   cleanups.push(async () => void (await api(stack, 'DELETE', `/api/v1/deployments/${NAME}`).catch(() => undefined)));
   const gw = { url: `${stack.gateway}/endpoint/${NAME}`, headers: { authorization: `Bearer ${stack.token}` } };
   const agent = new Agent({ keepAlive: true });
-  const first = await until('the first answer through the gateway', 120_000, async () => {
-    const r = await post(agent, gw, BODY);
-    return r.status === 200 ? r : undefined;
-  }, 250);
+  const first = await until(
+    'the first answer through the gateway',
+    120_000,
+    async () => {
+      const r = await post(agent, gw, BODY);
+      return r.status === 200 ? r : undefined;
+    },
+    250,
+  );
   agent.destroy();
   console.error(`deployed and answering in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${first.body}`);
   const containerId = String(first.headers['x-tern-container-id'] ?? '');
@@ -74,14 +79,37 @@ try {
     rows.push({ label: 'ratio gateway/nginx', concurrency: c, ratio: [g.p50 / n.p50, g.p99 / n.p99, g.rps / n.rps] });
     rows.push({ label: 'ratio nginx/direct', concurrency: c, ratio: [n.p50 / d.p50, n.p99 / d.p99, n.rps / d.rps] });
   }
-  console.log(`end-to-end invoke, warm Python runner container, ${REQUESTS} requests per row (+200 warm-up), body ${BODY.length} B, keep-alive client`);
-  console.log(['path'.padEnd(26), 'conc'.padStart(5), 'p50 ms'.padStart(9), 'p99 ms'.padStart(9), 'req/s'.padStart(9), 'errors'.padStart(7)].join(' '));
+  console.log(
+    `end-to-end invoke, warm Python runner container, ${REQUESTS} requests per row (+200 warm-up), body ${BODY.length} B, keep-alive client`,
+  );
+  console.log(
+    ['path'.padEnd(26), 'conc'.padStart(5), 'p50 ms'.padStart(9), 'p99 ms'.padStart(9), 'req/s'.padStart(9), 'errors'.padStart(7)].join(
+      ' ',
+    ),
+  );
   for (const r of rows) {
     if ('ratio' in r) {
       const [a, b, x] = r.ratio;
-      console.log([r.label.padEnd(26), String(r.concurrency).padStart(5), `×${a.toFixed(2)}`.padStart(9), `×${b.toFixed(2)}`.padStart(9), `×${x.toFixed(2)}`.padStart(9)].join(' '));
+      console.log(
+        [
+          r.label.padEnd(26),
+          String(r.concurrency).padStart(5),
+          `×${a.toFixed(2)}`.padStart(9),
+          `×${b.toFixed(2)}`.padStart(9),
+          `×${x.toFixed(2)}`.padStart(9),
+        ].join(' '),
+      );
     } else {
-      console.log([r.label.padEnd(26), String(r.concurrency).padStart(5), r.p50.toFixed(2).padStart(9), r.p99.toFixed(2).padStart(9), r.rps.toFixed(0).padStart(9), String(r.errors).padStart(7)].join(' '));
+      console.log(
+        [
+          r.label.padEnd(26),
+          String(r.concurrency).padStart(5),
+          r.p50.toFixed(2).padStart(9),
+          r.p99.toFixed(2).padStart(9),
+          r.rps.toFixed(0).padStart(9),
+          String(r.errors).padStart(7),
+        ].join(' '),
+      );
     }
   }
 } finally {

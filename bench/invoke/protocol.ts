@@ -15,7 +15,13 @@ import { parseArgs } from 'node:util';
 import { Logger } from '@nestjs/common';
 import { connectNats, invoke, Messaging, Namespace, serveInvoke } from '#tern/messaging';
 
-const { values } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, concurrency: { type: 'string', default: '32' }, bytes: { type: 'string', default: '1024' } } });
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '32' },
+    bytes: { type: 'string', default: '1024' },
+  },
+});
 const REQUESTS = Number(values.requests);
 const CONCURRENCY = Number(values.concurrency);
 const BODY = Buffer.alloc(Number(values.bytes), 0x61);
@@ -34,7 +40,11 @@ const nc = await connectNats({ servers: [process.env.NATS_URL ?? 'nats://127.0.0
 const messaging = new Messaging(nc, new Namespace(`bench${process.pid}`));
 const sub = serveInvoke(messaging, 'bench-container', async (head, body) => {
   const res = await fetch(`${url.slice(0, -1)}${head.path}`, { method: head.method, body, headers: head.headers });
-  return { status: res.status, headers: { 'content-type': res.headers.get('content-type') ?? '' }, body: new Uint8Array(await res.arrayBuffer()) };
+  return {
+    status: res.status,
+    headers: { 'content-type': res.headers.get('content-type') ?? '' },
+    body: new Uint8Array(await res.arrayBuffer()),
+  };
 });
 
 async function direct(): Promise<void> {
@@ -44,7 +54,12 @@ async function direct(): Promise<void> {
 
 let n = 0;
 async function viaNats(): Promise<void> {
-  const res = await invoke(messaging, 'bench-container', { requestId: `r${n++}`, deploymentId: 'bench', method: 'POST', path: '/', headers: {}, timeoutMs: 10_000 }, BODY);
+  const res = await invoke(
+    messaging,
+    'bench-container',
+    { requestId: `r${n++}`, deploymentId: 'bench', method: 'POST', path: '/', headers: {}, timeoutMs: 10_000 },
+    BODY,
+  );
   for await (const _ of res.body);
 }
 
@@ -72,14 +87,28 @@ const rows = [];
 for (const c of [1, CONCURRENCY]) {
   const floor = await run('direct HTTP', direct, c);
   const nats = await run('invoke over NATS + HTTP', viaNats, c);
-  rows.push(floor, nats, { label: `ratio (c=${c})`, concurrency: c, p50: nats.p50 / floor.p50, p99: nats.p99 / floor.p99, rps: nats.rps / floor.rps });
+  rows.push(floor, nats, {
+    label: `ratio (c=${c})`,
+    concurrency: c,
+    p50: nats.p50 / floor.p50,
+    p99: nats.p99 / floor.p99,
+    rps: nats.rps / floor.rps,
+  });
 }
 console.log(`invoke protocol, ${REQUESTS} requests, ${BODY.length}-byte bodies`);
 console.log(['path'.padEnd(26), 'conc'.padStart(5), 'p50 ms'.padStart(9), 'p99 ms'.padStart(9), 'req/s'.padStart(9)].join(' '));
 for (const r of rows) {
   const ratio = r.label.startsWith('ratio');
   const f = (v: number) => (ratio ? `×${v.toFixed(2)}` : v.toFixed(2));
-  console.log([r.label.padEnd(26), String(r.concurrency).padStart(5), f(r.p50).padStart(9), f(r.p99).padStart(9), (ratio ? `×${r.rps.toFixed(2)}` : r.rps.toFixed(0)).padStart(9)].join(' '));
+  console.log(
+    [
+      r.label.padEnd(26),
+      String(r.concurrency).padStart(5),
+      f(r.p50).padStart(9),
+      f(r.p99).padStart(9),
+      (ratio ? `×${r.rps.toFixed(2)}` : r.rps.toFixed(0)).padStart(9),
+    ].join(' '),
+  );
 }
 sub.unsubscribe();
 await nc.close();

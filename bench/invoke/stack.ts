@@ -39,7 +39,12 @@ export async function openStack(o: StackOptions): Promise<Stack> {
   const log = o.log ?? ((m: string) => console.error(m));
   if (o.gateway) {
     if (!o.token) throw new Error('--gateway needs --token');
-    return { gateway: o.gateway.replace(/\/+$/, ''), token: o.token, ternHome: o.ternHome ?? join(ROOT, '.tern'), stop: async () => undefined };
+    return {
+      gateway: o.gateway.replace(/\/+$/, ''),
+      token: o.token,
+      ternHome: o.ternHome ?? join(ROOT, '.tern'),
+      stop: async () => undefined,
+    };
   }
   const tag = `bench${randomBytes(4).toString('hex')}`;
   const ternHome = await mkdtemp(join(tmpdir(), 'tern-bench-home-'));
@@ -79,7 +84,8 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     const nc = await connect({ servers: natsUrl, name: 'tern-bench-cleanup' });
     const jsm = await jetstreamManager(nc);
     const names: string[] = [];
-    for await (const name of jsm.streams.names()) if ([`${tag}_`, `KV_${tag}_`, `OBJ_${tag}_`].some((p) => name.startsWith(p))) names.push(name);
+    for await (const name of jsm.streams.names())
+      if ([`${tag}_`, `KV_${tag}_`, `OBJ_${tag}_`].some((p) => name.startsWith(p))) names.push(name);
     for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
     await nc.close();
     await rm(ternHome, { recursive: true, force: true });
@@ -107,7 +113,8 @@ async function killAgentContainers(ternHome: string): Promise<void> {
     const root = join(ternHome, 'agent', d, 'runtime', 'runc');
     if (!existsSync(root)) continue;
     const list = await execa('runc', ['--root', root, 'list', '-q'], { reject: false });
-    for (const id of (list.stdout ?? '').split('\n').filter(Boolean)) await execa('runc', ['--root', root, 'delete', '--force', id], { reject: false });
+    for (const id of (list.stdout ?? '').split('\n').filter(Boolean))
+      await execa('runc', ['--root', root, 'delete', '--force', id], { reject: false });
   }
 }
 
@@ -226,7 +233,14 @@ export function send(agent: Agent, method: string, t: HttpTarget, body: Buffer |
 }
 
 /** Closed-loop load: `concurrency` workers, each sending the next request when its last one is answered. */
-export async function load(label: string, t: HttpTarget, body: Buffer, requests: number, concurrency: number, warmup = 200): Promise<Result> {
+export async function load(
+  label: string,
+  t: HttpTarget,
+  body: Buffer,
+  requests: number,
+  concurrency: number,
+  warmup = 200,
+): Promise<Result> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   try {
     let errors = 0;
@@ -235,7 +249,11 @@ export async function load(label: string, t: HttpTarget, body: Buffer, requests:
       if (r?.status !== 200) errors++;
     };
     let w = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => { while (w++ < warmup) await once(); }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (w++ < warmup) await once();
+      }),
+    );
     errors = 0;
     const times: number[] = [];
     let next = 0;
@@ -264,7 +282,10 @@ export function quantile(xs: number[], q: number): number {
 }
 
 /** Runs `nginx` in the foreground (daemon off) proxying a free port to 127.0.0.1:<upstream> with keep-alive upstream connections. */
-export async function startNginx(upstreamPort: number, freePort: () => Promise<number>): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startNginx(
+  upstreamPort: number,
+  freePort: () => Promise<number>,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const which = await execa('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { reject: false });
   const bin = which.stdout.split('\n')[0]?.trim();
   if (!bin) throw new Error('nginx not found: apt-get install -y nginx-light');
@@ -287,15 +308,22 @@ http {
 }
 `;
   await writeFile(join(dir, 'nginx.conf'), conf);
-  const child = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const url = `http://127.0.0.1:${port}/`;
-  await until('nginx to listen', 10_000, async () => {
-    if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`);
-    const r = await fetch(url, { method: 'POST', body: '{}' }).catch(() => undefined);
-    return r ? true : undefined;
-  }, 50);
+  await until(
+    'nginx to listen',
+    10_000,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`);
+      const r = await fetch(url, { method: 'POST', body: '{}' }).catch(() => undefined);
+      return r ? true : undefined;
+    },
+    50,
+  );
   return {
     url,
     stop: async () => {

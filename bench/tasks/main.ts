@@ -88,16 +88,32 @@ async function measure(s: System): Promise<Figures> {
 
 /** Tern: submit over HTTP, then long-poll the task until it is done. */
 async function tern(stack: Stack): Promise<System> {
-  await deploy(stack, NAME, `workers: ${SLOTS}\ncpu: 1\nmemory: 256Mi\nautoscaler:\n  type: queue_depth\n  min_containers: 1\n  max_containers: 1\n`, 'task_queue');
-  await until('a warm container', 120_000, async () => ((await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`)).actual >= 1 ? true : undefined), 250);
+  await deploy(
+    stack,
+    NAME,
+    `workers: ${SLOTS}\ncpu: 1\nmemory: 256Mi\nautoscaler:\n  type: queue_depth\n  min_containers: 1\n  max_containers: 1\n`,
+    'task_queue',
+  );
+  await until(
+    'a warm container',
+    120_000,
+    async () => ((await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`)).actual >= 1 ? true : undefined),
+    250,
+  );
   const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS * 2 });
   const headers = { authorization: `Bearer ${stack.token}` };
   return {
     label: 'tern',
     async run(payload) {
-      const submitted = JSON.parse(await http(agent, 'POST', `${stack.gateway}/taskqueue/${NAME}`, headers, JSON.stringify(payload))) as { task_id: string };
+      const submitted = JSON.parse(await http(agent, 'POST', `${stack.gateway}/taskqueue/${NAME}`, headers, JSON.stringify(payload))) as {
+        task_id: string;
+      };
       for (;;) {
-        const t = JSON.parse(await http(agent, 'GET', `${stack.gateway}/api/v1/tasks/${submitted.task_id}/wait?timeout=30`, headers)) as { done: boolean; status: string; result: unknown };
+        const t = JSON.parse(await http(agent, 'GET', `${stack.gateway}/api/v1/tasks/${submitted.task_id}/wait?timeout=30`, headers)) as {
+          done: boolean;
+          status: string;
+          result: unknown;
+        };
         if (!t.done) continue;
         if (t.status !== 'COMPLETE') throw new Error(`task ${submitted.task_id} ended ${t.status}`);
         return t.result;
@@ -154,7 +170,12 @@ async function startRunner(): Promise<{ port: number; stop: () => Promise<void> 
     env: { ...process.env, PORT: String(port), TERN_HANDLER: 'app.py:predict', TERN_WORKERS: String(SLOTS) },
     stdio: 'ignore',
   });
-  await until('the runner', 30_000, async () => ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok ? true : undefined), 100);
+  await until(
+    'the runner',
+    30_000,
+    async () => ((await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok ? true : undefined),
+    100,
+  );
   return {
     port,
     async stop() {
@@ -192,6 +213,13 @@ try {
 const [t, viaRunner, inProcess] = results;
 console.log(`\nTasks: ${LATENCY_RUNS} one at a time (latency), then ${TASKS} with ${CLIENTS} clients (throughput); ${SLOTS} slots each`);
 console.log('system          p50 ms   p95 ms   tasks/s');
-for (const r of results) console.log(`${r.label.padEnd(14)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`);
-console.log(`\ntern vs bullmq+runner: latency ×${(t.p50 / viaRunner.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunner.throughput).toFixed(2)}`);
-console.log(`tern vs bullmq:        latency ×${(t.p50 / inProcess.p50).toFixed(2)} (p50), throughput ×${(t.throughput / inProcess.throughput).toFixed(2)}`);
+for (const r of results)
+  console.log(
+    `${r.label.padEnd(14)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`,
+  );
+console.log(
+  `\ntern vs bullmq+runner: latency ×${(t.p50 / viaRunner.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunner.throughput).toFixed(2)}`,
+);
+console.log(
+  `tern vs bullmq:        latency ×${(t.p50 / inProcess.p50).toFixed(2)} (p50), throughput ×${(t.throughput / inProcess.throughput).toFixed(2)}`,
+);

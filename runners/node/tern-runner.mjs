@@ -69,11 +69,25 @@ function limiter(limit) {
   };
 }
 
-const isStream = (v) => v != null && typeof v === 'object' && (typeof v[Symbol.asyncIterator] === 'function' || (typeof v.next === 'function' && typeof v[Symbol.iterator] === 'function'));
+const isStream = (v) =>
+  v != null &&
+  typeof v === 'object' &&
+  (typeof v[Symbol.asyncIterator] === 'function' || (typeof v.next === 'function' && typeof v[Symbol.iterator] === 'function'));
 
 function encodeItem(item, sse) {
-  const text = Buffer.isBuffer(item) || item instanceof Uint8Array ? Buffer.from(item).toString() : typeof item === 'string' ? item : JSON.stringify(item);
-  if (sse) return text.split('\n').map((l) => `data: ${l}\n`).join('') + '\n';
+  const text =
+    Buffer.isBuffer(item) || item instanceof Uint8Array
+      ? Buffer.from(item).toString()
+      : typeof item === 'string'
+        ? item
+        : JSON.stringify(item);
+  if (sse)
+    return (
+      text
+        .split('\n')
+        .map((l) => `data: ${l}\n`)
+        .join('') + '\n'
+    );
   return typeof item === 'string' || Buffer.isBuffer(item) ? text : `${text}\n`;
 }
 
@@ -116,7 +130,9 @@ async function serve() {
 
   const server = http.createServer(async (req, res) => {
     const started = performance.now();
-    res.on('finish', () => console.log(`${req.method} ${req.url} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms pid=${process.pid}`));
+    res.on('finish', () =>
+      console.log(`${req.method} ${req.url} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms pid=${process.pid}`),
+    );
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/health') return sendJson(res, handler ? 200 : 503, { status: handler ? 'ok' : 'starting' });
     if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST / to call the handler, GET /health for health' });
@@ -134,7 +150,9 @@ async function serve() {
     if (TASK_QUEUE && req.headers['x-tern-task-id']) {
       res.on('close', () => {
         if (res.writableFinished) return;
-        console.error(`tern-runner: the caller of task ${req.headers['x-tern-task-id']} hung up (cancelled or timed out); ending worker ${process.pid}`);
+        console.error(
+          `tern-runner: the caller of task ${req.headers['x-tern-task-id']} hung up (cancelled or timed out); ending worker ${process.pid}`,
+        );
         process.exit(3);
       });
     }
@@ -182,7 +200,9 @@ async function serve() {
     const fn = await resolveRef(handlerRef, 'TERN_HANDLER');
     if (onStartRef) {
       const began = performance.now();
-      await (await resolveRef(onStartRef, 'TERN_ON_START'))();
+      await (
+        await resolveRef(onStartRef, 'TERN_ON_START')
+      )();
       console.log(`tern-runner: on_start ${onStartRef} done in ${((performance.now() - began) / 1000).toFixed(2)}s pid=${process.pid}`);
     }
     handler = fn;

@@ -39,7 +39,11 @@ export async function detach(f) {
   let pos = size(logFile);
   const out = openSync(logFile, 'a');
   const script = fileURLToPath(new URL('../up.mjs', import.meta.url));
-  const child = spawn(process.execPath, [script], { detached: true, stdio: ['ignore', out, out], env: { ...process.env, TERN_UP_DETACHED: '1' } });
+  const child = spawn(process.execPath, [script], {
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: { ...process.env, TERN_UP_DETACHED: '1' },
+  });
   closeSync(out);
   child.unref();
   let exited;

@@ -27,11 +27,16 @@ export function tail(path, lines = 20) {
   } finally {
     closeSync(fd);
   }
-  const all = buf.toString('utf8').split('\n').filter((l) => l.trim());
-  return all
-    .slice(-lines)
-    .map((l) => `  ${readable(l)}`)
-    .join('\n') || '  (empty log)';
+  const all = buf
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.trim());
+  return (
+    all
+      .slice(-lines)
+      .map((l) => `  ${readable(l)}`)
+      .join('\n') || '  (empty log)'
+  );
 }
 
 /** Keeps a log from growing without bound across runs: moves it to <file>.1 past `maxBytes`. */

@@ -1,6 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from 'node:fs';
+import {
+  appendFileSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+  lstatSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from './log.mjs';
 import { isRoot, lookupUser, run, which } from './proc.mjs';
@@ -19,7 +30,9 @@ export function findPgBin() {
     }
   }
   try {
-    const versions = readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync('/usr/lib/postgresql')
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((v) => `/usr/lib/postgresql/${v}/bin`));
   } catch {
     /* not Debian-style */
@@ -33,7 +46,10 @@ export function findPgBin() {
 function pgUser() {
   if (!isRoot()) return undefined;
   const user = lookupUser('postgres');
-  if (!user) throw new UserError('running as root but there is no "postgres" user to run a private PostgreSQL as (apt-get install postgresql creates it)');
+  if (!user)
+    throw new UserError(
+      'running as root but there is no "postgres" user to run a private PostgreSQL as (apt-get install postgresql creates it)',
+    );
   return user;
 }
 
@@ -90,11 +106,22 @@ export async function startPostgres({ dir, port, database, password, logLink }) 
 
   if (!existsSync(join(f.data, 'PG_VERSION'))) {
     const [cmd, args] = asPg(join(bin, 'initdb'), [
-      '-D', f.data, '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--auth-local=trust', '--auth-host=scram-sha-256',
+      '-D',
+      f.data,
+      '-U',
+      'postgres',
+      '-E',
+      'UTF8',
+      '--locale=C',
+      '--auth-local=trust',
+      '--auth-host=scram-sha-256',
     ]);
     const res = await run(cmd, args, { capture: true, cwd: dir });
     if (res.code !== 0) throw new UserError(`initdb failed:\n${res.output.trim()}`);
-    appendFileSync(join(f.data, 'postgresql.conf'), "\n# Written by Tern's scripts/up.mjs on every start.\ninclude_if_exists = 'tern.conf'\n");
+    appendFileSync(
+      join(f.data, 'postgresql.conf'),
+      "\n# Written by Tern's scripts/up.mjs on every start.\ninclude_if_exists = 'tern.conf'\n",
+    );
   }
   const conf = join(f.data, 'tern.conf');
   writeFileSync(
@@ -110,15 +137,16 @@ export async function startPostgres({ dir, port, database, password, logLink }) 
   }
 
   const psql = (sql, db = 'postgres') =>
-    run(join(bin, 'psql'), ['-X', '-q', '-h', f.sock, '-p', String(port), '-U', 'postgres', '-d', db, '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql], {
-      capture: true,
-      cwd: dir,
-    });
+    run(
+      join(bin, 'psql'),
+      ['-X', '-q', '-h', f.sock, '-p', String(port), '-U', 'postgres', '-d', db, '-At', '-v', 'ON_ERROR_STOP=1', '-c', sql],
+      {
+        capture: true,
+        cwd: dir,
+      },
+    );
   const lit = (s) => `'${String(s).replace(/'/g, "''")}'`;
-  for (const sql of [
-    `ALTER USER postgres PASSWORD ${lit(password)}`,
-    `SELECT 1 FROM pg_database WHERE datname = ${lit(database)}`,
-  ]) {
+  for (const sql of [`ALTER USER postgres PASSWORD ${lit(password)}`, `SELECT 1 FROM pg_database WHERE datname = ${lit(database)}`]) {
     const res = await psql(sql);
     if (res.code !== 0) throw new UserError(`private PostgreSQL: ${sql.split(' ')[0]} failed:\n${res.output.trim()}`);
     if (sql.startsWith('SELECT') && res.output.trim() !== '1') {

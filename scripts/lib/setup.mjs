@@ -92,3 +92,15 @@ export async function build() {
   }
   ok(`Built ${dim(`(${((Date.now() - t0) / 1000).toFixed(1)}s)`)}`);
 }
+
+/** `npm run lint` (ESLint, type-aware, then Prettier's check). Output shown only when it fails. */
+export async function lint() {
+  step('Linting (npm run lint)');
+  const t0 = Date.now();
+  const res = await run('npm', ['run', '--silent', 'lint'], { cwd: REPO_ROOT, capture: true });
+  if (res.code !== 0) {
+    process.stderr.write(res.output);
+    throw new UserError(`lint failed (exit ${res.code}): fix what it lists; \`npm run format\` rewrites the formatting`);
+  }
+  ok(`Lint clean ${dim(`(${((Date.now() - t0) / 1000).toFixed(1)}s)`)}`);
+}

@@ -83,7 +83,9 @@ export class Supervisor {
     const uptime = Date.now() - c.startedAt;
     c.backoff = nextBackoff(c.backoff, uptime);
     c.status = 'restarting';
-    this.log(`${name} (pid ${c.pid}) exited unexpectedly (${c.lastExit}) after ${(uptime / 1000).toFixed(1)}s; restarting in ${c.backoff / 1000}s`);
+    this.log(
+      `${name} (pid ${c.pid}) exited unexpectedly (${c.lastExit}) after ${(uptime / 1000).toFixed(1)}s; restarting in ${c.backoff / 1000}s`,
+    );
     this.onChange();
     c.timer = setTimeout(() => this.restart(name).catch((e) => this.log(`${name}: restart failed: ${e.message}`)), c.backoff);
   }
@@ -108,7 +110,15 @@ export class Supervisor {
     return Object.fromEntries(
       [...this.children.values()].map((c) => [
         c.name,
-        { pid: c.pid, start: c.start, port: c.port, status: c.status, restarts: c.restarts, lastExit: c.lastExit, log: this.logFile(c.name) },
+        {
+          pid: c.pid,
+          start: c.start,
+          port: c.port,
+          status: c.status,
+          restarts: c.restarts,
+          lastExit: c.lastExit,
+          log: this.logFile(c.name),
+        },
       ]),
     );
   }

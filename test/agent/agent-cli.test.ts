@@ -50,7 +50,9 @@ describe('tern-agent init / config show / config set', () => {
     dirs.push(dir);
     const badUrl = await ternAgent(['init', '--gateway', 'tern.example.com', '--token', 't', '--state-dir', dir]);
     expect(badUrl.code).toBe(78);
-    expect(badUrl.stderr).toMatch(/gateway: "tern.example.com" is not a URL; give the gateway's address such as https:\/\/tern.example.com/);
+    expect(badUrl.stderr).toMatch(
+      /gateway: "tern.example.com" is not a URL; give the gateway's address such as https:\/\/tern.example.com/,
+    );
     const badScheme = await ternAgent(['init', '--gateway', 'ftp://x', '--token', 't', '--pool', 'a b', '--state-dir', dir]);
     expect(badScheme.stderr).toMatch(/must start with http:\/\/ or https:\/\//);
     expect(badScheme.stderr).toMatch(/pool "a b" must be 1-63 letters, digits, - or _/);
@@ -61,7 +63,10 @@ describe('tern-agent init / config show / config set', () => {
 
     await ternAgent(['init', '--gateway', 'http://127.0.0.1:1994', '--token', 't', '--state-dir', dir]);
     const unknown = await ternAgent(['config', 'set', 'colour', 'red', '--state-dir', dir]);
-    expect(unknown).toMatchObject({ code: 78, stderr: expect.stringMatching(/unknown key "colour"; one of gateway, token, pool, machineId, runtime, dashboard/) });
+    expect(unknown).toMatchObject({
+      code: 78,
+      stderr: expect.stringMatching(/unknown key "colour"; one of gateway, token, pool, machineId, runtime, dashboard/),
+    });
     const badRuntime = await ternAgent(['config', 'set', 'runtime', 'docker', '--state-dir', dir]);
     expect(badRuntime.stderr).toMatch(/runtime must be runc or nerdctl, not "docker"/);
   });

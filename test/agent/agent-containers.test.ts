@@ -79,7 +79,11 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
   const kinds = (containerId: string) => eventsOf(containerId).map((e) => e.subject.split('.').at(-2));
   const runtime = () => {
     const dir = agent.stateDir;
-    return new RuncRuntime({ stateDir: join(dir, 'runtime'), images: new ImageStore({ root: join(dir, 'images') }), volumeRoot: join(dir, 'volumes') });
+    return new RuncRuntime({
+      stateDir: join(dir, 'runtime'),
+      images: new ImageStore({ root: join(dir, 'images') }),
+      volumeRoot: join(dir, 'volumes'),
+    });
   };
 
   beforeAll(async () => {
@@ -105,23 +109,35 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
   afterAll(async () => {
     subs.forEach((s) => s.unsubscribe());
     await agent?.stop(30_000);
-    for (const c of (await runtime().list().catch(() => []))) await runtime().remove(c.id).catch(() => undefined);
+    for (const c of await runtime()
+      .list()
+      .catch(() => []))
+      await runtime()
+        .remove(c.id)
+        .catch(() => undefined);
     await nc?.close();
     await plane?.stop();
     if (agent) removeStateDir(agent.stateDir);
   });
 
   it('runs a start command: env and a bind-mounted volume reach the program, its log lines arrive over NATS, its exit code is reported', async () => {
-    const reply = await messaging.request(AGENT_CONTAINER_START, startCommand('c-hello', { GREETING: 'hello tern', LIFETIME: '2', EXIT_CODE: '3' }), {
-      tokens: [MACHINE],
-    });
+    const reply = await messaging.request(
+      AGENT_CONTAINER_START,
+      startCommand('c-hello', { GREETING: 'hello tern', LIFETIME: '2', EXIT_CODE: '3' }),
+      {
+        tokens: [MACHINE],
+      },
+    );
     expect(reply).toEqual({ accepted: true });
 
     await waitFor('stopped event', async () => kinds('c-hello').includes('stopped'), 30_000);
     expect(kinds('c-hello')).toEqual(['starting', 'started', 'ready', 'failed', 'stopped']);
     const [starting, started, ready, failed, stopped] = eventsOf('c-hello').map((e) => e.data);
     expect(starting).toMatchObject({ machineId: MACHINE, deploymentId: 'dep-hello', deploymentVersion: 1, workspaceId: WORKSPACE });
-    expect(started).toMatchObject({ resources: { cpuMillicores: 500, memoryBytes: 256 * 1024 * 1024, gpuCount: 0 }, startupLatencyMs: expect.any(Number) });
+    expect(started).toMatchObject({
+      resources: { cpuMillicores: 500, memoryBytes: 256 * 1024 * 1024, gpuCount: 0 },
+      startupLatencyMs: expect.any(Number),
+    });
     expect(ready.readyLatencyMs).toBeGreaterThanOrEqual(started.startupLatencyMs as number);
     expect(failed).toMatchObject({ phase: 'runtime', error: 'exited with code 3' });
     expect(stopped).toMatchObject({ exitCode: 3, oomKilled: false, reason: 'exited' });
@@ -145,18 +161,28 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
     await messaging.request(AGENT_CONTAINER_START, startCommand('c-stop', { LIFETIME: '600' }), { tokens: [MACHINE] });
     await waitFor('ready', async () => kinds('c-stop').includes('ready'), 30_000);
     await waitFor('heartbeat lists it', async () => beats.at(-1)?.runningContainers.includes('c-stop'));
-    const reply = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c-stop', graceSeconds: 1, reason: 'scale-down' }, { tokens: [MACHINE] });
+    const reply = await messaging.request(
+      AGENT_CONTAINER_STOP,
+      { containerId: 'c-stop', graceSeconds: 1, reason: 'scale-down' },
+      { tokens: [MACHINE] },
+    );
     expect(reply).toEqual({ accepted: true });
     await waitFor('stopped', async () => kinds('c-stop').includes('stopped'), 30_000);
     expect(eventsOf('c-stop').at(-1)!.data).toMatchObject({ reason: 'stop command: scale-down', oomKilled: false });
     expect(kinds('c-stop')).not.toContain('failed');
-    expect(await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c-stop', graceSeconds: 1, reason: 'again' }, { tokens: [MACHINE] })).toMatchObject({ accepted: true });
+    expect(
+      await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c-stop', graceSeconds: 1, reason: 'again' }, { tokens: [MACHINE] }),
+    ).toMatchObject({ accepted: true });
   });
 
   it('serves commands for its own machine id only', async () => {
     const other = messaging.request(AGENT_CONTAINER_START, startCommand('c-other', {}), { tokens: ['someone-else'], timeoutMs: 1000 });
     await expect(other).rejects.toMatchObject({ code: 503 });
-    const bad = messaging.request(AGENT_CONTAINER_START, { ...startCommand('c-bad', {}), resources: { cpuMillicores: 1, memoryBytes: 1, gpuCount: 1 } }, { tokens: [MACHINE] });
+    const bad = messaging.request(
+      AGENT_CONTAINER_START,
+      { ...startCommand('c-bad', {}), resources: { cpuMillicores: 1, memoryBytes: 1, gpuCount: 1 } },
+      { tokens: [MACHINE] },
+    );
     await expect(bad).resolves.toEqual({ accepted: false, reason: 'needs 1 GPU(s); this machine has 0, 0 free' });
   });
 

@@ -72,7 +72,9 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     plane = await ControlPlane.start('agenthd', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '10' });
     nc = await connectNats({ servers: [TEST_NATS_URL], name: 'agent-handlers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
-    subs.push(nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }));
+    subs.push(
+      nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }),
+    );
     agent = AgentProcess.forPlane(plane, { MACHINE_ID: MACHINE });
     // The container runs as nobody: it must be able to reach <state dir>/code/<hex>.
     chmodSync(agent.stateDir, 0o755);
@@ -84,7 +86,10 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     subs.forEach((s) => s.unsubscribe());
     await agent?.stop(30_000);
     const objm = new Objm(nc);
-    await objm.open(messaging.ns.bucket(CODE_BUCKET.name)).then((s) => s.destroy()).catch(() => undefined);
+    await objm
+      .open(messaging.ns.bucket(CODE_BUCKET.name))
+      .then((s) => s.destroy())
+      .catch(() => undefined);
     await nc?.close();
     await plane?.stop();
     if (agent) removeStateDir(agent.stateDir);
@@ -95,11 +100,25 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     const store = await new Objm(nc).create(messaging.ns.bucket(CODE_BUCKET.name));
     await store.putBlob({ name: digest.slice('sha256:'.length) }, data);
 
-    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-handler', digest), { tokens: [MACHINE] })).toEqual({ accepted: true });
+    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-handler', digest), { tokens: [MACHINE] })).toEqual({
+      accepted: true,
+    });
     await waitFor('ready', async () => kinds('c-handler').includes('ready') || kinds('c-handler').includes('failed'), 40_000);
     expect(kinds('c-handler')).toEqual(['starting', 'started', 'ready']);
 
-    const res = await invoke(messaging, 'c-handler', { requestId: 'r-1', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 }, new TextEncoder().encode(JSON.stringify({ numbers: [1, 2, 3.5] })));
+    const res = await invoke(
+      messaging,
+      'c-handler',
+      {
+        requestId: 'r-1',
+        deploymentId: 'dep-handler',
+        method: 'POST',
+        path: '/',
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 10_000,
+      },
+      new TextEncoder().encode(JSON.stringify({ numbers: [1, 2, 3.5] })),
+    );
     expect(res.status).toBe(200);
     let text = '';
     for await (const chunk of res.body) text += Buffer.from(chunk).toString();
@@ -109,15 +128,28 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     const hex = digest.slice('sha256:'.length);
     expect(readFileSync(join(agent.stateDir, 'code', hex, 'weights.txt'), 'utf8')).toBe('tiny-model-v1\n');
 
-    await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c-handler', graceSeconds: 5, reason: 'test over' }, { tokens: [MACHINE] });
+    await messaging.request(
+      AGENT_CONTAINER_STOP,
+      { containerId: 'c-handler', graceSeconds: 5, reason: 'test over' },
+      { tokens: [MACHINE] },
+    );
     await waitFor('stopped', async () => kinds('c-handler').includes('stopped'), 30_000);
     // Gone with the container: nobody serves its invoke subject any more.
-    await expect(invoke(messaging, 'c-handler', { requestId: 'r-2', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: {}, timeoutMs: 2000 }, new Uint8Array())).rejects.toMatchObject({ code: 503 });
+    await expect(
+      invoke(
+        messaging,
+        'c-handler',
+        { requestId: 'r-2', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: {}, timeoutMs: 2000 },
+        new Uint8Array(),
+      ),
+    ).rejects.toMatchObject({ code: 503 });
   }, 90_000);
 
   it('fails the start with a clear reason when the code bundle is not in the object store', async () => {
     const missing = `sha256:${'0'.repeat(64)}`;
-    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-nocode', missing), { tokens: [MACHINE] })).toEqual({ accepted: true });
+    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-nocode', missing), { tokens: [MACHINE] })).toEqual({
+      accepted: true,
+    });
     await waitFor('failed', async () => kinds('c-nocode').includes('failed'), 20_000);
     const failed = events.find((e) => e.data.containerId === 'c-nocode' && e.subject.endsWith('.failed.v1'))!.data;
     expect(failed).toMatchObject({ phase: 'image', error: expect.stringContaining(`${'0'.repeat(64)} is not in the object store`) });

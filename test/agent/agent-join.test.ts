@@ -88,7 +88,7 @@ describe('agent joining a control plane', () => {
     await agent.waitForLog((r) => /the scheduler moved this machine .*→ ready/.test(String(r.msg)));
   });
 
-  it('heartbeats at the interval the gateway gave, with this machine\'s real CPU and memory use', async () => {
+  it("heartbeats at the interval the gateway gave, with this machine's real CPU and memory use", async () => {
     await waitFor('5 heartbeats', async () => beats.length >= 5, 15_000);
     const recent = beats.slice(-5);
     for (let i = 1; i < recent.length; i++) {
@@ -108,7 +108,9 @@ describe('agent joining a control plane', () => {
 
     // Stored on the HEARTBEATS stream, with a per-agent-run, per-beat message id.
     const jsm = await jetstreamManager(nc);
-    const last = await jsm.streams.getMessage(messaging.ns.stream('HEARTBEATS'), { last_by_subj: messaging.subject(MACHINE_HEARTBEAT, ['agent-a']) });
+    const last = await jsm.streams.getMessage(messaging.ns.stream('HEARTBEATS'), {
+      last_by_subj: messaging.subject(MACHINE_HEARTBEAT, ['agent-a']),
+    });
     expect(last?.header?.get('Nats-Msg-Id')).toMatch(/^agent-a-\d+-\d+$/);
   });
 
@@ -150,7 +152,9 @@ describe('agent joining a control plane', () => {
 
     const tooMany = await fetch(`${url}?bytes=${NETWORK_TEST_HTTP_MAX_BYTES + 1}`, { headers: auth });
     expect(tooMany.status).toBe(400);
-    expect(((await tooMany.json()) as { message: string[] }).message).toEqual([`bytes must not be greater than ${NETWORK_TEST_HTTP_MAX_BYTES}`]);
+    expect(((await tooMany.json()) as { message: string[] }).message).toEqual([
+      `bytes must not be greater than ${NETWORK_TEST_HTTP_MAX_BYTES}`,
+    ]);
     expect((await fetch(`${url}?bytes=-1`, { headers: auth })).status).toBe(400);
 
     const tooBig = await fetch(url, { method: 'POST', headers: octets, body: new Uint8Array(NETWORK_TEST_HTTP_MAX_BYTES + 1) });
@@ -172,7 +176,9 @@ describe('agent joining a control plane', () => {
     expect(chunked.status).toBe(413);
     expect(((await chunked.json()) as { message: string }).message).toMatch(/limited to 33554432 bytes/);
 
-    expect((await fetch(url, { method: 'POST', headers: { ...octets, authorization: `Bearer ${ADMIN}` }, body: new Uint8Array(10) })).status).toBe(401);
+    expect(
+      (await fetch(url, { method: 'POST', headers: { ...octets, authorization: `Bearer ${ADMIN}` }, body: new Uint8Array(10) })).status,
+    ).toBe(401);
     expect((await fetch(`${url}?bytes=1`)).status).toBe(401);
   });
 
@@ -193,7 +199,10 @@ describe('agent joining a control plane', () => {
     try {
       await joiner.joined();
       expect(joiner.configFile()).toMatchObject({ machineId: made.body.machineId, token: expect.stringMatching(/^tern_machine_/) });
-      await waitFor('joined machine ready', async () => (await plane.call('GET', `/api/v1/machines/${made.body.machineId}`)).body?.state === 'ready');
+      await waitFor(
+        'joined machine ready',
+        async () => (await plane.call('GET', `/api/v1/machines/${made.body.machineId}`)).body?.state === 'ready',
+      );
     } finally {
       await joiner.stop();
     }
@@ -222,7 +231,9 @@ describe('agent joining a control plane', () => {
     early.start();
     try {
       const second = await early.waitForLog(/^registration attempt 2 failed/, 20_000);
-      expect(second.msg).toBe(`registration attempt 2 failed: cannot reach ${nowhere}/api/v1/machine/register: ECONNREFUSED; retrying in 2 s`);
+      expect(second.msg).toBe(
+        `registration attempt 2 failed: cannot reach ${nowhere}/api/v1/machine/register: ECONNREFUSED; retrying in 2 s`,
+      );
       expect(early.running).toBe(true);
     } finally {
       await early.stop();

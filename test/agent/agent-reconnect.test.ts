@@ -10,7 +10,6 @@ import { freePort, waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
-
 /** A NATS server of the test's own (JetStream on disk), so the test can take it away and bring it back. */
 class PrivateNats {
   private child?: ChildProcess;

@@ -31,10 +31,18 @@ export class ControlPlane {
     return plane;
   }
 
-  async call<T = any>(method: string, path: string, token: string | undefined = ADMIN, body?: unknown): Promise<{ status: number; body: T }> {
+  async call<T = any>(
+    method: string,
+    path: string,
+    token: string | undefined = ADMIN,
+    body?: unknown,
+  ): Promise<{ status: number; body: T }> {
     const res = await fetch(`${this.base}${path}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body !== undefined ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();

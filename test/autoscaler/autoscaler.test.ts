@@ -88,7 +88,17 @@ describe('autoscaler service', () => {
     const send = () =>
       messaging.emit(
         LOAD_REPORT,
-        { gatewayId: 'g1', deploymentId, version: 1, inFlight: 0, buffered: 0, meanDurationMs: 0, containers: [], ...load, at: new Date().toISOString() },
+        {
+          gatewayId: 'g1',
+          deploymentId,
+          version: 1,
+          inFlight: 0,
+          buffered: 0,
+          meanDurationMs: 0,
+          containers: [],
+          ...load,
+          at: new Date().toISOString(),
+        },
         [deploymentId],
       );
     send();
@@ -131,10 +141,21 @@ describe('autoscaler service', () => {
 
   it('keeps idle containers until keep-warm has passed', async () => {
     await deploy('d-warm', spec({}, 3600));
-    const stop = report('d-warm', { inFlight: 40, containers: [{ containerId: 'w1', inFlight: 30, idleSeconds: 0 }, { containerId: 'w2', inFlight: 10, idleSeconds: 0 }] });
+    const stop = report('d-warm', {
+      inFlight: 40,
+      containers: [
+        { containerId: 'w1', inFlight: 30, idleSeconds: 0 },
+        { containerId: 'w2', inFlight: 10, idleSeconds: 0 },
+      ],
+    });
     await command('d-warm', (c) => c.desired === 2);
     stop();
-    const quiet = report('d-warm', { containers: [{ containerId: 'w1', inFlight: 0, idleSeconds: 5 }, { containerId: 'w2', inFlight: 0, idleSeconds: 5 }] });
+    const quiet = report('d-warm', {
+      containers: [
+        { containerId: 'w1', inFlight: 0, idleSeconds: 5 },
+        { containerId: 'w2', inFlight: 0, idleSeconds: 5 },
+      ],
+    });
     await new Promise((r) => setTimeout(r, 2500));
     quiet();
     expect(commandsFor('d-warm').at(-1)?.command.desired).toBe(2);

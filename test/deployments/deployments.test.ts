@@ -10,7 +10,13 @@ import { freePort, ServiceProcess } from '../support/processes.js';
 import { ADMIN, client, registration, tern } from '../machines/harness.js';
 
 const CODE = `sha256:${'a'.repeat(64)}`;
-const spec = (extra: Record<string, unknown> = {}) => ({ name: 'hello', kind: 'endpoint', handler: 'app.py:predict', code: CODE, ...extra });
+const spec = (extra: Record<string, unknown> = {}) => ({
+  name: 'hello',
+  kind: 'endpoint',
+  handler: 'app.py:predict',
+  code: CODE,
+  ...extra,
+});
 
 describe('deployments API, code upload and CLI', () => {
   let schema: TestSchema;
@@ -51,7 +57,10 @@ describe('deployments API, code upload and CLI', () => {
       [{ name: undefined }, /^name must be 1-63 lower-case/],
       [{ handler: 'app.py' }, /^handler must look like app.py:predict/],
       [{ command: ['python3', 'serve.py'] }, /^command cannot be given together with handler/],
-      [{ autoscaler: { type: 'queue_depth', min_containers: 3, max_containers: 2 } }, /^autoscaler.min_containers must not exceed max_containers \(2\)/],
+      [
+        { autoscaler: { type: 'queue_depth', min_containers: 3, max_containers: 2 } },
+        /^autoscaler.min_containers must not exceed max_containers \(2\)/,
+      ],
       [{ memory: 'lots' }, /^memory must be a size like 512Mi/],
       [{ colour: 'red' }, /^property colour should not exist/],
     ];
@@ -76,7 +85,16 @@ describe('deployments API, code upload and CLI', () => {
 
     // A registered machine with two H100s sets the most one machine can give.
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'h100' });
-    expect((await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('h100', { gpuModels: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'] }))).status).toBe(200);
+    expect(
+      (
+        await call(
+          'POST',
+          '/api/v1/machine/register',
+          made.body.joinToken,
+          registration('h100', { gpuModels: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'] }),
+        )
+      ).status,
+    ).toBe(200);
     const many = await call('POST', '/api/v1/deployments', ADMIN, spec({ name: 'gpu', gpu: 'H100', gpu_count: 4 }));
     expect(many.status).toBe(400);
     expect(many.body.message).toEqual(['gpu_count 4 is more than any machine has: the most on one machine is 2']);
@@ -85,7 +103,12 @@ describe('deployments API, code upload and CLI', () => {
   it('versions each deploy and mirrors them into the deployments bucket', async () => {
     const first = await call('POST', '/api/v1/deployments', ADMIN, spec());
     expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({ name: 'hello', version: 1, url: `${base}/endpoint/hello`, spec: { image: 'host', pool: 'default' } });
+    expect(first.body).toMatchObject({
+      name: 'hello',
+      version: 1,
+      url: `${base}/endpoint/hello`,
+      spec: { image: 'host', pool: 'default' },
+    });
     const second = await call('POST', '/api/v1/deployments', ADMIN, spec({ workers: 2 }));
     expect(second.body).toMatchObject({ version: 2, deploymentId: first.body.deploymentId, spec: { workers: 2 } });
 
@@ -97,9 +120,16 @@ describe('deployments API, code upload and CLI', () => {
 
   it('lists, shows, stops, starts and deletes; unknown names are 404', async () => {
     const list = await call('GET', '/api/v1/deployments', ADMIN);
-    expect(list.body).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'hello', kind: 'endpoint', version: 2, state: 'ready', desired: 0, actual: 0 })]));
+    expect(list.body).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'hello', kind: 'endpoint', version: 2, state: 'ready', desired: 0, actual: 0 }),
+      ]),
+    );
     const one = await call('GET', '/api/v1/deployments/hello', ADMIN);
-    expect(one.body.versions.map((v: any) => [v.version, v.latest])).toEqual([[2, true], [1, false]]);
+    expect(one.body.versions.map((v: any) => [v.version, v.latest])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
     expect(one.body.submitted).toMatchObject({ workers: 2 });
 
     expect((await call('POST', '/api/v1/deployments/hello/stop', ADMIN)).body.state).toBe('stopped');
@@ -123,7 +153,11 @@ describe('deployments API, code upload and CLI', () => {
     const bundle = Buffer.from('not really a tarball');
     const digest = `sha256:${createHash('sha256').update(bundle).digest('hex')}`;
     const put = (d: string, body: Buffer) =>
-      fetch(`${base}/api/v1/code/${d}`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/gzip' }, body });
+      fetch(`${base}/api/v1/code/${d}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/gzip' },
+        body,
+      });
     const head = (d: string) => fetch(`${base}/api/v1/code/${d}`, { method: 'HEAD', headers: { authorization: `Bearer ${ADMIN}` } });
 
     expect((await head(digest)).status).toBe(404);
@@ -141,7 +175,10 @@ describe('deployments API, code upload and CLI', () => {
     const res = await fetch(`${base}/api/v1/deployments/logger/logs?follow=true&tail=1`, { headers: { authorization: `Bearer ${ADMIN}` } });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const line = (deploymentId: string, text: string) =>
-      nc.publish(`${namespace}.logs.c-1.v1`, JSON.stringify({ containerId: 'c-1', deploymentId, stream: 'stdout', line: text, sequence: 0, at: new Date().toISOString() }));
+      nc.publish(
+        `${namespace}.logs.c-1.v1`,
+        JSON.stringify({ containerId: 'c-1', deploymentId, stream: 'stdout', line: text, sequence: 0, at: new Date().toISOString() }),
+      );
     const body = res.text();
     await new Promise((r) => setTimeout(r, 300));
     line('00000000-0000-4000-8000-000000000000', 'someone else');

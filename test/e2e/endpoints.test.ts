@@ -20,7 +20,6 @@ let stack: Stack;
 
 /** The endpoints issue's "done when", as a newcomer does it after `npm run up`. */
 describe('endpoints end to end', () => {
-
   const call = (path: string, body: unknown, init: RequestInit = {}) =>
     fetch(`${stack.gateway}${path}`, {
       method: 'POST',
@@ -82,7 +81,10 @@ describe('endpoints end to end', () => {
 
   it('answers a caller quickly with 502 when the agent dies mid-request', async () => {
     const dir = stack.scratch('slow');
-    writeFileSync(join(dir, 'app.py'), 'import time\ndef predict(p):\n    time.sleep(p.get("seconds", 0))\n    return {"slept": p.get("seconds", 0)}\n');
+    writeFileSync(
+      join(dir, 'app.py'),
+      'import time\ndef predict(p):\n    time.sleep(p.get("seconds", 0))\n    return {"slept": p.get("seconds", 0)}\n',
+    );
     writeFileSync(join(dir, 'tern.yaml'), 'name: slow\nkind: endpoint\nhandler: app.py:predict\ncpu: 0.25\nmemory: 128Mi\n');
     expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);
     expect((await call('/endpoint/slow', { seconds: 0 })).status).toBe(200);
@@ -90,7 +92,9 @@ describe('endpoints end to end', () => {
     const started = Date.now();
     const pending = call('/endpoint/slow', { seconds: 12 });
     await new Promise((r) => setTimeout(r, 1000));
-    const run = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> };
+    const run = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as {
+      services: Record<string, { pid: number }>;
+    };
     process.kill(run.services.agent.pid, 'SIGKILL');
     const res = await pending;
     expect(res.status).toBe(502);
@@ -107,7 +111,12 @@ describe('endpoints end to end', () => {
     expect(invalid.status).toBe(400);
     expect(JSON.stringify(await invalid.json())).toMatch(/name must be 1-63 lower-case/);
 
-    const gpu = await call('/api/v1/deployments', { name: 'gpu-app', kind: 'endpoint', command: ['python3', '-m', 'http.server'], gpu: 'H100' });
+    const gpu = await call('/api/v1/deployments', {
+      name: 'gpu-app',
+      kind: 'endpoint',
+      command: ['python3', '-m', 'http.server'],
+      gpu: 'H100',
+    });
     expect(gpu.status).toBe(400);
     expect(JSON.stringify(await gpu.json())).toMatch(/no pool offers gpu H100/);
 

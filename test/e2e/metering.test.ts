@@ -16,7 +16,10 @@ describe('metering end to end', () => {
   let db: pg.Client;
 
   const api = async (path: string, init: RequestInit = {}) => {
-    const res = await fetch(`${stack.gateway}${path}`, { ...init, headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json', ...init.headers } });
+    const res = await fetch(`${stack.gateway}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json', ...init.headers },
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
 
@@ -34,7 +37,9 @@ describe('metering end to end', () => {
   it('meters a real container for its lifetime, per deployment and per machine', async () => {
     const dir = stack.scratch('metered');
     cpSync(join(EXAMPLES, 'hello-python'), dir, { recursive: true });
-    const spec = readFileSync(join(dir, 'tern.yaml'), 'utf8').replace(/^name:.*$/m, 'name: metered').replace(/^keep_warm_seconds:.*$/m, 'keep_warm_seconds: 3');
+    const spec = readFileSync(join(dir, 'tern.yaml'), 'utf8')
+      .replace(/^name:.*$/m, 'name: metered')
+      .replace(/^keep_warm_seconds:.*$/m, 'keep_warm_seconds: 3');
     writeFileSync(join(dir, 'tern.yaml'), spec);
     expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);
     const deployment = (await api('/api/v1/deployments/metered')).body;

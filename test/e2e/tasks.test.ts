@@ -35,13 +35,18 @@ describe('task queues end to end', () => {
   const auth = () => ({ authorization: `Bearer ${stack.token}` });
 
   const submit = (name: string, payload: unknown, query = '') =>
-    fetch(`${stack.gateway}/taskqueue/${name}${query}`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+    fetch(`${stack.gateway}/taskqueue/${name}${query}`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
   const put = async (name: string, payload: unknown, query = ''): Promise<string> => {
     const res = await submit(name, payload, query);
     expect(res.status).toBe(202);
     return ((await res.json()) as { task_id: string }).task_id;
   };
-  const get = async (id: string): Promise<Task> => (await (await fetch(`${stack.gateway}/api/v1/tasks/${id}`, { headers: auth() })).json()) as Task;
+  const get = async (id: string): Promise<Task> =>
+    (await (await fetch(`${stack.gateway}/api/v1/tasks/${id}`, { headers: auth() })).json()) as Task;
   const wait = async (id: string, timeoutMs = 120_000): Promise<Task> => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -49,13 +54,17 @@ describe('task queues end to end', () => {
       if (t.done || Date.now() > deadline) return t;
     }
   };
-  const actual = async (name: string) => ((await (await fetch(`${stack.gateway}/api/v1/deployments/${name}`, { headers: auth() })).json()) as { actual: number }).actual;
+  const actual = async (name: string) =>
+    ((await (await fetch(`${stack.gateway}/api/v1/deployments/${name}`, { headers: auth() })).json()) as { actual: number }).actual;
   const putMany = async (name: string, count: number, payload: (i: number) => unknown) => {
     const ids: string[] = [];
-    for (let i = 0; i < count; i += 50) ids.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, k) => put(name, payload(i + k))))));
+    for (let i = 0; i < count; i += 50)
+      ids.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, k) => put(name, payload(i + k))))));
     return ids;
   };
-  const services = () => (JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> }).services;
+  const services = () =>
+    (JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> })
+      .services;
 
   beforeAll(async () => {
     stack = await startStack('tasks');
@@ -70,7 +79,10 @@ describe('task queues end to end', () => {
     expect(deployed.stdout).toContain('/taskqueue/squares');
     const peak = { containers: 0 };
     const watch = setInterval(() => {
-      actual('squares').then((n) => (peak.containers = Math.max(peak.containers, n)), () => undefined);
+      actual('squares').then(
+        (n) => (peak.containers = Math.max(peak.containers, n)),
+        () => undefined,
+      );
     }, 500);
     const ids = await putMany('squares', 1000, (i) => ({ n: i, seconds: 0.02 }));
     const tasks = await Promise.all(ids.map((id) => wait(id)));
@@ -118,18 +130,27 @@ describe('task queues end to end', () => {
   }, 240_000);
 
   it('completes every task exactly once when the agent, a container, the gateway, the scheduler and the autoscaler are killed mid-run', async () => {
-    expect((await stack.tern('deploy', queue('sturdy', { keep_warm_seconds: '30', tasks_per_container: '4', max_containers: '3' }))).code).toBe(0);
+    expect(
+      (await stack.tern('deploy', queue('sturdy', { keep_warm_seconds: '30', tasks_per_container: '4', max_containers: '3' }))).code,
+    ).toBe(0);
     const ids = await putMany('sturdy', 40, (i) => ({ n: i, seconds: 1 }));
     await waitFor('tasks running', async () => (await get(ids[0])).status !== 'PENDING', 60_000, 200);
     process.kill(services().agent.pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 1500));
     for (const s of ['gateway', 'scheduler', 'autoscaler']) process.kill(services()[s].pid, 'SIGKILL');
-    await waitFor('gateway back', async () => (await fetch(`${stack.gateway}/health/live`).catch(() => undefined))?.ok === true, 60_000, 500);
+    await waitFor(
+      'gateway back',
+      async () => (await fetch(`${stack.gateway}/health/live`).catch(() => undefined))?.ok === true,
+      60_000,
+      500,
+    );
 
     // Then a container dies under its tasks: kill -9 the runner's parent process.
     const more = await putMany('sturdy', 20, (i) => ({ n: 100 + i, seconds: 2 }));
     await waitFor('new tasks running', async () => (await get(more[0])).status === 'RUNNING', 90_000, 250);
-    const deploymentId = ((await (await fetch(`${stack.gateway}/api/v1/deployments/sturdy`, { headers: auth() })).json()) as { deploymentId: string }).deploymentId;
+    const deploymentId = (
+      (await (await fetch(`${stack.gateway}/api/v1/deployments/sturdy`, { headers: auth() })).json()) as { deploymentId: string }
+    ).deploymentId;
     const init = containerInits().find((p) => p.env.TERN_DEPLOYMENT_ID === deploymentId)?.pid;
     expect(init).toBeDefined();
     process.kill(init!, 'SIGKILL');
@@ -162,12 +183,20 @@ describe('task queues end to end', () => {
       await waitFor('callback delivered on the third try', async () => calls.length >= 3, 30_000, 250);
       expect(calls[2]).toMatchObject({ status: 'COMPLETE' });
       expect(calls[2].result?.pad).toHaveLength(1_000_000);
-      await waitFor('callback marked delivered', async () => ((await get(id)) as Task & { callback?: { state: string } }).callback?.state === 'delivered', 10_000, 250);
+      await waitFor(
+        'callback marked delivered',
+        async () => ((await get(id)) as Task & { callback?: { state: string } }).callback?.state === 'delivered',
+        10_000,
+        250,
+      );
     } finally {
       server.close();
     }
 
-    expect((await stack.tern('deploy', queue('narrow', { keep_warm_seconds: '30', max_containers: '1', workers: '1', max_pending_tasks: '2' }))).code).toBe(0);
+    expect(
+      (await stack.tern('deploy', queue('narrow', { keep_warm_seconds: '30', max_containers: '1', workers: '1', max_pending_tasks: '2' })))
+        .code,
+    ).toBe(0);
     const first = await put('narrow', { n: 1, seconds: 30 });
     await waitFor('first running', async () => (await get(first)).status === 'RUNNING', 60_000, 200);
     const waiting = [await put('narrow', { n: 2 }), await put('narrow', { n: 3 })];
@@ -176,7 +205,8 @@ describe('task queues end to end', () => {
     expect(((await refused.json()) as { message: string }).message).toMatch(/max_pending_tasks 2/);
     // Deleting the queue cancels what it still had, running or waiting.
     expect((await stack.tern('deployment', 'delete', 'narrow')).code).toBe(0);
-    for (const id of [first, ...waiting]) expect(await get(id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled: its task queue was deleted' });
+    for (const id of [first, ...waiting])
+      expect(await get(id)).toMatchObject({ status: 'CANCELLED', error: 'cancelled: its task queue was deleted' });
   }, 180_000);
 
   it('answers bad input with a clear 4xx', async () => {

@@ -108,23 +108,49 @@ describe('usage and reputation with two agents', () => {
     const from = new Date(Date.now() - 60_000).toISOString();
     try {
       // 1.5 cores each on two 2-core machines: one container per machine.
-      expect((await deploy('mixed', 'kind: task_queue\ncpu: 1.5\nworkers: 2\nkeep_warm_seconds: 300\ntask_policy:\n  max_retries: 6\nautoscaler:\n  type: queue_depth\n  min_containers: 2\n  max_containers: 2\n')).code).toBe(0);
+      expect(
+        (
+          await deploy(
+            'mixed',
+            'kind: task_queue\ncpu: 1.5\nworkers: 2\nkeep_warm_seconds: 300\ntask_policy:\n  max_retries: 6\nautoscaler:\n  type: queue_depth\n  min_containers: 2\n  max_containers: 2\n',
+          )
+        ).code,
+      ).toBe(0);
       const mixed = await get<{ deploymentId: string }>('/api/v1/deployments/mixed');
-      await waitFor('a container on each machine', async () => new Set([...watch.seen.values()].filter((l) => l.deployment === mixed.deploymentId).map((l) => l.machine)).size === 2, 120_000, 250);
+      await waitFor(
+        'a container on each machine',
+        async () => new Set([...watch.seen.values()].filter((l) => l.deployment === mixed.deploymentId).map((l) => l.machine)).size === 2,
+        120_000,
+        250,
+      );
 
       const ids: string[] = [];
       for (let n = 0; n < 80; n++) {
-        const res = await fetch(`${stack.gateway}/taskqueue/mixed`, { method: 'POST', headers: auth(), body: JSON.stringify({ n, bad: badMachine, seconds: 0.1 }) });
+        const res = await fetch(`${stack.gateway}/taskqueue/mixed`, {
+          method: 'POST',
+          headers: auth(),
+          body: JSON.stringify({ n, bad: badMachine, seconds: 0.1 }),
+        });
         ids.push(((await res.json()) as { task_id: string }).task_id);
         // Metering killed mid-run: it resumes from JetStream and loses nothing.
-        if (n === 40) process.kill((JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> }).services.metering.pid, 'SIGKILL');
+        if (n === 40)
+          process.kill(
+            (
+              JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as {
+                services: Record<string, { pid: number }>;
+              }
+            ).services.metering.pid,
+            'SIGKILL',
+          );
       }
-      const tasks = await Promise.all(ids.map(async (id) => {
-        for (;;) {
-          const t = await get<{ done: boolean; status: string; result?: { machine: string } }>(`/api/v1/tasks/${id}/wait?timeout=20`);
-          if (t.done) return t;
-        }
-      }));
+      const tasks = await Promise.all(
+        ids.map(async (id) => {
+          for (;;) {
+            const t = await get<{ done: boolean; status: string; result?: { machine: string } }>(`/api/v1/tasks/${id}/wait?timeout=20`);
+            if (t.done) return t;
+          }
+        }),
+      );
       expect(tasks.filter((t) => t.status === 'COMPLETE').length).toBeGreaterThan(70);
       expect(new Set(tasks.map((t) => t.result?.machine).filter(Boolean))).toEqual(new Set([good, badMachine]));
 
@@ -141,7 +167,14 @@ describe('usage and reputation with two agents', () => {
       );
 
       const between = Number(((scores.g + scores.b) / 2).toFixed(4));
-      expect((await deploy('picky', `kind: endpoint\ncpu: 0.25\nmin_reputation: ${between}\nautoscaler:\n  type: queue_depth\n  min_containers: 2\n  max_containers: 2\n`)).code).toBe(0);
+      expect(
+        (
+          await deploy(
+            'picky',
+            `kind: endpoint\ncpu: 0.25\nmin_reputation: ${between}\nautoscaler:\n  type: queue_depth\n  min_containers: 2\n  max_containers: 2\n`,
+          )
+        ).code,
+      ).toBe(0);
       const picky = await get<{ deploymentId: string }>('/api/v1/deployments/picky');
       await waitFor('picky running', async () => [...watch.seen.values()].some((l) => l.deployment === picky.deploymentId), 90_000, 250);
       // Long enough that sampling the processes (±0.1 s) stays well inside 1 % of their lifetime.
@@ -150,10 +183,17 @@ describe('usage and reputation with two agents', () => {
       expect(pickyMachines).toEqual(new Set([good]));
 
       for (const name of ['mixed', 'picky']) expect((await stack.tern('deployment', 'stop', name)).code).toBe(0);
-      await waitFor('every container gone', async () => {
-        watch.sample();
-        return [...watch.seen.values()].filter((l) => l.deployment === mixed.deploymentId || l.deployment === picky.deploymentId).every((l) => Date.now() - l.last > 1000);
-      }, 60_000, 250);
+      await waitFor(
+        'every container gone',
+        async () => {
+          watch.sample();
+          return [...watch.seen.values()]
+            .filter((l) => l.deployment === mixed.deploymentId || l.deployment === picky.deploymentId)
+            .every((l) => Date.now() - l.last > 1000);
+        },
+        60_000,
+        250,
+      );
     } finally {
       watch.stop();
     }
@@ -161,23 +201,41 @@ describe('usage and reputation with two agents', () => {
     const window = `from=${from}&to=${new Date(Date.now() + 60_000).toISOString()}`;
     type Report = { rows: { group: string; containerSeconds: number }[] };
     const within1 = (what: string, metered: number | undefined, real: number) => {
-      expect({ what, metered, real, within1: metered !== undefined && Math.abs(metered - real) / real < 0.01 }).toMatchObject({ what, within1: true });
+      expect({ what, metered, real, within1: metered !== undefined && Math.abs(metered - real) / real < 0.01 }).toMatchObject({
+        what,
+        within1: true,
+      });
     };
     // Other stacks on this host run containers under the same default machine id: count only this test's deployments.
     const ours = new Set<string>();
     for (const name of ['mixed', 'picky']) ours.add((await get<{ deploymentId: string }>(`/api/v1/deployments/${name}`)).deploymentId);
     const real = (f: (l: Lifetime) => boolean) => watch.seconds((l) => ours.has(l.deployment) && f(l));
-    await waitFor('usage closed for every container', async () => {
-      const report = await get<Report>(`/api/v1/usage?group_by=machine&${window}`);
-      const metered = report.rows.find((r) => r.group === good)?.containerSeconds ?? 0;
-      const ran = real((l) => l.machine === good);
-      if (Math.abs(metered - ran) / ran >= 0.01) throw new Error(`good machine: metered ${metered} s, ran ${ran} s`);
-      return true;
-    }, 30_000, 1000);
+    await waitFor(
+      'usage closed for every container',
+      async () => {
+        const report = await get<Report>(`/api/v1/usage?group_by=machine&${window}`);
+        const metered = report.rows.find((r) => r.group === good)?.containerSeconds ?? 0;
+        const ran = real((l) => l.machine === good);
+        if (Math.abs(metered - ran) / ran >= 0.01) throw new Error(`good machine: metered ${metered} s, ran ${ran} s`);
+        return true;
+      },
+      30_000,
+      1000,
+    );
     const byMachine = await get<Report>(`/api/v1/usage?group_by=machine&${window}`);
-    for (const m of [good, badMachine]) within1(m, byMachine.rows.find((r) => r.group === m)?.containerSeconds, real((l) => l.machine === m));
+    for (const m of [good, badMachine])
+      within1(
+        m,
+        byMachine.rows.find((r) => r.group === m)?.containerSeconds,
+        real((l) => l.machine === m),
+      );
     const byDeployment = await get<Report>(`/api/v1/usage?group_by=deployment&${window}`);
-    for (const id of ours) within1(id, byDeployment.rows.find((r) => r.group === id)?.containerSeconds, real((l) => l.deployment === id));
+    for (const id of ours)
+      within1(
+        id,
+        byDeployment.rows.find((r) => r.group === id)?.containerSeconds,
+        real((l) => l.deployment === id),
+      );
 
     const badQuery = await fetch(`${stack.gateway}/api/v1/usage?group_by=planet`, { headers: auth() });
     expect(badQuery.status).toBe(400);

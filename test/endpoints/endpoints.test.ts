@@ -29,7 +29,13 @@ const echo =
   (containerId: string): InvokeHandler =>
   async (head, body) => ({
     status: 200,
-    headers: { 'content-type': head.headers['content-type'] ?? 'application/octet-stream', 'x-served-by': containerId, 'x-path': head.path, 'x-method': head.method, connection: 'close-me' },
+    headers: {
+      'content-type': head.headers['content-type'] ?? 'application/octet-stream',
+      'x-served-by': containerId,
+      'x-path': head.path,
+      'x-method': head.method,
+      connection: 'close-me',
+    },
     body,
   });
 
@@ -47,7 +53,10 @@ describe('gateway data plane: /endpoint/<name>', () => {
 
   const call = (path: string, init: RequestInit & { token?: string | null } = {}) => {
     const { token = ADMIN, ...rest } = init;
-    return fetch(`${base}${path}`, { ...rest, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(rest.headers as Record<string, string>) } });
+    return fetch(`${base}${path}`, {
+      ...rest,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(rest.headers as Record<string, string>) },
+    });
   };
 
   const deploy = async (name: string, version: number, over: Partial<DeploymentRecord> = {}, spec: Partial<ResolvedSpec> = {}) => {
@@ -131,7 +140,11 @@ describe('gateway data plane: /endpoint/<name>', () => {
     await route('c-echo-2', v1.deploymentId, 2, 4, echo('c-echo-2'));
     const json = '{ "a" :1,\n  "b": [ 2 ] }';
     const latest = await waitFor('a route to echo', async () => {
-      const res = await call('/endpoint/echo/hello/world?x=1', { method: 'POST', body: json, headers: { 'content-type': 'application/json' } });
+      const res = await call('/endpoint/echo/hello/world?x=1', {
+        method: 'POST',
+        body: json,
+        headers: { 'content-type': 'application/json' },
+      });
       return res.status === 200 ? res : undefined;
     });
     expect(latest.headers.get('x-served-by')).toBe('c-echo-2');
@@ -194,7 +207,12 @@ describe('gateway data plane: /endpoint/<name>', () => {
     const held1 = call('/endpoint/full');
     const held2 = call('/endpoint/full');
     // Both held (the buffer holds 2 here) before the third arrives, however slow the machine.
-    await waitFor('two held requests', async () => backlog.some((e) => e.deploymentId === d.deploymentId && e.heldRequests === 2), 4000, 50);
+    await waitFor(
+      'two held requests',
+      async () => backlog.some((e) => e.deploymentId === d.deploymentId && e.heldRequests === 2),
+      4000,
+      50,
+    );
     const refused = await call('/endpoint/full');
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { message: string }).message).toMatch(/buffer full/);
@@ -281,7 +299,12 @@ describe('gateway data plane: /endpoint/<name>', () => {
     await route('c-loaded', d.deploymentId, 1, 2, echo('c-loaded'));
     await waitFor('a request served', async () => (await call('/endpoint/loaded')).status === 200);
     const report = await waitFor('a load report', async () => reports.find((r) => r.containers.length === 1));
-    expect(report).toMatchObject({ deploymentId: d.deploymentId, version: 1, buffered: 0, containers: [{ containerId: 'c-loaded', inFlight: 0 }] });
+    expect(report).toMatchObject({
+      deploymentId: d.deploymentId,
+      version: 1,
+      buffered: 0,
+      containers: [{ containerId: 'c-loaded', inFlight: 0 }],
+    });
     expect(report.gatewayId).toMatch(/^gw-/);
   });
 });

@@ -16,7 +16,15 @@ async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
 }
 
 function request(over: Partial<InvokeRequestHead> = {}): InvokeRequestHead {
-  return { requestId: `r${Math.random().toString(36).slice(2)}`, deploymentId: 'd1', method: 'POST', path: '/?x=1', headers: { 'content-type': 'application/octet-stream' }, timeoutMs: 5000, ...over };
+  return {
+    requestId: `r${Math.random().toString(36).slice(2)}`,
+    deploymentId: 'd1',
+    method: 'POST',
+    path: '/?x=1',
+    headers: { 'content-type': 'application/octet-stream' },
+    timeoutMs: 5000,
+    ...over,
+  };
 }
 
 describe('invoke protocol over core NATS', () => {
@@ -156,7 +164,10 @@ describe('invoke protocol over core NATS', () => {
       expect(bad.headers?.get('Tern-Error-Code')).toBe('400');
       expect(bad.headers?.get('Tern-Error')).toContain('method');
       expect(calls).toBe(0);
-      await expect(invoke(messaging, 'c-err', request(), new Uint8Array())).rejects.toMatchObject({ code: 500, message: expect.stringContaining('boom') });
+      await expect(invoke(messaging, 'c-err', request(), new Uint8Array())).rejects.toMatchObject({
+        code: 500,
+        message: expect.stringContaining('boom'),
+      });
       expect(calls).toBe(1);
     } finally {
       sub.unsubscribe();

@@ -53,7 +53,9 @@ describe('agent commands and container lifecycle', () => {
     await db.connect();
     await db.query(`INSERT INTO machines (id, pool, state) VALUES ('worker-1', 'default', 'ready')`);
     workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
-    deploymentId = (await db.query(`INSERT INTO deployments (workspace_id, name, kind) VALUES ($1, 'llm', 'endpoint') RETURNING id`, [workspaceId])).rows[0].id;
+    deploymentId = (
+      await db.query(`INSERT INTO deployments (workspace_id, name, kind) VALUES ($1, 'llm', 'endpoint') RETURNING id`, [workspaceId])
+    ).rows[0].id;
     await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}')`, [deploymentId]);
   });
 
@@ -66,7 +68,7 @@ describe('agent commands and container lifecycle', () => {
     await deleteNamespaces(ns.name);
   });
 
-  it('sends start and stop to the named machine\'s agent and returns its typed reply', async () => {
+  it("sends start and stop to the named machine's agent and returns its typed reply", async () => {
     const received: { subject: string; containerId: string }[] = [];
     subs.push(
       messaging.serve(AGENT_CONTAINER_START, 'fake-agent', (cmd, subject) => {
@@ -107,7 +109,9 @@ describe('agent commands and container lifecycle', () => {
       { subject: 'tern.agent.worker-1.container.stop.v1', containerId: 'c-1' },
     ]);
 
-    await expect(commands.start('worker-1', { ...startCommand, ports: [0] })).rejects.toThrow(/refusing to send an invalid tern\.agent\.\*\.container\.start\.v1 to worker-1: ports/);
+    await expect(commands.start('worker-1', { ...startCommand, ports: [0] })).rejects.toThrow(
+      /refusing to send an invalid tern\.agent\.\*\.container\.start\.v1 to worker-1: ports/,
+    );
     subs.forEach((s) => s.unsubscribe());
     const nobody = await commands.stop('worker-1', { containerId: 'c-1', graceSeconds: 0, reason: 'x' }, 1000).catch((e: unknown) => e);
     expect(nobody).toBeInstanceOf(RequestError);
@@ -168,7 +172,10 @@ describe('agent commands and container lifecycle', () => {
   it('tells an agent to stop the containers it runs that the scheduler has given up, leaving the rest', async () => {
     await db.query(`INSERT INTO machines (id, pool, state) VALUES ('worker-2', 'default', 'ready')`);
     const versionId = (await db.query(`SELECT id FROM deployment_versions WHERE deployment_id = $1`, [deploymentId])).rows[0].id;
-    await db.query(`INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ('c-live', $1, 'worker-2', 'running', '{}')`, [versionId]);
+    await db.query(
+      `INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ('c-live', $1, 'worker-2', 'running', '{}')`,
+      [versionId],
+    );
     // Wanted by the reconciler too, so only the heartbeat check could stop anything here.
     await db.query(`UPDATE deployment_versions SET desired_containers = 1, desired_at = now() WHERE id = $1`, [versionId]);
     const stopped: string[] = [];

@@ -28,7 +28,10 @@ export function client(base: string) {
 }
 
 /** What a real agent sends: one H100 unless told otherwise. */
-export function registration(pool: string, overrides: Partial<MachineRegisterRequest> & { gpuModels?: string[] } = {}): MachineRegisterRequest {
+export function registration(
+  pool: string,
+  overrides: Partial<MachineRegisterRequest> & { gpuModels?: string[] } = {},
+): MachineRegisterRequest {
   const { gpuModels = ['NVIDIA H100 80GB HBM3'], ...rest } = overrides;
   return {
     pool,
@@ -51,7 +54,13 @@ export async function tern(args: string[], gateway: string, token: string): Prom
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, ['bin/tern.js', ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: '/nonexistent', TERN_CONFIG: '/nonexistent/config.json', TERN_GATEWAY: gateway, TERN_TOKEN: token },
+      env: {
+        PATH: process.env.PATH,
+        HOME: '/nonexistent',
+        TERN_CONFIG: '/nonexistent/config.json',
+        TERN_GATEWAY: gateway,
+        TERN_TOKEN: token,
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (e) {

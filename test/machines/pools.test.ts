@@ -32,7 +32,13 @@ describe('pools API and CLI', () => {
     const list = await call('GET', '/api/v1/pools', member);
     expect(list.status).toBe(200);
     expect(list.body).toEqual([
-      expect.objectContaining({ name: 'default', allowedGpuTypes: [], minNetworkMbps: null, minReputation: null, machines: { total: 0, byState: {} } }),
+      expect.objectContaining({
+        name: 'default',
+        allowedGpuTypes: [],
+        minNetworkMbps: null,
+        minReputation: null,
+        machines: { total: 0, byState: {} },
+      }),
     ]);
   });
 

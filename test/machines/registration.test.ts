@@ -94,7 +94,12 @@ describe('machine tokens and registration', () => {
   it('takes the public URL from proxy headers', async () => {
     const res = await fetch(`${base}/api/v1/machines`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'tern.example.com' },
+      headers: {
+        authorization: `Bearer ${ADMIN}`,
+        'content-type': 'application/json',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'tern.example.com',
+      },
       body: JSON.stringify({ pool: 'default' }),
     });
     expect(((await res.json()) as { command: string }).command).toMatch(/^tern-agent init --gateway https:\/\/tern\.example\.com --token /);
@@ -110,7 +115,11 @@ describe('machine tokens and registration', () => {
     const bad = await call('POST', '/api/v1/machines', ADMIN, { machineId: 'has space', extra: 1 });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toEqual(
-      expect.arrayContaining(['pool must be a string', 'machineId must be 1-64 letters, digits, - or _', 'property extra should not exist']),
+      expect.arrayContaining([
+        'pool must be a string',
+        'machineId must be 1-64 letters, digits, - or _',
+        'property extra should not exist',
+      ]),
     );
     expect((await call('POST', '/api/v1/machines', member, { pool: 'gpu' })).status).toBe(403);
   });
@@ -146,7 +155,10 @@ describe('machine tokens and registration', () => {
     expect(rows[0].registered_at).toBeInstanceOf(Date);
     expect(rows[0].credential_hash).toMatch(/^[0-9a-f]{64}$/);
 
-    await waitFor('registration events', async () => events(MACHINE_STATE_CHANGED, 'box-2').length === 1 && events(MACHINE_DISCOVERED, 'box-2').length === 1);
+    await waitFor(
+      'registration events',
+      async () => events(MACHINE_STATE_CHANGED, 'box-2').length === 1 && events(MACHINE_DISCOVERED, 'box-2').length === 1,
+    );
     const [registered] = events(MACHINE_REGISTERED, 'box-2');
     expect(registered.data).toMatchObject({ pool: 'gpu', hostname: 'worker-1', agentVersion: '0.1.0' });
     expect(registered.msgId).toBe(`box-2:registered:${registered.data.registeredAt}`);
@@ -163,7 +175,9 @@ describe('machine tokens and registration', () => {
 
   it('lets exactly one of several simultaneous registrations redeem a join token', async () => {
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'gpu', machineId: 'box-race' });
-    const replies = await Promise.all(Array.from({ length: 5 }, () => call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'))));
+    const replies = await Promise.all(
+      Array.from({ length: 5 }, () => call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'))),
+    );
     expect(replies.map((r) => r.status).sort()).toEqual([200, 401, 401, 401, 401]);
     expect(replies.filter((r) => r.status === 401).every((r) => /^join token already used/.test(r.body.message))).toBe(true);
     await waitFor('one registration event', async () => events(MACHINE_REGISTERED, 'box-race').length >= 1);
@@ -233,7 +247,12 @@ describe('machine tokens and registration', () => {
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'gpu', machineId: 'box-6' });
     const { machineToken } = (await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'))).body;
 
-    const again = await call('POST', '/api/v1/machine/register', machineToken, registration('gpu', { agentVersion: '0.2.0', machineId: 'box-6' }));
+    const again = await call(
+      'POST',
+      '/api/v1/machine/register',
+      machineToken,
+      registration('gpu', { agentVersion: '0.2.0', machineId: 'box-6' }),
+    );
     expect(again.status).toBe(200);
     expect(again.body.machineId).toBe('box-6');
     expect(again.body.machineToken).toBeUndefined();
@@ -281,20 +300,33 @@ describe('machine tokens and registration', () => {
   it('turns a keepalive with the machine token into a heartbeat', async () => {
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'gpu', machineId: 'box-8' });
     const { machineToken } = (await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'))).body;
-    const keepalive = { machineId: 'box-8', poolName: 'gpu', agentVersion: '0.1.0', metrics: { cpuUtilizationPct: 37.5, memoryUtilizationPct: 120, freeGpuCount: 0 } };
+    const keepalive = {
+      machineId: 'box-8',
+      poolName: 'gpu',
+      agentVersion: '0.1.0',
+      metrics: { cpuUtilizationPct: 37.5, memoryUtilizationPct: 120, freeGpuCount: 0 },
+    };
     const ok = await call('POST', '/api/v1/machine/keepalive', machineToken, keepalive);
     expect(ok).toEqual({ status: 200, body: { ok: true } });
     const beat = await waitFor('heartbeat', async () => events(MACHINE_HEARTBEAT, 'box-8')[0]);
-    expect(beat.data).toMatchObject({ pool: 'gpu', cpuPercent: 37.5, memoryPercent: 100, sequence: 0, gpus: [expect.objectContaining({ state: 'busy' })] });
+    expect(beat.data).toMatchObject({
+      pool: 'gpu',
+      cpuPercent: 37.5,
+      memoryPercent: 100,
+      sequence: 0,
+      gpus: [expect.objectContaining({ state: 'busy' })],
+    });
 
     expect((await call('POST', '/api/v1/machine/keepalive', ADMIN, keepalive)).status).toBe(401);
     expect((await call('POST', '/api/v1/machine/keepalive', machineToken, { ...keepalive, machineId: 'box-1' })).status).toBe(409);
     const bad = await call('POST', '/api/v1/machine/keepalive', machineToken, { metrics: { cpuUtilizationPct: -1 } });
     expect(bad.status).toBe(400);
-    expect(bad.body.message).toEqual(expect.arrayContaining(['machineId must be 1-64 letters, digits, - or _', 'metrics.cpuUtilizationPct must not be less than 0']));
+    expect(bad.body.message).toEqual(
+      expect.arrayContaining(['machineId must be 1-64 letters, digits, - or _', 'metrics.cpuUtilizationPct must not be less than 0']),
+    );
   });
 
-  it('lists, shows and deletes machines; a deleted machine\'s token stops working', async () => {
+  it("lists, shows and deletes machines; a deleted machine's token stops working", async () => {
     const list = await call('GET', '/api/v1/machines?pool=gpu', member);
     expect(list.status).toBe(200);
     const box2 = list.body.find((m: { id: string }) => m.id === 'box-2');
@@ -312,7 +344,12 @@ describe('machine tokens and registration', () => {
     expect((await call('GET', '/api/v1/machines?state=asleep', member)).status).toBe(400);
 
     const shown = await call('GET', '/api/v1/machines/box-2', member);
-    expect(shown.body).toMatchObject({ id: 'box-2', os: { distro: 'Ubuntu' }, networkInterfaces: [expect.objectContaining({ name: 'eth0' })], joinToken: { usedAt: expect.any(String) } });
+    expect(shown.body).toMatchObject({
+      id: 'box-2',
+      os: { distro: 'Ubuntu' },
+      networkInterfaces: [expect.objectContaining({ name: 'eth0' })],
+      joinToken: { usedAt: expect.any(String) },
+    });
     expect(JSON.stringify(shown.body)).not.toMatch(/hash/i);
     expect((await call('GET', '/api/v1/machines/nope', member)).status).toBe(404);
 

@@ -32,7 +32,17 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
     sequences.set(machineId, sequence);
     return messaging.publish(
       MACHINE_HEARTBEAT,
-      { machineId, pool, sentAt: new Date().toISOString(), sequence, cpuPercent: 12, memoryPercent: 40, gpus: [], runningContainers: [], ...extra },
+      {
+        machineId,
+        pool,
+        sentAt: new Date().toISOString(),
+        sequence,
+        cpuPercent: 12,
+        memoryPercent: 40,
+        gpus: [],
+        runningContainers: [],
+        ...extra,
+      },
       { tokens: [machineId] },
     );
   };
@@ -48,7 +58,12 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
   const state = async (machineId: string) =>
     (await db.query(`SELECT state, state_reason, state_changed_at, network FROM machines WHERE id = $1`, [machineId])).rows[0];
   const until = (machineId: string, wanted: string, timeoutMs = 8000) =>
-    waitFor(`${machineId} ${wanted}`, async () => ((await state(machineId))?.state === wanted ? state(machineId) : undefined), timeoutMs, 100);
+    waitFor(
+      `${machineId} ${wanted}`,
+      async () => ((await state(machineId))?.state === wanted ? state(machineId) : undefined),
+      timeoutMs,
+      100,
+    );
   const changesOf = (machineId: string) => changes.filter((c) => c.data.machineId === machineId).map((c) => c.data);
   /** A machine through the real flow: join token, registration. */
   const join = async (machineId: string, pool: string, gpuModels?: string[]) => {
@@ -65,7 +80,9 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
     base = `http://127.0.0.1:${port}`;
     call = client(base);
     const common = { MACHINE_HEARTBEAT_TTL_SECONDS: String(TTL_SECONDS), MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1' };
-    processes.push(new ServiceProcess('gateway', testEnv(schema, ns.name, { ...common, HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start());
+    processes.push(
+      new ServiceProcess('gateway', testEnv(schema, ns.name, { ...common, HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start(),
+    );
     await processes[0].ready();
     for (let i = 0; i < 2; i++) {
       processes.push(new ServiceProcess('scheduler', testEnv(schema, ns.name, { ...common, HTTP_PORT: String(await freePort()) })).start());
@@ -106,7 +123,12 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
       const { body } = await call('GET', '/api/v1/machines/gpu-1', ADMIN);
       return body.cpu.usagePercent !== null ? body : undefined;
     });
-    expect(listed).toMatchObject({ state: 'ready', cpu: { usagePercent: 12 }, memory: { usagePercent: 40 }, heartbeat: { runningContainers: [] } });
+    expect(listed).toMatchObject({
+      state: 'ready',
+      cpu: { usagePercent: 12 },
+      memory: { usagePercent: 40 },
+      heartbeat: { runningContainers: [] },
+    });
     expect(Date.now() - Date.parse(listed.lastHeartbeatAt)).toBeLessThan(5000);
 
     const cli = await tern(['machine', 'list'], base, ADMIN);
@@ -142,12 +164,17 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
     expect(offline.state_reason).toBe(`no heartbeat within ${TTL_SECONDS} s of registering`);
   });
 
-  it('holds a machine below its pool\'s network minimum unschedulable, with the reason, until a better test', async () => {
+  it("holds a machine below its pool's network minimum unschedulable, with the reason, until a better test", async () => {
     await join('net-1', 'fast');
     const stop = keepBeating('net-1', 'fast');
     await until('net-1', 'ready'); // no test yet: the network does not count against it
     const test = (http: number, testedAt: string) =>
-      messaging.publish(MACHINE_NETWORK_TESTED, { machineId: 'net-1', nats: { throughputMbps: 800, latencyMs: 2 }, http: { throughputMbps: http, latencyMs: 3 }, testedAt });
+      messaging.publish(MACHINE_NETWORK_TESTED, {
+        machineId: 'net-1',
+        nats: { throughputMbps: 800, latencyMs: 2 },
+        http: { throughputMbps: http, latencyMs: 3 },
+        testedAt,
+      });
     await test(40, new Date().toISOString());
     const held = await until('net-1', 'unschedulable');
     expect(held.state_reason).toBe('network 40 Mbps (http) is below pool "fast"\'s minimum of 100 Mbps');
@@ -181,7 +208,8 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
 
   it('keeps a machine ready on beta9-style keepalives alone', async () => {
     const machineToken = await join('beta9-1', 'default');
-    const keepalive = () => call('POST', '/api/v1/machine/keepalive', machineToken, { machineId: 'beta9-1', metrics: { cpuUtilizationPct: 55 } });
+    const keepalive = () =>
+      call('POST', '/api/v1/machine/keepalive', machineToken, { machineId: 'beta9-1', metrics: { cpuUtilizationPct: 55 } });
     expect((await keepalive()).status).toBe(200);
     await until('beta9-1', 'ready');
     for (let i = 0; i < 8; i++) {

@@ -30,7 +30,13 @@ describe('KvMirror on a real bucket', () => {
   }
 
   function mirror<T>(kv: KV | (() => Promise<KV>), options: Partial<ConstructorParameters<typeof KvMirror<T>>[0]> = {}): KvMirror<T> {
-    const m = new KvMirror<T>({ bucket: 'test', open: typeof kv === 'function' ? kv : async () => kv, logger: quiet, reopenAfterMs: 50, ...options });
+    const m = new KvMirror<T>({
+      bucket: 'test',
+      open: typeof kv === 'function' ? kv : async () => kv,
+      logger: quiet,
+      reopenAfterMs: 50,
+      ...options,
+    });
     mirrors.push(m as KvMirror<unknown>);
     return m.start();
   }

@@ -120,7 +120,12 @@ describe('messaging over JetStream', () => {
 
   it('survives a consumer restart: a durable resumes where it stopped', async () => {
     const seen: number[] = [];
-    const opts = { stream: 'HEARTBEATS' as const, durable: 'resume_test', filterSubject: 'tern.heartbeat.m-res.v1', payload: MACHINE_HEARTBEAT.payload };
+    const opts = {
+      stream: 'HEARTBEATS' as const,
+      durable: 'resume_test',
+      filterSubject: 'tern.heartbeat.m-res.v1',
+      payload: MACHINE_HEARTBEAT.payload,
+    };
     const first = await startConsumer(messaging, opts, async (d) => void seen.push(d.payload.sequence), quiet);
     await messaging.publish(MACHINE_HEARTBEAT, beat('m-res', 1), { tokens: ['m-res'] });
     await waitFor('first', async () => seen.length === 1);

@@ -24,10 +24,14 @@ describe('request/reply on core NATS', () => {
       return { accepted: true, reason: `stopping on ${subject.split('.')[2]}` };
     });
     try {
-      const reply = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'test' } as never, { tokens: ['m1'] });
+      const reply = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'test' } as never, {
+        tokens: ['m1'],
+      });
       expect(reply).toMatchObject({ accepted: true, reason: 'stopping on m1' });
 
-      const missing = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'missing', graceSeconds: 5, reason: 'test' } as never, { tokens: ['m1'] });
+      const missing = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'missing', graceSeconds: 5, reason: 'test' } as never, {
+        tokens: ['m1'],
+      });
       await expect(missing).rejects.toMatchObject({ code: 404, message: 'no container missing' });
 
       const invalid = messaging.request(AGENT_CONTAINER_STOP, { containerId: 7 } as never, { tokens: ['m1'] });
@@ -41,9 +45,14 @@ describe('request/reply on core NATS', () => {
   it('serves only the concrete subject when given tokens (an agent answers for its own machine id)', async () => {
     const sub = messaging.serve(AGENT_CONTAINER_STOP, 'agents', async (_req, subject) => ({ accepted: true, reason: subject }), ['m1']);
     try {
-      const mine = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, { tokens: ['m1'] });
+      const mine = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, {
+        tokens: ['m1'],
+      });
       expect(mine).toMatchObject({ accepted: true, reason: 'tern.agent.m1.container.stop.v1' });
-      const other = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, { tokens: ['m2'], timeoutMs: 1000 });
+      const other = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, {
+        tokens: ['m2'],
+        timeoutMs: 1000,
+      });
       await expect(other).rejects.toMatchObject({ code: 503 });
     } finally {
       sub.unsubscribe();
@@ -51,7 +60,10 @@ describe('request/reply on core NATS', () => {
   });
 
   it('reports 503 when nobody serves the subject', async () => {
-    const none = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, { tokens: ['nobody'], timeoutMs: 1000 });
+    const none = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, {
+      tokens: ['nobody'],
+      timeoutMs: 1000,
+    });
     await expect(none).rejects.toMatchObject({ code: 503 });
   });
 });

@@ -6,7 +6,16 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
-import { announcedIntervals, expectedUsage, HEARTBEAT_TTL_SECONDS, ledger, makeScenario, progress, publishAll, schemaClient } from './scenario.js';
+import {
+  announcedIntervals,
+  expectedUsage,
+  HEARTBEAT_TTL_SECONDS,
+  ledger,
+  makeScenario,
+  progress,
+  publishAll,
+  schemaClient,
+} from './scenario.js';
 
 /**
  * Metering as a real process against the real NATS and Postgres: a shuffled history of
@@ -59,7 +68,11 @@ describe('metering: exact, idempotent, resumable', () => {
     const expectedSeconds = containers.reduce((sum, c) => sum + (c.end - c.start) / 1000, 0);
     const done = async (db: pg.Client) => {
       const p = await progress(db);
-      return p.containers === containers.length && p.finishedTasks === tasks.completed + tasks.failed && Math.abs(p.closedSeconds - expectedSeconds) < 1e-6;
+      return (
+        p.containers === containers.length &&
+        p.finishedTasks === tasks.completed + tasks.failed &&
+        Math.abs(p.closedSeconds - expectedSeconds) < 1e-6
+      );
     };
 
     let metering = await startMetering(schemas[0]);
@@ -87,7 +100,9 @@ describe('metering: exact, idempotent, resumable', () => {
       expect(r.seconds).toBeCloseTo(machineTruth.get(r.key)!.seconds, 6);
       expect(r.gpu).toBeCloseTo(machineTruth.get(r.key)!.gpuSeconds, 6);
     }
-    const byDeployment = await live.query(`SELECT deployment_id AS key, SUM(seconds * cpu_millicores / 1000.0)::float8 AS cpu FROM usage_intervals GROUP BY 1`);
+    const byDeployment = await live.query(
+      `SELECT deployment_id AS key, SUM(seconds * cpu_millicores / 1000.0)::float8 AS cpu FROM usage_intervals GROUP BY 1`,
+    );
     const deploymentTruth = expectedUsage(containers, (c) => c.deploymentId);
     for (const r of byDeployment.rows) expect(r.cpu).toBeCloseTo(deploymentTruth.get(r.key)!.cpuCoreSeconds, 6);
 
@@ -100,12 +115,16 @@ describe('metering: exact, idempotent, resumable', () => {
     // A lost machine's container ends at its last heartbeat; a crash at the crash, not at the later stop report.
     const lost = containers.find((c) => c.ending === 'machine-lost')!;
     const crashed = containers.find((c) => c.ending === 'crashed')!;
-    const ends = await live.query(`SELECT container_id, ended_at, end_reason FROM metered_containers WHERE container_id = ANY($1)`, [[lost.id, crashed.id]]);
+    const ends = await live.query(`SELECT container_id, ended_at, end_reason FROM metered_containers WHERE container_id = ANY($1)`, [
+      [lost.id, crashed.id],
+    ]);
     const endOf = (id: string) => ends.rows.find((r) => r.container_id === id);
     expect([endOf(lost.id).ended_at.getTime(), endOf(lost.id).end_reason]).toEqual([lost.end, 'machine-lost']);
     expect([endOf(crashed.id).ended_at.getTime(), endOf(crashed.id).end_reason]).toEqual([crashed.end, 'crashed']);
 
-    const taskRows = await live.query(`SELECT outcome, COUNT(*)::int AS n, SUM(duration_ms)::float8 / 1000 AS secs FROM metered_tasks GROUP BY 1`);
+    const taskRows = await live.query(
+      `SELECT outcome, COUNT(*)::int AS n, SUM(duration_ms)::float8 / 1000 AS secs FROM metered_tasks GROUP BY 1`,
+    );
     const byOutcome = Object.fromEntries(taskRows.rows.map((r) => [r.outcome, r]));
     expect(byOutcome.completed.n).toBe(tasks.completed);
     expect(byOutcome.failed.n).toBe(tasks.failed);

@@ -59,7 +59,11 @@ export function makeScenario(base: number, workspaces: [string, string], count =
   const random = rng(seed);
   const tag = randomBytes(3).toString('hex');
   const deployments = [
-    { id: randomUUID(), workspaceId: workspaces[0], resources: { cpuMillicores: 2000, memoryBytes: 4 * GIB, gpuCount: 1, gpuType: 'H100' } },
+    {
+      id: randomUUID(),
+      workspaceId: workspaces[0],
+      resources: { cpuMillicores: 2000, memoryBytes: 4 * GIB, gpuCount: 1, gpuType: 'H100' },
+    },
     { id: randomUUID(), workspaceId: workspaces[1], resources: { cpuMillicores: 500, memoryBytes: GIB / 2, gpuCount: 0 } },
   ];
   const containers: ScenarioContainer[] = [];
@@ -72,23 +76,57 @@ export function makeScenario(base: number, workspaces: [string, string], count =
     const start = base + Math.floor(random() * 3 * 3_600_000);
     const end = start + 20_000 + Math.floor(random() * 100 * 60_000);
     const ending = i % 5 === 3 ? 'crashed' : i % 7 === 5 ? 'machine-lost' : 'stopped';
-    const c: ScenarioContainer = { id: `c${i}-${tag}`, machineId, deploymentId: d.id, workspaceId: d.workspaceId, resources: d.resources, start, end, ending };
+    const c: ScenarioContainer = {
+      id: `c${i}-${tag}`,
+      machineId,
+      deploymentId: d.id,
+      workspaceId: d.workspaceId,
+      resources: d.resources,
+      start,
+      end,
+      ending,
+    };
     containers.push(c);
     const ids = { containerId: c.id, deploymentId: c.deploymentId, deploymentVersion: 1, workspaceId: c.workspaceId, machineId };
     const iso = (ms: number) => new Date(ms).toISOString();
-    events.push({ contract: CONTAINER_STARTED, payload: { ...ids, at: iso(start), resources: c.resources, startupLatencyMs: 300 }, msgId: `${c.id}:started` });
+    events.push({
+      contract: CONTAINER_STARTED,
+      payload: { ...ids, at: iso(start), resources: c.resources, startupLatencyMs: 300 },
+      msgId: `${c.id}:started`,
+    });
     if (ending === 'crashed') {
-      events.push({ contract: CONTAINER_FAILED, payload: { ...ids, at: iso(end), phase: 'runtime', error: 'exited with code 1' }, msgId: `${c.id}:failed` });
+      events.push({
+        contract: CONTAINER_FAILED,
+        payload: { ...ids, at: iso(end), phase: 'runtime', error: 'exited with code 1' },
+        msgId: `${c.id}:failed`,
+      });
       // The agent drains the log before it reports the stop, so the stop says a little later.
-      events.push({ contract: CONTAINER_STOPPED, payload: { ...ids, at: iso(end + 2000), exitCode: 1, oomKilled: false, reason: 'exited' }, msgId: `${c.id}:stopped` });
+      events.push({
+        contract: CONTAINER_STOPPED,
+        payload: { ...ids, at: iso(end + 2000), exitCode: 1, oomKilled: false, reason: 'exited' },
+        msgId: `${c.id}:stopped`,
+      });
     } else if (ending === 'machine-lost') {
       const lostAt = end + HEARTBEAT_TTL_SECONDS * 1000;
-      events.push({ contract: CONTAINER_FAILED, payload: { ...ids, at: iso(lostAt), phase: 'machine-lost', error: 'machine offline' }, msgId: `${c.id}:failed:machine-lost` });
+      events.push({
+        contract: CONTAINER_FAILED,
+        payload: { ...ids, at: iso(lostAt), phase: 'machine-lost', error: 'machine offline' },
+        msgId: `${c.id}:failed:machine-lost`,
+      });
     } else {
-      events.push({ contract: CONTAINER_STOPPED, payload: { ...ids, at: iso(end), exitCode: 0, oomKilled: false, reason: 'stop command: scale-down' }, msgId: `${c.id}:stopped` });
+      events.push({
+        contract: CONTAINER_STOPPED,
+        payload: { ...ids, at: iso(end), exitCode: 0, oomKilled: false, reason: 'stop command: scale-down' },
+        msgId: `${c.id}:stopped`,
+      });
     }
     // A health-check failure neither starts nor ends usage: the stop that follows does.
-    if (i === 0) events.push({ contract: CONTAINER_FAILED, payload: { ...ids, at: iso(start + 5000), phase: 'health', error: 'no passing GET /health' }, msgId: `${c.id}:failed:health` });
+    if (i === 0)
+      events.push({
+        contract: CONTAINER_FAILED,
+        payload: { ...ids, at: iso(start + 5000), phase: 'health', error: 'no passing GET /health' },
+        msgId: `${c.id}:failed:health`,
+      });
 
     for (let k = 0; k < 3; k++) {
       const taskId = `t${i}-${k}-${tag}`;
@@ -98,10 +136,18 @@ export function makeScenario(base: number, workspaces: [string, string], count =
       events.push({ contract: TASK_STARTED, payload: { ...task, startedAt: iso(startedAt) }, msgId: `${taskId}:1:started` });
       const fails = machineId === 'm-b' && k % 2 === 0;
       if (fails) {
-        events.push({ contract: TASK_FAILED, payload: { ...task, cause: 'error', error: 'boom', willRetry: false, durationMs, failedAt: iso(startedAt + durationMs) }, msgId: `${taskId}:1:failed` });
+        events.push({
+          contract: TASK_FAILED,
+          payload: { ...task, cause: 'error', error: 'boom', willRetry: false, durationMs, failedAt: iso(startedAt + durationMs) },
+          msgId: `${taskId}:1:failed`,
+        });
         tasks.failed++;
       } else {
-        events.push({ contract: TASK_COMPLETED, payload: { ...task, durationMs, completedAt: iso(startedAt + durationMs) }, msgId: taskId });
+        events.push({
+          contract: TASK_COMPLETED,
+          payload: { ...task, durationMs, completedAt: iso(startedAt + durationMs) },
+          msgId: taskId,
+        });
         tasks.completed++;
       }
       tasks.seconds += durationMs / 1000;
@@ -116,12 +162,21 @@ export function makeScenario(base: number, workspaces: [string, string], count =
   return { containers, events, tasks };
 }
 
-export async function publishAll(messaging: Messaging, events: readonly ScenarioEvent[], opts: { withMsgId?: boolean } = {}): Promise<void> {
+export async function publishAll(
+  messaging: Messaging,
+  events: readonly ScenarioEvent[],
+  opts: { withMsgId?: boolean } = {},
+): Promise<void> {
   for (const e of events) await messaging.publish(e.contract, e.payload, opts.withMsgId === false ? {} : { msgId: e.msgId });
 }
 
 /** The truth: seconds, GPU-, CPU-core- and GiB-seconds per key of a container, inside [from, to). */
-export function expectedUsage(containers: readonly ScenarioContainer[], key: (c: ScenarioContainer) => string, from = -Infinity, to = Infinity) {
+export function expectedUsage(
+  containers: readonly ScenarioContainer[],
+  key: (c: ScenarioContainer) => string,
+  from = -Infinity,
+  to = Infinity,
+) {
   const out = new Map<string, { seconds: number; gpuSeconds: number; cpuCoreSeconds: number; memoryGibSeconds: number }>();
   for (const c of containers) {
     const seconds = Math.max(0, Math.min(c.end, to) - Math.max(c.start, from)) / 1000;
@@ -157,7 +212,9 @@ export async function ledger(db: pg.Client) {
     `SELECT event_id, container_id, machine_id, workspace_id, deployment_id, gpu_type, gpu_count, cpu_millicores, memory_bytes::float8 AS memory_bytes,
             period_start, period_end, seconds, closed FROM usage_intervals ORDER BY event_id`,
   );
-  const tasks = await db.query(`SELECT task_id, attempt, outcome, cause, duration_ms::float8 AS duration_ms, container_id, machine_id, ended_at FROM metered_tasks ORDER BY task_id, attempt`);
+  const tasks = await db.query(
+    `SELECT task_id, attempt, outcome, cause, duration_ms::float8 AS duration_ms, container_id, machine_id, ended_at FROM metered_tasks ORDER BY task_id, attempt`,
+  );
   return { usage: usage.rows, tasks: tasks.rows };
 }
 
@@ -174,7 +231,8 @@ export async function announcedIntervals(messaging: Messaging): Promise<Map<stri
       seen++;
       const u = m.json<{ eventId: string; periodStart: string; periodEnd: string; seconds: number }>();
       const held = best.get(u.eventId);
-      if (!held || u.periodEnd < held.periodEnd || (u.periodEnd === held.periodEnd && u.periodStart < held.periodStart)) best.set(u.eventId, u);
+      if (!held || u.periodEnd < held.periodEnd || (u.periodEnd === held.periodEnd && u.periodStart < held.periodStart))
+        best.set(u.eventId, u);
     }
     if (!seen) break;
   }

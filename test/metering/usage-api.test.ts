@@ -14,7 +14,8 @@ import { expectedUsage, HEARTBEAT_TTL_SECONDS, makeScenario, progress, publishAl
 
 const ADMIN = `tern_${'u'.repeat(43)}`;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const within1pct = (actual: number, expected: number) => expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(1e-6, Math.abs(expected) * 0.01));
+const within1pct = (actual: number, expected: number) =>
+  expect(Math.abs(actual - expected)).toBeLessThanOrEqual(Math.max(1e-6, Math.abs(expected) * 0.01));
 
 /** The usage API and `tern usage` over what a real metering process wrote from real events. */
 describe('usage API', () => {
@@ -52,7 +53,11 @@ describe('usage API', () => {
     meteringPort = mPort;
     metering = new ServiceProcess(
       'metering',
-      testEnv(schema, ns.name, { HTTP_PORT: String(mPort), METERING_CHECKPOINT_INTERVAL_MS: '200', MACHINE_HEARTBEAT_TTL_SECONDS: String(HEARTBEAT_TTL_SECONDS) }),
+      testEnv(schema, ns.name, {
+        HTTP_PORT: String(mPort),
+        METERING_CHECKPOINT_INTERVAL_MS: '200',
+        MACHINE_HEARTBEAT_TTL_SECONDS: String(HEARTBEAT_TTL_SECONDS),
+      }),
     ).start();
     gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(gPort), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
     await Promise.all([metering.ready(), gateway.ready()]);
@@ -75,7 +80,10 @@ describe('usage API', () => {
       'metering to apply the scenario',
       async () => {
         const p = await progress(db);
-        return (p.containers === scenario.containers.length && Math.abs(p.closedSeconds - expectedSeconds) < 1e-6 && p.finishedTasks === 36) || undefined;
+        return (
+          (p.containers === scenario.containers.length && Math.abs(p.closedSeconds - expectedSeconds) < 1e-6 && p.finishedTasks === 36) ||
+          undefined
+        );
       },
       30_000,
     );
@@ -140,10 +148,18 @@ describe('usage API', () => {
     const id = `live-${randomUUID().slice(0, 8)}`;
     const startedAt = Date.now() - 60_000;
     await new Messaging(nc, ns).publish(CONTAINER_STARTED, {
-      containerId: id, deploymentId: randomUUID(), deploymentVersion: 1, workspaceId, machineId: 'm-a', at: iso(startedAt),
-      resources: { cpuMillicores: 1000, memoryBytes: 2 ** 30, gpuCount: 2, gpuType: 'H100' }, startupLatencyMs: 10,
+      containerId: id,
+      deploymentId: randomUUID(),
+      deploymentVersion: 1,
+      workspaceId,
+      machineId: 'm-a',
+      at: iso(startedAt),
+      resources: { cpuMillicores: 1000, memoryBytes: 2 ** 30, gpuCount: 2, gpuType: 'H100' },
+      startupLatencyMs: 10,
     });
-    const seconds = async () => (await db.query(`SELECT COALESCE(SUM(seconds), 0)::float8 AS s FROM usage_intervals WHERE container_id = $1`, [id])).rows[0].s as number;
+    const seconds = async () =>
+      (await db.query(`SELECT COALESCE(SUM(seconds), 0)::float8 AS s FROM usage_intervals WHERE container_id = $1`, [id])).rows[0]
+        .s as number;
     await waitFor('the running container to be accrued', async () => (await seconds()) >= 60 || undefined);
     await new Promise((r) => setTimeout(r, 1000));
     const accrued = await seconds();
@@ -154,7 +170,14 @@ describe('usage API', () => {
 
   it('metering exposes Prometheus counters of what it applied and accrued', async () => {
     const text = await (await fetch(`http://127.0.0.1:${meteringPort}/metrics`)).text();
-    const value = (line: RegExp) => Number(text.split('\n').find((l) => line.test(l))?.split(' ').pop());
+    const value = (line: RegExp) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => line.test(l))
+          ?.split(' ')
+          .pop(),
+      );
     expect(value(/^tern_metering_events_total\{.*kind="container.started"/)).toBeGreaterThanOrEqual(scenario.containers.length);
     expect(value(/^tern_metering_tasks_total\{.*outcome="failed"/)).toBe(scenario.tasks.failed);
     const gpuTruth = [...expectedUsage(scenario.containers, () => 'all').values()][0].gpuSeconds;
@@ -168,7 +191,10 @@ describe('usage API', () => {
     const own = scenario.containers.filter((c) => c.workspaceId === workspaceId);
     expect(new Set(res.body.rows.map((r: any) => r.group))).toEqual(new Set(own.map((c) => c.deploymentId)));
     expect(res.body.workspace).toBe(workspaceId);
-    const other = await call(`/api/v1/usage?workspace=${scenario.containers.find((c) => c.workspaceId !== workspaceId)!.workspaceId}`, memberToken);
+    const other = await call(
+      `/api/v1/usage?workspace=${scenario.containers.find((c) => c.workspaceId !== workspaceId)!.workspaceId}`,
+      memberToken,
+    );
     expect(other.status).toBe(403);
     expect((await call(`/api/v1/usage/rewards?${window()}`, memberToken)).status).toBe(403);
   });
@@ -178,7 +204,9 @@ describe('usage API', () => {
     expect(csv.status).toBe(200);
     expect(csv.type).toMatch(/^text\/csv/);
     const lines = String(csv.body).trim().split('\r\n');
-    expect(lines[0]).toBe('group,name,period_start,period_end,gpu_seconds,cpu_core_seconds,memory_gib_seconds,container_seconds,tasks_completed,tasks_failed,task_seconds');
+    expect(lines[0]).toBe(
+      'group,name,period_start,period_end,gpu_seconds,cpu_core_seconds,memory_gib_seconds,container_seconds,tasks_completed,tasks_failed,task_seconds',
+    );
     expect(lines).toHaveLength(3);
     const byAccept = await call(`/api/v1/usage?group_by=machine&${window()}`, ADMIN, { accept: 'text/csv' });
     expect(byAccept.body).toBe(csv.body);
@@ -200,11 +228,14 @@ describe('usage API', () => {
   });
 
   it('rewards: GPU-seconds weighted by reputation, a machine without a score counts as 1', async () => {
-    await db.query(`INSERT INTO reputation_scores (machine_id, score, computed_at) VALUES ('m-a', 0.2, $1), ('m-a', 0.5, $2), ('m-a', 0.9, $3)`, [
-      iso(start - 2 * HOUR_MS),
-      iso(start),
-      iso(start + 10 * HOUR_MS), // after the period: not used for it
-    ]);
+    await db.query(
+      `INSERT INTO reputation_scores (machine_id, score, computed_at) VALUES ('m-a', 0.2, $1), ('m-a', 0.5, $2), ('m-a', 0.9, $3)`,
+      [
+        iso(start - 2 * HOUR_MS),
+        iso(start),
+        iso(start + 10 * HOUR_MS), // after the period: not used for it
+      ],
+    );
     const res = await call(`/api/v1/usage/rewards?${window()}&amount=1000`);
     expect(res.status).toBe(200);
     const gpu = expectedUsage(scenario.containers, (c) => c.machineId);
@@ -223,14 +254,19 @@ describe('usage API', () => {
   it('tern usage and tern usage rewards print the same figures', async () => {
     const env = { ...process.env, TERN_GATEWAY: base, TERN_TOKEN: ADMIN };
     const run = (...args: string[]) => promisify(execFile)(process.execPath, ['bin/tern.js', ...args], { cwd: ROOT, env });
-    const json = JSON.parse((await run('usage', '--group-by', 'machine', '--from', iso(start - HOUR_MS), '--to', iso(start + 5.5 * HOUR_MS), '--json')).stdout);
+    const json = JSON.parse(
+      (await run('usage', '--group-by', 'machine', '--from', iso(start - HOUR_MS), '--to', iso(start + 5.5 * HOUR_MS), '--json')).stdout,
+    );
     const api = await call(`/api/v1/usage?group_by=machine&${window()}`);
     expect(json.totals).toEqual(api.body.totals);
     const table = (await run('usage', '--group-by', 'machine', '--from', iso(start - HOUR_MS), '--to', iso(start + 5.5 * HOUR_MS))).stdout;
     expect(table).toMatch(/MACHINE\s+GPU-S/);
     expect(table).toMatch(/^m-b\s/m);
-    const rewards = (await run('usage', 'rewards', '--from', iso(start - HOUR_MS), '--to', iso(start + 5.5 * HOUR_MS), '--amount', '100')).stdout;
+    const rewards = (await run('usage', 'rewards', '--from', iso(start - HOUR_MS), '--to', iso(start + 5.5 * HOUR_MS), '--amount', '100'))
+      .stdout;
     expect(rewards).toMatch(/MACHINE\s+GPU-S\s+SCORE\s+SHARE\s+REWARD/);
-    await expect(run('usage', '--granularity', 'week')).rejects.toMatchObject({ stderr: expect.stringContaining('granularity must be one of hour, day') });
+    await expect(run('usage', '--granularity', 'week')).rejects.toMatchObject({
+      stderr: expect.stringContaining('granularity must be one of hour, day'),
+    });
   });
 });

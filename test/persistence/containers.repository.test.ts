@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { Container, ContainersRepository, createDataSource, DEFAULT_POOL, Deployment, DeploymentVersion, Machine, Pool, runMigrations, Workspace } from '#tern/persistence';
+import {
+  Container,
+  ContainersRepository,
+  createDataSource,
+  DEFAULT_POOL,
+  Deployment,
+  DeploymentVersion,
+  Machine,
+  Pool,
+  runMigrations,
+  Workspace,
+} from '#tern/persistence';
 import { createTestSchema, type TestSchema } from '../support/isolation.js';
 
 let schema: TestSchema;
@@ -35,7 +46,12 @@ async function machine(state: Machine['state'] = 'ready', pool = DEFAULT_POOL): 
   return id;
 }
 
-async function container(versionId: string, machineId: string | null, state: Container['state'], readyAt: Date | null = null): Promise<string> {
+async function container(
+  versionId: string,
+  machineId: string | null,
+  state: Container['state'],
+  readyAt: Date | null = null,
+): Promise<string> {
   const id = `c-${randomUUID()}`;
   await db.getRepository(Container).save({ id, deploymentVersionId: versionId, machineId, state, requested, readyAt });
   return id;
@@ -63,7 +79,9 @@ describe('ContainersRepository', () => {
       const id = await container(v.id, m, 'running');
       await containers.applyProgress(id, m, { state: 'running', reason: null, startedAt: '2026-01-01T00:00:10Z' }, ORDER);
       // A late `starting` with an earlier start: the state stays, the earlier time wins.
-      expect(await containers.applyProgress(id, m, { state: 'starting', reason: 'late', startedAt: '2026-01-01T00:00:05Z' }, ORDER)).toBe(true);
+      expect(await containers.applyProgress(id, m, { state: 'starting', reason: 'late', startedAt: '2026-01-01T00:00:05Z' }, ORDER)).toBe(
+        true,
+      );
       expect(await row(id)).toMatchObject({ state: 'running', stateReason: null, startedAt: new Date('2026-01-01T00:00:05Z') });
       await containers.applyProgress(id, m, { state: 'failed', reason: 'oom', exitCode: 137, oomKilled: true }, ORDER);
       await containers.applyProgress(id, m, { state: 'stopped', reason: 'stop', exitCode: 0 }, ORDER);
@@ -74,7 +92,13 @@ describe('ContainersRepository', () => {
       const v = await version();
       const m = await machine();
       const id = `c-${randomUUID()}`;
-      await containers.insertScheduled({ id, deploymentVersionId: v.id, machineId: m, reason: 'scale-up', requested: { ...requested, gpuCount: 1, gpuIndexes: [3] } });
+      await containers.insertScheduled({
+        id,
+        deploymentVersionId: v.id,
+        machineId: m,
+        reason: 'scale-up',
+        requested: { ...requested, gpuCount: 1, gpuIndexes: [3] },
+      });
       await containers.applyProgress(id, 'm-gone', { state: 'starting', reason: null, requested: { ...requested, gpuCount: 1 } }, ORDER);
       expect(await row(id)).toMatchObject({ machineId: m, state: 'starting', requested: { gpuCount: 1, gpuIndexes: [3] } });
     });
@@ -115,7 +139,7 @@ describe('ContainersRepository', () => {
       });
     });
 
-    it('lists a version\'s active containers oldest first', async () => {
+    it("lists a version's active containers oldest first", async () => {
       const v = await version(1);
       const m = await machine();
       const first = await container(v.id, m, 'running', new Date());
@@ -141,8 +165,22 @@ describe('ContainersRepository', () => {
       const lost = await containers.failOnOfflineMachines();
       expect(lost).toEqual(
         expect.arrayContaining([
-          { id: lostOffline, machineId: offline, stateReason: 'machine offline', deploymentId: v.deploymentId, version: 1, workspaceId: expect.any(String) },
-          { id: lostRemoved, machineId: null, stateReason: 'machine removed', deploymentId: v.deploymentId, version: 1, workspaceId: expect.any(String) },
+          {
+            id: lostOffline,
+            machineId: offline,
+            stateReason: 'machine offline',
+            deploymentId: v.deploymentId,
+            version: 1,
+            workspaceId: expect.any(String),
+          },
+          {
+            id: lostRemoved,
+            machineId: null,
+            stateReason: 'machine removed',
+            deploymentId: v.deploymentId,
+            version: 1,
+            workspaceId: expect.any(String),
+          },
         ]),
       );
       expect(lost.map((c) => c.id)).not.toContain(kept);
@@ -172,7 +210,7 @@ describe('ContainersRepository', () => {
       expect(await row(id)).toMatchObject({ state: 'stopping', stateReason: 'scale-down' });
     });
 
-    it('sets and clears the version\'s placement reason', async () => {
+    it("sets and clears the version's placement reason", async () => {
       const v = await version(1);
       await containers.setPlacementReason(v.id, 'no room');
       expect((await db.getRepository(DeploymentVersion).findOneByOrFail({ id: v.id })).placementReason).toBe('no room');
@@ -206,11 +244,22 @@ describe('ContainersRepository', () => {
   describe('desired state', () => {
     it('applies a scale command only if it is newer than the one applied', async () => {
       const v = await version(0);
-      const cmd = { deploymentId: v.deploymentId, deploymentVersion: 1, desired: 3, reason: 'backlog', issuedAt: '2026-01-01T00:00:02Z', idleContainers: ['c-1'] };
+      const cmd = {
+        deploymentId: v.deploymentId,
+        deploymentVersion: 1,
+        desired: 3,
+        reason: 'backlog',
+        issuedAt: '2026-01-01T00:00:02Z',
+        idleContainers: ['c-1'],
+      };
       expect(await containers.applyDesired(cmd)).toBe(true);
       expect(await containers.applyDesired({ ...cmd, desired: 1, issuedAt: '2026-01-01T00:00:01Z' })).toBe(false);
       expect(await containers.applyDesired({ ...cmd, desired: 1 })).toBe(false);
-      expect(await db.getRepository(DeploymentVersion).findOneByOrFail({ id: v.id })).toMatchObject({ desiredContainers: 3, desiredReason: 'backlog', idleContainers: ['c-1'] });
+      expect(await db.getRepository(DeploymentVersion).findOneByOrFail({ id: v.id })).toMatchObject({
+        desiredContainers: 3,
+        desiredReason: 'backlog',
+        idleContainers: ['c-1'],
+      });
       expect(await containers.applyDesired({ ...cmd, deploymentId: randomUUID() })).toBe(false);
       expect(await containers.versionExists(v.deploymentId, 1)).toBe(true);
       expect(await containers.versionExists(v.deploymentId, 2)).toBe(false);
@@ -218,7 +267,7 @@ describe('ContainersRepository', () => {
   });
 
   describe('routes', () => {
-    it('reads a container with its version\'s spec, and lists the routable ones', async () => {
+    it("reads a container with its version's spec, and lists the routable ones", async () => {
       const v = await version(1, { workers: 2, concurrentRequests: 4 });
       const m = await machine();
       const ready = await container(v.id, m, 'running', new Date('2026-01-01T00:00:00Z'));
@@ -240,26 +289,48 @@ describe('ContainersRepository', () => {
   });
 
   describe('placement', () => {
-    it('reads the pool\'s machines with what they hold and the pool minimum, and inserts the placed container', async () => {
+    it("reads the pool's machines with what they hold and the pool minimum, and inserts the placed container", async () => {
       const pool = `p-${randomUUID().slice(0, 8)}`;
       await db.getRepository(Pool).save({ name: pool, minReputation: 0.7 });
       const m = `m-${randomUUID()}`;
-      await db.getRepository(Machine).save({ id: m, pool, state: 'ready', cpuThreads: 8, memoryBytes: 64 * 2 ** 30, gpus: [{ index: 0, model: 'H100', memoryBytes: 80 * 2 ** 30 }] });
+      await db.getRepository(Machine).save({
+        id: m,
+        pool,
+        state: 'ready',
+        cpuThreads: 8,
+        memoryBytes: 64 * 2 ** 30,
+        gpus: [{ index: 0, model: 'H100', memoryBytes: 80 * 2 ** 30 }],
+      });
       const v = await version(1);
       await containers.transaction(async (tx) => {
         expect(await tx.lockMachinesOfPool(pool)).toEqual([
-          { id: m, pool, state: 'ready', cpuThreads: 8, memoryBytes: 64 * 2 ** 30, gpus: [{ index: 0, model: 'H100', memoryBytes: 80 * 2 ** 30 }] },
+          {
+            id: m,
+            pool,
+            state: 'ready',
+            cpuThreads: 8,
+            memoryBytes: 64 * 2 ** 30,
+            gpus: [{ index: 0, model: 'H100', memoryBytes: 80 * 2 ** 30 }],
+          },
         ]);
         expect(await tx.poolMinReputation(pool)).toBe(0.7);
         expect(await tx.poolMinReputation(DEFAULT_POOL)).toBeUndefined();
-        await tx.insertScheduled({ id: 'c-placed', deploymentVersionId: v.id, machineId: m, reason: 'scale-up', requested: { ...requested, gpuCount: 1, gpuIndexes: [0] } });
-        expect(await tx.resourcesHeldOn([m], ['scheduled'])).toEqual([{ machineId: m, requested: { ...requested, gpuCount: 1, gpuIndexes: [0] } }]);
+        await tx.insertScheduled({
+          id: 'c-placed',
+          deploymentVersionId: v.id,
+          machineId: m,
+          reason: 'scale-up',
+          requested: { ...requested, gpuCount: 1, gpuIndexes: [0] },
+        });
+        expect(await tx.resourcesHeldOn([m], ['scheduled'])).toEqual([
+          { machineId: m, requested: { ...requested, gpuCount: 1, gpuIndexes: [0] } },
+        ]);
       });
       expect(await row('c-placed')).toMatchObject({ state: 'scheduled', stateReason: 'scale-up', machineId: m });
       expect(await containers.resourcesHeldOn([m], ['running'])).toEqual([]);
     });
 
-    it('holds the pool\'s machine rows until the placing transaction ends', async () => {
+    it("holds the pool's machine rows until the placing transaction ends", async () => {
       const pool = `p-${randomUUID().slice(0, 8)}`;
       await db.getRepository(Pool).save({ name: pool });
       await db.getRepository(Machine).save({ id: `m-${randomUUID()}`, pool, state: 'ready' });

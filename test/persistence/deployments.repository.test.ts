@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { ContainerState } from '#tern/contracts';
-import { Container, createDataSource, Deployment, DeploymentsRepository, DeploymentVersion, runMigrations, Workspace } from '#tern/persistence';
+import {
+  Container,
+  createDataSource,
+  Deployment,
+  DeploymentsRepository,
+  DeploymentVersion,
+  runMigrations,
+  Workspace,
+} from '#tern/persistence';
 import { createTestSchema, type TestSchema } from '../support/isolation.js';
 
 let schema: TestSchema;
@@ -26,7 +34,11 @@ const requested = { cpuMillicores: 1000, memoryBytes: 1 << 30, gpuCount: 0 };
 async function container(versionId: string, state: ContainerState, ageMinutes = 0): Promise<string> {
   const id = `c-${randomUUID()}`;
   await db.getRepository(Container).save({ id, deploymentVersionId: versionId, state, stateReason: `is ${state}`, requested });
-  if (ageMinutes) await db.query(`UPDATE containers SET updated_at = now() - $2 * interval '1 minute', created_at = now() - $2 * interval '1 minute' WHERE id = $1`, [id, ageMinutes]);
+  if (ageMinutes)
+    await db.query(
+      `UPDATE containers SET updated_at = now() - $2 * interval '1 minute', created_at = now() - $2 * interval '1 minute' WHERE id = $1`,
+      [id, ageMinutes],
+    );
   return id;
 }
 
@@ -35,7 +47,14 @@ describe('DeploymentsRepository', () => {
     const ws = await workspace();
     const first = await deployments.addVersion(ws, 'llm', 'endpoint', { image: 'a' });
     expect(first.version).toBe(1);
-    expect(first.deployment).toMatchObject({ workspaceId: ws, name: 'llm', kind: 'endpoint', state: 'ready', latestVersion: 1, stateReason: null });
+    expect(first.deployment).toMatchObject({
+      workspaceId: ws,
+      name: 'llm',
+      kind: 'endpoint',
+      state: 'ready',
+      latestVersion: 1,
+      stateReason: null,
+    });
     const raced = await Promise.all([1, 2, 3, 4].map((n) => deployments.addVersion(ws, 'llm', 'task_queue', { image: `b${n}` })));
     expect(raced.map((r) => r.version).sort()).toEqual([2, 3, 4, 5]);
     expect(new Set(raced.map((r) => r.deployment.id))).toEqual(new Set([first.deployment.id]));
@@ -81,7 +100,15 @@ describe('DeploymentsRepository', () => {
     const list = await deployments.listWithCounts(ws);
     expect(list.map((d) => d.name)).toEqual(['a-old', 'b-web']);
     expect(list[0]).toMatchObject({ state: 'stopped', stateReason: 'stopped by me', desired: 0, actual: 0, placementReason: null });
-    expect(list[1]).toMatchObject({ id: deployment.id, kind: 'endpoint', latestVersion: 2, desired: 3, actual: 2, placementReason: 'no machine with an H100', updatedAt: expect.any(Date) });
+    expect(list[1]).toMatchObject({
+      id: deployment.id,
+      kind: 'endpoint',
+      latestVersion: 2,
+      desired: 3,
+      actual: 2,
+      placementReason: 'no machine with an H100',
+      updatedAt: expect.any(Date),
+    });
     expect(await deployments.findWithCounts(ws, 'b-web')).toEqual(list[1]);
     expect(await deployments.findWithCounts(ws, 'c-gone')).toBeUndefined();
   });
@@ -107,7 +134,10 @@ describe('DeploymentsRepository', () => {
     const { deployment } = await deployments.addVersion(ws, 'st', 'endpoint', {});
     const saved = await deployments.setState(deployment, 'stopped', 'stopped by t');
     expect(saved).toMatchObject({ state: 'stopped', stateReason: 'stopped by t' });
-    expect(await db.getRepository(Deployment).findOneByOrFail({ id: deployment.id })).toMatchObject({ state: 'stopped', stateReason: 'stopped by t' });
+    expect(await db.getRepository(Deployment).findOneByOrFail({ id: deployment.id })).toMatchObject({
+      state: 'stopped',
+      stateReason: 'stopped by t',
+    });
     await deployments.setState(saved, 'ready', null);
     expect(await deployments.findByName(ws, 'st')).toMatchObject({ state: 'ready', stateReason: null });
   });

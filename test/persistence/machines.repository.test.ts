@@ -81,9 +81,17 @@ describe('MachinesRepository', () => {
       expect(await machines.redeemJoinToken(fresh, 'cred-2')).toBe(false);
       expect((await machines.findByCredentialHash('cred-1'))?.id).toBe(fresh);
       expect(await machines.findByCredentialHash('cred-2')).toBeNull();
-      expect(await machines.joinTokenStatus(fresh)).toEqual({ usedAt: expect.any(Date), expiresAt: expect.any(Date), now: expect.any(Date) });
+      expect(await machines.joinTokenStatus(fresh)).toEqual({
+        usedAt: expect.any(Date),
+        expiresAt: expect.any(Date),
+        now: expect.any(Date),
+      });
 
-      const expired = await machine({ state: 'pending', joinTokenHash: `j-${randomUUID()}`, joinTokenExpiresAt: new Date(Date.now() - 1000) });
+      const expired = await machine({
+        state: 'pending',
+        joinTokenHash: `j-${randomUUID()}`,
+        joinTokenExpiresAt: new Date(Date.now() - 1000),
+      });
       expect(await machines.redeemJoinToken(expired, 'cred-3')).toBe(false);
       expect((await machines.joinTokenStatus(expired))?.usedAt).toBeNull();
       expect(await machines.joinTokenStatus('m-none')).toBeUndefined();
@@ -131,7 +139,7 @@ describe('MachinesRepository', () => {
   });
 
   describe('the registry', () => {
-    it('records a heartbeat of a known machine, with its pool\'s rules', async () => {
+    it("records a heartbeat of a known machine, with its pool's rules", async () => {
       const pool = `p-${randomUUID().slice(0, 8)}`;
       await db.getRepository(Pool).save({ name: pool, allowedGpuTypes: ['H100'], minNetworkMbps: 100 });
       const machineId = await machine({ pool, state: 'registered', agentVersion: '1.0.0' });
@@ -153,8 +161,14 @@ describe('MachinesRepository', () => {
 
     it('keeps only a newer network test', async () => {
       const machineId = await machine();
-      const test = (testedAt: string, mbps: number) => ({ nats: { throughputMbps: mbps, latencyMs: 1 }, http: { throughputMbps: mbps, latencyMs: 1 }, testedAt });
-      expect((await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:02Z', 500)))?.network?.test?.nats.throughputMbps).toBe(500);
+      const test = (testedAt: string, mbps: number) => ({
+        nats: { throughputMbps: mbps, latencyMs: 1 },
+        http: { throughputMbps: mbps, latencyMs: 1 },
+        testedAt,
+      });
+      expect((await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:02Z', 500)))?.network?.test?.nats.throughputMbps).toBe(
+        500,
+      );
       expect(await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:01Z', 5))).toBeUndefined();
       expect((await machines.recordNetworkTest(machineId, test('2026-01-01T00:00:03Z', 50)))?.network?.test?.nats.throughputMbps).toBe(50);
       expect((await row(machineId)).network?.test?.testedAt).toBe('2026-01-01T00:00:03Z');
@@ -165,13 +179,16 @@ describe('MachinesRepository', () => {
       const machineId = await machine({ state: 'registered' });
       expect(await machines.moveState(machineId, 'offline', 'ready', 'first heartbeat')).toBeUndefined();
       expect((await row(machineId)).state).toBe('registered');
-      expect(await machines.moveState(machineId, 'registered', 'ready', 'first heartbeat')).toEqual({ pool: DEFAULT_POOL, changedAt: expect.any(Date) });
+      expect(await machines.moveState(machineId, 'registered', 'ready', 'first heartbeat')).toEqual({
+        pool: DEFAULT_POOL,
+        changedAt: expect.any(Date),
+      });
       expect(await row(machineId)).toMatchObject({ state: 'ready', stateReason: 'first heartbeat' });
       await machines.setStateReason(machineId, 'still fine');
       expect(await row(machineId)).toMatchObject({ state: 'ready', stateReason: 'still fine' });
     });
 
-    it('rolls a move back when the transaction\'s work fails (an announcement that did not go out)', async () => {
+    it("rolls a move back when the transaction's work fails (an announcement that did not go out)", async () => {
       const machineId = await machine({ state: 'registered' });
       await expect(
         machines.transaction(async (tx) => {
@@ -196,7 +213,13 @@ describe('MachinesRepository', () => {
 
       const swept = await machines.markOfflineOlderThan(30);
       const byId = new Map(swept.map((m) => [m.id, m]));
-      expect(byId.get(silent)).toEqual({ id: silent, pool: DEFAULT_POOL, from: 'ready', reason: expect.stringMatching(/^no heartbeat for 30 s \(last at .*Z\)$/), changedAt: expect.any(Date) });
+      expect(byId.get(silent)).toEqual({
+        id: silent,
+        pool: DEFAULT_POOL,
+        from: 'ready',
+        reason: expect.stringMatching(/^no heartbeat for 30 s \(last at .*Z\)$/),
+        changedAt: expect.any(Date),
+      });
       expect(byId.get(neverBeat)).toMatchObject({ from: 'registered', reason: 'no heartbeat within 30 s of registering' });
       expect(byId.has(alive)).toBe(false);
       expect(byId.has(pending)).toBe(false);

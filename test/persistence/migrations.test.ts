@@ -113,10 +113,10 @@ describe('runMigrations', () => {
   it('leaves no advisory lock behind', async () => {
     // Same keys as runMigrations: "tern" and the first four bytes of sha256(schema), as oids.
     const key = createHash('sha256').update(schema).digest().readUInt32BE(0);
-    const { rows } = await admin.query(
-      `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid AND objid = $2::oid`,
-      [0x7465726e, key],
-    );
+    const { rows } = await admin.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid AND objid = $2::oid`, [
+      0x7465726e,
+      key,
+    ]);
     expect(rows).toHaveLength(0);
   });
 });

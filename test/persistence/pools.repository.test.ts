@@ -33,7 +33,14 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 describe('MachinesRepository: pools', () => {
   it('creates, finds, lists by name and changes pools, refusing a taken name', async () => {
     const b = await machines.createPool(rules('b-gpu'));
-    expect(b).toMatchObject({ id: expect.any(String), name: 'b-gpu', allowedGpuTypes: ['H100'], minNetworkMbps: 100, minReputation: null, createdAt: expect.any(Date) });
+    expect(b).toMatchObject({
+      id: expect.any(String),
+      name: 'b-gpu',
+      allowedGpuTypes: ['H100'],
+      minNetworkMbps: 100,
+      minReputation: null,
+      createdAt: expect.any(Date),
+    });
     await machines.createPool(rules('a-cpu'));
     expect((await machines.listPools()).map((p) => p.name)).toEqual(['a-cpu', 'b-gpu', DEFAULT_POOL]);
     expect(isUniqueViolation(await rejection(machines.createPool(rules('b-gpu'))), 'uq_pools_name')).toBe(true);

@@ -173,8 +173,18 @@ describe('repositories', () => {
     };
     const repo = db.getRepository(UsageInterval);
     // Fresh copies each time: TypeORM writes the generated id back into the object it inserted.
-    await repo.createQueryBuilder().insert().values({ ...row }).orIgnore().execute();
-    await repo.createQueryBuilder().insert().values({ ...row }).orIgnore().execute(); // redelivered event
+    await repo
+      .createQueryBuilder()
+      .insert()
+      .values({ ...row })
+      .orIgnore()
+      .execute();
+    await repo
+      .createQueryBuilder()
+      .insert()
+      .values({ ...row })
+      .orIgnore()
+      .execute(); // redelivered event
     expect(await repo.findBy({ eventId: 'evt-1' })).toEqual([expect.objectContaining({ memoryBytes: 4 * 2 ** 30, seconds: 60 })]);
     expect(isUniqueViolation(await rejection(repo.insert({ ...row })), 'uq_usage_intervals_event_id')).toBe(true);
   });

@@ -12,7 +12,13 @@ beforeAll(async () => {
   await runMigrations(db);
   reputation = new ReputationRepository(db);
   const at = (day: number) => new Date(`2026-01-0${day}T00:00:00Z`);
-  await reputation.appendScores([{ machineId: 'm-a', score: 0.5, components: { uptime: 0.5 } }, { machineId: 'm-b', score: 0.9, components: { uptime: 1 } }], at(1));
+  await reputation.appendScores(
+    [
+      { machineId: 'm-a', score: 0.5, components: { uptime: 0.5 } },
+      { machineId: 'm-b', score: 0.9, components: { uptime: 1 } },
+    ],
+    at(1),
+  );
   await reputation.appendScores([{ machineId: 'm-a', score: 0.7, components: { uptime: 0.8 } }], at(2));
   await reputation.appendScores([{ machineId: 'm-a', score: 0.6, components: { uptime: 0.7 } }], at(3));
 });
@@ -38,7 +44,7 @@ describe('ReputationRepository', () => {
     ]);
   });
 
-  it('gives a machine\'s history newest first, from a time and up to a limit', async () => {
+  it("gives a machine's history newest first, from a time and up to a limit", async () => {
     expect((await reputation.history('m-a', undefined, 10)).map((s) => s.score)).toEqual([0.6, 0.7, 0.5]);
     expect((await reputation.history('m-a', new Date('2026-01-02T00:00:00Z'), 10)).map((s) => s.score)).toEqual([0.6, 0.7]);
     expect((await reputation.history('m-a', undefined, 1)).map((s) => s.score)).toEqual([0.6]);

@@ -15,7 +15,9 @@ beforeAll(async () => {
   await runMigrations(db);
   tasks = new TasksRepository(db);
   workspaceId = (await db.getRepository(Workspace).save({ name: 'tasks' })).id;
-  deploymentId = (await db.getRepository(Deployment).save({ workspaceId, name: 'queue', kind: 'task_queue', state: 'ready', latestVersion: 1 })).id;
+  deploymentId = (
+    await db.getRepository(Deployment).save({ workspaceId, name: 'queue', kind: 'task_queue', state: 'ready', latestVersion: 1 })
+  ).id;
 });
 
 afterAll(async () => {
@@ -38,7 +40,9 @@ const newTask = (over: Partial<Parameters<TasksRepository['createPending']>[0]> 
 
 /** A task row in any state, on its own deployment unless one is given. */
 async function task(over: Partial<Task> = {}, ageSeconds = 0): Promise<Task> {
-  const saved = await db.getRepository(Task).save({ workspaceId, deploymentId, state: 'PENDING', payload: {}, maxRetries: 3, timeoutSeconds: 60, ...over });
+  const saved = await db
+    .getRepository(Task)
+    .save({ workspaceId, deploymentId, state: 'PENDING', payload: {}, maxRetries: 3, timeoutSeconds: 60, ...over });
   if (ageSeconds) await db.query(`UPDATE tasks SET created_at = now() - $2 * interval '1 second' WHERE id = $1`, [saved.id, ageSeconds]);
   return db.getRepository(Task).findOneByOrFail({ id: saved.id });
 }
@@ -46,7 +50,11 @@ async function task(over: Partial<Task> = {}, ageSeconds = 0): Promise<Task> {
 const row = (id: string) => db.getRepository(Task).findOneByOrFail({ id });
 
 async function ownDeployment(): Promise<string> {
-  return (await db.getRepository(Deployment).save({ workspaceId, name: `q-${randomUUID()}`, kind: 'task_queue', state: 'ready', latestVersion: 1 })).id;
+  return (
+    await db
+      .getRepository(Deployment)
+      .save({ workspaceId, name: `q-${randomUUID()}`, kind: 'task_queue', state: 'ready', latestVersion: 1 })
+  ).id;
 }
 
 describe('TasksRepository', () => {
@@ -54,7 +62,15 @@ describe('TasksRepository', () => {
     it('saves a pending task, until the deployment has maxPending waiting', async () => {
       const own = await ownDeployment();
       const first = await tasks.createPending(newTask({ deploymentId: own, ttlSeconds: 30, callbackUrl: 'http://cb' }), 2);
-      expect(first).toMatchObject({ deploymentId: own, version: 1, payload: { n: 1 }, maxRetries: 3, timeoutSeconds: 60, ttlSeconds: 30, callbackUrl: 'http://cb' });
+      expect(first).toMatchObject({
+        deploymentId: own,
+        version: 1,
+        payload: { n: 1 },
+        maxRetries: 3,
+        timeoutSeconds: 60,
+        ttlSeconds: 30,
+        callbackUrl: 'http://cb',
+      });
       expect(first!.createdAt).toBeInstanceOf(Date);
       expect(await tasks.createPending(newTask({ deploymentId: own }), 2)).toBeDefined();
       expect(await tasks.createPending(newTask({ deploymentId: own }), 2)).toBeUndefined();
@@ -83,7 +99,8 @@ describe('TasksRepository', () => {
   });
 
   describe('transitions', () => {
-    const start = (taskId: string, attempt: number, machineId = 'm-1') => tasks.markStarted({ taskId, attempt, startedAt: new Date().toISOString(), containerId: `c-${attempt}`, machineId });
+    const start = (taskId: string, attempt: number, machineId = 'm-1') =>
+      tasks.markStarted({ taskId, attempt, startedAt: new Date().toISOString(), containerId: `c-${attempt}`, machineId });
 
     it('starts an attempt once, never an older one, and answers the row as it was', async () => {
       const t = await task();
@@ -104,10 +121,27 @@ describe('TasksRepository', () => {
 
     it('fails for good once, making a callback due when there is a URL', async () => {
       const t = await task({ callbackUrl: 'http://cb' });
-      expect(await tasks.markFailed({ taskId: t.id, state: 'TIMEOUT', attempt: 1, error: 'timeout: slow', failedAt: new Date().toISOString(), machineId: 'm-9' })).toBe(true);
-      expect(await tasks.markFailed({ taskId: t.id, state: 'ERROR', attempt: 2, error: 'later', failedAt: new Date().toISOString() })).toBe(false);
+      expect(
+        await tasks.markFailed({
+          taskId: t.id,
+          state: 'TIMEOUT',
+          attempt: 1,
+          error: 'timeout: slow',
+          failedAt: new Date().toISOString(),
+          machineId: 'm-9',
+        }),
+      ).toBe(true);
+      expect(await tasks.markFailed({ taskId: t.id, state: 'ERROR', attempt: 2, error: 'later', failedAt: new Date().toISOString() })).toBe(
+        false,
+      );
       expect(await tasks.markRetrying(t.id, 3, 'later')).toBe(false);
-      expect(await row(t.id)).toMatchObject({ state: 'TIMEOUT', error: 'timeout: slow', machineId: 'm-9', callbackState: 'pending', callbackNextAt: expect.any(Date) });
+      expect(await row(t.id)).toMatchObject({
+        state: 'TIMEOUT',
+        error: 'timeout: slow',
+        machineId: 'm-9',
+        callbackState: 'pending',
+        callbackNextAt: expect.any(Date),
+      });
       const quiet = await task();
       await tasks.markFailed({ taskId: quiet.id, state: 'ERROR', attempt: 1, error: 'x', failedAt: new Date().toISOString() });
       expect(await row(quiet.id)).toMatchObject({ state: 'ERROR', callbackState: null, callbackNextAt: null });
@@ -116,18 +150,40 @@ describe('TasksRepository', () => {
     it('keeps the first completion: a completion after a final state changes nothing', async () => {
       const t = await task();
       const completion = (resultJson: string, machineId: string) =>
-        tasks.complete({ taskId: t.id, resultJson, resultRef: null, attempt: 1, completedAt: new Date().toISOString(), startedAt: new Date(Date.now() - 5).toISOString(), containerId: 'c', machineId });
+        tasks.complete({
+          taskId: t.id,
+          resultJson,
+          resultRef: null,
+          attempt: 1,
+          completedAt: new Date().toISOString(),
+          startedAt: new Date(Date.now() - 5).toISOString(),
+          containerId: 'c',
+          machineId,
+        });
       expect(await completion('{"first": true}', 'm-1')).toBe(true);
       expect(await completion('{"second": true}', 'm-2')).toBe(false);
       expect(await start(t.id, 2)).toBeUndefined();
-      expect(await row(t.id)).toMatchObject({ state: 'COMPLETE', result: { first: true }, machineId: 'm-1', startedAt: expect.any(Date), error: null });
+      expect(await row(t.id)).toMatchObject({
+        state: 'COMPLETE',
+        result: { first: true },
+        machineId: 'm-1',
+        startedAt: expect.any(Date),
+        error: null,
+      });
     });
 
     it('cancels a task of its workspace not yet final, once', async () => {
       const t = await task();
       await tasks.markEnqueued(t.id, 7);
       expect(await tasks.cancel(t.id, randomUUID())).toBeUndefined();
-      expect(await tasks.cancel(t.id, workspaceId)).toEqual({ id: t.id, was: 'PENDING', streamSeq: 7, deploymentId, version: 1, endedAt: expect.any(Date) });
+      expect(await tasks.cancel(t.id, workspaceId)).toEqual({
+        id: t.id,
+        was: 'PENDING',
+        streamSeq: 7,
+        deploymentId,
+        version: 1,
+        endedAt: expect.any(Date),
+      });
       expect(await tasks.cancel(t.id, workspaceId)).toBeUndefined();
       expect(await row(t.id)).toMatchObject({ state: 'CANCELLED', error: 'cancelled by the user' });
     });
@@ -177,7 +233,16 @@ describe('TasksRepository', () => {
     it('finds a task of the workspace with its deployment name, its result only when asked for', async () => {
       const t = await task({ state: 'COMPLETE', result: { ok: 1 }, streamSeq: 12 });
       const found = await tasks.findInWorkspace(t.id, workspaceId, true);
-      expect(found).toMatchObject({ id: t.id, deploymentName: 'queue', version: 1, state: 'COMPLETE', result: { ok: 1 }, streamSeq: 12, maxRetries: 3, createdAt: expect.any(Date) });
+      expect(found).toMatchObject({
+        id: t.id,
+        deploymentName: 'queue',
+        version: 1,
+        state: 'COMPLETE',
+        result: { ok: 1 },
+        streamSeq: 12,
+        maxRetries: 3,
+        createdAt: expect.any(Date),
+      });
       expect((await tasks.findInWorkspace(t.id, workspaceId, false))?.result).toBeUndefined();
       expect(await tasks.findInWorkspace(t.id, randomUUID(), true)).toBeUndefined();
     });
@@ -196,7 +261,10 @@ describe('TasksRepository', () => {
       expect(ids(await tasks.listForWorkspace(ws, { states: ['PENDING'] }, 10))).toEqual([t3.id, t1.id]);
       const [first] = await tasks.listForWorkspace(ws, {}, 1);
       expect(first.deploymentName).toBe('b');
-      expect(ids(await tasks.listForWorkspace(ws, { before: { createdAt: first.createdAt.toISOString(), id: first.id } }, 10))).toEqual([t2.id, t1.id]);
+      expect(ids(await tasks.listForWorkspace(ws, { before: { createdAt: first.createdAt.toISOString(), id: first.id } }, 10))).toEqual([
+        t2.id,
+        t1.id,
+      ]);
     });
   });
 
@@ -218,11 +286,18 @@ describe('TasksRepository', () => {
     it('claims due callbacks with the task and its result, and records a delivery', async () => {
       const t = await dueCallback();
       const notYet = await task({ callbackUrl: 'http://cb' });
-      await db.query(`UPDATE tasks SET callback_state = 'pending', callback_next_at = now() + interval '1 hour' WHERE id = $1`, [notYet.id]);
+      await db.query(`UPDATE tasks SET callback_state = 'pending', callback_next_at = now() + interval '1 hour' WHERE id = $1`, [
+        notYet.id,
+      ]);
       await tasks.claimCallbacksDue(1000, async (claim) => {
         expect(claim.tasks.map((c) => c.id)).toContain(t.id);
         expect(claim.tasks.map((c) => c.id)).not.toContain(notYet.id);
-        expect(claim.tasks.find((c) => c.id === t.id)).toMatchObject({ deploymentName: 'queue', result: { v: 1 }, callbackUrl: 'http://cb', callbackAttempts: 0 });
+        expect(claim.tasks.find((c) => c.id === t.id)).toMatchObject({
+          deploymentName: 'queue',
+          result: { v: 1 },
+          callbackUrl: 'http://cb',
+          callbackAttempts: 0,
+        });
         await claim.markDelivered(t.id, 1);
       });
       expect(await row(t.id)).toMatchObject({ callbackState: 'delivered', callbackAttempts: 1, callbackNextAt: null });

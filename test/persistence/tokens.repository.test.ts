@@ -20,7 +20,13 @@ afterAll(async () => {
 });
 
 const secret = () => `tern_${randomUUID().replaceAll('-', '')}`;
-const fields = (workspaceId: string, name = 'ci', value = secret()) => ({ workspaceId, name, role: 'member' as const, tokenHash: hashToken(value), prefix: value.slice(0, 8) });
+const fields = (workspaceId: string, name = 'ci', value = secret()) => ({
+  workspaceId,
+  name,
+  role: 'member' as const,
+  tokenHash: hashToken(value),
+  prefix: value.slice(0, 8),
+});
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -48,7 +54,15 @@ describe('TokensRepository', () => {
     const ws = await tokens.createWorkspace(`ws-${randomUUID()}`);
     const value = secret();
     const issued = await tokens.issue(fields(ws.id, 'ci', value));
-    expect(issued).toMatchObject({ id: expect.any(String), workspaceId: ws.id, name: 'ci', role: 'member', prefix: value.slice(0, 8), revokedAt: null, lastUsedAt: null });
+    expect(issued).toMatchObject({
+      id: expect.any(String),
+      workspaceId: ws.id,
+      name: 'ci',
+      role: 'member',
+      prefix: value.slice(0, 8),
+      revokedAt: null,
+      lastUsedAt: null,
+    });
     const found = await tokens.findActiveByHash(hashToken(value));
     expect(found).toMatchObject({ id: issued.id, workspace: { name: ws.name } });
     expect(await tokens.findActiveByHash(hashToken(secret()))).toBeNull();
@@ -85,6 +99,8 @@ describe('TokensRepository', () => {
     expect(installed.filter(Boolean)).toHaveLength(1);
     expect(await tokens.ensureWorkspaceToken(name, token)).toBe(false);
     const ws = await db.getRepository(Workspace).findOneByOrFail({ name });
-    expect(await db.getRepository(ApiToken).findBy({ workspaceId: ws.id })).toEqual([expect.objectContaining({ role: 'admin', name: 'admin (bootstrap)' })]);
+    expect(await db.getRepository(ApiToken).findBy({ workspaceId: ws.id })).toEqual([
+      expect.objectContaining({ role: 'admin', name: 'admin (bootstrap)' }),
+    ]);
   });
 });

@@ -60,7 +60,14 @@ const task = (taskId: string) => db.getRepository(MeteredTask).findOneByOrFail({
 
 describe('UsageRepository', () => {
   describe('task attempts', () => {
-    const attempt = (taskId: string) => ({ taskId, attempt: 1, workspaceId: 'ws-1', deploymentId: 'dep-1', containerId: 'c-1', machineId: 'm-1' });
+    const attempt = (taskId: string) => ({
+      taskId,
+      attempt: 1,
+      workspaceId: 'ws-1',
+      deploymentId: 'dep-1',
+      containerId: 'c-1',
+      machineId: 'm-1',
+    });
 
     it('lets a completion beat a failure of the same attempt, whatever the order', async () => {
       const a = attempt(`t-${randomUUID()}`);
@@ -74,14 +81,24 @@ describe('UsageRepository', () => {
       await usage.recordTaskFinished(b, { outcome: 'failed', cause: 'timeout', durationMs: 9000, endedAt: '2026-01-01T00:00:09Z' });
       await usage.recordTaskFinished(b, { outcome: 'completed', cause: null, durationMs: 1500, endedAt: '2026-01-01T00:00:02Z' });
       await usage.recordTaskStarted(b, '2026-01-01T00:00:00Z');
-      expect(await task(b.taskId)).toMatchObject({ outcome: 'completed', cause: null, durationMs: 1500, startedAt: new Date('2026-01-01T00:00:00Z') });
+      expect(await task(b.taskId)).toMatchObject({
+        outcome: 'completed',
+        cause: null,
+        durationMs: 1500,
+        startedAt: new Date('2026-01-01T00:00:00Z'),
+      });
     });
 
     it('merges two reports of the same outcome to the longest duration and latest end', async () => {
       const a = attempt(`t-${randomUUID()}`);
       await usage.recordTaskFinished(a, { outcome: 'failed', cause: 'handler', durationMs: 100, endedAt: '2026-01-01T00:00:05Z' });
       await usage.recordTaskFinished(a, { outcome: 'failed', cause: 'timeout', durationMs: 300, endedAt: '2026-01-01T00:00:03Z' });
-      expect(await task(a.taskId)).toMatchObject({ outcome: 'failed', cause: 'handler', durationMs: 300, endedAt: new Date('2026-01-01T00:00:05Z') });
+      expect(await task(a.taskId)).toMatchObject({
+        outcome: 'failed',
+        cause: 'handler',
+        durationMs: 300,
+        endedAt: new Date('2026-01-01T00:00:05Z'),
+      });
     });
   });
 
@@ -89,7 +106,13 @@ describe('UsageRepository', () => {
     it('keeps the earliest start and the earliest end, whatever the order', async () => {
       const c = identity();
       const ended = await usage.recordContainerEnded(c, '2026-01-01T01:00:00Z', 'stopped');
-      expect(ended).toMatchObject({ containerId: c.containerId, startedAt: null, endedAt: new Date('2026-01-01T01:00:00Z'), cpuMillicores: null, memoryBytes: null });
+      expect(ended).toMatchObject({
+        containerId: c.containerId,
+        startedAt: null,
+        endedAt: new Date('2026-01-01T01:00:00Z'),
+        cpuMillicores: null,
+        memoryBytes: null,
+      });
       const started = await usage.recordContainerStarted(c, allotment, '2026-01-01T00:00:00Z');
       expect(started).toEqual({
         ...c,
@@ -186,7 +209,7 @@ describe('UsageRepository', () => {
       await usage.upsertSlices([], true);
     });
 
-    it('removes a container\'s slices and says what they were', async () => {
+    it("removes a container's slices and says what they were", async () => {
       const c = `c-${randomUUID()}`;
       await usage.upsertSlices([slice(c, '00', 3600), slice(c, '01', 60)], false);
       const removed = await usage.removeSlicesOf(c);
@@ -207,20 +230,46 @@ describe('UsageRepository', () => {
       ws = await db.getRepository(Workspace).save({ name: `report-${randomUUID()}` });
       dep = await db.getRepository(Deployment).save({ workspaceId: ws.id, name: 'model', kind: 'task_queue' });
       const at = (hour: string) => ({ periodStart: `${day}T${hour}:00:00.000Z`, periodEnd: `${day}T${hour}:30:00.000Z` });
-      const base = { workspaceId: ws.id, deploymentId: dep.id, gpuType: 'H100', gpuCount: 2, cpuMillicores: 1000, memoryBytes: 2 ** 30, seconds: 1800 };
+      const base = {
+        workspaceId: ws.id,
+        deploymentId: dep.id,
+        gpuType: 'H100',
+        gpuCount: 2,
+        cpuMillicores: 1000,
+        memoryBytes: 2 ** 30,
+        seconds: 1800,
+      };
       await usage.upsertSlices(
         [
           { ...slice('r-1', '00', 1800, base), eventId: 'r-1:0', containerId: 'r-1', machineId: 'm-r1', ...at('00') },
           { ...slice('r-1', '01', 1800, base), eventId: 'r-1:1', containerId: 'r-1', machineId: 'm-r1', ...at('01') },
-          { ...slice('r-2', '00', 1800, base), eventId: 'r-2:0', containerId: 'r-2', machineId: 'm-r2', gpuCount: 0, gpuType: null, ...at('00') },
+          {
+            ...slice('r-2', '00', 1800, base),
+            eventId: 'r-2:0',
+            containerId: 'r-2',
+            machineId: 'm-r2',
+            gpuCount: 0,
+            gpuType: null,
+            ...at('00'),
+          },
         ],
         true,
       );
       // The tasks' GPU type comes from their container's allotment.
-      await usage.recordContainerStarted({ ...identity('r-1', ws.id, 'm-r1'), deploymentId: dep.id }, { ...allotment, gpuCount: 2 }, `${day}T00:00:00Z`);
+      await usage.recordContainerStarted(
+        { ...identity('r-1', ws.id, 'm-r1'), deploymentId: dep.id },
+        { ...allotment, gpuCount: 2 },
+        `${day}T00:00:00Z`,
+      );
       const attempt = { attempt: 1, workspaceId: ws.id, deploymentId: dep.id, containerId: 'r-1', machineId: 'm-r1' };
-      await usage.recordTaskFinished({ ...attempt, taskId: `rt-${randomUUID()}` }, { outcome: 'completed', cause: null, durationMs: 2000, endedAt: `${day}T00:10:00Z` });
-      await usage.recordTaskFinished({ ...attempt, taskId: `rt-${randomUUID()}` }, { outcome: 'failed', cause: 'handler', durationMs: 1000, endedAt: `${day}T01:10:00Z` });
+      await usage.recordTaskFinished(
+        { ...attempt, taskId: `rt-${randomUUID()}` },
+        { outcome: 'completed', cause: null, durationMs: 2000, endedAt: `${day}T00:10:00Z` },
+      );
+      await usage.recordTaskFinished(
+        { ...attempt, taskId: `rt-${randomUUID()}` },
+        { outcome: 'failed', cause: 'handler', durationMs: 1000, endedAt: `${day}T01:10:00Z` },
+      );
       const reputation = new ReputationRepository(db);
       await reputation.appendScores([{ machineId: 'm-r1', score: 0.8, components: {} }], new Date(`${day}T00:00:00Z`));
       await reputation.appendScores([{ machineId: 'm-r1', score: 0.2, components: {} }], new Date(`${day}T12:00:00Z`));
@@ -248,7 +297,13 @@ describe('UsageRepository', () => {
     });
 
     it('buckets by hour, prorates slices cut by the window and keys GPU groups by type', async () => {
-      const rows = await usage.report({ from: new Date(`${day}T00:15:00Z`), to: window.to, groupBy: 'gpu', bucket: 'hour', workspaceId: ws.id });
+      const rows = await usage.report({
+        from: new Date(`${day}T00:15:00Z`),
+        to: window.to,
+        groupBy: 'gpu',
+        bucket: 'hour',
+        workspaceId: ws.id,
+      });
       expect(rows.map((r) => [r.periodStart, r.group, r.containerSeconds, r.tasksCompleted, r.tasksFailed])).toEqual([
         [`${day}T00:00:00.000Z`, 'H100', 900, 0, 0],
         [`${day}T00:00:00.000Z`, 'none', 900, 0, 0],
@@ -259,7 +314,7 @@ describe('UsageRepository', () => {
       expect(await usage.report({ ...window, groupBy: 'workspace', bucket: null, workspaceId: 'ws-none' })).toEqual([]);
     });
 
-    it('gives each machine\'s GPU seconds with its score as of the window\'s end', async () => {
+    it("gives each machine's GPU seconds with its score as of the window's end", async () => {
       const served = await usage.gpuSecondsByMachine(window.from, window.to);
       expect(served.filter((m) => m.machineId.startsWith('m-r')).sort((a, b) => a.machineId.localeCompare(b.machineId))).toEqual([
         { machineId: 'm-r1', gpuSeconds: 2 * 1800 * 2, score: 0.8 },

@@ -1,6 +1,14 @@
 import type pg from 'pg';
 import type { Subscription } from '@nats-io/transport-node';
-import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CONTAINER_READY, CONTAINER_STARTED, CONTAINER_STOPPED, type ContainerStart, type ResolvedSpec } from '#tern/contracts';
+import {
+  AGENT_CONTAINER_START,
+  AGENT_CONTAINER_STOP,
+  CONTAINER_READY,
+  CONTAINER_STARTED,
+  CONTAINER_STOPPED,
+  type ContainerStart,
+  type ResolvedSpec,
+} from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
 
 export const GiB = 2 ** 30;
@@ -44,25 +52,44 @@ export class FakeAgent {
     private readonly messaging: Messaging,
   ) {
     this.subs.push(
-      messaging.serve(AGENT_CONTAINER_START, `agent-${machineId}`, (cmd) => {
-        if (this.refuse) return { accepted: false, reason: this.refuse };
-        this.starts.push(cmd);
-        this.announceUp(cmd).catch(() => undefined);
-        return { accepted: true };
-      }, [machineId]),
-      messaging.serve(AGENT_CONTAINER_STOP, `agent-${machineId}`, (cmd) => {
-        this.stops.push(cmd.containerId);
-        const start = this.starts.find((s) => s.containerId === cmd.containerId);
-        if (start) {
-          this.messaging.publish(CONTAINER_STOPPED, { ...this.event(start), exitCode: 0, oomKilled: false, reason: cmd.reason }).catch(() => undefined);
-        }
-        return { accepted: true };
-      }, [machineId]),
+      messaging.serve(
+        AGENT_CONTAINER_START,
+        `agent-${machineId}`,
+        (cmd) => {
+          if (this.refuse) return { accepted: false, reason: this.refuse };
+          this.starts.push(cmd);
+          this.announceUp(cmd).catch(() => undefined);
+          return { accepted: true };
+        },
+        [machineId],
+      ),
+      messaging.serve(
+        AGENT_CONTAINER_STOP,
+        `agent-${machineId}`,
+        (cmd) => {
+          this.stops.push(cmd.containerId);
+          const start = this.starts.find((s) => s.containerId === cmd.containerId);
+          if (start) {
+            this.messaging
+              .publish(CONTAINER_STOPPED, { ...this.event(start), exitCode: 0, oomKilled: false, reason: cmd.reason })
+              .catch(() => undefined);
+          }
+          return { accepted: true };
+        },
+        [machineId],
+      ),
     );
   }
 
   private event(cmd: ContainerStart) {
-    return { containerId: cmd.containerId, deploymentId: cmd.deploymentId, deploymentVersion: cmd.deploymentVersion, workspaceId: cmd.workspaceId, machineId: this.machineId, at: new Date().toISOString() };
+    return {
+      containerId: cmd.containerId,
+      deploymentId: cmd.deploymentId,
+      deploymentVersion: cmd.deploymentVersion,
+      workspaceId: cmd.workspaceId,
+      machineId: this.machineId,
+      at: new Date().toISOString(),
+    };
   }
 
   private async announceUp(cmd: ContainerStart) {
@@ -75,7 +102,11 @@ export class FakeAgent {
   }
 }
 
-export async function addMachine(db: pg.Client, id: string, opts: { pool?: string; cpus?: number; memoryGiB?: number; gpus?: string[] } = {}) {
+export async function addMachine(
+  db: pg.Client,
+  id: string,
+  opts: { pool?: string; cpus?: number; memoryGiB?: number; gpus?: string[] } = {},
+) {
   const gpus = (opts.gpus ?? []).map((model, index) => ({ index, model, memoryBytes: 80 * GiB }));
   await db.query(
     `INSERT INTO machines (id, pool, state, cpu_threads, memory_bytes, gpus, last_heartbeat_at) VALUES ($1, $2, 'ready', $3, $4, $5::jsonb, now() + interval '1 hour')`,

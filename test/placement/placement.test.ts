@@ -31,12 +31,26 @@ describe('placement', () => {
     return a;
   };
   const deploy = async (name: string, s: ResolvedSpec) => {
-    const id = (await db.query(`INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`, [workspaceId, name])).rows[0].id;
+    const id = (
+      await db.query(
+        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`,
+        [workspaceId, name],
+      )
+    ).rows[0].id;
     await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
     return id as string;
   };
-  const scale = (deploymentId: string, desired: number, idleContainers: string[] = [], issuedAt = new Date((issued += 1000)).toISOString()) =>
-    messaging.publish(SCALE_COMMAND, { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers, issuedAt }, { tokens: [deploymentId] });
+  const scale = (
+    deploymentId: string,
+    desired: number,
+    idleContainers: string[] = [],
+    issuedAt = new Date((issued += 1000)).toISOString(),
+  ) =>
+    messaging.publish(
+      SCALE_COMMAND,
+      { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers, issuedAt },
+      { tokens: [deploymentId] },
+    );
   const containers = async (deploymentId: string, states = ['scheduled', 'starting', 'running']) =>
     (
       await db.query(
@@ -44,7 +58,8 @@ describe('placement', () => {
         [deploymentId, states],
       )
     ).rows;
-  const version = async (deploymentId: string) => (await db.query(`SELECT * FROM deployment_versions WHERE deployment_id = $1`, [deploymentId])).rows[0];
+  const version = async (deploymentId: string) =>
+    (await db.query(`SELECT * FROM deployment_versions WHERE deployment_id = $1`, [deploymentId])).rows[0];
   const routes = async (deploymentId: string) => {
     const kv = await messaging.kv({ name: ROUTES_BUCKET.name });
     const out: RouteRecord[] = [];
@@ -160,7 +175,9 @@ describe('placement', () => {
     expect(await containers(id, ['scheduled', 'starting', 'running', 'failed'])).toEqual([]);
 
     // The machine gains an A100: the reason clears once placed (after the back-off).
-    await db.query(`UPDATE machines SET gpus = gpus || '[{"index": 1, "model": "NVIDIA A100-SXM4-80GB", "memoryBytes": 1}]'::jsonb WHERE id = 'gpu-1'`);
+    await db.query(
+      `UPDATE machines SET gpus = gpus || '[{"index": 1, "model": "NVIDIA A100-SXM4-80GB", "memoryBytes": 1}]'::jsonb WHERE id = 'gpu-1'`,
+    );
     await waitFor('placed', async () => (await routes(id)).length === 1, 40_000);
     expect((await version(id)).placement_reason).toBeNull();
     expect((await containers(id))[0].requested).toMatchObject({ gpuCount: 1, gpu: 'A100', gpuIndexes: [1] });

@@ -26,7 +26,11 @@ export class MachineEvents {
 
   async joined(machineId: string, pool: string, at: Date) {
     const changedAt = at.toISOString();
-    await this.messaging.publish(MACHINE_STATE_CHANGED, { machineId, pool, from: 'registered', to: 'ready', reason: 'first heartbeat', changedAt }, { msgId: machineStateChangedMsgId({ machineId, to: 'ready', changedAt }) });
+    await this.messaging.publish(
+      MACHINE_STATE_CHANGED,
+      { machineId, pool, from: 'registered', to: 'ready', reason: 'first heartbeat', changedAt },
+      { msgId: machineStateChangedMsgId({ machineId, to: 'ready', changedAt }) },
+    );
     await this.messaging.publish(MACHINE_NETWORK_TESTED, {
       machineId,
       nats: { throughputMbps: 900, latencyMs: 4 },
@@ -37,7 +41,11 @@ export class MachineEvents {
 
   async stateChanged(machineId: string, pool: string, to: MachineState, at: Date) {
     const changedAt = at.toISOString();
-    await this.messaging.publish(MACHINE_STATE_CHANGED, { machineId, pool, from: null, to, reason: 'test', changedAt }, { msgId: machineStateChangedMsgId({ machineId, to, changedAt }) });
+    await this.messaging.publish(
+      MACHINE_STATE_CHANGED,
+      { machineId, pool, from: null, to, reason: 'test', changedAt },
+      { msgId: machineStateChangedMsgId({ machineId, to, changedAt }) },
+    );
   }
 
   /** A live heartbeat, as the agent sends it (sequence gaps are beats it skipped). */
@@ -69,9 +77,20 @@ export class MachineEvents {
       const base = { taskId: `t-${randomUUID()}`, deploymentId, workspaceId: this.workspaceId, containerId, machineId, attempt: 1 };
       const at = new Date().toISOString();
       if (failEvery > 0 && i % failEvery === 0) {
-        await this.messaging.publish(TASK_FAILED, { ...base, cause: 'error', error: 'ValueError: boom', willRetry: false, durationMs: 20, failedAt: at });
+        await this.messaging.publish(TASK_FAILED, {
+          ...base,
+          cause: 'error',
+          error: 'ValueError: boom',
+          willRetry: false,
+          durationMs: 20,
+          failedAt: at,
+        });
       } else {
-        await this.messaging.publish(TASK_COMPLETED, { ...base, durationMs: 20, result: { ok: true }, completedAt: at }, { msgId: base.taskId });
+        await this.messaging.publish(
+          TASK_COMPLETED,
+          { ...base, durationMs: 20, result: { ok: true }, completedAt: at },
+          { msgId: base.taskId },
+        );
       }
     }
   }

@@ -46,10 +46,22 @@ describe('placement by stored reputation', () => {
       `INSERT INTO reputation_scores (machine_id, score, computed_at) VALUES ('m-good', 0.9, now()), ('m-bad', 0.95, now() - interval '1 day'), ('m-bad', 0.5, now())`,
     );
     const workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
-    const id = (await db.query(`INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'picky', 'endpoint', 'ready', 1) RETURNING id`, [workspaceId])).rows[0].id;
-    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(spec({ minReputation: 0.7 }))]);
+    const id = (
+      await db.query(
+        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'picky', 'endpoint', 'ready', 1) RETURNING id`,
+        [workspaceId],
+      )
+    ).rows[0].id;
+    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [
+      id,
+      JSON.stringify(spec({ minReputation: 0.7 })),
+    ]);
 
-    await messaging.publish(SCALE_COMMAND, { deploymentId: id, deploymentVersion: 1, desired: 2, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() }, { tokens: [id] });
+    await messaging.publish(
+      SCALE_COMMAND,
+      { deploymentId: id, deploymentVersion: 1, desired: 2, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() },
+      { tokens: [id] },
+    );
     const placed = await waitFor('two routes', async () => {
       const kv = await messaging.kv({ name: ROUTES_BUCKET.name });
       const out: RouteRecord[] = [];

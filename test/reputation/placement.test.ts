@@ -26,12 +26,21 @@ describe('placement by reputation', () => {
   let mid: number;
 
   const deploy = async (name: string, s: ResolvedSpec) => {
-    const id = (await db.query(`INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`, [workspaceId, name])).rows[0].id;
+    const id = (
+      await db.query(
+        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`,
+        [workspaceId, name],
+      )
+    ).rows[0].id;
     await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
     return id as string;
   };
   const scale = (deploymentId: string, desired: number) =>
-    messaging.publish(SCALE_COMMAND, { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() }, { tokens: [deploymentId] });
+    messaging.publish(
+      SCALE_COMMAND,
+      { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() },
+      { tokens: [deploymentId] },
+    );
   const routes = async (deploymentId: string) => {
     const kv = await messaging.kv({ name: ROUTES_BUCKET.name });
     const out: RouteRecord[] = [];
@@ -50,7 +59,10 @@ describe('placement by reputation', () => {
     schema = await createTestSchema('repplace');
     ns = new Namespace(uniqueName('repplace'));
     for (const name of ['reputation', 'scheduler']) {
-      const s = new ServiceProcess(name, testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' })).start();
+      const s = new ServiceProcess(
+        name,
+        testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' }),
+      ).start();
       services.push(s);
     }
     await Promise.all(services.map((s) => s.ready()));
@@ -122,7 +134,15 @@ describe('placement by reputation', () => {
     // Above both scores: nothing fits, and the reason says so.
     const strict = await deploy('strict', spec({ pool: 'rep', minReputation: 0.999 }));
     await scale(strict, 1);
-    const reason = await waitFor('a placement reason', async () => (await db.query(`SELECT placement_reason FROM deployment_versions dv JOIN deployments d ON d.id = dv.deployment_id WHERE d.name = 'strict'`)).rows[0]?.placement_reason);
+    const reason = await waitFor(
+      'a placement reason',
+      async () =>
+        (
+          await db.query(
+            `SELECT placement_reason FROM deployment_versions dv JOIN deployments d ON d.id = dv.deployment_id WHERE d.name = 'strict'`,
+          )
+        ).rows[0]?.placement_reason,
+    );
     expect(reason).toMatch(/^no machine in pool rep has the minimum reputation 0\.999: the best is 0\.\d+ \(m-good\)$/);
   });
 });

@@ -28,7 +28,10 @@ describe('reputation service', () => {
   let httpPort: number;
   const start = async () => {
     httpPort = await freePort();
-    service = new ServiceProcess('reputation', testEnv(schema, ns.name, { HTTP_PORT: String(httpPort), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' })).start();
+    service = new ServiceProcess(
+      'reputation',
+      testEnv(schema, ns.name, { HTTP_PORT: String(httpPort), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' }),
+    ).start();
     await service.ready();
   };
   const record = async (machineId: string) =>
@@ -59,7 +62,7 @@ describe('reputation service', () => {
     await deleteNamespaces(ns.name);
   });
 
-  it('scores the machine that fails half of a deployment\'s tasks below the one where it succeeds', async () => {
+  it("scores the machine that fails half of a deployment's tasks below the one where it succeeds", async () => {
     const joined = new Date(Date.now() - 3600_000);
     await events.joined('m-good', 'default', joined);
     await events.joined('m-bad', 'default', joined);
@@ -118,12 +121,17 @@ describe('reputation service', () => {
 
   it('shows in the machines API and the CLI, with components and history', async () => {
     const port = await freePort();
-    const gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
+    const gateway = new ServiceProcess(
+      'gateway',
+      testEnv(schema, ns.name, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN }),
+    ).start();
     try {
       await gateway.ready();
       const base = `http://127.0.0.1:${port}`;
       const call = client(base);
-      await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m-good', 'default', 'ready'), ('m-bad', 'default', 'ready'), ('m-new', 'default', 'registered')`);
+      await db.query(
+        `INSERT INTO machines (id, pool, state) VALUES ('m-good', 'default', 'ready'), ('m-bad', 'default', 'ready'), ('m-new', 'default', 'registered')`,
+      );
       const current = (await reputationEntry(messaging, 'm-bad'))!;
 
       const list = await call('GET', '/api/v1/machines', ADMIN);
@@ -135,17 +143,30 @@ describe('reputation service', () => {
 
       const rep = await call('GET', '/api/v1/machines/m-bad/reputation?limit=2', ADMIN);
       expect(rep.status).toBe(200);
-      expect(rep.body).toMatchObject({ machineId: 'm-bad', score: current.score, components: current.components, computedAt: current.computedAt });
+      expect(rep.body).toMatchObject({
+        machineId: 'm-bad',
+        score: current.score,
+        components: current.components,
+        computedAt: current.computedAt,
+      });
       expect(rep.body.history.length).toBeGreaterThanOrEqual(1);
       expect(rep.body.history.length).toBeLessThanOrEqual(2);
       expect(rep.body.history[0].score).toBe(current.score);
       const future = await call('GET', `/api/v1/machines/m-bad/reputation?from=${new Date(Date.now() + 60_000).toISOString()}`, ADMIN);
       expect(future.body.history).toEqual([]);
-      expect((await call('GET', '/api/v1/machines/m-new/reputation', ADMIN)).body).toEqual({ machineId: 'm-new', score: null, components: null, computedAt: null, history: [] });
+      expect((await call('GET', '/api/v1/machines/m-new/reputation', ADMIN)).body).toEqual({
+        machineId: 'm-new',
+        score: null,
+        components: null,
+        computedAt: null,
+        history: [],
+      });
       expect((await call('GET', '/api/v1/machines/nope/reputation', ADMIN)).status).toBe(404);
       const bad = await call('GET', '/api/v1/machines/m-bad/reputation?limit=0&from=yesterday', ADMIN);
       expect(bad.status).toBe(400);
-      expect(bad.body.message).toEqual(expect.arrayContaining(['limit must be a whole number from 1 to 1000', 'from must be an ISO 8601 date, e.g. 2026-01-01T00:00:00Z']));
+      expect(bad.body.message).toEqual(
+        expect.arrayContaining(['limit must be a whole number from 1 to 1000', 'from must be an ISO 8601 date, e.g. 2026-01-01T00:00:00Z']),
+      );
 
       const listed = await tern(['machine', 'list'], base, ADMIN);
       expect(listed.stdout).toMatch(/REPUTATION/);

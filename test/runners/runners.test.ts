@@ -135,7 +135,12 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
       arrivals.push(Date.now());
       text += Buffer.from(chunk).toString();
     }
-    expect(text.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
+    expect(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }]);
     // Chunks arrive as the generator yields them, not all at the end.
     expect(arrivals.length).toBeGreaterThan(1);
 

@@ -28,8 +28,21 @@ async function buildLayout(dir: string): Promise<string> {
   await execa('umoci', ['new', '--image', image]);
   for (const d of await readdir(stage)) await execa('umoci', ['insert', '--image', image, join(stage, d), `/${d}`]);
   await execa('umoci', [
-    'config', '--image', image, '--config.env', 'GREETING=hi', '--config.user', 'app', '--config.workingdir', '/etc',
-    '--config.cmd', '/bin/sh', '--config.cmd', '-c', '--config.cmd', 'read m < msg; echo "$GREETING $m $(pwd)"; exit 5',
+    'config',
+    '--image',
+    image,
+    '--config.env',
+    'GREETING=hi',
+    '--config.user',
+    'app',
+    '--config.workingdir',
+    '/etc',
+    '--config.cmd',
+    '/bin/sh',
+    '--config.cmd',
+    '-c',
+    '--config.cmd',
+    'read m < msg; echo "$GREETING $m $(pwd)"; exit 5',
   ]);
   return layout;
 }

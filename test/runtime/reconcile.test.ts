@@ -37,14 +37,25 @@ describeRunc('reconcile after the owning process dies', () => {
   it('keeps containers running past the owner’s death; a new instance adopts or kills each, leaving none unknown', async () => {
     const ticker = "process.on('SIGTERM', () => process.exit(0)); setInterval(() => console.log('tick'), 100)";
     const wanted: ContainerSpec = { id: containerId('wanted'), image: 'host', args: ['node', '-e', ticker], labels: { deployment: 'd1' } };
-    const orphan: ContainerSpec = { id: containerId('orphan'), image: 'host', args: ['node', '-e', ticker], labels: { deployment: 'gone' } };
+    const orphan: ContainerSpec = {
+      id: containerId('orphan'),
+      image: 'host',
+      args: ['node', '-e', ticker],
+      labels: { deployment: 'gone' },
+    };
     const finisher: ContainerSpec = { id: containerId('finisher'), image: 'host', args: ['/bin/sh', '-c', 'sleep 1; exit 7'] };
 
     const ownerScript = join(sandbox.dir, 'owner.mjs');
     await writeFile(ownerScript, OWNER);
     const owner = spawn(
       process.execPath,
-      [ownerScript, pathToFileURL(lib.entry).href, sandbox.stateDir, join(sandbox.dir, 'images'), JSON.stringify([wanted, orphan, finisher])],
+      [
+        ownerScript,
+        pathToFileURL(lib.entry).href,
+        sandbox.stateDir,
+        join(sandbox.dir, 'images'),
+        JSON.stringify([wanted, orphan, finisher]),
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const [chunk] = (await once(owner.stdout!, 'data')) as [Buffer];
@@ -71,7 +82,11 @@ describeRunc('reconcile after the owning process dies', () => {
     expect(report.killed.map((k) => k.container.id)).toEqual([orphan.id]);
     expect(report.killed[0]!.exit).toMatchObject({ exitCode: 0 });
     expect(report.exited).toEqual([
-      expect.objectContaining({ container: expect.objectContaining({ id: finisher.id }), exit: expect.objectContaining({ exitCode: 7 }), removed: true }),
+      expect.objectContaining({
+        container: expect.objectContaining({ id: finisher.id }),
+        exit: expect.objectContaining({ exitCode: 7 }),
+        removed: true,
+      }),
     ]);
     expect((await restarted.list()).map((c) => c.id)).toEqual([wanted.id]);
 

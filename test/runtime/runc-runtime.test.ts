@@ -40,11 +40,7 @@ describeRunc('RuncRuntime with the host image', () => {
     });
     expect(started.port).toBeGreaterThan(0);
     const lines = (await collectLogs(sandbox.runtime, id)).map((l) => `${l.stream}:${l.line}`);
-    expect(lines).toEqual([
-      `stdout:greeting=hello port=${started.port} uid=65534`,
-      'stdout:volume=from the host',
-      'stdout:root=EROFS',
-    ]);
+    expect(lines).toEqual([`stdout:greeting=hello port=${started.port} uid=65534`, 'stdout:volume=from the host', 'stdout:root=EROFS']);
     expect(await sandbox.runtime.wait(id)).toMatchObject({ exitCode: 3, oomKilled: false });
     expect(await readFile(join(sandbox.volumeRoot, 'ws1', 'data', 'out.txt'), 'utf8')).toBe('from the container');
     const [listed] = (await sandbox.runtime.list()).filter((c) => c.id === id);
@@ -132,7 +128,11 @@ describeRunc('RuncRuntime with the host image', () => {
     await sandbox.runtime.start({
       id,
       image: 'host',
-      args: ['/bin/sh', '-c', 'cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/memory/memory.limit_in_bytes 2>&1 || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max'],
+      args: [
+        '/bin/sh',
+        '-c',
+        'cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/memory/memory.limit_in_bytes 2>&1 || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max',
+      ],
       cpuMillicores: 500,
       pidsLimit: 64,
       memoryBytes: 128 * 1024 * 1024,

@@ -45,7 +45,8 @@ export class RuntimeSandbox {
     // Last resort for anything list() could not attribute (no bundle, no annotations).
     const root = this.runtime.runcRoot;
     const r = await execa('runc', ['--root', root, 'list', '-q'], { reject: false });
-    for (const id of r.stdout.split('\n').filter(Boolean)) await execa('runc', ['--root', root, 'delete', '--force', id], { reject: false });
+    for (const id of r.stdout.split('\n').filter(Boolean))
+      await execa('runc', ['--root', root, 'delete', '--force', id], { reject: false });
     await rm(this.dir, { recursive: true, force: true });
   }
 }

@@ -34,10 +34,15 @@ describe('system health across the six services', () => {
     for (const name of SERVICE_NAMES) {
       const port = await freePort();
       if (name === 'gateway') base = `http://127.0.0.1:${port}`;
-      const env: Record<string, string> = testEnv(schema, namespace, { HTTP_PORT: name === 'agent' ? '0' : String(port), MACHINE_ID: 'local-1', POOL: 'default' });
+      const env: Record<string, string> = testEnv(schema, namespace, {
+        HTTP_PORT: name === 'agent' ? '0' : String(port),
+        MACHINE_ID: 'local-1',
+        POOL: 'default',
+      });
       // The agent learns NATS from its registration with the gateway, as `npm run up` runs it.
       if (name === 'gateway') env.BOOTSTRAP_ADMIN_TOKEN = ADMIN;
-      if (name === 'agent') Object.assign(env, { AGENT_GATEWAY_URL: base, AGENT_TOKEN: ADMIN, AGENT_STATE_DIR: agentState, AGENT_DASHBOARD: 'off' });
+      if (name === 'agent')
+        Object.assign(env, { AGENT_GATEWAY_URL: base, AGENT_TOKEN: ADMIN, AGENT_STATE_DIR: agentState, AGENT_DASHBOARD: 'off' });
       processes.set(name, new ServiceProcess(name, env).start());
     }
     await Promise.all([...processes.values()].map((p) => p.ready(90_000)));
@@ -71,10 +76,14 @@ describe('system health across the six services', () => {
       const victim = processes.get(name)!;
       await victim.kill('SIGKILL');
       const killedAt = Date.now();
-      await waitFor(`${name} reported down`, async () => {
-        const h = await health();
-        return name === 'agent' ? h.body.agents.length === 0 : h.body.services[name].status === 'down' && h.code === 503;
-      }, 10_000);
+      await waitFor(
+        `${name} reported down`,
+        async () => {
+          const h = await health();
+          return name === 'agent' ? h.body.agents.length === 0 : h.body.services[name].status === 'down' && h.code === 503;
+        },
+        10_000,
+      );
       expect(Date.now() - killedAt).toBeLessThan(10_000);
 
       const again = new ServiceProcess(name, victim.env).start();

@@ -64,7 +64,8 @@ export class ServiceProcess {
       const hit = this.records().find(test);
       if (hit) return hit;
       if (!this.running) throw new Error(`${this.name} exited before logging ${match}:\n${this.lines.slice(-20).join('\n')}`);
-      if (Date.now() > deadline) throw new Error(`${this.name} did not log ${match} in ${timeoutMs} ms:\n${this.lines.slice(-20).join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.name} did not log ${match} in ${timeoutMs} ms:\n${this.lines.slice(-20).join('\n')}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -27,6 +27,11 @@ export function containerInits(): ContainerInit[] {
     .filter(([, r]) => !runners.has(r.ppid))
     .map(([pid, r]) => ({
       pid,
-      env: Object.fromEntries(r.environ.split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+      env: Object.fromEntries(
+        r.environ
+          .split('\0')
+          .filter(Boolean)
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      ),
     }));
 }

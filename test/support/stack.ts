@@ -41,7 +41,8 @@ function removeContainers(ternHome: string) {
   for (const dir of readdirSync(agents)) {
     const root = join(agents, dir, 'runtime', 'runc');
     if (!existsSync(root)) continue;
-    const listed = JSON.parse(execFileSync('runc', ['--root', root, 'list', '--format', 'json'], { encoding: 'utf8' }) || '[]') as { id: string }[] | null;
+    const listed = JSON.parse(execFileSync('runc', ['--root', root, 'list', '--format', 'json'], { encoding: 'utf8' }) || '[]') as
+      { id: string }[] | null;
     for (const c of listed ?? []) execFileSync('runc', ['--root', root, 'delete', '--force', c.id]);
   }
 }

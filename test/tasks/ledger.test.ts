@@ -33,7 +33,12 @@ describe('task ledger (gateway)', () => {
     await db.connect();
     await db.query(`SET search_path TO "${schema.schema}"`);
     workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('ledger') RETURNING id`)).rows[0].id;
-    deploymentId = (await db.query(`INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'q', 'task_queue', 'ready', 1) RETURNING id`, [workspaceId])).rows[0].id;
+    deploymentId = (
+      await db.query(
+        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'q', 'task_queue', 'ready', 1) RETURNING id`,
+        [workspaceId],
+      )
+    ).rows[0].id;
   });
 
   afterAll(async () => {
@@ -46,16 +51,28 @@ describe('task ledger (gateway)', () => {
 
   async function task(): Promise<string> {
     const id = randomUUID();
-    await db.query(`INSERT INTO tasks (id, workspace_id, deployment_id, state, payload, max_retries, timeout_seconds) VALUES ($1, $2, $3, 'PENDING', '{}', 3, 60)`, [id, workspaceId, deploymentId]);
+    await db.query(
+      `INSERT INTO tasks (id, workspace_id, deployment_id, state, payload, max_retries, timeout_seconds) VALUES ($1, $2, $3, 'PENDING', '{}', 3, 60)`,
+      [id, workspaceId, deploymentId],
+    );
     return id;
   }
-  const row = async (id: string) => (await db.query(`SELECT state, attempts, result, error, machine_id FROM tasks WHERE id = $1`, [id])).rows[0];
+  const row = async (id: string) =>
+    (await db.query(`SELECT state, attempts, result, error, machine_id FROM tasks WHERE id = $1`, [id])).rows[0];
   const base = (taskId: string) => ({ taskId, deploymentId, deploymentVersion: 1, workspaceId, containerId: 'c-1', machineId: 'm-1' });
-  const started = (id: string, attempt: number) => messaging.publish(TASK_STARTED, { ...base(id), attempt, startedAt: new Date().toISOString() });
+  const started = (id: string, attempt: number) =>
+    messaging.publish(TASK_STARTED, { ...base(id), attempt, startedAt: new Date().toISOString() });
   const completed = (id: string, attempt: number, result: unknown, machineId = 'm-1') =>
     messaging.publish(TASK_COMPLETED, { ...base(id), machineId, attempt, durationMs: 5, result, completedAt: new Date().toISOString() });
   const failed = (id: string, attempt: number, willRetry: boolean, cause: 'error' | 'timeout' | 'container-lost' = 'error') =>
-    messaging.publish(TASK_FAILED, { ...base(id), attempt, cause, error: `boom ${attempt}`, willRetry, failedAt: new Date().toISOString() });
+    messaging.publish(TASK_FAILED, {
+      ...base(id),
+      attempt,
+      cause,
+      error: `boom ${attempt}`,
+      willRetry,
+      failedAt: new Date().toISOString(),
+    });
   const settled = (id: string, state: string) => waitFor(`task ${state}`, async () => (await row(id)).state === state, 10_000, 100);
 
   it('follows started → failed (retry) → started → completed', async () => {
@@ -122,7 +139,12 @@ describe('task ledger (gateway)', () => {
       `INSERT INTO tasks (id, workspace_id, deployment_id, state, payload, max_retries, timeout_seconds, created_at) VALUES ($1, $2, $3, 'PENDING', '{"n": 1}', 3, 60, now() - interval '10 seconds')`,
       [id, workspaceId, deploymentId],
     );
-    const sent = await waitFor('the sweep to send it', async () => (await db.query(`SELECT stream_seq FROM tasks WHERE id = $1 AND enqueued_at IS NOT NULL`, [id])).rows[0], 15_000, 200);
+    const sent = await waitFor(
+      'the sweep to send it',
+      async () => (await db.query(`SELECT stream_seq FROM tasks WHERE id = $1 AND enqueued_at IS NOT NULL`, [id])).rows[0],
+      15_000,
+      200,
+    );
     const jsm = await messaging.jsm();
     const msg = await jsm.streams.getMessage(ns.stream('TASKS'), { seq: Number(sent.stream_seq) });
     expect(msg?.json<{ taskId: string; payload: unknown }>()).toMatchObject({ taskId: id, payload: { n: 1 } });

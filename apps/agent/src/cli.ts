@@ -27,11 +27,17 @@ function stateDirOf(opts: { stateDir?: string }): string {
 
 function existing(stateDir: string): AgentConfigFile {
   const file = readConfigFile(stateDir);
-  if (!file) throw new AgentConfigError([`no configuration at ${configPath(stateDir)}: run \`tern-agent init --gateway URL --token TOKEN --pool POOL\` first`]);
+  if (!file)
+    throw new AgentConfigError([
+      `no configuration at ${configPath(stateDir)}: run \`tern-agent init --gateway URL --token TOKEN --pool POOL\` first`,
+    ]);
   return file;
 }
 
-const stateDirOption = ['--state-dir <dir>', 'where config.yaml and the agent\'s state live (default $AGENT_STATE_DIR or ~/.tern-agent)'] as const;
+const stateDirOption = [
+  '--state-dir <dir>',
+  "where config.yaml and the agent's state live (default $AGENT_STATE_DIR or ~/.tern-agent)",
+] as const;
 
 const program = new Command('tern-agent')
   .description(

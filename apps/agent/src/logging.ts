@@ -34,6 +34,9 @@ export function createAgentLogger(opts: AgentLogOptions): Pino {
   };
   return pino(
     { level: opts.level, base: { service: 'agent', pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime },
-    pino.multistream([{ level: opts.level as pino.Level, stream: file }, { level: 'info', stream: events }]),
+    pino.multistream([
+      { level: opts.level as pino.Level, stream: file },
+      { level: 'info', stream: events },
+    ]),
   );
 }

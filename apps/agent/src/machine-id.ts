@@ -13,6 +13,10 @@ export function defaultMachineId(): string {
   } catch {
     /* no machine-id (macOS, some containers): the host name alone */
   }
-  const name = hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-').slice(0, 48) || 'machine';
+  const name =
+    hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')
+      .slice(0, 48) || 'machine';
   return `${name}-${createHash('sha256').update(seed).digest('hex').slice(0, 8)}`;
 }

@@ -2,7 +2,13 @@ import { type INestApplication, Logger } from '@nestjs/common';
 import { resolve } from 'node:path';
 import { type Logger as Pino } from 'pino';
 import { ConfigError, loadConfig, TERN_VERSION, type TernConfig } from '#tern/config';
-import { JOIN_TOKEN_PREFIX, MACHINE_TOKEN_PREFIX, type MachineInventory, type MachineRegisterRequest, type MachineRegisterResponse } from '#tern/contracts';
+import {
+  JOIN_TOKEN_PREFIX,
+  MACHINE_TOKEN_PREFIX,
+  type MachineInventory,
+  type MachineRegisterRequest,
+  type MachineRegisterResponse,
+} from '#tern/contracts';
 import { connectNats } from '#tern/messaging';
 import { PinoLoggerService } from '#tern/observability';
 import { bootstrap } from '#tern/service';
@@ -14,7 +20,14 @@ import { createAgentLogger } from './logging.js';
 import { defaultMachineId } from './machine-id.js';
 import { REGISTER_BACKOFF, type RegisterOutcome, registerWithRetry } from './registration/register.js';
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
-import { AgentConfigError, type AgentConfigFile, defaultStateDir, readConfigFile, sha256, writeConfigFile } from './settings/config-file.js';
+import {
+  AgentConfigError,
+  type AgentConfigFile,
+  defaultStateDir,
+  readConfigFile,
+  sha256,
+  writeConfigFile,
+} from './settings/config-file.js';
 import { AgentState } from './state/agent-state.js';
 import { backoffMs, fireAndForget } from '#tern/timing';
 
@@ -31,8 +44,10 @@ export function tokenNamesMachine(token: string): boolean {
 
 /** What to do about a refused token, by its kind. */
 export function refusalAdvice(token: string): string {
-  const fresh = 'create a join token with `tern machine create --pool POOL` and run `tern-agent init --gateway URL --token TOKEN --pool POOL` again.';
-  if (token.startsWith(MACHINE_TOKEN_PREFIX)) return `This machine's token no longer works (the machine was removed, or the control plane lost it): ${fresh}`;
+  const fresh =
+    'create a join token with `tern machine create --pool POOL` and run `tern-agent init --gateway URL --token TOKEN --pool POOL` again.';
+  if (token.startsWith(MACHINE_TOKEN_PREFIX))
+    return `This machine's token no longer works (the machine was removed, or the control plane lost it): ${fresh}`;
   if (token.startsWith(JOIN_TOKEN_PREFIX)) return `A join token works once and expires: ${fresh}`;
   return `Check the token, or ${fresh}`;
 }
@@ -144,7 +159,9 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     if (JSON.stringify(next) === JSON.stringify(file)) return;
     try {
       const path = writeConfigFile(stateDir, next);
-      logger.info(newToken ? `saved this machine's token in ${path} (the token it registered with is not needed again)` : `updated ${path}`);
+      logger.info(
+        newToken ? `saved this machine's token in ${path} (the token it registered with is not needed again)` : `updated ${path}`,
+      );
     } catch (e) {
       logger.warn(`could not save ${stateDir}/config.yaml (${(e as Error).message}); the machine token lives only in memory`);
     }
@@ -152,7 +169,12 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
 
   const register = async (inv: MachineInventory, why: string): Promise<Extract<RegisterOutcome, { kind: 'registered' }>> => {
     const machineId = settings.machineId ?? (tokenNamesMachine(settings.token) ? undefined : defaultMachineId());
-    const request: MachineRegisterRequest = { pool: settings.pool, agentVersion: TERN_VERSION, inventory: inv, ...(machineId ? { machineId } : {}) };
+    const request: MachineRegisterRequest = {
+      pool: settings.pool,
+      agentVersion: TERN_VERSION,
+      inventory: inv,
+      ...(machineId ? { machineId } : {}),
+    };
     logger.info(
       `registering with ${settings.gatewayUrl} (${why}) as ${machineId ?? 'the machine the token names'} in pool ${settings.pool}, token from ${settings.tokenSource}`,
     );
@@ -178,7 +200,10 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     if (outcome.kind === 'refused') {
       logger.fatal({ status: outcome.status }, `the gateway refused this machine: ${outcome.message}`);
       const denied = outcome.status === 401 || outcome.status === 403;
-      await quit(denied ? EXIT_REFUSED : 1, `the gateway refused this machine (${outcome.status}: ${outcome.message}).${denied ? ` ${refusalAdvice(settings.token)}` : ''}`);
+      await quit(
+        denied ? EXIT_REFUSED : 1,
+        `the gateway refused this machine (${outcome.status}: ${outcome.message}).${denied ? ` ${refusalAdvice(settings.token)}` : ''}`,
+      );
     }
     if (outcome.kind !== 'registered') {
       await quit(0);
@@ -197,12 +222,18 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
 
   state.setPhase('registering');
   let answer = (await register(inventory, 'start-up')).response;
-  for (let attempt = 1; ; ) {
+  for (let attempt = 1; ;) {
     const config: TernConfig = {
       ...base,
       machineId: answer.machineId,
       pool: answer.pool,
-      nats: { servers: answer.nats.servers, namespace: answer.nats.namespace, user: answer.nats.user, pass: answer.nats.pass, token: answer.nats.token },
+      nats: {
+        servers: answer.nats.servers,
+        namespace: answer.nats.namespace,
+        user: answer.nats.user,
+        pass: answer.nats.pass,
+        token: answer.nats.token,
+      },
     };
 
     // Reach NATS before booting: Nest exits the process when a provider fails at start-up.

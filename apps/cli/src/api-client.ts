@@ -27,7 +27,10 @@ export class ApiClient {
         signal: AbortSignal.timeout(30_000),
       });
     } catch (e) {
-      throw new ApiError(0, `cannot reach the gateway at ${this.ctx.gateway} (${(e as Error).cause ?? (e as Error).message}); is it running? (npm run up)`);
+      throw new ApiError(
+        0,
+        `cannot reach the gateway at ${this.ctx.gateway} (${(e as Error).cause ?? (e as Error).message}); is it running? (npm run up)`,
+      );
     }
     const text = await response.text();
     let parsed: unknown = text;
@@ -38,7 +41,11 @@ export class ApiClient {
     }
     if (!response.ok && !okStatuses.includes(response.status)) {
       const message = (parsed as { message?: unknown })?.message;
-      throw new ApiError(response.status, `${response.status} ${Array.isArray(message) ? message.join('; ') : (message ?? response.statusText)}`, parsed);
+      throw new ApiError(
+        response.status,
+        `${response.status} ${Array.isArray(message) ? message.join('; ') : (message ?? response.statusText)}`,
+        parsed,
+      );
     }
     return { status: response.status, body: parsed as T };
   }

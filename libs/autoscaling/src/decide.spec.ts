@@ -35,7 +35,11 @@ function simulate(p: ScalingPolicy, loads: number[], tickSeconds = 1) {
       left -= k.inFlight;
       k.idle = k.inFlight > 0 ? 0 : k.idle + tickSeconds;
     }
-    const o = obs(load - left, left, containers.map((k) => c(k.id, k.inFlight, k.idle)));
+    const o = obs(
+      load - left,
+      left,
+      containers.map((k) => c(k.id, k.inFlight, k.idle)),
+    );
     const d = decide({ policy: p, previous }, o, tick * 1000);
     history.push(d);
     previous = d;

@@ -18,7 +18,10 @@ describe('combineLoads', () => {
   });
 
   it('drops reports older than 3 s (a gateway that went away)', () => {
-    const o = combineLoads([report('g1', { inFlight: 10, receivedAt: now - 3001 }), report('g2', { inFlight: 2, receivedAt: now - 2000 })], now);
+    const o = combineLoads(
+      [report('g1', { inFlight: 10, receivedAt: now - 3001 }), report('g2', { inFlight: 2, receivedAt: now - 2000 })],
+      now,
+    );
     expect(o.inFlight).toBe(2);
   });
 
@@ -26,7 +29,12 @@ describe('combineLoads', () => {
     const o = combineLoads(
       [
         report('g1', { containers: [{ containerId: 'c1', inFlight: 0, idleSeconds: 200 }] }),
-        report('g2', { containers: [{ containerId: 'c1', inFlight: 2, idleSeconds: 0 }, { containerId: 'c2', inFlight: 0, idleSeconds: 5 }] }),
+        report('g2', {
+          containers: [
+            { containerId: 'c1', inFlight: 2, idleSeconds: 0 },
+            { containerId: 'c2', inFlight: 0, idleSeconds: 5 },
+          ],
+        }),
       ],
       now,
     );
@@ -37,8 +45,13 @@ describe('combineLoads', () => {
   });
 
   it('weights the mean duration by in-flight requests, else averages the measured ones', () => {
-    expect(combineLoads([report('g1', { inFlight: 3, meanDurationMs: 1000 }), report('g2', { inFlight: 1, meanDurationMs: 5000 })], now).meanDurationMs).toBe(2000);
-    expect(combineLoads([report('g1', { meanDurationMs: 1000 }), report('g2', { meanDurationMs: 3000 }), report('g3')], now).meanDurationMs).toBe(2000);
+    expect(
+      combineLoads([report('g1', { inFlight: 3, meanDurationMs: 1000 }), report('g2', { inFlight: 1, meanDurationMs: 5000 })], now)
+        .meanDurationMs,
+    ).toBe(2000);
+    expect(
+      combineLoads([report('g1', { meanDurationMs: 1000 }), report('g2', { meanDurationMs: 3000 }), report('g3')], now).meanDurationMs,
+    ).toBe(2000);
   });
 
   it('observes nothing without reports', () => {

@@ -1,7 +1,13 @@
 import { ScalingMemory } from './memory.js';
 import type { Observation } from './observation.js';
 
-const at = (inFlight: number, buffered: number, fields: Partial<Observation> = {}): Observation => ({ inFlight, buffered, meanDurationMs: 0, containers: [], ...fields });
+const at = (inFlight: number, buffered: number, fields: Partial<Observation> = {}): Observation => ({
+  inFlight,
+  buffered,
+  meanDurationMs: 0,
+  containers: [],
+  ...fields,
+});
 const ready = (n: number) => Array.from({ length: n }, (_, i) => ({ containerId: `c${i}`, inFlight: 0, idleSeconds: 0 }));
 
 /** Feeds one observation per second from `from` (seconds), `arrivals[i]` arriving at tick i. */
@@ -82,7 +88,10 @@ describe('ScalingMemory: bursts', () => {
 
   it('does not take Poisson-like wobble for a burst', () => {
     const m = new ScalingMemory();
-    feed(m, Array.from({ length: 600 }, (_, i) => [2, 0, 3, 1, 4, 2, 1, 3][i % 8]));
+    feed(
+      m,
+      Array.from({ length: 600 }, (_, i) => [2, 0, 3, 1, 4, 2, 1, 3][i % 8]),
+    );
     expect(m.bursts).toHaveLength(0);
   });
 

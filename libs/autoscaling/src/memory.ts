@@ -124,7 +124,10 @@ export class ScalingMemory {
   expectedBurst(now: number): ExpectedBurst | undefined {
     const onsets = this.seen.map((b) => b.onsetAt);
     if (onsets.length < INTERVALS_NEEDED + 1) return undefined;
-    const intervals = onsets.slice(1).map((t, i) => t - onsets[i]).slice(-3);
+    const intervals = onsets
+      .slice(1)
+      .map((t, i) => t - onsets[i])
+      .slice(-3);
     const periodMs = median(intervals);
     const tolerance = Math.max(3000, 0.1 * periodMs);
     if (intervals.some((d) => Math.abs(d - periodMs) > tolerance)) return undefined;
@@ -169,7 +172,8 @@ export class ScalingMemory {
       this.current = { onsetAt: now, arrivals: 0, peakRate: panic, baseline: stable };
       this.seen.push(this.current);
       if (this.seen.length > BURSTS_KEPT) this.seen.shift();
-      for (const sample of this.samples) if (sample.at > now - this.panicWindowMs && sample.at < now) this.current.arrivals += this.markExcess(sample, stable, 1000);
+      for (const sample of this.samples)
+        if (sample.at > now - this.panicWindowMs && sample.at < now) this.current.arrivals += this.markExcess(sample, stable, 1000);
     }
     const b = this.current;
     if (!b) return;
@@ -189,7 +193,8 @@ export class ScalingMemory {
     let started = Math.max(0, ready - this.lastReady);
     while (started-- > 0 && this.askedAt.length) {
       const seconds = (now - this.askedAt.shift()!) / 1000;
-      this.coldStartSeconds = this.coldStartSeconds === undefined ? seconds : this.coldStartSeconds + 0.3 * (seconds - this.coldStartSeconds);
+      this.coldStartSeconds =
+        this.coldStartSeconds === undefined ? seconds : this.coldStartSeconds + 0.3 * (seconds - this.coldStartSeconds);
     }
     this.lastReady = ready;
   }

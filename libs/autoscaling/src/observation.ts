@@ -67,7 +67,12 @@ export function policyFor(spec: SpecScaling, latest: boolean): ScalingPolicy {
     tasksPerContainer: a.tasksPerContainer,
     desiredLatencySeconds: a.desiredLatencySeconds,
     ...(a.type === 'predictive'
-      ? { targetUtilization: a.targetUtilization, stableWindowSeconds: a.stableWindowSeconds, panicWindowSeconds: a.panicWindowSeconds, prewarm: a.prewarm }
+      ? {
+          targetUtilization: a.targetUtilization,
+          stableWindowSeconds: a.stableWindowSeconds,
+          panicWindowSeconds: a.panicWindowSeconds,
+          prewarm: a.prewarm,
+        }
       : {}),
     keepWarmSeconds: spec.keepWarmSeconds,
   };

@@ -100,7 +100,17 @@ describe('policyFor: predictive', () => {
   it('passes the predictive knobs through', () => {
     const spec = {
       keepWarmSeconds: 10,
-      autoscaler: { type: 'predictive' as const, minContainers: 1, maxContainers: 4, tasksPerContainer: 2, desiredLatencySeconds: 5, targetUtilization: 0.7, stableWindowSeconds: 90, panicWindowSeconds: 9, prewarm: false },
+      autoscaler: {
+        type: 'predictive' as const,
+        minContainers: 1,
+        maxContainers: 4,
+        tasksPerContainer: 2,
+        desiredLatencySeconds: 5,
+        targetUtilization: 0.7,
+        stableWindowSeconds: 90,
+        panicWindowSeconds: 9,
+        prewarm: false,
+      },
     };
     expect(policyFor(spec, true)).toEqual({ ...spec.autoscaler, keepWarmSeconds: 10 });
   });

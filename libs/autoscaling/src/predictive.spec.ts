@@ -3,9 +3,23 @@ import { ScalingMemory } from './memory.js';
 import type { Observation, ScalingPolicy } from './observation.js';
 import { predictiveTarget } from './predictive.js';
 
-const policy: ScalingPolicy = { type: 'predictive', minContainers: 0, maxContainers: 50, tasksPerContainer: 4, desiredLatencySeconds: 10, keepWarmSeconds: 10 };
-const at = (inFlight: number, buffered: number, fields: Partial<Observation> = {}): Observation => ({ inFlight, buffered, meanDurationMs: 0, containers: [], ...fields });
-const ready = (n: number, busy = 0) => Array.from({ length: n }, (_, i) => ({ containerId: `c${i}`, inFlight: i < busy ? 1 : 0, idleSeconds: 0 }));
+const policy: ScalingPolicy = {
+  type: 'predictive',
+  minContainers: 0,
+  maxContainers: 50,
+  tasksPerContainer: 4,
+  desiredLatencySeconds: 10,
+  keepWarmSeconds: 10,
+};
+const at = (inFlight: number, buffered: number, fields: Partial<Observation> = {}): Observation => ({
+  inFlight,
+  buffered,
+  meanDurationMs: 0,
+  containers: [],
+  ...fields,
+});
+const ready = (n: number, busy = 0) =>
+  Array.from({ length: n }, (_, i) => ({ containerId: `c${i}`, inFlight: i < busy ? 1 : 0, idleSeconds: 0 }));
 
 /** Ticks a memory through `arrivals` (one per second) with 5 s tasks, nothing queued. */
 function learn(m: ScalingMemory, arrivals: readonly number[], from = 0) {

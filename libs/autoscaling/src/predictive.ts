@@ -40,7 +40,10 @@ export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: 
   const asks: [string, number][] = [[`now ${inFlight}+${buffered} queued`, Math.ceil((inFlight + buffered * queueWeight) / w)]];
   if (memory && service !== undefined) {
     const perContainer = w * utilization;
-    asks.push([`steady ${memory.baselineRate.toFixed(2)}/s × ${service.toFixed(1)} s`, Math.ceil((memory.baselineRate * service) / perContainer)]);
+    asks.push([
+      `steady ${memory.baselineRate.toFixed(2)}/s × ${service.toFixed(1)} s`,
+      Math.ceil((memory.baselineRate * service) / perContainer),
+    ]);
     if (memory.bursting) {
       const panic = Math.ceil((memory.panicRate * service) / perContainer);
       const held = Math.max(panic, memory.panicHeld ?? 0);
@@ -60,7 +63,10 @@ export function predictiveTarget(policy: ScalingPolicy, o: Observation, memory: 
       const forBurst = Math.min(Math.ceil(expected.arrivals / w), Math.max(1, Math.ceil((expected.arrivals * s) / (w * (latency + s)))));
       const steady = asks.length > 1 ? asks[1][1] : 0;
       const inSeconds = Math.round((expected.at - now) / 1000);
-      asks.push([`pre-warm for ~${Math.round(expected.arrivals)} arrivals in ${inSeconds} s (period ${Math.round(expected.periodMs / 1000)} s)`, steady + forBurst]);
+      asks.push([
+        `pre-warm for ~${Math.round(expected.arrivals)} arrivals in ${inSeconds} s (period ${Math.round(expected.periodMs / 1000)} s)`,
+        steady + forBurst,
+      ]);
     }
   }
   const [why, containers] = asks.reduce((best, a) => (a[1] > best[1] ? a : best));

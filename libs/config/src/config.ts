@@ -48,7 +48,10 @@ type Raw = Record<string, string | number | boolean | undefined>;
 const NAMESPACE = /^[A-Za-z0-9_-]+$/;
 
 function splitList(text: string): string[] {
-  return text.split(',').map((s) => s.trim()).filter(Boolean);
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function parseOne(spec: VariableSpec, service: ServiceName, env: NodeJS.ProcessEnv, problems: string[]) {

@@ -4,14 +4,7 @@
  */
 export type ServiceName = 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 'reputation' | 'agent';
 
-export const SERVICE_NAMES: readonly ServiceName[] = [
-  'gateway',
-  'scheduler',
-  'autoscaler',
-  'metering',
-  'reputation',
-  'agent',
-];
+export const SERVICE_NAMES: readonly ServiceName[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation', 'agent'];
 
 export type VariableKind = 'string' | 'url' | 'int' | 'bool' | 'enum';
 
@@ -108,8 +101,7 @@ export const VARIABLES = [
       agent: '0',
     },
     services: 'all',
-    description:
-      'HTTP port: the public API on the gateway, /health and /metrics on the others. 0 on the agent turns its endpoint off.',
+    description: 'HTTP port: the public API on the gateway, /health and /metrics on the others. 0 on the agent turns its endpoint off.',
   },
   {
     name: 'LOG_LEVEL',
@@ -131,8 +123,7 @@ export const VARIABLES = [
     name: 'BOOTSTRAP_ADMIN_TOKEN',
     kind: 'string',
     services: ['gateway'],
-    description:
-      'When set and no workspace exists yet, the gateway creates the "default" workspace with this admin token (stored hashed).',
+    description: 'When set and no workspace exists yet, the gateway creates the "default" workspace with this admin token (stored hashed).',
   },
   {
     name: 'SERVICE_PING_TIMEOUT_MS',
@@ -173,7 +164,8 @@ export const VARIABLES = [
     min: 2,
     max: 3600,
     services: ['gateway', 'scheduler', 'metering'],
-    description: 'A machine with no heartbeat for this long is marked offline (metering ends the usage of its containers this long before the scheduler gave up, at the last heartbeat).',
+    description:
+      'A machine with no heartbeat for this long is marked offline (metering ends the usage of its containers this long before the scheduler gave up, at the last heartbeat).',
   },
   {
     name: 'REPUTATION_RECOMPUTE_INTERVAL_MS',
@@ -182,7 +174,7 @@ export const VARIABLES = [
     min: 100,
     max: 600000,
     services: ['reputation'],
-    description: 'How often every machine\'s reputation is recomputed (also shortly after each event).',
+    description: "How often every machine's reputation is recomputed (also shortly after each event).",
   },
   {
     name: 'REPUTATION_HISTORY_INTERVAL_SECONDS',
@@ -218,13 +210,15 @@ export const VARIABLES = [
     min: 100,
     max: 300000,
     services: ['metering'],
-    description: 'How often metering writes the usage of running containers up to now, so usage is current and a crash loses at most this much unwritten accrual (which the next checkpoint or the stop event restores).',
+    description:
+      'How often metering writes the usage of running containers up to now, so usage is current and a crash loses at most this much unwritten accrual (which the next checkpoint or the stop event restores).',
   },
   {
     name: 'AGENT_STATE_DIR',
     kind: 'string',
     services: ['agent'],
-    description: 'Where the agent keeps config.yaml, container bundles, logs and volumes (default ~/.tern-agent; `tern-agent --state-dir`).',
+    description:
+      'Where the agent keeps config.yaml, container bundles, logs and volumes (default ~/.tern-agent; `tern-agent --state-dir`).',
   },
   {
     name: 'AGENT_GATEWAY_URL',
@@ -250,7 +244,8 @@ export const VARIABLES = [
     name: 'AGENT_RUNNERS_DIR',
     kind: 'string',
     services: ['agent'],
-    description: "Directory holding Tern's handler runners (python/tern_runner.py, node/tern-runner.mjs), bound read-only into handler containers at /tern/runners (default: the runners/ folder of the agent's installation).",
+    description:
+      "Directory holding Tern's handler runners (python/tern_runner.py, node/tern-runner.mjs), bound read-only into handler containers at /tern/runners (default: the runners/ folder of the agent's installation).",
   },
   {
     name: 'AGENT_DASHBOARD',

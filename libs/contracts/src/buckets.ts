@@ -43,7 +43,7 @@ export const CODE_BUCKET: BucketSpec = {
   name: 'code',
   owner: 'gateway',
   description:
-    'Object store of code bundles (tar.gz of the spec\'s folder; object name: the sha256 hex digest, the spec\'s `code` without its `sha256:` prefix). Put by the gateway on PUT /api/v1/code/sha256:<hex> after checking the digest, at most CODE_BUNDLE_MAX_BYTES; read by the agent, which caches bundles by digest and mounts them read-only at /app. Content-addressed, so never rewritten.',
+    "Object store of code bundles (tar.gz of the spec's folder; object name: the sha256 hex digest, the spec's `code` without its `sha256:` prefix). Put by the gateway on PUT /api/v1/code/sha256:<hex> after checking the digest, at most CODE_BUNDLE_MAX_BYTES; read by the agent, which caches bundles by digest and mounts them read-only at /app. Content-addressed, so never rewritten.",
 };
 
 /** Object store (not KV): task results too large for a row. */
@@ -61,7 +61,7 @@ export const AUTOSCALER_LEADER_BUCKET: BucketSpec = {
   name: 'autoscaler-leader',
   owner: 'autoscaler',
   description:
-    'A lease (key: leader; value: the holding replica id) so only one autoscaler replica publishes scale commands. Created if absent and refreshed every second with update(revision) by the holder; bucket-wide TTL of 5 s (NATS 2.9 has no per-key TTL), so a dead leader\'s lease lapses and another replica takes over.',
+    "A lease (key: leader; value: the holding replica id) so only one autoscaler replica publishes scale commands. Created if absent and refreshed every second with update(revision) by the holder; bucket-wide TTL of 5 s (NATS 2.9 has no per-key TTL), so a dead leader's lease lapses and another replica takes over.",
 };
 
 export const REPUTATION_BUCKET: BucketSpec = {

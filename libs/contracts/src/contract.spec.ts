@@ -72,7 +72,13 @@ describe('findContract', () => {
 
   it('maps every registered subject, filled in, back to its own contract', () => {
     for (const c of allContracts()) {
-      const filled = subjectFor(c, ...c.subject.split('.').filter((t) => t === '*').map((_, i) => `id${i}`));
+      const filled = subjectFor(
+        c,
+        ...c.subject
+          .split('.')
+          .filter((t) => t === '*')
+          .map((_, i) => `id${i}`),
+      );
       expect(findContract(filled)).toBe(c);
     }
   });
@@ -115,7 +121,11 @@ describe('the registry', () => {
   it('gives request contracts a reply class and no stream, and others no reply', () => {
     for (const c of contracts) {
       if (c.kind === 'request') {
-        expect({ subject: c.subject, reply: typeof c.reply, stream: c.stream }).toEqual({ subject: c.subject, reply: 'function', stream: undefined });
+        expect({ subject: c.subject, reply: typeof c.reply, stream: c.stream }).toEqual({
+          subject: c.subject,
+          reply: 'function',
+          stream: undefined,
+        });
       } else {
         expect({ subject: c.subject, reply: c.reply }).toEqual({ subject: c.subject, reply: undefined });
       }

@@ -1,6 +1,9 @@
 /** Lower-case alphanumeric words: "NVIDIA A100-SXM4-80GB" → nvidia, a100, sxm4, 80gb. */
 function words(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  return text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
 }
 
 /**

@@ -43,7 +43,15 @@ describe('describeFields', () => {
   it('reads types, optionality and rules from the validators, in source order', () => {
     const fields = describeFields(MACHINE_HEARTBEAT.payload);
     expect(fields.map((f) => f.name)).toEqual([
-      'machineId', 'pool', 'sentAt', 'sequence', 'cpuPercent', 'memoryPercent', 'gpus', 'runningContainers', 'agentVersion',
+      'machineId',
+      'pool',
+      'sentAt',
+      'sequence',
+      'cpuPercent',
+      'memoryPercent',
+      'gpus',
+      'runningContainers',
+      'agentVersion',
     ]);
     const byName = Object.fromEntries(fields.map((f) => [f.name, f]));
     expect(byName.sequence).toMatchObject({ type: 'integer', required: true, rules: ['≥ 0'] });

@@ -72,16 +72,18 @@ function streamsSection(): string {
 }
 
 function indexSection(contracts: Contract[]): string {
-  const rows = contracts.map((c) => [`\`${c.subject}\``, c.kind, transport(c), `\`${c.payload.name}\``, c.reply ? `\`${c.reply.name}\`` : '']);
+  const rows = contracts.map((c) => [
+    `\`${c.subject}\``,
+    c.kind,
+    transport(c),
+    `\`${c.payload.name}\``,
+    c.reply ? `\`${c.reply.name}\`` : '',
+  ]);
   return `## Index\n\n${table(['subject', 'kind', 'transport', 'payload', 'reply'], rows)}`;
 }
 
 function contractSection(c: Contract): string {
-  const head = [
-    `### \`${c.subject}\``,
-    [`- Kind: ${KIND_MEANING[c.kind]}`, `- Transport: ${transport(c)}`].join('\n'),
-    c.description,
-  ];
+  const head = [`### \`${c.subject}\``, [`- Kind: ${KIND_MEANING[c.kind]}`, `- Transport: ${transport(c)}`].join('\n'), c.description];
   const payload = classTables('Payload', c.payload);
   const reply = c.reply ? classTables('Reply', c.reply) : [];
   return [...head, ...payload, ...reply].join('\n\n');

@@ -101,9 +101,31 @@ describe('payload validation', () => {
     ['container stopped', CONTAINER_STOPPED, stopped],
     ['container stopped with an exit code', CONTAINER_STOPPED, { ...stopped, exitCode: 137, oomKilled: true, signal: undefined }],
     ['task item', TASK_ITEM, taskItem],
-    ['task completed with any JSON result', TASK_COMPLETED, { taskId: 't-1', deploymentId: 'd-1', workspaceId: 'w-1', containerId: 'c-1', machineId: 'm-1', attempt: 1, durationMs: 5, result: [1, 'two'], completedAt: at }],
-    ['machine state changed from nothing', MACHINE_STATE_CHANGED, { machineId: 'm-1', pool: 'p', from: null, to: 'pending', reason: 'created', changedAt: at }],
-    ['reputation score', REPUTATION_SCORE, { machineId: 'm-1', score: 0.93, components: { uptime: 0.99, taskSuccess: 0.9 }, computedAt: at }],
+    [
+      'task completed with any JSON result',
+      TASK_COMPLETED,
+      {
+        taskId: 't-1',
+        deploymentId: 'd-1',
+        workspaceId: 'w-1',
+        containerId: 'c-1',
+        machineId: 'm-1',
+        attempt: 1,
+        durationMs: 5,
+        result: [1, 'two'],
+        completedAt: at,
+      },
+    ],
+    [
+      'machine state changed from nothing',
+      MACHINE_STATE_CHANGED,
+      { machineId: 'm-1', pool: 'p', from: null, to: 'pending', reason: 'created', changedAt: at },
+    ],
+    [
+      'reputation score',
+      REPUTATION_SCORE,
+      { machineId: 'm-1', score: 0.93, components: { uptime: 0.99, taskSuccess: 0.9 }, computedAt: at },
+    ],
   ])('accepts a valid %s', async (_label, contract, sample) => {
     expect(await problems(contract as Contract, sample)).toEqual([]);
   });
@@ -158,8 +180,8 @@ describe('payload validation', () => {
 
   it('requires the task payload to be a JSON object and checks enums', async () => {
     expect(await problems(TASK_ITEM, { ...taskItem, payload: [1, 2] })).toEqual([expect.stringMatching(/^payload: /)]);
-    expect(await problems(MACHINE_STATE_CHANGED, { machineId: 'm-1', pool: 'p', from: 'ready', to: 'asleep', reason: 'r', changedAt: at })).toEqual([
-      expect.stringMatching(/^to: to must be one of the following values: pending, registered/),
-    ]);
+    expect(
+      await problems(MACHINE_STATE_CHANGED, { machineId: 'm-1', pool: 'p', from: 'ready', to: 'asleep', reason: 'r', changedAt: at }),
+    ).toEqual([expect.stringMatching(/^to: to must be one of the following values: pending, registered/)]);
   });
 });

@@ -26,7 +26,8 @@ export const STREAMS: Record<StreamName, StreamSpec> = {
     retention: 'limits',
     maxAgeSeconds: 30 * DAY,
     duplicateWindowSeconds: 120,
-    description: 'Facts: lifecycle events of machines, containers and tasks, scale decisions, usage and scores. Replayable (metering rebuilds totals from it).',
+    description:
+      'Facts: lifecycle events of machines, containers and tasks, scale decisions, usage and scores. Replayable (metering rebuilds totals from it).',
   },
   COMMANDS: {
     name: 'COMMANDS',

@@ -40,7 +40,8 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
       return nc;
     } catch (e) {
       const delay = backoffMs(failures, FIRST_CONNECT_BACKOFF);
-      if (Date.now() + delay > deadline) throw new Error(`cannot reach NATS at ${opts.servers.join(',')}: ${(e as Error).message}`, { cause: e });
+      if (Date.now() + delay > deadline)
+        throw new Error(`cannot reach NATS at ${opts.servers.join(',')}: ${(e as Error).message}`, { cause: e });
       logger.warn(`NATS not reachable at ${opts.servers.join(',')} (${(e as Error).message}); retrying in ${delay} ms`);
       await sleep(delay);
     }

@@ -128,8 +128,8 @@ export async function startConsumer<T extends object>(
       try {
         messages = await consumer.consume({ max_messages: concurrency });
         for await (const msg of messages) {
-          const p = settle(msg, opts.payload, messaging.ns.canonical(msg.subject), handler, logger, progressEveryMs).finally(
-            () => inFlight.delete(p),
+          const p = settle(msg, opts.payload, messaging.ns.canonical(msg.subject), handler, logger, progressEveryMs).finally(() =>
+            inFlight.delete(p),
           );
           inFlight.add(p);
           if (inFlight.size >= concurrency) await Promise.race(inFlight);

@@ -91,17 +91,22 @@ export class JetStreamTransport extends Server implements CustomTransportStrateg
       if (!value) throw new Error(`@OnRequest(${contract.subject}) needs the subject token "${name}", which this service was not given`);
       return value;
     });
-    const sub = this.messaging.serve(contract, this.messaging.ns.service(this.serviceName), async (payload, subject) => {
-      try {
-        return (await settleHandler(handler, payload, new JetStreamContext([undefined, subject]))) as object;
-      } catch (e) {
-        // Nest's RPC exception filter turns thrown errors into plain objects; keep a ReplyError's code.
-        const err = e as { code?: number; message?: string; status?: string };
-        if (e instanceof ReplyError) throw e;
-        if (typeof err.code === 'number') throw new ReplyError(err.code, String(err.message));
-        throw e;
-      }
-    }, tokens);
+    const sub = this.messaging.serve(
+      contract,
+      this.messaging.ns.service(this.serviceName),
+      async (payload, subject) => {
+        try {
+          return (await settleHandler(handler, payload, new JetStreamContext([undefined, subject]))) as object;
+        } catch (e) {
+          // Nest's RPC exception filter turns thrown errors into plain objects; keep a ReplyError's code.
+          const err = e as { code?: number; message?: string; status?: string };
+          if (e instanceof ReplyError) throw e;
+          if (typeof err.code === 'number') throw new ReplyError(err.code, String(err.message));
+          throw e;
+        }
+      },
+      tokens,
+    );
     this.subscriptions.push(sub);
   }
 

@@ -22,8 +22,7 @@ export class MessagingModule implements OnApplicationShutdown {
         {
           provide: NATS_CONNECTION,
           inject: [TERN_CONFIG],
-          useFactory: (config: TernConfig) =>
-            connectNats({ ...config.nats, name: `${config.nats.namespace}-${config.service}` }),
+          useFactory: (config: TernConfig) => connectNats({ ...config.nats, name: `${config.nats.namespace}-${config.service}` }),
         },
         {
           provide: Messaging,

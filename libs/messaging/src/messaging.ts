@@ -254,7 +254,10 @@ export class Messaging {
   /** Opens (creating when missing) an object store in this namespace, once per process, like kv(). */
   objectStore(spec: KvSpec): Promise<ObjectStore> {
     return this.openOnce(this.objectStores, spec.name, (name) =>
-      new Objm(this.nc).create(name, { ttl: (spec.ttlMs ?? 0) * 1_000_000, ...(spec.description ? { description: spec.description } : {}) }),
+      new Objm(this.nc).create(name, {
+        ttl: (spec.ttlMs ?? 0) * 1_000_000,
+        ...(spec.description ? { description: spec.description } : {}),
+      }),
     );
   }
 

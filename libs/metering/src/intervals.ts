@@ -26,7 +26,7 @@ export function splitAtHours(start: number, end: number): UsageSlice[] {
   assertTime(start, 'start');
   assertTime(end, 'end');
   const slices: UsageSlice[] = [];
-  for (let from = start; from < end; ) {
+  for (let from = start; from < end;) {
     const to = Math.min(end, hourFloor(from) + HOUR_MS);
     slices.push({ periodStart: from, periodEnd: to, seconds: (to - from) / 1000 });
     from = to;

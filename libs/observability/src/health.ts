@@ -1,6 +1,12 @@
 import { Controller, Get, Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { HealthCheck, HealthCheckService, type HealthIndicatorFunction, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import {
+  HealthCheck,
+  HealthCheckService,
+  type HealthIndicatorFunction,
+  HealthIndicatorService,
+  TypeOrmHealthIndicator,
+} from '@nestjs/terminus';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { NATS_CONNECTION } from '#tern/messaging';
 import { Public } from './public.js';

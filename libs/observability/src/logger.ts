@@ -14,7 +14,9 @@ export function createLogger(opts: LogOptions): Pino {
     level: opts.level,
     base: { service: opts.service, pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-    transport: pretty ? { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' } } : undefined,
+    transport: pretty
+      ? { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' } }
+      : undefined,
   });
 }
 

@@ -16,11 +16,7 @@ export class ObservabilityModule {
     return {
       module: ObservabilityModule,
       imports: [TerminusModule.forRoot({ logger: false, errorLogStyle: 'json' })],
-      controllers: [
-        LivenessController,
-        MetricsController,
-        ...(options.readiness === false ? [] : [ReadinessController]),
-      ],
+      controllers: [LivenessController, MetricsController, ...(options.readiness === false ? [] : [ReadinessController])],
       providers: [{ provide: HEALTH_OPTIONS, useValue: { database: options.database } }, NatsHealthIndicator, SelfHealth],
       exports: [NatsHealthIndicator, SelfHealth],
     };

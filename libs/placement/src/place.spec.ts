@@ -10,7 +10,10 @@ const MiB = 2 ** 20;
 const h100 = (index: number) => ({ index, model: 'NVIDIA H100 80GB HBM3' });
 const a100 = (index: number) => ({ index, model: 'NVIDIA A100-SXM4-80GB' });
 
-function machine(id: string, over: Partial<MachineView> & { cpu?: number; memory?: number; gpus?: MachineView['capacity']['gpus'] } = {}): MachineView {
+function machine(
+  id: string,
+  over: Partial<MachineView> & { cpu?: number; memory?: number; gpus?: MachineView['capacity']['gpus'] } = {},
+): MachineView {
   const { cpu = 16, memory = 64 * GiB, gpus = [], ...rest } = over;
   return {
     id,
@@ -28,7 +31,9 @@ const oneGpu = (...gpuTypes: string[]): PlacementRequest => ({ ...cpuOnly, gpuTy
 describe('place: filters', () => {
   it('needs a ready machine in the pool', () => {
     expect(place(cpuOnly, [])).toEqual({ reason: 'no ready machine in pool default' });
-    expect(place(cpuOnly, [machine('m-1', { state: 'offline' }), machine('m-2', { pool: 'gpu' }), machine('m-3', { state: 'unschedulable' })])).toEqual({
+    expect(
+      place(cpuOnly, [machine('m-1', { state: 'offline' }), machine('m-2', { pool: 'gpu' }), machine('m-3', { state: 'unschedulable' })]),
+    ).toEqual({
       reason: 'no ready machine in pool default',
     });
     expect(place({ ...cpuOnly, pool: 'gpu' }, [machine('m-2', { pool: 'gpu' })])).toEqual({ machineId: 'm-2', gpuIndexes: [] });
@@ -48,7 +53,9 @@ describe('place: filters', () => {
   it('does not mix GPU models in one container', () => {
     const mixed = machine('m-1', { gpus: [h100(0), a100(1)] });
     expect(place({ ...oneGpu(), gpuCount: 2 }, [mixed])).toEqual({ reason: 'no ready machine in pool default with 2 GPUs' });
-    expect(place({ ...oneGpu('H100', 'A100'), gpuCount: 2 }, [mixed])).toMatchObject({ reason: expect.stringContaining('no ready machine') });
+    expect(place({ ...oneGpu('H100', 'A100'), gpuCount: 2 }, [mixed])).toMatchObject({
+      reason: expect.stringContaining('no ready machine'),
+    });
   });
 
   it('skips machines below the minimum reputation; unscored machines pass', () => {
@@ -63,7 +70,9 @@ describe('place: filters', () => {
   it('needs enough free GPUs, naming the machine with the most', () => {
     const busy = machine('m-1', { gpus: [h100(0), h100(1)], used: { cpuMillicores: 0, memoryBytes: 0, gpuIndexes: [0] } });
     const full = machine('m-2', { gpus: [h100(0)], used: { cpuMillicores: 0, memoryBytes: 0, gpuIndexes: [0] } });
-    expect(place({ ...oneGpu('H100'), gpuCount: 2 }, [busy, full])).toEqual({ reason: 'not enough free GPUs: needs 2× gpu H100, the most free is 1 (m-1)' });
+    expect(place({ ...oneGpu('H100'), gpuCount: 2 }, [busy, full])).toEqual({
+      reason: 'not enough free GPUs: needs 2× gpu H100, the most free is 1 (m-1)',
+    });
     expect(place(oneGpu('H100'), [busy, full])).toEqual({ machineId: 'm-1', gpuIndexes: [1], gpuType: 'H100' });
   });
 
@@ -78,7 +87,9 @@ describe('place: filters', () => {
   it('needs enough free memory after the headroom', () => {
     // 8 GiB machine: 819 MiB headroom (10 %), 2 GiB used → 5.2 GiB free.
     const m = machine('m-1', { memory: 8 * GiB, used: { cpuMillicores: 0, memoryBytes: 2 * GiB, gpuIndexes: [] } });
-    expect(place({ ...cpuOnly, memoryBytes: 6 * GiB }, [m])).toEqual({ reason: 'not enough free memory: needs 6 GiB, the most free is 5.2 GiB (m-1)' });
+    expect(place({ ...cpuOnly, memoryBytes: 6 * GiB }, [m])).toEqual({
+      reason: 'not enough free memory: needs 6 GiB, the most free is 5.2 GiB (m-1)',
+    });
     expect(place({ ...cpuOnly, memoryBytes: 5 * GiB }, [m])).toMatchObject({ machineId: 'm-1' });
     // A 4 GiB machine keeps the 512 MiB floor, not 10 %.
     expect(place({ ...cpuOnly, memoryBytes: 4 * GiB }, [machine('m-2', { memory: 4 * GiB })])).toEqual({
@@ -102,7 +113,7 @@ describe('place: filters', () => {
 });
 
 describe('place: ranking', () => {
-  it('prefers the earlier GPU type in the user\'s list, whatever the fit', () => {
+  it("prefers the earlier GPU type in the user's list, whatever the fit", () => {
     const a = machine('m-a', { gpus: [a100(0)] });
     const h = machine('m-h', { gpus: [h100(0), h100(1)], used: { cpuMillicores: 15_000, memoryBytes: 0, gpuIndexes: [1] } });
     expect(place(oneGpu('H100', 'A100'), [a, h])).toEqual({ machineId: 'm-h', gpuIndexes: [0], gpuType: 'H100' });
@@ -113,7 +124,11 @@ describe('place: ranking', () => {
   });
 
   it('with any GPU type, takes one model and says which', () => {
-    expect(place(oneGpu(), [machine('m-1', { gpus: [a100(0), h100(1)] })])).toEqual({ machineId: 'm-1', gpuIndexes: [0], gpuType: 'NVIDIA A100-SXM4-80GB' });
+    expect(place(oneGpu(), [machine('m-1', { gpus: [a100(0), h100(1)] })])).toEqual({
+      machineId: 'm-1',
+      gpuIndexes: [0],
+      gpuType: 'NVIDIA A100-SXM4-80GB',
+    });
   });
 
   it('keeps CPU-only containers off GPU machines when a machine without GPUs fits', () => {
@@ -132,19 +147,29 @@ describe('place: ranking', () => {
 
   it('measures fullness by the resource closest to running out', () => {
     const request = { ...cpuOnly, memoryBytes: 0, cpuMillicores: 0 };
-    const m = machine('m-1', { cpu: 10, memory: 10 * GiB, gpus: [h100(0), h100(1)], used: { cpuMillicores: 5000, memoryBytes: 0, gpuIndexes: [0] } });
+    const m = machine('m-1', {
+      cpu: 10,
+      memory: 10 * GiB,
+      gpus: [h100(0), h100(1)],
+      used: { cpuMillicores: 5000, memoryBytes: 0, gpuIndexes: [0] },
+    });
     expect(fullnessAfter(m, request, DEFAULT_PLACEMENT_OPTIONS)).toBe(0.5);
     expect(fullnessAfter(m, { ...request, gpuCount: 1 }, DEFAULT_PLACEMENT_OPTIONS)).toBe(1);
     expect(fullnessAfter(machine('m-2', { cpu: 0 }), request, DEFAULT_PLACEMENT_OPTIONS)).toBe(1);
   });
 
   it('breaks a tie of fit by reputation, then by id', () => {
-    expect(place(cpuOnly, [machine('m-1', { reputation: 0.7 }), machine('m-2', { reputation: 0.9 }), machine('m-0')])).toMatchObject({ machineId: 'm-2' });
+    expect(place(cpuOnly, [machine('m-1', { reputation: 0.7 }), machine('m-2', { reputation: 0.9 }), machine('m-0')])).toMatchObject({
+      machineId: 'm-2',
+    });
     expect(place(cpuOnly, [machine('m-b'), machine('m-a'), machine('m-c')])).toMatchObject({ machineId: 'm-a' });
   });
 
   it('takes the lowest free GPU indexes', () => {
-    const m = machine('m-1', { gpus: [h100(3), h100(0), h100(1), h100(2)], used: { cpuMillicores: 0, memoryBytes: 0, gpuIndexes: [0, 2] } });
+    const m = machine('m-1', {
+      gpus: [h100(3), h100(0), h100(1), h100(2)],
+      used: { cpuMillicores: 0, memoryBytes: 0, gpuIndexes: [0, 2] },
+    });
     expect(place({ ...oneGpu('H100'), gpuCount: 2 }, [m])).toEqual({ machineId: 'm-1', gpuIndexes: [1, 3], gpuType: 'H100' });
   });
 
@@ -206,6 +231,8 @@ describe('helpers', () => {
   });
 
   it('backs off from 1 s, doubling, up to 30 s', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 50].map((n) => backoffMs(n, PLACEMENT_BACKOFF))).toEqual([0, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+    expect([0, 1, 2, 3, 4, 5, 6, 50].map((n) => backoffMs(n, PLACEMENT_BACKOFF))).toEqual([
+      0, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000,
+    ]);
   });
 });

@@ -1,14 +1,11 @@
+import { formatBytes, formatCpu, freeGpus, freeResources, fullnessAfter, mostOfOneType, pickGpus, type GpuPick } from './resources.js';
 import {
-  formatBytes,
-  formatCpu,
-  freeGpus,
-  freeResources,
-  fullnessAfter,
-  mostOfOneType,
-  pickGpus,
-  type GpuPick,
-} from './resources.js';
-import { DEFAULT_PLACEMENT_OPTIONS, type MachineView, type PlacementOptions, type PlacementRequest, type PlacementResult } from './types.js';
+  DEFAULT_PLACEMENT_OPTIONS,
+  type MachineView,
+  type PlacementOptions,
+  type PlacementRequest,
+  type PlacementResult,
+} from './types.js';
 
 interface Candidate {
   readonly machine: MachineView;
@@ -31,7 +28,11 @@ interface Candidate {
  * (unscored counts as 0 here, so a proven machine wins a tie); then id, so the answer is
  * deterministic.
  */
-export function place(request: PlacementRequest, machines: readonly MachineView[], options: PlacementOptions = DEFAULT_PLACEMENT_OPTIONS): PlacementResult {
+export function place(
+  request: PlacementRequest,
+  machines: readonly MachineView[],
+  options: PlacementOptions = DEFAULT_PLACEMENT_OPTIONS,
+): PlacementResult {
   let left = machines.filter((m) => m.state === 'ready' && m.pool === request.pool);
   if (!left.length) return { reason: `no ready machine in pool ${request.pool}` };
 
@@ -45,7 +46,9 @@ export function place(request: PlacementRequest, machines: readonly MachineView[
     const scored = left.filter((m) => m.reputation === undefined || m.reputation >= min);
     if (!scored.length) {
       const best = most(left, (m) => m.reputation ?? 0);
-      return { reason: `no machine in pool ${request.pool} has the minimum reputation ${min}: the best is ${round(best.value)} (${best.id})` };
+      return {
+        reason: `no machine in pool ${request.pool} has the minimum reputation ${min}: the best is ${round(best.value)} (${best.id})`,
+      };
     }
     left = scored;
   }
@@ -62,18 +65,26 @@ export function place(request: PlacementRequest, machines: readonly MachineView[
   const cpu = left.filter((m) => freeResources(m, options).cpuMillicores >= request.cpuMillicores);
   if (!cpu.length) {
     const best = most(left, (m) => freeResources(m, options).cpuMillicores);
-    return { reason: `not enough free CPU: needs ${formatCpu(request.cpuMillicores)}, the most free is ${formatCpu(best.value)} (${best.id})` };
+    return {
+      reason: `not enough free CPU: needs ${formatCpu(request.cpuMillicores)}, the most free is ${formatCpu(best.value)} (${best.id})`,
+    };
   }
   left = cpu;
 
   const memory = left.filter((m) => freeResources(m, options).memoryBytes >= request.memoryBytes);
   if (!memory.length) {
     const best = most(left, (m) => freeResources(m, options).memoryBytes);
-    return { reason: `not enough free memory: needs ${formatBytes(request.memoryBytes)}, the most free is ${formatBytes(best.value)} (${best.id})` };
+    return {
+      reason: `not enough free memory: needs ${formatBytes(request.memoryBytes)}, the most free is ${formatBytes(best.value)} (${best.id})`,
+    };
   }
 
   const ranked = memory
-    .map((machine): Candidate => ({ machine, gpus: pickGpus(freeGpus(machine), request)!, fullness: fullnessAfter(machine, request, options) }))
+    .map((machine): Candidate => ({
+      machine,
+      gpus: pickGpus(freeGpus(machine), request)!,
+      fullness: fullnessAfter(machine, request, options),
+    }))
     .sort((a, b) => compare(a, b, request));
   const chosen = ranked[0];
   return {

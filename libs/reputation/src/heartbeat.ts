@@ -10,7 +10,12 @@ export interface HeartbeatRecord {
   readonly lastArrival: number | null;
 }
 
-export const EMPTY_HEARTBEATS: HeartbeatRecord = { expected: { v: 0, at: 0 }, onTime: { v: 0, at: 0 }, lastSequence: null, lastArrival: null };
+export const EMPTY_HEARTBEATS: HeartbeatRecord = {
+  expected: { v: 0, at: 0 },
+  onTime: { v: 0, at: 0 },
+  lastSequence: null,
+  lastArrival: null,
+};
 
 /** A beat arrives late when the gap since the previous one exceeds the interval by half. */
 const LATE_FACTOR = 1.5;

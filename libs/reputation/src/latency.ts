@@ -33,7 +33,11 @@ const LATENCY_PRIOR_WEIGHT = 2;
  * machine's mean, capped at 1 (as fast as the median or faster is full marks; twice as slow,
  * 0.5), then pulled toward the neutral value with LATENCY_PRIOR_WEIGHT pseudo-starts.
  */
-export function latencyComponent(mine: { meanMs: number; weight: number } | null, poolMedianMs: number | null, params: ReputationParams): number {
+export function latencyComponent(
+  mine: { meanMs: number; weight: number } | null,
+  poolMedianMs: number | null,
+  params: ReputationParams,
+): number {
   const prior = neutral(params);
   if (!mine || poolMedianMs === null) return prior;
   const raw = mine.meanMs <= 0 ? 1 : Math.min(1, poolMedianMs / mine.meanMs);

@@ -31,14 +31,28 @@ describe('outcomeRates', () => {
     expect(rates.get('m-new')!.rate).toBeGreaterThan(0);
     expect(rates.get('m-new')!.rate).toBeLessThan(1);
     // One success or one failure moves it a little, not to an extreme.
-    const one = outcomeRates(new Map([['m-ok', book([['d', 1, 0]])], ['m-bad', book([['e', 0, 0, 1]])]]), now, P);
+    const one = outcomeRates(
+      new Map([
+        ['m-ok', book([['d', 1, 0]])],
+        ['m-bad', book([['e', 0, 0, 1]])],
+      ]),
+      now,
+      P,
+    );
     expect(one.get('m-ok')!.rate).toBeLessThan(1);
     expect(one.get('m-bad')!.rate).toBeGreaterThan(0.5);
   });
 
   it('excess failures on one machine lower only that machine', () => {
     // Deployment d fails half its tasks on m-bad and none on m-good.
-    const rates = outcomeRates(new Map([['m-good', book([['d', 10, 0]])], ['m-bad', book([['d', 5, 5]])]]), now, P);
+    const rates = outcomeRates(
+      new Map([
+        ['m-good', book([['d', 10, 0]])],
+        ['m-bad', book([['d', 5, 5]])],
+      ]),
+      now,
+      P,
+    );
     const good = rates.get('m-good')!;
     const bad = rates.get('m-bad')!;
     expect(good.faults).toBe(0);
@@ -49,14 +63,28 @@ describe('outcomeRates', () => {
   });
 
   it('a handler that fails everywhere alike charges no machine', () => {
-    const rates = outcomeRates(new Map([['m-1', book([['d', 5, 5]])], ['m-2', book([['d', 5, 5]])]]), now, P);
+    const rates = outcomeRates(
+      new Map([
+        ['m-1', book([['d', 5, 5]])],
+        ['m-2', book([['d', 5, 5]])],
+      ]),
+      now,
+      P,
+    );
     expect(rates.get('m-1')!.faults).toBeCloseTo(0);
     expect(rates.get('m-1')!.rate).toBeCloseTo(rates.get('m-2')!.rate);
     expect(rates.get('m-1')!.rate).toBeGreaterThan(0.9);
   });
 
   it('a handler seen on one machine only gets the benefit of the doubt, but machine faults count in full', () => {
-    const rates = outcomeRates(new Map([['m-1', book([['d', 5, 5]])], ['m-2', book([['e', 5, 0, 5]])]]), now, P);
+    const rates = outcomeRates(
+      new Map([
+        ['m-1', book([['d', 5, 5]])],
+        ['m-2', book([['e', 5, 0, 5]])],
+      ]),
+      now,
+      P,
+    );
     expect(rates.get('m-1')!.faults).toBeCloseTo(0);
     expect(rates.get('m-2')!.faults).toBeCloseTo(5);
     expect(rates.get('m-2')!.rate).toBeCloseTo((10 - 5 + P.prior.alpha) / (10 + P.prior.alpha + P.prior.beta));
@@ -65,7 +93,14 @@ describe('outcomeRates', () => {
   it('old failures fade', () => {
     const old = book([['d', 0, 0, 10]], now - 14 * DAY_MS);
     const recent = book([['d', 0, 0, 10]], now);
-    const rates = outcomeRates(new Map([['m-old', old], ['m-recent', recent]]), now, P);
+    const rates = outcomeRates(
+      new Map([
+        ['m-old', old],
+        ['m-recent', recent],
+      ]),
+      now,
+      P,
+    );
     expect(rates.get('m-old')!.rate).toBeGreaterThan(0.8);
     expect(rates.get('m-recent')!.rate).toBeLessThan(0.5);
     // Successes after the failures lift it further.
@@ -76,7 +111,7 @@ describe('outcomeRates', () => {
 });
 
 describe('whose fault a failure is', () => {
-  it('shares handler errors and failed starts; timeouts, lost containers and lost machines are the machine\'s', () => {
+  it("shares handler errors and failed starts; timeouts, lost containers and lost machines are the machine's", () => {
     expect(taskFailureOutcome('error')).toBe('shared');
     expect(taskFailureOutcome('timeout')).toBe('machine');
     expect(taskFailureOutcome('container-lost')).toBe('machine');

@@ -50,7 +50,14 @@ export function applyHeartbeat(r: MachineRecord, sequence: number, arrival: numb
   r.heartbeats = recordHeartbeat(r.heartbeats, sequence, arrival, params);
 }
 
-export function applyTaskOutcome(r: MachineRecord, key: string, deploymentId: string, outcome: Outcome, at: number, params: ReputationParams): boolean {
+export function applyTaskOutcome(
+  r: MachineRecord,
+  key: string,
+  deploymentId: string,
+  outcome: Outcome,
+  at: number,
+  params: ReputationParams,
+): boolean {
   if (!firstSighting(r, key)) return false;
   recordOutcome(r.tasks, deploymentId, outcome, at, params);
   pruneOutcomes(r.tasks, at, params);
@@ -58,7 +65,15 @@ export function applyTaskOutcome(r: MachineRecord, key: string, deploymentId: st
 }
 
 /** One outcome per container start: the first of ready and failed wins. */
-export function applyStartOutcome(r: MachineRecord, containerId: string, deploymentId: string, outcome: Outcome, at: number, params: ReputationParams, latencyMs?: number): boolean {
+export function applyStartOutcome(
+  r: MachineRecord,
+  containerId: string,
+  deploymentId: string,
+  outcome: Outcome,
+  at: number,
+  params: ReputationParams,
+  latencyMs?: number,
+): boolean {
   if (!firstSighting(r, `start:${containerId}`)) return false;
   recordOutcome(r.starts, deploymentId, outcome, at, params);
   pruneOutcomes(r.starts, at, params);

@@ -27,7 +27,10 @@ describe('uptime', () => {
     recordTransition(t, { at: now - 2 * HOUR_MS, online: true }, now);
     recordTransition(t, { at: now - 3 * HOUR_MS, online: false }, now); // late: slotted in, merges with the one before
     recordTransition(t, { at: now - HOUR_MS, online: true }, now);
-    expect(t).toEqual([{ at: now - 35 * DAY_MS, online: false }, { at: now - 2 * HOUR_MS, online: true }]);
+    expect(t).toEqual([
+      { at: now - 35 * DAY_MS, online: false },
+      { at: now - 2 * HOUR_MS, online: true },
+    ]);
     expect(uptime(t, now, DAY_MS)).toBeCloseTo(2 / 24);
   });
 });
@@ -47,7 +50,14 @@ describe('heartbeat punctuality', () => {
   it('counts beats on time against beats expected; skipped and late beats lower it', () => {
     const steady = punctuality(beats(Array(50).fill(10_000)), now, P);
     const late = punctuality(beats(Array(50).fill(20_000)), now, P);
-    const skipped = punctuality(beats(Array(25).fill(20_000), Array.from({ length: 25 }, (_, i) => 3 + 2 * i)), now, P);
+    const skipped = punctuality(
+      beats(
+        Array(25).fill(20_000),
+        Array.from({ length: 25 }, (_, i) => 3 + 2 * i),
+      ),
+      now,
+      P,
+    );
     expect(steady).toBeGreaterThan(0.98);
     expect(late).toBeLessThan(0.2);
     expect(skipped).toBeLessThan(0.7);
@@ -73,7 +83,9 @@ describe('start latency and network', () => {
 
   it('scores the slower leg and the round trip; a failed test is 0', () => {
     expect(networkComponent({ throughputMbps: 1000, latencyMs: 10, failed: false, testedAt: now }, P)).toBeCloseTo(1);
-    expect(networkComponent({ throughputMbps: 100, latencyMs: 100, failed: false, testedAt: now }, P)).toBeCloseTo(0.7 * Math.sqrt(0.1) + 0.15);
+    expect(networkComponent({ throughputMbps: 100, latencyMs: 100, failed: false, testedAt: now }, P)).toBeCloseTo(
+      0.7 * Math.sqrt(0.1) + 0.15,
+    );
     expect(networkComponent({ throughputMbps: 0, latencyMs: 0, failed: true, testedAt: now }, P)).toBe(0);
     expect(networkComponent(null, P)).toBeCloseTo(neutral(P));
   });
@@ -94,15 +106,26 @@ describe('scoreMachines', () => {
     expect(s.score).toBeLessThan(1);
     // … and passes the usual minimum of 0.9, so it can get work and earn a record.
     expect(s.score).toBeGreaterThanOrEqual(0.9);
-    expect(Object.keys(s.components).sort()).toEqual(
-      ['heartbeat', 'network', 'startLatency', 'startSuccess', 'taskSuccess', 'uptime', 'uptime1d', 'uptime30d', 'uptime7d'],
-    );
+    expect(Object.keys(s.components).sort()).toEqual([
+      'heartbeat',
+      'network',
+      'startLatency',
+      'startSuccess',
+      'taskSuccess',
+      'uptime',
+      'uptime1d',
+      'uptime30d',
+      'uptime7d',
+    ]);
   });
 
-  it('ranks the machine that fails half of a deployment\'s tasks below its peer, and only it', () => {
+  it("ranks the machine that fails half of a deployment's tasks below its peer, and only it", () => {
     const good = machine('m-good');
     const bad = machine('m-bad');
-    for (const [r, failEvery] of [[good, 0], [bad, 2]] as const) {
+    for (const [r, failEvery] of [
+      [good, 0],
+      [bad, 2],
+    ] as const) {
       applyStartOutcome(r, `c-${r.machineId}`, 'd', 'success', now - HOUR_MS, P, 1500);
       for (let i = 0; i < 20; i++) {
         const failed = failEvery > 0 && i % failEvery === 0;

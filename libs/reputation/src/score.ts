@@ -65,7 +65,11 @@ export function scoreMachines(records: readonly MachineRecord[], now: number, pa
  * Whether a new score is worth a history row before the periodic one: the score moved by at
  * least `minDelta`, or any component by twice that.
  */
-export function changedMeaningfully(prev: { score: number; components: Record<string, number> } | undefined, next: MachineScore, minDelta = 0.005): boolean {
+export function changedMeaningfully(
+  prev: { score: number; components: Record<string, number> } | undefined,
+  next: MachineScore,
+  minDelta = 0.005,
+): boolean {
   if (!prev) return true;
   if (Math.abs(prev.score - next.score) >= minDelta) return true;
   return Object.entries(next.components).some(([k, v]) => Math.abs((prev.components[k] ?? -1) - v) >= 2 * minDelta);

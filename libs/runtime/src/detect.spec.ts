@@ -14,6 +14,8 @@ describe('detectRuntime', () => {
 
   it('falls back to nerdctl without runc, and fails with neither', async () => {
     expect((await detectRuntime({ ...base, runc: '/nonexistent/runc', nerdctl: 'true' })).kind).toBe('nerdctl');
-    await expect(detectRuntime({ ...base, runc: '/nonexistent/runc', nerdctl: '/nonexistent/nerdctl' })).rejects.toThrow(ContainerRuntimeError);
+    await expect(detectRuntime({ ...base, runc: '/nonexistent/runc', nerdctl: '/nonexistent/nerdctl' })).rejects.toThrow(
+      ContainerRuntimeError,
+    );
   });
 });

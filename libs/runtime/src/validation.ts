@@ -8,7 +8,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESERVED_TARGETS = ['/proc', '/sys', '/dev'];
 const MIN_MEMORY = 6 * 1024 * 1024;
 
-const isInt = (n: unknown, min: number, max = Number.MAX_SAFE_INTEGER) => Number.isInteger(n) && (n as number) >= min && (n as number) <= max;
+const isInt = (n: unknown, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  Number.isInteger(n) && (n as number) >= min && (n as number) <= max;
 
 /** Checks a spec before anything touches the machine; throws InvalidContainerSpecError naming the field. */
 export function validateSpec(spec: ContainerSpec): void {
@@ -23,7 +24,8 @@ export function validateSpec(spec: ContainerSpec): void {
     if (typeof v !== 'string' || v.includes('\0')) fail(`env ${k} must be a string without NUL`);
   }
   if (spec.cwd !== undefined && !isAbsolute(spec.cwd)) fail('cwd must be an absolute path');
-  if (spec.user && !(isInt(spec.user.uid, 0, 2 ** 32 - 2) && isInt(spec.user.gid, 0, 2 ** 32 - 2))) fail('user uid/gid must be non-negative integers');
+  if (spec.user && !(isInt(spec.user.uid, 0, 2 ** 32 - 2) && isInt(spec.user.gid, 0, 2 ** 32 - 2)))
+    fail('user uid/gid must be non-negative integers');
   if (spec.memoryBytes !== undefined && !isInt(spec.memoryBytes, MIN_MEMORY)) fail(`memoryBytes must be an integer ≥ ${MIN_MEMORY}`);
   if (spec.cpuMillicores !== undefined && !isInt(spec.cpuMillicores, 1)) fail('cpuMillicores must be a positive integer');
   if (spec.pidsLimit !== undefined && !isInt(spec.pidsLimit, 1)) fail('pidsLimit must be a positive integer');
@@ -37,13 +39,15 @@ export function validateSpec(spec: ContainerSpec): void {
       fail(`volume name "${v.name}" must be segments of letters, digits, _ . - separated by /`);
     }
     const target = typeof v.containerPath === 'string' ? posix.normalize(v.containerPath) : '';
-    if (!isAbsolute(target) || target === '/' || v.containerPath.split('/').includes('..')) fail(`volume path "${v.containerPath}" must be an absolute path below /`);
+    if (!isAbsolute(target) || target === '/' || v.containerPath.split('/').includes('..'))
+      fail(`volume path "${v.containerPath}" must be an absolute path below /`);
     if (RESERVED_TARGETS.some((r) => target === r || target.startsWith(`${r}/`))) fail(`volume path "${v.containerPath}" is reserved`);
   }
   for (const b of spec.binds ?? []) {
     if (typeof b.hostPath !== 'string' || !isAbsolute(b.hostPath)) fail(`bind source "${b.hostPath}" must be an absolute path`);
     const target = typeof b.containerPath === 'string' ? posix.normalize(b.containerPath) : '';
-    if (!isAbsolute(target) || target === '/' || b.containerPath.split('/').includes('..')) fail(`bind path "${b.containerPath}" must be an absolute path below /`);
+    if (!isAbsolute(target) || target === '/' || b.containerPath.split('/').includes('..'))
+      fail(`bind path "${b.containerPath}" must be an absolute path below /`);
     if (RESERVED_TARGETS.some((r) => target === r || target.startsWith(`${r}/`))) fail(`bind path "${b.containerPath}" is reserved`);
   }
   for (const d of spec.gpus?.devices ?? []) if (!isInt(d.index, 0)) fail('gpu index must be a non-negative integer');

@@ -46,9 +46,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
     new FastifyAdapter({ bodyLimit: 16 * 1024 * 1024 }),
     { logger, bufferLogs: true },
   );
-  app.useGlobalPipes(
-    new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }),
-  );
+  app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }));
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);
 

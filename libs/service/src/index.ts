@@ -1,4 +1,3 @@
 export * from './bootstrap.js';
 export * from './core.module.js';
 export * from './presence.service.js';
-

@@ -49,7 +49,8 @@ export class CodeBundles {
     if (await exists(dir)) return dir;
     const data = await this.fetch(hex);
     const actual = createHash('sha256').update(data).digest('hex');
-    if (actual !== hex) throw new CodeBundleError(`code bundle sha256:${hex} from the object store hashes to sha256:${actual}; refusing it`);
+    if (actual !== hex)
+      throw new CodeBundleError(`code bundle sha256:${hex} from the object store hashes to sha256:${actual}; refusing it`);
     await mkdir(this.root, { recursive: true, mode: 0o755 });
     const tmp = join(this.root, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
     try {
@@ -58,8 +59,12 @@ export class CodeBundles {
       await writeFile(archive, data);
       // The container runs as an unprivileged user: make everything readable, nothing writable
       // (it is mounted read-only anyway); ownership is not taken from the archive.
-      const r = await execa('tar', ['-xzf', archive, '-C', join(tmp, 'app'), '--no-same-owner', '--no-same-permissions'], { reject: false, all: true });
-      if (r.exitCode !== 0) throw new CodeBundleError(`code bundle sha256:${hex} is not a tar.gz that extracts cleanly: ${(r.all ?? '').trim().slice(0, 500)}`);
+      const r = await execa('tar', ['-xzf', archive, '-C', join(tmp, 'app'), '--no-same-owner', '--no-same-permissions'], {
+        reject: false,
+        all: true,
+      });
+      if (r.exitCode !== 0)
+        throw new CodeBundleError(`code bundle sha256:${hex} is not a tar.gz that extracts cleanly: ${(r.all ?? '').trim().slice(0, 500)}`);
       await execa('chmod', ['-R', 'a+rX,go-w', join(tmp, 'app')]);
       await chmod(join(tmp, 'app'), 0o755);
       await rename(join(tmp, 'app'), dir).catch(async (e: NodeJS.ErrnoException) => {
@@ -81,7 +86,8 @@ export class CodeBundles {
       throw new CodeBundleError(`code bundle sha256:${hex}: the object store "${bucketName}" cannot be opened (${(e as Error).message})`);
     }
     const data = await store.getBlob(hex);
-    if (!data) throw new CodeBundleError(`code bundle sha256:${hex} is not in the object store "${bucketName}" (was it uploaded with tern deploy?)`);
+    if (!data)
+      throw new CodeBundleError(`code bundle sha256:${hex} is not in the object store "${bucketName}" (was it uploaded with tern deploy?)`);
     return data;
   }
 }

@@ -1,6 +1,13 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, ContainerStart, type ContainerStartReply, ContainerStop, type ContainerStopReply } from '#tern/contracts';
+import {
+  AGENT_CONTAINER_START,
+  AGENT_CONTAINER_STOP,
+  ContainerStart,
+  type ContainerStartReply,
+  ContainerStop,
+  type ContainerStopReply,
+} from '#tern/contracts';
 import { OnRequest } from '#tern/messaging';
 import { ContainersService } from './containers.service.js';
 

@@ -20,8 +20,21 @@ const start: ContainerStart = {
   requestedAt: '2025-01-01T00:00:00.000Z',
 };
 
-const h100 = (index: number): GpuInventory => ({ index, vendor: 'nvidia', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81559, driverVersion: '550', uuid: `GPU-${index}` });
-const a100 = (index: number): GpuInventory => ({ index, vendor: 'nvidia', model: 'NVIDIA A100-SXM4-80GB', memoryMiB: 81920, driverVersion: '550' });
+const h100 = (index: number): GpuInventory => ({
+  index,
+  vendor: 'nvidia',
+  model: 'NVIDIA H100 80GB HBM3',
+  memoryMiB: 81559,
+  driverVersion: '550',
+  uuid: `GPU-${index}`,
+});
+const a100 = (index: number): GpuInventory => ({
+  index,
+  vendor: 'nvidia',
+  model: 'NVIDIA A100-SXM4-80GB',
+  memoryMiB: 81920,
+  driverVersion: '550',
+});
 
 describe('container specs', () => {
   it('maps a start command onto the runtime: command and args, env, limits, workspace volumes, GPUs, labels', () => {
@@ -46,7 +59,12 @@ describe('container specs', () => {
       volumes: [{ name: 'ws-1/models', containerPath: '/models', readOnly: true }],
       gpus: { devices: [{ index: 2, uuid: 'GPU-2' }] },
       network: 'host',
-      labels: expect.objectContaining({ 'tern.container': 'c-1', 'tern.machine': 'm-1', 'tern.gpus': 'nvidia:2', 'tern.deployment-version': '3' }),
+      labels: expect.objectContaining({
+        'tern.container': 'c-1',
+        'tern.machine': 'm-1',
+        'tern.gpus': 'nvidia:2',
+        'tern.deployment-version': '3',
+      }),
     });
   });
 
@@ -61,7 +79,12 @@ describe('container specs', () => {
     const handlerStart = { ...start, command: undefined, args: undefined, handler: 'app.py:predict', onStart: 'app.py:load' };
     const spec = toContainerSpec(handlerStart, 'm-1', [], { codeDir: '/state/code/abc', runnersDir: '/opt/tern/runners' });
     expect(spec.args).toEqual(['python3', '/tern/runners/python/tern_runner.py']);
-    expect(spec.env).toMatchObject({ TERN_HANDLER: 'app.py:predict', TERN_ON_START: 'app.py:load', TERN_WORKERS: '2', TERN_CONCURRENCY: '4' });
+    expect(spec.env).toMatchObject({
+      TERN_HANDLER: 'app.py:predict',
+      TERN_ON_START: 'app.py:load',
+      TERN_WORKERS: '2',
+      TERN_CONCURRENCY: '4',
+    });
     expect(spec.cwd).toBe('/app');
     expect(spec.binds).toEqual([
       { hostPath: '/state/code/abc', containerPath: '/app' },
@@ -93,7 +116,10 @@ describe('GPU allocation', () => {
     expect(allocateGpus(gpus, new Set(['nvidia:0']), 1, 'H100')).toEqual({ ok: true, gpus: [h100(1)] });
     expect(allocateGpus(gpus, new Set(), 2)).toEqual({ ok: true, gpus: [h100(0), h100(1)] });
     expect(allocateGpus(gpus, new Set(), 0)).toEqual({ ok: true, gpus: [] });
-    expect(allocateGpus(gpus, new Set(['nvidia:0', 'nvidia:1']), 1, 'H100')).toEqual({ ok: false, reason: 'needs 1 H100 GPU(s); this machine has 2, 0 free' });
+    expect(allocateGpus(gpus, new Set(['nvidia:0', 'nvidia:1']), 1, 'H100')).toEqual({
+      ok: false,
+      reason: 'needs 1 H100 GPU(s); this machine has 2, 0 free',
+    });
     expect(allocateGpus([], new Set(), 1)).toEqual({ ok: false, reason: 'needs 1 GPU(s); this machine has 0, 0 free' });
   });
 });

@@ -60,7 +60,9 @@ export interface AgentMounts {
  */
 export function runnerArgs(handler: string): string[] {
   const file = handler.slice(0, handler.lastIndexOf(':') > 0 ? handler.lastIndexOf(':') : undefined);
-  return /\.[cm]?js$/.test(file) ? ['node', `${RUNNERS_MOUNT}/node/tern-runner.mjs`] : ['python3', `${RUNNERS_MOUNT}/python/tern_runner.py`];
+  return /\.[cm]?js$/.test(file)
+    ? ['node', `${RUNNERS_MOUNT}/node/tern-runner.mjs`]
+    : ['python3', `${RUNNERS_MOUNT}/python/tern_runner.py`];
 }
 
 /** Runtime ids are stricter than contract ids: they must start with a letter or digit. */

@@ -25,7 +25,15 @@ import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { TaskDispatcher } from '../tasks/task-dispatcher.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
-import { type AgentMounts, allocateGpus, type ContainerRecord, recordFromLabels, recordFromStart, RUNTIME_ID, toContainerSpec } from './container-spec.js';
+import {
+  type AgentMounts,
+  allocateGpus,
+  type ContainerRecord,
+  recordFromLabels,
+  recordFromStart,
+  RUNTIME_ID,
+  toContainerSpec,
+} from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
 import { fireAndForget } from '#tern/timing';
 
@@ -102,7 +110,11 @@ export class ContainersService implements BeforeApplicationShutdown {
       // Not ours: no one is waiting for a clean exit.
       graceMs: 2000,
     });
-    for (const { container } of report.killed) this.logger.warn({ containerId: container.id, labels: container.labels }, `killed container ${container.id}: not one of this machine's`);
+    for (const { container } of report.killed)
+      this.logger.warn(
+        { containerId: container.id, labels: container.labels },
+        `killed container ${container.id}: not one of this machine's`,
+      );
     for (const c of report.adopted) {
       const record = recordFromLabels(c.id, c.labels, this.machineId)!;
       const t = this.track(record, Date.parse(c.startedAt) || Date.now(), 'running', c.port);
@@ -128,7 +140,8 @@ export class ContainersService implements BeforeApplicationShutdown {
       t.stopReason = 'exited while the agent was not running';
       t.done = this.finish(container.id, t, exit ?? { exitCode: null, oomKilled: false, finishedAt: new Date().toISOString() });
     }
-    for (const { container, error } of report.failed) this.logger.error({ containerId: container.id }, `could not reconcile container ${container.id}: ${error.message}`);
+    for (const { container, error } of report.failed)
+      this.logger.error({ containerId: container.id }, `could not reconcile container ${container.id}: ${error.message}`);
   }
 
   // --- commands ------------------------------------------------------------------------
@@ -137,11 +150,15 @@ export class ContainersService implements BeforeApplicationShutdown {
     const runtime = this.handle.runtime;
     if (this.tracked.has(cmd.containerId)) return { accepted: true, reason: 'already known to this agent' };
     if (!runtime) return { accepted: false, reason: `no container runtime on this machine: ${this.handle.problem}` };
-    if (!RUNTIME_ID.test(cmd.containerId)) return { accepted: false, reason: `container id "${cmd.containerId}" must start with a letter or digit` };
+    if (!RUNTIME_ID.test(cmd.containerId))
+      return { accepted: false, reason: `container id "${cmd.containerId}" must start with a letter or digit` };
     const gpus = allocateGpus(this.ctx.state.gpus, this.busyGpus(), cmd.resources.gpuCount, cmd.resources.gpuType);
     if (!gpus.ok) return { accepted: false, reason: gpus.reason };
     const t = this.track(recordFromStart(cmd, gpus.gpus), Date.now(), 'starting');
-    this.logger.log({ containerId: cmd.containerId, deploymentId: cmd.deploymentId, image: cmd.image }, `starting container ${cmd.containerId}`);
+    this.logger.log(
+      { containerId: cmd.containerId, deploymentId: cmd.deploymentId, image: cmd.image },
+      `starting container ${cmd.containerId}`,
+    );
     fireAndForget(`running container ${cmd.containerId}`, this.logger, this.run(cmd, t, gpus.gpus));
     return { accepted: true };
   }
@@ -186,7 +203,14 @@ export class ContainersService implements BeforeApplicationShutdown {
       port = running.port;
       t.port = port;
     } catch (e) {
-      const phase: ContainerFailurePhase = e instanceof ImageError || e instanceof CodeBundleError ? 'image' : e instanceof InvalidContainerSpecError ? 'create' : e instanceof ContainerStartError ? 'start' : 'create';
+      const phase: ContainerFailurePhase =
+        e instanceof ImageError || e instanceof CodeBundleError
+          ? 'image'
+          : e instanceof InvalidContainerSpecError
+            ? 'create'
+            : e instanceof ContainerStartError
+              ? 'start'
+              : 'create';
       const error = (e as Error).message;
       this.logger.warn({ containerId: id, phase }, `container ${id} did not start: ${error}`);
       await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error });
@@ -195,14 +219,24 @@ export class ContainersService implements BeforeApplicationShutdown {
     }
     this.setState(id, 'running');
     await this.publish(CONTAINER_STARTED, t.record, 'started', {
-      resources: { cpuMillicores: cmd.resources.cpuMillicores, memoryBytes: cmd.resources.memoryBytes, gpuCount: cmd.resources.gpuCount, ...(cmd.resources.gpuType ? { gpuType: cmd.resources.gpuType } : {}) },
+      resources: {
+        cpuMillicores: cmd.resources.cpuMillicores,
+        memoryBytes: cmd.resources.memoryBytes,
+        gpuCount: cmd.resources.gpuCount,
+        ...(cmd.resources.gpuType ? { gpuType: cmd.resources.gpuType } : {}),
+      },
       startupLatencyMs: Date.now() - t.acceptedAt,
     });
     let exited = false;
     this.watch(id, t, () => (exited = true));
     if (port === undefined) return;
     try {
-      await waitForHealth({ port, timeoutMs: cmd.startupTimeoutSeconds * 1000, signal: t.abort.signal, gaveUp: async () => exited || !!t.stopReason });
+      await waitForHealth({
+        port,
+        timeoutMs: cmd.startupTimeoutSeconds * 1000,
+        signal: t.abort.signal,
+        gaveUp: async () => exited || !!t.stopReason,
+      });
       if (t.stopReason || exited) return;
       this.setState(id, 'ready');
       // Serve invokes before announcing ready: the route appears when the scheduler hears of it.
@@ -227,7 +261,10 @@ export class ContainersService implements BeforeApplicationShutdown {
     const mounts: AgentMounts = {};
     if (digest) mounts.codeDir = await this.code.ensure(digest);
     if (cmd.handler && !cmd.command?.length) {
-      if (!this.runnersDir) throw new CodeBundleError(`cannot run handler "${cmd.handler}": Tern's runners are not installed with this agent (set AGENT_RUNNERS_DIR)`);
+      if (!this.runnersDir)
+        throw new CodeBundleError(
+          `cannot run handler "${cmd.handler}": Tern's runners are not installed with this agent (set AGENT_RUNNERS_DIR)`,
+        );
       mounts.runnersDir = this.runnersDir;
     }
     return mounts;
@@ -275,17 +312,30 @@ export class ContainersService implements BeforeApplicationShutdown {
     await Promise.race([t.logs, new Promise((r) => setTimeout(r, 2000))]);
     const expected = !!t.stopReason;
     const crashed = !expected && (exit.oomKilled || exit.exitCode !== 0);
-    const how = exit.oomKilled ? 'killed for using more memory than it was given' : exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+    const how = exit.oomKilled
+      ? 'killed for using more memory than it was given'
+      : exit.signal
+        ? `killed by ${exit.signal}`
+        : `exited with code ${exit.exitCode}`;
     const ended = { at: exit.finishedAt, untilSent: true };
     if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how }, ended);
     const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
-    await this.publish(CONTAINER_STOPPED, t.record, 'stopped', {
-      exitCode: exit.exitCode,
-      oomKilled: exit.oomKilled,
-      reason,
-      ...(exit.signal ? { signal: exit.signal } : {}),
-    }, ended);
-    this.logger.log({ containerId: id, exitCode: exit.exitCode, oomKilled: exit.oomKilled, signal: exit.signal }, `container ${id} ${how} (${reason})`);
+    await this.publish(
+      CONTAINER_STOPPED,
+      t.record,
+      'stopped',
+      {
+        exitCode: exit.exitCode,
+        oomKilled: exit.oomKilled,
+        reason,
+        ...(exit.signal ? { signal: exit.signal } : {}),
+      },
+      ended,
+    );
+    this.logger.log(
+      { containerId: id, exitCode: exit.exitCode, oomKilled: exit.oomKilled, signal: exit.signal },
+      `container ${id} ${how} (${reason})`,
+    );
     t.abort.abort();
     await this.handle.runtime?.remove(id).catch((e: Error) => this.logger.warn(`could not remove container ${id}: ${e.message}`));
     this.untrack(id, crashed || t.failed ? 'failed' : 'stopped', { endedAt: Date.now(), exitCode: exit.exitCode });
@@ -346,7 +396,8 @@ export class ContainersService implements BeforeApplicationShutdown {
         containerEventsTotal.inc({ event: name });
         return;
       } catch (e) {
-        if (attempt % 10 === 0 || !opts.untilSent) this.logger.error(`could not publish ${contract.subject} for ${record.containerId} (${attempt} tries): ${(e as Error).message}`);
+        if (attempt % 10 === 0 || !opts.untilSent)
+          this.logger.error(`could not publish ${contract.subject} for ${record.containerId} (${attempt} tries): ${(e as Error).message}`);
         if (attempt >= 10 && !opts.untilSent) return;
         await sleep(backoffMs(attempt, EVENT_RETRY_BACKOFF));
       }

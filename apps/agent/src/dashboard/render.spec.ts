@@ -64,12 +64,18 @@ describe('dashboard rendering', () => {
   });
 
   it('says why the machine takes no work', () => {
-    const unschedulable = snapshot({ machineState: { state: 'unschedulable', reason: 'network 40 Mbps (http) is below pool "gpu"\'s minimum of 100 Mbps' } });
+    const unschedulable = snapshot({
+      machineState: { state: 'unschedulable', reason: 'network 40 Mbps (http) is below pool "gpu"\'s minimum of 100 Mbps' },
+    });
     const frame = renderDashboard(unschedulable, { mode: 'main', selected: 0 }, { width: 120, height: 30 });
     expect(frame).toContain('Status: UNSCHEDULABLE');
     expect(frame).toContain('Reason: network 40 Mbps (http) is below pool "gpu"\'s minimum of 100 Mbps');
 
-    const registering = snapshot({ phase: 'registering', phaseDetail: 'registration attempt 3 failed: cannot reach http://gw: ECONNREFUSED; retrying in 4 s', machineId: undefined });
+    const registering = snapshot({
+      phase: 'registering',
+      phaseDetail: 'registration attempt 3 failed: cannot reach http://gw: ECONNREFUSED; retrying in 4 s',
+      machineId: undefined,
+    });
     const r = renderDashboard(registering, { mode: 'main', selected: 0 }, { width: 140, height: 30 });
     expect(r).toContain('Tern Agent: not registered');
     expect(r).toContain('Status: REGISTERING');
@@ -79,7 +85,19 @@ describe('dashboard rendering', () => {
 
   it('lists GPUs with their state', () => {
     const frame = renderDashboard(
-      snapshot({ gpus: [{ index: 0, vendor: 'nvidia', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81559, driverVersion: '535.129.03', cudaVersion: '12.2', busy: true }] }),
+      snapshot({
+        gpus: [
+          {
+            index: 0,
+            vendor: 'nvidia',
+            model: 'NVIDIA H100 80GB HBM3',
+            memoryMiB: 81559,
+            driverVersion: '535.129.03',
+            cudaVersion: '12.2',
+            busy: true,
+          },
+        ],
+      }),
       { mode: 'main', selected: 0 },
       { width: 120, height: 30 },
     );
@@ -99,7 +117,12 @@ describe('dashboard rendering', () => {
   });
 
   it('keeps the selected row visible when the table is longer than the screen', () => {
-    const many = Array.from({ length: 40 }, (_, i) => ({ id: `c${i}`, state: 'running' as const, deployment: 'd:v1', startedAt: NOW - 1000 }));
+    const many = Array.from({ length: 40 }, (_, i) => ({
+      id: `c${i}`,
+      state: 'running' as const,
+      deployment: 'd:v1',
+      startedAt: NOW - 1000,
+    }));
     const frame = renderDashboard(snapshot({ containers: many, events: [] }), { mode: 'main', selected: 35 }, SIZE);
     expect(frame).toMatch(/> c35 /);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
@@ -114,7 +137,13 @@ describe('dashboard rendering', () => {
   });
 
   it('formats durations and fits text', () => {
-    expect([0, 45_000, 185_000, 9_240_000, 2 * 86_400_000 + 3_600_000].map(formatDuration)).toEqual(['0s', '45s', '3m 5s', '2h 34m', '2d 1h']);
+    expect([0, 45_000, 185_000, 9_240_000, 2 * 86_400_000 + 3_600_000].map(formatDuration)).toEqual([
+      '0s',
+      '45s',
+      '3m 5s',
+      '2h 34m',
+      '2d 1h',
+    ]);
     expect(fit('abcdef', 4)).toBe('abc…');
     expect(fit('ab', 4)).toBe('ab  ');
   });

@@ -83,7 +83,9 @@ export function fit(text: string, width: number): string {
 }
 
 function containerLine(c: ContainerRow, now: number, widths: number[]): string {
-  const age = c.endedAt ? `${formatDuration(c.endedAt - c.startedAt)} (${formatDuration(now - c.endedAt)} ago)` : formatDuration(now - c.startedAt);
+  const age = c.endedAt
+    ? `${formatDuration(c.endedAt - c.startedAt)} (${formatDuration(now - c.endedAt)} ago)`
+    : formatDuration(now - c.startedAt);
   const state = c.state.toUpperCase() + (c.exitCode !== undefined && c.exitCode !== null && c.endedAt ? ` (${c.exitCode})` : '');
   return [c.id, state, c.deployment, age].map((v, i) => fit(v, widths[i])).join(' ');
 }
@@ -97,7 +99,8 @@ export function renderDashboard(s: AgentSnapshot, view: DashboardView, size: Scr
   const rule = (kind: 'mid' | 'thin') => rows.push({ text: '', kind });
   const status = statusOf(s);
 
-  const title = view.mode === 'logs' ? ` Logs: ${view.logContainerId ?? ''} (following) ` : ` Tern Agent: ${s.machineId ?? 'not registered'} `;
+  const title =
+    view.mode === 'logs' ? ` Logs: ${view.logContainerId ?? ''} (following) ` : ` Tern Agent: ${s.machineId ?? 'not registered'} `;
   rows.push({ text: title, kind: 'top' });
 
   if (view.mode === 'logs') {
@@ -111,11 +114,15 @@ export function renderDashboard(s: AgentSnapshot, view: DashboardView, size: Scr
     line(`Status: ${status.word} │ Gateway: ${host(s.gateway)} │ Pool: ${s.pool} │ Uptime: ${uptime}`);
     const beat = s.lastHeartbeatAt ? `${formatDuration(s.now - s.lastHeartbeatAt)} ago` : 'never';
     const busy = s.gpus.filter((g) => g.busy).length;
-    line(`CPU: ${percent(s.cpuPercent)} │ Memory: ${percent(s.memoryPercent)} │ GPUs: ${s.gpus.length}${s.gpus.length ? ` (${busy} busy)` : ''} │ Last Heartbeat: ${beat}`);
+    line(
+      `CPU: ${percent(s.cpuPercent)} │ Memory: ${percent(s.memoryPercent)} │ GPUs: ${s.gpus.length}${s.gpus.length ? ` (${busy} busy)` : ''} │ Last Heartbeat: ${beat}`,
+    );
     const nats = s.nats.connected ? `connected${s.nats.server ? ` to ${s.nats.server}` : ''}` : 'disconnected';
     const net = s.network
       ? `NATS ${s.network.nats.error ? `failed (${s.network.nats.error})` : `${mbps(s.network.nats.throughputMbps)}, ${s.network.nats.latencyMs} ms`} │ HTTP ${
-          s.network.http.error ? `failed (${s.network.http.error})` : `${mbps(s.network.http.throughputMbps)}, ${s.network.http.latencyMs} ms`
+          s.network.http.error
+            ? `failed (${s.network.http.error})`
+            : `${mbps(s.network.http.throughputMbps)}, ${s.network.http.latencyMs} ms`
         }${s.network.minNetworkMbps ? ` │ pool min ${s.network.minNetworkMbps} Mbps` : ''}`
       : 'not tested yet';
     line(`NATS: ${nats}`);
@@ -124,7 +131,9 @@ export function renderDashboard(s: AgentSnapshot, view: DashboardView, size: Scr
     if (s.gpus.length) {
       rule('mid');
       for (const g of s.gpus) {
-        line(`GPU ${g.index}  ${g.model}  ${g.memoryMiB} MiB  ${g.vendor}${g.driverVersion ? ` driver ${g.driverVersion}` : ''}${g.cudaVersion ? ` CUDA ${g.cudaVersion}` : ''}  ${g.busy ? 'BUSY' : 'free'}`);
+        line(
+          `GPU ${g.index}  ${g.model}  ${g.memoryMiB} MiB  ${g.vendor}${g.driverVersion ? ` driver ${g.driverVersion}` : ''}${g.cudaVersion ? ` CUDA ${g.cudaVersion}` : ''}  ${g.busy ? 'BUSY' : 'free'}`,
+        );
       }
     }
     rule('mid');
@@ -133,7 +142,7 @@ export function renderDashboard(s: AgentSnapshot, view: DashboardView, size: Scr
     const widths = [Math.max(12, Math.floor(inner * 0.24)), 14, Math.max(10, Math.floor(inner * 0.22))];
     widths.push(Math.max(4, inner - 2 - widths.reduce((a, b) => a + b + 1, 0)));
     const eventsWanted = Math.min(5, s.events.length);
-    const fixed = rows.length + 1 /* header */ + (eventsWanted ? eventsWanted + 2 : 0) + 2 /* bottom + help */;
+    const fixed = rows.length + 1 /* header */ + (eventsWanted ? eventsWanted + 2 : 0) + 2; /* bottom + help */
     const room = Math.max(1, height - fixed);
     if (!s.containers.length) {
       line('  (no containers)');
@@ -150,7 +159,8 @@ export function renderDashboard(s: AgentSnapshot, view: DashboardView, size: Scr
     }
     if (eventsWanted) {
       rule('mid');
-      for (const e of s.events.slice(-eventsWanted)) line(`${new Date(e.at).toISOString().slice(11, 19)} ${e.level === 'info' ? '' : `${e.level.toUpperCase()} `}${e.msg}`);
+      for (const e of s.events.slice(-eventsWanted))
+        line(`${new Date(e.at).toISOString().slice(11, 19)} ${e.level === 'info' ? '' : `${e.level.toUpperCase()} `}${e.msg}`);
     }
   }
   rows.push({ text: '', kind: 'bottom' });

@@ -79,7 +79,12 @@ export class TerminalDashboard {
   draw() {
     if (!this.started) return;
     const view = this.view.mode === 'logs' ? { ...this.view, logLines: this.state.containerLog(this.view.logContainerId!) } : this.view;
-    const frame = renderDashboard(this.state.snapshot(), view, { width: this.out.columns ?? 80, height: this.out.rows ?? 24 }, { color: true });
+    const frame = renderDashboard(
+      this.state.snapshot(),
+      view,
+      { width: this.out.columns ?? 80, height: this.out.rows ?? 24 },
+      { color: true },
+    );
     this.out.write(HOME + frame.split('\n').join(`${CLEAR_LINE}\n`) + CLEAR_LINE + CLEAR_BELOW);
   }
 }

@@ -9,7 +9,11 @@ describe('inventory', () => {
       cores: 64,
       threads: 128,
     });
-    expect(toCpu({ manufacturer: 'Intel', brand: 'Intel® Xeon® Gold 6338', physicalCores: 0, cores: 4 })).toEqual({ model: 'Intel® Xeon® Gold 6338', cores: 4, threads: 4 });
+    expect(toCpu({ manufacturer: 'Intel', brand: 'Intel® Xeon® Gold 6338', physicalCores: 0, cores: 4 })).toEqual({
+      model: 'Intel® Xeon® Gold 6338',
+      cores: 4,
+      threads: 4,
+    });
   });
 
   it('keeps real disks once each, not overlays and pseudo file systems', () => {

@@ -26,7 +26,12 @@ export function toDisks(fs: Pick<si.Systeminformation.FsSizeData, 'mount' | 'typ
   return fs
     .filter((d) => d.mount && !SKIP_FS.test(d.type ?? '') && d.size > 0)
     .filter((d) => !seen.has(d.mount) && seen.add(d.mount))
-    .map((d) => ({ mount: d.mount, fsType: d.type ?? '', sizeBytes: Math.max(0, Math.round(d.size)), freeBytes: Math.max(0, Math.round(d.available ?? 0)) }));
+    .map((d) => ({
+      mount: d.mount,
+      fsType: d.type ?? '',
+      sizeBytes: Math.max(0, Math.round(d.size)),
+      freeBytes: Math.max(0, Math.round(d.available ?? 0)),
+    }));
 }
 
 /** IPv6 link-local addresses carry a zone (`fe80::1%eth0`) that is no part of the address. */
@@ -52,7 +57,13 @@ export function toInterfaces(
 }
 
 export function toOs(os: Pick<si.Systeminformation.OsData, 'platform' | 'distro' | 'release' | 'kernel' | 'arch'>): OsInventory {
-  return { platform: process.platform, distro: os.distro || os.platform, release: os.release ?? '', kernel: os.kernel ?? '', arch: os.arch || process.arch };
+  return {
+    platform: process.platform,
+    distro: os.distro || os.platform,
+    release: os.release ?? '',
+    kernel: os.kernel ?? '',
+    arch: os.arch || process.arch,
+  };
 }
 
 export interface DiscoverOptions {

@@ -41,7 +41,9 @@ export class HeartbeatService implements BeforeApplicationShutdown {
     this.ctx.state.heartbeatIntervalSeconds = this.ctx.registration.heartbeatIntervalSeconds;
     this.logger.log(`heartbeats every ${this.ctx.registration.heartbeatIntervalSeconds} s`);
     // On a fixed period from the start, so a slow beat does not push every later one back.
-    this.ticker = new Ticker({ name: 'heartbeat', everyMs: this.intervalMs, logger: this.logger, immediate: true }, () => this.beat()).start();
+    this.ticker = new Ticker({ name: 'heartbeat', everyMs: this.intervalMs, logger: this.logger, immediate: true }, () =>
+      this.beat(),
+    ).start();
   }
 
   async beat(): Promise<boolean> {
@@ -65,7 +67,12 @@ export class HeartbeatService implements BeforeApplicationShutdown {
         sequence,
         cpuPercent: load.cpuPercent,
         memoryPercent: load.memoryPercent,
-        gpus: state.gpus.map((g) => ({ index: g.index, model: g.model, memoryMiB: g.memoryMiB, state: busy.has(`${g.vendor}:${g.index}`) ? 'busy' : 'free' })),
+        gpus: state.gpus.map((g) => ({
+          index: g.index,
+          model: g.model,
+          memoryMiB: g.memoryMiB,
+          state: busy.has(`${g.vendor}:${g.index}`) ? 'busy' : 'free',
+        })),
         runningContainers: this.containers.runningIds(),
         agentVersion: TERN_VERSION,
       };

@@ -3,7 +3,16 @@ import type { AddressInfo } from 'node:net';
 import type { InvokeHead } from '#tern/contracts';
 import { forwardToContainer } from './forward.js';
 
-const head = (over: Partial<InvokeHead> = {}): InvokeHead => ({ requestId: 'r-1', deploymentId: 'd-1', method: 'POST', path: '/?x=1', headers: { 'content-type': 'application/json' }, timeoutMs: 5000, bodyBytes: 0, ...over });
+const head = (over: Partial<InvokeHead> = {}): InvokeHead => ({
+  requestId: 'r-1',
+  deploymentId: 'd-1',
+  method: 'POST',
+  path: '/?x=1',
+  headers: { 'content-type': 'application/json' },
+  timeoutMs: 5000,
+  bodyBytes: 0,
+  ...over,
+});
 
 async function text(body: AsyncIterable<Uint8Array> | Uint8Array): Promise<string> {
   if (body instanceof Uint8Array) return Buffer.from(body).toString();
@@ -56,11 +65,17 @@ describe('forwarding an invoke to a container', () => {
   it('answers 504 when the timeout passes and 502 when nothing listens', async () => {
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 100);
-    await expect(forwardToContainer(port, head({ path: '/slow', timeoutMs: 100 }), new Uint8Array(), abort.signal)).rejects.toMatchObject({ code: 504, message: 'the container did not answer within 100 ms' });
+    await expect(forwardToContainer(port, head({ path: '/slow', timeoutMs: 100 }), new Uint8Array(), abort.signal)).rejects.toMatchObject({
+      code: 504,
+      message: 'the container did not answer within 100 ms',
+    });
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const dead = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    await expect(forwardToContainer(dead, head(), new Uint8Array(), new AbortController().signal)).rejects.toMatchObject({ code: 502, message: expect.stringContaining('refused the connection') });
+    await expect(forwardToContainer(dead, head(), new Uint8Array(), new AbortController().signal)).rejects.toMatchObject({
+      code: 502,
+      message: expect.stringContaining('refused the connection'),
+    });
   });
 });

@@ -36,8 +36,12 @@ export function forwardToContainer(port: number, head: InvokeHead, body: Uint8Ar
     req.on('error', (e: NodeJS.ErrnoException) => {
       signal.removeEventListener('abort', onAbort);
       if (e instanceof InvokeError) return reject(e);
-      if (e.code === 'ECONNREFUSED') return reject(new InvokeError(502, `the container refused the connection on port ${port} (not listening: starting, crashed or stopped)`));
-      if (e.code === 'ECONNRESET' || e.code === 'EPIPE') return reject(new InvokeError(502, `the container closed the connection before answering (${e.code})`));
+      if (e.code === 'ECONNREFUSED')
+        return reject(
+          new InvokeError(502, `the container refused the connection on port ${port} (not listening: starting, crashed or stopped)`),
+        );
+      if (e.code === 'ECONNRESET' || e.code === 'EPIPE')
+        return reject(new InvokeError(502, `the container closed the connection before answering (${e.code})`));
       reject(new InvokeError(502, `could not reach the container on port ${port}: ${e.message}`));
     });
     req.on('response', (res) => {
@@ -49,7 +53,11 @@ export function forwardToContainer(port: number, head: InvokeHead, body: Uint8Ar
 }
 
 /** The response body as it arrives; a timeout or a cut connection mid-body ends it with an error. */
-async function* chunks(res: AsyncIterable<Buffer> & { destroy(e?: Error): void }, signal: AbortSignal, timedOut: () => InvokeError): AsyncIterable<Uint8Array> {
+async function* chunks(
+  res: AsyncIterable<Buffer> & { destroy(e?: Error): void },
+  signal: AbortSignal,
+  timedOut: () => InvokeError,
+): AsyncIterable<Uint8Array> {
   const onAbort = () => res.destroy(timedOut());
   signal.addEventListener('abort', onAbort, { once: true });
   try {

@@ -61,9 +61,9 @@ describe('network test arithmetic', () => {
   });
 
   it('fails the NATS leg when an echo comes back short', async () => {
-    await expect(measureNatsLeg({ chunkBytes: 1000, echo: async (data) => ({ receivedBytes: Math.floor(data.length / 2), data: '' }) })).rejects.toThrow(
-      /received 500 of 1000 bytes/,
-    );
+    await expect(
+      measureNatsLeg({ chunkBytes: 1000, echo: async (data) => ({ receivedBytes: Math.floor(data.length / 2), data: '' }) }),
+    ).rejects.toThrow(/received 500 of 1000 bytes/);
   });
 
   it('measures the HTTP leg: one upload and one download', async () => {
@@ -83,7 +83,13 @@ describe('network test arithmetic', () => {
     const slow = { throughputMbps: 40, latencyMs: 9 };
     expect(networkVerdict(fast, slow, undefined)).toEqual({ ok: true, throughputMbps: 40 });
     expect(networkVerdict(fast, fast, 100)).toEqual({ ok: true, throughputMbps: 900 });
-    expect(networkVerdict(fast, slow, 100)).toEqual({ ok: false, throughputMbps: 40, reason: "network 40 Mbps (http) is below the pool's minimum of 100 Mbps" });
-    expect(networkVerdict(failedPath('no responders'), fast, 100).reason).toBe('network test over nats failed (no responders); the pool needs 100 Mbps');
+    expect(networkVerdict(fast, slow, 100)).toEqual({
+      ok: false,
+      throughputMbps: 40,
+      reason: "network 40 Mbps (http) is below the pool's minimum of 100 Mbps",
+    });
+    expect(networkVerdict(failedPath('no responders'), fast, 100).reason).toBe(
+      'network test over nats failed (no responders); the pool needs 100 Mbps',
+    );
   });
 });

@@ -58,7 +58,12 @@ export interface NetworkVerdict {
 export function networkVerdict(nats: NetworkPathResult, http: NetworkPathResult, minNetworkMbps?: number): NetworkVerdict {
   const [path, slower] = http.throughputMbps < nats.throughputMbps ? (['http', http] as const) : (['nats', nats] as const);
   if (!minNetworkMbps) return { ok: true, throughputMbps: slower.throughputMbps };
-  if (slower.error) return { ok: false, throughputMbps: 0, reason: `network test over ${path} failed (${slower.error}); the pool needs ${minNetworkMbps} Mbps` };
+  if (slower.error)
+    return {
+      ok: false,
+      throughputMbps: 0,
+      reason: `network test over ${path} failed (${slower.error}); the pool needs ${minNetworkMbps} Mbps`,
+    };
   if (slower.throughputMbps < minNetworkMbps) {
     return {
       ok: false,

@@ -38,13 +38,20 @@ export class NetworkProbe {
     const min = this.ctx.registration.minNetworkMbps;
     const verdict = networkVerdict(nats, http, min);
     this.ctx.state.network = { nats, http, verdict, minNetworkMbps: min, testedAt: Date.now() };
-    for (const [path, leg] of [['nats', nats], ['http', http]] as const) {
+    for (const [path, leg] of [
+      ['nats', nats],
+      ['http', http],
+    ] as const) {
       networkThroughput.set({ path }, leg.throughputMbps);
       networkLatency.set({ path }, leg.latencyMs);
     }
     const summary = `NATS ${nats.error ? 'failed' : `${nats.throughputMbps} Mbps, ${nats.latencyMs} ms`}; HTTP ${http.error ? 'failed' : `${http.throughputMbps} Mbps, ${http.latencyMs} ms`}`;
     if (verdict.ok) this.logger.log({ nats, http }, `network test: ${summary}`);
-    else this.logger.warn({ nats, http, minNetworkMbps: min }, `network test: ${summary}; the scheduler will not place work here: ${verdict.reason}`);
+    else
+      this.logger.warn(
+        { nats, http, minNetworkMbps: min },
+        `network test: ${summary}; the scheduler will not place work here: ${verdict.reason}`,
+      );
     try {
       await this.messaging.publish(MACHINE_NETWORK_TESTED, result, { msgId: `${result.machineId}-network-${result.testedAt}` });
     } catch (e) {

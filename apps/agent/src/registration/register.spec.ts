@@ -29,7 +29,8 @@ function fakeFetch(...responses: (Response | Error)[]) {
   return { fn, calls };
 }
 
-const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 
 describe('registration', () => {
   it('posts the request with the bearer token and returns the validated answer', async () => {
@@ -41,9 +42,11 @@ describe('registration', () => {
     expect(JSON.parse(String(f.calls[0].init.body))).toEqual(request);
   });
 
-  it('refuses for good on 401/403/400/409 with the gateway\'s message', async () => {
+  it("refuses for good on 401/403/400/409 with the gateway's message", async () => {
     for (const status of [401, 403, 400, 409]) {
-      const f = fakeFetch(json(status, { statusCode: status, message: status === 400 ? ['pool must be', 'x'] : 'join token already used' }));
+      const f = fakeFetch(
+        json(status, { statusCode: status, message: status === 400 ? ['pool must be', 'x'] : 'join token already used' }),
+      );
       const outcome = await registerOnce({ gatewayUrl: 'http://gw', token: 't', request, fetch: f.fn });
       expect(outcome).toEqual({ kind: 'refused', status, message: status === 400 ? 'pool must be; x' : 'join token already used' });
     }
@@ -82,7 +85,10 @@ describe('registration', () => {
 
   it('stops at a refusal without retrying', async () => {
     const f = fakeFetch(json(401, { message: 'invalid or revoked token' }));
-    const outcome = await registerWithRetry({ gatewayUrl: 'http://gw', token: 't', request, fetch: f.fn }, { sleep: async () => undefined });
+    const outcome = await registerWithRetry(
+      { gatewayUrl: 'http://gw', token: 't', request, fetch: f.fn },
+      { sleep: async () => undefined },
+    );
     expect(outcome).toEqual({ kind: 'refused', status: 401, message: 'invalid or revoked token' });
     expect(f.calls).toHaveLength(1);
   });

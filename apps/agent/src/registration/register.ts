@@ -55,7 +55,8 @@ export async function registerOnce(call: RegisterCall): Promise<RegisterOutcome>
   }
   if (response.ok) {
     const decoded = await validatePayload(MachineRegisterResponse, body);
-    if (!decoded.ok) return { kind: 'retry', status: response.status, message: `the gateway's answer is not a registration (${decoded.reason})` };
+    if (!decoded.ok)
+      return { kind: 'retry', status: response.status, message: `the gateway's answer is not a registration (${decoded.reason})` };
     return { kind: 'registered', response: decoded.value };
   }
   const message = gatewayMessage(body, response.statusText || text.slice(0, 200));

@@ -47,12 +47,20 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
     this.followStateChanges();
     this.link.onReconnect((outageMs) => {
       if (outageMs > registration.heartbeatTtlSeconds * 1000) {
-        fireAndForget('registering again', this.logger, this.reregister(`NATS was unreachable for ${Math.round(outageMs / 1000)} s (heartbeat TTL ${registration.heartbeatTtlSeconds} s)`));
+        fireAndForget(
+          'registering again',
+          this.logger,
+          this.reregister(
+            `NATS was unreachable for ${Math.round(outageMs / 1000)} s (heartbeat TTL ${registration.heartbeatTtlSeconds} s)`,
+          ),
+        );
       }
     });
     const verifyEvery = Math.max(30_000, 3 * registration.heartbeatIntervalSeconds * 1000);
     this.tickers.push(
-      new Ticker({ name: 'hardware rediscovery', everyMs: REDISCOVER_EVERY_MS, logger: this.logger, unref: true }, () => this.rediscover()).start(),
+      new Ticker({ name: 'hardware rediscovery', everyMs: REDISCOVER_EVERY_MS, logger: this.logger, unref: true }, () =>
+        this.rediscover(),
+      ).start(),
       new Ticker({ name: 'registration check', everyMs: verifyEvery, logger: this.logger, unref: true }, () => this.verifyKnown()).start(),
     );
   }

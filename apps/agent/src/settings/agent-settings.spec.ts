@@ -18,12 +18,25 @@ describe('resolveSettings', () => {
   });
 
   it('lets AGENT_* variables override the file', () => {
-    const s = resolveSettings(file, { AGENT_GATEWAY_URL: 'https://other/', AGENT_TOKEN: 'tern_admin', POOL: 'cpu', AGENT_DASHBOARD: 'off' }, '/s');
-    expect(s).toMatchObject({ gatewayUrl: 'https://other', token: 'tern_admin', tokenSource: 'AGENT_TOKEN', pool: 'cpu', dashboard: 'off' });
+    const s = resolveSettings(
+      file,
+      { AGENT_GATEWAY_URL: 'https://other/', AGENT_TOKEN: 'tern_admin', POOL: 'cpu', AGENT_DASHBOARD: 'off' },
+      '/s',
+    );
+    expect(s).toMatchObject({
+      gatewayUrl: 'https://other',
+      token: 'tern_admin',
+      tokenSource: 'AGENT_TOKEN',
+      pool: 'cpu',
+      dashboard: 'off',
+    });
   });
 
   it('works from the environment alone (no config.yaml)', () => {
-    expect(resolveSettings(undefined, { AGENT_GATEWAY_URL: 'http://gw', AGENT_TOKEN: 't' }, '/s')).toMatchObject({ pool: 'default', machineId: undefined });
+    expect(resolveSettings(undefined, { AGENT_GATEWAY_URL: 'http://gw', AGENT_TOKEN: 't' }, '/s')).toMatchObject({
+      pool: 'default',
+      machineId: undefined,
+    });
   });
 
   it('uses the machine token when AGENT_TOKEN still holds the join token it replaced', () => {
@@ -33,7 +46,9 @@ describe('resolveSettings', () => {
   });
 
   it('explains what is missing and which variable is wrong', () => {
-    expect(() => resolveSettings(undefined, {}, '/s')).toThrow(/no gateway configured: run `tern-agent init --gateway URL --token TOKEN --pool POOL` \(writes \/s\/config.yaml\)/);
+    expect(() => resolveSettings(undefined, {}, '/s')).toThrow(
+      /no gateway configured: run `tern-agent init --gateway URL --token TOKEN --pool POOL` \(writes \/s\/config.yaml\)/,
+    );
     try {
       resolveSettings(file, { AGENT_GATEWAY_URL: 'gw:1994', AGENT_RUNTIME: 'docker' }, '/s');
       throw new Error('expected a failure');

@@ -71,7 +71,7 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
   token: {
     required: true,
     check: (v) => (/^\S+$/.test(v) ? undefined : 'the token must be one word with no spaces'),
-    description: 'join token (tern machine create), admin API token, or this machine\'s token',
+    description: "join token (tern machine create), admin API token, or this machine's token",
   },
   pool: {
     required: true,
@@ -114,7 +114,11 @@ export function validateConfig(raw: unknown, source = 'config.yaml'): AgentConfi
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     if (!isConfigKey(key)) {
-      problems.push(`${source}: unknown key "${key}" (known: ${Object.keys(CONFIG_KEYS).filter((k) => !CONFIG_KEYS[k as ConfigKey].internal).join(', ')})`);
+      problems.push(
+        `${source}: unknown key "${key}" (known: ${Object.keys(CONFIG_KEYS)
+          .filter((k) => !CONFIG_KEYS[k as ConfigKey].internal)
+          .join(', ')})`,
+      );
       continue;
     }
     if (value === null || value === undefined) continue;
@@ -149,7 +153,7 @@ export function parseConfigYaml(text: string, source = 'config.yaml'): AgentConf
 const HEADER = [
   '# Tern agent configuration, written by `tern-agent init` (edit with `tern-agent config set`).',
   '# Environment variables override it: AGENT_GATEWAY_URL, AGENT_TOKEN, POOL, MACHINE_ID,',
-  '# AGENT_RUNTIME, AGENT_DASHBOARD. Keep this file private: it holds the machine\'s token.',
+  "# AGENT_RUNTIME, AGENT_DASHBOARD. Keep this file private: it holds the machine's token.",
   '',
 ].join('\n');
 

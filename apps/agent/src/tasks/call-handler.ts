@@ -26,7 +26,12 @@ export function callHandler(port: number, taskId: string, attempt: number, paylo
       // A connection per task, never a kept-alive one: the runner ends a worker whose task was
       // cancelled or timed out, and a pooled connection to it would fail the next task.
       agent: false,
-      headers: { 'content-type': 'application/json', 'content-length': String(body.length), 'x-tern-task-id': taskId, 'x-tern-attempt': String(attempt) },
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+        'x-tern-task-id': taskId,
+        'x-tern-attempt': String(attempt),
+      },
     });
     const onAbort = () => req.destroy();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -42,7 +47,10 @@ export function callHandler(port: number, taskId: string, attempt: number, paylo
         size += chunk.length;
         if (size > TASK_RESULT_MAX_BYTES) {
           res.destroy();
-          finish({ kind: 'error', message: `the handler's result is over the ${TASK_RESULT_MAX_BYTES / 1024 / 1024} MiB limit for task results: store large outputs elsewhere (a volume, a bucket) and return a reference` });
+          finish({
+            kind: 'error',
+            message: `the handler's result is over the ${TASK_RESULT_MAX_BYTES / 1024 / 1024} MiB limit for task results: store large outputs elsewhere (a volume, a bucket) and return a reference`,
+          });
           return;
         }
         parts.push(chunk);

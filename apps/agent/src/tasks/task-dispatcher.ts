@@ -91,11 +91,11 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       `pulling tasks for ${record.containerId}`,
       this.logger,
       this.messaging.ensureConsumer(taskConsumerSpec(record.deploymentId, record.deploymentVersion)).then(
-      () => {
-        if (served.stopped) return;
-        for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
-        this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
-      },
+        () => {
+          if (served.stopped) return;
+          for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
+          this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
+        },
         (e: Error) => this.logger.error({ containerId: record.containerId }, `cannot pull tasks for ${record.containerId}: ${e.message}`),
       ),
     );
@@ -137,7 +137,10 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
         }
       } catch (e) {
         if (served.stopped) return;
-        this.logger.warn({ containerId: record.containerId }, `task pull for ${record.containerId} interrupted (${(e as Error).message}); again in 1 s`);
+        this.logger.warn(
+          { containerId: record.containerId },
+          `task pull for ${record.containerId} interrupted (${(e as Error).message}); again in 1 s`,
+        );
         await sleep(1000);
       }
     }
@@ -153,11 +156,27 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     const task = decoded.value;
     const attempt = msg.info.deliveryCount;
     const { record } = served;
-    const base = { taskId: task.taskId, deploymentId: task.deploymentId, deploymentVersion: task.deploymentVersion, workspaceId: task.workspaceId };
+    const base = {
+      taskId: task.taskId,
+      deploymentId: task.deploymentId,
+      deploymentVersion: task.deploymentVersion,
+      workspaceId: task.workspaceId,
+    };
     if (this.cancelled.has(task.taskId)) return msg.ack();
     if (attempt === 1 && task.expiresAt && Date.parse(task.expiresAt) < Date.now()) return msg.ack(); // the gateway marks it EXPIRED
     if (lostLastAttempt(attempt, task.maxRetries)) {
-      await this.publish(TASK_FAILED, { ...base, attempt: attempt - 1, cause: 'container-lost', error: 'its container or machine was lost during its last attempt', willRetry: false, failedAt: new Date().toISOString() }, `${task.taskId}:failed:${attempt - 1}`);
+      await this.publish(
+        TASK_FAILED,
+        {
+          ...base,
+          attempt: attempt - 1,
+          cause: 'container-lost',
+          error: 'its container or machine was lost during its last attempt',
+          willRetry: false,
+          failedAt: new Date().toISOString(),
+        },
+        `${task.taskId}:failed:${attempt - 1}`,
+      );
       return msg.ack();
     }
 
@@ -173,7 +192,11 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     }, task.timeoutSeconds * 1000);
     try {
       // Reported while the handler runs: the outcome waits for it, the handler need not.
-      const announced = this.publish(TASK_STARTED, { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() }, `${task.taskId}:started:${attempt}`);
+      const announced = this.publish(
+        TASK_STARTED,
+        { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() },
+        `${task.taskId}:started:${attempt}`,
+      );
       const outcome = await callHandler(served.port, task.taskId, attempt, task.payload, run.abort.signal);
       await announced;
       // A broken connection is the container dying more often than not: give its exit a moment to be seen.
@@ -182,8 +205,14 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
       if (outcome.kind === 'ok') {
         const big = outcome.json.length > TASK_RESULT_INLINE_BYTES;
-        const result = big ? { resultRef: await putTaskResult(this.messaging, task.taskId, outcome.json) } : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
-        await this.publish(TASK_COMPLETED, { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() }, `${task.taskId}:completed`);
+        const result = big
+          ? { resultRef: await putTaskResult(this.messaging, task.taskId, outcome.json) }
+          : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
+        await this.publish(
+          TASK_COMPLETED,
+          { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() },
+          `${task.taskId}:completed`,
+        );
         this.loads.end(record.containerId, durationMs);
         return msg.ack();
       }
@@ -197,7 +226,11 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
               : ['error', `the handler's worker died while running it (${outcome.message})`]
             : ['error', outcome.message];
       const retry = willRetry(attempt, task.maxRetries);
-      await this.publish(TASK_FAILED, { ...base, ...where, attempt, cause, error, willRetry: retry, durationMs, failedAt: new Date().toISOString() }, `${task.taskId}:failed:${attempt}`);
+      await this.publish(
+        TASK_FAILED,
+        { ...base, ...where, attempt, cause, error, willRetry: retry, durationMs, failedAt: new Date().toISOString() },
+        `${task.taskId}:failed:${attempt}`,
+      );
       if (retry) msg.nak(cause === 'container-lost' ? 0 : retryDelayMs(attempt));
       else msg.ack();
     } catch (e) {

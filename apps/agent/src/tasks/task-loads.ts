@@ -87,7 +87,11 @@ export class TaskLoads {
         inFlight: list.reduce((n, c) => n + c.inFlight, 0),
         buffered: 0,
         meanDurationMs: this.meanMs.get(key) ?? 0,
-        containers: list.map((c) => ({ containerId: c.record.containerId, inFlight: c.inFlight, idleSeconds: c.inFlight > 0 ? 0 : (now - c.idleSince) / 1000 })),
+        containers: list.map((c) => ({
+          containerId: c.record.containerId,
+          inFlight: c.inFlight,
+          idleSeconds: c.inFlight > 0 ? 0 : (now - c.idleSince) / 1000,
+        })),
         at,
       });
     }

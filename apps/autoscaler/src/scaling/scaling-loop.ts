@@ -94,7 +94,10 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
     const reported = this.board.observe(v.key, now);
     const observation =
       record.spec.kind === 'task_queue'
-        ? { ...withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)), arrived: this.tasks.takeArrivals(v.key) }
+        ? {
+            ...withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)),
+            arrived: this.tasks.takeArrivals(v.key),
+          }
         : reported;
     const d =
       v.removed || record.state !== 'active'

@@ -12,7 +12,9 @@ export function readSpecFile(file: string): Record<string, unknown> {
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`, { cause: e });
+    throw new Error(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`, {
+      cause: e,
+    });
   }
   const doc = parseDocument(text, { prettyErrors: true });
   const error = doc.errors[0];
@@ -22,7 +24,8 @@ export function readSpecFile(file: string): Record<string, unknown> {
     throw new Error(`${where}: invalid YAML: ${error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`);
   }
   const spec: unknown = doc.toJS();
-  if (!spec || typeof spec !== 'object' || Array.isArray(spec)) throw new Error(`${file}: the spec must be a mapping (name: …, kind: …), not ${Array.isArray(spec) ? 'a list' : typeof spec}`);
+  if (!spec || typeof spec !== 'object' || Array.isArray(spec))
+    throw new Error(`${file}: the spec must be a mapping (name: …, kind: …), not ${Array.isArray(spec) ? 'a list' : typeof spec}`);
   return spec as Record<string, unknown>;
 }
 

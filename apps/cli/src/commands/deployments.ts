@@ -18,12 +18,30 @@ export function renderDeployments(list: DeploymentSummary[]): string {
 }
 
 export function renderDeployment(d: DeploymentDetail): string {
-  const out = [renderDeployments([d]), '', `URL: ${d.url}`, '', table(
-    ['VERSION', 'DESIRED', 'ACTUAL', 'CREATED', 'REASON'],
-    d.versions.map((v) => [`v${v.version}${v.latest ? ' (latest)' : ''}`, String(v.desired), String(v.actual), ago(v.createdAt), v.placementReason ?? '']),
-  )];
+  const out = [
+    renderDeployments([d]),
+    '',
+    `URL: ${d.url}`,
+    '',
+    table(
+      ['VERSION', 'DESIRED', 'ACTUAL', 'CREATED', 'REASON'],
+      d.versions.map((v) => [
+        `v${v.version}${v.latest ? ' (latest)' : ''}`,
+        String(v.desired),
+        String(v.actual),
+        ago(v.createdAt),
+        v.placementReason ?? '',
+      ]),
+    ),
+  ];
   if (d.containers.length) {
-    out.push('', table(['CONTAINER', 'VERSION', 'MACHINE', 'STATE', 'REASON'], d.containers.map((c) => [c.id, `v${c.version}`, c.machineId ?? '-', c.state, c.reason ?? ''])));
+    out.push(
+      '',
+      table(
+        ['CONTAINER', 'VERSION', 'MACHINE', 'STATE', 'REASON'],
+        d.containers.map((c) => [c.id, `v${c.version}`, c.machineId ?? '-', c.state, c.reason ?? '']),
+      ),
+    );
   }
   return out.join('\n');
 }

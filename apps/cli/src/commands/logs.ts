@@ -56,10 +56,13 @@ export function logsCommand(): Command {
       for await (const { event, data } of events(response.body)) {
         if (event === 'info') {
           const info = JSON.parse(data) as DeploymentLogsInfo;
-          if (!opts.json) process.stderr.write(`Following ${info.containers.length} container(s) of ${name}${opts.follow ? ' (Ctrl-C to stop)' : ''}.\n`);
+          if (!opts.json)
+            process.stderr.write(`Following ${info.containers.length} container(s) of ${name}${opts.follow ? ' (Ctrl-C to stop)' : ''}.\n`);
         } else if (event === 'line') {
           const line = JSON.parse(data) as ContainerLogLine;
-          process.stdout.write(opts.json ? `${data}\n` : `${line.containerId.slice(0, 12)} ${line.stream === 'stderr' ? '!' : ' '} ${line.line}\n`);
+          process.stdout.write(
+            opts.json ? `${data}\n` : `${line.containerId.slice(0, 12)} ${line.stream === 'stderr' ? '!' : ' '} ${line.line}\n`,
+          );
         }
       }
     });

@@ -29,7 +29,17 @@ const machine: MachineDetail = {
   updatedAt: '2026-01-01T11:59:48Z',
   reputation: {
     score: 0.8731,
-    components: { uptime: 0.99, uptime1d: 1, uptime7d: 0.98, uptime30d: 0.97, taskSuccess: 0.9333, startSuccess: 0.8, startLatency: 0.8, heartbeat: 0.99, network: 0.96 },
+    components: {
+      uptime: 0.99,
+      uptime1d: 1,
+      uptime7d: 0.98,
+      uptime30d: 0.97,
+      taskSuccess: 0.9333,
+      startSuccess: 0.8,
+      startLatency: 0.8,
+      heartbeat: 0.99,
+      network: 0.96,
+    },
     computedAt: '2026-01-01T11:59:57Z',
   },
 };
@@ -53,7 +63,9 @@ describe('machine views', () => {
   it('lists machines in a table', () => {
     const out = renderMachineList([machine], now).split('\n');
     expect(out[0]).toMatch(/^ID\s+POOL\s+STATE\s+CPU\s+MEMORY\s+GPUS\s+NETWORK\s+REPUTATION\s+LAST HEARTBEAT$/);
-    expect(out[1]).toMatch(/^gpu-1\s+default\s+ready\s+64 vCPU 12%\s+256 GiB 40%\s+2x H100 80GB HBM3 \(1 free\)\s+940 Mbps\s+0\.87\s+12s ago$/);
+    expect(out[1]).toMatch(
+      /^gpu-1\s+default\s+ready\s+64 vCPU 12%\s+256 GiB 40%\s+2x H100 80GB HBM3 \(1 free\)\s+940 Mbps\s+0\.87\s+12s ago$/,
+    );
     expect(renderMachineList([{ ...machine, reputation: null }], now).split('\n')[1]).toMatch(/940 Mbps\s+-\s+12s ago$/);
     expect(renderMachineList([], now)).toMatch(/No machines yet/);
   });
@@ -75,11 +87,16 @@ describe('machine views', () => {
 
   it('shows a reputation with its history', () => {
     const r = machine.reputation!;
-    const out = renderReputation({ machineId: 'gpu-1', ...r, history: [r, { ...r, score: 0.8, computedAt: '2026-01-01T11:00:00Z' }] }, now).split('\n');
+    const out = renderReputation(
+      { machineId: 'gpu-1', ...r, history: [r, { ...r, score: 0.8, computedAt: '2026-01-01T11:00:00Z' }] },
+      now,
+    ).split('\n');
     expect(out[0]).toBe('Reputation  0.87 (computed 3s ago)');
     const header = out.findIndex((l) => l.startsWith('COMPUTED'));
     expect(out[header]).toMatch(/^COMPUTED\s+SCORE\s+UPTIME\s+TASKS\s+STARTS\s+LATENCY\s+HEARTBEAT\s+NETWORK$/);
     expect(out[header + 2]).toMatch(/^2026-01-01T11:00:00Z\s+0\.80\s+0\.99\s+0\.93/);
-    expect(renderReputation({ machineId: 'm', score: null, components: null, computedAt: null, history: [] }, now)).toBe('Reputation  not scored yet\n\nNo history yet.');
+    expect(renderReputation({ machineId: 'm', score: null, components: null, computedAt: null, history: [] }, now)).toBe(
+      'Reputation  not scored yet\n\nNo history yet.',
+    );
   });
 });

@@ -40,7 +40,17 @@ export function renderMachineList(machines: MachineSummary[], now = Date.now()):
   if (!machines.length) return 'No machines yet. Add one with: tern machine create --pool default';
   return table(
     ['ID', 'POOL', 'STATE', 'CPU', 'MEMORY', 'GPUS', 'NETWORK', 'REPUTATION', 'LAST HEARTBEAT'],
-    machines.map((m) => [m.id, m.pool, m.state, cpu(m), memory(m), gpuSummary(m.gpus), network(m), m.reputation ? fixed(m.reputation.score) : '-', ago(m.lastHeartbeatAt, now)]),
+    machines.map((m) => [
+      m.id,
+      m.pool,
+      m.state,
+      cpu(m),
+      memory(m),
+      gpuSummary(m.gpus),
+      network(m),
+      m.reputation ? fixed(m.reputation.score) : '-',
+      ago(m.lastHeartbeatAt, now),
+    ]),
   );
 }
 
@@ -59,10 +69,16 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
         ? `${m.cpu.model}, ${m.cpu.cores} cores / ${m.cpu.threads} threads${m.cpu.usagePercent !== null ? `, ${percent(m.cpu.usagePercent)} used` : ''}`
         : '-',
     ],
-    ['Memory', m.memory.totalBytes !== null ? `${bytes(m.memory.totalBytes)}${m.memory.usagePercent !== null ? `, ${percent(m.memory.usagePercent)} used` : ''}` : '-'],
+    [
+      'Memory',
+      m.memory.totalBytes !== null
+        ? `${bytes(m.memory.totalBytes)}${m.memory.usagePercent !== null ? `, ${percent(m.memory.usagePercent)} used` : ''}`
+        : '-',
+    ],
   ];
   const gpus = m.gpus.map(
-    (g) => `${g.index}  ${g.model}  ${bytes(g.memoryMiB * 1024 * 1024)}${g.driverVersion ? `  driver ${g.driverVersion}` : ''}${g.state ? `  ${g.state}` : ''}`,
+    (g) =>
+      `${g.index}  ${g.model}  ${bytes(g.memoryMiB * 1024 * 1024)}${g.driverVersion ? `  driver ${g.driverVersion}` : ''}${g.state ? `  ${g.state}` : ''}`,
   );
   lines.push(...block('GPUs', gpus.length ? gpus : ['none']));
   const n = m.network;
@@ -72,11 +88,24 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
       ? `${n.error ? `test failed: ${n.error}` : mbps(n.throughputMbps)} (NATS ${mbps(n.natsMbps)}, HTTP ${mbps(n.httpMbps)}, ${Math.round(n.latencyMs)} ms), tested ${ago(n.testedAt, now)}`
       : 'not tested yet',
   ]);
-  lines.push(...block('Interfaces', m.networkInterfaces.map((i) => `${i.name} ${i.addresses.join(' ') || '-'}${i.speedMbps ? ` (${mbps(i.speedMbps)})` : ''}`)));
-  lines.push(...block('Disks', m.disks.map((d) => `${d.mount} ${d.fsType} ${bytes(d.freeBytes)} free of ${bytes(d.sizeBytes)}`)));
+  lines.push(
+    ...block(
+      'Interfaces',
+      m.networkInterfaces.map((i) => `${i.name} ${i.addresses.join(' ') || '-'}${i.speedMbps ? ` (${mbps(i.speedMbps)})` : ''}`),
+    ),
+  );
+  lines.push(
+    ...block(
+      'Disks',
+      m.disks.map((d) => `${d.mount} ${d.fsType} ${bytes(d.freeBytes)} free of ${bytes(d.sizeBytes)}`),
+    ),
+  );
   if (m.os) lines.push(['OS', `${m.os.distro} ${m.os.release} (${m.os.platform}, kernel ${m.os.kernel}, ${m.os.arch})`]);
   if (m.joinToken) {
-    lines.push(['Join token', m.joinToken.usedAt ? `used ${ago(m.joinToken.usedAt, now)}` : `unused, expires ${m.joinToken.expiresAt ?? 'never'}`]);
+    lines.push([
+      'Join token',
+      m.joinToken.usedAt ? `used ${ago(m.joinToken.usedAt, now)}` : `unused, expires ${m.joinToken.expiresAt ?? 'never'}`,
+    ]);
   }
   lines.push(...reputationLines(m.reputation ?? null, now));
   if (m.heartbeat) lines.push(...block('Containers', m.heartbeat.runningContainers.length ? m.heartbeat.runningContainers : ['none']));
@@ -104,7 +133,8 @@ export function reputationLines(r: ReputationView | null, now = Date.now()): [st
   const width = Math.max(...COMPONENTS.map(([, label]) => label.length));
   const c = r.components;
   const parts = COMPONENTS.map(([key, label]) => {
-    const extra = key === 'uptime' && c.uptime1d !== undefined ? `  (1d ${fixed(c.uptime1d)}, 7d ${fixed(c.uptime7d)}, 30d ${fixed(c.uptime30d)})` : '';
+    const extra =
+      key === 'uptime' && c.uptime1d !== undefined ? `  (1d ${fixed(c.uptime1d)}, 7d ${fixed(c.uptime7d)}, 30d ${fixed(c.uptime30d)})` : '';
     return `${label.padEnd(width)}  ${fixed(c[key])}${extra}`;
   });
   return block('Reputation', [`${fixed(r.score)} (computed ${ago(r.computedAt, now)})`, ...parts]);
@@ -112,7 +142,10 @@ export function reputationLines(r: ReputationView | null, now = Date.now()): [st
 
 /** `tern machine reputation <id>`: the current score, its components, then the history. */
 export function renderReputation(r: MachineReputation, now = Date.now()): string {
-  const current = reputationLines(r.score === null ? null : { score: r.score, components: r.components ?? {}, computedAt: r.computedAt ?? '' }, now);
+  const current = reputationLines(
+    r.score === null ? null : { score: r.score, components: r.components ?? {}, computedAt: r.computedAt ?? '' },
+    now,
+  );
   const width = Math.max(...current.map(([k]) => k.length));
   const head = current.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');
   if (!r.history.length) return `${head}\n\nNo history yet.`;

@@ -30,7 +30,10 @@ export function machineCommand(): Command {
     .option('--state <state>', 'only this state (pending, registered, ready, unschedulable, offline)')
     .option('--json', 'print the raw JSON')
     .action(async (opts: { pool?: string; state?: string; json?: boolean }) => {
-      const query = new URLSearchParams({ ...(opts.pool ? { pool: opts.pool } : {}), ...(opts.state ? { state: opts.state } : {}) }).toString();
+      const query = new URLSearchParams({
+        ...(opts.pool ? { pool: opts.pool } : {}),
+        ...(opts.state ? { state: opts.state } : {}),
+      }).toString();
       const { body } = await client().get<MachineSummary[]>(`/api/v1/machines${query ? `?${query}` : ''}`);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderMachineList(body));
     });
@@ -53,8 +56,13 @@ export function machineCommand(): Command {
     .option('--limit <n>', 'at most this many history rows (default 100)')
     .option('--json', 'print the raw JSON')
     .action(async (id: string, opts: { from?: string; limit?: string; json?: boolean }) => {
-      const query = new URLSearchParams({ ...(opts.from ? { from: opts.from } : {}), ...(opts.limit ? { limit: opts.limit } : {}) }).toString();
-      const { body } = await client().get<MachineReputation>(`/api/v1/machines/${encodeURIComponent(id)}/reputation${query ? `?${query}` : ''}`);
+      const query = new URLSearchParams({
+        ...(opts.from ? { from: opts.from } : {}),
+        ...(opts.limit ? { limit: opts.limit } : {}),
+      }).toString();
+      const { body } = await client().get<MachineReputation>(
+        `/api/v1/machines/${encodeURIComponent(id)}/reputation${query ? `?${query}` : ''}`,
+      );
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderReputation(body));
     });
 

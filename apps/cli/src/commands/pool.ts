@@ -21,7 +21,10 @@ function fraction(value: string): number {
 }
 
 function gpuTypes(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 export function renderPools(pools: PoolView[]): string {

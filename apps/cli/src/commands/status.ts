@@ -15,13 +15,22 @@ export function renderStatus(h: SystemHealth): string {
     name,
     s.status === 'up' ? 'up' : 'DOWN',
     String(s.instances.length),
-    s.instances.map((i) => i.version).filter((v, i, a) => a.indexOf(v) === i).join(',') || '-',
+    s.instances
+      .map((i) => i.version)
+      .filter((v, i, a) => a.indexOf(v) === i)
+      .join(',') || '-',
     age(s.instances[0]?.startedAt),
   ]);
   rows.push(['agents', h.agents.length ? 'up' : 'none', String(h.agents.length), h.agents[0]?.version ?? '-', '-']);
   const out = [table(['SERVICE', 'STATE', 'INSTANCES', 'VERSION', 'UPTIME'], rows)];
   if (h.agents.length) {
-    out.push('', table(['MACHINE', 'POOL', 'HOST'], h.agents.map((a) => [a.machineId ?? a.id, a.pool ?? '-', a.host ?? '-'])));
+    out.push(
+      '',
+      table(
+        ['MACHINE', 'POOL', 'HOST'],
+        h.agents.map((a) => [a.machineId ?? a.id, a.pool ?? '-', a.host ?? '-']),
+      ),
+    );
   }
   out.push('', h.status === 'ok' ? 'All services are up.' : 'Some services are down: see their logs (.tern/logs/ under npm run up).');
   return out.join('\n');

@@ -20,7 +20,15 @@ export function renderTasks(tasks: TaskView[]): string {
   if (!tasks.length) return 'No tasks.';
   return table(
     ['TASK', 'QUEUE', 'STATUS', 'ATTEMPTS', 'CREATED', 'RAN', 'ERROR'],
-    tasks.map((t) => [t.task_id, `${t.deployment} v${t.version}`, t.status, String(t.attempts), ago(t.created_at), duration(t), (t.error ?? '').slice(0, 60)]),
+    tasks.map((t) => [
+      t.task_id,
+      `${t.deployment} v${t.version}`,
+      t.status,
+      String(t.attempts),
+      ago(t.created_at),
+      duration(t),
+      (t.error ?? '').slice(0, 60),
+    ]),
   );
 }
 
@@ -52,22 +60,35 @@ export function taskCommand(): Command {
     .option('--ttl <seconds>', 'expire the task if it has not started by then', secondsArgument)
     .option('--callback-url <url>', 'POST the finished task here')
     .option('--wait [seconds]', 'wait for the result (default up to 600 s)')
-    .action(async (queue: string, o: { data: string; version?: number; maxRetries?: number; timeout?: number; ttl?: number; callbackUrl?: string; wait?: string | boolean }) => {
-      const ctx = resolveContext();
-      const query = new URLSearchParams();
-      if (o.maxRetries !== undefined) query.set('max_retries', String(o.maxRetries));
-      if (o.timeout !== undefined) query.set('timeout', String(o.timeout));
-      if (o.ttl !== undefined) query.set('ttl', String(o.ttl));
-      if (o.callbackUrl) query.set('callback_url', o.callbackUrl);
-      const path = `/taskqueue/${encodeURIComponent(queue)}${o.version ? `/v${o.version}` : ''}${query.size ? `?${query}` : ''}`;
-      const api = new ApiClient(ctx);
-      const { body } = await api.request<SubmittedTask>('POST', path, JSON.parse(o.data));
-      if (o.wait === undefined) {
-        process.stdout.write(`${body.task_id}\n`);
-        return;
-      }
-      print(await waitFor(api, body.task_id, o.wait === true ? 600 : secondsArgument(String(o.wait))));
-    });
+    .action(
+      async (
+        queue: string,
+        o: {
+          data: string;
+          version?: number;
+          maxRetries?: number;
+          timeout?: number;
+          ttl?: number;
+          callbackUrl?: string;
+          wait?: string | boolean;
+        },
+      ) => {
+        const ctx = resolveContext();
+        const query = new URLSearchParams();
+        if (o.maxRetries !== undefined) query.set('max_retries', String(o.maxRetries));
+        if (o.timeout !== undefined) query.set('timeout', String(o.timeout));
+        if (o.ttl !== undefined) query.set('ttl', String(o.ttl));
+        if (o.callbackUrl) query.set('callback_url', o.callbackUrl);
+        const path = `/taskqueue/${encodeURIComponent(queue)}${o.version ? `/v${o.version}` : ''}${query.size ? `?${query}` : ''}`;
+        const api = new ApiClient(ctx);
+        const { body } = await api.request<SubmittedTask>('POST', path, JSON.parse(o.data));
+        if (o.wait === undefined) {
+          process.stdout.write(`${body.task_id}\n`);
+          return;
+        }
+        print(await waitFor(api, body.task_id, o.wait === true ? 600 : secondsArgument(String(o.wait))));
+      },
+    );
 
   cmd
     .command('get')

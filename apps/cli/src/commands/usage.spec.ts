@@ -24,7 +24,15 @@ describe('tern usage views', () => {
       granularity: null,
       workspace: null,
       rows: [row('d-1', { name: 'hello' }), row('d-2')],
-      totals: { gpuSeconds: 7200, cpuCoreSeconds: 2469.12, memoryGibSeconds: 0.5, containerSeconds: 7200, tasksCompleted: 8, tasksFailed: 4, taskSeconds: 19.74 },
+      totals: {
+        gpuSeconds: 7200,
+        cpuCoreSeconds: 2469.12,
+        memoryGibSeconds: 0.5,
+        containerSeconds: 7200,
+        tasksCompleted: 8,
+        tasksFailed: 4,
+        taskSeconds: 19.74,
+      },
     });
     const lines = text.split('\n');
     expect(lines[0]).toBe('Usage 2026-01-01T00:00:00.000Z → 2026-01-02T00:00:00.000Z, by deployment');
@@ -44,7 +52,10 @@ describe('tern usage views', () => {
     const plain = renderRewards({ ...report, machines: [{ machineId: 'm-1', gpuSeconds: 10, score: 0.5, weight: 5, share: 1 }] });
     expect(plain).toMatch(/MACHINE\s+GPU-S\s+SCORE\s+SHARE$/m);
     expect(plain).toMatch(/^m-1\s+10\s+0.500\s+100.00%$/m);
-    const paid = renderRewards({ ...report, machines: [{ machineId: 'm-1', gpuSeconds: 10, score: 0.5, weight: 5, share: 1, reward: 42 }] });
+    const paid = renderRewards({
+      ...report,
+      machines: [{ machineId: 'm-1', gpuSeconds: 10, score: 0.5, weight: 5, share: 1, reward: 42 }],
+    });
     expect(paid).toMatch(/^m-1\s+10\s+0.500\s+100.00%\s+42.00$/m);
   });
 });

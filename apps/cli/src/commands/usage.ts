@@ -29,8 +29,26 @@ export function renderUsage(report: UsageReport): string {
     amount(r.taskSeconds),
   ]);
   const t = report.totals;
-  rows.push([...(withPeriod ? ['total'] : []), withPeriod ? '' : 'total', amount(t.gpuSeconds), amount(t.cpuCoreSeconds), amount(t.memoryGibSeconds), amount(t.containerSeconds), `${t.tasksCompleted}/${t.tasksFailed}`, amount(t.taskSeconds)]);
-  const headers = [...(withPeriod ? ['PERIOD'] : []), report.groupBy.toUpperCase(), 'GPU-S', 'CPU-CORE-S', 'MEM-GIB-S', 'CONTAINER-S', 'TASKS OK/FAILED', 'TASK-S'];
+  rows.push([
+    ...(withPeriod ? ['total'] : []),
+    withPeriod ? '' : 'total',
+    amount(t.gpuSeconds),
+    amount(t.cpuCoreSeconds),
+    amount(t.memoryGibSeconds),
+    amount(t.containerSeconds),
+    `${t.tasksCompleted}/${t.tasksFailed}`,
+    amount(t.taskSeconds),
+  ]);
+  const headers = [
+    ...(withPeriod ? ['PERIOD'] : []),
+    report.groupBy.toUpperCase(),
+    'GPU-S',
+    'CPU-CORE-S',
+    'MEM-GIB-S',
+    'CONTAINER-S',
+    'TASKS OK/FAILED',
+    'TASK-S',
+  ];
   return `${head}\n${table(headers, rows)}`;
 }
 
@@ -58,12 +76,22 @@ export function usageCommand(): Command {
     .option('--workspace <id>', "only this workspace's usage (admin)")
     .option('--csv', 'print CSV')
     .option('--json', 'print the raw JSON')
-    .action(async (opts: { groupBy: string; from?: string; to?: string; granularity?: string; workspace?: string; csv?: boolean; json?: boolean }) => {
-      const path = `/api/v1/usage${query({ group_by: opts.groupBy, from: opts.from, to: opts.to, granularity: opts.granularity, workspace: opts.workspace, ...(opts.csv ? { format: 'csv' } : {}) })}`;
-      const { body } = await new ApiClient(resolveContext()).get<UsageReport | string>(path);
-      if (opts.csv) process.stdout.write(String(body));
-      else console.log(opts.json ? JSON.stringify(body, null, 2) : renderUsage(body as UsageReport));
-    });
+    .action(
+      async (opts: {
+        groupBy: string;
+        from?: string;
+        to?: string;
+        granularity?: string;
+        workspace?: string;
+        csv?: boolean;
+        json?: boolean;
+      }) => {
+        const path = `/api/v1/usage${query({ group_by: opts.groupBy, from: opts.from, to: opts.to, granularity: opts.granularity, workspace: opts.workspace, ...(opts.csv ? { format: 'csv' } : {}) })}`;
+        const { body } = await new ApiClient(resolveContext()).get<UsageReport | string>(path);
+        if (opts.csv) process.stdout.write(String(body));
+        else console.log(opts.json ? JSON.stringify(body, null, 2) : renderUsage(body as UsageReport));
+      },
+    );
 
   usage
     .command('rewards')

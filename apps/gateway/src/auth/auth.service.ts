@@ -66,7 +66,12 @@ export class AuthService implements OnApplicationBootstrap {
   async onApplicationBootstrap() {
     const secret = this.config.bootstrapAdminToken;
     if (!secret) return;
-    const installed = await this.tokens.ensureWorkspaceToken(DEFAULT_WORKSPACE, { name: 'admin (bootstrap)', role: 'admin', tokenHash: hashToken(secret), prefix: secret.slice(0, 8) });
+    const installed = await this.tokens.ensureWorkspaceToken(DEFAULT_WORKSPACE, {
+      name: 'admin (bootstrap)',
+      role: 'admin',
+      tokenHash: hashToken(secret),
+      prefix: secret.slice(0, 8),
+    });
     if (installed) this.logger.log(`bootstrap admin token installed for workspace "${DEFAULT_WORKSPACE}"`);
   }
 }

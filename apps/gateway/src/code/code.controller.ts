@@ -18,8 +18,14 @@ export class CodeController {
   }
 
   @Put(':digest')
-  @ApiOperation({ summary: `Upload a code bundle (tar.gz, application/gzip or application/octet-stream, at most ${CODE_BUNDLE_MAX_BYTES / 2 ** 20} MiB) under its sha256; 201 when stored, 200 when already there` })
-  async put(@Param() params: CodeDigestParams, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<CodeUploadResult> {
+  @ApiOperation({
+    summary: `Upload a code bundle (tar.gz, application/gzip or application/octet-stream, at most ${CODE_BUNDLE_MAX_BYTES / 2 ** 20} MiB) under its sha256; 201 when stored, 200 when already there`,
+  })
+  async put(
+    @Param() params: CodeDigestParams,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<CodeUploadResult> {
     try {
       const result = await this.code.upload(params.digest, req.body, req.headers['content-type'], req.headers['content-length']);
       reply.status(result.created ? 201 : 200);

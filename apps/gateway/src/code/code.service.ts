@@ -24,10 +24,17 @@ export class CodeService {
    * streamed into the store because the object must not appear under a digest it does not
    * have, and the object store has no rename.
    */
-  async upload(digest: string, body: unknown, contentType: string | undefined, contentLength: string | undefined): Promise<CodeUploadResult> {
+  async upload(
+    digest: string,
+    body: unknown,
+    contentType: string | undefined,
+    contentLength: string | undefined,
+  ): Promise<CodeUploadResult> {
     const hex = hexOf(digest);
     if (!(body instanceof Readable)) {
-      throw new UnsupportedMediaTypeException(`send the bundle as application/gzip or application/octet-stream (got ${contentType ?? 'no content type'})`);
+      throw new UnsupportedMediaTypeException(
+        `send the bundle as application/gzip or application/octet-stream (got ${contentType ?? 'no content type'})`,
+      );
     }
     const declared = Number(contentLength);
     if (Number.isFinite(declared) && declared > CODE_BUNDLE_MAX_BYTES) throw tooLarge(`content-length ${declared}`);
@@ -46,7 +53,9 @@ function hexOf(digest: string): string {
 }
 
 function tooLarge(detail: string): PayloadTooLargeException {
-  return new PayloadTooLargeException(`code bundles are limited to ${CODE_BUNDLE_MAX_BYTES / 2 ** 20} MiB (${detail}); leave data and models out of the folder and load them in on_start`);
+  return new PayloadTooLargeException(
+    `code bundles are limited to ${CODE_BUNDLE_MAX_BYTES / 2 ** 20} MiB (${detail}); leave data and models out of the folder and load them in on_start`,
+  );
 }
 
 /** Reads by hand (not for-await, which would destroy the socket and lose the 413); the caller closes the connection. */

@@ -33,8 +33,15 @@ export class DeploymentLogsService {
 
   async stream(deployment: Deployment, out: ServerResponse, opts: LogStreamOptions): Promise<void> {
     let ids = new Set(await this.deployments.containerIds(deployment.id));
-    out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    out.write(`event: info\ndata: ${JSON.stringify({ deployment: deployment.name, containers: [...ids], follow: opts.follow, stored: false })}\n\n`);
+    out.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    out.write(
+      `event: info\ndata: ${JSON.stringify({ deployment: deployment.name, containers: [...ids], follow: opts.follow, stored: false })}\n\n`,
+    );
 
     let sent = 0;
     let closed = false;

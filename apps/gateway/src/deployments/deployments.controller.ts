@@ -53,7 +53,9 @@ export class DeploymentsController {
   }
 
   @Delete(':name')
-  @ApiOperation({ summary: 'Delete: its containers wind down and the name disappears; rows are kept, and deploying the name again continues its versions' })
+  @ApiOperation({
+    summary: 'Delete: its containers wind down and the name disappears; rows are kept, and deploying the name again continues its versions',
+  })
   async remove(@CurrentPrincipal() principal: Principal, @Param('name') name: string) {
     const d = await this.deployments.setState(principal, name, 'delete');
     return { name: d.name, deploymentId: d.id, state: d.state };
@@ -61,8 +63,15 @@ export class DeploymentsController {
 
   @Get(':name/logs')
   @ApiProduces('text/event-stream')
-  @ApiOperation({ summary: 'Live log lines of its containers as server-sent events; nothing is stored centrally, so only lines written while you listen' })
-  async streamLogs(@CurrentPrincipal() principal: Principal, @Param('name') name: string, @Query() query: LogsQuery, @Res() reply: FastifyReply) {
+  @ApiOperation({
+    summary: 'Live log lines of its containers as server-sent events; nothing is stored centrally, so only lines written while you listen',
+  })
+  async streamLogs(
+    @CurrentPrincipal() principal: Principal,
+    @Param('name') name: string,
+    @Query() query: LogsQuery,
+    @Res() reply: FastifyReply,
+  ) {
     const deployment = await this.deployments.require(principal, name);
     reply.hijack();
     await this.logs.stream(deployment, reply.raw, { follow: query.follow ?? false, tail: query.tail, waitSeconds: query.wait });

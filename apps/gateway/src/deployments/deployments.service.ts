@@ -1,6 +1,12 @@
 import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
-import { ACTIVE_CONTAINER_STATES, type Deployment, DeploymentsRepository, type DeploymentWithCounts, MachinesRepository } from '#tern/persistence';
+import {
+  ACTIVE_CONTAINER_STATES,
+  type Deployment,
+  DeploymentsRepository,
+  type DeploymentWithCounts,
+  MachinesRepository,
+} from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { TasksService } from '../tasks/tasks.service.js';
 import { DeploymentRecords } from './deployment-records.js';
@@ -19,7 +25,12 @@ export class DeploymentsService {
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
     const resolved = await this.check(spec);
-    const { deployment, version } = await this.deployments.addVersion(principal.workspaceId, spec.name, spec.kind, storedSpec(resolved, spec) as unknown as Record<string, unknown>);
+    const { deployment, version } = await this.deployments.addVersion(
+      principal.workspaceId,
+      spec.name,
+      spec.kind,
+      storedSpec(resolved, spec) as unknown as Record<string, unknown>,
+    );
     await this.publish(deployment.id, `deployed ${spec.name} v${version}`);
     return { name: spec.name, version, deploymentId: deployment.id, url: deploymentUrl(baseUrl, spec.name, spec.kind), spec: resolved };
   }
@@ -36,7 +47,8 @@ export class DeploymentsService {
     const containers = await this.deployments.containersOf(row.id);
     const actualByVersion = new Map<number, number>();
     for (const c of containers) {
-      if ((ACTIVE_CONTAINER_STATES as readonly string[]).includes(c.state)) actualByVersion.set(c.version, (actualByVersion.get(c.version) ?? 0) + 1);
+      if ((ACTIVE_CONTAINER_STATES as readonly string[]).includes(c.state))
+        actualByVersion.set(c.version, (actualByVersion.get(c.version) ?? 0) + 1);
     }
     const latest = versions.find((v) => v.version === row.latestVersion)!;
     return {
@@ -72,7 +84,9 @@ export class DeploymentsService {
     const d = await this.deployments.setState(
       found,
       next[action],
-      action === 'start' ? null : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`,
+      action === 'start'
+        ? null
+        : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`,
     );
     await this.publish(d.id, `${action} ${name}`);
     if (action === 'delete' && d.kind === 'task_queue') await this.tasks.dropQueue(d.id, d.latestVersion);
@@ -99,10 +113,7 @@ export class DeploymentsService {
       if (e instanceof SpecError) throw new BadRequestException([e.message]);
       throw e;
     }
-    const [pools, machines] = await Promise.all([
-      this.machines.listPools(),
-      resolved.gpuCount > 0 ? this.machines.gpuOffers() : [],
-    ]);
+    const [pools, machines] = await Promise.all([this.machines.listPools(), resolved.gpuCount > 0 ? this.machines.gpuOffers() : []]);
     const problem = gpuOfferProblem(
       resolved,
       spec.pool !== undefined,

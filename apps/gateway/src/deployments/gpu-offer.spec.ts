@@ -2,7 +2,8 @@ import { resolveSpec, type DeploymentSpec } from '#tern/contracts';
 import { gpuOfferProblem, type MachineOffer, type PoolOffer } from './gpu-offer.js';
 
 const code = `sha256:${'a'.repeat(64)}`;
-const spec = (extra: Partial<DeploymentSpec>) => resolveSpec({ name: 'x', kind: 'endpoint', handler: 'app.py:f', code, ...extra } as DeploymentSpec);
+const spec = (extra: Partial<DeploymentSpec>) =>
+  resolveSpec({ name: 'x', kind: 'endpoint', handler: 'app.py:f', code, ...extra } as DeploymentSpec);
 
 const pools: PoolOffer[] = [
   { name: 'default', allowedGpuTypes: [] },

@@ -33,7 +33,12 @@ function poolAdmits(pool: PoolOffer, model: string): boolean {
  * is only checked against machines that exist, since a listed type may not have joined yet.
  * `explicitPool`: the spec named its pool; otherwise every pool is a candidate.
  */
-export function gpuOfferProblem(spec: ResolvedSpec, explicitPool: boolean, pools: PoolOffer[], machines: MachineOffer[]): OfferProblem | null {
+export function gpuOfferProblem(
+  spec: ResolvedSpec,
+  explicitPool: boolean,
+  pools: PoolOffer[],
+  machines: MachineOffer[],
+): OfferProblem | null {
   const candidates = explicitPool ? pools.filter((p) => p.name === spec.pool) : pools;
   if (explicitPool && !candidates.length) {
     return { field: 'pool', message: `pool "${spec.pool}" does not exist (pools: ${pools.map((p) => p.name).join(', ') || 'none'})` };
@@ -44,11 +49,23 @@ export function gpuOfferProblem(spec: ResolvedSpec, explicitPool: boolean, pools
   const gpusOf = (m: MachineOffer, pool: PoolOffer, type?: string) =>
     m.gpuModels.filter((model) => poolAdmits(pool, model) && (type === undefined || gpuTypeMatches(model, type)));
   const matching = (type?: string) =>
-    machines.filter((m) => names.has(m.pool)).map((m) => gpusOf(m, candidates.find((p) => p.name === m.pool)!, type).length).filter((n) => n > 0);
+    machines
+      .filter((m) => names.has(m.pool))
+      .map(
+        (m) =>
+          gpusOf(
+            m,
+            candidates.find((p) => p.name === m.pool)!,
+            type,
+          ).length,
+      )
+      .filter((n) => n > 0);
 
   const types = spec.gpuTypes.length ? spec.gpuTypes : [undefined];
   const offered = types.filter((type) => {
-    const listed = candidates.some((p) => (type === undefined ? p.allowedGpuTypes.length > 0 : p.allowedGpuTypes.some((t) => sameType(t, type))));
+    const listed = candidates.some((p) =>
+      type === undefined ? p.allowedGpuTypes.length > 0 : p.allowedGpuTypes.some((t) => sameType(t, type)),
+    );
     return listed || matching(type).length > 0;
   });
   if (!offered.length) {
@@ -62,7 +79,10 @@ export function gpuOfferProblem(spec: ResolvedSpec, explicitPool: boolean, pools
   }
   const counts = offered.flatMap((type) => matching(type));
   if (counts.length && Math.max(...counts) < spec.gpuCount) {
-    return { field: 'gpu_count', message: `gpu_count ${spec.gpuCount} is more than any machine has: the most on one machine${where} is ${Math.max(...counts)}` };
+    return {
+      field: 'gpu_count',
+      message: `gpu_count ${spec.gpuCount} is more than any machine has: the most on one machine${where} is ${Math.max(...counts)}`,
+    };
   }
   return null;
 }

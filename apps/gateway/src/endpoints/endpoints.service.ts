@@ -76,7 +76,14 @@ export class EndpointsService {
         response = await invoke(
           this.messaging,
           containerId,
-          { requestId, deploymentId: record.deploymentId, method, path: target.path, headers, timeoutMs: Math.max(1, deadline - Date.now()) },
+          {
+            requestId,
+            deploymentId: record.deploymentId,
+            method,
+            path: target.path,
+            headers,
+            timeoutMs: Math.max(1, deadline - Date.now()),
+          },
           body,
           { signal: abort.signal },
         );
@@ -86,7 +93,8 @@ export class EndpointsService {
         if (e.code === 503 || e.code === 502) lane.markSuspect(containerId);
         // No responders: the request never reached a container, so another one may take it.
         if (e.code === 503 && attempt < RETRIES_ON_GONE && lane.hasRoom()) continue;
-        if (e.code === 503) throw new EndpointHttpError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
+        if (e.code === 503)
+          throw new EndpointHttpError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
         throw new EndpointHttpError(e.code, e.message);
       }
       this.respond(reply, response, containerId, lane, started);
@@ -103,14 +111,18 @@ export class EndpointsService {
     }
     const queued = lane.buffered;
     const outcome = lane.acquire(Math.max(1, deadline - Date.now()));
-    if (outcome === 'full') throw new EndpointHttpError(429, `buffer full: ${lane.buffered} requests already wait for "${record.name}" v${record.version}`);
+    if (outcome === 'full')
+      throw new EndpointHttpError(429, `buffer full: ${lane.buffered} requests already wait for "${record.name}" v${record.version}`);
     if (lane.buffered > queued) this.lanes.askForCapacity(lane);
     const result = await outcome;
     if ('containerId' in result) return result.containerId;
     const now = this.table.record(record.deploymentId, record.version);
     if (!now) throw new EndpointHttpError(404, `deployment "${record.name}" was deleted`);
     if (now.state === 'stopped') throw new EndpointHttpError(503, `deployment "${record.name}" stopped: start it to serve requests`);
-    throw new EndpointHttpError(504, `no container of "${record.name}" v${record.version} could take the request within ${record.spec.timeoutSeconds} s`);
+    throw new EndpointHttpError(
+      504,
+      `no container of "${record.name}" v${record.version} could take the request within ${record.spec.timeoutSeconds} s`,
+    );
   }
 
   private respond(reply: FastifyReply, response: InvokeResponse, containerId: string, lane: Lane, started: number): void {

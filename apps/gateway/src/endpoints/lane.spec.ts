@@ -2,7 +2,14 @@ import { jest } from '@jest/globals';
 import type { RouteRecord } from '#tern/contracts';
 import { Lane } from './lane.js';
 
-const route = (containerId: string, capacity: number): RouteRecord => ({ containerId, deploymentId: 'd1', version: 1, machineId: 'm1', capacity, readyAt: '' });
+const route = (containerId: string, capacity: number): RouteRecord => ({
+  containerId,
+  deploymentId: 'd1',
+  version: 1,
+  machineId: 'm1',
+  capacity,
+  readyAt: '',
+});
 
 describe('Lane', () => {
   let clock = 0;

@@ -20,7 +20,9 @@ export class LanesService implements OnApplicationBootstrap, OnApplicationShutdo
   private readonly lanes = new Map<string, Lane>();
   /** Names this replica in load reports; the autoscaler keeps the latest report per id. */
   readonly gatewayId = `gw-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${randomBytes(3).toString('hex')}`;
-  private readonly ticker = new Ticker({ name: 'load report', everyMs: REPORT_EVERY_MS, logger: this.logger, unref: true }, () => this.tick());
+  private readonly ticker = new Ticker({ name: 'load report', everyMs: REPORT_EVERY_MS, logger: this.logger, unref: true }, () =>
+    this.tick(),
+  );
 
   constructor(
     private readonly messaging: Messaging,
@@ -52,7 +54,12 @@ export class LanesService implements OnApplicationBootstrap, OnApplicationShutdo
   askForCapacity(lane: Lane): void {
     if (!lane.buffered) return;
     this.messaging
-      .publish(SCALE_BACKLOG, { deploymentId: lane.deploymentId, heldRequests: lane.buffered, oldestWaitMs: lane.oldestWaitMs, at: new Date().toISOString() })
+      .publish(SCALE_BACKLOG, {
+        deploymentId: lane.deploymentId,
+        heldRequests: lane.buffered,
+        oldestWaitMs: lane.oldestWaitMs,
+        at: new Date().toISOString(),
+      })
       .catch((e) => this.logger.warn(`could not publish backlog for ${lane.deploymentId}: ${(e as Error).message}`));
   }
 

@@ -46,7 +46,9 @@ export class SystemHealthService {
 
   async check(): Promise<SystemHealth> {
     const [present, own] = await Promise.all([
-      this.nc.isClosed() ? Promise.resolve([] as PresenceInfo[]) : discover(this.nc, this.ns, this.config.servicePingTimeoutMs).catch(() => []),
+      this.nc.isClosed()
+        ? Promise.resolve([] as PresenceInfo[])
+        : discover(this.nc, this.ns, this.config.servicePingTimeoutMs).catch(() => []),
       this.self.check().then(
         (r) => ({ up: true, details: r.details }),
         (e: unknown) => ({ up: false, details: (e as { response?: { details?: unknown } }).response?.details ?? String(e) }),

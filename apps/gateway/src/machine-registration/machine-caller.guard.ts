@@ -14,7 +14,10 @@ export class MachineCallerGuard implements CanActivate {
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const request = ctx.switchToHttp().getRequest();
     const caller = await this.auth.identify(request.headers?.authorization as string | undefined);
-    if (this.reflector.getAllAndOverride<boolean>(MACHINE_TOKEN_ONLY, [ctx.getHandler(), ctx.getClass()]) && caller.kind !== 'machine-token') {
+    if (
+      this.reflector.getAllAndOverride<boolean>(MACHINE_TOKEN_ONLY, [ctx.getHandler(), ctx.getClass()]) &&
+      caller.kind !== 'machine-token'
+    ) {
       throw new UnauthorizedException('this route takes the machine token the agent received when it registered');
     }
     request[MACHINE_CALLER] = caller;

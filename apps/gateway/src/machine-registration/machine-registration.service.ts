@@ -107,9 +107,12 @@ export class MachineRegistrationService {
   /** Creates or updates the machine named in the body, and issues it a (new) machine token. */
   private async registerWithApiToken(principal: Principal, body: MachineRegisterRequest): Promise<MachineRegisterResponse> {
     if (principal.role !== 'admin') {
-      throw new ForbiddenException('registering a machine with an API token needs an admin token; or use a join token from tern machine create');
+      throw new ForbiddenException(
+        'registering a machine with an API token needs an admin token; or use a join token from tern machine create',
+      );
     }
-    if (!body.machineId) throw new BadRequestException('machineId is required when registering with an API token (the machine is created on the spot)');
+    if (!body.machineId)
+      throw new BadRequestException('machineId is required when registering with an API token (the machine is created on the spot)');
     const machineId = body.machineId;
     const pool = await this.pools.require(body.pool);
     const machineToken = generateMachineToken();
@@ -122,7 +125,13 @@ export class MachineRegistrationService {
   }
 
   /** Inventory onto the row, the state move, and the events; runs inside the caller's transaction. */
-  private async store(tx: MachinesRepository, machineId: string, body: MachineRegisterRequest, reason: string, created = false): Promise<void> {
+  private async store(
+    tx: MachinesRepository,
+    machineId: string,
+    body: MachineRegisterRequest,
+    reason: string,
+    created = false,
+  ): Promise<void> {
     const before = await tx.lockState(machineId);
     const inv = inventoryColumns(body.inventory);
     const row = await tx.storeInventory(machineId, inv, body.agentVersion);

@@ -69,7 +69,9 @@ export function machineDetail(m: Machine, beat?: HeartbeatSnapshot, reputation?:
     os: m.os,
     disks: m.disks,
     networkInterfaces: m.network?.interfaces ?? [],
-    joinToken: m.joinTokenHash ? { expiresAt: m.joinTokenExpiresAt?.toISOString() ?? null, usedAt: m.joinTokenUsedAt?.toISOString() ?? null } : null,
+    joinToken: m.joinTokenHash
+      ? { expiresAt: m.joinTokenExpiresAt?.toISOString() ?? null, usedAt: m.joinTokenUsedAt?.toISOString() ?? null }
+      : null,
     heartbeat: beat
       ? { sentAt: beat.sentAt, receivedAt: beat.receivedAt, sequence: beat.sequence, runningContainers: beat.runningContainers }
       : null,

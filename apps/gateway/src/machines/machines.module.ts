@@ -5,5 +5,9 @@ import { MachinesController } from './machines.controller.js';
 import { MachinesService } from './machines.service.js';
 import { ReputationReader } from './reputation-reader.js';
 
-@Module({ imports: [PoolsModule], controllers: [MachinesController], providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader] })
+@Module({
+  imports: [PoolsModule],
+  controllers: [MachinesController],
+  providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader],
+})
 export class MachinesModule {}

@@ -77,7 +77,11 @@ export class MachinesService {
   async reputationOf(id: string, from: Date | undefined, limit: number): Promise<MachineReputation> {
     await this.require(id);
     const current = (await this.reputation.current([id])).get(id) ?? null;
-    return { machineId: id, ...(current ?? { score: null, components: null, computedAt: null }), history: await this.reputation.history(id, from, limit) };
+    return {
+      machineId: id,
+      ...(current ?? { score: null, components: null, computedAt: null }),
+      history: await this.reputation.history(id, from, limit),
+    };
   }
 
   /**

@@ -9,7 +9,9 @@ describe('publicGatewayUrl', () => {
     expect(publicGatewayUrl({ host: '10.0.0.5:1994', 'x-forwarded-proto': 'https, http', 'x-forwarded-host': 'tern.example.com' })).toBe(
       'https://tern.example.com',
     );
-    expect(publicGatewayUrl({ host: 'x', forwarded: 'for=1.2.3.4;proto=https;host="api.example.com:8443"' })).toBe('https://api.example.com:8443');
+    expect(publicGatewayUrl({ host: 'x', forwarded: 'for=1.2.3.4;proto=https;host="api.example.com:8443"' })).toBe(
+      'https://api.example.com:8443',
+    );
     expect(publicGatewayUrl({ host: 'tern.example.com', 'x-forwarded-prefix': '/tern/' })).toBe('http://tern.example.com/tern');
     expect(publicGatewayUrl({ host: '[::1]:1994' })).toBe('http://[::1]:1994');
   });

@@ -25,13 +25,17 @@ describe('network test (gateway side)', () => {
 
   it('refuses a declared length over the bound before reading, and an undeclared one once past it', async () => {
     const untouched = Readable.from([Buffer.alloc(10)]);
-    await expect(service.drain(untouched, 'application/octet-stream', String(NETWORK_TEST_HTTP_MAX_BYTES + 1))).rejects.toBeInstanceOf(PayloadTooLargeException);
+    await expect(service.drain(untouched, 'application/octet-stream', String(NETWORK_TEST_HTTP_MAX_BYTES + 1))).rejects.toBeInstanceOf(
+      PayloadTooLargeException,
+    );
     const endless = new Readable({
       read() {
         this.push(Buffer.alloc(1024 * 1024));
       },
     });
-    await expect(service.drain(endless, 'application/octet-stream', undefined)).rejects.toThrow(`the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes`);
+    await expect(service.drain(endless, 'application/octet-stream', undefined)).rejects.toThrow(
+      `the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes`,
+    );
   });
 
   it('wants a binary body', async () => {

@@ -44,7 +44,10 @@ export class CallbackDelivery implements OnApplicationBootstrap, OnApplicationSh
     const attempt = task.callbackAttempts + 1;
     let problem: string | undefined;
     try {
-      const result = task.state === 'COMPLETE' ? { value: task.resultRef ? ((await getTaskResult(this.messaging, task.resultRef)) ?? null) : (task.result ?? null) } : undefined;
+      const result =
+        task.state === 'COMPLETE'
+          ? { value: task.resultRef ? ((await getTaskResult(this.messaging, task.resultRef)) ?? null) : (task.result ?? null) }
+          : undefined;
       const response = await fetch(task.callbackUrl!, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-tern-task-id': task.id },
@@ -62,6 +65,9 @@ export class CallbackDelivery implements OnApplicationBootstrap, OnApplicationSh
     }
     const giveUp = attempt >= CALLBACK_ATTEMPTS;
     await claim.markAttemptFailed(task.id, attempt, giveUp ? null : backoffMs(attempt, CALLBACK_BACKOFF));
-    this.logger.warn({ taskId: task.id, url: task.callbackUrl, attempt }, `callback for task ${task.id} failed (${problem})${giveUp ? '; giving up' : '; will retry'}`);
+    this.logger.warn(
+      { taskId: task.id, url: task.callbackUrl, attempt },
+      `callback for task ${task.id} failed (${problem})${giveUp ? '; giving up' : '; will retry'}`,
+    );
   }
 }

@@ -34,7 +34,8 @@ export class TaskExpiry implements OnApplicationBootstrap, OnApplicationShutdown
     if (!expired.length) return;
     const jsm = await this.messaging.jsm();
     for (const t of expired) {
-      if (t.streamSeq !== null) await jsm.streams.deleteMessage(this.messaging.ns.stream(STREAMS.TASKS.name), t.streamSeq, false).catch(() => undefined);
+      if (t.streamSeq !== null)
+        await jsm.streams.deleteMessage(this.messaging.ns.stream(STREAMS.TASKS.name), t.streamSeq, false).catch(() => undefined);
     }
     this.logger.log(`${expired.length} task(s) expired before starting`);
   }

@@ -32,7 +32,10 @@ export class TaskOutboxRelay implements OnApplicationBootstrap, OnApplicationShu
   async run(): Promise<void> {
     for (const task of await this.tasks.listUnsent(UNSENT_AFTER_S)) {
       await this.submissions.enqueue(task);
-      this.logger.log({ taskId: task.id }, `sent task ${task.id}, saved ${Math.round((Date.now() - task.createdAt.getTime()) / 1000)} s ago but not yet on TASKS`);
+      this.logger.log(
+        { taskId: task.id },
+        `sent task ${task.id}, saved ${Math.round((Date.now() - task.createdAt.getTime()) / 1000)} s ago but not yet on TASKS`,
+      );
     }
   }
 }

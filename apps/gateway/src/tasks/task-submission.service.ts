@@ -33,7 +33,13 @@ export class TaskSubmissionService {
     private readonly table: RoutesMirror,
   ) {}
 
-  async submit(principal: Principal, name: string, version: number | undefined, body: Buffer, query: SubmitTaskQuery): Promise<SubmittedTask> {
+  async submit(
+    principal: Principal,
+    name: string,
+    version: number | undefined,
+    body: Buffer,
+    query: SubmitTaskQuery,
+  ): Promise<SubmittedTask> {
     const record = await this.queue(principal, name, version);
     const payload = parsePayload(body);
     const policy = record.spec.taskPolicy!;
@@ -53,7 +59,10 @@ export class TaskSubmissionService {
       policy.maxPendingTasks,
     );
     if (!row) {
-      throw new TaskHttpError(429, `"${name}" already has ${policy.maxPendingTasks} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`);
+      throw new TaskHttpError(
+        429,
+        `"${name}" already has ${policy.maxPendingTasks} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`,
+      );
     }
     try {
       await this.enqueue(row);
@@ -113,7 +122,8 @@ export class TaskSubmissionService {
     if (record.spec.kind !== 'task_queue' || !record.spec.taskPolicy) {
       throw new TaskHttpError(400, `deployment "${name}" is a ${record.spec.kind}, not a task_queue: call it at /endpoint/${name}`);
     }
-    if (record.state === 'stopped') throw new TaskHttpError(503, `task queue "${name}" is stopped: start it (tern deployment start ${name}) to accept tasks`);
+    if (record.state === 'stopped')
+      throw new TaskHttpError(503, `task queue "${name}" is stopped: start it (tern deployment start ${name}) to accept tasks`);
     return record;
   }
 

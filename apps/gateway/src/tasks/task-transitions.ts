@@ -1,5 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { TASK_ENDED, TASK_FAILED, TASK_RESULT_INLINE_BYTES, type TaskCompleted, type TaskFailed, type TaskStarted, type TaskState } from '#tern/contracts';
+import {
+  TASK_ENDED,
+  TASK_FAILED,
+  TASK_RESULT_INLINE_BYTES,
+  type TaskCompleted,
+  type TaskFailed,
+  type TaskStarted,
+  type TaskState,
+} from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { type CancelledTask, type EndedTask, TasksRepository } from '#tern/persistence';
 
@@ -51,13 +59,22 @@ export class TaskTransitions {
     const error = e.cause === 'error' ? e.error : `${e.cause}: ${e.error}`;
     if (e.willRetry) return this.tasks.markRetrying(e.taskId, e.attempt, error);
     const state = e.cause === 'timeout' ? 'TIMEOUT' : 'ERROR';
-    const changed = await this.tasks.markFailed({ taskId: e.taskId, state, attempt: e.attempt, error, failedAt: e.failedAt, containerId: e.containerId, machineId: e.machineId });
+    const changed = await this.tasks.markFailed({
+      taskId: e.taskId,
+      state,
+      attempt: e.attempt,
+      error,
+      failedAt: e.failedAt,
+      containerId: e.containerId,
+      machineId: e.machineId,
+    });
     return this.ended(changed, e.taskId, state, e.failedAt);
   }
 
   async completed(e: TaskCompleted): Promise<boolean> {
     const inline = e.resultRef ? null : e.result === undefined ? null : JSON.stringify(e.result);
-    if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES) this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
+    if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES)
+      this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
     const changed = await this.tasks.complete({
       taskId: e.taskId,
       resultJson: inline,

@@ -1,4 +1,12 @@
-import { type Conforms, FINAL_TASK_STATES, type SameType, type SubmittedTask, type TaskList, type TaskState, type TaskView } from '#tern/contracts';
+import {
+  type Conforms,
+  FINAL_TASK_STATES,
+  type SameType,
+  type SubmittedTask,
+  type TaskList,
+  type TaskState,
+  type TaskView,
+} from '#tern/contracts';
 import type { TaskWithDeployment } from '#tern/persistence';
 import type { SubmittedTask as Submitted } from './task-submission.service.js';
 import type { TasksService } from './tasks.service.js';
@@ -33,7 +41,10 @@ export function taskView(task: TaskWithDeployment, result?: { value: unknown }):
 }
 
 /** The answers built outside this file, held to their contracts (shared with the CLI). */
-export type TaskAnswersConform = [Conforms<SameType<Awaited<ReturnType<TasksService['list']>>, TaskList>>, Conforms<SameType<Submitted, SubmittedTask>>];
+export type TaskAnswersConform = [
+  Conforms<SameType<Awaited<ReturnType<TasksService['list']>>, TaskList>>,
+  Conforms<SameType<Submitted, SubmittedTask>>,
+];
 
 /** Keyset cursor over (created_at, id), newest first. */
 export function encodeCursor(task: Pick<TaskWithDeployment, 'createdAt' | 'id'>): string {

@@ -12,7 +12,9 @@ export class TasksController {
   constructor(private readonly tasks: TasksService) {}
 
   @Get()
-  @ApiOperation({ summary: 'Tasks of the workspace, newest first; filter by deployment and status (comma-separated); paged with next_cursor' })
+  @ApiOperation({
+    summary: 'Tasks of the workspace, newest first; filter by deployment and status (comma-separated); paged with next_cursor',
+  })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListTasksQuery) {
     return this.tasks.list(p, q);
   }
@@ -24,7 +26,10 @@ export class TasksController {
   }
 
   @Get(':id/wait')
-  @ApiOperation({ summary: 'Long poll: answers as soon as the task ends, or after `timeout` seconds (default 30) with its current state; `done` says which' })
+  @ApiOperation({
+    summary:
+      'Long poll: answers as soon as the task ends, or after `timeout` seconds (default 30) with its current state; `done` says which',
+  })
   wait(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: WaitTaskQuery) {
     return this.tasks.wait(p, id, q.timeout ?? 30);
   }

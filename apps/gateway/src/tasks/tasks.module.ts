@@ -28,6 +28,7 @@ export class TasksModule implements OnModuleInit {
   onModuleInit() {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
     // Any content type: the payload is checked as JSON by the submit, with a message that says so.
-    if (fastify) installRawBody(fastify, { prefix: '/taskqueue/', name: 'task', maxBytes: TASK_PAYLOAD_MAX_BYTES, tooLarge: payloadTooLarge() });
+    if (fastify)
+      installRawBody(fastify, { prefix: '/taskqueue/', name: 'task', maxBytes: TASK_PAYLOAD_MAX_BYTES, tooLarge: payloadTooLarge() });
   }
 }

@@ -35,7 +35,11 @@ export class TasksService {
       before = decodeCursor(q.cursor);
       if (!before || !UUID.test(before.id)) throw new TaskHttpError(400, 'cursor must be the next_cursor of a previous page');
     }
-    const rows = await this.tasks.listForWorkspace(principal.workspaceId, { deploymentName: q.deployment, states: q.status, before }, limit + 1);
+    const rows = await this.tasks.listForWorkspace(
+      principal.workspaceId,
+      { deploymentName: q.deployment, states: q.status, before },
+      limit + 1,
+    );
     const page = rows.slice(0, limit);
     return { tasks: page.map((r) => taskView(r)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null };
   }
@@ -99,7 +103,8 @@ export class TasksService {
   }
 
   private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskWithDeployment> {
-    if (!UUID.test(id)) throw new TaskHttpError(400, `"${id}" is not a task id (task ids are UUIDs, as POST /taskqueue/<name> returns them)`);
+    if (!UUID.test(id))
+      throw new TaskHttpError(400, `"${id}" is not a task id (task ids are UUIDs, as POST /taskqueue/<name> returns them)`);
     const task = await this.tasks.findInWorkspace(id, principal.workspaceId, withResult);
     if (!task) throw new TaskHttpError(404, `task ${id} not found in workspace ${principal.workspaceName}`);
     return task;

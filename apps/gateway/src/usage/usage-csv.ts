@@ -13,8 +13,32 @@ function lines(header: string[], rows: (string | number | null | undefined)[][])
 
 export function usageCsv(rows: readonly UsageReportRow[]): string {
   return lines(
-    ['group', 'name', 'period_start', 'period_end', 'gpu_seconds', 'cpu_core_seconds', 'memory_gib_seconds', 'container_seconds', 'tasks_completed', 'tasks_failed', 'task_seconds'],
-    rows.map((r) => [r.group, r.name, r.periodStart, r.periodEnd, r.gpuSeconds, r.cpuCoreSeconds, r.memoryGibSeconds, r.containerSeconds, r.tasksCompleted, r.tasksFailed, r.taskSeconds]),
+    [
+      'group',
+      'name',
+      'period_start',
+      'period_end',
+      'gpu_seconds',
+      'cpu_core_seconds',
+      'memory_gib_seconds',
+      'container_seconds',
+      'tasks_completed',
+      'tasks_failed',
+      'task_seconds',
+    ],
+    rows.map((r) => [
+      r.group,
+      r.name,
+      r.periodStart,
+      r.periodEnd,
+      r.gpuSeconds,
+      r.cpuCoreSeconds,
+      r.memoryGibSeconds,
+      r.containerSeconds,
+      r.tasksCompleted,
+      r.tasksFailed,
+      r.taskSeconds,
+    ]),
   );
 }
 

@@ -2,4 +2,7 @@ import type { Conforms, Json, RewardsReport as RewardsContract, SameType, UsageR
 import type { RewardsReport, UsageReport } from './usage.service.js';
 
 /** The usage API's answers, held to their contracts (shared with the CLI): fails type-checking when they part. */
-export type UsageAnswersConform = [Conforms<SameType<Json<UsageReport>, UsageContract>>, Conforms<SameType<Json<RewardsReport>, RewardsContract>>];
+export type UsageAnswersConform = [
+  Conforms<SameType<Json<UsageReport>, UsageContract>>,
+  Conforms<SameType<Json<RewardsReport>, RewardsContract>>,
+];

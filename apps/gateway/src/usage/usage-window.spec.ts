@@ -7,7 +7,10 @@ describe('usageWindow', () => {
 
   it('defaults to the 24 h before now, or before the given end', () => {
     expect(usageWindow({}, now)).toEqual({ from: new Date('2026-02-28T12:00:00Z'), to: now });
-    expect(usageWindow({ to: '2026-01-10' }, now)).toEqual({ from: new Date('2026-01-09T00:00:00Z'), to: new Date('2026-01-10T00:00:00Z') });
+    expect(usageWindow({ to: '2026-01-10' }, now)).toEqual({
+      from: new Date('2026-01-09T00:00:00Z'),
+      to: new Date('2026-01-10T00:00:00Z'),
+    });
   });
 
   it('refuses an empty or inverted window, or one over 366 days, naming the parameters', () => {

@@ -19,7 +19,9 @@ export class UsageController {
   constructor(private readonly usage: UsageService) {}
 
   @Get()
-  @ApiOperation({ summary: 'GPU-, CPU-core- and memory-GiB-seconds and task counts per workspace, deployment, machine or GPU type, by hour or day' })
+  @ApiOperation({
+    summary: 'GPU-, CPU-core- and memory-GiB-seconds and task counts per workspace, deployment, machine or GPU type, by hour or day',
+  })
   async report(
     @Query() query: UsageQuery,
     @CurrentPrincipal() principal: Principal,
@@ -29,7 +31,8 @@ export class UsageController {
     const window = usageWindow(query);
     let workspace = query.workspace ?? null;
     if (principal.role !== 'admin') {
-      if (workspace && workspace !== principal.workspaceId) throw new ForbiddenException('workspace: a member token sees the usage of its own workspace only');
+      if (workspace && workspace !== principal.workspaceId)
+        throw new ForbiddenException('workspace: a member token sees the usage of its own workspace only');
       workspace = principal.workspaceId;
     }
     const report = await this.usage.usage(window, query.group_by ?? 'workspace', query.granularity ?? null, workspace);
@@ -41,7 +44,11 @@ export class UsageController {
   @Get('rewards')
   @AdminOnly()
   @ApiOperation({ summary: "Each machine's share of the GPU-seconds served in a period, weighted by its reputation (admin)" })
-  async rewards(@Query() query: RewardsQuery, @Headers('accept') accept: string | undefined, @Res({ passthrough: true }) reply: FastifyReply) {
+  async rewards(
+    @Query() query: RewardsQuery,
+    @Headers('accept') accept: string | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     const report = await this.usage.rewards(usageWindow(query), query.amount);
     if (!wantsCsv(query.format, accept)) return report;
     reply.header('content-type', 'text/csv; charset=utf-8');

@@ -30,7 +30,12 @@ const FORMULA = 'weight(m) = gpuSeconds(m) Ã— score(m); share(m) = weight(m) / Î
 export class UsageService {
   constructor(private readonly usageRecords: UsageRepository) {}
 
-  async usage(window: UsageWindow, groupBy: UsageGroup, granularity: UsageGranularity | null, workspace: string | null): Promise<UsageReport> {
+  async usage(
+    window: UsageWindow,
+    groupBy: UsageGroup,
+    granularity: UsageGranularity | null,
+    workspace: string | null,
+  ): Promise<UsageReport> {
     const rows = await this.usageRecords.report({ from: window.from, to: window.to, groupBy, bucket: granularity, workspaceId: workspace });
     const totals = zero();
     for (const r of rows) for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r[k];

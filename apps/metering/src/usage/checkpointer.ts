@@ -55,7 +55,10 @@ export class Checkpointer implements OnApplicationBootstrap, OnModuleDestroy {
           countAccrued((now - Math.max(startedAt, accruedTo ?? startedAt)) / 1000, allotment);
         }
         await upsertSlices(tx, entries, false);
-        await tx.advanceAccruedTo(rows.map((r) => r.containerId), new Date(now));
+        await tx.advanceAccruedTo(
+          rows.map((r) => r.containerId),
+          new Date(now),
+        );
         after = rows[rows.length - 1].containerId;
         return rows.length;
       });

@@ -1,6 +1,13 @@
 import { Controller, Inject } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { CONTAINER_FAILED, CONTAINER_STARTED, CONTAINER_STOPPED, ContainerFailed, ContainerStarted, ContainerStopped } from '#tern/contracts';
+import {
+  CONTAINER_FAILED,
+  CONTAINER_STARTED,
+  CONTAINER_STOPPED,
+  ContainerFailed,
+  ContainerStarted,
+  ContainerStopped,
+} from '#tern/contracts';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { endOfUsage } from '#tern/metering';
 import { OnMessage } from '#tern/messaging';

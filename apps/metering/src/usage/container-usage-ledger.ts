@@ -51,7 +51,11 @@ export class ContainerUsageLedger {
     if (!allotment || !row.startedAt || !row.endedAt) return;
     const slices = closedSlices({ startedAt: row.startedAt.getTime(), endedAt: row.endedAt.getTime() });
     const removed = await tx.removeSlicesOf(row.containerId);
-    await upsertSlices(tx, slices.map((slice) => ({ row, allotment, slice })), true);
+    await upsertSlices(
+      tx,
+      slices.map((slice) => ({ row, allotment, slice })),
+      true,
+    );
     await tx.markAccruedToEnd(row.containerId);
     const kept = new Set(slices.map((s) => intervalId(row.containerId, s.periodStart)));
     const dropped = removed.filter((r) => !kept.has(r.eventId)).map((r) => hourFloor(r.periodStart.getTime()));
@@ -91,5 +95,11 @@ export class ContainerUsageLedger {
 }
 
 function identity(event: ContainerEvent): MeteredContainerIdentity {
-  return { containerId: event.containerId, workspaceId: event.workspaceId, deploymentId: event.deploymentId, deploymentVersion: event.deploymentVersion, machineId: event.machineId };
+  return {
+    containerId: event.containerId,
+    workspaceId: event.workspaceId,
+    deploymentId: event.deploymentId,
+    deploymentVersion: event.deploymentVersion,
+    machineId: event.machineId,
+  };
 }

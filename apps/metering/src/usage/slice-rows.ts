@@ -1,6 +1,11 @@
 import { intervalId, resourceSeconds, type UsageSlice } from '#tern/metering';
 import { type MeteredContainerState, type UsageRepository } from '#tern/persistence';
-import { meteringCpuCoreSecondsTotal, meteringGpuSecondsTotal, meteringIntervalsWrittenTotal, meteringMemoryGibSecondsTotal } from '../metering-metrics.js';
+import {
+  meteringCpuCoreSecondsTotal,
+  meteringGpuSecondsTotal,
+  meteringIntervalsWrittenTotal,
+  meteringMemoryGibSecondsTotal,
+} from '../metering-metrics.js';
 
 export interface Allotment {
   cpuMillicores: number;

@@ -89,19 +89,25 @@ export class ReputationEventsController {
   /** Start latency: the agent's own measure from the start command to the first passing health check (no clock skew). */
   @OnMessage(CONTAINER_READY, { concurrency: MANY })
   containerReady(@Payload() e: ContainerReady) {
-    return this.change(e.machineId, undefined, (r) => applyStartOutcome(r, e.containerId, e.deploymentId, 'success', Date.parse(e.at), this.params, e.readyLatencyMs));
+    return this.change(e.machineId, undefined, (r) =>
+      applyStartOutcome(r, e.containerId, e.deploymentId, 'success', Date.parse(e.at), this.params, e.readyLatencyMs),
+    );
   }
 
   /** Before it was ready: a failed start, the machine's own fault when the machine was lost. After: already counted. */
   @OnMessage(CONTAINER_FAILED, { concurrency: MANY })
   containerFailed(@Payload() e: ContainerFailed) {
     const outcome = startFailureOutcome(e.phase);
-    return this.change(e.machineId, undefined, (r) => applyStartOutcome(r, e.containerId, e.deploymentId, outcome, Date.parse(e.at), this.params));
+    return this.change(e.machineId, undefined, (r) =>
+      applyStartOutcome(r, e.containerId, e.deploymentId, outcome, Date.parse(e.at), this.params),
+    );
   }
 
   @OnMessage(TASK_COMPLETED, { concurrency: MANY })
   taskCompleted(@Payload() e: TaskCompleted) {
-    return this.change(e.machineId, undefined, (r) => applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, 'success', Date.parse(e.completedAt), this.params));
+    return this.change(e.machineId, undefined, (r) =>
+      applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, 'success', Date.parse(e.completedAt), this.params),
+    );
   }
 
   /** A handler error is judged against the deployment's other machines; a timeout or a lost container counts in full. */
@@ -109,7 +115,9 @@ export class ReputationEventsController {
   taskFailed(@Payload() e: TaskFailed) {
     if (!e.machineId) return; // failed before reaching a machine: nobody's record
     const outcome = taskFailureOutcome(e.cause);
-    return this.change(e.machineId, undefined, (r) => applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, outcome, Date.parse(e.failedAt), this.params));
+    return this.change(e.machineId, undefined, (r) =>
+      applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, outcome, Date.parse(e.failedAt), this.params),
+    );
   }
 
   private async change(machineId: string, pool: string | undefined, apply: Parameters<MachineBook['update']>[2]) {

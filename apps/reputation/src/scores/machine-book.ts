@@ -27,7 +27,8 @@ export class MachineBook implements OnModuleInit {
 
   async onModuleInit() {
     const rows = await this.reputation.machineRecords();
-    for (const row of rows) this.records.set(row.machineId, { ...newMachineRecord(row.machineId), ...(row.record as Partial<MachineRecord>) });
+    for (const row of rows)
+      this.records.set(row.machineId, { ...newMachineRecord(row.machineId), ...(row.record as Partial<MachineRecord>) });
     this.logger.log(`resumed the records of ${rows.length} machine(s)`);
   }
 

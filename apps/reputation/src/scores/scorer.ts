@@ -48,7 +48,8 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   async onApplicationBootstrap() {
     const last = await this.reputation.latestScores();
     // kvAt 0: every entry is put again on the first pass, in case the bucket lost it meanwhile.
-    for (const r of last) this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
+    for (const r of last)
+      this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
     const everyMs = this.config.reputation.recomputeIntervalMs;
     this.ticker = new Ticker({ name: 'recomputing scores', everyMs, logger: this.logger, immediate: true }, () => this.recompute()).start();
   }
@@ -95,9 +96,15 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
       [...history, ...refresh].map(async (s) => {
         const entry: ReputationEntry = { score: s.score, components: s.components, computedAt };
         await kv.put(s.machineId, JSON.stringify(entry));
-        if (historic.has(s)) await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
+        if (historic.has(s))
+          await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
         const prev = this.published.get(s.machineId);
-        this.published.set(s.machineId, { score: s.score, components: s.components, historyAt: historic.has(s) ? now : (prev?.historyAt ?? 0), kvAt: now });
+        this.published.set(s.machineId, {
+          score: s.score,
+          components: s.components,
+          historyAt: historic.has(s) ? now : (prev?.historyAt ?? 0),
+          kvAt: now,
+        });
       }),
     );
     timer();

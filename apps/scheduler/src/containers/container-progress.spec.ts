@@ -1,7 +1,14 @@
 import { CONTAINER_STATES } from '#tern/contracts';
 import { CONTAINER_STATE_ORDER, isForward, progressFor } from './container-progress.js';
 
-const base = { containerId: 'c1', deploymentId: 'd1', deploymentVersion: 1, workspaceId: 'w1', machineId: 'm1', at: '2026-01-01T00:00:00.000Z' };
+const base = {
+  containerId: 'c1',
+  deploymentId: 'd1',
+  deploymentVersion: 1,
+  workspaceId: 'w1',
+  machineId: 'm1',
+  at: '2026-01-01T00:00:00.000Z',
+};
 const resources = { cpuMillicores: 1000, memoryBytes: 1 << 30, gpuCount: 1, gpuType: 'H100' };
 
 describe('container progress', () => {
@@ -23,7 +30,12 @@ describe('container progress', () => {
       reason: 'scale-up',
       requested: { cpuMillicores: 1000, memoryBytes: 1 << 30, gpuCount: 1, gpu: 'H100' },
     });
-    expect(progressFor({ kind: 'started', event: { ...base, resources: { ...resources, gpuType: undefined, gpuCount: 0 }, startupLatencyMs: 5 } })).toEqual({
+    expect(
+      progressFor({
+        kind: 'started',
+        event: { ...base, resources: { ...resources, gpuType: undefined, gpuCount: 0 }, startupLatencyMs: 5 },
+      }),
+    ).toEqual({
       state: 'running',
       reason: null,
       requested: { cpuMillicores: 1000, memoryBytes: 1 << 30, gpuCount: 0 },

@@ -39,7 +39,15 @@ export interface ContainerProgress {
  * The order states are reached in. failed is last: a container that failed after it had
  * started is also reported stopped, in either order, and the row should end up saying failed.
  */
-export const CONTAINER_STATE_ORDER: readonly ContainerState[] = ['pending', 'scheduled', 'starting', 'running', 'stopping', 'stopped', 'failed'];
+export const CONTAINER_STATE_ORDER: readonly ContainerState[] = [
+  'pending',
+  'scheduled',
+  'starting',
+  'running',
+  'stopping',
+  'stopped',
+  'failed',
+];
 
 export function isForward(from: ContainerState, to: ContainerState): boolean {
   return CONTAINER_STATE_ORDER.indexOf(to) > CONTAINER_STATE_ORDER.indexOf(from);

@@ -32,7 +32,12 @@ export class AgentCommands {
   }
 
   /** Checks the order against its contract first: a bug here should fail here, not on the worker. */
-  private async send<T extends object, R extends object>(contract: Contract<T, R>, machineId: string, command: T, timeoutMs: number): Promise<R> {
+  private async send<T extends object, R extends object>(
+    contract: Contract<T, R>,
+    machineId: string,
+    command: T,
+    timeoutMs: number,
+  ): Promise<R> {
     const checked = await validatePayload(contract.payload, command);
     if (!checked.ok) throw new Error(`refusing to send an invalid ${contract.subject} to ${machineId}: ${checked.reason}`);
     return this.messaging.request(contract, command, { tokens: [machineId], timeoutMs });

@@ -71,7 +71,8 @@ export class MachineRegistry {
     }
     const reason = verdict.schedulable ? readyReason(machine) : verdict.reason;
     const moved = await this.transitions.move(tx, machine.id, machine.state, to, reason);
-    if (moved) this.logger.log({ machineId: machine.id, from: machine.state, to, reason }, `machine ${machine.id}: ${machine.state} → ${to}`);
+    if (moved)
+      this.logger.log({ machineId: machine.id, from: machine.state, to, reason }, `machine ${machine.id}: ${machine.state} → ${to}`);
   }
 }
 

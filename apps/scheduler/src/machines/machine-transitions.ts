@@ -23,7 +23,13 @@ export class MachineTransitions {
   constructor(private readonly messaging: Messaging) {}
 
   /** Moves a machine from `from` to `to` if it is still in `from` (`tx`: the caller's transaction, holding its row lock). */
-  async move(tx: MachinesRepository, machineId: string, from: MachineState, to: MachineState, reason: string): Promise<Transition | undefined> {
+  async move(
+    tx: MachinesRepository,
+    machineId: string,
+    from: MachineState,
+    to: MachineState,
+    reason: string,
+  ): Promise<Transition | undefined> {
     const moved = await tx.moveState(machineId, from, to, reason);
     if (!moved) return undefined;
     const transition = { machineId, pool: moved.pool, from, to, reason, changedAt: moved.changedAt };

@@ -35,7 +35,14 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     return this.machines.transaction(async (tx) => {
       const swept = await tx.markOfflineOlderThan(this.config.machines.heartbeatTtlSeconds);
       for (const m of swept) {
-        await this.transitions.announce({ machineId: m.id, pool: m.pool, from: m.from, to: 'offline', reason: m.reason, changedAt: m.changedAt });
+        await this.transitions.announce({
+          machineId: m.id,
+          pool: m.pool,
+          from: m.from,
+          to: 'offline',
+          reason: m.reason,
+          changedAt: m.changedAt,
+        });
         this.logger.warn({ machineId: m.id, from: m.from, reason: m.reason }, `machine ${m.id}: ${m.from} → offline`);
       }
       return swept.length;

@@ -15,7 +15,8 @@ export class DesiredState {
 
   async apply(cmd: ScaleCommand): Promise<ScaleOutcome> {
     const { deploymentId, deploymentVersion, desired, reason, issuedAt, idleContainers } = cmd;
-    if (await this.containers.applyDesired({ deploymentId, deploymentVersion, desired, reason, issuedAt, idleContainers })) return 'applied';
+    if (await this.containers.applyDesired({ deploymentId, deploymentVersion, desired, reason, issuedAt, idleContainers }))
+      return 'applied';
     return (await this.containers.versionExists(deploymentId, deploymentVersion)) ? 'stale' : 'unknown-deployment-version';
   }
 }

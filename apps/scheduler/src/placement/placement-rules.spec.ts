@@ -46,7 +46,14 @@ describe('scale-down choice', () => {
 });
 
 describe('start command', () => {
-  const target = { containerId: 'c-1', deploymentId: 'd-1', deploymentVersion: 2, workspaceId: 'w-1', kind: 'endpoint' as const, gpuType: 'H100' };
+  const target = {
+    containerId: 'c-1',
+    deploymentId: 'd-1',
+    deploymentVersion: 2,
+    workspaceId: 'w-1',
+    kind: 'endpoint' as const,
+    gpuType: 'H100',
+  };
 
   it('carries the spec, code bundle and on_start hook included', () => {
     expect(startCommand(spec, target, new Date('2026-01-01T00:00:00Z'))).toEqual({
@@ -71,7 +78,11 @@ describe('start command', () => {
   });
 
   it('passes a command instead of a handler, and no GPU type without GPUs', () => {
-    const cmd = startCommand({ ...spec, handler: undefined, onStart: undefined, code: undefined, command: ['serve'], gpuCount: 0, gpuTypes: [] }, target, new Date(0));
+    const cmd = startCommand(
+      { ...spec, handler: undefined, onStart: undefined, code: undefined, command: ['serve'], gpuCount: 0, gpuTypes: [] },
+      target,
+      new Date(0),
+    );
     expect(cmd).toMatchObject({ command: ['serve'], env: { A: '1' }, resources: { gpuCount: 0 } });
     expect(cmd).not.toHaveProperty('handler');
     expect(cmd).not.toHaveProperty('code');
@@ -79,7 +90,14 @@ describe('start command', () => {
   });
 
   it('asks placement for what the spec asks', () => {
-    expect(placementRequest(spec)).toEqual({ cpuMillicores: 2000, memoryBytes: 4 * 2 ** 30, gpuTypes: ['H100', 'A100'], gpuCount: 1, pool: 'gpu', minReputation: 0.8 });
+    expect(placementRequest(spec)).toEqual({
+      cpuMillicores: 2000,
+      memoryBytes: 4 * 2 ** 30,
+      gpuTypes: ['H100', 'A100'],
+      gpuCount: 1,
+      pool: 'gpu',
+      minReputation: 0.8,
+    });
     expect(placementRequest({ ...spec, minReputation: undefined })).not.toHaveProperty('minReputation');
   });
 

@@ -7,7 +7,8 @@ import { ReputationScores } from './reputation-scores.js';
 /** States in which a container holds its machine's resources. */
 export const HOLDING_STATES = ['pending', 'scheduled', 'starting', 'running', 'stopping'] as const;
 
-export type PlaceOutcome = { placed: true; containerId: string; machineId: string; gpuIndexes: number[]; gpuType?: string } | { placed: false; reason: string };
+export type PlaceOutcome =
+  { placed: true; containerId: string; machineId: string; gpuIndexes: number[]; gpuType?: string } | { placed: false; reason: string };
 
 /**
  * Reserves room for one container: in one transaction, locks the pool's machine rows, sums
@@ -37,7 +38,13 @@ export class Placer {
         gpuIndexes: result.gpuIndexes,
       };
       await tx.insertScheduled({ id: containerId, deploymentVersionId: versionId, machineId: result.machineId, reason, requested });
-      return { placed: true, containerId, machineId: result.machineId, gpuIndexes: result.gpuIndexes, ...(result.gpuType ? { gpuType: result.gpuType } : {}) };
+      return {
+        placed: true,
+        containerId,
+        machineId: result.machineId,
+        gpuIndexes: result.gpuIndexes,
+        ...(result.gpuType ? { gpuType: result.gpuType } : {}),
+      };
     });
   }
 
@@ -55,7 +62,10 @@ export class Placer {
       // A container recorded from events alone has a GPU count but no indexes: count it against the lowest free ones.
       const unindexed = mine.reduce((n, h) => n + (h.gpuIndexes ? 0 : (h.gpuCount ?? 0)), 0);
       const taken = new Set(used.gpuIndexes);
-      const extra = capacity.gpus.map((g) => g.index).filter((i) => !taken.has(i)).slice(0, unindexed);
+      const extra = capacity.gpus
+        .map((g) => g.index)
+        .filter((i) => !taken.has(i))
+        .slice(0, unindexed);
       return {
         id: r.id,
         pool: r.pool,

@@ -72,7 +72,12 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     const active = await this.containers.activeOf(v.id, ACTIVE);
     if (active.length < desired) return this.scaleUp(v, desired - active.length);
     if (active.length > desired) {
-      const ids = containersToStop(active.map((c) => ({ id: c.id, ready: c.readyAt !== null })), desired, v.idleContainers ?? [], stopAll);
+      const ids = containersToStop(
+        active.map((c) => ({ id: c.id, ready: c.readyAt !== null })),
+        desired,
+        v.idleContainers ?? [],
+        stopAll,
+      );
       await this.stop(ids, stopAll ? `deployment ${v.deploymentState}` : 'scale-down');
     }
     this.backoff.delete(v.id);
@@ -91,7 +96,10 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
         this.logger.warn({ versionId: v.id, reason: outcome.reason }, `cannot place ${v.deploymentId} v${v.version}: ${outcome.reason}`);
         return this.fail(v, outcome.reason);
       }
-      this.logger.log({ containerId: outcome.containerId, machineId: outcome.machineId }, `placed ${outcome.containerId} of ${v.deploymentId} v${v.version} on ${outcome.machineId}`);
+      this.logger.log(
+        { containerId: outcome.containerId, machineId: outcome.machineId },
+        `placed ${outcome.containerId} of ${v.deploymentId} v${v.version} on ${outcome.machineId}`,
+      );
       const refused = await this.start(v, spec, outcome);
       if (refused) return this.fail(v, refused);
     }
@@ -100,12 +108,34 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** Sends the start order; on refusal or error marks the container failed and returns why. */
-  private async start(v: VersionToReconcile, spec: ResolvedSpec, placed: Extract<PlaceOutcome, { placed: true }>): Promise<string | undefined> {
-    const target = { containerId: placed.containerId, deploymentId: v.deploymentId, deploymentVersion: v.version, workspaceId: v.workspaceId, kind: v.kind, gpuType: placed.gpuType };
+  private async start(
+    v: VersionToReconcile,
+    spec: ResolvedSpec,
+    placed: Extract<PlaceOutcome, { placed: true }>,
+  ): Promise<string | undefined> {
+    const target = {
+      containerId: placed.containerId,
+      deploymentId: v.deploymentId,
+      deploymentVersion: v.version,
+      workspaceId: v.workspaceId,
+      kind: v.kind,
+      gpuType: placed.gpuType,
+    };
     const command = startCommand(spec, target, new Date());
-    const event = { containerId: placed.containerId, deploymentId: v.deploymentId, deploymentVersion: v.version, workspaceId: v.workspaceId, machineId: placed.machineId, at: command.requestedAt };
+    const event = {
+      containerId: placed.containerId,
+      deploymentId: v.deploymentId,
+      deploymentVersion: v.version,
+      workspaceId: v.workspaceId,
+      machineId: placed.machineId,
+      at: command.requestedAt,
+    };
     await this.messaging
-      .publish(CONTAINER_SCHEDULED, { ...event, resources: command.resources, reason: 'scale-up' }, { msgId: `${placed.containerId}:scheduled` })
+      .publish(
+        CONTAINER_SCHEDULED,
+        { ...event, resources: command.resources, reason: 'scale-up' },
+        { msgId: `${placed.containerId}:scheduled` },
+      )
       .catch((e: unknown) => this.logger.warn(`could not announce ${placed.containerId} scheduled: ${(e as Error).message}`));
     let reason: string;
     try {
@@ -116,7 +146,9 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       reason = `start on machine ${placed.machineId} failed: ${(e as Error).message}`;
       // A timeout may hide a start the agent did take on: tell it to drop the container.
       if (e instanceof RequestError && e.code === 504) {
-        void this.agents.stop(placed.machineId, { containerId: placed.containerId, graceSeconds: 0, reason: 'start timed out' }).catch(() => undefined);
+        void this.agents
+          .stop(placed.machineId, { containerId: placed.containerId, graceSeconds: 0, reason: 'start timed out' })
+          .catch(() => undefined);
       }
     }
     await this.containers.markStartFailed(placed.containerId, reason);
@@ -132,7 +164,8 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       if (!row.machineId) continue;
       try {
         const reply = await this.agents.stop(row.machineId, { containerId: id, graceSeconds: STOP_GRACE_SECONDS, reason });
-        if (!reply.accepted) this.logger.warn({ containerId: id }, `machine ${row.machineId} refused to stop ${id}: ${reply.reason ?? 'no reason given'}`);
+        if (!reply.accepted)
+          this.logger.warn({ containerId: id }, `machine ${row.machineId} refused to stop ${id}: ${reply.reason ?? 'no reason given'}`);
       } catch (e) {
         this.logger.warn({ containerId: id }, `stop of ${id} on ${row.machineId} failed: ${(e as Error).message}`);
       }
@@ -147,7 +180,14 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     for (const c of lost) {
       this.logger.warn({ containerId: c.id, machineId: c.machineId }, `container ${c.id} lost: ${c.stateReason}`);
       if (!c.machineId) continue;
-      const event = { containerId: c.id, deploymentId: c.deploymentId, deploymentVersion: c.version, workspaceId: c.workspaceId, machineId: c.machineId, at: new Date().toISOString() };
+      const event = {
+        containerId: c.id,
+        deploymentId: c.deploymentId,
+        deploymentVersion: c.version,
+        workspaceId: c.workspaceId,
+        machineId: c.machineId,
+        at: new Date().toISOString(),
+      };
       await this.messaging
         .publish(CONTAINER_FAILED, { ...event, phase: 'machine-lost', error: c.stateReason }, { msgId: `${c.id}:failed:machine-lost` })
         .catch((e: unknown) => this.logger.warn(`could not announce ${c.id} lost: ${(e as Error).message}`));

@@ -19,7 +19,13 @@ export function placementRequest(spec: ResolvedSpec): PlacementRequest {
 /** Whether a stored spec is a resolved one (the gateway stores resolved specs; a bare row may not). */
 export function isResolvedSpec(spec: unknown): spec is ResolvedSpec {
   const s = spec as Partial<ResolvedSpec> | null;
-  return !!s && typeof s.cpuMillicores === 'number' && typeof s.memoryBytes === 'number' && typeof s.pool === 'string' && typeof s.image === 'string';
+  return (
+    !!s &&
+    typeof s.cpuMillicores === 'number' &&
+    typeof s.memoryBytes === 'number' &&
+    typeof s.pool === 'string' &&
+    typeof s.image === 'string'
+  );
 }
 
 export interface StartTarget {

@@ -39,7 +39,11 @@ describe('simulate: cold starts and draining', () => {
 
   it('request_latency: 3 one-minute tasks, desired_latency 30 s, max 5 → 3 containers, all done in about a minute', () => {
     const tasks = [0.2, 0.3, 0.4].map((arrival) => ({ arrival, service: 60 }));
-    const r = simulate(trace(tasks), { ...requestLatency, desiredLatencySeconds: 30, maxContainers: 5, tasksPerContainer: 1 }, { coldStartSeconds: 1, workers: 1 });
+    const r = simulate(
+      trace(tasks),
+      { ...requestLatency, desiredLatencySeconds: 30, maxContainers: 5, tasksPerContainer: 1 },
+      { coldStartSeconds: 1, workers: 1 },
+    );
     expect(r.peakContainers).toBe(3);
     const doneAt = tasks.map((t, i) => t.arrival + r.waits[i] + t.service);
     expect(Math.max(...doneAt)).toBeLessThan(63);
@@ -79,17 +83,20 @@ describe('simulate: no flapping under steady load (the anti-flap rule)', () => {
   // Poisson 2/s and 6/s of 5 s tasks, 4 per container: 10 and 30 tasks in flight on average.
   const cases = [1, 2, 3].flatMap((seed) => [2, 6].map((rate) => ({ seed, rate })));
 
-  it.each(POLICIES.map((p) => [p.type, p] as const))('%s: after warm-up few scale events, and no up within keep-warm of a down', (type, policy) => {
-    for (const { seed, rate } of cases) {
-      const r = simulate(steadyTrace({ seconds: 900, seed, rate }), policy);
-      const changes = scaleChanges(r, 120, 900);
-      // request_latency asks for ceil(S × demand / L) = half the tasks in flight here, so Poisson
-      // peaks cross its boundary far more often than queue_depth's; the rule still bounds it.
-      expect(changes.length).toBeLessThanOrEqual(type === 'request_latency' ? 30 : 4);
-      const downThenUp = changes.filter((c, i) => c.up && changes.slice(0, i).some((d) => !d.up && c.t - d.t <= policy.keepWarmSeconds));
-      expect(downThenUp.length).toBeLessThanOrEqual(type === 'request_latency' ? 5 : 0);
-    }
-  });
+  it.each(POLICIES.map((p) => [p.type, p] as const))(
+    '%s: after warm-up few scale events, and no up within keep-warm of a down',
+    (type, policy) => {
+      for (const { seed, rate } of cases) {
+        const r = simulate(steadyTrace({ seconds: 900, seed, rate }), policy);
+        const changes = scaleChanges(r, 120, 900);
+        // request_latency asks for ceil(S × demand / L) = half the tasks in flight here, so Poisson
+        // peaks cross its boundary far more often than queue_depth's; the rule still bounds it.
+        expect(changes.length).toBeLessThanOrEqual(type === 'request_latency' ? 30 : 4);
+        const downThenUp = changes.filter((c, i) => c.up && changes.slice(0, i).some((d) => !d.up && c.t - d.t <= policy.keepWarmSeconds));
+        expect(downThenUp.length).toBeLessThanOrEqual(type === 'request_latency' ? 5 : 0);
+      }
+    },
+  );
 });
 
 describe('simulate: the policies compared', () => {

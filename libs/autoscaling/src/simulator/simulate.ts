@@ -106,7 +106,8 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
   const dispatch = (at: number) => {
     while (queue.length) {
       let best: Container | undefined;
-      for (const c of containers) if (c.ready && c.running.length < o.workers && (!best || c.running.length < best.running.length)) best = c;
+      for (const c of containers)
+        if (c.ready && c.running.length < o.workers && (!best || c.running.length < best.running.length)) best = c;
       if (!best) return;
       const task = queue.shift()!;
       waits[task] = at - tasks[task].arrival;
@@ -154,9 +155,11 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
       inFlight,
       buffered: queue.length,
       meanDurationMs: durations.length ? (durations.reduce((a, b) => a + b, 0) / durations.length) * 1000 : 0,
-      containers: ready.map(
-        (c): ContainerObservation => ({ containerId: c.id, inFlight: c.running.length, idleSeconds: c.running.length ? 0 : t - c.idleSince }),
-      ),
+      containers: ready.map((c): ContainerObservation => ({
+        containerId: c.id,
+        inFlight: c.running.length,
+        idleSeconds: c.running.length ? 0 : t - c.idleSince,
+      })),
       ...(o.reportArrivals ? { arrived } : {}),
     };
     const d = decide({ policy, previous, memory }, observation, t * 1000);
@@ -165,7 +168,15 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
     containers = reconcile(containers, d, t);
     peak = Math.max(peak, containers.length);
     const readyAfter = containers.filter((c) => c.ready).length;
-    ticks.push({ t, desired: d.desired, ready: readyAfter, starting: containers.length - readyAfter, inFlight, buffered: queue.length, reason: d.reason });
+    ticks.push({
+      t,
+      desired: d.desired,
+      ready: readyAfter,
+      starting: containers.length - readyAfter,
+      inFlight,
+      buffered: queue.length,
+      reason: d.reason,
+    });
     if (t >= trace.seconds && finished === tasks.length && containers.length === 0) break;
   }
   const end = Math.min(t, trace.seconds + o.maxDrainSeconds);
@@ -198,7 +209,8 @@ export function simulate(trace: Trace, policy: ScalingPolicy, options: Simulatio
   function reconcile(list: Container[], d: Decision, now: number): Container[] {
     if (d.desired > list.length) {
       const add = d.desired - list.length;
-      for (let i = 0; i < add; i++) list.push({ id: `c${serial++}`, startedAt: now, readyAt: now + o.coldStartSeconds, ready: false, running: [], idleSince: now });
+      for (let i = 0; i < add; i++)
+        list.push({ id: `c${serial++}`, startedAt: now, readyAt: now + o.coldStartSeconds, ready: false, running: [], idleSince: now });
       return list;
     }
     let excess = list.length - d.desired;

@@ -38,7 +38,15 @@ interface Batch {
  * plus batches. Durations come from a generator of their own, so two traces with the same seed
  * and arrivals get the same durations.
  */
-function build(name: string, description: string, o: TraceOptions, rate: (t: number) => number, maxRate: number, batches: readonly Batch[], rng: Random): Trace {
+function build(
+  name: string,
+  description: string,
+  o: TraceOptions,
+  rate: (t: number) => number,
+  maxRate: number,
+  batches: readonly Batch[],
+  rng: Random,
+): Trace {
   const arrivals: number[] = [];
   if (maxRate > 0) {
     for (let t = rng.exponential(1 / maxRate); t < o.seconds; t += rng.exponential(1 / maxRate)) {
@@ -50,7 +58,9 @@ function build(name: string, description: string, o: TraceOptions, rate: (t: num
   }
   arrivals.sort((a, b) => a - b);
   const durations = new Random(o.seed * 7919 + 17);
-  const tasks = arrivals.filter((a) => a < o.seconds).map((arrival) => ({ arrival, service: Math.max(0.05, durations.logNormal(o.serviceSeconds, o.serviceCv)) }));
+  const tasks = arrivals
+    .filter((a) => a < o.seconds)
+    .map((arrival) => ({ arrival, service: Math.max(0.05, durations.logNormal(o.serviceSeconds, o.serviceCv)) }));
   return { name, description, seconds: o.seconds, tasks };
 }
 
@@ -68,11 +78,21 @@ export function stepBurstTrace(options: Partial<TraceOptions> & { base?: number;
   const high = options.high ?? 5;
   const from = Math.round(o.seconds / 3);
   const to = from + (options.highSeconds ?? Math.round(o.seconds / 6));
-  return build('step', `Poisson ${base}/s, ${high}/s from ${from} s to ${to} s`, o, (t) => (t >= from && t < to ? high : base), Math.max(base, high), [], new Random(o.seed + 1));
+  return build(
+    'step',
+    `Poisson ${base}/s, ${high}/s from ${from} s to ${to} s`,
+    o,
+    (t) => (t >= from && t < to ? high : base),
+    Math.max(base, high),
+    [],
+    new Random(o.seed + 1),
+  );
 }
 
 /** A trickle with a burst of `size` arrivals every `period` seconds (a nightly batch, an hourly job, compressed). */
-export function periodicBurstsTrace(options: Partial<TraceOptions> & { base?: number; period?: number; size?: number; spread?: number } = {}): Trace {
+export function periodicBurstsTrace(
+  options: Partial<TraceOptions> & { base?: number; period?: number; size?: number; spread?: number } = {},
+): Trace {
   const o = { ...DEFAULT_TRACE_OPTIONS, ...options };
   const base = options.base ?? 0.1;
   const period = options.period ?? 120;
@@ -80,11 +100,21 @@ export function periodicBurstsTrace(options: Partial<TraceOptions> & { base?: nu
   const spread = options.spread ?? 5;
   const batches: Batch[] = [];
   for (let at = period / 2; at < o.seconds; at += period) batches.push({ at, count: size, spread });
-  return build('periodic', `Poisson ${base}/s + ${size} over ${spread} s every ${period} s`, o, () => base, base, batches, new Random(o.seed + 2));
+  return build(
+    'periodic',
+    `Poisson ${base}/s + ${size} over ${spread} s every ${period} s`,
+    o,
+    () => base,
+    base,
+    batches,
+    new Random(o.seed + 2),
+  );
 }
 
 /** A Poisson background with spikes at random times (gaps exponential around `spikeEvery` s). */
-export function poissonSpikesTrace(options: Partial<TraceOptions> & { rate?: number; spikeEvery?: number; size?: number; spread?: number } = {}): Trace {
+export function poissonSpikesTrace(
+  options: Partial<TraceOptions> & { rate?: number; spikeEvery?: number; size?: number; spread?: number } = {},
+): Trace {
   const o = { ...DEFAULT_TRACE_OPTIONS, ...options };
   const rate = options.rate ?? 1;
   const every = options.spikeEvery ?? 150;

@@ -18,7 +18,6 @@ import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
 import { ContainerResources } from '../container/container-resources.js';
 import { IsId, IsRecordOf } from '../validation.js';
 
-
 export class VolumeMount {
   /** The workspace volume's name. */
   @IsId() volume!: string;
@@ -48,14 +47,21 @@ export class ContainerStart {
   @IsRecordOf('string') env!: Record<string, string>;
   @IsOptional() @Matches(/^\//, { message: 'cwd must be an absolute path' }) cwd?: string;
 
-  @IsObject() @ValidateNested() @Type(() => ContainerResources)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ContainerResources)
   resources!: ContainerResources;
 
-  @IsArray() @ValidateNested({ each: true }) @Type(() => VolumeMount)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => VolumeMount)
   volumes!: VolumeMount[];
 
   /** Ports the container listens on inside its network namespace; the first is passed as $PORT. */
-  @IsArray() @IsInt({ each: true }) @Min(1, { each: true }) @Max(65535, { each: true })
+  @IsArray()
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(65535, { each: true })
   ports!: number[];
 
   /** Handler processes in the container. */
@@ -82,5 +88,5 @@ export const AGENT_CONTAINER_START = defineContract({
   payload: ContainerStart,
   reply: ContainerStartReply,
   description:
-    'Start a container on this machine. Token: machine id. Sent by the scheduler; answered by that machine\'s agent as soon as it accepts or refuses (not when the container is up: that is reported by container events). Idempotent on containerId: a repeated start of a known container is accepted again.',
+    "Start a container on this machine. Token: machine id. Sent by the scheduler; answered by that machine's agent as soon as it accepts or refuses (not when the container is up: that is reported by container events). Idempotent on containerId: a repeated start of a known container is accepted again.",
 });

@@ -5,7 +5,9 @@ import { ContainerEvent } from './container-event.js';
 import { ContainerResources } from './container-resources.js';
 
 export class ContainerScheduled extends ContainerEvent {
-  @IsObject() @ValidateNested() @Type(() => ContainerResources)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   /** Why it was placed, e.g. "scale-up", "reschedule: machine m1 offline". */

@@ -5,7 +5,9 @@ import { ContainerEvent } from './container-event.js';
 import { ContainerResources } from './container-resources.js';
 
 export class ContainerStarted extends ContainerEvent {
-  @IsObject() @ValidateNested() @Type(() => ContainerResources)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   /** From the start command's arrival to the process running. */

@@ -79,11 +79,13 @@ export class DeploymentSpec {
   @IsOptional() @IsString() image?: string;
 
   /** `app.py:predict` (Python runner) or `app.js:predict` / `app.mjs:predict` (Node runner). */
-  @IsOptional() @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'handler must look like app.py:predict or app.js:predict' })
+  @IsOptional()
+  @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'handler must look like app.py:predict or app.js:predict' })
   handler?: string;
 
   /** Runs once per container before it takes requests (load a model): same form as handler. */
-  @IsOptional() @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'on_start must look like app.py:load' })
+  @IsOptional()
+  @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'on_start must look like app.py:load' })
   on_start?: string;
 
   /** Your own server on $PORT instead of a handler. */
@@ -106,7 +108,10 @@ export class DeploymentSpec {
   /** Seconds a request (or task) may take; default 180 for endpoints. */
   @IsOptional() @IsInt() @Min(1) @Max(86400) timeout?: number;
 
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => QueueDepthPolicy, {
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => QueueDepthPolicy, {
     discriminator: {
       property: 'type',
       subTypes: [
@@ -127,7 +132,9 @@ export class DeploymentSpec {
   /** task_queue: tasks that may wait at once; a submit beyond it gets 429. Default 10000. */
   @IsOptional() @IsInt() @Min(1) @Max(10_000_000) max_pending_tasks?: number;
   /** task_queue: where the result of each task is POSTed when it ends (a submit may give its own). */
-  @IsOptional() @IsUrl({ require_tld: false, protocols: ['http', 'https'] }, { message: 'callback_url must be an http(s) URL' }) callback_url?: string;
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'] }, { message: 'callback_url must be an http(s) URL' })
+  callback_url?: string;
 
   @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;

@@ -20,7 +20,9 @@ export class LoadReport {
   @IsInt() @Min(0) buffered!: number;
   /** Mean time inside containers over the last report period, for request_latency. */
   @IsNumber() @Min(0) meanDurationMs!: number;
-  @IsArray() @ValidateNested({ each: true }) @Type(() => ContainerLoad)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => ContainerLoad)
   containers!: ContainerLoad[];
   @IsISO8601() at!: string;
 }

@@ -121,7 +121,15 @@ describe('resolveSpec: task queues and the predictive policy', () => {
   });
 
   it('takes the predictive knobs given', () => {
-    const spec = { type: 'predictive', tasks_per_container: 2, desired_latency: 5, target_utilization: 0.6, stable_window: 120, panic_window: 10, prewarm: false };
+    const spec = {
+      type: 'predictive',
+      tasks_per_container: 2,
+      desired_latency: 5,
+      target_utilization: 0.6,
+      stable_window: 120,
+      panic_window: 10,
+      prewarm: false,
+    };
     expect(resolve({ autoscaler: spec }).autoscaler).toMatchObject({
       tasksPerContainer: 2,
       desiredLatencySeconds: 5,
@@ -136,7 +144,9 @@ describe('resolveSpec: task queues and the predictive policy', () => {
     expect(specError(() => resolve({ autoscaler: { type: 'predictive', stable_window: 30, panic_window: 40 } }))).toBe(
       'autoscaler.panic_window must not exceed stable_window (30)',
     );
-    expect(specError(() => resolve({ autoscaler: { type: 'reactive' } }))).toBe('autoscaler.type must be one of queue_depth, request_latency, predictive');
+    expect(specError(() => resolve({ autoscaler: { type: 'reactive' } }))).toBe(
+      'autoscaler.type must be one of queue_depth, request_latency, predictive',
+    );
   });
 
   it('validates predictive knobs naming each field', async () => {

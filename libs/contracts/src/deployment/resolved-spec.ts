@@ -74,7 +74,8 @@ const AUTOSCALER_TYPES = SCALE_POLICIES.filter((p) => p !== 'fixed');
 function predictiveKnobs(p: PredictivePolicy) {
   const stableWindowSeconds = p.stable_window ?? 60;
   const panicWindowSeconds = p.panic_window ?? 6;
-  if (panicWindowSeconds > stableWindowSeconds) throw new SpecError('autoscaler.panic_window', `must not exceed stable_window (${stableWindowSeconds})`);
+  if (panicWindowSeconds > stableWindowSeconds)
+    throw new SpecError('autoscaler.panic_window', `must not exceed stable_window (${stableWindowSeconds})`);
   return {
     desiredLatencySeconds: p.desired_latency ?? 10,
     targetUtilization: p.target_utilization ?? 0.8,
@@ -102,14 +103,15 @@ function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
 export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
-  if (!spec.handler && !spec.command) throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
+  if (!spec.handler && !spec.command)
+    throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
   if (spec.kind !== 'task_queue') {
     for (const field of ['task_policy', 'max_pending_tasks', 'callback_url'] as const) {
       if (spec[field] !== undefined) throw new SpecError(field, `applies to task_queue deployments only (this is a ${spec.kind})`);
     }
   }
-  if (spec.handler && !spec.code) throw new SpecError('code', 'is required with a handler (tern deploy uploads the spec\'s folder)');
+  if (spec.handler && !spec.code) throw new SpecError('code', "is required with a handler (tern deploy uploads the spec's folder)");
   const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
   const gpuList = spec.gpu === undefined ? [] : Array.isArray(spec.gpu) ? spec.gpu : [spec.gpu];
   if (gpuList.some((g) => typeof g !== 'string' || !g.trim())) throw new SpecError('gpu', 'must be a GPU type, a list of types, or "any"');
@@ -121,7 +123,8 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   const minContainers = policy?.min_containers ?? 0;
   const maxContainers = policy?.max_containers ?? 1;
   if (minContainers > maxContainers) throw new SpecError('autoscaler.min_containers', `must not exceed max_containers (${maxContainers})`);
-  if (policy && !(AUTOSCALER_TYPES as readonly string[]).includes(policy.type)) throw new SpecError('autoscaler.type', `must be one of ${AUTOSCALER_TYPES.join(', ')}`);
+  if (policy && !(AUTOSCALER_TYPES as readonly string[]).includes(policy.type))
+    throw new SpecError('autoscaler.type', `must be one of ${AUTOSCALER_TYPES.join(', ')}`);
   return {
     name: spec.name,
     kind: spec.kind,
@@ -142,7 +145,9 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       type: policy?.type ?? 'queue_depth',
       minContainers,
       maxContainers,
-      tasksPerContainer: (policy?.type === 'queue_depth' || policy?.type === 'predictive' ? policy.tasks_per_container : undefined) ?? workers * concurrentRequests,
+      tasksPerContainer:
+        (policy?.type === 'queue_depth' || policy?.type === 'predictive' ? policy.tasks_per_container : undefined) ??
+        workers * concurrentRequests,
       desiredLatencySeconds: policy?.type === 'request_latency' || policy?.type === 'predictive' ? policy.desired_latency : undefined,
       ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
     },

@@ -16,7 +16,9 @@ export class MachineRegisterRequest {
   @IsOptional() @IsId() machineId?: string;
   @IsString() @Length(1, 63) pool!: string;
   @IsString() agentVersion!: string;
-  @IsObject() @ValidateNested() @Type(() => MachineInventory)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => MachineInventory)
   inventory!: MachineInventory;
 }
 
@@ -37,7 +39,9 @@ export class MachineRegisterResponse {
    * agent keeps it (config.yaml) and presents it to register again after a restart.
    */
   @IsOptional() @IsString() machineToken?: string;
-  @IsObject() @ValidateNested() @Type(() => NatsConnectionInfo)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => NatsConnectionInfo)
   nats!: NatsConnectionInfo;
   @IsInt() @Min(1) heartbeatIntervalSeconds!: number;
   @IsInt() @Min(1) heartbeatTtlSeconds!: number;
@@ -58,6 +62,9 @@ export class MachineKeepaliveRequest {
   @IsId() machineId!: string;
   @IsOptional() @IsString() poolName?: string;
   @IsOptional() @IsString() agentVersion?: string;
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => MachineKeepaliveMetrics)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => MachineKeepaliveMetrics)
   metrics?: MachineKeepaliveMetrics;
 }

@@ -1,16 +1,5 @@
 import { Type } from 'class-transformer';
-import {
-  IsArray,
-  IsIn,
-  IsInt,
-  IsIP,
-  IsObject,
-  IsISO8601,
-  IsOptional,
-  IsString,
-  Min,
-  ValidateNested,
-} from 'class-validator';
+import { IsArray, IsIn, IsInt, IsIP, IsObject, IsISO8601, IsOptional, IsString, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId, IsNullable } from '../validation.js';
 
@@ -67,21 +56,31 @@ export class GpuInventory {
 export class MachineInventory {
   @IsString() hostname!: string;
 
-  @IsObject() @ValidateNested() @Type(() => CpuInventory)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CpuInventory)
   cpu!: CpuInventory;
 
   @IsInt() @Min(0) memoryBytes!: number;
 
-  @IsArray() @ValidateNested({ each: true }) @Type(() => DiskInventory)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => DiskInventory)
   disks!: DiskInventory[];
 
-  @IsObject() @ValidateNested() @Type(() => OsInventory)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => OsInventory)
   os!: OsInventory;
 
-  @IsArray() @ValidateNested({ each: true }) @Type(() => NetworkInterfaceInventory)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => NetworkInterfaceInventory)
   networkInterfaces!: NetworkInterfaceInventory[];
 
-  @IsArray() @ValidateNested({ each: true }) @Type(() => GpuInventory)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => GpuInventory)
   gpus!: GpuInventory[];
 }
 

@@ -1,16 +1,5 @@
 import { Type } from 'class-transformer';
-import {
-  IsArray,
-  IsIn,
-  IsInt,
-  IsISO8601,
-  IsNumber,
-  IsOptional,
-  IsString,
-  Max,
-  Min,
-  ValidateNested,
-} from 'class-validator';
+import { IsArray, IsIn, IsInt, IsISO8601, IsNumber, IsOptional, IsString, Max, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -37,10 +26,13 @@ export class MachineHeartbeat {
   @IsNumber() @Min(0) @Max(100) cpuPercent!: number;
   @IsNumber() @Min(0) @Max(100) memoryPercent!: number;
 
-  @IsArray() @ValidateNested({ each: true }) @Type(() => GpuUsage)
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => GpuUsage)
   gpus!: GpuUsage[];
 
-  @IsArray() @IsString({ each: true })
+  @IsArray()
+  @IsString({ each: true })
   runningContainers!: string[];
 
   @IsOptional() @IsString() agentVersion?: string;

@@ -15,11 +15,15 @@ export class MachineNetworkTested {
   @IsId() machineId!: string;
 
   /** Through the NATS connection the agent already holds: the path requests and tasks take. */
-  @IsObject() @ValidateNested() @Type(() => NetworkPathResult)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => NetworkPathResult)
   nats!: NetworkPathResult;
 
   /** Over HTTPS to the gateway: the path image and volume downloads take. */
-  @IsObject() @ValidateNested() @Type(() => NetworkPathResult)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => NetworkPathResult)
   http!: NetworkPathResult;
 
   @IsISO8601() testedAt!: string;

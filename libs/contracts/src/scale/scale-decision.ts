@@ -31,7 +31,9 @@ export class ScaleDecision {
   /** One line a user can read, e.g. "queue 95 > 30 per container × 3". */
   @IsString() reason!: string;
 
-  @IsObject() @ValidateNested() @Type(() => ScaleInputs)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ScaleInputs)
   inputs!: ScaleInputs;
 
   @IsISO8601() decidedAt!: string;

@@ -14,5 +14,5 @@ export const TASK_ENDED = defineContract({
   kind: 'event',
   payload: TaskEnded,
   description:
-    'A task reached its final state in Postgres (the row is written before this is sent). Sent by the gateway replica that recorded it; read (core NATS, no queue group) by every gateway replica, which answers the callers waiting on GET /api/v1/tasks/<id>/wait. Not stored: a missed one is caught by the waiters\' periodic re-read.',
+    "A task reached its final state in Postgres (the row is written before this is sent). Sent by the gateway replica that recorded it; read (core NATS, no queue group) by every gateway replica, which answers the callers waiting on GET /api/v1/tasks/<id>/wait. Not stored: a missed one is caught by the waiters' periodic re-read.",
 });

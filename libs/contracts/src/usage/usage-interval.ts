@@ -18,7 +18,9 @@ export class UsageIntervalClosed {
   @IsId() workspaceId!: string;
   @IsId() deploymentId!: string;
 
-  @IsObject() @ValidateNested() @Type(() => ContainerResources)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ContainerResources)
   resources!: ContainerResources;
 
   @IsISO8601() periodStart!: string;

@@ -97,7 +97,13 @@ export async function invoke(
     }
     if (h?.get(INVOKE_HEADERS.keepalive)) return armTimer();
     const seq = Number(h?.get(INVOKE_HEADERS.seq));
-    if (seq !== nextSeq) return fail(new InvokeError(502, `response from container ${containerId} out of order (got ${h?.get(INVOKE_HEADERS.seq) || 'none'}, expected ${nextSeq})`));
+    if (seq !== nextSeq)
+      return fail(
+        new InvokeError(
+          502,
+          `response from container ${containerId} out of order (got ${h?.get(INVOKE_HEADERS.seq) || 'none'}, expected ${nextSeq})`,
+        ),
+      );
     nextSeq++;
     armTimer();
     const error = h?.get(INVOKE_HEADERS.error);

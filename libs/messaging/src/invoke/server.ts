@@ -87,7 +87,8 @@ async function answer(messaging: Messaging, msg: Msg, reply: string, handler: In
     };
 
     if (result.body instanceof Uint8Array) {
-      if (result.body.length > MAX_RESPONSE_BYTES) return sendError(502, `response body of ${result.body.length} bytes is over the ${MAX_RESPONSE_BYTES}-byte limit`);
+      if (result.body.length > MAX_RESPONSE_BYTES)
+        return sendError(502, `response body of ${result.body.length} bytes is over the ${MAX_RESPONSE_BYTES}-byte limit`);
       const parts = split(result.body);
       parts.forEach((part, i) => {
         send(part, (h) => {

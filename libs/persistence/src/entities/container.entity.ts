@@ -1,18 +1,7 @@
-import {
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-  type Relation,
-  UpdateDateColumn,
-} from 'typeorm';
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, type Relation, UpdateDateColumn } from 'typeorm';
 import { type ContainerState } from '#tern/contracts';
 import { DeploymentVersion } from './deployment-version.entity.js';
 import { Machine } from './machine.entity.js';
-
 
 /** What a container asked for when it was placed; metering and placement both read it. */
 export interface ContainerResources {
@@ -81,4 +70,3 @@ export class Container {
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt!: Date;
 }
-

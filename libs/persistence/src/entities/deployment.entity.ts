@@ -12,8 +12,6 @@ import {
 import { type DeploymentKind, type DeploymentState } from '#tern/contracts';
 import { Workspace } from './workspace.entity.js';
 
-
-
 /** A named workload in a workspace; its spec lives in immutable DeploymentVersion rows. */
 @Entity({ name: 'deployments' })
 @Unique('uq_deployments_workspace_name', ['workspaceId', 'name'])
@@ -50,4 +48,3 @@ export class Deployment {
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt!: Date;
 }
-

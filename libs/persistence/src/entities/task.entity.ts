@@ -16,7 +16,6 @@ import { DeploymentVersion } from './deployment-version.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Workspace } from './workspace.entity.js';
 
-
 /** States a task never leaves; a result or error is final once one is reached. */
 
 /** One unit of work submitted to a task queue (or a function call). */
@@ -127,4 +126,3 @@ export class Task {
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt!: Date;
 }
-

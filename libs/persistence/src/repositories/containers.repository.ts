@@ -175,7 +175,12 @@ export class ContainersRepository extends TransactionalRepository {
   // --- Lifecycle events ---------------------------------------------------------------------
 
   /** Applies an event's progress to the container's row (see APPLY_PROGRESS); false when there is no row. */
-  async applyProgress(containerId: string, machineId: string, progress: ContainerProgressColumns, stateOrder: readonly string[]): Promise<boolean> {
+  async applyProgress(
+    containerId: string,
+    machineId: string,
+    progress: ContainerProgressColumns,
+    stateOrder: readonly string[],
+  ): Promise<boolean> {
     return (await this.rows(APPLY_PROGRESS, [...progressValues(containerId, machineId, progress), stateOrder])).length > 0;
   }
 
@@ -183,17 +188,25 @@ export class ContainersRepository extends TransactionalRepository {
    * Inserts the container's row from its first event; false when a row exists already (another
    * replica inserted it a moment ago) or the deployment version is unknown.
    */
-  async insertFromEvent(containerId: string, machineId: string, progress: ContainerProgressColumns, deploymentId: string, deploymentVersion: number): Promise<boolean> {
-    return (await this.rows(INSERT_FROM_EVENT, [...progressValues(containerId, machineId, progress), deploymentId, deploymentVersion])).length > 0;
+  async insertFromEvent(
+    containerId: string,
+    machineId: string,
+    progress: ContainerProgressColumns,
+    deploymentId: string,
+    deploymentVersion: number,
+  ): Promise<boolean> {
+    return (
+      (await this.rows(INSERT_FROM_EVENT, [...progressValues(containerId, machineId, progress), deploymentId, deploymentVersion])).length >
+      0
+    );
   }
 
   /** Of `containerIds`, which the scheduler has given up (a state in `givenUp`) or placed on another machine than `machineId`. */
   async unwantedOn(machineId: string, containerIds: readonly string[], givenUp: readonly string[]): Promise<string[]> {
-    const rows = await this.rows<{ id: string }>(`SELECT id FROM containers WHERE id = ANY($1) AND (state = ANY($3) OR machine_id IS DISTINCT FROM $2)`, [
-      containerIds,
-      machineId,
-      givenUp,
-    ]);
+    const rows = await this.rows<{ id: string }>(
+      `SELECT id FROM containers WHERE id = ANY($1) AND (state = ANY($3) OR machine_id IS DISTINCT FROM $2)`,
+      [containerIds, machineId, givenUp],
+    );
     return rows.map((r) => r.id);
   }
 
@@ -206,10 +219,10 @@ export class ContainersRepository extends TransactionalRepository {
 
   /** The version's containers in an `active` state, oldest first. */
   activeOf(versionId: string, active: readonly string[]): Promise<{ id: string; readyAt: Date | null }[]> {
-    return this.rows(`SELECT id, ready_at AS "readyAt" FROM containers WHERE deployment_version_id = $1 AND state = ANY($2::text[]) ORDER BY created_at, id`, [
-      versionId,
-      active,
-    ]);
+    return this.rows(
+      `SELECT id, ready_at AS "readyAt" FROM containers WHERE deployment_version_id = $1 AND state = ANY($2::text[]) ORDER BY created_at, id`,
+      [versionId, active],
+    );
   }
 
   /** Fails every unfinished container whose machine is offline or removed (see FAIL_ON_OFFLINE_MACHINES). */
@@ -219,10 +232,10 @@ export class ContainersRepository extends TransactionalRepository {
 
   /** Fails a container whose start was refused or failed, if it is still scheduled. */
   async markStartFailed(containerId: string, reason: string): Promise<void> {
-    await this.rows(`UPDATE containers SET state = 'failed', state_reason = $2, stopped_at = now(), updated_at = now() WHERE id = $1 AND state = 'scheduled'`, [
-      containerId,
-      reason,
-    ]);
+    await this.rows(
+      `UPDATE containers SET state = 'failed', state_reason = $2, stopped_at = now(), updated_at = now() WHERE id = $1 AND state = 'scheduled'`,
+      [containerId, reason],
+    );
   }
 
   /** Moves a container in an `active` state to stopping; undefined when it was in none (already stopping, or gone). */
@@ -247,7 +260,9 @@ export class ContainersRepository extends TransactionalRepository {
     const runner = this.db.createQueryRunner();
     const key = `tern.reconcile:${versionId}`;
     try {
-      const [{ locked }] = await queryRows<{ locked: boolean }>(runner, `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`, [key]);
+      const [{ locked }] = await queryRows<{ locked: boolean }>(runner, `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`, [
+        key,
+      ]);
       if (!locked) return false;
       try {
         await work();
@@ -264,12 +279,22 @@ export class ContainersRepository extends TransactionalRepository {
 
   /** Applies the scale command if it is newer than the version's (see APPLY_DESIRED); false when stale or unknown. */
   async applyDesired(d: DesiredContainers): Promise<boolean> {
-    const applied = await this.rows(APPLY_DESIRED, [d.deploymentId, d.deploymentVersion, d.desired, d.reason, d.issuedAt, d.idleContainers]);
+    const applied = await this.rows(APPLY_DESIRED, [
+      d.deploymentId,
+      d.deploymentVersion,
+      d.desired,
+      d.reason,
+      d.issuedAt,
+      d.idleContainers,
+    ]);
     return applied.length > 0;
   }
 
   async versionExists(deploymentId: string, deploymentVersion: number): Promise<boolean> {
-    const known = await this.rows(`SELECT 1 FROM deployment_versions WHERE deployment_id::text = $1 AND version = $2`, [deploymentId, deploymentVersion]);
+    const known = await this.rows(`SELECT 1 FROM deployment_versions WHERE deployment_id::text = $1 AND version = $2`, [
+      deploymentId,
+      deploymentVersion,
+    ]);
     return known.length > 0;
   }
 
@@ -298,10 +323,10 @@ export class ContainersRepository extends TransactionalRepository {
 
   /** What the containers in one of `holding` states hold on these machines. */
   resourcesHeldOn(machineIds: readonly string[], holding: readonly string[]): Promise<HeldResources[]> {
-    return this.rows<HeldResources>(`SELECT machine_id AS "machineId", requested FROM containers WHERE machine_id = ANY($1::text[]) AND state = ANY($2::text[])`, [
-      machineIds,
-      holding,
-    ]);
+    return this.rows<HeldResources>(
+      `SELECT machine_id AS "machineId", requested FROM containers WHERE machine_id = ANY($1::text[]) AND state = ANY($2::text[])`,
+      [machineIds, holding],
+    );
   }
 
   /** The pool's minimum reputation; undefined when it has none (or there is no such pool). */
@@ -311,7 +336,13 @@ export class ContainersRepository extends TransactionalRepository {
   }
 
   /** The row of a container just placed on a machine, scheduled. */
-  async insertScheduled(container: { id: string; deploymentVersionId: string; machineId: string; reason: string; requested: ContainerResources }): Promise<void> {
+  async insertScheduled(container: {
+    id: string;
+    deploymentVersionId: string;
+    machineId: string;
+    reason: string;
+    requested: ContainerResources;
+  }): Promise<void> {
     await this.rows(
       `INSERT INTO containers (id, deployment_version_id, machine_id, state, state_reason, requested) VALUES ($1, $2, $3, 'scheduled', $4, $5::jsonb)`,
       [container.id, container.deploymentVersionId, container.machineId, container.reason, JSON.stringify(container.requested)],

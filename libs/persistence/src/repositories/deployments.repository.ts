@@ -47,9 +47,17 @@ export class DeploymentsRepository {
    * the latest, ready. Insert-or-keep, then lock the row: concurrent deploys of one name get
    * consecutive versions.
    */
-  async addVersion(workspaceId: string, name: string, kind: DeploymentKind, spec: Record<string, unknown>): Promise<{ deployment: Deployment; version: number }> {
+  async addVersion(
+    workspaceId: string,
+    name: string,
+    kind: DeploymentKind,
+    spec: Record<string, unknown>,
+  ): Promise<{ deployment: Deployment; version: number }> {
     return this.db.transaction(async (m) => {
-      await m.query(`INSERT INTO deployments (workspace_id, name, kind, state) VALUES ($1, $2, $3, 'pending') ON CONFLICT (workspace_id, name) DO NOTHING`, [workspaceId, name, kind]);
+      await m.query(
+        `INSERT INTO deployments (workspace_id, name, kind, state) VALUES ($1, $2, $3, 'pending') ON CONFLICT (workspace_id, name) DO NOTHING`,
+        [workspaceId, name, kind],
+      );
       const d = await m.getRepository(Deployment).findOneOrFail({ where: { workspaceId, name }, lock: { mode: 'pessimistic_write' } });
       const version = d.latestVersion + 1;
       await m.getRepository(DeploymentVersion).save(m.getRepository(DeploymentVersion).create({ deploymentId: d.id, version, spec }));

@@ -6,12 +6,29 @@ import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
 
-export type { CallbackClaim, CancelledTask, EndedTask, NewTask, StartedOver, TaskListFilter, TaskWithDeployment, UnsentTask } from './tasks.repository.js';
+export type {
+  CallbackClaim,
+  CancelledTask,
+  EndedTask,
+  NewTask,
+  StartedOver,
+  TaskListFilter,
+  TaskWithDeployment,
+  UnsentTask,
+} from './tasks.repository.js';
 export { ACTIVE_CONTAINER_STATES, type DeploymentContainer, type DeploymentWithCounts } from './deployments.repository.js';
 export type { PoolMachineCount, PoolRules } from './machines.repository.js';
 export type { NewApiToken } from './tokens.repository.js';
 
-export { ContainersRepository, DeploymentsRepository, MachinesRepository, ReputationRepository, TasksRepository, TokensRepository, UsageRepository };
+export {
+  ContainersRepository,
+  DeploymentsRepository,
+  MachinesRepository,
+  ReputationRepository,
+  TasksRepository,
+  TokensRepository,
+  UsageRepository,
+};
 
 /** One per aggregate; PersistenceModule provides them all. */
 export const REPOSITORIES = [

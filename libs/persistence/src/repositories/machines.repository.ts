@@ -2,7 +2,15 @@ import { Injectable } from '@nestjs/common';
 import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
 import type { MachineState } from '#tern/contracts';
-import { type MachineDisk, type MachineGpu, Machine, type MachineNetwork, type MachineNetworkInterface, type MachineNetworkTest, type MachineOs } from '../entities/machine.entity.js';
+import {
+  type MachineDisk,
+  type MachineGpu,
+  Machine,
+  type MachineNetwork,
+  type MachineNetworkInterface,
+  type MachineNetworkTest,
+  type MachineOs,
+} from '../entities/machine.entity.js';
 import { Pool } from '../entities/pool.entity.js';
 /** A pool's admission rules, as created or changed by an admin. */
 export type PoolRules = Pick<Pool, 'name' | 'allowedGpuTypes' | 'minNetworkMbps' | 'minReputation'>;
@@ -219,7 +227,11 @@ export class MachinesRepository extends TransactionalRepository {
   }
 
   /** Stores the inventory and marks the machine registered now; undefined when it does not exist. */
-  async storeInventory(machineId: string, inv: MachineInventoryColumns, agentVersion: string): Promise<{ pool: string; registeredAt: Date } | undefined> {
+  async storeInventory(
+    machineId: string,
+    inv: MachineInventoryColumns,
+    agentVersion: string,
+  ): Promise<{ pool: string; registeredAt: Date } | undefined> {
     const [row] = await this.rows<{ pool: string; registeredAt: Date }>(
       `UPDATE machines SET
          hostname = $2, cpu_model = $3, cpu_cores = $4, cpu_threads = $5, memory_bytes = $6,
@@ -289,7 +301,12 @@ export class MachinesRepository extends TransactionalRepository {
   }
 
   /** Moves the machine from `from` to `to` only if it is still in `from`; undefined when it was not. */
-  async moveState(machineId: string, from: MachineState, to: MachineState, reason: string): Promise<{ pool: string; changedAt: Date } | undefined> {
+  async moveState(
+    machineId: string,
+    from: MachineState,
+    to: MachineState,
+    reason: string,
+  ): Promise<{ pool: string; changedAt: Date } | undefined> {
     const [row] = await this.rows<{ pool: string; changedAt: Date }>(
       `UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
        WHERE id = $1 AND state = $2

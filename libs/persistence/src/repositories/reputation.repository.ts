@@ -52,7 +52,10 @@ export class ReputationRepository {
   }
 
   /** Appends one history row per score, all computed at `computedAt`. */
-  async appendScores(scores: readonly { machineId: string; score: number; components: Record<string, number> }[], computedAt: Date): Promise<void> {
+  async appendScores(
+    scores: readonly { machineId: string; score: number; components: Record<string, number> }[],
+    computedAt: Date,
+  ): Promise<void> {
     if (!scores.length) return;
     const at = computedAt.toISOString();
     await queryRowsOn(

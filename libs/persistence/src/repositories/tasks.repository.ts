@@ -32,7 +32,10 @@ export type TaskWithDeployment = Pick<
 > & { deploymentName: string };
 
 /** What a task is published to TASKS from: by the submit, and by the relay for one saved but never sent. */
-export type UnsentTask = Pick<Task, 'id' | 'workspaceId' | 'deploymentId' | 'version' | 'maxRetries' | 'timeoutSeconds' | 'ttlSeconds' | 'callbackUrl' | 'createdAt'> & {
+export type UnsentTask = Pick<
+  Task,
+  'id' | 'workspaceId' | 'deploymentId' | 'version' | 'maxRetries' | 'timeoutSeconds' | 'ttlSeconds' | 'callbackUrl' | 'createdAt'
+> & {
   payload: Record<string, unknown>;
 };
 
@@ -121,14 +124,29 @@ export class TasksRepository {
        SELECT $1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9
        WHERE (SELECT count(*) FROM tasks WHERE deployment_id = $3 AND state IN ('PENDING', 'RETRY')) < $10
        RETURNING ${UNSENT_COLUMNS}`,
-      [task.id, task.workspaceId, task.deploymentId, task.version, JSON.stringify(task.payload), task.maxRetries, task.timeoutSeconds, task.ttlSeconds, task.callbackUrl, maxPending],
+      [
+        task.id,
+        task.workspaceId,
+        task.deploymentId,
+        task.version,
+        JSON.stringify(task.payload),
+        task.maxRetries,
+        task.timeoutSeconds,
+        task.ttlSeconds,
+        task.callbackUrl,
+        maxPending,
+      ],
     );
     return rows[0];
   }
 
   /** Records where TASKS stored the task, once (a second send of the same task changes nothing). */
   async markEnqueued(taskId: string, streamSeq: number): Promise<boolean> {
-    const rows = await queryRowsOn(this.db, `UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL RETURNING id`, [taskId, streamSeq]);
+    const rows = await queryRowsOn(
+      this.db,
+      `UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL RETURNING id`,
+      [taskId, streamSeq],
+    );
     return rows.length > 0;
   }
 
@@ -147,7 +165,13 @@ export class TasksRepository {
    * An attempt started: RUNNING, unless the task is final or already on this attempt or a
    * later one. Answers the row as it was before, or undefined when nothing changed.
    */
-  async markStarted(e: { taskId: string; attempt: number; startedAt: string; containerId: string; machineId: string }): Promise<StartedOver | undefined> {
+  async markStarted(e: {
+    taskId: string;
+    attempt: number;
+    startedAt: string;
+    containerId: string;
+    machineId: string;
+  }): Promise<StartedOver | undefined> {
     const rows = await queryRowsOn<StartedOver>(
       this.db,
       `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 FOR UPDATE)
@@ -171,7 +195,15 @@ export class TasksRepository {
   }
 
   /** The last attempt failed: ERROR or TIMEOUT, unless already final; its callback becomes due. */
-  async markFailed(e: { taskId: string; state: 'ERROR' | 'TIMEOUT'; attempt: number; error: string; failedAt: string; containerId?: string | null; machineId?: string | null }): Promise<boolean> {
+  async markFailed(e: {
+    taskId: string;
+    state: 'ERROR' | 'TIMEOUT';
+    attempt: number;
+    error: string;
+    failedAt: string;
+    containerId?: string | null;
+    machineId?: string | null;
+  }): Promise<boolean> {
     const rows = await queryRowsOn(
       this.db,
       `UPDATE tasks SET state = $2, attempts = GREATEST(attempts, $3), error = $4, ended_at = $5,
@@ -296,17 +328,18 @@ export class TasksRepository {
       await work({
         tasks: rows.map((r) => withSeq<TaskWithDeployment>(r)),
         markDelivered: async (taskId, attempts) => {
-          await runner.query(`UPDATE tasks SET callback_state = 'delivered', callback_attempts = $2, callback_next_at = NULL WHERE id = $1`, [taskId, attempts]);
+          await runner.query(
+            `UPDATE tasks SET callback_state = 'delivered', callback_attempts = $2, callback_next_at = NULL WHERE id = $1`,
+            [taskId, attempts],
+          );
         },
         markAttemptFailed: async (taskId, attempts, retryInMs) => {
           // No retry: the delay is null, and so is callback_next_at. ($2 compared with a literal as
           // well as assigned to the varchar column made Postgres refuse the statement.)
-          await runner.query(`UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = now() + $4 * interval '1 millisecond' WHERE id = $1`, [
-            taskId,
-            retryInMs === null ? 'failed' : 'pending',
-            attempts,
-            retryInMs,
-          ]);
+          await runner.query(
+            `UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = now() + $4 * interval '1 millisecond' WHERE id = $1`,
+            [taskId, retryInMs === null ? 'failed' : 'pending', attempts, retryInMs],
+          );
         },
       });
     });

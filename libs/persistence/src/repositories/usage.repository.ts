@@ -157,8 +157,22 @@ export class UsageRepository extends TransactionalRepository {
   }
 
   /** The attempt's end, merged with what is known by the rules of FINISH_TASK. */
-  async recordTaskFinished(a: TaskAttempt, end: { outcome: 'completed' | 'failed'; cause: string | null; durationMs: number | null; endedAt: string }): Promise<void> {
-    await this.rows(FINISH_TASK, [a.taskId, a.attempt, a.workspaceId, a.deploymentId, a.containerId, a.machineId, end.outcome, end.cause, end.durationMs, end.endedAt]);
+  async recordTaskFinished(
+    a: TaskAttempt,
+    end: { outcome: 'completed' | 'failed'; cause: string | null; durationMs: number | null; endedAt: string },
+  ): Promise<void> {
+    await this.rows(FINISH_TASK, [
+      a.taskId,
+      a.attempt,
+      a.workspaceId,
+      a.deploymentId,
+      a.containerId,
+      a.machineId,
+      end.outcome,
+      end.cause,
+      end.durationMs,
+      end.endedAt,
+    ]);
   }
 
   // --- Containers (metered_containers) ------------------------------------------------------
@@ -168,7 +182,11 @@ export class UsageRepository extends TransactionalRepository {
    * transaction()). The earliest start wins; an earlier start than the checkpoints assumed
    * makes the next one rewrite from the start.
    */
-  async recordContainerStarted(c: MeteredContainerIdentity, allotment: MeteredAllotment, startedAt: string): Promise<MeteredContainerState> {
+  async recordContainerStarted(
+    c: MeteredContainerIdentity,
+    allotment: MeteredAllotment,
+    startedAt: string,
+  ): Promise<MeteredContainerState> {
     const [row] = await this.rows<MeteredRow>(
       `INSERT INTO metered_containers AS c (container_id, workspace_id, deployment_id, deployment_version, machine_id,
          cpu_millicores, memory_bytes, gpu_count, gpu_type, started_at)
@@ -181,7 +199,18 @@ export class UsageRepository extends TransactionalRepository {
          accrued_to = CASE WHEN EXCLUDED.started_at < c.started_at THEN NULL ELSE c.accrued_to END,
          updated_at = now()
        RETURNING ${METERED_COLUMNS}`,
-      [c.containerId, c.workspaceId, c.deploymentId, c.deploymentVersion, c.machineId, allotment.cpuMillicores, allotment.memoryBytes, allotment.gpuCount, allotment.gpuType, startedAt],
+      [
+        c.containerId,
+        c.workspaceId,
+        c.deploymentId,
+        c.deploymentVersion,
+        c.machineId,
+        allotment.cpuMillicores,
+        allotment.memoryBytes,
+        allotment.gpuCount,
+        allotment.gpuType,
+        startedAt,
+      ],
     );
     return metered(row);
   }
@@ -226,10 +255,10 @@ export class UsageRepository extends TransactionalRepository {
 
   /** Moves the containers' accrued_to forward to `to` (never back). */
   async advanceAccruedTo(containerIds: readonly string[], to: Date): Promise<void> {
-    await this.rows(`UPDATE metered_containers SET accrued_to = GREATEST(accrued_to, $2::timestamptz) WHERE container_id = ANY($1::text[])`, [
-      containerIds,
-      to.toISOString(),
-    ]);
+    await this.rows(
+      `UPDATE metered_containers SET accrued_to = GREATEST(accrued_to, $2::timestamptz) WHERE container_id = ANY($1::text[])`,
+      [containerIds, to.toISOString()],
+    );
   }
 
   /** accrued_to = ended_at: the container's usage is written to its end. */
@@ -241,9 +270,10 @@ export class UsageRepository extends TransactionalRepository {
 
   /** Deletes every slice of the container; returns what was there. */
   removeSlicesOf(containerId: string): Promise<RemovedSlice[]> {
-    return this.rows<RemovedSlice>(`DELETE FROM usage_intervals WHERE container_id = $1 RETURNING event_id AS "eventId", period_start AS "periodStart", seconds`, [
-      containerId,
-    ]);
+    return this.rows<RemovedSlice>(
+      `DELETE FROM usage_intervals WHERE container_id = $1 RETURNING event_id AS "eventId", period_start AS "periodStart", seconds`,
+      [containerId],
+    );
   }
 
   /**
@@ -255,7 +285,21 @@ export class UsageRepository extends TransactionalRepository {
     if (!slices.length) return;
     const values: unknown[] = [];
     const tuples = slices.map((s, i) => {
-      values.push(s.eventId, s.workspaceId, s.deploymentId, s.containerId, s.machineId, s.gpuType, s.gpuCount, s.cpuMillicores, s.memoryBytes, s.periodStart, s.periodEnd, s.seconds, closed);
+      values.push(
+        s.eventId,
+        s.workspaceId,
+        s.deploymentId,
+        s.containerId,
+        s.machineId,
+        s.gpuType,
+        s.gpuCount,
+        s.cpuMillicores,
+        s.memoryBytes,
+        s.periodStart,
+        s.periodEnd,
+        s.seconds,
+        closed,
+      );
       const base = i * SLICE_COLUMNS;
       return `(${Array.from({ length: SLICE_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`;
     });
@@ -279,10 +323,17 @@ export class UsageRepository extends TransactionalRepository {
    * inside one hour, so the part of it inside the window is exact (prorated by time). Sorted by
    * bucket then group; workspace and deployment groups carry their names (deleted ones: null).
    */
-  async report(q: { from: Date; to: Date; groupBy: UsageGroupBy; bucket: UsageBucket | null; workspaceId: string | null }): Promise<UsageReportRow[]> {
+  async report(q: {
+    from: Date;
+    to: Date;
+    groupBy: UsageGroupBy;
+    bucket: UsageBucket | null;
+    workspaceId: string | null;
+  }): Promise<UsageReportRow[]> {
     const key = KEYS[q.groupBy];
     const granularity = q.bucket;
-    const bucket = (col: string) => (granularity ? `date_trunc('${granularity}', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'` : `$1::timestamptz`);
+    const bucket = (col: string) =>
+      granularity ? `date_trunc('${granularity}', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'` : `$1::timestamptz`;
     const params = [q.from.toISOString(), q.to.toISOString(), q.workspaceId];
     const usage = await this.rows<{ key: string; bucket: Date; gpu: number; cpu: number; mem: number; secs: number }>(
       `SELECT key, bucket, SUM(overlap * gpu_count)::float8 AS gpu, SUM(overlap * cpu_millicores / 1000.0)::float8 AS cpu,
@@ -316,8 +367,15 @@ export class UsageRepository extends TransactionalRepository {
       }
       return row;
     };
-    for (const u of usage) Object.assign(rowFor(u.key, u.bucket), { gpuSeconds: u.gpu, cpuCoreSeconds: u.cpu, memoryGibSeconds: u.mem, containerSeconds: u.secs });
-    for (const t of tasks) Object.assign(rowFor(t.key, t.bucket), { tasksCompleted: t.completed, tasksFailed: t.failed, taskSeconds: t.secs });
+    for (const u of usage)
+      Object.assign(rowFor(u.key, u.bucket), {
+        gpuSeconds: u.gpu,
+        cpuCoreSeconds: u.cpu,
+        memoryGibSeconds: u.mem,
+        containerSeconds: u.secs,
+      });
+    for (const t of tasks)
+      Object.assign(rowFor(t.key, t.bucket), { tasksCompleted: t.completed, tasksFailed: t.failed, taskSeconds: t.secs });
 
     const sorted = [...rows.values()].sort((a, b) => a.periodStart.localeCompare(b.periodStart) || a.group.localeCompare(b.group));
     await this.name(sorted, q.groupBy);
@@ -342,7 +400,10 @@ export class UsageRepository extends TransactionalRepository {
     const table = groupBy === 'workspace' ? 'workspaces' : groupBy === 'deployment' ? 'deployments' : null;
     if (!table || !rows.length) return;
     const ids = [...new Set(rows.map((r) => r.group))];
-    const names = await this.rows<{ id: string; name: string }>(`SELECT id::text AS id, name FROM ${table} WHERE id::text = ANY($1::text[])`, [ids]);
+    const names = await this.rows<{ id: string; name: string }>(
+      `SELECT id::text AS id, name FROM ${table} WHERE id::text = ANY($1::text[])`,
+      [ids],
+    );
     const byId = new Map(names.map((n) => [n.id, n.name]));
     for (const r of rows) r.name = byId.get(r.group) ?? null;
   }

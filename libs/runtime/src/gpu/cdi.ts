@@ -88,7 +88,12 @@ export async function cdiEdits(
       } satisfies OciMount);
     }
     for (const h of edits.hooks ?? []) {
-      const hook: OciHook = { path: h.path, ...(h.args ? { args: h.args } : {}), ...(h.env ? { env: h.env } : {}), ...(h.timeout ? { timeout: h.timeout } : {}) };
+      const hook: OciHook = {
+        path: h.path,
+        ...(h.args ? { args: h.args } : {}),
+        ...(h.env ? { env: h.env } : {}),
+        ...(h.timeout ? { timeout: h.timeout } : {}),
+      };
       (out.hooks[h.hookName as keyof OciHooks] ??= []).push(hook);
     }
   }

@@ -89,7 +89,12 @@ describe('GPU injection without CDI', () => {
       { allow: true, type: 'c', major: 508, minor: 1, access: 'rwm' },
     ]);
     const cuda = c.mounts.find((m) => m.destination === `${NVIDIA_LIB_DIR}/libcuda.so.1`);
-    expect(cuda).toEqual({ destination: `${NVIDIA_LIB_DIR}/libcuda.so.1`, type: 'bind', source: '/usr/lib/x86_64-linux-gnu/libcuda.so.1', options: ['bind', 'ro', 'nosuid', 'nodev'] });
+    expect(cuda).toEqual({
+      destination: `${NVIDIA_LIB_DIR}/libcuda.so.1`,
+      type: 'bind',
+      source: '/usr/lib/x86_64-linux-gnu/libcuda.so.1',
+      options: ['bind', 'ro', 'nosuid', 'nodev'],
+    });
     expect(c.mounts.find((m) => m.destination === '/usr/local/nvidia/bin/nvidia-smi')?.options).toContain('ro');
     expect(c.process.env).toEqual(
       expect.arrayContaining([
@@ -122,7 +127,9 @@ describe('GPU injection without CDI', () => {
   it('GpuInjector falls back to discovery when there is no CDI spec, and fails without GPUs', async () => {
     const injector = new GpuInjector({ io: machine, cdiDirs: ['/etc/cdi'], arch: 'x64' });
     expect((await injector.edits({ devices: [{ index: 0 }] }, true)).devices?.[0]?.path).toBe('/dev/nvidia0');
-    await expect(new GpuInjector({ io: fakeHost({}), cdiDirs: ['/etc/cdi'] }).edits({ devices: [{ index: 0 }] }, true)).rejects.toThrow(/no NVIDIA/);
+    await expect(new GpuInjector({ io: fakeHost({}), cdiDirs: ['/etc/cdi'] }).edits({ devices: [{ index: 0 }] }, true)).rejects.toThrow(
+      /no NVIDIA/,
+    );
     expect(await new GpuInjector({ io: fakeHost({}) }).edits({ devices: [] }, true)).toEqual({});
   });
 });

@@ -97,7 +97,8 @@ export async function prepareHostImage(dir: string, options: HostImageOptions = 
     const tmp = join(dir, `.tmp-${randomBytes(6).toString('hex')}`);
     const r = join(tmp, 'rootfs');
     try {
-      for (const d of ['proc', 'dev', 'sys', 'tmp', 'run', 'etc', 'root', 'home']) await mkdir(join(r, d), { recursive: true, mode: 0o755 });
+      for (const d of ['proc', 'dev', 'sys', 'tmp', 'run', 'etc', 'root', 'home'])
+        await mkdir(join(r, d), { recursive: true, mode: 0o755 });
       // runc gives a tmpfs the mode of the directory it covers.
       await chmod(join(r, 'tmp'), 0o1777);
       for (const [name, target] of Object.entries(recipe.links)) await symlink(target, join(r, name));

@@ -103,13 +103,7 @@ async function addMountPoints(rootfs: string): Promise<void> {
  * An `oci:` image, unpacked with umoci into `<dir>/<manifest hex digest>/rootfs` once; later
  * resolves of any tag pointing at the same manifest reuse it.
  */
-export async function prepareOciImage(
-  ref: string,
-  layout: string,
-  tag: string,
-  dir: string,
-  umoci = 'umoci',
-): Promise<PreparedImage> {
+export async function prepareOciImage(ref: string, layout: string, tag: string, dir: string, umoci = 'umoci'): Promise<PreparedImage> {
   const manifestDesc = await resolveManifest(ref, layout, tag);
   const digest = manifestDesc.digest;
   const final = join(dir, digest.replace(':', '-'));
@@ -145,7 +139,8 @@ export async function prepareOciImage(
   const cached = await readJson<CachedImage>(ref, metaPath);
   const mounts: OciMount[] = [];
   for (const f of ETC_BINDS) {
-    if ((await stat(f).catch(() => undefined))?.isFile()) mounts.push({ destination: f, type: 'bind', source: f, options: ['bind', 'ro', 'nosuid', 'nodev'] });
+    if ((await stat(f).catch(() => undefined))?.isFile())
+      mounts.push({ destination: f, type: 'bind', source: f, options: ['bind', 'ro', 'nosuid', 'nodev'] });
   }
   return {
     ref,

@@ -20,7 +20,14 @@ describe('tailLogs', () => {
     let finished = false;
     const seen: string[] = [];
     const reader = (async () => {
-      for await (const l of tailLogs('c1', [{ stream: 'stdout', path: out }, { stream: 'stderr', path: err }], { isFinished: async () => finished, pollMs: 5 })) {
+      for await (const l of tailLogs(
+        'c1',
+        [
+          { stream: 'stdout', path: out },
+          { stream: 'stderr', path: err },
+        ],
+        { isFinished: async () => finished, pollMs: 5 },
+      )) {
         seen.push(`${l.stream}:${l.line}`);
       }
     })();
@@ -38,7 +45,14 @@ describe('tailLogs', () => {
     const out = join(dir, 'stdout.log');
     await writeFile(out, 'a\nb\n');
     const lines = [];
-    for await (const l of tailLogs('c1', [{ stream: 'stdout', path: out }, { stream: 'stderr', path: join(dir, 'missing') }], { follow: false, isFinished: async () => false })) {
+    for await (const l of tailLogs(
+      'c1',
+      [
+        { stream: 'stdout', path: out },
+        { stream: 'stderr', path: join(dir, 'missing') },
+      ],
+      { follow: false, isFinished: async () => false },
+    )) {
       lines.push(l.line);
     }
     expect(lines).toEqual(['a', 'b']);
@@ -48,7 +62,12 @@ describe('tailLogs', () => {
     const out = join(dir, 'stdout.log');
     await writeFile(out, `${'x'.repeat(25)}\n${'é'.repeat(40_000)}\n`);
     const lines = [];
-    for await (const l of tailLogs('c1', [{ stream: 'stdout', path: out }], { follow: false, isFinished: async () => true, maxLineChars: 10 })) lines.push(l.line);
+    for await (const l of tailLogs('c1', [{ stream: 'stdout', path: out }], {
+      follow: false,
+      isFinished: async () => true,
+      maxLineChars: 10,
+    }))
+      lines.push(l.line);
     expect(lines.slice(0, 3)).toEqual(['x'.repeat(10), 'x'.repeat(10), 'x'.repeat(5)]);
     expect(lines.slice(3).join('')).toBe('é'.repeat(40_000));
   });
@@ -59,7 +78,12 @@ describe('tailLogs', () => {
     const ac = new AbortController();
     const lines = [];
     setTimeout(() => ac.abort(), 30);
-    for await (const l of tailLogs('c1', [{ stream: 'stdout', path: out }], { isFinished: async () => false, signal: ac.signal, pollMs: 5 })) lines.push(l.line);
+    for await (const l of tailLogs('c1', [{ stream: 'stdout', path: out }], {
+      isFinished: async () => false,
+      signal: ac.signal,
+      pollMs: 5,
+    }))
+      lines.push(l.line);
     expect(lines).toEqual(['a']);
   });
 });

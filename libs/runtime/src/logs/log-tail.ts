@@ -54,7 +54,8 @@ export async function* tailLogs(containerId: string, sources: TailSource[], opti
       const time = new Date();
       for (const whole of parts) {
         let line = whole.replace(/\r$/, '');
-        for (; line.length > maxLine; line = line.slice(maxLine)) lines.push({ containerId, stream: s.stream, line: line.slice(0, maxLine), time });
+        for (; line.length > maxLine; line = line.slice(maxLine))
+          lines.push({ containerId, stream: s.stream, line: line.slice(0, maxLine), time });
         lines.push({ containerId, stream: s.stream, line, time });
       }
       while (s.partial.length > maxLine) {

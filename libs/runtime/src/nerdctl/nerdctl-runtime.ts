@@ -81,7 +81,10 @@ export async function* merge<T>(sources: AsyncIterable<T>[]): AsyncGenerator<T> 
       pending.delete(i);
       continue;
     }
-    pending.set(i, iterators[i]!.next().then((next) => ({ i, r: next })));
+    pending.set(
+      i,
+      iterators[i]!.next().then((next) => ({ i, r: next })),
+    );
     yield r.value;
   }
 }
@@ -192,7 +195,10 @@ export class NerdctlRuntime implements ContainerRuntime {
   async list(): Promise<ManagedContainer[]> {
     const r = await this.run(['ps', '-a', '-q', '--no-trunc', '--filter', `label=${ANNOTATION.managed}=true`]);
     if (r.exitCode !== 0) throw new ContainerRuntimeError(`nerdctl ps: ${r.stderr.trim()}`);
-    const ids = r.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+    const ids = r.stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     return (await this.inspect(ids)).map(managedFromInspect).filter((c): c is ManagedContainer => !!c);
   }
 
@@ -204,7 +210,7 @@ export class NerdctlRuntime implements ContainerRuntime {
   }
 
   logs(id: string, options: LogOptions = {}): AsyncIterable<LogLine> {
-    const args = ['--namespace', this.ns, 'logs', '-t', ...(options.follow ?? true ? ['-f'] : []), id];
+    const args = ['--namespace', this.ns, 'logs', '-t', ...((options.follow ?? true) ? ['-f'] : []), id];
     const lines = this.stream(args, options.signal);
     return map(lines, ({ stream, line }) => ({ containerId: id, stream, ...parseTimestamped(line) }));
   }

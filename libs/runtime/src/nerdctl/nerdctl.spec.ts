@@ -57,7 +57,12 @@ describe('nerdctl run arguments', () => {
     const pairs = (flag: string) => args.flatMap((a, i) => (a === flag ? [args[i + 1]] : []));
     expect(args.slice(0, 4)).toEqual(['run', '-d', '--name', 'tt-web']);
     expect(pairs('--label')).toEqual(
-      expect.arrayContaining(['dev.tern.managed=true', 'dev.tern.labels={"deployment":"d1"}', 'dev.tern.port=8123', 'dev.tern.image.digest=sha256:abc']),
+      expect.arrayContaining([
+        'dev.tern.managed=true',
+        'dev.tern.labels={"deployment":"d1"}',
+        'dev.tern.port=8123',
+        'dev.tern.image.digest=sha256:abc',
+      ]),
     );
     expect(pairs('--network')).toEqual(['host']);
     expect(pairs('--user')).toEqual(['65534:65534']);
@@ -83,8 +88,16 @@ describe('nerdctl run arguments', () => {
 
 describe('nerdctl inspect and logs parsing', () => {
   it('maps a Tern container, its labels and its exit', () => {
-    expect(managedFromInspect(inspect())).toMatchObject({ id: 'tt-web', status: 'running', port: 8123, pid: 42, labels: { deployment: 'd1' } });
-    expect(managedFromInspect(inspect({ Status: 'exited', Running: false, ExitCode: 137, OOMKilled: true, FinishedAt: '2026-01-01T00:01:00Z' }))).toMatchObject({
+    expect(managedFromInspect(inspect())).toMatchObject({
+      id: 'tt-web',
+      status: 'running',
+      port: 8123,
+      pid: 42,
+      labels: { deployment: 'd1' },
+    });
+    expect(
+      managedFromInspect(inspect({ Status: 'exited', Running: false, ExitCode: 137, OOMKilled: true, FinishedAt: '2026-01-01T00:01:00Z' })),
+    ).toMatchObject({
       status: 'stopped',
       exit: { exitCode: null, signal: 'SIGKILL', oomKilled: true, finishedAt: '2026-01-01T00:01:00Z' },
     });
@@ -145,7 +158,11 @@ describe('NerdctlRuntime commands', () => {
 
   it('lists by label and removes with rm -f', async () => {
     const { rt, calls } = runtime((args) =>
-      args.includes('ps') ? { exitCode: 0, stdout: 'f00\n', stderr: '' } : args.includes('rm') ? { exitCode: 0, stdout: '', stderr: '' } : json([inspect()]),
+      args.includes('ps')
+        ? { exitCode: 0, stdout: 'f00\n', stderr: '' }
+        : args.includes('rm')
+          ? { exitCode: 0, stdout: '', stderr: '' }
+          : json([inspect()]),
     );
     expect((await rt.list()).map((c) => c.id)).toEqual(['tt-web']);
     expect(calls[0]).toEqual(['--namespace', 'tern', 'ps', '-a', '-q', '--no-trunc', '--filter', 'label=dev.tern.managed=true']);

@@ -88,7 +88,15 @@ describe('buildEnv', () => {
       containerId: 'c1',
     });
     expect(env).toEqual(
-      expect.arrayContaining(['PATH=/opt/bin:/usr/bin', 'LANG=en_US.UTF-8', 'FROM_IMAGE=2', 'PORT=9000', 'HOME=/work', 'PYTHONUNBUFFERED=1', 'TERN_CONTAINER_ID=c1']),
+      expect.arrayContaining([
+        'PATH=/opt/bin:/usr/bin',
+        'LANG=en_US.UTF-8',
+        'FROM_IMAGE=2',
+        'PORT=9000',
+        'HOME=/work',
+        'PYTHONUNBUFFERED=1',
+        'TERN_CONTAINER_ID=c1',
+      ]),
     );
     expect(env.filter((e) => e.startsWith('PORT='))).toEqual(['PORT=9000']);
   });

@@ -45,8 +45,17 @@ const ALL_DROPPED = { bounding: [], effective: [], permitted: [], inheritable: [
 
 /** runc's defaults: kernel interfaces a container has no business reading or writing. */
 const MASKED_PATHS = [
-  '/proc/acpi', '/proc/asound', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list',
-  '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap',
+  '/proc/acpi',
+  '/proc/asound',
+  '/proc/kcore',
+  '/proc/keys',
+  '/proc/latency_stats',
+  '/proc/timer_list',
+  '/proc/timer_stats',
+  '/proc/sched_debug',
+  '/proc/scsi',
+  '/sys/firmware',
+  '/sys/devices/virtual/powercap',
 ];
 const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
 
@@ -100,22 +109,18 @@ export function buildOciConfig(input: OciConfigInput): OciSpec {
         options: ['nosuid', 'nodev', 'mode=1777', `size=${input.tmpBytes}`],
       },
       ...input.imageMounts,
-      ...input.volumes.map(
-        (v): OciMount => ({
-          destination: v.destination,
-          type: 'bind',
-          source: v.source,
-          options: ['rbind', 'rprivate', 'nosuid', 'nodev', v.readOnly ? 'ro' : 'rw'],
-        }),
-      ),
+      ...input.volumes.map((v): OciMount => ({
+        destination: v.destination,
+        type: 'bind',
+        source: v.source,
+        options: ['rbind', 'rprivate', 'nosuid', 'nodev', v.readOnly ? 'ro' : 'rw'],
+      })),
     ],
     linux: {
       namespaces,
       resources: {
         devices: [{ allow: false, access: 'rwm' }],
-        ...(input.memoryBytes
-          ? { memory: { limit: input.memoryBytes, ...(input.limitSwap ? { swap: input.memoryBytes } : {}) } }
-          : {}),
+        ...(input.memoryBytes ? { memory: { limit: input.memoryBytes, ...(input.limitSwap ? { swap: input.memoryBytes } : {}) } } : {}),
         ...(input.cpuMillicores ? { cpu: cpuFor(input.cpuMillicores) } : {}),
         ...(input.pidsLimit ? { pids: { limit: input.pidsLimit } } : {}),
       },
@@ -139,7 +144,13 @@ export function cpuFor(millicores: number): { quota: number; period: number; sha
 }
 
 function hostnameFor(id: string): string {
-  return id.toLowerCase().replace(/[^a-z0-9-]/g, '-').slice(0, 63).replace(/^-+|-+$/g, '') || 'tern';
+  return (
+    id
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')
+      .slice(0, 63)
+      .replace(/^-+|-+$/g, '') || 'tern'
+  );
 }
 
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -148,12 +159,7 @@ export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
  * The container's environment, lowest precedence first: Tern's defaults, the image's, the
  * PORT it must listen on, then the user's (which may override anything but PORT).
  */
-export function buildEnv(options: {
-  imageEnv: string[];
-  userEnv?: Record<string, string>;
-  port?: number;
-  containerId: string;
-}): string[] {
+export function buildEnv(options: { imageEnv: string[]; userEnv?: Record<string, string>; port?: number; containerId: string }): string[] {
   let env = [`PATH=${DEFAULT_PATH}`, 'HOME=/tmp', 'PYTHONUNBUFFERED=1', 'LANG=C.UTF-8'];
   for (const e of options.imageEnv) env = setEnv(env, e, false);
   env = setEnv(env, `TERN_CONTAINER_ID=${options.containerId}`, false);

@@ -75,9 +75,9 @@ export function annotationsFor(options: {
   };
 }
 
-export function parseAnnotations(a: Record<string, string> | undefined):
-  | { image: ImageInfo; labels: Record<string, string>; port?: number; created: string }
-  | undefined {
+export function parseAnnotations(
+  a: Record<string, string> | undefined,
+): { image: ImageInfo; labels: Record<string, string>; port?: number; created: string } | undefined {
   if (a?.[ANNOTATION.managed] !== 'true') return undefined;
   let labels: Record<string, string> = {};
   try {

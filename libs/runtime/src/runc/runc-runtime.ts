@@ -165,9 +165,7 @@ export class RuncRuntime implements ContainerRuntime {
       };
     } catch (e) {
       if (port !== undefined) this.portsInUse.delete(port);
-      await this.remove(spec.id).catch((err: unknown) =>
-        this.log.warn({ containerId: spec.id, err }, 'cleanup after failed start failed'),
-      );
+      await this.remove(spec.id).catch((err: unknown) => this.log.warn({ containerId: spec.id, err }, 'cleanup after failed start failed'));
       throw e instanceof ContainerRuntimeError ? e : new ContainerStartError(spec.id, (e as Error).message, '');
     }
   }

@@ -9,7 +9,8 @@ type Fields = Record<string, unknown>;
 function field(card: Fields, ...names: string[]): string | undefined {
   for (const name of names) {
     const hit = Object.entries(card).find(([k]) => k.toLowerCase() === name.toLowerCase());
-    if (hit && hit[1] !== undefined && hit[1] !== null && String(hit[1]).trim() !== '' && String(hit[1]) !== 'N/A') return String(hit[1]).trim();
+    if (hit && hit[1] !== undefined && hit[1] !== null && String(hit[1]).trim() !== '' && String(hit[1]) !== 'N/A')
+      return String(hit[1]).trim();
   }
   return undefined;
 }

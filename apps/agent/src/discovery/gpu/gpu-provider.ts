@@ -25,7 +25,13 @@ export interface GpuProvider {
 export const MIB = 1024 * 1024;
 
 export function gpu(fields: Omit<GpuInventory, never>): GpuInventory {
-  const out: GpuInventory = { index: fields.index, vendor: fields.vendor, model: fields.model, memoryMiB: fields.memoryMiB, driverVersion: fields.driverVersion };
+  const out: GpuInventory = {
+    index: fields.index,
+    vendor: fields.vendor,
+    model: fields.model,
+    memoryMiB: fields.memoryMiB,
+    driverVersion: fields.driverVersion,
+  };
   if (fields.cudaVersion) out.cudaVersion = fields.cudaVersion;
   if (fields.uuid) out.uuid = fields.uuid;
   return out;

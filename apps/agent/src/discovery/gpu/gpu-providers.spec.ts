@@ -55,7 +55,10 @@ describe('NVIDIA (nvidia-smi)', () => {
 
   it('runs the query, then the banner; a missing nvidia-smi means no NVIDIA GPUs', async () => {
     const found = await nvidiaProvider.detect(
-      ctx({ [['nvidia-smi', ...NVIDIA_QUERY].join(' ')]: fixture('nvidia-smi-query-mixed.csv'), 'nvidia-smi': fixture('nvidia-smi-banner-a40.txt') }),
+      ctx({
+        [['nvidia-smi', ...NVIDIA_QUERY].join(' ')]: fixture('nvidia-smi-query-mixed.csv'),
+        'nvidia-smi': fixture('nvidia-smi-banner-a40.txt'),
+      }),
     );
     expect(found.map((g) => g.cudaVersion)).toEqual(['12.4', '12.4']);
     expect(await nvidiaProvider.detect(ctx({}))).toEqual([]);
@@ -108,7 +111,7 @@ describe('Apple (system_profiler)', () => {
 });
 
 describe('Intel (xpu-smi, sysfs)', () => {
-  it('reads the device list and each device\'s memory and driver', async () => {
+  it("reads the device list and each device's memory and driver", async () => {
     const gpus = parseXpuSmiDiscovery(fixture('xpu-smi-discovery.json'), { 0: fixture('xpu-smi-discovery-d0.json') });
     expect(gpus[0]).toEqual({
       index: 0,
@@ -139,8 +142,13 @@ describe('Intel (xpu-smi, sysfs)', () => {
       '/sys/class/drm/card2/device/vendor': '0x10de\n',
       '/sys/class/drm/card2/device/class': '0x030200\n',
     };
-    const probe = ctx({}, { listDir: async () => ['card0', 'card0-DP-1', 'card1', 'card2', 'renderD128'], readFile: async (p) => files[p] });
-    expect(await intelFromSysfs(probe)).toEqual([{ index: 0, vendor: 'intel', model: 'Intel GPU 0x0bd5', memoryMiB: 0, driverVersion: '' }]);
+    const probe = ctx(
+      {},
+      { listDir: async () => ['card0', 'card0-DP-1', 'card1', 'card2', 'renderD128'], readFile: async (p) => files[p] },
+    );
+    expect(await intelFromSysfs(probe)).toEqual([
+      { index: 0, vendor: 'intel', model: 'Intel GPU 0x0bd5', memoryMiB: 0, driverVersion: '' },
+    ]);
     expect(await intelProvider.detect(probe)).toHaveLength(1);
   });
 });

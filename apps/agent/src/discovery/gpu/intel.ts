@@ -63,7 +63,9 @@ export const intelProvider: GpuProvider = {
     if (ctx.platform !== 'linux') return [];
     const list = await ctx.run('xpu-smi', ['discovery', '-j']);
     if (!list) return intelFromSysfs(ctx);
-    const ids = (parseJson<{ device_list?: XpuDevice[] }>(list)?.device_list ?? []).map((d) => d.device_id).filter((id): id is number => typeof id === 'number');
+    const ids = (parseJson<{ device_list?: XpuDevice[] }>(list)?.device_list ?? [])
+      .map((d) => d.device_id)
+      .filter((id): id is number => typeof id === 'number');
     const details: Record<number, string | undefined> = {};
     for (const id of ids) details[id] = await ctx.run('xpu-smi', ['discovery', '-d', String(id), '-j']);
     return parseXpuSmiDiscovery(list, details);

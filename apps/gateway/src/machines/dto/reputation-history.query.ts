@@ -3,7 +3,11 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
 
 export class ReputationHistoryQuery {
-  @ApiProperty({ required: false, example: '2026-01-01T00:00:00Z', description: 'Only history rows computed at or after this moment (ISO 8601).' })
+  @ApiProperty({
+    required: false,
+    example: '2026-01-01T00:00:00Z',
+    description: 'Only history rows computed at or after this moment (ISO 8601).',
+  })
   @IsOptional()
   @IsISO8601({}, { message: 'from must be an ISO 8601 date, e.g. 2026-01-01T00:00:00Z' })
   from?: string;

@@ -17,14 +17,23 @@ export class PoolRulesDto implements PoolRulesRequest {
   @Length(1, 64, { each: true })
   allowedGpuTypes?: string[] | null;
 
-  @ApiProperty({ required: false, example: 100, description: 'Lowest measured network throughput (Mbit/s, slower of NATS and HTTP) to be schedulable.' })
+  @ApiProperty({
+    required: false,
+    example: 100,
+    description: 'Lowest measured network throughput (Mbit/s, slower of NATS and HTTP) to be schedulable.',
+  })
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(1_000_000)
   minNetworkMbps?: number | null;
 
-  @ApiProperty({ required: false, example: 0.9, description: "Lowest reputation score (0 to 1) a machine needs to get new containers in this pool; with a deployment's min_reputation the stricter applies. Running containers are not moved; unscored machines pass." })
+  @ApiProperty({
+    required: false,
+    example: 0.9,
+    description:
+      "Lowest reputation score (0 to 1) a machine needs to get new containers in this pool; with a deployment's min_reputation the stricter applies. Running containers are not moved; unscored machines pass.",
+  })
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)

@@ -10,7 +10,10 @@ const ISO = { strict: true, strictSeparator: true };
 
 /** The window every usage question is asked about; both ends optional (default: the last 24 h). */
 export class UsageWindowQuery {
-  @ApiPropertyOptional({ example: '2026-01-01T00:00:00Z', description: 'Start of the window (ISO 8601, inclusive); default: 24 h before `to`.' })
+  @ApiPropertyOptional({
+    example: '2026-01-01T00:00:00Z',
+    description: 'Start of the window (ISO 8601, inclusive); default: 24 h before `to`.',
+  })
   @IsOptional()
   @IsISO8601(ISO, { message: 'from must be an ISO 8601 date or date-time, e.g. 2026-01-01 or 2026-01-01T00:00:00Z' })
   from?: string;
@@ -32,7 +35,10 @@ export class UsageQuery extends UsageWindowQuery {
   @IsIn(USAGE_GROUPS, { message: `group_by must be one of ${USAGE_GROUPS.join(', ')}` })
   group_by?: UsageGroup;
 
-  @ApiPropertyOptional({ enum: USAGE_GRANULARITIES, description: 'One row per group and hour or day (UTC); without it, one row per group for the whole window.' })
+  @ApiPropertyOptional({
+    enum: USAGE_GRANULARITIES,
+    description: 'One row per group and hour or day (UTC); without it, one row per group for the whole window.',
+  })
   @IsOptional()
   @IsIn(USAGE_GRANULARITIES, { message: `granularity must be one of ${USAGE_GRANULARITIES.join(', ')}` })
   granularity?: UsageGranularity;
