@@ -3,30 +3,12 @@ import { type NatsConnection } from '@nats-io/transport-node';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { discover, NATS_CONNECTION, Namespace, type PresenceInfo } from '#tern/messaging';
 import { SelfHealth } from '#tern/observability';
+import type { ControlPlaneRole, SystemHealth } from '#tern/contracts';
+
+export type { SystemHealth } from '#tern/contracts';
 
 /** The control-plane services that must all be up for the system to be ready. */
-export const CONTROL_PLANE_ROLES = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'] as const;
-
-export interface ServiceState {
-  status: 'up' | 'down';
-  instances: { id: string; host?: string; version: string; startedAt?: string }[];
-  details?: unknown;
-}
-
-export interface AgentState {
-  id: string;
-  machineId?: string;
-  pool?: string;
-  host?: string;
-  version: string;
-}
-
-export interface SystemHealth {
-  status: 'ok' | 'degraded';
-  checkedAt: string;
-  services: Record<(typeof CONTROL_PLANE_ROLES)[number], ServiceState>;
-  agents: AgentState[];
-}
+export const CONTROL_PLANE_ROLES: readonly ControlPlaneRole[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'];
 
 /**
  * Asks every Tern process in the namespace to answer a $SRV.PING; a process that died or

@@ -1,29 +1,10 @@
-import {
-  type Conforms,
-  type CreatedMachine,
-  type MachineDetail,
-  type MachineReputation,
-  type MachineSummary,
-  type NetworkView,
-  type ReputationView as ReputationContract,
-  type SameType,
-  type HeartbeatSnapshot,
-} from '#tern/contracts';
+import { type HeartbeatSnapshot, type MachineDetail, type MachineSummary, type NetworkView, type ReputationView } from '#tern/contracts';
 import { type Machine } from '#tern/persistence';
-import type { CreatedMachine as CreatedMachineAnswer, MachineReputation as MachineReputationAnswer } from './machines.service.js';
-import { type ReputationView } from './reputation-reader.js';
 
 const MIB = 1024 * 1024;
 
 /** The answers of the machines API: one definition, shared with the CLI. */
 export type { GpuView, MachineDetail, MachineSummary, NetworkView } from '#tern/contracts';
-
-/** The answers built outside this file, held to their contracts. */
-export type MachineAnswersConform = [
-  Conforms<SameType<ReputationView, ReputationContract>>,
-  Conforms<SameType<CreatedMachineAnswer, CreatedMachine>>,
-  Conforms<SameType<MachineReputationAnswer, MachineReputation>>,
-];
 
 function network(m: Machine): NetworkView | null {
   const test = m.network?.test;

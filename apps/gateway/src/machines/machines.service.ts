@@ -1,31 +1,14 @@
 import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type MachineState } from '#tern/contracts';
+import { type CreatedMachine, type MachineReputation, type MachineState } from '#tern/contracts';
 import { hashToken, isUniqueViolation, type Machine, MachinesRepository } from '#tern/persistence';
 import { PoolsService } from '../pools/pools.service.js';
 import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
 import { generateJoinToken, generateMachineId } from './machine-tokens.js';
 import { type MachineDetail, machineDetail, type MachineSummary, machineSummary } from './machine-views.js';
-import { ReputationReader, type ReputationView } from './reputation-reader.js';
+import { ReputationReader } from './reputation-reader.js';
 
-export interface CreatedMachine {
-  machineId: string;
-  pool: string;
-  /** Shown once; only its hash is kept. */
-  joinToken: string;
-  expiresAt: string;
-  /** The line to run on the worker. */
-  command: string;
-}
-
-export interface MachineReputation {
-  machineId: string;
-  /** null until the reputation service has scored the machine. */
-  score: number | null;
-  components: Record<string, number> | null;
-  computedAt: string | null;
-  history: ReputationView[];
-}
+export type { CreatedMachine, MachineReputation } from '#tern/contracts';
 
 @Injectable()
 export class MachinesService {

@@ -3,15 +3,10 @@ import { type KV } from '@nats-io/kv';
 import { REPUTATION_BUCKET, REPUTATION_BUCKET_TTL_MS, type ReputationEntry } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { ReputationRepository, type StoredScore } from '#tern/persistence';
+import type { ReputationView } from '#tern/contracts';
 
 /** A machine's reputation as the machines API shows it. */
-export interface ReputationView {
-  /** 0 (unreliable) to 1; compared with min_reputation by placement. */
-  score: number;
-  /** The inputs, each 0 to 1 (see the README's formula). */
-  components: Record<string, number>;
-  computedAt: string;
-}
+export type { ReputationView } from '#tern/contracts';
 
 const view = (s: StoredScore): ReputationView => ({ score: s.score, components: s.components, computedAt: s.computedAt.toISOString() });
 

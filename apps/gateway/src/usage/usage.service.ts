@@ -1,27 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { computeRewards, type MachineReward, NEUTRAL_SCORE } from '#tern/metering';
-import { type UsageReportRow, UsageRepository } from '#tern/persistence';
+import { computeRewards, NEUTRAL_SCORE } from '#tern/metering';
+import type { RewardsReport, UsageReport } from '#tern/contracts';
+import { UsageRepository } from '#tern/persistence';
 import { type UsageGranularity, type UsageGroup } from './dto/usage.query.js';
 import { type UsageWindow } from './usage-window.js';
 
-export interface UsageReport {
-  from: string;
-  to: string;
-  groupBy: UsageGroup;
-  granularity: UsageGranularity | null;
-  workspace: string | null;
-  rows: UsageReportRow[];
-  totals: Omit<UsageReportRow, 'group' | 'name' | 'periodStart' | 'periodEnd'>;
-}
-
-export interface RewardsReport {
-  from: string;
-  to: string;
-  formula: string;
-  neutralScore: number;
-  totalGpuSeconds: number;
-  machines: MachineReward[];
-}
+export type { RewardsReport, UsageReport } from '#tern/contracts';
 
 const FORMULA = 'weight(m) = gpuSeconds(m) × score(m); share(m) = weight(m) / Σ weight; reward(m) = share(m) × amount';
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
 import { type MeteredContainer } from '../entities/metered-container.entity.js';
+import type { UsageGranularity, UsageGroup, UsageRow } from '#tern/contracts';
 
 /** The container an event is about, as every container event names it. */
 export interface MeteredContainerIdentity {
@@ -57,27 +58,10 @@ export interface TaskAttempt {
   machineId: string | null;
 }
 
-export type UsageGroupBy = 'workspace' | 'deployment' | 'machine' | 'gpu';
-export type UsageBucket = 'hour' | 'day';
-
-/** One group's usage in one bucket of the window. */
-export interface UsageReportRow {
-  /** The group's key: a workspace, deployment or machine id, or a GPU type ("none" without GPUs, "any" for GPUs of no stated type). */
-  group: string;
-  /** Workspace or deployment name, when the group has one. */
-  name: string | null;
-  periodStart: string;
-  periodEnd: string;
-  gpuSeconds: number;
-  cpuCoreSeconds: number;
-  memoryGibSeconds: number;
-  /** Seconds containers ran, whatever they held. */
-  containerSeconds: number;
-  tasksCompleted: number;
-  tasksFailed: number;
-  /** Sum of the durations of the task attempts that ended in the period. */
-  taskSeconds: number;
-}
+export type UsageGroupBy = UsageGroup;
+export type UsageBucket = UsageGranularity;
+/** One group's usage in one bucket of the window: the usage API's row. */
+export type UsageReportRow = UsageRow;
 
 /** GPU seconds a machine served in a window, with its score as of the window's end (null: never scored). */
 export interface MachineGpuSeconds {
