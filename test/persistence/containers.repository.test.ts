@@ -1,33 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import {
-  Container,
-  ContainersRepository,
-  createDataSource,
-  DEFAULT_POOL,
-  Deployment,
-  DeploymentVersion,
-  Machine,
-  Pool,
-  runMigrations,
-  Workspace,
-} from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { Container, ContainersRepository, DEFAULT_POOL, Deployment, DeploymentVersion, Machine, Pool, Workspace } from '#tern/persistence';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('containers-repo');
 let db: DataSource;
 let containers: ContainersRepository;
 
 beforeAll(async () => {
-  schema = await createTestSchema('containers-repo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   containers = new ContainersRepository(db);
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 const ORDER = ['pending', 'scheduled', 'starting', 'running', 'stopping', 'stopped', 'failed'];

@@ -1,31 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { ContainerState } from '#tern/contracts';
-import {
-  Container,
-  createDataSource,
-  Deployment,
-  DeploymentsRepository,
-  DeploymentVersion,
-  runMigrations,
-  Workspace,
-} from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { Container, Deployment, DeploymentsRepository, DeploymentVersion, Workspace } from '#tern/persistence';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('deploymentsrepo');
 let db: DataSource;
 let deployments: DeploymentsRepository;
 
 beforeAll(async () => {
-  schema = await createTestSchema('deploymentsrepo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   deployments = new DeploymentsRepository(db);
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 const workspace = async () => (await db.getRepository(Workspace).save({ name: `ws-${randomUUID()}` })).id;

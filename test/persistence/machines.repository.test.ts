@@ -1,22 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, DEFAULT_POOL, isUniqueViolation, Machine, MachinesRepository, Pool, runMigrations } from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { DEFAULT_POOL, isUniqueViolation, Machine, MachinesRepository, Pool } from '#tern/persistence';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('machines-repo');
 let db: DataSource;
 let machines: MachinesRepository;
 
 beforeAll(async () => {
-  schema = await createTestSchema('machines-repo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   machines = new MachinesRepository(db);
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 const id = () => `m-${randomUUID()}`;

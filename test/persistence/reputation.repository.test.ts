@@ -1,15 +1,13 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource, ReputationRepository, runMigrations } from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { ReputationRepository } from '#tern/persistence';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('reputation-repo');
 let db: DataSource;
 let reputation: ReputationRepository;
 
 beforeAll(async () => {
-  schema = await createTestSchema('reputation-repo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   reputation = new ReputationRepository(db);
   const at = (day: number) => new Date(`2026-01-0${day}T00:00:00Z`);
   await reputation.appendScores(
@@ -21,11 +19,6 @@ beforeAll(async () => {
   );
   await reputation.appendScores([{ machineId: 'm-a', score: 0.7, components: { uptime: 0.8 } }], at(2));
   await reputation.appendScores([{ machineId: 'm-a', score: 0.6, components: { uptime: 0.7 } }], at(3));
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 describe('ReputationRepository', () => {

@@ -1,28 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, Deployment, runMigrations, Task, type TaskWithDeployment, TasksRepository, Workspace } from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { Deployment, Task, type TaskWithDeployment, TasksRepository, Workspace } from '#tern/persistence';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('tasksrepo');
 let db: DataSource;
 let tasks: TasksRepository;
 let workspaceId: string;
 let deploymentId: string;
 
 beforeAll(async () => {
-  schema = await createTestSchema('tasksrepo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   tasks = new TasksRepository(db);
   workspaceId = (await db.getRepository(Workspace).save({ name: 'tasks' })).id;
   deploymentId = (
     await db.getRepository(Deployment).save({ workspaceId, name: 'queue', kind: 'task_queue', state: 'ready', latestVersion: 1 })
   ).id;
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 const newTask = (over: Partial<Parameters<TasksRepository['createPending']>[0]> = {}) => ({

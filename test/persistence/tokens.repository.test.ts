@@ -1,22 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { ApiToken, createDataSource, hashToken, isUniqueViolation, runMigrations, TokensRepository, Workspace } from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { ApiToken, hashToken, isUniqueViolation, TokensRepository, Workspace } from '#tern/persistence';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('tokensrepo');
 let db: DataSource;
 let tokens: TokensRepository;
 
 beforeAll(async () => {
-  schema = await createTestSchema('tokensrepo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   tokens = new TokensRepository(db);
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 const secret = () => `tern_${randomUUID().replaceAll('-', '')}`;

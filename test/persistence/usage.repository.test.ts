@@ -1,33 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
-  createDataSource,
   Deployment,
   MeteredContainer,
   MeteredTask,
   ReputationRepository,
-  runMigrations,
   UsageInterval,
   UsageRepository,
   type UsageSliceRow,
   Workspace,
 } from '#tern/persistence';
-import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { migratedDatabase } from '../support/database.js';
 
-let schema: TestSchema;
+const database = migratedDatabase('usage-repo');
 let db: DataSource;
 let usage: UsageRepository;
 
 beforeAll(async () => {
-  schema = await createTestSchema('usage-repo');
-  db = await createDataSource({ url: schema.url, schema: schema.schema, runMigrations: true }).initialize();
-  await runMigrations(db);
+  db = database.db;
   usage = new UsageRepository(db);
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await schema?.drop();
 });
 
 const allotment = { cpuMillicores: 2000, memoryBytes: 4 * 2 ** 30, gpuCount: 1, gpuType: 'H100' };
