@@ -8,7 +8,7 @@ import {
   type ContainerState,
   type ContainerStopped,
 } from '#tern/contracts';
-import { type ContainerResources } from '#tern/persistence';
+import { type ContainerProgressColumns, type ContainerResources } from '#tern/persistence';
 
 /**
  * What one lifecycle event says about a container's row. Pure, so the ordering rules are
@@ -23,17 +23,8 @@ export type LifecycleEvent =
   | { kind: 'stopped'; event: ContainerStopped }
   | { kind: 'failed'; event: ContainerFailed };
 
-export interface ContainerProgress {
-  state: ContainerState;
-  /** Replaces the row's reason when the state moves forward; null clears it. */
-  reason: string | null;
-  requested?: ContainerResources;
-  startedAt?: string;
-  readyAt?: string;
-  stoppedAt?: string;
-  exitCode?: number | null;
-  oomKilled?: boolean;
-}
+/** What one lifecycle event says about a container's row; its reason replaces the row's when the state moves forward (null clears it). */
+export type ContainerProgress = ContainerProgressColumns;
 
 /**
  * The order states are reached in. failed is last: a container that failed after it had

@@ -20,16 +20,6 @@ export { ACTIVE_CONTAINER_STATES, type DeploymentContainer, type DeploymentWithC
 export type { PoolMachineCount, PoolRules } from './machines.repository.js';
 export type { NewApiToken } from './tokens.repository.js';
 
-export {
-  ContainersRepository,
-  DeploymentsRepository,
-  MachinesRepository,
-  ReputationRepository,
-  TasksRepository,
-  TokensRepository,
-  UsageRepository,
-};
-
 /** One per aggregate; PersistenceModule provides them all. */
 export const REPOSITORIES = [
   ContainersRepository,
@@ -40,6 +30,16 @@ export const REPOSITORIES = [
   TokensRepository,
   UsageRepository,
 ];
+
+export {
+  ContainersRepository,
+  DeploymentsRepository,
+  MachinesRepository,
+  ReputationRepository,
+  TasksRepository,
+  TokensRepository,
+  UsageRepository,
+};
 
 // The view types repositories return and take.
 export type * from './containers.repository.js';
