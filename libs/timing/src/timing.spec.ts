@@ -60,27 +60,37 @@ describe('Ticker', () => {
       n++;
       throw new Error('boom');
     }).start();
-    await sleep(50);
+    await waitUntil(() => n > 1);
     await ticker.stop();
-    expect(n).toBeGreaterThan(1);
     expect(logger.warn).toHaveBeenCalledWith('sweep failed: boom');
   });
 
   it('runs at once when immediate, and once more after the running tick when poked', async () => {
     let n = 0;
+    const releases: (() => void)[] = [];
     const ticker = new Ticker({ name: 't', everyMs: 60_000, logger: quiet, immediate: true }, async () => {
       n++;
-      await sleep(20);
+      await new Promise<void>((release) => releases.push(release));
     }).start();
     ticker.poke();
     ticker.poke();
     await sleep(10);
+    // The first tick still runs: the two pokes wait for it and make one more, not two.
     expect(n).toBe(1);
-    await sleep(40);
+    releases.shift()!();
+    await waitUntil(() => n === 2);
+    releases.shift()!();
+    await ticker.current;
+    await sleep(10);
     expect(n).toBe(2);
     await ticker.stop();
   });
 });
+
+async function waitUntil(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await sleep(5);
+  expect(done()).toBe(true);
+}
 
 describe('fireAndForget', () => {
   it('logs the failure with what failed', async () => {
