@@ -1,7 +1,7 @@
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { InternetHost } from '../support/internet-host.js';
 import { containerInits } from '../support/runners.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
@@ -162,27 +162,26 @@ describe('task queues end to end', () => {
   }, 300_000);
 
   it('keeps large results in the object store, calls the callback until it succeeds, and answers 429 past max_pending_tasks', async () => {
-    const calls: { status: string; result?: { pad?: string } }[] = [];
-    const server: Server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        calls.push(JSON.parse(body) as (typeof calls)[number]);
-        res.statusCode = calls.length < 3 ? 500 : 200; // fails twice, then takes it
-        res.end();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as { port: number }).port;
-    expect((await stack.tern('deploy', queue('big', { keep_warm_seconds: '5' }))).code).toBe(0);
+    // The callback's receiver is a host "on the internet" (its own network namespace): callbacks
+    // reach public addresses only, and one on this machine's loopback is refused at submission.
+    const host = await InternetHost.start([{ status: 500 }, { status: 500 }, { status: 200 }]); // fails twice, then takes it
     try {
-      const id = await put('big', { n: 8, pad: 1_000_000 }, `?callback_url=${encodeURIComponent(`http://127.0.0.1:${port}/done`)}`);
+      expect((await stack.tern('deploy', queue('big', { keep_warm_seconds: '5' }))).code).toBe(0);
+      const loopbackCallback = await fetch(`${stack.gateway}/taskqueue/big?callback_url=${encodeURIComponent('http://127.0.0.1:9/x')}`, {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(loopbackCallback.status).toBe(400);
+      expect(((await loopbackCallback.json()) as { message: string }).message).toMatch(/127\.0\.0\.1 is a loopback address/);
+      const id = await put('big', { n: 8, pad: 1_000_000 }, `?callback_url=${encodeURIComponent(`${host.url}/done`)}`);
       const done = (await wait(id)) as Task & { result: { pad: string } };
       expect(done.status).toBe('COMPLETE');
       expect(done.result.pad).toHaveLength(1_000_000);
-      await waitFor('callback delivered on the third try', async () => calls.length >= 3, 30_000, 250);
-      expect(calls[2]).toMatchObject({ status: 'COMPLETE' });
-      expect(calls[2].result?.pad).toHaveLength(1_000_000);
+      await waitFor('callback delivered on the third try', async () => host.requests.length >= 3, 30_000, 250);
+      const third = JSON.parse(host.requests[2].body) as { status: string; result?: { pad?: string } };
+      expect(third).toMatchObject({ status: 'COMPLETE' });
+      expect(third.result?.pad).toHaveLength(1_000_000);
       await waitFor(
         'callback marked delivered',
         async () => ((await get(id)) as Task & { callback?: { state: string } }).callback?.state === 'delivered',
@@ -190,7 +189,7 @@ describe('task queues end to end', () => {
         250,
       );
     } finally {
-      server.close();
+      await host.stop();
     }
 
     expect(

@@ -301,16 +301,29 @@ describe('TasksRepository', () => {
       const retried = await dueCallback();
       const given = await dueCallback();
       await tasks.claimCallbacksDue(1000, async (claim) => {
-        await claim.markAttemptFailed(retried.id, 3, 60_000);
-        await claim.markAttemptFailed(given.id, 8, null);
+        await claim.markAttemptFailed(retried.id, 3, 60_000, 'answered 503');
+        await claim.markAttemptFailed(given.id, 8, null, 'answered 500');
       });
       const r = await row(retried.id);
-      expect(r).toMatchObject({ callbackState: 'pending', callbackAttempts: 3 });
+      expect(r).toMatchObject({ callbackState: 'pending', callbackAttempts: 3, callbackError: 'answered 503' });
       expect(r.callbackNextAt!.getTime() - Date.now()).toBeGreaterThan(50_000);
-      expect(await row(given.id)).toMatchObject({ callbackState: 'failed', callbackAttempts: 8, callbackNextAt: null });
+      expect(await row(given.id)).toMatchObject({
+        callbackState: 'failed',
+        callbackAttempts: 8,
+        callbackNextAt: null,
+        callbackError: 'answered 500',
+      });
       const due = await claimedIds();
       expect(due).not.toContain(retried.id);
       expect(due).not.toContain(given.id);
+    });
+
+    it('clears the last error once a callback is delivered', async () => {
+      const t = await dueCallback();
+      await tasks.claimCallbacksDue(1000, async (claim) => claim.markAttemptFailed(t.id, 1, 0, 'answered 502'));
+      expect(await row(t.id)).toMatchObject({ callbackError: 'answered 502', callbackState: 'pending' });
+      await tasks.claimCallbacksDue(1000, async (claim) => claim.markDelivered(t.id, 2));
+      expect(await row(t.id)).toMatchObject({ callbackError: null, callbackState: 'delivered', callbackAttempts: 2 });
     });
 
     it('never hands one callback to two concurrent claims', async () => {

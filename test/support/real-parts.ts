@@ -1,11 +1,11 @@
 import { execa } from 'execa';
 
 /**
- * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server). On a
+ * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip). On a
  * developer's machine a missing part skips the suite with a warning; under CI=true it fails the
  * run with the reason and the fix, because a suite that passes by skipping proves nothing.
  */
-export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server';
+export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -13,7 +13,11 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   umoci: 'apt-get install umoci',
   python3: 'apt-get install python3',
   'nats-server': 'apt-get install nats-server',
+  ip: 'apt-get install iproute2',
 };
+
+/** How a part tells its version (`ip` has no --version). */
+const VERSION_FLAG: Partial<Record<RealPart, string>> = { ip: '-V' };
 
 export function inCi(env: NodeJS.ProcessEnv = process.env): boolean {
   return /^(true|1)$/i.test(env.CI ?? '');
@@ -24,7 +28,7 @@ export async function missingPart(part: RealPart): Promise<string | undefined> {
   if (part === 'root') {
     return process.getuid?.() === 0 ? undefined : 'the tests do not run as root (rootful runc needs cgroups and mounts); run them as root';
   }
-  const r = await execa(part, ['--version'], { reject: false });
+  const r = await execa(part, [VERSION_FLAG[part] ?? '--version'], { reject: false });
   if (r.exitCode === 0) return undefined;
   const notFound = (r as { code?: string }).code === 'ENOENT';
   return notFound

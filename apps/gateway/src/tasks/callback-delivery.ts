@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type CallbackClaim, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import { backoffMs, Ticker } from '#tern/timing';
+import { callbackAddressCheck, CallbackTargetRefused, postCallback } from './callback-target.js';
 import { taskView } from './task-views.js';
 
 export const CALLBACK_EVERY_MS = 2_000;
@@ -15,11 +16,14 @@ const CALLBACK_BATCH = 20;
 /**
  * POSTs a task's view to its callback URL once it is final, with retries. Safe with several
  * gateway replicas: due callbacks are claimed with row locks that skip locked rows, so one replica calls each.
+ * Only public addresses are called (callback-target.ts): a refused one, or a redirect, ends the
+ * callback at once with the reason in the task's callback.error.
  */
 @Injectable()
 export class CallbackDelivery implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('callback-delivery');
   private readonly ticker = new Ticker({ name: 'callback delivery', everyMs: CALLBACK_EVERY_MS, logger: this.logger }, () => this.run());
+  private readonly allowed = callbackAddressCheck();
 
   constructor(
     private readonly tasks: TasksRepository,
@@ -43,28 +47,29 @@ export class CallbackDelivery implements OnApplicationBootstrap, OnApplicationSh
   private async deliver(claim: CallbackClaim, task: TaskWithDeployment) {
     const attempt = task.callbackAttempts + 1;
     let problem: string | undefined;
+    let final = false;
     try {
       const result =
         task.state === 'COMPLETE'
           ? { value: task.resultRef ? ((await getTaskResult(this.messaging, task.resultRef)) ?? null) : (task.result ?? null) }
           : undefined;
-      const response = await fetch(task.callbackUrl!, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-tern-task-id': task.id },
-        body: JSON.stringify(taskView(task, result)),
-        signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS),
-      });
-      await response.arrayBuffer().catch(() => undefined);
-      if (!response.ok) problem = `answered ${response.status}`;
+      const body = JSON.stringify(taskView(task, result));
+      const headers = { 'content-type': 'application/json', 'x-tern-task-id': task.id };
+      const { status } = await postCallback(task.callbackUrl!, body, headers, CALLBACK_TIMEOUT_MS, this.allowed);
+      if (status >= 300 && status < 400) {
+        problem = `answered ${status}: redirects are not followed; give the final address as callback_url`;
+        final = true;
+      } else if (status < 200 || status >= 300) problem = `answered ${status}`;
     } catch (e) {
       problem = (e as Error).message;
+      final = e instanceof CallbackTargetRefused;
     }
     if (!problem) {
       await claim.markDelivered(task.id, attempt);
       return;
     }
-    const giveUp = attempt >= CALLBACK_ATTEMPTS;
-    await claim.markAttemptFailed(task.id, attempt, giveUp ? null : backoffMs(attempt, CALLBACK_BACKOFF));
+    const giveUp = final || attempt >= CALLBACK_ATTEMPTS;
+    await claim.markAttemptFailed(task.id, attempt, giveUp ? null : backoffMs(attempt, CALLBACK_BACKOFF), problem);
     this.logger.warn(
       { taskId: task.id, url: task.callbackUrl, attempt },
       `callback for task ${task.id} failed (${problem})${giveUp ? '; giving up' : '; will retry'}`,

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, type TaskItem } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
 import { fireAndForget } from '#tern/timing';
@@ -7,6 +8,7 @@ import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { RoutesMirror } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
+import { callbackAddressCheck } from './callback-target.js';
 import { TaskHttpError } from './task-errors.js';
 
 export interface SubmittedTask {
@@ -26,12 +28,20 @@ export interface SubmittedTask {
 export class TaskSubmissionService {
   private readonly logger = new Logger('tasks');
   private readonly consumers = new Map<string, Promise<void>>();
+  private readonly callbackAddresses = callbackAddressCheck();
 
   constructor(
     private readonly tasks: TasksRepository,
     private readonly messaging: Messaging,
     private readonly table: RoutesMirror,
   ) {}
+
+  /** A callback_url naming an address callbacks may not reach is refused now; a name is checked when called. */
+  private refuseCallbackAddress(url: string): void {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    const why = isIP(host) ? this.callbackAddresses(host) : undefined;
+    if (why) throw new TaskHttpError(400, `callback_url refused: ${why}; callbacks go only to public addresses`);
+  }
 
   async submit(
     principal: Principal,
@@ -44,6 +54,7 @@ export class TaskSubmissionService {
     const payload = parsePayload(body);
     const policy = record.spec.taskPolicy!;
     const callbackUrl = query.callback_url ?? policy.callbackUrl ?? null;
+    if (query.callback_url) this.refuseCallbackAddress(query.callback_url);
     const row = await this.tasks.createPending(
       {
         id: randomUUID(),

@@ -36,7 +36,9 @@ export function taskView(task: TaskWithDeployment, result?: { value: unknown }):
     error: task.error,
     container_id: task.containerId,
     machine_id: task.machineId,
-    ...(task.callbackUrl ? { callback: { url: task.callbackUrl, state: task.callbackState, attempts: task.callbackAttempts } } : {}),
+    ...(task.callbackUrl
+      ? { callback: { url: task.callbackUrl, state: task.callbackState, attempts: task.callbackAttempts, error: task.callbackError } }
+      : {}),
   };
 }
 

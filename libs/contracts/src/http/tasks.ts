@@ -20,7 +20,8 @@ export interface TaskView {
   container_id: string | null;
   machine_id: string | null;
   /** Only when the task was submitted with a callback_url. */
-  callback?: { url: string; state: string | null; attempts: number };
+  /** `error`: why the last attempt failed (an answer, or an address callbacks may not reach); null once delivered. */
+  callback?: { url: string; state: string | null; attempts: number; error: string | null };
 }
 
 /** `GET /api/v1/tasks`: newest first, `next_cursor` for the next page. */

@@ -110,6 +110,10 @@ export class Task {
   @Column({ name: 'callback_next_at', type: 'timestamptz', nullable: true })
   callbackNextAt!: Date | null;
 
+  /** Why the last callback attempt failed (an answer, a refused address); null once delivered. */
+  @Column({ name: 'callback_error', type: 'text', nullable: true })
+  callbackError!: string | null;
+
   /** No foreign key: a task's history outlives the container that ran it. */
   @Column({ name: 'container_id', type: 'text', nullable: true })
   containerId!: string | null;

@@ -5,6 +5,7 @@ import { Placement1764100000000 } from './1764100000000-placement.js';
 import { TaskQueues1764200000000 } from './1764200000000-task-queues.js';
 import { Metering1764300000000 } from './1764300000000-metering.js';
 import { Reputation1764400000000 } from './1764400000000-reputation.js';
+import { CallbackError1764500000000 } from './1764500000000-callback-error.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   TaskQueues1764200000000,
   Metering1764300000000,
   Reputation1764400000000,
+  CallbackError1764500000000,
 ] as const;

@@ -22,6 +22,7 @@ export type TaskWithDeployment = Pick<
   | 'callbackUrl'
   | 'callbackState'
   | 'callbackAttempts'
+  | 'callbackError'
   | 'containerId'
   | 'machineId'
   | 'streamSeq'
@@ -75,8 +76,8 @@ export interface TaskListFilter {
 export interface CallbackClaim {
   tasks: TaskWithDeployment[];
   markDelivered(taskId: string, attempts: number): Promise<void>;
-  /** retryInMs null: gave up (callback_state failed). */
-  markAttemptFailed(taskId: string, attempts: number, retryInMs: number | null): Promise<void>;
+  /** retryInMs null: gave up (callback_state failed); `error` says what went wrong, shown with the task. */
+  markAttemptFailed(taskId: string, attempts: number, retryInMs: number | null, error: string): Promise<void>;
 }
 
 const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
@@ -85,7 +86,7 @@ const CALLBACK_DUE = `callback_state = CASE WHEN callback_url IS NULL THEN NULL 
 
 const TASK_COLUMNS = `t.id, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId", d.name AS "deploymentName", t.deployment_version AS version, t.state,
   t.result_ref AS "resultRef", t.error, t.attempts, t.max_retries AS "maxRetries", t.timeout_seconds AS "timeoutSeconds", t.ttl_seconds AS "ttlSeconds",
-  t.callback_url AS "callbackUrl", t.callback_state AS "callbackState", t.callback_attempts AS "callbackAttempts", t.container_id AS "containerId",
+  t.callback_url AS "callbackUrl", t.callback_state AS "callbackState", t.callback_attempts AS "callbackAttempts", t.callback_error AS "callbackError", t.container_id AS "containerId",
   t.machine_id AS "machineId", t.stream_seq AS "streamSeq", t.created_at AS "createdAt", t.started_at AS "startedAt", t.ended_at AS "endedAt", t.updated_at AS "updatedAt"`;
 const TASK_FROM = `tasks t JOIN deployments d ON d.id = t.deployment_id`;
 const UNSENT_COLUMNS = `id, workspace_id AS "workspaceId", deployment_id AS "deploymentId", deployment_version AS version, payload, max_retries AS "maxRetries",
@@ -329,16 +330,17 @@ export class TasksRepository {
         tasks: rows.map((r) => withSeq<TaskWithDeployment>(r)),
         markDelivered: async (taskId, attempts) => {
           await runner.query(
-            `UPDATE tasks SET callback_state = 'delivered', callback_attempts = $2, callback_next_at = NULL WHERE id = $1`,
+            `UPDATE tasks SET callback_state = 'delivered', callback_attempts = $2, callback_next_at = NULL, callback_error = NULL WHERE id = $1`,
             [taskId, attempts],
           );
         },
-        markAttemptFailed: async (taskId, attempts, retryInMs) => {
+        markAttemptFailed: async (taskId, attempts, retryInMs, error) => {
           // No retry: the delay is null, and so is callback_next_at. ($2 compared with a literal as
           // well as assigned to the varchar column made Postgres refuse the statement.)
           await runner.query(
-            `UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = now() + $4 * interval '1 millisecond' WHERE id = $1`,
-            [taskId, retryInMs === null ? 'failed' : 'pending', attempts, retryInMs],
+            `UPDATE tasks SET callback_state = $2, callback_attempts = $3, callback_next_at = now() + $4 * interval '1 millisecond', callback_error = $5
+             WHERE id = $1`,
+            [taskId, retryInMs === null ? 'failed' : 'pending', attempts, retryInMs, error.slice(0, 1000)],
           );
         },
       });

@@ -1,0 +1,99 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, randomInt } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { execa } from 'execa';
+
+/** One HTTP request the host received. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * A host "on the internet" for tests: its own network namespace on this machine, joined to the
+ * root namespace by a veth pair in a /30 of TEST-NET-3 (203.0.113.0/24, a documentation range no
+ * real host uses), with an HTTP server in it. Nothing sent to it leaves the machine. The server
+ * answers each request from `answers` in turn (the last one repeats): a status, and a Location
+ * for redirects. Needs root and `ip` (iproute2).
+ */
+export class InternetHost {
+  readonly requests: ReceivedRequest[] = [];
+  private server?: ChildProcess;
+
+  private constructor(
+    readonly namespace: string,
+    private readonly hostVeth: string,
+    readonly address: string,
+    readonly port: number,
+  ) {}
+
+  get url(): string {
+    return `http://${this.address}:${this.port}`;
+  }
+
+  static async start(answers: { status: number; location?: string }[] = [{ status: 200 }]): Promise<InternetHost> {
+    const id = randomBytes(3).toString('hex');
+    const namespace = `tern-inet-${id}`;
+    const hostVeth = `ti${id}h`;
+    const base = 4 * randomInt(0, 64);
+    const [near, far] = [`203.0.113.${base + 1}`, `203.0.113.${base + 2}`];
+    const ip = (...args: string[]) => execa('ip', args);
+    await ip('netns', 'add', namespace);
+    const host = new InternetHost(namespace, hostVeth, far, 8080);
+    try {
+      await ip('link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', `ti${id}n`);
+      await ip('link', 'set', `ti${id}n`, 'netns', namespace);
+      await ip('addr', 'add', `${near}/30`, 'dev', hostVeth);
+      await ip('link', 'set', hostVeth, 'up');
+      await ip('netns', 'exec', namespace, 'ip', 'addr', 'add', `${far}/30`, 'dev', `ti${id}n`);
+      await ip('netns', 'exec', namespace, 'ip', 'link', 'set', `ti${id}n`, 'up');
+      await ip('netns', 'exec', namespace, 'ip', 'link', 'set', 'lo', 'up');
+      await ip('netns', 'exec', namespace, 'ip', 'route', 'add', 'default', 'via', near);
+      await host.serve(answers);
+      return host;
+    } catch (error) {
+      await host.stop();
+      throw error;
+    }
+  }
+
+  private async serve(answers: { status: number; location?: string }[]): Promise<void> {
+    const program = `
+      const answers = ${JSON.stringify(answers)};
+      let n = 0;
+      require('node:http').createServer((req, res) => {
+        let body = '';
+        req.on('data', (c) => (body += c));
+        req.on('end', () => {
+          console.log(JSON.stringify({ method: req.method, path: req.url, headers: req.headers, body }));
+          const a = answers[Math.min(n++, answers.length - 1)];
+          res.writeHead(a.status, a.location ? { location: a.location } : {});
+          res.end();
+        });
+      }).listen(${this.port}, '${this.address}', () => console.log('listening'));`;
+    const server = spawn('ip', ['netns', 'exec', this.namespace, process.execPath, '-e', program], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('exit', (code) => reject(new Error(`the internet host's server exited (${code})`)));
+      createInterface({ input: server.stdout! }).on('line', (line) => {
+        if (line === 'listening') return resolve();
+        this.requests.push(JSON.parse(line) as ReceivedRequest);
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.server && this.server.exitCode === null) {
+      const exited = new Promise((r) => this.server!.once('exit', r));
+      this.server.kill();
+      await exited;
+    }
+    // The veth pair goes with the namespace.
+    await execa('ip', ['netns', 'del', this.namespace], { reject: false });
+    await execa('ip', ['link', 'del', this.hostVeth], { reject: false });
+  }
+}
