@@ -1,6 +1,8 @@
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { ContainerStartError, waitForHealth } from '#tern/runtime';
+import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { collectLogs, containerId, RuntimeSandbox } from './support.js';
 
@@ -142,6 +144,43 @@ describeRunc('RuncRuntime with the host image', () => {
     expect(out).toMatch(/50000/);
     expect(out).toMatch(String(128 * 1024 * 1024));
     await sandbox.runtime.remove(id);
+  });
+
+  it('keeps a fork bomb inside its container: the neighbour and the host still start processes', async () => {
+    const bomb = containerId('forkbomb');
+    // Forks forever; each child sleeps. Only the pids limit stops it.
+    const program = [
+      'import os, time',
+      'while True:',
+      '  try:',
+      '    if os.fork() == 0: time.sleep(600)',
+      '  except OSError:',
+      '    time.sleep(0.001)',
+    ].join('\n');
+    await sandbox.runtime.start({ id: bomb, image: 'host', args: ['python3', '-c', program], pidsLimit: 64 });
+    const countPids = async () => {
+      const tasks = await execa('sh', ['-c', `cat $(find /sys/fs/cgroup/pids -type d -name '*${bomb}*' | head -1)/pids.current`], {
+        reject: false,
+      });
+      return Number(tasks.stdout.trim());
+    };
+    await waitFor('the bomb at its limit', async () => (await countPids()) >= 60, 20_000, 100);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await countPids()).toBeLessThanOrEqual(64);
+
+    const neighbour = containerId('neighbour');
+    await sandbox.runtime.start({
+      id: neighbour,
+      image: 'host',
+      args: ['/bin/sh', '-c', 'for i in 1 2 3 4 5 6 7 8; do /bin/true || exit 1; done; echo neighbour-ok'],
+    });
+    expect((await collectLogs(sandbox.runtime, neighbour)).map((l) => l.line)).toContain('neighbour-ok');
+    expect((await execa('true')).exitCode).toBe(0);
+    expect((await sandbox.runtime.list()).find((c) => c.id === bomb)?.status).toBe('running');
+
+    await sandbox.runtime.stop(bomb, 500);
+    await sandbox.runtime.remove(bomb);
+    await sandbox.runtime.remove(neighbour);
   });
 
   it('fails a start whose program does not exist, and leaves nothing behind', async () => {

@@ -56,6 +56,7 @@ describe('container specs', () => {
       },
       memoryBytes: 256 * 2 ** 20,
       cpuMillicores: 500,
+      pidsLimit: 1024,
       volumes: [{ name: 'ws-1/models', containerPath: '/models', readOnly: true }],
       gpus: { devices: [{ index: 2, uuid: 'GPU-2' }] },
       network: 'host',

@@ -38,6 +38,13 @@ export interface ContainerRecord {
   concurrency: number;
 }
 
+/**
+ * Processes and threads one container may hold at once (the cgroup's pids limit): a fork bomb
+ * ends inside its own container instead of exhausting the machine's process table for the
+ * agent and its neighbours. Generous for runners with many workers and threads.
+ */
+export const CONTAINER_PIDS_LIMIT = 1024;
+
 export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
   return `${g.vendor}:${g.index}`;
 }
@@ -118,6 +125,7 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     ...(cwd ? { cwd } : {}),
     memoryBytes: cmd.resources.memoryBytes,
     cpuMillicores: cmd.resources.cpuMillicores,
+    pidsLimit: CONTAINER_PIDS_LIMIT,
     volumes: cmd.volumes.map((v) => ({ name: `${cmd.workspaceId}/${v.volume}`, containerPath: v.mountPath, readOnly: v.readOnly })),
     ...(binds.length ? { binds } : {}),
     ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
