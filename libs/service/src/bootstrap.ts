@@ -6,6 +6,8 @@ import { ConfigError, loadConfig, type ServiceName, type TernConfig } from '#ter
 import { JetStreamTransport, Messaging } from '#tern/messaging';
 import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
 import { type Logger as Pino } from 'pino';
+import { BadInputErrorFilter } from './http/bad-input-error.filter.js';
+import { HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
 
 export interface BootOptions {
   /** Builds the root module from the validated config. */
@@ -41,11 +43,12 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   process.on('unhandledRejection', (reason) => pino.error({ err: reason }, 'unhandled promise rejection'));
   initMetrics(service);
 
-  const app = await NestFactory.create<NestFastifyApplication>(
-    options.module(config),
-    new FastifyAdapter({ bodyLimit: 16 * 1024 * 1024 }),
-    { logger, bufferLogs: true },
-  );
+  const app = await NestFactory.create<NestFastifyApplication>(options.module(config), new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT }), {
+    logger,
+    bufferLogs: true,
+  });
+  installRequestIntake(app);
+  app.useGlobalFilters(new BadInputErrorFilter(app.getHttpAdapter()));
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }));
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);

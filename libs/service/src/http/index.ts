@@ -1,0 +1,3 @@
+export * from './bad-input.js';
+export * from './discard-body.js';
+export * from './request-intake.js';
