@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { type DynamicModule, type INestApplication, ValidationPipe } from '@nestjs/common';
+import { type DynamicModule, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ConfigError, loadConfig, type ServiceName, type TernConfig } from '#tern/config';
@@ -7,7 +7,8 @@ import { JetStreamTransport, Messaging } from '#tern/messaging';
 import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
 import { type Logger as Pino } from 'pino';
 import { BadInputErrorFilter } from './http/bad-input-error.filter.js';
-import { HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
+import { answerClientError, HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
+import { RequestValidationPipe } from './http/request-validation.pipe.js';
 
 export interface BootOptions {
   /** Builds the root module from the validated config. */
@@ -43,13 +44,17 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   process.on('unhandledRejection', (reason) => pino.error({ err: reason }, 'unhandled promise rejection'));
   initMetrics(service);
 
-  const app = await NestFactory.create<NestFastifyApplication>(options.module(config), new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT }), {
-    logger,
-    bufferLogs: true,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    options.module(config),
+    new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT, clientErrorHandler: answerClientError }),
+    {
+      logger,
+      bufferLogs: true,
+    },
+  );
   installRequestIntake(app);
   app.useGlobalFilters(new BadInputErrorFilter(app.getHttpAdapter()));
-  app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }));
+  app.useGlobalPipes(new RequestValidationPipe());
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);
 

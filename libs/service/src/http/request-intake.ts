@@ -1,7 +1,8 @@
 import { BadRequestException } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { RawServerDefault } from 'fastify';
-import { Stream } from 'node:stream';
+import http from 'node:http';
+import { type Duplex, Stream } from 'node:stream';
 import { bodyTextProblem, jsonValueProblem, urlInputProblem } from './bad-input.js';
 import { type DiscardBounds, discardBody } from './discard-body.js';
 
@@ -16,6 +17,29 @@ export const HTTP_BODY_LIMIT = 16 * 1024 * 1024;
 export const REFUSED_BODY_DISCARD: DiscardBounds = { maxBytes: 128 * 1024 * 1024, maxMs: 10_000 };
 
 const JSON_TYPE = 'application/json';
+
+/**
+ * Answers a request Node could not parse (headers over its 16 KiB limit, a malformed request
+ * line), the connection being unusable after it. Fastify's own answer does not say
+ * `Connection: close`, so a keep-alive client sends its next request on the socket Fastify
+ * destroys, and gets a reset. Give as FastifyAdapter's `clientErrorHandler`.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, `request headers are over ${http.maxHeaderSize} bytes; send fewer or shorter headers`]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'the request took too long to arrive']
+        : [400, 'malformed HTTP request'];
+  const body = JSON.stringify({ statusCode: status, error: http.STATUS_CODES[status], message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
 
 /**
  * Bad input is refused where it enters, for every route of every service, before a handler or
