@@ -12,7 +12,7 @@ import { freePort, ServiceProcess } from '../support/processes.js';
  */
 
 const ADMIN = `tern_${'f'.repeat(43)}`;
-const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2500);
+const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 4000);
 const WORKERS = 8;
 /** Oversize bodies cost 16 MiB each on a 2-core machine: a few per run. */
 const MAX_OVERSIZE = 6;

@@ -24,7 +24,7 @@ const JSON_TYPE = 'application/json';
  * `Connection: close`, so a keep-alive client sends its next request on the socket Fastify
  * destroys, and gets a reset. Give as FastifyAdapter's `clientErrorHandler`.
  */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+export function answerClientError(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
@@ -33,9 +33,12 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
         ? [408, 'the request took too long to arrive']
         : [400, 'malformed HTTP request'];
   const body = JSON.stringify({ statusCode: status, error: http.STATUS_CODES[status], message });
+  // A client that sent HEAD reads no body: bytes after the head would break its connection.
+  const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`,
     );
   }
   socket.destroy();
