@@ -1,6 +1,6 @@
 import { BadRequestException } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { RawServerDefault } from 'fastify';
+import type { FastifyRequest, RawServerDefault } from 'fastify';
 import http from 'node:http';
 import { type Duplex, Stream } from 'node:stream';
 import { bodyTextProblem, jsonValueProblem, urlInputProblem } from './bad-input.js';
@@ -65,7 +65,12 @@ export function installRequestIntake(app: NestFastifyApplication): void {
   });
 
   // In place of Nest's JSON parser (registered at init unless one is given here).
-  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  // Fastify's parser is synchronous: it answers through `done` and returns nothing.
+  const parseJson = fastify.getDefaultJsonParser('error', 'error') as (
+    request: FastifyRequest,
+    body: string,
+    done: (error: Error | null, body?: unknown) => void,
+  ) => void;
   app.useBodyParser<RawServerDefault>(JSON_TYPE, { bodyLimit: HTTP_BODY_LIMIT }, (request, body, done) => {
     const problem = bodyTextProblem(body);
     if (problem) return done(new BadRequestException(problem), undefined);
