@@ -1,11 +1,14 @@
 import 'reflect-metadata';
-import { type DynamicModule, type INestApplication, ValidationPipe } from '@nestjs/common';
+import { type DynamicModule, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ConfigError, loadConfig, type ServiceName, type TernConfig } from '#tern/config';
 import { JetStreamTransport, Messaging } from '#tern/messaging';
 import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
 import { type Logger as Pino } from 'pino';
+import { BadInputErrorFilter } from './http/bad-input-error.filter.js';
+import { answerClientError, HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
+import { RequestValidationPipe } from './http/request-validation.pipe.js';
 
 export interface BootOptions {
   /** Builds the root module from the validated config. */
@@ -43,10 +46,15 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
 
   const app = await NestFactory.create<NestFastifyApplication>(
     options.module(config),
-    new FastifyAdapter({ bodyLimit: 16 * 1024 * 1024 }),
-    { logger, bufferLogs: true },
+    new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT, clientErrorHandler: answerClientError }),
+    {
+      logger,
+      bufferLogs: true,
+    },
   );
-  app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }));
+  installRequestIntake(app);
+  app.useGlobalFilters(new BadInputErrorFilter(app.getHttpAdapter()));
+  app.useGlobalPipes(new RequestValidationPipe());
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);
 

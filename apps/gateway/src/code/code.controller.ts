@@ -1,4 +1,4 @@
-import { Controller, Head, HttpException, NotFoundException, Param, Put, Req, Res } from '@nestjs/common';
+import { Controller, Head, NotFoundException, Param, Put, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CODE_BUNDLE_MAX_BYTES } from '#tern/contracts';
@@ -26,14 +26,9 @@ export class CodeController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<CodeUploadResult> {
-    try {
-      const result = await this.code.upload(params.digest, req.body, req.headers['content-type'], req.headers['content-length']);
-      reply.status(result.created ? 201 : 200);
-      return result;
-    } catch (e) {
-      // The rest of a refused upload is never read: close the connection rather than drain it.
-      if (e instanceof HttpException && e.getStatus() === 413) reply.header('connection', 'close');
-      throw e;
-    }
+    // A refused upload's 413 waits for the rest of the body (installRequestIntake reads and drops it).
+    const result = await this.code.upload(params.digest, req.body, req.headers['content-type'], req.headers['content-length']);
+    reply.status(result.created ? 201 : 200);
+    return result;
   }
 }

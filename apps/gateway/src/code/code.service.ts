@@ -58,7 +58,7 @@ function tooLarge(detail: string): PayloadTooLargeException {
   );
 }
 
-/** Reads by hand (not for-await, which would destroy the socket and lose the 413); the caller closes the connection. */
+/** Reads by hand (not for-await, which would destroy the socket and lose the 413); the rest is drained before the answer. */
 function readBounded(body: Readable): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];

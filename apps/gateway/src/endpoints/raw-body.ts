@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { PayloadTooLargeException } from '@nestjs/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HTTP_BODY_LIMIT } from '#tern/service';
 import { ENDPOINT_PREFIX } from './endpoint-path.js';
 
 /** Same as the API's body limit: what one request may carry to a container. */
-export const MAX_ENDPOINT_BODY_BYTES = 16 * 1024 * 1024;
+export const MAX_ENDPOINT_BODY_BYTES = HTTP_BODY_LIMIT;
 
 /**
  * Fastify picks a body parser by content type and parsers are shared by every route, but an

@@ -34,7 +34,7 @@ export class NetworkTestService {
       throw new PayloadTooLargeException(`the test upload is limited to ${NETWORK_TEST_HTTP_MAX_BYTES} bytes (content-length ${declared})`);
     }
     // Read by hand rather than with for-await, which would destroy the socket on the way out
-    // and lose the 413; the caller reads the rest (discardBody) before answering.
+    // and lose the 413; the rest is read (discardBody) before the answer goes.
     return new Promise<number>((resolve, reject) => {
       let received = 0;
       body.on('data', (chunk: Buffer) => {

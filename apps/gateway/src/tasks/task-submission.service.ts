@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, type TaskItem } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
+import { bodyTextProblem, jsonValueProblem } from '#tern/service';
 import { fireAndForget } from '#tern/timing';
 import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
@@ -154,6 +155,9 @@ export class TaskSubmissionService {
 export function parsePayload(body: Buffer): Record<string, unknown> {
   if (body.length > TASK_PAYLOAD_MAX_BYTES) throw new TaskHttpError(413, payloadTooLarge());
   if (!body.length || !body.toString('utf8').trim()) return {};
+  // The raw-body route skips the API's JSON parser; the same checks, before jsonb refuses the value.
+  const textProblem = bodyTextProblem(body);
+  if (textProblem) throw new TaskHttpError(400, `the task payload: ${textProblem}`);
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -163,6 +167,8 @@ export function parsePayload(body: Buffer): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TaskHttpError(400, 'the task payload must be a JSON object (its fields are the handler\'s input), e.g. {"prompt": "..."}');
   }
+  const valueProblem = jsonValueProblem(value);
+  if (valueProblem) throw new TaskHttpError(400, `the task payload: ${valueProblem}`);
   return value as Record<string, unknown>;
 }
 

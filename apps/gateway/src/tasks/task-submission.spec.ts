@@ -24,4 +24,12 @@ describe('task payload', () => {
     expect(status('null')).toBe(400);
     expect(status(JSON.stringify({ x: 'y'.repeat(512 * 1024) }))).toBe(413);
   });
+
+  it('answers 400 naming the field for a NUL or a lone surrogate, and for bytes that are not UTF-8', () => {
+    expect(() => parsePayload(Buffer.from('{"prompt": "a\\u0000"}'))).toThrow(
+      'the task payload: body field prompt contains a NUL character',
+    );
+    expect(status('{"prompt": "\\ud800"}')).toBe(400);
+    expect(status(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]))).toBe(400);
+  });
 });

@@ -1,0 +1,4 @@
+export * from './bad-input.js';
+export * from './discard-body.js';
+export * from './request-intake.js';
+export * from './request-validation.pipe.js';
