@@ -10,6 +10,7 @@ export { discoverNvidia, nvidiaEdits, gpuEnv, parseLdconfig, type NvidiaHost, NV
 export { cdiEdits, loadCdiSpecs, type CdiSpec, CDI_DIRS } from './gpu/cdi.js';
 export { type HostIo, nodeHostIo } from './gpu/device-io.js';
 export { ImageStore, type ImageStoreOptions } from './images/image-store.js';
+export { sha256Hex } from './images/digest.js';
 export { parseImageRef, HOST_IMAGE, type ParsedImageRef } from './images/image-ref.js';
 export type { PreparedImage } from './images/prepared-image.js';
 export type { HostImageOptions } from './images/host-image.js';
