@@ -42,9 +42,9 @@ describe('docker-compose.yml', () => {
     expect(unknown).toEqual([]);
   });
 
-  it.each(SERVICE_NAMES)('health-checks %s on /health/live at its HTTP_PORT', (svc) => {
+  it.each(SERVICE_NAMES)('health-checks %s on /health/live at its OPS_PORT, else its HTTP_PORT', (svc) => {
     const s = services[svc];
-    const port = s.environment.HTTP_PORT;
+    const port = s.environment.OPS_PORT ?? s.environment.HTTP_PORT;
     expect(Number(port)).toBeGreaterThan(0);
     expect(s.healthcheck.test.join(' ')).toContain(`127.0.0.1:${port}/health/live`);
   });
@@ -54,6 +54,13 @@ describe('docker-compose.yml', () => {
     expect(services.gateway.environment.BOOTSTRAP_ADMIN_TOKEN).toMatch(
       /^\$\{TERN_ADMIN_TOKEN:\?set TERN_ADMIN_TOKEN to a random secret.+\}$/,
     );
+  });
+
+  it("keeps the gateway's /metrics and health off the published API port, on loopback", () => {
+    const env = services.gateway.environment;
+    expect(env.OPS_HOST).toBe('127.0.0.1');
+    expect(Number(env.OPS_PORT)).toBeGreaterThan(0);
+    expect(services.gateway.ports.join(' ')).not.toContain(`:${env.OPS_PORT}`);
   });
 
   it('has no default secret: each one is required with a message saying what to set', () => {
@@ -182,15 +189,23 @@ describe('k8s/', () => {
     expect(c.command).toEqual(['node', `dist/apps/${svc}/src/main.js`]);
     expect(httpPort(c)).toBe(PORTS[svc]);
     expect(c.ports).toContainEqual({ name: 'http', containerPort: PORTS[svc] });
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/health/live', port: 'http' });
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/health/self', port: 'http' });
+    // The gateway's API faces users: its probes and metrics are on the ops port instead.
+    const probed = svc === 'gateway' ? 'ops' : 'http';
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/health/live', port: probed });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/health/self', port: probed });
     const service = find('Service', svc);
     expect(service.spec.selector).toEqual(dep.spec.selector.matchLabels);
     expect(service.spec.ports[0]).toMatchObject({ port: PORTS[svc], targetPort: 'http' });
   });
 
-  it('the gateway Service listens on 1994', () => {
-    expect(find('Service', 'gateway').spec.ports[0].port).toBe(1994);
+  it('the gateway Service listens on 1994 only; probes and Prometheus use the ops port', () => {
+    expect(find('Service', 'gateway').spec.ports.map((p: Any) => p.port)).toEqual([1994]);
+    const pod = find('Deployment', 'gateway').spec.template;
+    const c = pod.spec.containers[0];
+    const opsPort = Number(c.env.find((e: Any) => e.name === 'OPS_PORT').value);
+    expect(c.ports).toContainEqual({ name: 'ops', containerPort: opsPort });
+    expect(c.startupProbe.httpGet.port).toBe('ops');
+    expect(Number(pod.metadata.annotations['prometheus.io/port'])).toBe(opsPort);
   });
 
   it('the agent is a privileged DaemonSet on GPU nodes with /dev and /run/runc from the host', () => {

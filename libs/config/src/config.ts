@@ -12,6 +12,8 @@ export interface TernConfig {
   };
   readonly database: { readonly url: string; readonly schema: string; readonly runMigrations: boolean };
   readonly http: { readonly host: string; readonly port: number };
+  /** The gateway's separate /metrics and /health listener; port 0: none, they are on `http`. */
+  readonly ops: { readonly host: string; readonly port: number };
   readonly log: { readonly level: string; readonly format: 'auto' | 'json' | 'pretty' };
   readonly bootstrapAdminToken?: string;
   readonly servicePingTimeoutMs: number;
@@ -166,6 +168,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       runMigrations: raw.DATABASE_RUN_MIGRATIONS !== false,
     },
     http: { host: String(raw.HTTP_HOST), port: Number(raw.HTTP_PORT) },
+    ops: { host: String(raw.OPS_HOST ?? '127.0.0.1'), port: Number(raw.OPS_PORT ?? 0) },
     log: { level: String(raw.LOG_LEVEL), format: raw.LOG_FORMAT as TernConfig['log']['format'] },
     bootstrapAdminToken: raw.BOOTSTRAP_ADMIN_TOKEN as string | undefined,
     servicePingTimeoutMs: Number(raw.SERVICE_PING_TIMEOUT_MS ?? 500),

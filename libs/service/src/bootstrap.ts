@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, type ServiceName, type TernConfig } from '#ter
 import { JetStreamTransport, Messaging } from '#tern/messaging';
 import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
 import { type Logger as Pino } from 'pino';
+import { prepareOpsListener } from './ops-listener.js';
 
 export interface BootOptions {
   /** Builds the root module from the validated config. */
@@ -49,6 +50,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }));
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);
+  const ops = prepareOpsListener(app, config);
 
   // Streams are declared during init; consumers bind to them when the transport starts.
   await app.init();
@@ -59,6 +61,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   if (config.http.port > 0) {
     await app.listen(config.http.port, config.http.host);
     pino.info({ port: config.http.port }, `${service} listening on http://${config.http.host}:${config.http.port}`);
+    await ops?.listen(pino);
   } else {
     pino.info(`${service} started (no HTTP endpoint: HTTP_PORT=0)`);
   }
