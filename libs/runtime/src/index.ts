@@ -1,7 +1,7 @@
 export * from './types.js';
 export * from './errors.js';
 export { validateSpec } from './validation.js';
-export { buildOciConfig, buildEnv, cpuFor, type OciConfigInput, type VolumeBind } from './oci/config-builder.js';
+export { buildOciConfig, buildEnv, cpuFor, type OciConfigInput, type UserNamespaceMapping, type VolumeBind } from './oci/config-builder.js';
 export type * from './oci/oci-spec.js';
 export { applyEdits, mergeEdits, type ContainerEdits } from './oci/container-edits.js';
 export { defaultSeccompProfile } from './oci/seccomp.js';
