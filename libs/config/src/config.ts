@@ -50,18 +50,11 @@ type Raw = Record<string, string | number | boolean | undefined>;
 const NAMESPACE = /^[A-Za-z0-9_-]+$/;
 
 /**
- * Secrets that shipped in docker-compose.yml and k8s/ at some point, and the obvious ones an
- * operator copies from a tutorial. A service refuses to start with any of them: everyone knows them.
+ * Secrets that shipped in docker-compose.yml and k8s/ at some point (and any "change me"): a
+ * service refuses to start with one, since everyone knows them. Kept to what Tern published,
+ * so a developer's own local database password is not second-guessed.
  */
-export const PLACEHOLDER_SECRETS: readonly string[] = [
-  'tern_insecure-default-admin-token-change-me',
-  'change-me',
-  'changeme',
-  'tern',
-  'postgres',
-  'password',
-  'secret',
-];
+export const PLACEHOLDER_SECRETS: readonly string[] = ['tern_insecure-default-admin-token-change-me', 'change-me', 'changeme', 'tern'];
 
 export function isPlaceholderSecret(value: string): boolean {
   const v = value.trim().toLowerCase();
