@@ -1,7 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
+import { ConfigError, isPlaceholderSecret, loadConfig, PLACEHOLDER_SECRETS } from '../libs/config/src/config.js';
 import { SERVICE_NAMES, VARIABLES } from '../libs/config/src/variables.js';
 
 /**
@@ -40,16 +42,45 @@ describe('docker-compose.yml', () => {
     expect(unknown).toEqual([]);
   });
 
-  it.each(SERVICE_NAMES)('health-checks %s on /health/live at its HTTP_PORT', (svc) => {
+  it.each(SERVICE_NAMES)('health-checks %s on /health/live at its OPS_PORT, else its HTTP_PORT', (svc) => {
     const s = services[svc];
-    const port = s.environment.HTTP_PORT;
+    const port = s.environment.OPS_PORT ?? s.environment.HTTP_PORT;
     expect(Number(port)).toBeGreaterThan(0);
     expect(s.healthcheck.test.join(' ')).toContain(`127.0.0.1:${port}/health/live`);
   });
 
-  it('publishes the gateway on 1994 with a bootstrap admin token from the environment', () => {
+  it('publishes the gateway on 1994 with a bootstrap admin token the operator must set', () => {
     expect(services.gateway.ports.some((p: string) => String(p).endsWith(':1994:1994') || p === '1994:1994')).toBe(true);
-    expect(services.gateway.environment.BOOTSTRAP_ADMIN_TOKEN).toMatch(/^\$\{TERN_ADMIN_TOKEN:-.+\}$/);
+    expect(services.gateway.environment.BOOTSTRAP_ADMIN_TOKEN).toMatch(
+      /^\$\{TERN_ADMIN_TOKEN:\?set TERN_ADMIN_TOKEN to a random secret.+\}$/,
+    );
+  });
+
+  it("keeps the gateway's /metrics and health off the published API port, on loopback", () => {
+    const env = services.gateway.environment;
+    expect(env.OPS_HOST).toBe('127.0.0.1');
+    expect(Number(env.OPS_PORT)).toBeGreaterThan(0);
+    expect(services.gateway.ports.join(' ')).not.toContain(`:${env.OPS_PORT}`);
+  });
+
+  it('has no default secret: each one is required with a message saying what to set', () => {
+    const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    for (const secret of ['TERN_ADMIN_TOKEN', 'POSTGRES_PASSWORD']) {
+      expect(text).not.toMatch(new RegExp(`\\$\\{${secret}:?-`));
+      expect(text).toMatch(new RegExp(`\\$\\{${secret}:\\?set ${secret} to a random secret`));
+    }
+    expect(services.postgres.environment.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?/);
+    expect(services.gateway.environment.DATABASE_URL).toMatch(/^postgres:\/\/tern:\$\{POSTGRES_PASSWORD:\?[^}]+\}@postgres:5432\/tern$/);
+  });
+
+  it('names no known placeholder secret anywhere', () => {
+    const values = JSON.stringify(services).toLowerCase();
+    for (const p of PLACEHOLDER_SECRETS.filter((p) => p.includes('-'))) expect(values).not.toContain(p);
+    for (const s of Object.values(services)) {
+      for (const [k, v] of Object.entries(s.environment ?? {})) {
+        if (/TOKEN|PASSWORD/.test(k)) expect(`${k}=${String(v)}`).toMatch(/\$\{/);
+      }
+    }
   });
 
   it('runs the agent privileged as root with /dev and /run/runc from the host', () => {
@@ -59,9 +90,9 @@ describe('docker-compose.yml', () => {
     expect(agent.volumes).toEqual(expect.arrayContaining(['/dev:/dev', '/run/runc:/run/runc']));
   });
 
-  it('points the agent at the gateway with a token', () => {
+  it('points the agent at the gateway with its join token, else the admin token', () => {
     expect(services.agent.environment.AGENT_GATEWAY_URL).toBe('http://gateway:1994');
-    expect(services.agent.environment.AGENT_TOKEN).toMatch(/TERN_ADMIN_TOKEN/);
+    expect(services.agent.environment.AGENT_TOKEN).toMatch(/^\$\{TERN_AGENT_TOKEN:-\$\{TERN_ADMIN_TOKEN:\?.+\}\}$/);
   });
 });
 
@@ -121,6 +152,36 @@ describe('k8s/', () => {
     }
   });
 
+  it('ships no usable secret: every value in tern-secrets is refused by the services that read it', () => {
+    const secret = find('Secret', 'tern-secrets').stringData;
+    expect(Object.keys(secret).sort()).toEqual(['BOOTSTRAP_ADMIN_TOKEN', 'DATABASE_URL', 'POSTGRES_PASSWORD']);
+    expect(isPlaceholderSecret(secret.POSTGRES_PASSWORD)).toBe(true);
+    const refusal = (env: NodeJS.ProcessEnv) => {
+      try {
+        loadConfig('gateway', env);
+      } catch (e) {
+        return e instanceof ConfigError ? e.problems.join('\n') : String(e);
+      }
+      return 'started';
+    };
+    expect(refusal({ BOOTSTRAP_ADMIN_TOKEN: secret.BOOTSTRAP_ADMIN_TOKEN })).toContain('BOOTSTRAP_ADMIN_TOKEN is a published placeholder');
+    expect(refusal({ DATABASE_URL: secret.DATABASE_URL })).toContain('DATABASE_URL: its password is a published placeholder');
+  });
+
+  it('postgres refuses the shipped password before its entrypoint runs, saying what to set', () => {
+    const c = find('StatefulSet', 'postgres').spec.template.spec.containers[0];
+    expect(c.command.slice(0, 2)).toEqual(['sh', '-c']);
+    const run = (password: string) =>
+      spawnSync('sh', ['-c', c.command[2]], { env: { PATH: process.env.PATH, POSTGRES_PASSWORD: password }, encoding: 'utf8' });
+    for (const placeholder of [find('Secret', 'tern-secrets').stringData.POSTGRES_PASSWORD, 'tern', '']) {
+      const refused = run(placeholder);
+      expect(refused.status).toBe(78);
+      expect(refused.stderr).toContain('set it to a random secret');
+    }
+    // A real password reaches the image's entrypoint (absent here: sh's "not found").
+    expect(run('9b1f0c7d2e4a6b8c').status).toBe(127);
+  });
+
   it.each(CONTROL_PLANE)('%s: a Deployment probing /health/live and /health/self on HTTP_PORT, and a Service', (svc) => {
     const dep = find('Deployment', svc);
     expect(dep).toBeDefined();
@@ -128,22 +189,30 @@ describe('k8s/', () => {
     expect(c.command).toEqual(['node', `dist/apps/${svc}/src/main.js`]);
     expect(httpPort(c)).toBe(PORTS[svc]);
     expect(c.ports).toContainEqual({ name: 'http', containerPort: PORTS[svc] });
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/health/live', port: 'http' });
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/health/self', port: 'http' });
+    // The gateway's API faces users: its probes and metrics are on the ops port instead.
+    const probed = svc === 'gateway' ? 'ops' : 'http';
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/health/live', port: probed });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/health/self', port: probed });
     const service = find('Service', svc);
     expect(service.spec.selector).toEqual(dep.spec.selector.matchLabels);
     expect(service.spec.ports[0]).toMatchObject({ port: PORTS[svc], targetPort: 'http' });
   });
 
-  it('the gateway Service listens on 1994', () => {
-    expect(find('Service', 'gateway').spec.ports[0].port).toBe(1994);
+  it('the gateway Service listens on 1994 only; probes and Prometheus use the ops port', () => {
+    expect(find('Service', 'gateway').spec.ports.map((p: Any) => p.port)).toEqual([1994]);
+    const pod = find('Deployment', 'gateway').spec.template;
+    const c = pod.spec.containers[0];
+    const opsPort = Number(c.env.find((e: Any) => e.name === 'OPS_PORT').value);
+    expect(c.ports).toContainEqual({ name: 'ops', containerPort: opsPort });
+    expect(c.startupProbe.httpGet.port).toBe('ops');
+    expect(Number(pod.metadata.annotations['prometheus.io/port'])).toBe(opsPort);
   });
 
   it('the agent is a privileged DaemonSet on GPU nodes with /dev and /run/runc from the host', () => {
     const ds = find('DaemonSet', 'agent');
     const pod = ds.spec.template.spec;
     const c = pod.containers[0];
-    expect(c.command).toEqual(['node', 'dist/apps/agent/src/main.js']);
+    expect(c.command.at(-1)).toMatch(/exec node dist\/apps\/agent\/src\/main\.js$/);
     expect(c.securityContext.privileged).toBe(true);
     expect(pod.hostPID ?? false).toBe(false);
     expect(pod.nodeSelector).toEqual({ 'nvidia.com/gpu.present': 'true' });
@@ -153,7 +222,18 @@ describe('k8s/', () => {
     expect(mounts).toEqual(expect.arrayContaining(['/dev', '/run/runc']));
     expect(c.env).toContainEqual({ name: 'MACHINE_ID', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });
     expect(c.env).toContainEqual({ name: 'AGENT_GATEWAY_URL', value: `http://gateway:${PORTS.gateway}` });
-    expect(c.env.find((e: Any) => e.name === 'AGENT_TOKEN').valueFrom.secretKeyRef).toEqual({ name: 'tern-secrets', key: 'AGENT_TOKEN' });
+  });
+
+  it("agents join with their node's own join token, never the admin token", () => {
+    const pod = find('DaemonSet', 'agent').spec.template.spec;
+    const c = pod.containers[0];
+    expect(c.env.find((e: Any) => e.name === 'AGENT_TOKEN')).toBeUndefined();
+    expect(JSON.stringify(pod)).not.toContain('BOOTSTRAP_ADMIN_TOKEN');
+    const volume = pod.volumes.find((v: Any) => v.secret?.secretName === 'tern-agent-join-tokens');
+    expect(volume.secret.optional).toBe(true);
+    expect(find('Secret', 'tern-agent-join-tokens')).toBeDefined();
+    const mount = c.volumeMounts.find((m: Any) => m.name === volume.name);
+    expect(c.command.at(-1)).toContain(`${mount.mountPath}/$MACHINE_ID`);
   });
 
   it('NATS runs JetStream in a StatefulSet with a volume behind a headless Service', () => {

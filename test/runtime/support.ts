@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { ImageStore, RuncRuntime, type ContainerRuntime, type LogLine } from '#tern/runtime';
+import { ImageStore, RuncRuntime, type ContainerRuntime, type LogLine, type RuncRuntimeOptions } from '#tern/runtime';
 
 // Which of these tests may run here (root, runc, umoci, python3) is decided by describeNeeding
 // (test/support/real-parts.ts): skipped on a developer's machine, failed under CI=true.
@@ -20,10 +20,10 @@ export class RuntimeSandbox {
     readonly runtime: RuncRuntime,
   ) {}
 
-  static async create(): Promise<RuntimeSandbox> {
+  static async create(options: Partial<RuncRuntimeOptions> = {}): Promise<RuntimeSandbox> {
     const dir = await mkdtemp(join(tmpdir(), 'tern-rt-'));
     const images = new ImageStore({ root: join(dir, 'images') });
-    return new RuntimeSandbox(dir, images, new RuncRuntime({ stateDir: join(dir, 'state'), images }));
+    return new RuntimeSandbox(dir, images, new RuncRuntime({ ...options, stateDir: join(dir, 'state'), images }));
   }
 
   get stateDir(): string {

@@ -37,4 +37,27 @@ describe('loadConfig', () => {
   it('gives every variable a description', () => {
     for (const v of VARIABLES) expect(v.description.length).toBeGreaterThan(10);
   });
+
+  it.each([
+    ['BOOTSTRAP_ADMIN_TOKEN', 'tern_insecure-default-admin-token-change-me', 'gateway'],
+    ['BOOTSTRAP_ADMIN_TOKEN', 'change-me', 'gateway'],
+    ['AGENT_TOKEN', 'tern_insecure-default-admin-token-change-me', 'agent'],
+  ] as const)('refuses %s=%s, naming what to set', (name, value, service) => {
+    expect(() => loadConfig(service, { [name]: value })).toThrow(`${name} is a published placeholder: set it to a random secret`);
+  });
+
+  it.each(['tern', 'change-me', 'CHANGE-ME-please'])('refuses a database password %s', (password) => {
+    expect(() => loadConfig('scheduler', { DATABASE_URL: `postgres://tern:${password}@postgres:5432/tern` })).toThrow(
+      'DATABASE_URL: its password is a published placeholder',
+    );
+  });
+
+  it('accepts random secrets and a password-less local database', () => {
+    const token = 'tern_3q2-7wEhxk4VvY0Ezqv6Wb1n8GkqkZ3o9T2sYq1c5Hk';
+    expect(loadConfig('gateway', { BOOTSTRAP_ADMIN_TOKEN: token }).bootstrapAdminToken).toBe(token);
+    expect(loadConfig('gateway', { DATABASE_URL: 'postgres://tern:8f3c2e91d0a4b7@postgres:5432/tern' }).database.url).toContain(
+      '8f3c2e91d0a4b7',
+    );
+    expect(loadConfig('gateway', {}).database.url).toBe('postgres://postgres@127.0.0.1:5432/tern');
+  });
 });

@@ -12,6 +12,8 @@ export interface TernConfig {
   };
   readonly database: { readonly url: string; readonly schema: string; readonly runMigrations: boolean };
   readonly http: { readonly host: string; readonly port: number };
+  /** The gateway's separate /metrics and /health listener; port 0: none, they are on `http`. */
+  readonly ops: { readonly host: string; readonly port: number };
   readonly log: { readonly level: string; readonly format: 'auto' | 'json' | 'pretty' };
   readonly bootstrapAdminToken?: string;
   readonly servicePingTimeoutMs: number;
@@ -46,6 +48,47 @@ export class ConfigError extends Error {
 type Raw = Record<string, string | number | boolean | undefined>;
 
 const NAMESPACE = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Secrets that shipped in docker-compose.yml and k8s/ at some point (and any "change me"): a
+ * service refuses to start with one, since everyone knows them. Kept to what Tern published,
+ * so a developer's own local database password is not second-guessed.
+ */
+export const PLACEHOLDER_SECRETS: readonly string[] = ['tern_insecure-default-admin-token-change-me', 'change-me', 'changeme', 'tern'];
+
+export function isPlaceholderSecret(value: string): boolean {
+  const v = value.trim().toLowerCase();
+  return PLACEHOLDER_SECRETS.includes(v) || v.includes('change-me') || v.includes('changeme');
+}
+
+const TOKEN_ADVICE = 'set it to a random secret, e.g. tern_$(openssl rand -base64 32 | tr "+/" "-_" | tr -d =)';
+
+/** The known-placeholder check on the secrets a service reads: the bootstrap token, the agent's token, the database password. */
+function placeholderProblems(raw: Raw): string[] {
+  const problems: string[] = [];
+  for (const name of ['BOOTSTRAP_ADMIN_TOKEN', 'AGENT_TOKEN'] as const) {
+    const value = raw[name];
+    if (typeof value === 'string' && isPlaceholderSecret(value)) problems.push(`${name} is a published placeholder: ${TOKEN_ADVICE}`);
+  }
+  if (typeof raw.DATABASE_URL === 'string') {
+    const password = databasePassword(raw.DATABASE_URL);
+    if (password !== undefined && isPlaceholderSecret(password)) {
+      problems.push(
+        'DATABASE_URL: its password is a published placeholder: set the database password to a random secret, e.g. openssl rand -hex 32',
+      );
+    }
+  }
+  return problems;
+}
+
+function databasePassword(url: string): string | undefined {
+  try {
+    const password = new URL(url).password;
+    return password ? decodeURIComponent(password) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function splitList(text: string): string[] {
   return text
@@ -100,6 +143,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
   if (!NAMESPACE.test(namespace)) problems.push(`NATS_NAMESPACE=${JSON.stringify(namespace)}: letters, digits, - and _ only`);
   const schema = String(raw.DATABASE_SCHEMA ?? 'public');
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) problems.push(`DATABASE_SCHEMA=${JSON.stringify(schema)}: lower-case letters, digits and _ only`);
+  problems.push(...placeholderProblems(raw));
   if (problems.length) throw new ConfigError(problems);
 
   return {
@@ -117,6 +161,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       runMigrations: raw.DATABASE_RUN_MIGRATIONS !== false,
     },
     http: { host: String(raw.HTTP_HOST), port: Number(raw.HTTP_PORT) },
+    ops: { host: String(raw.OPS_HOST ?? '127.0.0.1'), port: Number(raw.OPS_PORT ?? 0) },
     log: { level: String(raw.LOG_LEVEL), format: raw.LOG_FORMAT as TernConfig['log']['format'] },
     bootstrapAdminToken: raw.BOOTSTRAP_ADMIN_TOKEN as string | undefined,
     servicePingTimeoutMs: Number(raw.SERVICE_PING_TIMEOUT_MS ?? 500),

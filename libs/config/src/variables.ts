@@ -104,6 +104,23 @@ export const VARIABLES = [
     description: 'HTTP port: the public API on the gateway, /health and /metrics on the others. 0 on the agent turns its endpoint off.',
   },
   {
+    name: 'OPS_PORT',
+    kind: 'int',
+    default: '0',
+    min: 0,
+    max: 65535,
+    services: ['gateway'],
+    description:
+      'When set, the gateway serves /metrics and /health/* only on this port (at OPS_HOST), not on its public API listener. 0: they stay on HTTP_HOST:HTTP_PORT (the other services have no public API: HTTP_HOST is their metrics and health address).',
+  },
+  {
+    name: 'OPS_HOST',
+    kind: 'string',
+    default: '127.0.0.1',
+    services: ['gateway'],
+    description: 'Address the ops listener (OPS_PORT) binds: loopback unless the operator chooses another.',
+  },
+  {
     name: 'LOG_LEVEL',
     kind: 'enum',
     default: 'info',

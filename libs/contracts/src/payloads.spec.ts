@@ -163,6 +163,13 @@ describe('payload validation', () => {
     );
   });
 
+  it('refuses a start order naming an oci: path on the machine', async () => {
+    expect(await problems(AGENT_CONTAINER_START, { ...containerStart, image: 'oci:/etc:latest' })).toEqual([
+      'image: image must not be an oci:<path> on the machine; deployments run the "host" image',
+    ]);
+    expect(await problems(AGENT_CONTAINER_START, { ...containerStart, image: 'host' })).toEqual([]);
+  });
+
   it('checks the values of string and number records', async () => {
     expect(await problems(AGENT_CONTAINER_START, { ...containerStart, env: { PORT: 8000 } })).toEqual([
       'env: env must be an object whose values are all strings',

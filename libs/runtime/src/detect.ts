@@ -5,6 +5,7 @@ import type { GpuInjector } from './gpu/gpu-edits.js';
 import type { ImageStore } from './images/image-store.js';
 import { NerdctlRuntime } from './nerdctl/nerdctl-runtime.js';
 import { RuncRuntime } from './runc/runc-runtime.js';
+import type { UserNamespaceMapping } from './oci/config-builder.js';
 import type { ContainerRuntime, RuntimeKind, RuntimeLogger } from './types.js';
 
 export interface DetectRuntimeOptions {
@@ -17,6 +18,8 @@ export interface DetectRuntimeOptions {
   gpu?: GpuInjector;
   runc?: string;
   nerdctl?: string;
+  /** runc only: each container in its own user namespace where the host allows (RuncRuntimeOptions). */
+  userNamespace?: UserNamespaceMapping;
 }
 
 async function installed(binary: string): Promise<boolean> {
@@ -39,6 +42,7 @@ export async function detectRuntime(options: DetectRuntimeOptions): Promise<Cont
       runc,
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.gpu ? { gpu: options.gpu } : {}),
+      ...(options.userNamespace ? { userNamespace: options.userNamespace } : {}),
     });
   }
   if (await installed(nerdctl)) return useNerdctl();

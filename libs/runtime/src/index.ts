@@ -1,7 +1,7 @@
 export * from './types.js';
 export * from './errors.js';
 export { validateSpec } from './validation.js';
-export { buildOciConfig, buildEnv, cpuFor, type OciConfigInput, type VolumeBind } from './oci/config-builder.js';
+export { buildOciConfig, buildEnv, cpuFor, type OciConfigInput, type UserNamespaceMapping, type VolumeBind } from './oci/config-builder.js';
 export type * from './oci/oci-spec.js';
 export { applyEdits, mergeEdits, type ContainerEdits } from './oci/container-edits.js';
 export { defaultSeccompProfile } from './oci/seccomp.js';
@@ -10,6 +10,7 @@ export { discoverNvidia, nvidiaEdits, gpuEnv, parseLdconfig, type NvidiaHost, NV
 export { cdiEdits, loadCdiSpecs, type CdiSpec, CDI_DIRS } from './gpu/cdi.js';
 export { type HostIo, nodeHostIo } from './gpu/device-io.js';
 export { ImageStore, type ImageStoreOptions } from './images/image-store.js';
+export { sha256Hex } from './images/digest.js';
 export { parseImageRef, HOST_IMAGE, type ParsedImageRef } from './images/image-ref.js';
 export type { PreparedImage } from './images/prepared-image.js';
 export type { HostImageOptions } from './images/host-image.js';

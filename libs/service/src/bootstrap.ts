@@ -9,6 +9,7 @@ import { type Logger as Pino } from 'pino';
 import { BadInputErrorFilter } from './http/bad-input-error.filter.js';
 import { answerClientError, HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
 import { RequestValidationPipe } from './http/request-validation.pipe.js';
+import { prepareOpsListener } from './ops-listener.js';
 
 export interface BootOptions {
   /** Builds the root module from the validated config. */
@@ -57,6 +58,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   app.useGlobalPipes(new RequestValidationPipe());
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);
+  const ops = prepareOpsListener(app, config);
 
   // Streams are declared during init; consumers bind to them when the transport starts.
   await app.init();
@@ -67,6 +69,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   if (config.http.port > 0) {
     await app.listen(config.http.port, config.http.host);
     pino.info({ port: config.http.port }, `${service} listening on http://${config.http.host}:${config.http.port}`);
+    await ops?.listen(pino);
   } else {
     pino.info(`${service} started (no HTTP endpoint: HTTP_PORT=0)`);
   }

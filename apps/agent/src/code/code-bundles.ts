@@ -5,17 +5,11 @@ import { Objm } from '@nats-io/obj';
 import { execa } from 'execa';
 import { CODE_BUCKET } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
+import { sha256Hex } from '#tern/runtime';
 
 /** Why a bundle could not be made ready; the start fails with this message. */
 export class CodeBundleError extends Error {
   override name = 'CodeBundleError';
-}
-
-const DIGEST = /^sha256:([0-9a-f]{64})$/;
-
-/** The hex of a `sha256:<hex>` digest, or undefined when it is not one. */
-export function digestHex(digest: string): string | undefined {
-  return DIGEST.exec(digest)?.[1];
 }
 
 /**
@@ -34,7 +28,7 @@ export class CodeBundles {
 
   /** The host directory holding the extracted bundle of `digest` ("sha256:<hex>"). */
   ensure(digest: string): Promise<string> {
-    const hex = digestHex(digest);
+    const hex = sha256Hex(digest);
     if (!hex) return Promise.reject(new CodeBundleError(`code "${digest}" is not a sha256:<64 hex> digest`));
     let p = this.inFlight.get(hex);
     if (!p) {

@@ -32,8 +32,14 @@ export class ContainerStart {
   @IsId() workspaceId!: string;
   @IsIn(DEPLOYMENT_KINDS) deploymentKind!: DeploymentKind;
 
-  /** OCI image reference, e.g. "ghcr.io/acme/llm@sha256:…". */
-  @IsString() image!: string;
+  /**
+   * The image: `host` today. Never `oci:<path>`: a start order carries what a tenant's spec asked
+   * for, and a path on this machine is not the tenant's to name (deployments created before that
+   * rule are refused here too). The runtime itself still takes `oci:` layouts from the agent's code.
+   */
+  @IsString()
+  @Matches(/^(?!oci:)/, { message: 'image must not be an oci:<path> on the machine; deployments run the "host" image' })
+  image!: string;
 
   /** Either a handler run by a Tern runner ("app.py:predict") or a command that serves the container contract itself. */
   @IsOptional() @IsString() handler?: string;

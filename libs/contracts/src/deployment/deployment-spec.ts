@@ -63,6 +63,11 @@ export class PredictivePolicy {
   @IsOptional() @IsBoolean() prewarm?: boolean;
 }
 
+/** The images a deployment may name. */
+export const DEPLOYMENT_IMAGES = ['host'] as const;
+export const DEPLOYMENT_IMAGE_RULE =
+  'image must be "host" (the default): a deployment cannot name a path on the worker such as oci:<path>; ship your code in a bundle with "code" (tern deploy uploads it) and run it on the host image';
+
 export class SpecVolume {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'volumes.name must be lower-case letters, digits or -' }) name!: string;
   @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path must be an absolute path' }) mount_path!: string;
@@ -75,8 +80,14 @@ export class DeploymentSpec {
 
   @IsIn(DEPLOYMENT_KINDS) kind!: DeploymentKind;
 
-  /** `host` (the host's /usr, runs its Python and Node) or `oci:<path>[:<tag>]`; default host. */
-  @IsOptional() @IsString() image?: string;
+  /**
+   * `host` (the host's /usr, runs its Python and Node), the default and for now the only image a
+   * deployment may name. `oci:<path>` stays the runtime's (the agent's and tests'): a tenant's
+   * spec never names a path on the worker.
+   */
+  @IsOptional()
+  @IsIn(DEPLOYMENT_IMAGES, { message: DEPLOYMENT_IMAGE_RULE })
+  image?: string;
 
   /** `app.py:predict` (Python runner) or `app.js:predict` / `app.mjs:predict` (Node runner). */
   @IsOptional()

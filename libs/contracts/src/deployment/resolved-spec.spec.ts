@@ -166,4 +166,20 @@ describe('resolveSpec: task queues and the predictive policy', () => {
   it('accepts a predictive spec with no knobs', async () => {
     expect((await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'predictive' } })).ok).toBe(true);
   });
+
+  it.each(['oci:/etc', 'oci:/var/lib/tern-agent/images/x:latest', 'oci:../../x', '/usr', 'docker.io/library/python:3.12'])(
+    'refuses image %s with a 400 reason saying what to use instead',
+    async (image) => {
+      const result = await validatePayload(DeploymentSpec, { ...base, image });
+      expect(result.ok).toBe(false);
+      expect(result.ok ? '' : result.reason).toContain(
+        'image: image must be "host" (the default): a deployment cannot name a path on the worker',
+      );
+    },
+  );
+
+  it('accepts the host image, named or by default', async () => {
+    expect((await validatePayload(DeploymentSpec, { ...base, image: 'host' })).ok).toBe(true);
+    expect((await validatePayload(DeploymentSpec, { ...base })).ok).toBe(true);
+  });
 });

@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { ImageError } from '../errors.js';
 import type { OciMount } from '../oci/oci-spec.js';
 import type { UserSpec } from '../types.js';
+import { requireSha256Hex } from './digest.js';
 import type { PreparedImage } from './prepared-image.js';
 
 interface Descriptor {
@@ -44,10 +45,9 @@ async function readJson<T>(ref: string, path: string): Promise<T> {
   }
 }
 
-function blobPath(layout: string, digest: string): string {
-  const [alg, hex] = digest.split(':');
-  if (!alg || !hex || !/^[a-f0-9]+$/.test(hex)) throw new Error(`bad digest ${digest}`);
-  return join(layout, 'blobs', alg, hex);
+/** Where a blob lives in an OCI layout; the digest is checked before it becomes a path. */
+export function blobPath(ref: string, layout: string, digest: unknown): string {
+  return join(layout, 'blobs', 'sha256', requireSha256Hex(ref, digest));
 }
 
 /** The manifest the tag names in an OCI layout, following an index to this platform's entry. */
@@ -57,7 +57,7 @@ export async function resolveManifest(ref: string, layout: string, tag: string, 
   if (!desc) throw new ImageError(ref, `no tag "${tag}" in ${layout}`);
   for (let depth = 0; INDEX_TYPES.includes(desc.mediaType); depth++) {
     if (depth > 3) throw new ImageError(ref, 'image index nested too deep');
-    const nested: { manifests?: Descriptor[] } = await readJson(ref, blobPath(layout, desc.digest));
+    const nested: { manifests?: Descriptor[] } = await readJson(ref, blobPath(ref, layout, desc.digest));
     const want = GO_ARCH[arch] ?? arch;
     const next: Descriptor | undefined = nested.manifests?.find((m) => m.platform?.os === 'linux' && m.platform.architecture === want);
     if (!next) throw new ImageError(ref, `no linux/${want} image in the index`);
@@ -106,11 +106,11 @@ async function addMountPoints(rootfs: string): Promise<void> {
 export async function prepareOciImage(ref: string, layout: string, tag: string, dir: string, umoci = 'umoci'): Promise<PreparedImage> {
   const manifestDesc = await resolveManifest(ref, layout, tag);
   const digest = manifestDesc.digest;
-  const final = join(dir, digest.replace(':', '-'));
+  const final = join(dir, `sha256-${requireSha256Hex(ref, digest)}`);
   const metaPath = join(final, 'image.json');
   if (!(await stat(metaPath).catch(() => undefined))) {
-    const manifest = await readJson<{ config: Descriptor }>(ref, blobPath(layout, digest));
-    const config = await readJson<ImageConfig>(ref, blobPath(layout, manifest.config.digest));
+    const manifest = await readJson<{ config: Descriptor }>(ref, blobPath(ref, layout, digest));
+    const config = await readJson<ImageConfig>(ref, blobPath(ref, layout, manifest.config.digest));
     const tmp = join(dir, `.tmp-${randomBytes(6).toString('hex')}`);
     try {
       await mkdir(tmp, { recursive: true });

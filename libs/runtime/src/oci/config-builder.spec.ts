@@ -20,6 +20,24 @@ const base: OciConfigInput = {
 };
 
 describe('buildOciConfig', () => {
+  it('maps container ids onto the host range in a user namespace, with the host /sys bound when the network is the host', () => {
+    const c = buildOciConfig({ ...base, userNamespace: { hostId: 300_000, size: 65_536 } });
+    expect(c.linux.namespaces.map((n) => n.type)).toContain('user');
+    expect(c.linux.uidMappings).toEqual([{ containerID: 0, hostID: 300_000, size: 65_536 }]);
+    expect(c.linux.gidMappings).toEqual([{ containerID: 0, hostID: 300_000, size: 65_536 }]);
+    expect(c.mounts.find((m) => m.destination === '/sys')).toEqual({
+      destination: '/sys',
+      type: 'none',
+      source: '/sys',
+      options: ['rbind', 'nosuid', 'noexec', 'nodev', 'ro'],
+    });
+    const ownNetwork = buildOciConfig({ ...base, network: 'none', userNamespace: { hostId: 300_000, size: 65_536 } });
+    expect(ownNetwork.mounts.find((m) => m.destination === '/sys')?.type).toBe('sysfs');
+    const none = buildOciConfig(base);
+    expect(none.linux.uidMappings).toBeUndefined();
+    expect(none.mounts.find((m) => m.destination === '/sys')?.type).toBe('sysfs');
+  });
+
   it('has safe defaults: no capabilities, no new privileges, read-only root, seccomp, own namespaces but the host network', () => {
     const c = buildOciConfig(base);
     expect(c.process.capabilities).toEqual({ bounding: [], effective: [], permitted: [], inheritable: [], ambient: [] });

@@ -36,6 +36,14 @@ export interface OciConfigInput {
   arch?: string;
   /** RLIMIT_NOFILE; runc cannot raise it past its own hard limit without CAP_SYS_RESOURCE. */
   nofile?: number;
+  /** Container ids 0…size-1 are host ids hostId…; absent: no user namespace (ids are the host's). */
+  userNamespace?: UserNamespaceMapping;
+}
+
+/** A user namespace's one contiguous range: container uid/gid n is host uid/gid hostId + n. */
+export interface UserNamespaceMapping {
+  hostId: number;
+  size: number;
 }
 
 export const CPU_PERIOD_US = 100_000;
@@ -64,6 +72,14 @@ export function buildOciConfig(input: OciConfigInput): OciSpec {
   // unless asked for none, because the agent reaches the container on loopback at $PORT.
   const namespaces: OciNamespace[] = [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }];
   if (input.network === 'none') namespaces.push({ type: 'network' });
+  const userns = input.userNamespace;
+  if (userns) namespaces.push({ type: 'user' });
+  // sysfs can only be mounted by a user namespace that owns the network namespace: with the
+  // host's network, a container in its own user namespace gets the host's /sys bound read-only.
+  const sys: OciMount =
+    userns && input.network !== 'none'
+      ? { destination: '/sys', type: 'none', source: '/sys', options: ['rbind', 'nosuid', 'noexec', 'nodev', 'ro'] }
+      : { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] };
 
   const config: OciSpec = {
     ociVersion: '1.0.2',
@@ -95,7 +111,7 @@ export function buildOciConfig(input: OciConfigInput): OciSpec {
         options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${input.shmBytes}`],
       },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
-      { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      sys,
       {
         destination: '/sys/fs/cgroup',
         type: 'cgroup',
@@ -118,6 +134,12 @@ export function buildOciConfig(input: OciConfigInput): OciSpec {
     ],
     linux: {
       namespaces,
+      ...(userns
+        ? {
+            uidMappings: [{ containerID: 0, hostID: userns.hostId, size: userns.size }],
+            gidMappings: [{ containerID: 0, hostID: userns.hostId, size: userns.size }],
+          }
+        : {}),
       resources: {
         devices: [{ allow: false, access: 'rwm' }],
         ...(input.memoryBytes ? { memory: { limit: input.memoryBytes, ...(input.limitSwap ? { swap: input.memoryBytes } : {}) } } : {}),

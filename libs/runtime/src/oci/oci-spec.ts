@@ -108,8 +108,16 @@ export interface OciHooks {
   poststop?: OciHook[];
 }
 
+export interface OciIdMapping {
+  containerID: number;
+  hostID: number;
+  size: number;
+}
+
 export interface OciLinux {
   namespaces: OciNamespace[];
+  uidMappings?: OciIdMapping[];
+  gidMappings?: OciIdMapping[];
   resources: OciResources;
   cgroupsPath: string;
   devices?: OciDevice[];

@@ -7,7 +7,15 @@ import { ContainerExistsError, ContainerNotFoundError, ContainerRuntimeError, Co
 import { GpuInjector } from '../gpu/gpu-edits.js';
 import type { ImageStore } from '../images/image-store.js';
 import { tailLogs } from '../logs/log-tail.js';
-import { buildEnv, buildOciConfig, DEFAULT_NOFILE, DEFAULT_PATH, type VolumeBind } from '../oci/config-builder.js';
+import {
+  buildEnv,
+  buildOciConfig,
+  DEFAULT_NOFILE,
+  DEFAULT_PATH,
+  type UserNamespaceMapping,
+  type VolumeBind,
+} from '../oci/config-builder.js';
+import { ensureMountPoints } from '../oci/mount-points.js';
 import { freePort } from '../ports.js';
 import {
   type ContainerRuntime,
@@ -27,6 +35,7 @@ import { annotationsFor, Bundle, parseAnnotations, SHIM_SCRIPT } from './bundle.
 import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
 import { exitFromStatus } from './exit-status.js';
 import { RuncCli, type RuncState } from './runc-cli.js';
+import { userNamespaceRefusal } from './user-namespace.js';
 
 export interface RuncRuntimeOptions {
   /** `<stateDir>/runc` is runc's --root, `<stateDir>/containers/<id>` each bundle. */
@@ -43,6 +52,12 @@ export interface RuncRuntimeOptions {
   startTimeoutMs?: number;
   /** Who the process runs as when neither the spec nor the image says (default nobody, 65534). */
   defaultUser?: UserSpec;
+  /**
+   * Run each container in its own user namespace: container uid/gid n is host hostId + n, so
+   * container root is an unprivileged host user. Checked once (userNamespaceRefusal): where the
+   * host refuses, containers run without one and the reason is logged. Absent: ids are the host's.
+   */
+  userNamespace?: UserNamespaceMapping;
 }
 
 const NOBODY: UserSpec = { uid: 65534, gid: 65534 };
@@ -77,7 +92,7 @@ export class RuncRuntime implements ContainerRuntime {
   private readonly gpu: GpuInjector;
   private readonly portsInUse = new Set<number>();
   private readonly recording = new Map<string, Promise<ExitResult>>();
-  private host?: Promise<{ limitSwap: boolean; nofile: number }>;
+  private host?: Promise<{ limitSwap: boolean; nofile: number; userNamespace?: UserNamespaceMapping }>;
 
   constructor(private readonly options: RuncRuntimeOptions) {
     this.runc = new RuncCli(options.runc ?? 'runc', join(options.stateDir, 'runc'));
@@ -100,7 +115,25 @@ export class RuncRuntime implements ContainerRuntime {
     return (this.host ??= (async () => ({
       limitSwap: await this.cgroups.swapAccounting(),
       nofile: Math.min(DEFAULT_NOFILE, (await nofileHardLimit()) ?? DEFAULT_NOFILE),
+      userNamespace: await this.usableUserNamespace(),
     }))());
+  }
+
+  private async usableUserNamespace(): Promise<UserNamespaceMapping | undefined> {
+    const mapping = this.options.userNamespace;
+    if (!mapping) return undefined;
+    const refusal = await userNamespaceRefusal(mapping, this.options.images.root);
+    if (refusal) {
+      this.log.warn({ reason: refusal }, `containers run without a user namespace: ${refusal}`);
+      return undefined;
+    }
+    this.log.info({ hostId: mapping.hostId, size: mapping.size }, 'containers run in user namespaces');
+    return mapping;
+  }
+
+  /** The mapping containers get, once the host has been checked; undefined: none. */
+  async userNamespace(): Promise<UserNamespaceMapping | undefined> {
+    return (await this.hostFacts()).userNamespace;
   }
 
   async start(spec: ContainerSpec): Promise<RunningContainer> {
@@ -141,13 +174,15 @@ export class RuncRuntime implements ContainerRuntime {
         shmBytes: spec.shmBytes ?? DEFAULT_SHM_BYTES,
         network,
         imageMounts: image.mounts,
-        volumes: await this.prepareVolumes(spec, user),
+        volumes: await this.prepareVolumes(spec, user, facts.userNamespace),
         edits: spec.gpus?.devices.length ? await this.gpu.edits(spec.gpus, !image.sharesHostUsr) : undefined,
         cgroupsPath: `${this.options.cgroupParent ?? '/tern'}/${spec.id}`,
         annotations: annotationsFor({ image: { ref: image.ref, digest: image.digest }, labels, port, created }),
         limitSwap: facts.limitSwap,
         nofile: facts.nofile,
+        userNamespace: facts.userNamespace,
       });
+      if (facts.userNamespace) await ensureMountPoints(image.rootfs, config.mounts);
       await writeFile(bundle.config, JSON.stringify(config, null, 2), { mode: 0o600 });
       await writeFile(bundle.stdout, '', { mode: 0o600 });
       await writeFile(bundle.stderr, '', { mode: 0o600 });
@@ -170,14 +205,15 @@ export class RuncRuntime implements ContainerRuntime {
     }
   }
 
-  private async prepareVolumes(spec: ContainerSpec, user: UserSpec): Promise<VolumeBind[]> {
+  private async prepareVolumes(spec: ContainerSpec, user: UserSpec, userns?: UserNamespaceMapping): Promise<VolumeBind[]> {
     const binds: VolumeBind[] = [];
     for (const v of spec.volumes ?? []) {
       const source = join(this.volumeRoot, v.name);
       await mkdir(source, { recursive: true, mode: 0o755 });
       // The container's user must be able to write its writable volumes; the last writer's
       // user owns a volume shared by containers running as different users.
-      if (!v.readOnly) await chown(source, user.uid, user.gid);
+      const shift = userns?.hostId ?? 0;
+      if (!v.readOnly) await chown(source, shift + user.uid, shift + user.gid);
       binds.push({ source, destination: v.containerPath, readOnly: !!v.readOnly });
     }
     for (const b of spec.binds ?? []) binds.push({ source: b.hostPath, destination: b.containerPath, readOnly: true });
