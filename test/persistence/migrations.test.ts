@@ -6,6 +6,7 @@ import { TEST_DATABASE_URL, uniqueName } from '../support/isolation.js';
 
 const TABLES = [
   'api_tokens',
+  'code_bundles',
   'containers',
   'deployment_versions',
   'deployments',
