@@ -85,7 +85,13 @@ describe('gateway API: tokens, workspaces, errors', () => {
     const platform = await call('POST', '/api/v1/workspaces', made.body.token, { name: 'acme-2' });
     expect(platform.status).toBe(403);
     expect(platform.body.message).toBe('this action needs an operator token');
-    expect((await call('POST', '/api/v1/tokens', ADMIN, { name: 'ops-2', role: 'operator' })).status).toBe(201);
+    const ops2 = await call('POST', '/api/v1/tokens', ADMIN, { name: 'ops-2', role: 'operator' });
+    expect(ops2.status).toBe(201);
+    expect((await call('POST', '/api/v1/pools', ops2.body.token, { name: 'by-ops-2' })).status).toBe(201);
+    // An admin of the operator's workspace cannot revoke an operator token.
+    const defaultAdmin = (await call('POST', '/api/v1/tokens', ADMIN, { name: 'default-admin', role: 'admin' })).body.token;
+    expect((await call('DELETE', `/api/v1/tokens/${ops2.body.id}`, defaultAdmin)).status).toBe(403);
+    expect((await call('DELETE', `/api/v1/tokens/${ops2.body.id}`, ops2.body.token)).status).toBe(204);
     const again = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'acme-ml' });
     expect(again.status).toBe(409);
     expect(again.body.message).toBe('workspace "acme-ml" already exists');

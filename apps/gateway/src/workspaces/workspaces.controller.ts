@@ -53,6 +53,6 @@ export class WorkspacesController {
   @HttpCode(204)
   @ApiOperation({ summary: 'Revoke a token' })
   revoke(@CurrentPrincipal() p: Principal, @Param('id', new ParseUUIDPipe()) id: string) {
-    return this.workspaces.revokeToken(p.workspaceId, id);
+    return this.workspaces.revokeToken(p, id);
   }
 }

@@ -60,9 +60,13 @@ export class WorkspacesService {
     return { ...view(row), token };
   }
 
-  async revokeToken(workspaceId: string, id: string) {
-    const row = await this.tokens.findInWorkspace(id, workspaceId);
+  /** An operator token lives in a workspace (the bootstrap one in `default`) but only an operator revokes it. */
+  async revokeToken(caller: Principal, id: string) {
+    const row = await this.tokens.findInWorkspace(id, caller.workspaceId);
     if (!row || row.revokedAt) throw new NotFoundException(`token ${id} not found in this workspace`);
+    if (row.role === 'operator' && caller.role !== 'operator') {
+      throw new ForbiddenException('this action needs an operator token: only an operator revokes an operator token');
+    }
     await this.tokens.revoke(row.id);
     this.auth.forget(row.id);
   }
