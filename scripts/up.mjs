@@ -209,11 +209,11 @@ async function up(f) {
     console.log(`
 ${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toFixed(1)}s: 5 services, ${agents} agent${agents === 1 ? '' : 's'}`)}
 
-  Gateway:     ${gatewayUrl}
-  API docs:    ${gatewayUrl}/docs
-  Admin token: ${adminToken}
-  CLI config:  ${cliConfig} ${dim('(context "local")')}
-  Logs:        ${f.logs}/
+  Gateway:        ${gatewayUrl}
+  API docs:       ${gatewayUrl}/docs
+  Operator token: ${adminToken} ${dim('(platform operator: pools, machines, workspaces)')}
+  CLI config:     ${cliConfig} ${dim('(context "local")')}
+  Logs:           ${f.logs}/
 
 Next: ${bold('npx tern status')}
 ${env.TERN_UP_DETACHED ? `Stop with ${bold('npm run down')}.` : `Stop with Ctrl-C, or ${bold('npm run down')} from another terminal.`}
@@ -289,7 +289,7 @@ function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDi
   if (svc === 'gateway') e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
   if (svc === 'agent') {
     // The agent registers over HTTP and learns its NATS settings from the gateway's answer. The
-    // admin token lets it register without a join token; the machine id is then its own.
+    // operator token lets it register a new machine without a join token (after that, its own machine token).
     Object.assign(e, { AGENT_GATEWAY_URL: gatewayUrl, AGENT_TOKEN: adminToken, AGENT_STATE_DIR: agentDir, AGENT_DASHBOARD: 'off' });
     e.POOL = env.POOL || 'default';
     if (env.MACHINE_ID) e.MACHINE_ID = env.MACHINE_ID;

@@ -95,7 +95,7 @@ describe('npm run up', () => {
       until('the gateway URL', 150_000, async () => /Gateway:\s+(http:\/\/\S+)/.exec(output)?.[1]),
     ]);
     expect(output).toContain('Tern is up');
-    const token = /Admin token:\s+(tern_[A-Za-z0-9_-]{43})\s/.exec(output)?.[1];
+    const token = /Operator token:\s+(tern_[A-Za-z0-9_-]{43})\s/.exec(output)?.[1];
     expect(token).toBeDefined();
 
     const first = await ready(gateway);

@@ -35,7 +35,7 @@ export function files(dir) {
   return {
     dir,
     state: join(dir, 'state.json'), // ports remembered between runs
-    credentials: join(dir, 'credentials.json'), // admin token, private Postgres password (mode 600)
+    credentials: join(dir, 'credentials.json'), // operator token (BOOTSTRAP_ADMIN_TOKEN), private Postgres password (mode 600)
     run: join(dir, 'run.json'), // what is running now: supervisor and child pids, ports
     lock: join(dir, 'up.pid'), // the supervisor's pid while it runs
     logs: join(dir, 'logs'),
@@ -44,7 +44,7 @@ export function files(dir) {
   };
 }
 
-/** Loads credentials.json, creating whatever is missing (the admin token is generated once). */
+/** Loads credentials.json, creating whatever is missing (the operator token is generated once). */
 export function loadCredentials(path) {
   const creds = readJson(path, {});
   let changed = false;

@@ -9,7 +9,8 @@ import { connectTestNats, deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess } from '../support/processes.js';
 import { ADMIN, client, registration, tern } from '../machines/harness.js';
 
-const CODE = `sha256:${'a'.repeat(64)}`;
+const BUNDLE = Buffer.from('the bundle every spec here names');
+const CODE = `sha256:${createHash('sha256').update(BUNDLE).digest('hex')}`;
 const spec = (extra: Record<string, unknown> = {}) => ({
   name: 'hello',
   kind: 'endpoint',
@@ -36,7 +37,17 @@ describe('deployments API, code upload and CLI', () => {
     await gateway.ready();
     nc = await connectTestNats();
     await call('POST', '/api/v1/pools', ADMIN, { name: 'h100', allowedGpuTypes: ['H100'] });
+    expect((await upload(CODE, BUNDLE, ADMIN)).status).toBe(201);
   });
+
+  const upload = (digest: string, body: Buffer, token: string) =>
+    fetch(`${base}/api/v1/code/${digest}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' },
+      body,
+    });
+  const head = (digest: string, token: string) =>
+    fetch(`${base}/api/v1/code/${digest}`, { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
 
   afterAll(async () => {
     await nc?.close();
@@ -152,22 +163,34 @@ describe('deployments API, code upload and CLI', () => {
   it('stores code under its digest, refusing a mismatch', async () => {
     const bundle = Buffer.from('not really a tarball');
     const digest = `sha256:${createHash('sha256').update(bundle).digest('hex')}`;
-    const put = (d: string, body: Buffer) =>
-      fetch(`${base}/api/v1/code/${d}`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/gzip' },
-        body,
-      });
-    const head = (d: string) => fetch(`${base}/api/v1/code/${d}`, { method: 'HEAD', headers: { authorization: `Bearer ${ADMIN}` } });
+    const put = (d: string, body: Buffer) => upload(d, body, ADMIN);
 
-    expect((await head(digest)).status).toBe(404);
+    expect((await head(digest, ADMIN)).status).toBe(404);
     const wrong = await put(`sha256:${'b'.repeat(64)}`, bundle);
     expect(wrong.status).toBe(400);
     expect(((await wrong.json()) as { message: string[] }).message[0]).toMatch(/^digest does not match the body/);
     expect((await put(digest, bundle)).status).toBe(201);
     expect((await put(digest, bundle)).status).toBe(200);
-    expect((await head(digest)).status).toBe(200);
+    expect((await head(digest, ADMIN)).status).toBe(200);
     expect((await put('md5:abc', bundle)).status).toBe(400);
+  });
+
+  it("keeps code bundles to the workspace that uploaded them: another workspace's digest is 404 until it uploads the bytes", async () => {
+    const other = (await call('POST', '/api/v1/workspaces', ADMIN, { name: 'code-b' })).body.token as string;
+    expect((await head(CODE, other)).status).toBe(404);
+    const deploy = await call('POST', '/api/v1/deployments', other, spec({ name: 'borrowed' }));
+    expect(deploy.status).toBe(404);
+    expect(deploy.body.message).toBe(
+      `code ${CODE} not found in workspace "code-b": upload it first (PUT /api/v1/code/<digest>; tern deploy does)`,
+    );
+    expect((await call('GET', '/api/v1/deployments/borrowed', other)).status).toBe(404);
+    const missing = `sha256:${'c'.repeat(64)}`;
+    expect((await call('POST', '/api/v1/deployments', ADMIN, spec({ name: 'nothing-uploaded', code: missing }))).status).toBe(404);
+
+    // The same bytes from the second workspace: its own claim (201), the bytes stored once.
+    expect((await upload(CODE, BUNDLE, other)).status).toBe(201);
+    expect((await head(CODE, other)).status).toBe(200);
+    expect((await call('POST', '/api/v1/deployments', other, spec({ name: 'borrowed' }))).status).toBe(201);
   });
 
   it('streams log lines of the deployment only', async () => {

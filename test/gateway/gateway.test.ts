@@ -47,10 +47,10 @@ describe('gateway API: tokens, workspaces, errors', () => {
     expect(wrong.body.message).toBe('invalid or revoked token');
   });
 
-  it('accepts the bootstrap admin token for the default workspace', async () => {
+  it('accepts the bootstrap token as the operator, in the default workspace', async () => {
     const me = await call('GET', '/api/v1/workspace', ADMIN);
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ name: 'default', role: 'admin' });
+    expect(me.body).toMatchObject({ name: 'default', role: 'operator' });
   });
 
   it('issues, lists and revokes tokens; a revoked token gets 401', async () => {
@@ -62,7 +62,7 @@ describe('gateway API: tokens, workspaces, errors', () => {
     expect((await call('GET', '/api/v1/workspace', member)).status).toBe(200);
 
     const listed = await call('GET', '/api/v1/tokens', member);
-    expect(listed.body.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['ci', 'admin (bootstrap)']));
+    expect(listed.body.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['ci', 'operator (bootstrap)']));
     expect(JSON.stringify(listed.body)).not.toContain(member);
 
     const forbidden = await call('POST', '/api/v1/workspaces', member, { name: 'other' });
@@ -76,7 +76,22 @@ describe('gateway API: tokens, workspaces, errors', () => {
     const made = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'acme-ml' });
     expect(made.status).toBe(201);
     const theirs = await call('GET', '/api/v1/workspace', made.body.token);
-    expect(theirs.body.name).toBe('acme-ml');
+    expect(theirs.body).toMatchObject({ name: 'acme-ml', role: 'admin' });
+    // A workspace admin manages its own tokens, and never becomes (or makes) an operator.
+    const operator = await call('POST', '/api/v1/tokens', made.body.token, { name: 'sneaky', role: 'operator' });
+    expect(operator.status).toBe(403);
+    expect(operator.body.message).toMatch(/^this action needs an operator token/);
+    expect((await call('POST', '/api/v1/tokens', made.body.token, { name: 'ci', role: 'admin' })).status).toBe(201);
+    const platform = await call('POST', '/api/v1/workspaces', made.body.token, { name: 'acme-2' });
+    expect(platform.status).toBe(403);
+    expect(platform.body.message).toBe('this action needs an operator token');
+    const ops2 = await call('POST', '/api/v1/tokens', ADMIN, { name: 'ops-2', role: 'operator' });
+    expect(ops2.status).toBe(201);
+    expect((await call('POST', '/api/v1/pools', ops2.body.token, { name: 'by-ops-2' })).status).toBe(201);
+    // An admin of the operator's workspace cannot revoke an operator token.
+    const defaultAdmin = (await call('POST', '/api/v1/tokens', ADMIN, { name: 'default-admin', role: 'admin' })).body.token;
+    expect((await call('DELETE', `/api/v1/tokens/${ops2.body.id}`, defaultAdmin)).status).toBe(403);
+    expect((await call('DELETE', `/api/v1/tokens/${ops2.body.id}`, ops2.body.token)).status).toBe(204);
     const again = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'acme-ml' });
     expect(again.status).toBe(409);
     expect(again.body.message).toBe('workspace "acme-ml" already exists');
@@ -90,7 +105,7 @@ describe('gateway API: tokens, workspaces, errors', () => {
     );
     const badRole = await call('POST', '/api/v1/tokens', ADMIN, { name: 'x', role: 'root' });
     expect(badRole.status).toBe(400);
-    expect(badRole.body.message.join(' ')).toMatch(/role must be one of the following values: admin, member/);
+    expect(badRole.body.message.join(' ')).toMatch(/role must be one of the following values: operator, admin, member/);
     const badJson = await fetch(`${base}/api/v1/tokens`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },

@@ -121,6 +121,6 @@ describe('pools API and CLI', () => {
     expect(bad.stderr).toMatch(/must be a whole number/);
     const denied = await tern(['pool', 'create', 'y'], base, member);
     expect(denied.code).toBe(1);
-    expect(denied.stderr).toBe('tern: 403 this action needs an admin token\n');
+    expect(denied.stderr).toBe('tern: 403 this action needs an operator token\n');
   });
 });

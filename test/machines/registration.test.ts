@@ -271,7 +271,7 @@ describe('machine tokens and registration', () => {
     expect(moved.status).toBe(409);
   });
 
-  it('registers with an admin API token: creates the machine from the body, spends any join token', async () => {
+  it('registers with the operator API token: creates a new machine from the body, never overwrites an existing one', async () => {
     const missingId = await call('POST', '/api/v1/machine/register', ADMIN, registration('default'));
     expect(missingId.status).toBe(400);
     expect(missingId.body.message).toMatch(/^machineId is required/);
@@ -285,16 +285,27 @@ describe('machine tokens and registration', () => {
     await waitFor('new machine event', async () => events(MACHINE_STATE_CHANGED, 'local-1').length === 1);
     expect(events(MACHINE_STATE_CHANGED, 'local-1')[0].data).toMatchObject({ from: null, to: 'registered' });
 
-    // Again (the local agent restarted): a fresh machine token; the old one stops working.
+    // Again with the API token: refused, the machine keeps its credential; it registers with its machine token.
     const again = await call('POST', '/api/v1/machine/register', ADMIN, registration('default', { machineId: 'local-1' }));
-    expect(again.body.machineToken).not.toBe(created.body.machineToken);
-    expect((await call('POST', '/api/v1/machine/register', created.body.machineToken, registration('default'))).status).toBe(401);
+    expect(again.status).toBe(409);
+    expect(again.body.message).toMatch(/^machine "local-1" already exists: an API token never replaces a machine's credential/);
+    expect((await call('POST', '/api/v1/machine/register', created.body.machineToken, registration('default'))).status).toBe(200);
 
+    // A pending machine waiting for its join token: not taken over either; the join token still works.
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'gpu', machineId: 'box-7' });
-    expect((await call('POST', '/api/v1/machine/register', ADMIN, registration('gpu', { machineId: 'box-7' }))).status).toBe(200);
-    const spent = await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'));
-    expect(spent.status).toBe(401);
-    expect(spent.body.message).toMatch(/already used/);
+    expect((await call('POST', '/api/v1/machine/register', ADMIN, registration('gpu', { machineId: 'box-7' }))).status).toBe(409);
+    expect((await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'))).status).toBe(200);
+
+    // A workspace admin token is not an operator token.
+    const workspace = await call('POST', '/api/v1/workspaces', ADMIN, { name: `reg-${Date.now()}` });
+    const byWorkspaceAdmin = await call(
+      'POST',
+      '/api/v1/machine/register',
+      workspace.body.token,
+      registration('default', { machineId: 'ws-1' }),
+    );
+    expect(byWorkspaceAdmin.status).toBe(403);
+    expect(byWorkspaceAdmin.body.message).toMatch(/^this action needs an operator token/);
   });
 
   it('turns a keepalive with the machine token into a heartbeat', async () => {
@@ -327,7 +338,30 @@ describe('machine tokens and registration', () => {
   });
 
   it("lists, shows and deletes machines; a deleted machine's token stops working", async () => {
+    // A workspace token sees only the machines its work ran on: none yet.
+    expect((await call('GET', '/api/v1/machines?pool=gpu', member)).body).toEqual([]);
+    expect((await call('GET', '/api/v1/machines/box-2', member)).status).toBe(404);
+    expect((await call('GET', '/api/v1/machines/box-2/reputation', member)).status).toBe(404);
+    // The member's workspace (the default one) ran a container on box-2.
+    const [workspace] = (await db.query(`SELECT id FROM workspaces WHERE name = 'default'`)).rows;
+    const [deployment] = (
+      await db.query(`INSERT INTO deployments (workspace_id, name, kind) VALUES ($1, 'ran-on-box-2', 'endpoint') RETURNING id`, [
+        workspace.id,
+      ])
+    ).rows;
+    const [version] = (
+      await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}') RETURNING id`, [deployment.id])
+    ).rows;
+    await db.query(
+      `INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ('c-box-2', $1, 'box-2', 'stopped', '{}')`,
+      [version.id],
+    );
+    const stranger = (await call('POST', '/api/v1/workspaces', ADMIN, { name: `stranger-${Date.now()}` })).body.token as string;
+    expect((await call('GET', '/api/v1/machines', stranger)).body).toEqual([]);
+    expect((await call('GET', '/api/v1/machines/box-2', stranger)).status).toBe(404);
+
     const list = await call('GET', '/api/v1/machines?pool=gpu', member);
+    expect(list.body.map((m: { id: string }) => m.id)).toEqual(['box-2']);
     expect(list.status).toBe(200);
     const box2 = list.body.find((m: { id: string }) => m.id === 'box-2');
     expect(box2).toMatchObject({
@@ -347,10 +381,15 @@ describe('machine tokens and registration', () => {
     expect(shown.body).toMatchObject({
       id: 'box-2',
       os: { distro: 'Ubuntu' },
-      networkInterfaces: [expect.objectContaining({ name: 'eth0' })],
+      networkInterfaces: [],
       joinToken: { usedAt: expect.any(String) },
     });
-    expect(JSON.stringify(shown.body)).not.toMatch(/hash/i);
+    expect(JSON.stringify(shown.body)).not.toMatch(/hash|eth0|([0-9a-f]{2}:){5}/i);
+    expect((await call('GET', '/api/v1/machines/box-2/reputation', member)).status).toBe(200);
+    // The operator sees every machine in full.
+    const full = await call('GET', '/api/v1/machines/box-2', ADMIN);
+    expect(full.body.networkInterfaces).toEqual([expect.objectContaining({ name: 'eth0' })]);
+    expect((await call('GET', '/api/v1/machines?pool=gpu', ADMIN)).body.length).toBeGreaterThan(1);
     expect((await call('GET', '/api/v1/machines/nope', member)).status).toBe(404);
 
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'gpu', machineId: 'box-9' });

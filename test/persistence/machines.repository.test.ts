@@ -65,6 +65,36 @@ describe('MachinesRepository', () => {
       const [b, a] = [await machine({ id: `b-${randomUUID()}`, pool }), await machine({ id: `a-${randomUUID()}`, pool })];
       expect((await machines.list({ pool })).map((m) => m.id)).toEqual([a, b]);
     });
+    it('lists the machines that ran a container of a workspace, and no other', async () => {
+      const [ran, runs, elsewhere] = [await machine(), await machine(), await machine()];
+      const workspace = async (): Promise<{ workspaceId: string; versionId: string }> => {
+        const [w] = await db.query(`INSERT INTO workspaces (name) VALUES ($1) RETURNING id`, [`ws-${randomUUID()}`]);
+        const [d] = await db.query(`INSERT INTO deployments (workspace_id, name, kind) VALUES ($1, 'app', 'endpoint') RETURNING id`, [
+          w.id,
+        ]);
+        const [v] = await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}') RETURNING id`, [
+          d.id,
+        ]);
+        return { workspaceId: w.id, versionId: v.id };
+      };
+      const container = (versionId: string, machineId: string | null, state: string) =>
+        db.query(`INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ($1, $2, $3, $4, '{}')`, [
+          `c-${randomUUID()}`,
+          versionId,
+          machineId,
+          state,
+        ]);
+      const a = await workspace();
+      const b = await workspace();
+      await container(a.versionId, ran, 'stopped');
+      await container(a.versionId, runs, 'running');
+      await container(a.versionId, runs, 'stopped');
+      await container(a.versionId, null, 'pending');
+      await container(b.versionId, elsewhere, 'running');
+      expect((await machines.idsUsedByWorkspace(a.workspaceId)).sort()).toEqual([ran, runs].sort());
+      expect(await machines.idsUsedByWorkspace(b.workspaceId)).toEqual([elsewhere]);
+      expect(await machines.idsUsedByWorkspace(randomUUID())).toEqual([]);
+    });
   });
 
   describe('registration', () => {
@@ -96,14 +126,16 @@ describe('MachinesRepository', () => {
       expect(results.filter(Boolean)).toHaveLength(1);
     });
 
-    it('creates or updates a machine with a credential, spending an outstanding join token', async () => {
+    it('creates a machine with a credential, never replacing the credential of an existing one', async () => {
       const machineId = id();
-      expect(await machines.upsertWithCredential(machineId, DEFAULT_POOL, `c1-${machineId}`)).toEqual({ inserted: true });
+      expect(await machines.insertWithCredential(machineId, DEFAULT_POOL, `c1-${machineId}`)).toBe(true);
       expect(await row(machineId)).toMatchObject({ state: 'pending', credentialHash: `c1-${machineId}`, joinTokenUsedAt: null });
+      expect(await machines.insertWithCredential(machineId, DEFAULT_POOL, `c2-${machineId}`)).toBe(false);
+      expect(await row(machineId)).toMatchObject({ credentialHash: `c1-${machineId}` });
 
       const joining = await machine({ state: 'pending', joinTokenHash: `j-${randomUUID()}`, joinTokenExpiresAt: inHour() });
-      expect(await machines.upsertWithCredential(joining, DEFAULT_POOL, `c2-${joining}`)).toEqual({ inserted: false });
-      expect(await row(joining)).toMatchObject({ credentialHash: `c2-${joining}`, joinTokenUsedAt: expect.any(Date) });
+      expect(await machines.insertWithCredential(joining, DEFAULT_POOL, `c3-${joining}`)).toBe(false);
+      expect(await row(joining)).toMatchObject({ credentialHash: null, joinTokenUsedAt: null });
     });
 
     it('stores the inventory and moves the machine to registered under its row lock', async () => {

@@ -6,6 +6,7 @@ import { TEST_DATABASE_URL, uniqueName } from '../support/isolation.js';
 
 const TABLES = [
   'api_tokens',
+  'code_bundles',
   'containers',
   'deployment_versions',
   'deployments',
@@ -108,6 +109,32 @@ describe('runMigrations', () => {
     expect(await tablesIn(schema)).toEqual(['migrations']);
     expect(await runMigrations(dataSource)).toHaveLength(MIGRATIONS.length);
     expect(await tablesIn(schema)).toEqual(TABLES);
+  });
+
+  it('makes the bootstrap admin token the operator, and backfills code bundles from deployed versions', async () => {
+    const dataSource = await open();
+    // Back to before OperatorRole and CodeBundles: a database of the previous release.
+    for (let i = 0; i < 2; i++) await dataSource.undoLastMigration({ transaction: 'each' });
+    const q = (sql: string, params: unknown[] = []) => admin.query(sql.replaceAll('S.', `"${schema}".`), params);
+    const [ws] = (await q(`INSERT INTO S.workspaces (name) VALUES ('default') RETURNING id`)).rows;
+    await q(
+      `INSERT INTO S.api_tokens (workspace_id, name, token_hash, prefix, role) VALUES ($1, 'admin (bootstrap)', 'h1', 'tern_aaa', 'admin'), ($1, 'ci', 'h2', 'tern_bbb', 'admin')`,
+      [ws.id],
+    );
+    const [d] = (await q(`INSERT INTO S.deployments (workspace_id, name, kind) VALUES ($1, 'app', 'endpoint') RETURNING id`, [ws.id])).rows;
+    await q(`INSERT INTO S.deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2), ($1, 2, $2)`, [
+      d.id,
+      JSON.stringify({ code: 'sha256:abc' }),
+    ]);
+
+    expect(await runMigrations(dataSource)).toHaveLength(2);
+    const tokens = (await q(`SELECT name, role FROM S.api_tokens ORDER BY name`)).rows;
+    expect(tokens).toEqual([
+      { name: 'ci', role: 'admin' },
+      { name: 'operator (bootstrap)', role: 'operator' },
+    ]);
+    expect((await q(`SELECT workspace_id, digest FROM S.code_bundles`)).rows).toEqual([{ workspace_id: ws.id, digest: 'sha256:abc' }]);
+    await q(`DELETE FROM S.workspaces`);
   });
 
   it('leaves no advisory lock behind', async () => {

@@ -96,4 +96,11 @@ describe('TokensRepository', () => {
       expect.objectContaining({ role: 'admin', name: 'admin (bootstrap)' }),
     ]);
   });
+
+  it('stores the operator role, and no role outside operator, admin and member', async () => {
+    const ws = await tokens.createWorkspace(`ops-${randomUUID()}`);
+    expect(await tokens.issue({ ...fields(ws.id, 'ops'), role: 'operator' })).toMatchObject({ role: 'operator' });
+    const refused = await rejection(tokens.issue({ ...fields(ws.id, 'root'), role: 'root' as 'member' }));
+    expect((refused as { constraint?: string }).constraint).toBe('ck_api_tokens_role');
+  });
 });

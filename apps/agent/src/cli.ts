@@ -58,7 +58,7 @@ program
   .command('init')
   .description('write config.yaml for this machine')
   .requiredOption('--gateway <url>', 'gateway URL, e.g. https://tern.example.com')
-  .requiredOption('--token <token>', 'join token from `tern machine create` (or an admin API token)')
+  .requiredOption('--token <token>', 'join token from `tern machine create` (or an operator API token)')
   .option('--pool <pool>', 'pool to join', 'default')
   .option('--machine-id <id>', 'machine id (default: the one the token names, or one derived from the host name)')
   .option(...stateDirOption)

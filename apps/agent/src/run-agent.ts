@@ -37,7 +37,7 @@ export const EXIT_CONFIG = 78;
 
 type SessionEnd = { kind: 'restart'; reason: string } | { kind: 'exit'; code: number; message: string };
 
-/** Join and machine tokens name their machine; an admin API token does not, so the agent must. */
+/** Join and machine tokens name their machine; an operator API token does not, so the agent must. */
 export function tokenNamesMachine(token: string): boolean {
   return token.startsWith(JOIN_TOKEN_PREFIX) || token.startsWith(MACHINE_TOKEN_PREFIX);
 }

@@ -140,7 +140,8 @@ export const VARIABLES = [
     name: 'BOOTSTRAP_ADMIN_TOKEN',
     kind: 'string',
     services: ['gateway'],
-    description: 'When set and no workspace exists yet, the gateway creates the "default" workspace with this admin token (stored hashed).',
+    description:
+      'The platform operator token (the name is historical): the gateway makes sure the "default" workspace exists and accepts this token with the operator role (stored hashed).',
   },
   {
     name: 'SERVICE_PING_TIMEOUT_MS',

@@ -10,7 +10,7 @@ export interface AgentSettings {
   /**
    * AGENT_TOKEN when the machine token in config.yaml shadows it (see resolveSettings): tried
    * once if the gateway refuses the machine token, e.g. after the control plane's database was
-   * reset while the agent kept its state. Only an admin API token can help then.
+   * reset while the agent kept its state. Only an operator API token can help then (the database no longer has the machine, so it is created anew).
    */
   fallbackToken?: string;
   pool: string;

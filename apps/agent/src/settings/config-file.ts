@@ -12,7 +12,7 @@ import { ID_PATTERN } from '#tern/contracts';
 export interface AgentConfigFile {
   /** Base URL of the gateway, e.g. https://tern.example.com. */
   gateway: string;
-  /** Join token, admin API token, or (after the first registration) this machine's own token. */
+  /** Join token, operator API token, or (after the first registration) this machine's own token. */
   token: string;
   pool: string;
   machineId?: string;
@@ -71,7 +71,7 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
   token: {
     required: true,
     check: (v) => (/^\S+$/.test(v) ? undefined : 'the token must be one word with no spaces'),
-    description: "join token (tern machine create), admin API token, or this machine's token",
+    description: "join token (tern machine create), operator API token, or this machine's token",
   },
   pool: {
     required: true,

@@ -13,7 +13,7 @@ export function machineCommand(): Command {
 
   machine
     .command('create')
-    .description('Create a machine and its one-time join token; prints the tern-agent line to run on the worker (admin)')
+    .description('Create a machine and its one-time join token; prints the tern-agent line to run on the worker (operator token)')
     .requiredOption('--pool <pool>', 'the pool the machine joins')
     .option('--id <machineId>', 'machine id (default: a random m-… id)')
     .option('--json', 'print the raw JSON')
@@ -68,7 +68,7 @@ export function machineCommand(): Command {
 
   machine
     .command('delete')
-    .description("Remove a machine; its tokens stop working and its agent's heartbeats are ignored (admin)")
+    .description("Remove a machine; its tokens stop working and its agent's heartbeats are ignored (operator token)")
     .argument('<id>', 'machine id')
     .action(async (id: string) => {
       await client().request('DELETE', `/api/v1/machines/${encodeURIComponent(id)}`);

@@ -54,7 +54,7 @@ export function poolCommand(): Command {
 
   pool
     .command('create')
-    .description('Create a pool (admin)')
+    .description('Create a pool (operator token)')
     .argument('<name>', 'lower-case letters, digits, - and _')
     .option('--gpu-types <types>', 'comma-separated GPU types admitted, e.g. H100,A100 (default: any)', gpuTypes)
     .option('--min-network-mbps <n>', 'lowest measured network throughput, Mbit/s', wholeNumber)

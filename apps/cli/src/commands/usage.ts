@@ -68,12 +68,14 @@ export function renderRewards(report: RewardsReport): string {
 
 export function usageCommand(): Command {
   const usage = new Command('usage')
-    .description('What workloads used: GPU-, CPU-core- and memory-GiB-seconds and task counts (your workspace; every workspace for admins)')
+    .description(
+      'What workloads used: GPU-, CPU-core- and memory-GiB-seconds and task counts (your workspace; every workspace, or by machine, for the operator)',
+    )
     .option('--group-by <group>', 'workspace, deployment, machine or gpu', 'workspace')
     .option('--from <date>', 'start of the window, ISO 8601 (default: 24 h before --to)')
     .option('--to <date>', 'end of the window, ISO 8601 (default: now)')
     .option('--granularity <unit>', 'one row per hour or day (default: one row per group for the whole window)')
-    .option('--workspace <id>', "only this workspace's usage (admin)")
+    .option('--workspace <id>', "only this workspace's usage (another workspace needs the operator token)")
     .option('--csv', 'print CSV')
     .option('--json', 'print the raw JSON')
     .action(
@@ -95,7 +97,7 @@ export function usageCommand(): Command {
 
   usage
     .command('rewards')
-    .description("Each machine's share of the GPU-seconds it served, weighted by its reputation (admin)")
+    .description("Each machine's share of the GPU-seconds it served, weighted by its reputation (operator token)")
     .option('--from <date>', 'start of the period, ISO 8601 (default: 24 h before --to)')
     .option('--to <date>', 'end of the period, ISO 8601 (default: now)')
     .option('--amount <n>', 'an amount to distribute by share')

@@ -3,8 +3,13 @@ import { Reflector } from '@nestjs/core';
 import { AuthService } from './auth.service.js';
 import { PRINCIPAL } from './principal.js';
 import { IS_PUBLIC } from '#tern/observability';
+import { type ApiTokenRole } from '#tern/persistence';
 
-export const ADMIN_ONLY = 'ternAdminOnly';
+export const REQUIRED_ROLES = 'ternRequiredRoles';
+
+function refusal(roles: readonly ApiTokenRole[]): string {
+  return roles.includes('admin') ? 'this action needs a workspace admin token' : 'this action needs an operator token';
+}
 
 /** Every route needs `Authorization: Bearer <token>` unless marked @Public(). */
 @Injectable()
@@ -22,15 +27,14 @@ export class ApiTokenGuard implements CanActivate {
     const request = ctx.switchToHttp().getRequest();
     const header = request.headers?.authorization as string | undefined;
     if (!header) {
-      throw new UnauthorizedException('missing token: send "Authorization: Bearer <token>" (the admin token is printed by npm run up)');
+      throw new UnauthorizedException('missing token: send "Authorization: Bearer <token>" (the operator token is printed by npm run up)');
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new UnauthorizedException('malformed Authorization header: expected "Bearer <token>"');
     const principal = await this.auth.verify(match[1]);
     if (!principal) throw new UnauthorizedException('invalid or revoked token');
-    if (this.reflector.getAllAndOverride<boolean>(ADMIN_ONLY, targets) && principal.role !== 'admin') {
-      throw new ForbiddenException('this action needs an admin token');
-    }
+    const roles = this.reflector.getAllAndOverride<ApiTokenRole[] | undefined>(REQUIRED_ROLES, targets);
+    if (roles && !roles.includes(principal.role)) throw new ForbiddenException(refusal(roles));
     request[PRINCIPAL] = principal;
     return true;
   }

@@ -61,17 +61,18 @@ export class AuthService implements OnApplicationBootstrap {
 
   /**
    * With BOOTSTRAP_ADMIN_TOKEN set, make sure the default workspace exists and accepts that
-   * token as admin. Idempotent and safe with several gateways starting at once.
+   * token as the platform operator (the only way to a first operator token; the variable keeps
+   * its historical name). Idempotent and safe with several gateways starting at once.
    */
   async onApplicationBootstrap() {
     const secret = this.config.bootstrapAdminToken;
     if (!secret) return;
     const installed = await this.tokens.ensureWorkspaceToken(DEFAULT_WORKSPACE, {
-      name: 'admin (bootstrap)',
-      role: 'admin',
+      name: 'operator (bootstrap)',
+      role: 'operator',
       tokenHash: hashToken(secret),
       prefix: secret.slice(0, 8),
     });
-    if (installed) this.logger.log(`bootstrap admin token installed for workspace "${DEFAULT_WORKSPACE}"`);
+    if (installed) this.logger.log(`bootstrap operator token installed in workspace "${DEFAULT_WORKSPACE}"`);
   }
 }

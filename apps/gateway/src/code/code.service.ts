@@ -2,29 +2,36 @@ import { BadRequestException, Injectable, PayloadTooLargeException, UnsupportedM
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { CODE_BUNDLE_MAX_BYTES } from '#tern/contracts';
+import { CodeBundlesRepository } from '#tern/persistence';
 import { CodeStore } from './code-store.js';
 
 export interface CodeUploadResult {
   digest: string;
   size: number;
-  /** false when the bundle was already stored (uploads are idempotent). */
+  /** false when this workspace had the bundle already (uploads are idempotent). */
   created: boolean;
 }
 
 @Injectable()
 export class CodeService {
-  constructor(private readonly store: CodeStore) {}
+  constructor(
+    private readonly store: CodeStore,
+    private readonly bundles: CodeBundlesRepository,
+  ) {}
 
-  async exists(digest: string): Promise<boolean> {
-    return (await this.store.info(hexOf(digest))) !== null;
+  /** Whether the workspace has the bundle: another workspace's upload of the same bytes does not count. */
+  async exists(workspaceId: string, digest: string): Promise<boolean> {
+    return (await this.bundles.isOwnedBy(workspaceId, digest)) && (await this.store.info(hexOf(digest))) !== null;
   }
 
   /**
    * Reads the whole bundle (bounded), checks its digest, then stores it. Buffered rather than
    * streamed into the store because the object must not appear under a digest it does not
-   * have, and the object store has no rename.
+   * have, and the object store has no rename. The bytes are stored once; each workspace that
+   * sends them (proving it has them) gets its claim on the digest.
    */
   async upload(
+    workspaceId: string,
     digest: string,
     body: unknown,
     contentType: string | undefined,
@@ -42,9 +49,10 @@ export class CodeService {
     const actual = createHash('sha256').update(bundle).digest('hex');
     if (actual !== hex) throw new BadRequestException([`digest does not match the body: the body's sha256 is ${actual}`]);
     const existing = await this.store.info(hex);
-    if (existing) return { digest, size: existing.size, created: false };
-    await this.store.put(hex, bundle);
-    return { digest, size: bundle.length, created: true };
+    if (!existing) await this.store.put(hex, bundle);
+    const owned = await this.bundles.isOwnedBy(workspaceId, digest);
+    await this.bundles.record(workspaceId, digest);
+    return { digest, size: existing?.size ?? bundle.length, created: !owned };
   }
 }
 

@@ -2,6 +2,7 @@ import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableE
 import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
 import {
   ACTIVE_CONTAINER_STATES,
+  CodeBundlesRepository,
   type Deployment,
   DeploymentsRepository,
   type DeploymentWithCounts,
@@ -21,10 +22,17 @@ export class DeploymentsService {
     private readonly machines: MachinesRepository,
     private readonly records: DeploymentRecords,
     private readonly tasks: TasksService,
+    private readonly codeBundles: CodeBundlesRepository,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
     const resolved = await this.check(spec);
+    // Digests are not secrets: naming another workspace's bundle must not run its code.
+    if (spec.code && !(await this.codeBundles.isOwnedBy(principal.workspaceId, spec.code))) {
+      throw new NotFoundException(
+        `code ${spec.code} not found in workspace "${principal.workspaceName}": upload it first (PUT /api/v1/code/<digest>; tern deploy does)`,
+      );
+    }
     const { deployment, version } = await this.deployments.addVersion(
       principal.workspaceId,
       spec.name,

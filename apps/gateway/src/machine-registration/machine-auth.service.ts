@@ -3,7 +3,7 @@ import { hashToken, MachinesRepository } from '#tern/persistence';
 import { AuthService } from '../auth/auth.service.js';
 import { type MachineCaller } from './machine-caller.js';
 
-const KINDS = 'a join token (tern machine create), a machine token (from registration) or an admin API token';
+const KINDS = 'a join token (tern machine create), a machine token (from registration) or an operator API token';
 
 /**
  * Tells the three kinds of bearer apart by where their hash is found. The machine routes are

@@ -8,7 +8,7 @@ export type MachineCaller =
   | { kind: 'join-token'; machine: Machine }
   /** Issued at registration: the agent's own credential for every later call. */
   | { kind: 'machine-token'; machine: Machine }
-  /** An admin API token, as the local agent of `npm run up` uses: names the machine in the body. */
+  /** An operator API token, as the local agent of `npm run up` uses: names the machine in the body. */
   | { kind: 'api-token'; principal: Principal };
 
 export const MACHINE_CALLER = 'ternMachineCaller';

@@ -24,7 +24,7 @@ export class MachineRegistrationController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Register an agent with a join token, its machine token, or an admin API token; answers how to reach NATS (and, for a join or API token, the machine token, once)',
+      'Register an agent with a join token, its machine token, or an operator API token; answers how to reach NATS (and, for a join or API token, the machine token, once)',
   })
   register(@CurrentMachineCaller() caller: MachineCaller, @Body() body: MachineRegisterRequest) {
     return this.registration.register(caller, body);

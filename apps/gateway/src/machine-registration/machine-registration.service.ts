@@ -104,11 +104,15 @@ export class MachineRegistrationService {
     return this.response(machine.id, pool);
   }
 
-  /** Creates or updates the machine named in the body, and issues it a (new) machine token. */
+  /**
+   * Creates the machine named in the body and issues its machine token. Operator tokens only,
+   * and only for a new machine id: an API token never replaces an existing machine's credential
+   * (that would let whoever holds it take over the machine's identity and its work).
+   */
   private async registerWithApiToken(principal: Principal, body: MachineRegisterRequest): Promise<MachineRegisterResponse> {
-    if (principal.role !== 'admin') {
+    if (principal.role !== 'operator') {
       throw new ForbiddenException(
-        'registering a machine with an API token needs an admin token; or use a join token from tern machine create',
+        'this action needs an operator token: registering a machine with an API token is a platform action; or use a join token from tern machine create',
       );
     }
     if (!body.machineId)
@@ -117,9 +121,12 @@ export class MachineRegistrationService {
     const pool = await this.pools.require(body.pool);
     const machineToken = generateMachineToken();
     await this.machines.transaction(async (tx) => {
-      // An outstanding join token for this machine is spent: the machine now has its credential.
-      const { inserted } = await tx.upsertWithCredential(machineId, pool.name, hashToken(machineToken));
-      await this.store(tx, machineId, body, 'registered with an admin API token', inserted);
+      if (!(await tx.insertWithCredential(machineId, pool.name, hashToken(machineToken)))) {
+        throw new ConflictException(
+          `machine "${machineId}" already exists: an API token never replaces a machine's credential; the agent registers with its machine token, or remove the machine first (tern machine delete ${machineId})`,
+        );
+      }
+      await this.store(tx, machineId, body, 'registered with an operator API token', true);
     });
     return this.response(machineId, pool, machineToken);
   }

@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { AdminOnly } from '../auth/admin-only.decorator.js';
+import { CurrentPrincipal, type Principal } from '../auth/principal.js';
+import { OperatorOnly } from '../auth/roles.decorator.js';
 import { CreateMachineDto } from './dto/create-machine.dto.js';
 import { ListMachinesQuery } from './dto/list-machines.query.js';
 import { ReputationHistoryQuery } from './dto/reputation-history.query.js';
@@ -15,36 +16,39 @@ export class MachinesController {
   constructor(private readonly machines: MachinesService) {}
 
   @Post()
-  @AdminOnly()
-  @ApiOperation({ summary: 'Create a pending machine and its one-time join token, with the tern-agent init line to run on it (admin)' })
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Create a pending machine and its one-time join token, with the tern-agent init line to run on it (operator)' })
   create(@Body() body: CreateMachineDto, @Req() request: FastifyRequest) {
     return this.machines.create(body.pool, body.machineId, publicGatewayUrl(request.headers));
   }
 
   @Get()
-  @ApiOperation({ summary: 'Machines with state, hardware, current use and last heartbeat' })
+  @ApiOperation({
+    summary:
+      'Machines with state, hardware, current use and last heartbeat (a workspace token: only the machines its work ran on, without their network interfaces)',
+  })
   @ApiQuery({ name: 'pool', required: false })
   @ApiQuery({ name: 'state', required: false })
-  list(@Query() query: ListMachinesQuery) {
-    return this.machines.list(query);
+  list(@CurrentPrincipal() p: Principal, @Query() query: ListMachinesQuery) {
+    return this.machines.list(p, query);
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One machine in full: inventory, state reason, network test, last heartbeat' })
-  get(@Param('id') id: string) {
-    return this.machines.get(id);
+  get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
+    return this.machines.get(p, id);
   }
 
   @Get(':id/reputation')
   @ApiOperation({ summary: "A machine's reputation: current score, its components, and the stored history (newest first; from, limit)" })
-  reputation(@Param('id') id: string, @Query() query: ReputationHistoryQuery) {
-    return this.machines.reputationOf(id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
+  reputation(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() query: ReputationHistoryQuery) {
+    return this.machines.reputationOf(p, id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
   }
 
   @Delete(':id')
-  @AdminOnly()
+  @OperatorOnly()
   @HttpCode(204)
-  @ApiOperation({ summary: 'Remove a machine; its join and machine tokens stop working (admin)' })
+  @ApiOperation({ summary: 'Remove a machine; its join and machine tokens stop working (operator)' })
   async remove(@Param('id') id: string) {
     await this.machines.remove(id);
   }

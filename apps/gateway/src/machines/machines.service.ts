@@ -2,6 +2,7 @@ import { ConflictException, Inject, Injectable, NotFoundException } from '@nestj
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { type CreatedMachine, type MachineReputation, type MachineState } from '#tern/contracts';
 import { hashToken, isUniqueViolation, type Machine, MachinesRepository } from '#tern/persistence';
+import { type Principal } from '../auth/principal.js';
 import { PoolsService } from '../pools/pools.service.js';
 import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
 import { generateJoinToken, generateMachineId } from './machine-tokens.js';
@@ -43,22 +44,29 @@ export class MachinesService {
     };
   }
 
-  async list(filter: { pool?: string; state?: MachineState } = {}): Promise<MachineSummary[]> {
-    const rows = await this.machines.list(filter);
+  /** Every machine for the operator; for a workspace token, the machines its work ran on. */
+  async list(caller: Principal, filter: { pool?: string; state?: MachineState } = {}): Promise<MachineSummary[]> {
+    let rows = await this.machines.list(filter);
+    if (caller.role !== 'operator') {
+      const used = new Set(await this.machines.idsUsedByWorkspace(caller.workspaceId));
+      rows = rows.filter((r) => used.has(r.id));
+    }
     const beats = await this.snapshots.getMany(rows.filter((r) => r.lastHeartbeatAt).map((r) => r.id));
     const scores = await this.reputation.current(rows.map((r) => r.id));
     return rows.map((r) => machineSummary(r, beats.get(r.id), scores.get(r.id)));
   }
 
-  async get(id: string): Promise<MachineDetail> {
-    const row = await this.require(id);
+  /** A workspace token sees its machines without their owners' network interfaces (addresses, MACs). */
+  async get(caller: Principal, id: string): Promise<MachineDetail> {
+    const row = await this.require(id, caller);
     const scores = await this.reputation.current([id]);
-    return machineDetail(row, row.lastHeartbeatAt ? await this.snapshots.get(id) : undefined, scores.get(id));
+    const detail = machineDetail(row, row.lastHeartbeatAt ? await this.snapshots.get(id) : undefined, scores.get(id));
+    return caller.role === 'operator' ? detail : { ...detail, networkInterfaces: [] };
   }
 
   /** The machine's current reputation and its stored history (newest first). */
-  async reputationOf(id: string, from: Date | undefined, limit: number): Promise<MachineReputation> {
-    await this.require(id);
+  async reputationOf(caller: Principal, id: string, from: Date | undefined, limit: number): Promise<MachineReputation> {
+    await this.require(id, caller);
     const current = (await this.reputation.current([id])).get(id) ?? null;
     return {
       machineId: id,
@@ -76,9 +84,11 @@ export class MachinesService {
     await this.snapshots.remove(id);
   }
 
-  private async require(id: string): Promise<Machine> {
+  /** The machine, or 404; also 404 to a workspace token for a machine its work never ran on. */
+  private async require(id: string, caller?: Principal): Promise<Machine> {
     const row = await this.machines.findById(id);
-    if (!row) throw new NotFoundException(`machine "${id}" not found`);
+    const visible = !caller || caller.role === 'operator' || (await this.machines.idsUsedByWorkspace(caller.workspaceId)).includes(id);
+    if (!row || !visible) throw new NotFoundException(`machine "${id}" not found`);
     return row;
   }
 }

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Param, Patch, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminOnly } from '../auth/admin-only.decorator.js';
+import { OperatorOnly } from '../auth/roles.decorator.js';
 import { CreatePoolDto } from './dto/create-pool.dto.js';
 import { UpdatePoolDto } from './dto/update-pool.dto.js';
 import { PoolsService } from './pools.service.js';
@@ -18,8 +18,8 @@ export class PoolsController {
   }
 
   @Post()
-  @AdminOnly()
-  @ApiOperation({ summary: 'Create a pool (admin)' })
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Create a pool (operator)' })
   create(@Body() body: CreatePoolDto) {
     return this.pools.create(body);
   }
@@ -31,8 +31,8 @@ export class PoolsController {
   }
 
   @Patch(':name')
-  @AdminOnly()
-  @ApiOperation({ summary: "Change a pool's rules; null removes a rule (admin)" })
+  @OperatorOnly()
+  @ApiOperation({ summary: "Change a pool's rules; null removes a rule (operator)" })
   update(@Param('name') name: string, @Body() body: UpdatePoolDto) {
     return this.pools.update(name, body);
   }

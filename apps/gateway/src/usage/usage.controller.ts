@@ -1,7 +1,7 @@
 import { Controller, ForbiddenException, Get, Headers, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { AdminOnly } from '../auth/admin-only.decorator.js';
+import { OperatorOnly } from '../auth/roles.decorator.js';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { RewardsQuery, UsageQuery } from './dto/usage.query.js';
 import { rewardsCsv, usageCsv } from './usage-csv.js';
@@ -30,9 +30,11 @@ export class UsageController {
   ) {
     const window = usageWindow(query);
     let workspace = query.workspace ?? null;
-    if (principal.role !== 'admin') {
+    if (principal.role !== 'operator') {
       if (workspace && workspace !== principal.workspaceId)
-        throw new ForbiddenException('workspace: a member token sees the usage of its own workspace only');
+        throw new ForbiddenException('this action needs an operator token: a workspace token sees the usage of its own workspace only');
+      if (query.group_by === 'machine')
+        throw new ForbiddenException('this action needs an operator token: usage by machine spans workspaces');
       workspace = principal.workspaceId;
     }
     const report = await this.usage.usage(window, query.group_by ?? 'workspace', query.granularity ?? null, workspace);
@@ -42,8 +44,8 @@ export class UsageController {
   }
 
   @Get('rewards')
-  @AdminOnly()
-  @ApiOperation({ summary: "Each machine's share of the GPU-seconds served in a period, weighted by its reputation (admin)" })
+  @OperatorOnly()
+  @ApiOperation({ summary: "Each machine's share of the GPU-seconds served in a period, weighted by its reputation (operator)" })
   async rewards(
     @Query() query: RewardsQuery,
     @Headers('accept') accept: string | undefined,

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminOnly } from '../auth/admin-only.decorator.js';
+import { OperatorOnly, WorkspaceAdminOnly } from '../auth/roles.decorator.js';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { CreateTokenDto } from './dto/create-token.dto.js';
 import { CreateWorkspaceDto } from './dto/create-workspace.dto.js';
@@ -20,15 +20,15 @@ export class WorkspacesController {
   }
 
   @Get('workspaces')
-  @AdminOnly()
-  @ApiOperation({ summary: 'All workspaces (admin)' })
+  @OperatorOnly()
+  @ApiOperation({ summary: 'All workspaces (operator)' })
   list() {
     return this.workspaces.list();
   }
 
   @Post('workspaces')
-  @AdminOnly()
-  @ApiOperation({ summary: 'Create a workspace and its first admin token, shown once (admin)' })
+  @OperatorOnly()
+  @ApiOperation({ summary: 'Create a workspace and its first admin token (a workspace admin, nothing more), shown once (operator)' })
   create(@Body() body: CreateWorkspaceDto) {
     return this.workspaces.create(body.name);
   }
@@ -40,17 +40,19 @@ export class WorkspacesController {
   }
 
   @Post('tokens')
-  @AdminOnly()
-  @ApiOperation({ summary: 'Create a token in this workspace; the secret is in the answer, once' })
+  @WorkspaceAdminOnly()
+  @ApiOperation({
+    summary: 'Create a token in this workspace (admin or member; operator only from an operator token); the secret is in the answer, once',
+  })
   createToken(@CurrentPrincipal() p: Principal, @Body() body: CreateTokenDto) {
-    return this.workspaces.createToken(p.workspaceId, body.name, body.role ?? 'member');
+    return this.workspaces.createToken(p, body.name, body.role ?? 'member');
   }
 
   @Delete('tokens/:id')
-  @AdminOnly()
+  @WorkspaceAdminOnly()
   @HttpCode(204)
   @ApiOperation({ summary: 'Revoke a token' })
   revoke(@CurrentPrincipal() p: Principal, @Param('id', new ParseUUIDPipe()) id: string) {
-    return this.workspaces.revokeToken(p.workspaceId, id);
+    return this.workspaces.revokeToken(p, id);
   }
 }

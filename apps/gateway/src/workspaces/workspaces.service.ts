@@ -1,6 +1,7 @@
-import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { ConflictException, ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
 import { type ApiToken, type ApiTokenRole, isUniqueViolation, TokensRepository, type Workspace } from '#tern/persistence';
 import { AuthService } from '../auth/auth.service.js';
+import { type Principal } from '../auth/principal.js';
 
 export interface TokenView {
   id: string;
@@ -50,14 +51,22 @@ export class WorkspacesService {
     return rows.map(view);
   }
 
-  async createToken(workspaceId: string, name: string, role: ApiTokenRole) {
-    const { token, row } = await this.auth.issue(workspaceId, name, role);
+  /** A workspace admin gives admin or member tokens of its own workspace; only an operator makes an operator. */
+  async createToken(caller: Principal, name: string, role: ApiTokenRole) {
+    if (role === 'operator' && caller.role !== 'operator') {
+      throw new ForbiddenException('this action needs an operator token: a workspace admin creates admin or member tokens only');
+    }
+    const { token, row } = await this.auth.issue(caller.workspaceId, name, role);
     return { ...view(row), token };
   }
 
-  async revokeToken(workspaceId: string, id: string) {
-    const row = await this.tokens.findInWorkspace(id, workspaceId);
+  /** An operator token lives in a workspace (the bootstrap one in `default`) but only an operator revokes it. */
+  async revokeToken(caller: Principal, id: string) {
+    const row = await this.tokens.findInWorkspace(id, caller.workspaceId);
     if (!row || row.revokedAt) throw new NotFoundException(`token ${id} not found in this workspace`);
+    if (row.role === 'operator' && caller.role !== 'operator') {
+      throw new ForbiddenException('this action needs an operator token: only an operator revokes an operator token');
+    }
     await this.tokens.revoke(row.id);
     this.auth.forget(row.id);
   }

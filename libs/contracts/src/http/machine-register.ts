@@ -5,12 +5,12 @@ import { IsId } from '../validation.js';
 
 /**
  * The agent's one HTTP call: `POST /api/v1/machine/register` with
- * `Authorization: Bearer <join token | machine token | admin API token>`. Not a NATS message,
+ * `Authorization: Bearer <join token | machine token | operator API token>`. Not a NATS message,
  * but shared by the gateway (validation) and the agent (client) like one.
  */
 export class MachineRegisterRequest {
   /**
-   * Required with an admin API token (the machine is created on the spot); with a join or
+   * Required with an operator API token (the machine is created on the spot); with a join or
    * machine token the id is the token's and a different one is refused.
    */
   @IsOptional() @IsId() machineId?: string;

@@ -3,7 +3,7 @@ export interface TokenView {
   id: string;
   name: string;
   prefix: string;
-  role: 'admin' | 'member';
+  role: 'operator' | 'admin' | 'member';
   createdAt: string;
   lastUsedAt: string | null;
 }
@@ -18,5 +18,5 @@ export interface CreateTokenRequest {
   /** A label to tell tokens apart. */
   name: string;
   /** Default: member. */
-  role?: 'admin' | 'member';
+  role?: 'operator' | 'admin' | 'member';
 }

@@ -16,5 +16,5 @@ export const MACHINE_REGISTERED = defineContract({
   payload: MachineRegistered,
   stream: 'EVENTS',
   description:
-    'An agent made its HTTPS registration call (with a join token, its machine token after a restart, or an admin API token). Sent by the gateway, which has already stored the inventory and moved the machine to registered; read by reputation (starts its history).',
+    'An agent made its HTTPS registration call (with a join token, its machine token after a restart, or an operator API token). Sent by the gateway, which has already stored the inventory and moved the machine to registered; read by reputation (starts its history).',
 });

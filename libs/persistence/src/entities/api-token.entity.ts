@@ -1,14 +1,29 @@
-import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, type Relation, Unique } from 'typeorm';
+import {
+  Check,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+  type Relation,
+  Unique,
+} from 'typeorm';
 import { Workspace } from './workspace.entity.js';
 
-export const API_TOKEN_ROLES = ['admin', 'member'] as const;
+/** `operator` runs the platform (pools, machines, workspaces); `admin` and `member` belong to one workspace. */
+export const API_TOKEN_ROLES = ['operator', 'admin', 'member'] as const;
 export type ApiTokenRole = (typeof API_TOKEN_ROLES)[number];
+/** The roles a workspace admin may give: a workspace token never becomes an operator token. */
+export const WORKSPACE_TOKEN_ROLES = ['admin', 'member'] as const satisfies readonly ApiTokenRole[];
 
 /**
  * A bearer token for the public API. Only the sha256 of the secret is stored (see hashToken),
  * so a database leak does not leak usable tokens; the prefix lets a user tell tokens apart.
  */
 @Entity({ name: 'api_tokens' })
+@Check('ck_api_tokens_role', "role IN ('operator', 'admin', 'member')")
 @Unique('uq_api_tokens_token_hash', ['tokenHash'])
 @Index('ix_api_tokens_workspace', ['workspaceId'])
 export class ApiToken {

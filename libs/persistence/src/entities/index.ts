@@ -1,4 +1,5 @@
 import { ApiToken } from './api-token.entity.js';
+import { CodeBundle } from './code-bundle.entity.js';
 import { Container } from './container.entity.js';
 import { DeploymentVersion } from './deployment-version.entity.js';
 import { Deployment } from './deployment.entity.js';
@@ -13,6 +14,7 @@ import { UsageInterval } from './usage-interval.entity.js';
 import { Workspace } from './workspace.entity.js';
 
 export * from './api-token.entity.js';
+export * from './code-bundle.entity.js';
 export * from './container.entity.js';
 export * from './deployment-version.entity.js';
 export * from './deployment.entity.js';
@@ -30,6 +32,7 @@ export * from './workspace.entity.js';
 export const ENTITIES = [
   Workspace,
   ApiToken,
+  CodeBundle,
   Pool,
   Machine,
   Deployment,

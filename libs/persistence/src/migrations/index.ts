@@ -6,6 +6,8 @@ import { TaskQueues1764200000000 } from './1764200000000-task-queues.js';
 import { Metering1764300000000 } from './1764300000000-metering.js';
 import { Reputation1764400000000 } from './1764400000000-reputation.js';
 import { CallbackError1764500000000 } from './1764500000000-callback-error.js';
+import { OperatorRole1764600000000 } from './1764600000000-operator-role.js';
+import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -17,4 +19,6 @@ export const MIGRATIONS = [
   Metering1764300000000,
   Reputation1764400000000,
   CallbackError1764500000000,
+  OperatorRole1764600000000,
+  CodeBundles1764700000000,
 ] as const;

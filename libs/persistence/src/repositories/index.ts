@@ -1,3 +1,4 @@
+import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
@@ -22,6 +23,7 @@ export type { NewApiToken } from './tokens.repository.js';
 
 /** One per aggregate; PersistenceModule provides them all. */
 export const REPOSITORIES = [
+  CodeBundlesRepository,
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
@@ -32,6 +34,7 @@ export const REPOSITORIES = [
 ];
 
 export {
+  CodeBundlesRepository,
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,

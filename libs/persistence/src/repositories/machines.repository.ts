@@ -203,21 +203,30 @@ export class MachinesRepository extends TransactionalRepository {
   }
 
   /**
-   * Creates the machine (pending) or moves it to `pool`, with a new credential. An outstanding
-   * join token for it is spent: the machine now has its credential. Returns whether it was created.
+   * Creates the machine (pending) with a credential; false when a machine with this id exists,
+   * whose credential is never replaced this way (only its own join or machine token can).
    */
-  async upsertWithCredential(machineId: string, pool: string, credentialHash: string): Promise<{ inserted: boolean }> {
-    const [row] = await this.rows<{ inserted: boolean }>(
+  async insertWithCredential(machineId: string, pool: string, credentialHash: string): Promise<boolean> {
+    const rows = await this.rows<{ id: string }>(
       `INSERT INTO machines (id, pool, state, credential_hash) VALUES ($1, $2, 'pending', $3)
-       ON CONFLICT (id) DO UPDATE SET
-         pool = EXCLUDED.pool,
-         credential_hash = EXCLUDED.credential_hash,
-         join_token_used_at = CASE WHEN machines.join_token_hash IS NOT NULL THEN COALESCE(machines.join_token_used_at, now()) END,
-         updated_at = now()
-       RETURNING (xmax = 0) AS inserted`,
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id`,
       [machineId, pool, credentialHash],
     );
-    return row;
+    return rows.length > 0;
+  }
+
+  /** Ids of the machines that ran (or run) a container of one of the workspace's deployments. */
+  async idsUsedByWorkspace(workspaceId: string): Promise<string[]> {
+    const rows = await this.rows<{ machineId: string }>(
+      `SELECT DISTINCT c.machine_id AS "machineId"
+         FROM containers c
+         JOIN deployment_versions v ON v.id = c.deployment_version_id
+         JOIN deployments d ON d.id = v.deployment_id
+        WHERE d.workspace_id = $1 AND c.machine_id IS NOT NULL`,
+      [workspaceId],
+    );
+    return rows.map((r) => r.machineId);
   }
 
   /** The machine's state, its row locked until the transaction ends (use inside transaction()). */
