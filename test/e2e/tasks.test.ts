@@ -178,8 +178,7 @@ describe('task queues end to end', () => {
       const done = (await wait(id)) as Task & { result: { pad: string } };
       expect(done.status).toBe('COMPLETE');
       expect(done.result.pad).toHaveLength(1_000_000);
-      await waitFor('callback delivered on the third try', async () => host.requests.length >= 3, 30_000, 250);
-      const third = JSON.parse(host.requests[2].body) as { status: string; result?: { pad?: string } };
+      const third = JSON.parse((await host.received(3, 30_000))[2].body) as { status: string; result?: { pad?: string } };
       expect(third).toMatchObject({ status: 'COMPLETE' });
       expect(third.result?.pad).toHaveLength(1_000_000);
       await waitFor(

@@ -86,6 +86,18 @@ export class InternetHost {
     });
   }
 
+  /**
+   * The first n requests, once their lines have come through the server's stdout (which can
+   * trail the HTTP answer the caller already has).
+   */
+  async received(n: number, timeoutMs = 10_000): Promise<ReceivedRequest[]> {
+    for (const deadline = Date.now() + timeoutMs; this.requests.length < n;) {
+      if (Date.now() > deadline) throw new Error(`the internet host received ${this.requests.length} of ${n} requests`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return this.requests.slice(0, n);
+  }
+
   async stop(): Promise<void> {
     if (this.server && this.server.exitCode === null) {
       const exited = new Promise((r) => this.server!.once('exit', r));

@@ -81,9 +81,9 @@ describeWithNetns('task callbacks reach only public addresses', () => {
     const host = await internetHost();
     const t = await dueCallback(`${host.url}/done`);
     await delivery.run();
-    expect(host.requests).toHaveLength(1);
-    expect(host.requests[0]).toMatchObject({ method: 'POST', path: '/done', headers: { 'x-tern-task-id': t.id } });
-    expect(JSON.parse(host.requests[0].body)).toMatchObject({ task_id: t.id, status: 'COMPLETE', result: { answer: 42 } });
+    const [request] = await host.received(1);
+    expect(request).toMatchObject({ method: 'POST', path: '/done', headers: { 'x-tern-task-id': t.id } });
+    expect(JSON.parse(request.body)).toMatchObject({ task_id: t.id, status: 'COMPLETE', result: { answer: 42 } });
     expect(await row(t.id)).toMatchObject({ callbackState: 'delivered', callbackAttempts: 1, callbackError: null });
   });
 
@@ -107,7 +107,7 @@ describeWithNetns('task callbacks reach only public addresses', () => {
     const host = await internetHost([{ status: 302, location: `http://127.0.0.1:${loopbackPort}/steal` }]);
     const t = await dueCallback(`${host.url}/hop`);
     await delivery.run();
-    expect(host.requests).toHaveLength(1);
+    await host.received(1);
     expect(loopbackHits).toEqual([]);
     const after = await row(t.id);
     expect(after).toMatchObject({ callbackState: 'failed', callbackAttempts: 1 });
