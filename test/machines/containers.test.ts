@@ -3,6 +3,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   AGENT_CONTAINER_START,
   AGENT_CONTAINER_STOP,
+  subjectFor,
   CONTAINER_FAILED,
   CONTAINER_READY,
   CONTAINER_SCHEDULED,
@@ -104,9 +105,9 @@ describe('agent commands and container lifecycle', () => {
     });
     expect(await commands.stop('worker-1', { containerId: 'c-1', graceSeconds: 10, reason: 'scale-down' })).toEqual({ accepted: true });
     expect(received).toEqual([
-      { subject: 'tern.agent.worker-1.container.start.v1', containerId: 'c-1' },
-      { subject: 'tern.agent.worker-1.container.start.v1', containerId: 'c-1' },
-      { subject: 'tern.agent.worker-1.container.stop.v1', containerId: 'c-1' },
+      { subject: subjectFor(AGENT_CONTAINER_START, 'worker-1'), containerId: 'c-1' },
+      { subject: subjectFor(AGENT_CONTAINER_START, 'worker-1'), containerId: 'c-1' },
+      { subject: subjectFor(AGENT_CONTAINER_STOP, 'worker-1'), containerId: 'c-1' },
     ]);
 
     await expect(commands.start('worker-1', { ...startCommand, ports: [0] })).rejects.toThrow(

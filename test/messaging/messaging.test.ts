@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS } from '#tern/contracts';
+import { MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS, subjectFor } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
 import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
@@ -71,7 +71,12 @@ describe('messaging over JetStream', () => {
     consumers.push(
       await startConsumer(
         messaging,
-        { stream: 'HEARTBEATS', durable: 'invalid_test', filterSubject: 'tern.heartbeat.m-inv.v1', payload: MACHINE_HEARTBEAT.payload },
+        {
+          stream: 'HEARTBEATS',
+          durable: 'invalid_test',
+          filterSubject: subjectFor(MACHINE_HEARTBEAT, 'm-inv'),
+          payload: MACHINE_HEARTBEAT.payload,
+        },
         async (d) => {
           handled.push(d.payload);
         },
@@ -101,7 +106,12 @@ describe('messaging over JetStream', () => {
     consumers.push(
       await startConsumer(
         messaging,
-        { stream: 'HEARTBEATS', durable: 'retry_test', filterSubject: 'tern.heartbeat.m-retry.v1', payload: MACHINE_HEARTBEAT.payload },
+        {
+          stream: 'HEARTBEATS',
+          durable: 'retry_test',
+          filterSubject: subjectFor(MACHINE_HEARTBEAT, 'm-retry'),
+          payload: MACHINE_HEARTBEAT.payload,
+        },
         async (d) => {
           const n = (attempts[d.payload.sequence] = (attempts[d.payload.sequence] ?? 0) + 1);
           expect(d.deliveryCount).toBe(n);
@@ -123,7 +133,7 @@ describe('messaging over JetStream', () => {
     const opts = {
       stream: 'HEARTBEATS' as const,
       durable: 'resume_test',
-      filterSubject: 'tern.heartbeat.m-res.v1',
+      filterSubject: subjectFor(MACHINE_HEARTBEAT, 'm-res'),
       payload: MACHINE_HEARTBEAT.payload,
     };
     const first = await startConsumer(messaging, opts, async (d) => void seen.push(d.payload.sequence), quiet);

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { AGENT_CONTAINER_STOP } from '#tern/contracts';
+import { AGENT_CONTAINER_STOP, subjectFor } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, ReplyError, RequestError } from '#tern/messaging';
 import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
 
@@ -48,7 +48,7 @@ describe('request/reply on core NATS', () => {
       const mine = await messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, {
         tokens: ['m1'],
       });
-      expect(mine).toMatchObject({ accepted: true, reason: 'tern.agent.m1.container.stop.v1' });
+      expect(mine).toMatchObject({ accepted: true, reason: subjectFor(AGENT_CONTAINER_STOP, 'm1') });
       const other = messaging.request(AGENT_CONTAINER_STOP, { containerId: 'c1', graceSeconds: 5, reason: 'x' } as never, {
         tokens: ['m2'],
         timeoutMs: 1000,
