@@ -1,7 +1,5 @@
+import { runningGateway } from '../support/gateway.js';
 import http from 'node:http';
-import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
-import { deleteNamespaces } from '../support/nats.js';
-import { freePort, ServiceProcess } from '../support/processes.js';
 
 const ADMIN = `tern_${'b'.repeat(43)}`;
 const MiB = 1024 * 1024;
@@ -12,10 +10,7 @@ interface Answer {
 }
 
 describe('gateway: bad input gets a 400 or 413 that says what to fix, never a 500 or a reset', () => {
-  let schema: TestSchema;
-  let namespace: string;
-  let gateway: ServiceProcess;
-  let port: number;
+  const gateway = runningGateway('badinput', ADMIN);
 
   /** node:http rather than fetch: paths go out byte for byte, and a reset fails the request. */
   const send = (method: string, path: string, body?: Buffer, type = 'application/json') =>
@@ -23,7 +18,7 @@ describe('gateway: bad input gets a 400 or 413 that says what to fix, never a 50
       const req = http.request(
         {
           host: '127.0.0.1',
-          port,
+          port: gateway.port,
           method,
           path,
           headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': type, 'content-length': body.length } : {}) },
@@ -38,20 +33,6 @@ describe('gateway: bad input gets a 400 or 413 that says what to fix, never a 50
       req.on('error', reject);
       req.end(body);
     });
-
-  beforeAll(async () => {
-    schema = await createTestSchema('badinput');
-    namespace = uniqueName('badinput');
-    port = await freePort();
-    gateway = new ServiceProcess('gateway', testEnv(schema, namespace, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
-    await gateway.ready();
-  });
-
-  afterAll(async () => {
-    await gateway?.stop();
-    await schema?.drop();
-    await deleteNamespaces(namespace);
-  });
 
   it('answers a NUL byte in a path segment with 400 naming the segment', async () => {
     const deployment = await send('GET', '/api/v1/deployments/%00');

@@ -1,8 +1,6 @@
+import { runningGateway } from '../support/gateway.js';
 import { createHash, randomInt } from 'node:crypto';
 import http from 'node:http';
-import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
-import { deleteNamespaces } from '../support/nats.js';
-import { freePort, ServiceProcess } from '../support/processes.js';
 
 /**
  * Random methods, paths, headers and bodies at every route of a running gateway, with a valid
@@ -319,24 +317,11 @@ function send(base: URL, agent: http.Agent, req: Sent): Promise<Answer> {
 }
 
 describe('gateway fuzz: no 5xx, no reset', () => {
-  let schema: TestSchema;
-  let namespace: string;
-  let gateway: ServiceProcess;
+  const gateway = runningGateway('fuzz', ADMIN);
   let base: URL;
 
-  beforeAll(async () => {
-    schema = await createTestSchema('fuzz');
-    namespace = uniqueName('fuzz');
-    const port = await freePort();
-    base = new URL(`http://127.0.0.1:${port}`);
-    gateway = new ServiceProcess('gateway', testEnv(schema, namespace, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
-    await gateway.ready();
-  });
-
-  afterAll(async () => {
-    await gateway?.stop();
-    await schema?.drop();
-    await deleteNamespaces(namespace);
+  beforeAll(() => {
+    base = new URL(gateway.base);
   });
 
   it(`answers ${REQUESTS} random requests at every route with no 5xx and no reset`, async () => {
@@ -421,13 +406,13 @@ describe('gateway fuzz: no 5xx, no reset', () => {
     const summary = `seed ${seed} (replay: FUZZ_SEED=${seed}), ${REQUESTS} requests in ${Date.now() - started} ms, answers ${JSON.stringify(Object.fromEntries(statuses))}`;
     process.stdout.write(`${summary}\n`);
     if (failures.length) {
-      const errors = gateway.running
-        ? gateway
+      const errors = gateway.process.running
+        ? gateway.process
             .records()
             .filter((r) => Number(r.level) >= 50)
             .slice(0, 5)
             .map((r) => JSON.stringify(r).slice(0, 1500))
-        : ['the gateway exited:', ...gateway.lines.slice(-30)];
+        : ['the gateway exited:', ...gateway.process.lines.slice(-30)];
       throw new Error(
         `${failures.length} failures, ${summary}:\n${failures.slice(0, 40).join('\n')}\ngateway errors:\n${errors.join('\n')}`,
       );

@@ -1,13 +1,9 @@
-import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
-import { deleteNamespaces } from '../support/nats.js';
-import { freePort, ServiceProcess } from '../support/processes.js';
+import { runningGateway } from '../support/gateway.js';
 
 const ADMIN = `tern_${'a'.repeat(43)}`;
 
 describe('gateway API: tokens, workspaces, errors', () => {
-  let schema: TestSchema;
-  let namespace: string;
-  let gateway: ServiceProcess;
+  const gateway = runningGateway('gw', ADMIN);
   let base: string;
 
   const call = async (method: string, path: string, token?: string, body?: unknown) => {
@@ -20,19 +16,8 @@ describe('gateway API: tokens, workspaces, errors', () => {
     return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
   };
 
-  beforeAll(async () => {
-    schema = await createTestSchema('gw');
-    namespace = uniqueName('gw');
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    gateway = new ServiceProcess('gateway', testEnv(schema, namespace, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
-    await gateway.ready();
-  });
-
-  afterAll(async () => {
-    await gateway?.stop();
-    await schema?.drop();
-    await deleteNamespaces(namespace);
+  beforeAll(() => {
+    base = gateway.base;
   });
 
   it('answers 401 with a message when the token is missing, malformed or wrong', async () => {

@@ -1,8 +1,6 @@
+import { runningGateway } from '../support/gateway.js';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
-import { deleteNamespaces } from '../support/nats.js';
-import { freePort, ServiceProcess } from '../support/processes.js';
 import { registration } from '../machines/harness.js';
 
 /**
@@ -118,9 +116,7 @@ function fill(path: string, a: Objects): string {
 }
 
 describe('tenancy: workspace B never reaches workspace A, workspace tokens never act as the operator', () => {
-  let schema: TestSchema;
-  let namespace: string;
-  let gateway: ServiceProcess;
+  const gateway = runningGateway('tenancy', OPERATOR);
   let base: string;
   let db: pg.Client;
   let a: Objects;
@@ -145,16 +141,8 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
   };
 
   beforeAll(async () => {
-    schema = await createTestSchema('tenancy');
-    namespace = uniqueName('tenancy');
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    gateway = new ServiceProcess(
-      'gateway',
-      testEnv(schema, namespace, { HTTP_PORT: String(port), BOOTSTRAP_ADMIN_TOKEN: OPERATOR }),
-    ).start();
-    await gateway.ready();
-    db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
+    base = gateway.base;
+    db = new pg.Client({ connectionString: gateway.schema.url, options: `-c search_path=${gateway.schema.schema}` });
     await db.connect();
 
     const made = async (name: string) => {
@@ -220,9 +208,6 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
 
   afterAll(async () => {
     await db?.end();
-    await gateway?.stop();
-    await schema?.drop();
-    await deleteNamespaces(namespace);
   });
 
   /** A's identifiers that must never appear in an answer to B. */
