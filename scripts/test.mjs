@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm test`: dependencies, lint (whole suite only), build, NATS and Postgres for the integration tests (the machine's
-// own, or private ones under .tern/test-infra), then jest. Arguments go to jest as they are:
+// `npm test`: dependencies, lint (whole suite only), build, Postgres for the integration tests (the machine's
+// own, or a private one under .tern/test-infra), then jest; jest's global setup starts the run's own NATS
+// in operator mode (test/support/global-setup.mjs). Arguments go to jest as they are:
 //   npm test -- --selectProjects unit
 //   npm test -- test/up.test.ts
 import { spawn } from 'node:child_process';
@@ -10,11 +11,9 @@ import { dim, main, ok, step, warn } from './lib/log.mjs';
 import { REPO_ROOT, stateDir } from './lib/paths.mjs';
 import { files, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
 import { build, ensureNodeModules, ensureSystemPackages, lint } from './lib/setup.mjs';
-import { natsReachable, pickPort } from './lib/net.mjs';
-import { startNats, stopNats } from './lib/nats.mjs';
+import { pickPort } from './lib/net.mjs';
 import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
 
-const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 await main(async () => {
@@ -24,18 +23,17 @@ await main(async () => {
   if (!jestArgs.length) await lint();
   await build();
 
-  const infra = { nats: undefined, pgDir: undefined };
+  const infra = { pgDir: undefined };
   const f = files(join(stateDir(), 'test-infra'));
   const stopInfra = async () => {
-    if (infra.nats) await stopNats(infra.nats);
     if (infra.pgDir) await stopPostgres(infra.pgDir);
-    infra.nats = infra.pgDir = undefined;
+    infra.pgDir = undefined;
   };
   try {
     const env = { ...process.env };
     if (needsInfra(jestArgs)) {
-      // The runtime and agent tests run real containers, and one its own nats-server; under CI=true
-      // the tests that need a part still missing after this fail (test/support/real-parts.ts).
+      // The runtime and agent tests run real containers, and every integration run its own nats-server;
+      // under CI=true the tests that need a part still missing after this fail (test/support/real-parts.ts).
       await ensureSystemPackages({ optional: ['runc', 'umoci', 'nats-server'] });
       await provideInfra(env, f, infra);
     }
@@ -61,50 +59,35 @@ function needsInfra(args) {
 }
 
 async function provideInfra(env, f, infra) {
-  const natsUrl = env.TEST_NATS_URL || DEFAULT_NATS_URL;
   const databaseUrl = env.TEST_DATABASE_URL || DEFAULT_DATABASE_URL;
-  const natsOk = await natsReachable(natsUrl);
   const pgState = await postgresState(databaseUrl);
-  if (natsOk && pgState === 'ok') {
-    ok(`Using NATS ${natsUrl} and PostgreSQL ${redact(databaseUrl)}`);
-    env.TEST_NATS_URL = natsUrl;
+  if (pgState === 'ok') {
+    ok(`Using PostgreSQL ${redact(databaseUrl)}`);
     env.TEST_DATABASE_URL = databaseUrl;
     return;
   }
   mkdirSync(f.logs, { recursive: true });
   const state = readJson(f.state, {}) ?? {};
   const claimed = new Set();
-  if (natsOk) env.TEST_NATS_URL = natsUrl;
-  else {
-    if (env.TEST_NATS_URL) warn(`TEST_NATS_URL=${natsUrl} does not answer; starting a private NATS instead`);
-    const port = await pickPort(state.natsPort, claimed);
-    step(`Starting a private NATS for the tests on 127.0.0.1:${port}`);
-    infra.nats = await startNats({ dir: f.nats, port, logFile: join(f.logs, 'nats.log'), name: 'tern-test' });
-    env.TEST_NATS_URL = infra.nats.url;
-    updateJson(f.state, (s) => ({ ...s, natsPort: port }));
+  if (env.TEST_DATABASE_URL) warn(`TEST_DATABASE_URL=${redact(databaseUrl)}: ${pgState}; starting a private PostgreSQL instead`);
+  const creds = readJson(f.credentials, {}) ?? {};
+  if (!creds.postgresPassword) {
+    creds.postgresPassword = newPassword();
+    writeJson(f.credentials, creds, 0o600);
   }
-  if (pgState === 'ok') env.TEST_DATABASE_URL = databaseUrl;
-  else {
-    if (env.TEST_DATABASE_URL) warn(`TEST_DATABASE_URL=${redact(databaseUrl)}: ${pgState}; starting a private PostgreSQL instead`);
-    const creds = readJson(f.credentials, {}) ?? {};
-    if (!creds.postgresPassword) {
-      creds.postgresPassword = newPassword();
-      writeJson(f.credentials, creds, 0o600);
-    }
-    const port = await pickPort(state.postgresPort, claimed);
-    const dir = await choosePgDir(f.dir, state.postgresDir);
-    step(`Starting a private PostgreSQL for the tests on 127.0.0.1:${port} ${dim(`(${dir})`)}`);
-    infra.pgDir = dir;
-    const pg = await startPostgres({
-      dir,
-      port,
-      database: 'test',
-      password: creds.postgresPassword,
-      logLink: join(f.logs, 'postgres.log'),
-    });
-    env.TEST_DATABASE_URL = pg.url;
-    updateJson(f.state, (s) => ({ ...s, postgresPort: port, postgresDir: dir }));
-  }
+  const port = await pickPort(state.postgresPort, claimed);
+  const dir = await choosePgDir(f.dir, state.postgresDir);
+  step(`Starting a private PostgreSQL for the tests on 127.0.0.1:${port} ${dim(`(${dir})`)}`);
+  infra.pgDir = dir;
+  const pg = await startPostgres({
+    dir,
+    port,
+    database: 'test',
+    password: creds.postgresPassword,
+    logLink: join(f.logs, 'postgres.log'),
+  });
+  env.TEST_DATABASE_URL = pg.url;
+  updateJson(f.state, (s) => ({ ...s, postgresPort: port, postgresDir: dir }));
 }
 
 /** 'ok', or why the database cannot be used. Creates the database when only it is missing. */

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { bold, cyan, dim, error, green, main, ok, step, UserError, warn } from './lib/log.mjs';
-import { REPO_ROOT, SERVICES, SERVICE_MAIN, WITH_DATABASE, stateDir } from './lib/paths.mjs';
+import { CONTROL_PLANE, REPO_ROOT, SERVICES, SERVICE_MAIN, WITH_DATABASE, stateDir } from './lib/paths.mjs';
 import { files, loadCredentials, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
 import { signal } from './lib/proc.mjs';
 import { ensureNodeModules, ensureSystemPackages, build } from './lib/setup.mjs';
@@ -13,6 +13,7 @@ import { acquireLock, releaseLock, runningSupervisor } from './lib/lock.mjs';
 import { stopRecorded } from './lib/teardown.mjs';
 import { isPortFree, pickPort } from './lib/net.mjs';
 import { startNats, stopNats } from './lib/nats.mjs';
+import { natsAuthFiles, writeCreds } from './lib/nats-auth.mjs';
 import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
 import { Supervisor } from './lib/supervisor.mjs';
 import { notUp, waitReady } from './lib/health.mjs';
@@ -28,7 +29,11 @@ them in the foreground. Ctrl-C (or npm run down) stops everything.
 
   --detach   run the supervisor in the background (output in .tern/logs/up.log); return when ready
 
-Environment: NATS_URL, NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
+The private NATS runs in operator mode: its operator, accounts and one user per service are
+generated once under .tern/nats/ (secrets mode 600); nothing connects without a user.
+
+Environment: NATS_URL (with TERN_NATS_AUTH_DIR when that NATS is in operator mode: the directory
+\`node scripts/nats-auth.mjs init\` made for it), NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
 variables are passed through. TERN_HOME (state dir, default .tern), TERN_GATEWAY_PORT (default
 1994 when free; 0 = any free port), TERN_UP_TIMEOUT_S (default 120), TERN_SKIP_INSTALL=1 (no apt,
 no npm ci), TERN_SKIP_BUILD=1.`;
@@ -144,6 +149,15 @@ async function up(f) {
       if (it.signalled) return stopAll(it.signalled, 0);
     }
 
+    // Operator mode: each service its own NATS user (the private NATS always; an external one
+    // when TERN_NATS_AUTH_DIR names its material from `node scripts/nats-auth.mjs init`).
+    const authDir = external.nats ? env.TERN_NATS_AUTH_DIR : f.nats;
+    const nats = { url: natsUrl, creds: {}, signer: undefined };
+    if (authDir) {
+      nats.creds = await writeCreds(authDir, env.NATS_NAMESPACE || 'tern', CONTROL_PLANE);
+      nats.signer = natsAuthFiles(authDir).signer;
+    }
+
     let databaseUrl = env.DATABASE_URL;
     if (!external.postgres) {
       const port = await pickPort(state.postgresPort, claimed);
@@ -181,7 +195,7 @@ async function up(f) {
     it.sup = sup;
     for (const svc of SERVICES) {
       sup.add(svc, {
-        env: serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external) }),
+        env: serviceEnv(svc, { nats, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external) }),
         port: ports[svc],
         fixedPort: svc === 'gateway',
       });
@@ -268,7 +282,7 @@ async function chooseGatewayPort(state, claimed) {
 }
 
 /** The environment of one service: ours, plus only the variables that service reads. */
-function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir }) {
+function serviceEnv(svc, { nats, databaseUrl, adminToken, gatewayUrl, agentDir }) {
   const e = { ...env };
   for (const k of [
     'HTTP_PORT',
@@ -278,10 +292,16 @@ function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDi
     'DATABASE_RUN_MIGRATIONS',
     'POOL',
     'MACHINE_ID',
+    'NATS_ACCOUNT_SIGNER',
+    'TERN_NATS_AUTH_DIR',
   ])
     delete e[k];
   for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
-  Object.assign(e, { NATS_URL: natsUrl, HTTP_HOST: BIND_HOST });
+  Object.assign(e, { NATS_URL: nats.url, HTTP_HOST: BIND_HOST });
+  if (nats.creds[svc]) e.NATS_CREDS = nats.creds[svc];
+  // The agent's NATS user comes from the gateway at registration, never a service's.
+  if (svc === 'agent') delete e.NATS_CREDS;
+  if (svc === 'gateway' && nats.signer) e.NATS_ACCOUNT_SIGNER = nats.signer;
   if (WITH_DATABASE.includes(svc)) {
     e.DATABASE_URL = databaseUrl;
     for (const k of ['DATABASE_SCHEMA', 'DATABASE_RUN_MIGRATIONS']) if (env[k]) e[k] = env[k];

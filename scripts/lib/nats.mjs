@@ -5,26 +5,26 @@ import { UserError } from './log.mjs';
 import { natsReachable } from './net.mjs';
 import { isSameProcess, procStart, sleep, stopProcess, which } from './proc.mjs';
 import { tail } from './logs.mjs';
+import { prepareServer } from './nats-auth.mjs';
 
 /**
- * Starts a private `nats-server -js` on 127.0.0.1:port with its store under `dir`, detached
- * (its own process group, so Ctrl-C in the terminal reaches only the supervisor, which stops
- * it in order). Resolves { pid, start, port, url, child } once it greets clients.
+ * Starts a private `nats-server` with JetStream in operator mode on host:port with its store,
+ * operator material and config under `dir` (see nats-auth.mjs: no anonymous access, each
+ * principal its own user), detached (its own process group, so Ctrl-C in the terminal reaches
+ * only the supervisor, which stops it in order). Resolves { pid, start, port, url, child } once
+ * it greets clients.
  */
-export async function startNats({ dir, port, logFile, name = 'tern-local' }) {
+export async function startNats({ dir, port, logFile, host = '127.0.0.1' }) {
   const bin = which('nats-server');
   if (!bin) throw new UserError('nats-server not found (apt-get install nats-server, or set NATS_URL)');
-  mkdirSync(join(dir, 'store'), { recursive: true });
+  mkdirSync(dir, { recursive: true });
+  const f = await prepareServer(dir, { host, port });
   const out = openSync(logFile, 'a');
-  const child = spawn(
-    bin,
-    ['-js', '-a', '127.0.0.1', '-p', String(port), '-n', name, '-sd', join(dir, 'store'), '-P', join(dir, 'nats.pid')],
-    { detached: true, stdio: ['ignore', out, out] },
-  );
+  const child = spawn(bin, ['-c', f.config, '-P', join(dir, 'nats.pid')], { detached: true, stdio: ['ignore', out, out] });
   closeSync(out);
   let exited;
   child.once('exit', (code, sig) => (exited = sig ?? code));
-  const url = `nats://127.0.0.1:${port}`;
+  const url = `nats://${host}:${port}`;
   const deadline = Date.now() + 15_000;
   while (!(await natsReachable(url))) {
     if (exited !== undefined || Date.now() > deadline) {

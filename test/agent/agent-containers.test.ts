@@ -12,7 +12,7 @@ import {
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { ImageStore, RuncRuntime } from '#tern/runtime';
-import { TEST_NATS_URL } from '../support/isolation.js';
+import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
@@ -88,7 +88,7 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
 
   beforeAll(async () => {
     plane = await ControlPlane.start('agentrt', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '10' });
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'agent-containers-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'agent-containers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
     subs.push(
       nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }),

@@ -7,7 +7,7 @@ import { Objm } from '@nats-io/obj';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CODE_BUCKET, type ContainerStart } from '#tern/contracts';
 import { connectNats, invoke, Messaging, Namespace } from '#tern/messaging';
-import { TEST_NATS_URL } from '../support/isolation.js';
+import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
@@ -70,7 +70,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
 
   beforeAll(async () => {
     plane = await ControlPlane.start('agenthd', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '10' });
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'agent-handlers-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'agent-handlers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
     subs.push(
       nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }),

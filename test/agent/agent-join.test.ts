@@ -11,7 +11,7 @@ import {
   NETWORK_TEST_HTTP_PATH,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { TEST_NATS_URL } from '../support/isolation.js';
+import { TEST_NATS, TEST_NATS_URL } from '../support/isolation.js';
 import { freePort, waitFor } from '../support/processes.js';
 import { ADMIN, AgentProcess, ControlPlane, removeStateDir, tempStateDir } from './harness.js';
 
@@ -44,7 +44,7 @@ describe('agent joining a control plane', () => {
 
   beforeAll(async () => {
     plane = await ControlPlane.start('agentjoin', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '5' });
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'agent-join-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'agent-join-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
     subs.push(
       nc.subscribe(messaging.subject(MACHINE_HEARTBEAT, ['agent-a']), { callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()) }),

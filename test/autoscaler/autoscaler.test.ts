@@ -12,7 +12,7 @@ import {
   ScaleCommand,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
-import { TEST_NATS_URL, testEnv, uniqueName } from '../support/isolation.js';
+import { TEST_NATS, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
@@ -32,7 +32,7 @@ describe('autoscaler service', () => {
     autoscaler = new ServiceProcess('autoscaler', testEnv(undefined, ns.name, { HTTP_PORT: String(await freePort()) })).start();
     await autoscaler.ready();
     await autoscaler.waitForLog(/leading/);
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'autoscaler-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'autoscaler-test' });
     messaging = new Messaging(nc, ns);
     deployments = await messaging.kv({ name: DEPLOYMENTS_BUCKET.name });
     consumer = await startConsumer(

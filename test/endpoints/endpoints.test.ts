@@ -16,7 +16,7 @@ import {
   type ScaleBacklog,
 } from '#tern/contracts';
 import { connectNats, encode, type InvokeHandler, Messaging, Namespace, serveInvoke } from '#tern/messaging';
-import { createTestSchema, type TestSchema, testEnv, TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+import { createTestSchema, type TestSchema, testEnv, TEST_NATS, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
@@ -103,7 +103,7 @@ describe('gateway data plane: /endpoint/<name>', () => {
     namespace = uniqueName('endpoints');
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'endpoints-test' }, quiet);
+    nc = await connectNats({ ...TEST_NATS, name: 'endpoints-test' }, quiet);
     messaging = new Messaging(nc, new Namespace(namespace));
     deployments = await messaging.kv({ name: DEPLOYMENTS_BUCKET.name });
     routes = await messaging.kv({ name: ROUTES_BUCKET.name });

@@ -4,7 +4,7 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-
 import { INVOKE, type InvokeHead } from '#tern/contracts';
 import { bodiesStore, connectNats, invoke, InvokeError, Messaging, Namespace, serveInvoke, type InvokeRequestHead } from '#tern/messaging';
 import { deleteNamespaces } from '../support/nats.js';
-import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+import { TEST_NATS, uniqueName } from '../support/isolation.js';
 
 const quiet = new Logger('test');
 quiet.log = quiet.warn = quiet.error = () => undefined;
@@ -33,7 +33,7 @@ describe('invoke protocol over core NATS', () => {
   const ns = uniqueName('invoke');
 
   beforeAll(async () => {
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'invoke-test' }, quiet);
+    nc = await connectNats({ ...TEST_NATS, name: 'invoke-test' }, quiet);
     messaging = new Messaging(nc, new Namespace(ns));
   });
   afterAll(async () => {

@@ -15,7 +15,7 @@ import {
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, RequestError } from '#tern/messaging';
 import { AgentCommands } from '../../apps/scheduler/src/machines/agent-commands.js';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
@@ -48,7 +48,7 @@ describe('agent commands and container lifecycle', () => {
     ns = new Namespace(uniqueName('ctr'));
     scheduler = new ServiceProcess('scheduler', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()) })).start();
     await scheduler.ready();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'containers-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'containers-test' });
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();

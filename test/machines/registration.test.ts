@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { MACHINE_DISCOVERED, MACHINE_HEARTBEAT, MACHINE_REGISTERED, MACHINE_STATE_CHANGED } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import { ADMIN, client, registration, tern } from './harness.js';
@@ -52,7 +52,7 @@ describe('machine tokens and registration', () => {
         MACHINE_HEARTBEAT_TTL_SECONDS: '20',
       }),
     ).start();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'registration-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'registration-test' });
     const messaging = new Messaging(nc, ns);
     for (const c of [MACHINE_REGISTERED, MACHINE_DISCOVERED, MACHINE_STATE_CHANGED, MACHINE_HEARTBEAT]) listen(messaging.subject(c));
     await gateway.ready();

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, MACHINE_NETWORK_TESTED, MACHINE_STATE_CHANGED, type MachineHeartbeat } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import { ADMIN, client, registration, tern } from './harness.js';
@@ -88,7 +88,7 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
       processes.push(new ServiceProcess('scheduler', testEnv(schema, ns.name, { ...common, HTTP_PORT: String(await freePort()) })).start());
     }
     await Promise.all(processes.map((p) => p.ready()));
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'registry-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'registry-test' });
     messaging = new Messaging(nc, ns);
     sub = nc.subscribe(messaging.subject(MACHINE_STATE_CHANGED), {
       callback: (_e, m) => void changes.push({ msgId: m.headers?.get('Nats-Msg-Id'), data: m.json() }),

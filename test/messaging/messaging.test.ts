@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS, subjectFor } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
-import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+import { TEST_NATS, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { waitFor } from '../support/processes.js';
 
@@ -31,7 +31,7 @@ describe('messaging over JetStream', () => {
 
   beforeAll(async () => {
     ns = new Namespace(uniqueName('msg'));
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'messaging-test' }, quiet);
+    nc = await connectNats({ ...TEST_NATS, name: 'messaging-test' }, quiet);
     messaging = new Messaging(nc, ns);
     await messaging.ensureStream(STREAMS.HEARTBEATS);
   });

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { AGENT_CONTAINER_STOP, subjectFor } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, ReplyError, RequestError } from '#tern/messaging';
-import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+import { TEST_NATS, uniqueName } from '../support/isolation.js';
 
 const quiet = new Logger('test');
 quiet.log = quiet.warn = quiet.error = () => undefined;
@@ -13,7 +13,7 @@ describe('request/reply on core NATS', () => {
   let messaging: Messaging;
 
   beforeAll(async () => {
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'rr-test' }, quiet);
+    nc = await connectNats({ ...TEST_NATS, name: 'rr-test' }, quiet);
     messaging = new Messaging(nc, new Namespace(uniqueName('rr')));
   });
   afterAll(() => nc.close());

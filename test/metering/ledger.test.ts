@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { HOUR_MS, hourFloor } from '#tern/metering';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import {
@@ -45,7 +45,7 @@ describe('metering: exact, idempotent, resumable', () => {
 
   beforeAll(async () => {
     ns = new Namespace(uniqueName('meter'));
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'metering-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'metering-test' });
     messaging = new Messaging(nc, ns);
     for (const label of ['meterlive', 'meterreplay']) {
       const schema = await createTestSchema(label);

@@ -7,7 +7,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { CONTAINER_STARTED } from '#tern/contracts';
 import { HOUR_MS, hourFloor } from '#tern/metering';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import { expectedUsage, HEARTBEAT_TTL_SECONDS, makeScenario, progress, publishAll, type Scenario, schemaClient } from './scenario.js';
@@ -61,7 +61,7 @@ describe('usage API', () => {
     ).start();
     gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(gPort), BOOTSTRAP_ADMIN_TOKEN: ADMIN })).start();
     await Promise.all([metering.ready(), gateway.ready()]);
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'usage-api-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'usage-api-test' });
     db = await schemaClient(schema);
 
     workspaceId = (await call('/api/v1/workspace')).body.id;

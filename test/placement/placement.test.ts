@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ROUTES_BUCKET, type RouteRecord, type ResolvedSpec, SCALE_COMMAND } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import { addMachine, FakeAgent, GiB, spec } from './harness.js';
@@ -77,7 +77,7 @@ describe('placement', () => {
     schema = await createTestSchema('place');
     ns = new Namespace(uniqueName('place'));
     await startScheduler();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'placement-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'placement-test' });
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();

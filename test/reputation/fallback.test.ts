@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ROUTES_BUCKET, type RouteRecord, SCALE_COMMAND } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { addMachine, FakeAgent, spec } from '../placement/harness.js';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
@@ -22,7 +22,7 @@ describe('placement by stored reputation', () => {
     ns = new Namespace(uniqueName('repfall'));
     scheduler = new ServiceProcess('scheduler', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()) })).start();
     await scheduler.ready();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'reputation-fallback-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'reputation-fallback-test' });
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();

@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ROUTES_BUCKET, type RouteRecord, type ResolvedSpec, SCALE_COMMAND } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { addMachine, FakeAgent, spec } from '../placement/harness.js';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import { MachineEvents, reputationEntry } from './events.js';
@@ -66,7 +66,7 @@ describe('placement by reputation', () => {
       services.push(s);
     }
     await Promise.all(services.map((s) => s.ready()));
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'reputation-placement-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'reputation-placement-test' });
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();

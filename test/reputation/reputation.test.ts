@@ -3,7 +3,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { REPUTATION_SCORE, type ReputationScoreChanged } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { DEFAULT_PARAMS, neutral } from '#tern/reputation';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 import { ADMIN, client, tern } from '../machines/harness.js';
@@ -41,7 +41,7 @@ describe('reputation service', () => {
     schema = await createTestSchema('rep');
     ns = new Namespace(uniqueName('rep'));
     await start();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'reputation-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'reputation-test' });
     messaging = new Messaging(nc, ns);
     scoresSub = nc.subscribe(messaging.subject(REPUTATION_SCORE), {
       callback: (err, m) => {

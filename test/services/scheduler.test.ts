@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, STREAMS } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
@@ -20,7 +20,7 @@ describe('scheduler service', () => {
     ns = new Namespace(uniqueName('sched'));
     scheduler = new ServiceProcess('scheduler', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()) })).start();
     await scheduler.ready();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'scheduler-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'scheduler-test' });
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();

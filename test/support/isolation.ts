@@ -14,7 +14,11 @@ export function runPrefix(): string {
 }
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** The run's NATS (operator mode, started by global-setup) and the harness's own user there. */
 export const TEST_NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+export const TEST_NATS_CREDS = process.env.TEST_NATS_CREDS;
+/** Connection options for the test process itself: spread into connectNats({ ...TEST_NATS, name }). */
+export const TEST_NATS = { servers: [TEST_NATS_URL], ...(TEST_NATS_CREDS ? { credsFile: TEST_NATS_CREDS } : {}) };
 
 export function uniqueName(label: string): string {
   return `${runPrefix()}${label

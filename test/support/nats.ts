@@ -1,9 +1,10 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { TEST_NATS_URL } from './isolation.js';
+import { connectNats } from '#tern/messaging';
+import { TEST_NATS } from './isolation.js';
 
 export async function connectTestNats(): Promise<NatsConnection> {
-  return connect({ servers: TEST_NATS_URL, name: 'tern-test' });
+  return connectNats({ ...TEST_NATS, name: 'tern-test', firstConnectTimeoutMs: 5000 });
 }
 
 /** Deletes every stream, KV bucket and object store of the namespaces that start with prefix. */

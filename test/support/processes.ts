@@ -1,4 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '#tern/runtime';
@@ -6,6 +7,21 @@ import { freePort } from '#tern/runtime';
 export { freePort };
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+const CONTROL_PLANE = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'];
+
+/**
+ * A control-plane service's own NATS user in its namespace, issued the way `npm run up` issues
+ * it (scripts/nats-auth.mjs creds), and for the gateway the account signer it issues machine
+ * users with. Agents get theirs from the gateway when they register.
+ */
+function natsUserEnv(name: string, env: Record<string, string>): Record<string, string> {
+  const dir = process.env.TERN_NATS_AUTH_DIR;
+  if (!dir || env.NATS_CREDS || !CONTROL_PLANE.includes(name)) return {};
+  const out = execFileSync(process.execPath, ['scripts/nats-auth.mjs', 'creds', dir, env.NATS_NAMESPACE ?? 'tern', name], { cwd: ROOT });
+  const paths = JSON.parse(out.toString()) as Record<string, string>;
+  return { NATS_CREDS: paths[name], ...(name === 'gateway' ? { NATS_ACCOUNT_SIGNER: join(dir, 'signer.json') } : {}) };
+}
 
 /** A service started from the build (dist/), as `npm run up` starts it; its JSON log lines are kept. */
 export class ServiceProcess {
@@ -29,7 +45,7 @@ export class ServiceProcess {
   start(): this {
     const child = spawn(process.execPath, [`dist/apps/${this.name}/src/main.js`], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...natsUserEnv(this.name, this.env), ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let buffer = '';

@@ -6,7 +6,7 @@ import { Deployment, Task, TasksRepository, Workspace } from '#tern/persistence'
 import { CallbackDelivery } from '../../apps/gateway/src/tasks/callback-delivery.js';
 import { migratedDatabase } from '../support/database.js';
 import { InternetHost } from '../support/internet-host.js';
-import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
+import { TEST_NATS, uniqueName } from '../support/isolation.js';
 import { describeNeeding } from '../support/real-parts.js';
 
 /**
@@ -30,7 +30,7 @@ describeWithNetns('task callbacks reach only public addresses', () => {
 
   beforeAll(async () => {
     db = database.db;
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'callbacks-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'callbacks-test' });
     delivery = new CallbackDelivery(new TasksRepository(db), new Messaging(nc, new Namespace(uniqueName('cb'))));
     workspaceId = (await db.getRepository(Workspace).save({ name: 'callbacks' })).id;
     deploymentId = (

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS_URL, testEnv, type TestSchema, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, testEnv, type TestSchema, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
@@ -27,7 +27,7 @@ describe('task ledger (gateway)', () => {
     ns = new Namespace(uniqueName('ledger'));
     gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()) })).start();
     await gateway.ready();
-    nc = await connectNats({ servers: [TEST_NATS_URL], name: 'ledger-test' });
+    nc = await connectNats({ ...TEST_NATS, name: 'ledger-test' });
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url });
     await db.connect();

@@ -10,6 +10,7 @@ import {
   type MachineRegisterResponse,
 } from '#tern/contracts';
 import { connectNats } from '#tern/messaging';
+import { inboxPrefix, jwtExpiresAt } from '#tern/nats-auth';
 import { PinoLoggerService } from '#tern/observability';
 import { bootstrap } from '#tern/service';
 import { type AgentContext } from './agent-context.js';
@@ -18,6 +19,7 @@ import { TerminalDashboard } from './dashboard/terminal.js';
 import { discoverInventory } from './discovery/inventory.js';
 import { createAgentLogger } from './logging.js';
 import { defaultMachineId } from './machine-id.js';
+import { MachineNatsIdentity } from './registration/nats-identity.js';
 import { REGISTER_BACKOFF, type RegisterOutcome, registerWithRetry } from './registration/register.js';
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
 import {
@@ -138,8 +140,28 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     `discovered ${inventory.cpu.model} (${inventory.cpu.threads} threads), ${Math.round(inventory.memoryBytes / 2 ** 30)} GiB memory, ${inventory.gpus.length} GPU(s)`,
   );
 
-  /** Saves the machine token (replacing the join token) and the machine id in config.yaml. */
+  const natsIdentity = new MachineNatsIdentity(stateDir);
+  /** Set per NATS session: registers again (the NATS user is renewed by it). */
+  let renew: ((why: string) => Promise<void>) | undefined;
+  let renewTimer: NodeJS.Timeout | undefined;
+  /** Renews the machine's NATS user at two thirds of its lifetime, over HTTPS with the machine token. */
+  const scheduleRenewal = (jwt: string) => {
+    clearTimeout(renewTimer);
+    const expiresAt = jwtExpiresAt(jwt);
+    if (!expiresAt) return;
+    const inMs = Math.max(1000, ((expiresAt - Date.now()) * 2) / 3);
+    renewTimer = setTimeout(() => {
+      if (renew) fireAndForget('renewing the NATS user', logger, renew('renewing its NATS user before it expires'));
+    }, inMs);
+    renewTimer.unref();
+  };
+
+  /** Saves the machine token (replacing the join token) and the machine id in config.yaml, and the NATS user in nats.creds. */
   const keepCredentials = (answer: MachineRegisterResponse) => {
+    if (answer.nats.jwt) {
+      natsIdentity.keep(answer.nats.jwt);
+      scheduleRenewal(answer.nats.jwt);
+    }
     let file: AgentConfigFile | undefined;
     try {
       file = readConfigFile(stateDir);
@@ -173,6 +195,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
       pool: settings.pool,
       agentVersion: TERN_VERSION,
       inventory: inv,
+      natsPublicKey: natsIdentity.publicKey,
       ...(machineId ? { machineId } : {}),
     };
     logger.info(
@@ -233,13 +256,19 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
         user: answer.nats.user,
         pass: answer.nats.pass,
         token: answer.nats.token,
+        ...(answer.nats.jwt ? { credsFile: natsIdentity.credsFile } : {}),
       },
     };
 
     // Reach NATS before booting: Nest exits the process when a provider fails at start-up.
     state.setPhase('connecting', answer.nats.servers.join(','));
     try {
-      const probe = await connectNats({ ...config.nats, name: `${answer.nats.namespace}-agent-probe`, firstConnectTimeoutMs: 30_000 });
+      const probe = await connectNats({
+        ...config.nats,
+        name: `${answer.nats.namespace}-agent-probe`,
+        inboxPrefix: inboxPrefix(answer.nats.namespace, 'agent', answer.machineId),
+        firstConnectTimeoutMs: 30_000,
+      });
       await probe.close();
     } catch (e) {
       const delay = backoffMs(attempt++, REGISTER_BACKOFF);
@@ -270,6 +299,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
         }
       },
     };
+    renew = (why) => ctx.reregister(why);
 
     ownSignals(false);
     app = await bootstrap('agent', { config, logger, module: (c) => AgentModule.forRoot(c, ctx) });

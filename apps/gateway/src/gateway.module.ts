@@ -1,4 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { STREAM_DECLARERS } from '#tern/contracts';
 import { APP_GUARD } from '@nestjs/core';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
@@ -23,7 +24,7 @@ export class GatewayModule {
       module: GatewayModule,
       imports: [
         // EVENTS and HEARTBEATS too: registrations and keepalives publish there, scheduler or not.
-        CoreModule.forRoot(config, { database: true, streams: ['TASKS', 'EVENTS', 'HEARTBEATS'], readiness: false }),
+        CoreModule.forRoot(config, { database: true, streams: [...STREAM_DECLARERS.gateway], readiness: false }),
         AuthModule,
         SystemHealthModule,
         WorkspacesModule,

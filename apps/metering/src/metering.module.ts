@@ -1,4 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { STREAM_DECLARERS } from '#tern/contracts';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
 import { UsageLedgerModule } from './usage/usage-ledger.module.js';
@@ -8,7 +9,7 @@ export class MeteringModule {
   static forRoot(config: TernConfig): DynamicModule {
     return {
       module: MeteringModule,
-      imports: [CoreModule.forRoot(config, { database: true, streams: ['EVENTS'] }), UsageLedgerModule],
+      imports: [CoreModule.forRoot(config, { database: true, streams: [...STREAM_DECLARERS.metering] }), UsageLedgerModule],
     };
   }
 }

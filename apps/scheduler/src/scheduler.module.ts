@@ -1,4 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { STREAM_DECLARERS } from '#tern/contracts';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
 import { ContainersModule } from './containers/containers.module.js';
@@ -10,7 +11,7 @@ export class SchedulerModule {
     return {
       module: SchedulerModule,
       imports: [
-        CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS'] }),
+        CoreModule.forRoot(config, { database: true, streams: [...STREAM_DECLARERS.scheduler] }),
         MachineRegistryModule,
         ContainersModule,
       ],

@@ -9,6 +9,8 @@ export interface TernConfig {
     readonly user?: string;
     readonly pass?: string;
     readonly token?: string;
+    /** NATS_CREDS: the service's own user (operator mode). */
+    readonly credsFile?: string;
   };
   readonly database: { readonly url: string; readonly schema: string; readonly runMigrations: boolean };
   readonly http: { readonly host: string; readonly port: number };
@@ -23,6 +25,9 @@ export interface TernConfig {
     /** NATS URLs given to agents at registration. */
     readonly natsPublicUrls: string[];
     readonly joinTokenTtlSeconds: number;
+    /** NATS_ACCOUNT_SIGNER: the key machine users are signed with; without it machines get no NATS user. */
+    readonly natsAccountSigner?: string;
+    readonly natsJwtTtlSeconds: number;
     readonly heartbeatIntervalSeconds: number;
     readonly heartbeatTtlSeconds: number;
   };
@@ -154,6 +159,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       user: raw.NATS_USER as string | undefined,
       pass: raw.NATS_PASSWORD as string | undefined,
       token: raw.NATS_TOKEN as string | undefined,
+      credsFile: raw.NATS_CREDS as string | undefined,
     },
     database: {
       url: String(raw.DATABASE_URL ?? env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tern'),
@@ -170,6 +176,8 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     machines: {
       natsPublicUrls: splitList(String(raw.NATS_PUBLIC_URL ?? raw.NATS_URL)),
       joinTokenTtlSeconds: Number(raw.MACHINE_JOIN_TOKEN_TTL_SECONDS ?? 86400),
+      natsAccountSigner: raw.NATS_ACCOUNT_SIGNER as string | undefined,
+      natsJwtTtlSeconds: Number(raw.MACHINE_NATS_JWT_TTL_SECONDS ?? 14400),
       heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },

@@ -54,6 +54,13 @@ export const VARIABLES = [
     description: 'NATS password, when the server requires one.',
   },
   {
+    name: 'NATS_CREDS',
+    kind: 'string',
+    services: 'all',
+    description:
+      "Path of this service's NATS .creds file (user JWT and seed) when NATS runs in operator mode; `npm run up` writes one per service under .tern/nats/creds/. Agents get theirs at registration instead.",
+  },
+  {
     name: 'NATS_TOKEN',
     kind: 'string',
     services: 'all',
@@ -165,6 +172,21 @@ export const VARIABLES = [
     min: 60,
     services: ['gateway'],
     description: 'How long a join token from `tern machine create` stays valid if unused.',
+  },
+  {
+    name: 'NATS_ACCOUNT_SIGNER',
+    kind: 'string',
+    services: ['gateway'],
+    description:
+      "Path of the NATS account signer file (the Tern account's public key and its signing key seed; `npm run up` writes .tern/nats/signer.json): with it the gateway issues each machine its own short-lived NATS user at registration.",
+  },
+  {
+    name: 'MACHINE_NATS_JWT_TTL_SECONDS',
+    kind: 'int',
+    default: '14400',
+    min: 60,
+    services: ['gateway'],
+    description: "Lifetime of a machine's NATS user JWT; the agent renews it over HTTPS with its machine token at two thirds of it.",
   },
   {
     name: 'MACHINE_HEARTBEAT_INTERVAL_SECONDS',

@@ -1,6 +1,7 @@
 import { allContracts, type Class, type Contract, type ContractKind } from './contract.js';
 import './messages.js';
 import { describeFields, type FieldDoc } from './payload-fields.js';
+import { BUCKET_ACCESS, contractAccess, type NatsPrincipal } from './permissions.js';
 import { STREAMS } from './streams.js';
 
 /**
@@ -12,7 +13,15 @@ export const NATS_DOC_REGENERATE = 'UPDATE_DOCS=1 npm run test:unit -- libs/cont
 
 export function renderNatsDoc(): string {
   const contracts = [...allContracts()].sort((a, b) => a.subject.localeCompare(b.subject));
-  const blocks = [intro(), streamsSection(), indexSection(contracts), '## Subjects', ...contracts.map(contractSection)];
+  const blocks = [
+    intro(),
+    streamsSection(),
+    indexSection(contracts),
+    permissionsSection(contracts),
+    bucketsSection(),
+    '## Subjects',
+    ...contracts.map(contractSection),
+  ];
   return `${blocks.join('\n\n')}\n`;
 }
 
@@ -80,6 +89,44 @@ function indexSection(contracts: Contract[]): string {
     c.reply ? `\`${c.reply.name}\`` : '',
   ]);
   return `## Index\n\n${table(['subject', 'kind', 'transport', 'payload', 'reply'], rows)}`;
+}
+
+/** A principal as the permission tables show it: a machine only with its own id where the subject carries one. */
+function who(principals: readonly NatsPrincipal[], byMachine: boolean): string {
+  return principals.map((p) => (p === 'agent' ? (byMachine ? 'machine (its own id)' : 'machine (any id)') : p)).join(', ');
+}
+
+function permissionsSection(contracts: Contract[]): string {
+  const rows = contracts.map((c) => {
+    const a = contractAccess(c);
+    return [`\`${c.subject}\``, a ? who(a.publish, Boolean(a.byMachine)) : '', a ? who(a.subscribe, Boolean(a.byMachine)) : ''];
+  });
+  return `## Permissions
+
+NATS runs in operator mode: every control-plane service connects as its own user, every machine as
+its own short-lived user issued by the gateway at registration, and nobody anonymously. Each
+user's permissions are generated from one table (\`libs/contracts/src/permissions.ts\`, turned into
+JWTs by \`libs/nats-auth\`): the subjects below, the JetStream API of the streams those subjects live
+on (declare, read and consume; never delete or purge), the buckets in the next table, and the
+user's own inbox \`_INBOX.<namespace>.<service>\` (a machine's: \`_INBOX.<namespace>.machine.<id>\`),
+so no one hears another's replies. Replies to requests go through \`allow_responses\`. "machine (its
+own id)": a machine may use the subject only with its own machine id as the third token.
+
+${table(['subject', 'published by', 'subscribed by'], rows)}`;
+}
+
+function bucketsSection(): string {
+  const rows = BUCKET_ACCESS.map((b) => [
+    `\`${b.bucket.name}\``,
+    b.kind === 'kv' ? 'KV' : 'object store',
+    who(b.write, false),
+    who(b.read, false),
+  ]);
+  return `## Buckets
+
+KV buckets and object stores, named \`<namespace>_<bucket>\` on the wire, and who may write (put, delete) and read (get, watch) each.
+
+${table(['bucket', 'kind', 'written by', 'read by'], rows)}`;
 }
 
 function contractSection(c: Contract): string {

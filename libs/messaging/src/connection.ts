@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 
 /** Between tries of the first connection: 250 ms, doubling, at most 5 s. */
@@ -11,6 +12,13 @@ export interface ConnectOptions {
   user?: string;
   pass?: string;
   token?: string;
+  /**
+   * A `.creds` file (user JWT and nkey seed) for NATS operator mode; read again at every
+   * (re)connection, so a renewed JWT written in its place is picked up.
+   */
+  credsFile?: string;
+  /** Where replies and JetStream deliveries come back; a user's permissions allow only its own. */
+  inboxPrefix?: string;
   /** Give up on the first connection after this long; reconnects after that never give up. */
   firstConnectTimeoutMs?: number;
 }
@@ -29,6 +37,8 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
         user: opts.user,
         pass: opts.pass,
         token: opts.token,
+        ...(opts.credsFile ? { authenticator: credsAuthenticator(readCreds(opts.credsFile)) } : {}),
+        ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
         maxReconnectAttempts: -1,
         reconnectTimeWait: 1000,
         reconnectJitter: 500,
@@ -46,6 +56,16 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
       await sleep(delay);
     }
   }
+}
+
+function readCreds(path: string): () => Uint8Array {
+  return () => {
+    try {
+      return readFileSync(path);
+    } catch (e) {
+      throw new Error(`cannot read the NATS credentials ${path}: ${(e as Error).message}`, { cause: e });
+    }
+  };
 }
 
 async function watchStatus(nc: NatsConnection, logger: Logger) {

@@ -1,6 +1,7 @@
 import { type DynamicModule, Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { type NatsConnection } from '@nats-io/transport-node';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { inboxPrefix } from '#tern/nats-auth';
 import { connectNats } from './connection.js';
 import { Messaging } from './messaging.js';
 import { Namespace } from './namespace.js';
@@ -22,7 +23,12 @@ export class MessagingModule implements OnApplicationShutdown {
         {
           provide: NATS_CONNECTION,
           inject: [TERN_CONFIG],
-          useFactory: (config: TernConfig) => connectNats({ ...config.nats, name: `${config.nats.namespace}-${config.service}` }),
+          useFactory: (config: TernConfig) =>
+            connectNats({
+              ...config.nats,
+              name: `${config.nats.namespace}-${config.service}`,
+              inboxPrefix: inboxPrefix(config.nats.namespace, config.service, config.machineId),
+            }),
         },
         {
           provide: Messaging,

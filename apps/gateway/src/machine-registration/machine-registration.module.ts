@@ -3,6 +3,7 @@ import { PoolsModule } from '../pools/pools.module.js';
 import { MachineAuthService } from './machine-auth.service.js';
 import { MachineCallerGuard } from './machine-caller.guard.js';
 import { MachineKeepaliveService } from './machine-keepalive.service.js';
+import { MachineNatsUsers } from './machine-nats-users.js';
 import { MachineRegistrationController } from './machine-registration.controller.js';
 import { MachineRegistrationService } from './machine-registration.service.js';
 
@@ -10,7 +11,7 @@ import { MachineRegistrationService } from './machine-registration.service.js';
 @Module({
   imports: [PoolsModule],
   controllers: [MachineRegistrationController],
-  providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService],
+  providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService, MachineNatsUsers],
   exports: [MachineAuthService, MachineCallerGuard],
 })
 export class MachineRegistrationModule {}

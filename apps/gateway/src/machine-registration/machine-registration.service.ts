@@ -27,6 +27,7 @@ import { generateMachineToken } from '../machines/machine-tokens.js';
 import { PoolsService } from '../pools/pools.service.js';
 import { type MachineCaller } from './machine-caller.js';
 import { discoveredEvent, inventoryColumns } from './machine-inventory.js';
+import { MachineNatsUsers } from './machine-nats-users.js';
 
 /** States a registration moves to registered; a ready or unschedulable machine keeps its state (its heartbeats decide). */
 const REGISTERS_FROM: readonly MachineState[] = ['pending', 'offline'];
@@ -56,6 +57,7 @@ export class MachineRegistrationService {
     private readonly machines: MachinesRepository,
     private readonly pools: PoolsService,
     private readonly messaging: Messaging,
+    private readonly natsUsers: MachineNatsUsers,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -83,7 +85,7 @@ export class MachineRegistrationService {
       return true;
     });
     if (!redeemed) throw new UnauthorizedException(await this.whyNotRedeemed(machine.id));
-    return this.response(machine.id, pool, machineToken);
+    return this.response(machine.id, pool, body, machineToken);
   }
 
   /** Another request redeemed the token a moment ago, it expired meanwhile, or the machine was removed. */
@@ -101,7 +103,7 @@ export class MachineRegistrationService {
     checkIdentity(machine, body, 'machine token');
     const pool = await this.pools.require(machine.pool);
     await this.machines.transaction((tx) => this.store(tx, machine.id, body, 'agent registered again with its machine token'));
-    return this.response(machine.id, pool);
+    return this.response(machine.id, pool, body);
   }
 
   /**
@@ -128,7 +130,7 @@ export class MachineRegistrationService {
       }
       await this.store(tx, machineId, body, 'registered with an operator API token', true);
     });
-    return this.response(machineId, pool, machineToken);
+    return this.response(machineId, pool, body, machineToken);
   }
 
   /** Inventory onto the row, the state move, and the events; runs inside the caller's transaction. */
@@ -174,8 +176,15 @@ export class MachineRegistrationService {
     }
   }
 
-  private response(machineId: string, pool: Pool, machineToken?: string): MachineRegisterResponse {
+  private async response(
+    machineId: string,
+    pool: Pool,
+    body: MachineRegisterRequest,
+    machineToken?: string,
+  ): Promise<MachineRegisterResponse> {
     const { nats, machines } = this.config;
+    // Operator mode: the machine's own user, never the control plane's credentials.
+    const jwt = this.natsUsers.enabled && body.natsPublicKey ? await this.natsUsers.issue(machineId, body.natsPublicKey) : undefined;
     return {
       machineId,
       pool: pool.name,
@@ -183,10 +192,11 @@ export class MachineRegistrationService {
       nats: {
         servers: machines.natsPublicUrls,
         namespace: nats.namespace,
-        // The agent connects to the same server as the control plane, with the same credentials.
-        ...(nats.user ? { user: nats.user } : {}),
-        ...(nats.pass ? { pass: nats.pass } : {}),
-        ...(nats.token ? { token: nats.token } : {}),
+        ...(jwt ? { jwt } : {}),
+        // Without operator mode, the agent connects with the control plane's credentials.
+        ...(!jwt && nats.user ? { user: nats.user } : {}),
+        ...(!jwt && nats.pass ? { pass: nats.pass } : {}),
+        ...(!jwt && nats.token ? { token: nats.token } : {}),
       },
       heartbeatIntervalSeconds: machines.heartbeatIntervalSeconds,
       heartbeatTtlSeconds: machines.heartbeatTtlSeconds,

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsInt, IsObject, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
+import { IsArray, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
 import { MachineInventory } from '../machine/machine-discovered.js';
 import { IsId } from '../validation.js';
 
@@ -16,6 +16,13 @@ export class MachineRegisterRequest {
   @IsOptional() @IsId() machineId?: string;
   @IsString() @Length(1, 63) pool!: string;
   @IsString() agentVersion!: string;
+  /**
+   * The public key (U…) of the nkey pair the agent generated for its NATS user; the seed never
+   * leaves the machine. The gateway answers with a user JWT for it (`nats.jwt`).
+   */
+  @IsOptional()
+  @Matches(/^U[A-Z2-7]{55}$/, { message: '$property must be an nkey user public key (U followed by 55 base32 characters)' })
+  natsPublicKey?: string;
   @IsObject()
   @ValidateNested()
   @Type(() => MachineInventory)
@@ -29,6 +36,11 @@ export class NatsConnectionInfo {
   @IsOptional() @IsString() user?: string;
   @IsOptional() @IsString() pass?: string;
   @IsOptional() @IsString() token?: string;
+  /**
+   * The machine's own NATS user JWT (operator mode) for the natsPublicKey of the request: its
+   * permissions name this machine only. Short-lived: the agent registers again to renew it.
+   */
+  @IsOptional() @IsString() jwt?: string;
 }
 
 export class MachineRegisterResponse {

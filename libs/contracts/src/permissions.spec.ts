@@ -1,0 +1,36 @@
+import { allContracts } from './contract.js';
+import * as buckets from './buckets.js';
+import { type BucketSpec } from './buckets.js';
+import { BUCKET_ACCESS, CONTRACT_ACCESS } from './permissions.js';
+import './index.js';
+
+const bucketSpecs = Object.values(buckets).filter(
+  (v): v is BucketSpec => typeof v === 'object' && v !== null && 'name' in v && 'owner' in v && 'description' in v,
+);
+
+describe('the NATS permissions table', () => {
+  it('names every contract exactly once', () => {
+    const listed = CONTRACT_ACCESS.map((a) => a.contract.subject);
+    expect(new Set(listed).size).toBe(listed.length);
+    expect(
+      allContracts()
+        .map((c) => c.subject)
+        .sort(),
+    ).toEqual([...listed].sort());
+  });
+
+  it('gives every contract a publisher', () => {
+    expect(CONTRACT_ACCESS.filter((a) => a.publish.length === 0).map((a) => a.contract.subject)).toEqual([]);
+  });
+
+  it('names every bucket and object store exactly once, its owner among its users', () => {
+    const listed = BUCKET_ACCESS.map((b) => b.bucket.name);
+    expect(new Set(listed).size).toBe(listed.length);
+    expect(bucketSpecs.map((b) => b.name).sort()).toEqual([...listed].sort());
+    for (const b of BUCKET_ACCESS) expect([...b.write, ...b.read]).toContain(b.bucket.owner);
+  });
+
+  it('marks a subject as the machine id only where its third token is a wildcard', () => {
+    for (const a of CONTRACT_ACCESS.filter((x) => x.byMachine)) expect(a.contract.subject.split('.')[2]).toBe('*');
+  });
+});

@@ -1,0 +1,3 @@
+export * from './installation.js';
+export * from './permissions.js';
+export * from './users.js';

@@ -1,0 +1,150 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeAccount, encodeOperator } from '@nats-io/jwt';
+import { createAccount, createOperator, fromSeed } from '@nats-io/nkeys';
+
+const text = new TextDecoder();
+const bytes = new TextEncoder();
+
+/** One key pair as stored: the seed is the secret, the public key names it in JWTs. */
+export interface StoredKey {
+  publicKey: string;
+  seed: string;
+}
+
+/**
+ * The operator material of one Tern installation: an operator, the system account (the server's
+ * own, through which account updates such as revocations are pushed) and the Tern account,
+ * whose users are the services and the machines. Users are signed with the account's signing
+ * key (not its identity key), so the gateway can issue machine users without holding the key
+ * that owns the account.
+ */
+export interface Installation {
+  operator: StoredKey & { jwt: string };
+  system: StoredKey & { jwt: string };
+  account: StoredKey & { jwt: string; signingKey: StoredKey };
+  /** Public keys of revoked users → revocation time (s); the account JWT carries the same list. */
+  revocations: Record<string, number>;
+}
+
+const ACCOUNT_NAME = 'TERN';
+/** No account limits, JetStream on: the account's streams are bounded by their own configs. */
+const ACCOUNT_UNLIMITED = {
+  subs: -1,
+  data: -1,
+  payload: -1,
+  imports: -1,
+  exports: -1,
+  wildcards: true,
+  conn: -1,
+  leaf: -1,
+  mem_storage: -1,
+  disk_storage: -1,
+  streams: -1,
+  consumer: -1,
+};
+
+function pair(kp: { getPublicKey(): string; getSeed(): Uint8Array }): StoredKey {
+  return { publicKey: kp.getPublicKey(), seed: text.decode(kp.getSeed()) };
+}
+
+export function keyPair(seed: string) {
+  return fromSeed(bytes.encode(seed));
+}
+
+/** The Tern account's JWT for a revocation list, signed by the operator. */
+export function encodeTernAccount(inst: Pick<Installation, 'operator' | 'account'>, revocations: Record<string, number>): Promise<string> {
+  return encodeAccount(
+    ACCOUNT_NAME,
+    keyPair(inst.account.seed),
+    { limits: ACCOUNT_UNLIMITED, signing_keys: [inst.account.signingKey.publicKey], revocations },
+    { signer: keyPair(inst.operator.seed) },
+  );
+}
+
+/** New keys and JWTs for an operator, its system account and the Tern account. */
+export async function createInstallation(name = 'tern'): Promise<Installation> {
+  const operator = createOperator();
+  const system = createAccount();
+  const account = createAccount();
+  const signingKey = createAccount();
+  const operatorKey = pair(operator);
+  const systemKey = pair(system);
+  const inst = {
+    operator: { ...operatorKey, jwt: await encodeOperator(name, operator, { system_account: systemKey.publicKey }) },
+    system: {
+      ...systemKey,
+      jwt: await encodeAccount(
+        'SYS',
+        system,
+        { limits: { subs: -1, data: -1, payload: -1, conn: -1, imports: -1, exports: -1, wildcards: true, leaf: -1 } },
+        { signer: operator },
+      ),
+    },
+    account: { ...pair(account), jwt: '', signingKey: pair(signingKey) },
+    revocations: {},
+  };
+  inst.account.jwt = await encodeTernAccount(inst, {});
+  return inst;
+}
+
+/** Writes a file only its owner can read (seeds, creds). */
+export function writeSecret(path: string, content: string): void {
+  writeFileSync(path, content, { mode: 0o600 });
+  chmodSync(path, 0o600);
+}
+
+export const INSTALLATION_FILE = 'installation.json';
+
+/** Reads the installation kept in dir, creating (and keeping, mode 600) one the first time. */
+export async function ensureInstallation(dir: string): Promise<Installation> {
+  const file = join(dir, INSTALLATION_FILE);
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Installation;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const inst = await createInstallation();
+  writeSecret(file, JSON.stringify(inst, null, 2));
+  return inst;
+}
+
+export function saveInstallation(dir: string, inst: Installation): void {
+  writeSecret(join(dir, INSTALLATION_FILE), JSON.stringify(inst, null, 2));
+}
+
+/** nats-server's max_control_line this needs; an external server must allow as much. */
+export const MAX_CONTROL_LINE = 65536;
+
+export interface ServerConfigOptions {
+  host: string;
+  port: number;
+  /** JetStream store. */
+  storeDir: string;
+  /** Where the full resolver keeps account JWTs (updates pushed at run time land here). */
+  resolverDir: string;
+  serverName?: string;
+}
+
+/**
+ * nats-server configuration for operator mode: the operator JWT, the system account, and a
+ * `full` resolver preloaded with both accounts, so an updated account JWT (a revocation)
+ * published to $SYS.REQ.ACCOUNT.<id>.CLAIMS.UPDATE takes effect at once. No user, no
+ * password, no anonymous access: a client connects only with a user JWT the account signed.
+ */
+export function serverConfig(inst: Installation, opts: ServerConfigOptions): string {
+  const q = (s: string) => JSON.stringify(s);
+  return [
+    `server_name: ${q(opts.serverName ?? 'tern')}`,
+    `host: ${q(opts.host)}`,
+    `port: ${opts.port}`,
+    `jetstream: { store_dir: ${q(opts.storeDir)} }`,
+    // A user JWT with its permissions travels in the CONNECT line (the gateway's is ~11 KB).
+    `max_control_line: ${MAX_CONTROL_LINE}`,
+    `operator: ${q(inst.operator.jwt)}`,
+    `system_account: ${q(inst.system.publicKey)}`,
+    `resolver: { type: full, dir: ${q(opts.resolverDir)}, allow_delete: false, interval: "2m" }`,
+    'resolver_preload: {',
+    `  ${inst.system.publicKey}: ${q(inst.system.jwt)}`,
+    `  ${inst.account.publicKey}: ${q(inst.account.jwt)}`,
+    '}',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,93 @@
+import { BUCKET_ACCESS, CONTRACT_ACCESS, type NatsPrincipal, subjectFor } from '#tern/contracts';
+import { inboxPrefix, matches, permissionsFor, subjectAllowed } from './permissions.js';
+
+const ns = 'acme';
+const machine = (id: string) => permissionsFor('agent', { namespace: ns, machineId: id });
+const wire = (subject: string) => `${ns}${subject.slice('tern'.length)}`;
+/** A contract's subject with each `*` filled: the machine id for machine-scoped subjects, else `x`. */
+const filled = (subject: string, machineId = 'm1') =>
+  subject
+    .split('.')
+    .map((t, i) => (t !== '*' ? t : i === 2 ? machineId : 'x'))
+    .join('.');
+
+describe('permissionsFor', () => {
+  it('matches subjects like NATS', () => {
+    expect(matches('a.*.c', 'a.b.c')).toBe(true);
+    expect(matches('a.>', 'a.b.c')).toBe(true);
+    expect(matches('a.>', 'a')).toBe(false);
+    expect(matches('a.*', 'a.b.c')).toBe(false);
+  });
+
+  it('lets each principal publish and subscribe what the table gives it, and nothing the table does not', () => {
+    const principals: NatsPrincipal[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation', 'agent'];
+    for (const p of principals) {
+      const perms = p === 'agent' ? machine('m1') : permissionsFor(p, { namespace: ns });
+      for (const a of CONTRACT_ACCESS) {
+        const subject = wire(filled(a.contract.subject));
+        expect([p, a.contract.subject, 'pub', subjectAllowed(perms, 'pub', subject)]).toEqual([
+          p,
+          a.contract.subject,
+          'pub',
+          a.publish.includes(p),
+        ]);
+        expect([p, a.contract.subject, 'sub', subjectAllowed(perms, 'sub', subject)]).toEqual([
+          p,
+          a.contract.subject,
+          'sub',
+          a.subscribe.includes(p),
+        ]);
+      }
+    }
+  });
+
+  it('gives KV and object-store writes only to writers', () => {
+    for (const b of BUCKET_ACCESS) {
+      const put = b.kind === 'kv' ? `$KV.${ns}_${b.bucket.name}.key` : `$O.${ns}_${b.bucket.name}.C.x`;
+      for (const p of ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'] as const) {
+        expect([b.bucket.name, p, subjectAllowed(permissionsFor(p, { namespace: ns }), 'pub', put)]).toEqual([
+          b.bucket.name,
+          p,
+          b.write.includes(p),
+        ]);
+      }
+      expect([b.bucket.name, subjectAllowed(machine('m1'), 'pub', put)]).toEqual([b.bucket.name, b.write.includes('agent')]);
+    }
+  });
+
+  it('keeps a machine to its own id, its own inbox, and no stream administration', () => {
+    const m1 = machine('m1');
+    expect(subjectAllowed(m1, 'pub', 'acme.heartbeat.m1.v1')).toBe(true);
+    expect(subjectAllowed(m1, 'pub', 'acme.heartbeat.m2.v1')).toBe(false);
+    expect(subjectAllowed(m1, 'sub', 'acme.agent.m1.container.start.v1')).toBe(true);
+    expect(subjectAllowed(m1, 'sub', 'acme.agent.m2.container.start.v1')).toBe(false);
+    expect(subjectAllowed(m1, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.abc`)).toBe(true);
+    expect(subjectAllowed(m1, 'sub', `${inboxPrefix(ns, 'agent', 'm2')}.abc`)).toBe(false);
+    expect(subjectAllowed(m1, 'sub', '_INBOX.abc')).toBe(false);
+    expect(subjectAllowed(m1, 'sub', `${inboxPrefix(ns, 'gateway')}.abc`)).toBe(false);
+    for (const s of [
+      '>',
+      'acme.>',
+      '$JS.API.STREAM.DELETE.acme_EVENTS',
+      '$JS.API.STREAM.PURGE.acme_TASKS',
+      '$KV.acme_routes.c1',
+      '$KV.acme_reputation.m1',
+    ]) {
+      expect([s, subjectAllowed(m1, 'sub', s) || subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
+    }
+    expect(subjectAllowed(m1, 'pub', wire(subjectFor(CONTRACT_ACCESS[0].contract, 'm1')))).toBe(false);
+  });
+
+  it('lets no service delete a stream or touch another namespace', () => {
+    for (const p of ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'] as const) {
+      const perms = permissionsFor(p, { namespace: ns });
+      expect(subjectAllowed(perms, 'pub', '$JS.API.STREAM.DELETE.acme_EVENTS')).toBe(false);
+      expect(perms.pub.allow.filter((s) => s.startsWith('other.'))).toEqual([]);
+      expect(subjectAllowed(perms, 'sub', '_INBOX.x')).toBe(false);
+    }
+  });
+
+  it('refuses an agent user without a machine id', () => {
+    expect(() => permissionsFor('agent', { namespace: ns })).toThrow(/machine id/);
+  });
+});

@@ -1,0 +1,131 @@
+import {
+  BUCKET_ACCESS,
+  CONTRACT_ACCESS,
+  type Contract,
+  type NatsPrincipal,
+  STREAM_DECLARERS,
+  STREAMS,
+  type StreamName,
+  SUBJECT_ROOT,
+} from '#tern/contracts';
+
+/** NATS user permissions as they go into a user JWT (`pub`, `sub`, `resp`). */
+export interface NatsPermissions {
+  pub: { allow: string[] };
+  sub: { allow: string[] };
+  /** allow_responses: publish to the reply subject of a request received (any number within ttl). */
+  resp?: { max: number; ttl: number };
+}
+
+/**
+ * Each principal's inbox: request replies and JetStream deliveries come back under it, and it
+ * may subscribe nothing else of the kind (no `_INBOX.>`: another principal's replies stay unseen).
+ */
+export function inboxPrefix(namespace: string, principal: NatsPrincipal, machineId?: string): string {
+  return principal === 'agent' ? `_INBOX.${namespace}.machine.${machineId}` : `_INBOX.${namespace}.${principal}`;
+}
+
+/** Replies to requests and streamed invoke responses: unlimited messages for as long as an invoke may take. */
+const RESPONSES = { max: -1, ttl: 15 * 60 * 1e9 };
+
+/** A contract's subject on the wire, for one principal: the machine id filled in where the table says so. */
+function wireSubject(contract: Contract, namespace: string, byMachine: boolean, machineId?: string): string {
+  let subject = contract.subject;
+  if (byMachine && machineId) {
+    const tokens = subject.split('.');
+    tokens[2] = machineId;
+    subject = tokens.join('.');
+  }
+  return namespace + subject.slice(SUBJECT_ROOT.length);
+}
+
+/** The JetStream API subjects to declare, inspect and consume one stream (no delete, no purge). */
+function streamApi(stream: string, declare: boolean): string[] {
+  return [
+    `$JS.API.STREAM.INFO.${stream}`,
+    ...(declare ? [`$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`] : []),
+    // CREATE (ephemeral, and named with a filter), INFO and DELETE of the stream's consumers.
+    `$JS.API.CONSUMER.*.${stream}`,
+    `$JS.API.CONSUMER.*.${stream}.>`,
+    `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.ACK.${stream}.>`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+export interface PermissionsOptions {
+  namespace: string;
+  /** For `agent`: the machine whose user this is. */
+  machineId?: string;
+}
+
+/**
+ * The permissions of one principal in one namespace, derived from the table in
+ * libs/contracts/src/permissions.ts: the subjects of the contracts it publishes and subscribes,
+ * the JetStream API of the streams those contracts live on (and of the streams it declares),
+ * read or write access to the KV buckets and object stores it uses, and its own inbox.
+ */
+export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOptions): NatsPermissions {
+  const { namespace, machineId } = opts;
+  if (principal === 'agent' && !machineId) throw new Error('an agent user needs its machine id');
+  const pub = new Set<string>(['$JS.API.INFO']);
+  const sub = new Set<string>([`${inboxPrefix(namespace, principal, machineId)}.>`]);
+  const streams = new Map<StreamName, boolean>();
+  for (const name of STREAM_DECLARERS[principal]) streams.set(name, true);
+
+  for (const a of CONTRACT_ACCESS) {
+    const subject = wireSubject(a.contract, namespace, Boolean(a.byMachine) && principal === 'agent', machineId);
+    const publishes = a.publish.includes(principal);
+    const subscribes = a.subscribe.includes(principal);
+    if (publishes) pub.add(subject);
+    if (subscribes) sub.add(subject);
+    if ((publishes || subscribes) && a.contract.stream && !streams.has(a.contract.stream)) streams.set(a.contract.stream, false);
+  }
+  for (const [name, declare] of streams) for (const s of streamApi(`${namespace}_${STREAMS[name].name}`, declare)) pub.add(s);
+
+  for (const b of BUCKET_ACCESS) {
+    const writes = b.write.includes(principal);
+    if (!writes && !b.read.includes(principal)) continue;
+    const bucket = `${namespace}_${b.bucket.name}`;
+    const stream = b.kind === 'kv' ? `KV_${bucket}` : `OBJ_${bucket}`;
+    // Opening a bucket creates it when missing (Messaging.kv / objectStore), hence CREATE for all its users.
+    for (const s of streamApi(stream, false)) pub.add(s);
+    pub.add(`$JS.API.STREAM.CREATE.${stream}`);
+    if (writes) {
+      pub.add(b.kind === 'kv' ? `$KV.${bucket}.>` : `$O.${bucket}.>`);
+      // An object put or delete purges the object's old chunks.
+      if (b.kind === 'object') pub.add(`$JS.API.STREAM.PURGE.${stream}`);
+    }
+  }
+
+  // Service discovery: every process answers $SRV.PING/INFO/STATS, to all or to its own name
+  // (`<namespace>-<service>`: presence.service.ts); the gateway asks (GET /health/ready).
+  const name = `${namespace}-${principal}`;
+  for (const verb of ['PING', 'INFO', 'STATS']) {
+    sub.add(`$SRV.${verb}`);
+    sub.add(`$SRV.${verb}.${name}`);
+    sub.add(`$SRV.${verb}.${name}.*`);
+  }
+  if (principal === 'gateway') pub.add('$SRV.>');
+  return { pub: { allow: [...pub] }, sub: { allow: [...sub] }, resp: RESPONSES };
+}
+
+/** Whether the permissions let a concrete subject through (`pub` or `sub`). */
+export function subjectAllowed(perms: NatsPermissions, kind: 'pub' | 'sub', subject: string): boolean {
+  return perms[kind].allow.some((pattern) => matches(pattern, subject));
+}
+
+/** NATS subject matching: `*` one token, `>` the rest. */
+export function matches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length || (p[i] !== '*' && p[i] !== s[i])) return false;
+  }
+  return p.length === s.length;
+}

@@ -1,0 +1,108 @@
+import { decode, encodeUser, fmtCreds } from '@nats-io/jwt';
+import { createUser, fromPublic } from '@nats-io/nkeys';
+import { type NatsPrincipal } from '#tern/contracts';
+import { type Installation, keyPair } from './installation.js';
+import { type NatsPermissions, permissionsFor } from './permissions.js';
+
+const text = new TextDecoder();
+
+export interface UserClaims {
+  /** Shown in server logs and connz. */
+  name: string;
+  /** The user's public key (U…); its seed stays with whoever connects. */
+  publicKey: string;
+  permissions: NatsPermissions;
+  /** Lifetime; without, the user never expires (control-plane services). */
+  expiresInSeconds?: number;
+}
+
+/** A user JWT signed with the account's signing key. */
+export async function issueUserJwt(signer: AccountSigner, claims: UserClaims): Promise<string> {
+  const user = fromPublic(claims.publicKey);
+  const exp = claims.expiresInSeconds ? Math.floor(Date.now() / 1000) + claims.expiresInSeconds : undefined;
+  return encodeUser(
+    claims.name,
+    user,
+    keyPair(signer.signingKey),
+    {
+      issuer_account: signer.account,
+      subs: -1,
+      data: -1,
+      payload: -1,
+      pub: claims.permissions.pub,
+      sub: claims.permissions.sub,
+      ...(claims.permissions.resp ? { resp: claims.permissions.resp } : {}),
+    },
+    exp ? { exp } : {},
+  );
+}
+
+/** A `.creds` file (JWT and seed) for a new key pair, with a principal's permissions in one namespace. */
+export async function serviceCreds(inst: Installation, principal: NatsPrincipal, namespace: string): Promise<string> {
+  const kp = createUser();
+  const jwt = await issueUserJwt(accountSigner(inst), {
+    name: `${namespace}-${principal}`,
+    publicKey: kp.getPublicKey(),
+    permissions: permissionsFor(principal, { namespace }),
+  });
+  return text.decode(fmtCreds(jwt, kp));
+}
+
+/** A `.creds` file for a user with the given permissions (operator tools, test harness). */
+export async function credsWith(inst: Installation, name: string, permissions: NatsPermissions): Promise<string> {
+  const kp = createUser();
+  const jwt = await issueUserJwt(accountSigner(inst), { name, publicKey: kp.getPublicKey(), permissions });
+  return text.decode(fmtCreds(jwt, kp));
+}
+
+/** Everything in the account: provisioning (streams and buckets of every namespace) and operator tools. */
+export const ADMIN_PERMISSIONS: NatsPermissions = { pub: { allow: ['>'] }, sub: { allow: ['>'] } };
+
+/** Whether a string is a user public key. */
+export function isUserPublicKey(key: string): boolean {
+  try {
+    return key.startsWith('U') && Boolean(fromPublic(key));
+  } catch {
+    return false;
+  }
+}
+
+/** What the gateway needs to issue machine users: the account and its signing key, not the operator's keys. */
+export interface AccountSigner {
+  account: string;
+  signingKey: string;
+}
+
+export function accountSigner(inst: Installation): AccountSigner {
+  return { account: inst.account.publicKey, signingKey: inst.account.signingKey.seed };
+}
+
+/** A machine's user JWT: the agent's permissions with its machine id, for the key pair the agent holds. */
+export function issueMachineJwt(
+  signer: AccountSigner,
+  opts: { namespace: string; machineId: string; publicKey: string; expiresInSeconds: number },
+): Promise<string> {
+  return issueUserJwt(signer, {
+    name: `${opts.namespace}-machine-${opts.machineId}`,
+    publicKey: opts.publicKey,
+    permissions: permissionsFor('agent', { namespace: opts.namespace, machineId: opts.machineId }),
+    expiresInSeconds: opts.expiresInSeconds,
+  });
+}
+
+/** When a user JWT expires (ms since the epoch), or undefined when it does not. */
+export function jwtExpiresAt(jwt: string): number | undefined {
+  const exp = decode(jwt).exp;
+  return exp ? exp * 1000 : undefined;
+}
+
+/** A new user key pair (the agent's: the seed stays on the machine). */
+export function newUserKey(): { publicKey: string; seed: string } {
+  const kp = createUser();
+  return { publicKey: kp.getPublicKey(), seed: text.decode(kp.getSeed()) };
+}
+
+/** The `.creds` text for a user JWT and the seed of its key pair. */
+export function formatCreds(jwt: string, seed: string): string {
+  return text.decode(fmtCreds(jwt, keyPair(seed)));
+}

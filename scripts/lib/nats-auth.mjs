@@ -1,0 +1,72 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { REPO_ROOT } from './paths.mjs';
+
+/**
+ * NATS operator mode for `npm run up` and the test harness: one place that creates the
+ * installation's operator material (once, under <dir>/operator, mode 600), the server config,
+ * the gateway's account signer and one .creds file per principal. Uses the built libs/nats-auth
+ * (dist/), so it runs after `npm run build`.
+ */
+async function natsAuth() {
+  return import(pathToFileURL(join(REPO_ROOT, 'dist', 'libs', 'nats-auth', 'src', 'index.js')).href);
+}
+
+/** Paths under a NATS dir (.tern/nats, or the test run's). */
+export function natsAuthFiles(dir) {
+  return {
+    operatorDir: join(dir, 'operator'),
+    config: join(dir, 'server.conf'),
+    resolver: join(dir, 'jwt'),
+    store: join(dir, 'store'),
+    signer: join(dir, 'signer.json'),
+    creds: join(dir, 'creds'),
+  };
+}
+
+/**
+ * The operator material kept in dir (created the first time; or taken from operatorDir, for a
+ * second server of the same installation) and the server config for host:port.
+ */
+export async function prepareServer(dir, { host, port, operatorDir }) {
+  const a = await natsAuth();
+  const f = natsAuthFiles(dir);
+  const inst = await a.ensureInstallation(operatorDir ?? f.operatorDir);
+  mkdirSync(f.resolver, { recursive: true, mode: 0o700 });
+  mkdirSync(f.store, { recursive: true });
+  // Rewritten at every start: the account JWT in it carries the latest revocations.
+  a.writeSecret(f.config, a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver }));
+  a.writeSecret(f.signer, JSON.stringify(a.accountSigner(inst), null, 2));
+  return f;
+}
+
+/**
+ * Writes <dir>/creds/<namespace>/<principal>.creds for each principal (its least-privilege user
+ * in that namespace) and admin.creds (every subject: provisioning and operator tools); returns
+ * { principal: path }.
+ */
+export async function writeCreds(dir, namespace, principals) {
+  const a = await natsAuth();
+  const f = natsAuthFiles(dir);
+  const inst = await a.ensureInstallation(f.operatorDir);
+  const out = join(f.creds, namespace);
+  mkdirSync(out, { recursive: true, mode: 0o700 });
+  const paths = {};
+  for (const p of principals) {
+    paths[p] = join(out, `${p}.creds`);
+    a.writeSecret(paths[p], await a.serviceCreds(inst, p, namespace));
+  }
+  return paths;
+}
+
+/** A .creds file for an account-wide user (test harness, operator tools). */
+export async function writeAdminCreds(dir, name = 'admin') {
+  const a = await natsAuth();
+  const f = natsAuthFiles(dir);
+  const inst = await a.ensureInstallation(f.operatorDir);
+  mkdirSync(f.creds, { recursive: true, mode: 0o700 });
+  const path = join(f.creds, `${name}.creds`);
+  a.writeSecret(path, await a.credsWith(inst, name, a.ADMIN_PERMISSIONS));
+  return path;
+}
