@@ -1,16 +1,25 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
 import { freePort, waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
+import { TEST_NATS_CREDS } from '../support/isolation.js';
+import { natsAuthDir } from '../support/nats-users.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
-/** A NATS server of the test's own (JetStream on disk), so the test can take it away and bring it back. */
+/** The harness's user (valid on every server of the run's installation). */
+const asHarness = () => credsAuthenticator(readFileSync(TEST_NATS_CREDS!));
+
+/**
+ * A NATS server of the test's own (JetStream on disk), so the test can take it away and bring it
+ * back: operator mode with the run's operator and accounts, so the machine user the gateway
+ * issues works on it as on the shared one.
+ */
 class PrivateNats {
   private child?: ChildProcess;
   readonly store = mkdtempSync(join(tmpdir(), 'tern-nats-'));
@@ -22,9 +31,11 @@ class PrivateNats {
   }
 
   async start() {
-    this.child = spawn('nats-server', ['-js', '-sd', this.store, '-a', '127.0.0.1', '-p', String(this.port)], { stdio: 'ignore' });
+    const args = ['scripts/nats-auth.mjs', 'init', this.store, '--host', '127.0.0.1', '--port', String(this.port)];
+    execFileSync(process.execPath, [...args, '--operator', join(natsAuthDir(), 'operator')]);
+    this.child = spawn('nats-server', ['-c', join(this.store, 'server.conf')], { stdio: 'ignore' });
     await waitFor('nats-server up', async () => {
-      const nc = await connect({ servers: this.url, reconnect: false }).catch(() => undefined);
+      const nc = await connect({ servers: this.url, reconnect: false, authenticator: asHarness() }).catch(() => undefined);
       await nc?.close();
       return !!nc;
     });
@@ -56,7 +67,7 @@ class PrivateNats {
   const beats: MachineHeartbeat[] = [];
 
   const listen = async () => {
-    nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+    nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200, authenticator: asHarness() });
     nc.subscribe(new Namespace(plane.namespace).subject(MACHINE_HEARTBEAT.subject.replace('*', 'agent-nats')), {
       callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()),
     });

@@ -1,8 +1,9 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '#tern/runtime';
+import { serviceCredsFile } from './nats-users.js';
 
 export { freePort };
 
@@ -18,9 +19,10 @@ const CONTROL_PLANE = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputa
 function natsUserEnv(name: string, env: Record<string, string>): Record<string, string> {
   const dir = process.env.TERN_NATS_AUTH_DIR;
   if (!dir || env.NATS_CREDS || !CONTROL_PLANE.includes(name)) return {};
-  const out = execFileSync(process.execPath, ['scripts/nats-auth.mjs', 'creds', dir, env.NATS_NAMESPACE ?? 'tern', name], { cwd: ROOT });
-  const paths = JSON.parse(out.toString()) as Record<string, string>;
-  return { NATS_CREDS: paths[name], ...(name === 'gateway' ? { NATS_ACCOUNT_SIGNER: join(dir, 'signer.json') } : {}) };
+  return {
+    NATS_CREDS: serviceCredsFile(name, env.NATS_NAMESPACE ?? 'tern'),
+    ...(name === 'gateway' ? { NATS_ACCOUNT_SIGNER: join(dir, 'signer.json') } : {}),
+  };
 }
 
 /** A service started from the build (dist/), as `npm run up` starts it; its JSON log lines are kept. */

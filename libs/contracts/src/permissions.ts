@@ -101,7 +101,8 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(TASK_CANCELLED, ['gateway'], ['agent']),
   access(TASK_STARTED, ['agent'], ['gateway', 'metering']),
   access(TASK_COMPLETED, ['agent'], ['gateway', 'metering', 'reputation']),
-  access(TASK_FAILED, ['agent'], ['gateway', 'metering', 'reputation']),
+  // The gateway reports an attempt that never reported as lost (container-lost) when the next one starts.
+  access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation']),
   access(TASK_ENDED, ['gateway'], ['gateway']),
   // The autoscaler reads the queue's consumer state (pending tasks); agents pull from it.
   access(TASK_ITEM, ['gateway'], ['agent', 'autoscaler']),

@@ -8,6 +8,8 @@ import { Namespace } from './namespace.js';
 
 export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
 
+const inboxOf = (config: TernConfig) => inboxPrefix(config.nats.namespace, config.service, config.machineId);
+
 /** One NATS connection per process, shared by the transport, health checks and services. */
 @Global()
 @Module({})
@@ -24,16 +26,12 @@ export class MessagingModule implements OnApplicationShutdown {
           provide: NATS_CONNECTION,
           inject: [TERN_CONFIG],
           useFactory: (config: TernConfig) =>
-            connectNats({
-              ...config.nats,
-              name: `${config.nats.namespace}-${config.service}`,
-              inboxPrefix: inboxPrefix(config.nats.namespace, config.service, config.machineId),
-            }),
+            connectNats({ ...config.nats, name: `${config.nats.namespace}-${config.service}`, inboxPrefix: inboxOf(config) }),
         },
         {
           provide: Messaging,
           inject: [NATS_CONNECTION, TERN_CONFIG],
-          useFactory: (nc: NatsConnection, config: TernConfig) => new Messaging(nc, new Namespace(config.nats.namespace)),
+          useFactory: (nc: NatsConnection, config: TernConfig) => new Messaging(nc, new Namespace(config.nats.namespace), inboxOf(config)),
         },
       ],
       exports: [NATS_CONNECTION, Messaging],

@@ -69,6 +69,8 @@ export class Messaging {
   constructor(
     readonly nc: NatsConnection,
     readonly ns: Namespace,
+    /** The connection's inbox prefix (its NATS user may subscribe no other inbox). */
+    readonly inboxPrefix = '_INBOX',
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);

@@ -50,7 +50,8 @@ export async function invoke(
   // The server sends a keepalive every KEEPALIVE_MS while it works (and enforces the request's
   // timeout itself), so a few missed ones mean its agent is gone: fail fast instead of hanging.
   const idleMs = opts.idleTimeoutMs ?? KEEPALIVE_MS * 3;
-  const inbox = createInbox();
+  // Under its own inbox prefix: its NATS user may subscribe to no other inbox.
+  const inbox = createInbox(messaging.inboxPrefix);
   const chunks = new ChunkQueue(() => finish());
   let nextSeq = 0;
   let timer: NodeJS.Timeout | undefined;

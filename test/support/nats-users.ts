@@ -1,0 +1,28 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The run's operator material (global-setup): where service creds and the gateway's signer live. */
+export function natsAuthDir(): string {
+  const dir = process.env.TERN_NATS_AUTH_DIR;
+  if (!dir) throw new Error('TERN_NATS_AUTH_DIR is not set: run integration tests through jest (test/support/global-setup.mjs)');
+  return dir;
+}
+
+/** A control-plane service's own user in a namespace, as `npm run up` issues it: the .creds path. */
+export function serviceCredsFile(service: string, namespace: string): string {
+  const out = execFileSync(process.execPath, ['scripts/nats-auth.mjs', 'creds', natsAuthDir(), namespace, service], { cwd: ROOT });
+  return (JSON.parse(out.toString()) as Record<string, string>)[service];
+}
+
+/** A machine's user, issued the way the gateway issues it at registration: the .creds text. */
+export async function machineCreds(namespace: string, machineId: string, expiresInSeconds = 3600): Promise<string> {
+  const signer = JSON.parse(readFileSync(join(natsAuthDir(), 'signer.json'), 'utf8')) as AccountSigner;
+  const key = newUserKey();
+  const jwt = await issueMachineJwt(signer, { namespace, machineId, publicKey: key.publicKey, expiresInSeconds });
+  return formatCreds(jwt, key.seed);
+}
