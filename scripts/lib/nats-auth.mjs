@@ -37,7 +37,7 @@ export async function prepareServer(dir, { host, port, operatorDir }) {
   mkdirSync(f.store, { recursive: true });
   // Rewritten at every start: the account JWT in it carries the latest revocations.
   a.writeSecret(f.config, a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver }));
-  a.writeSecret(f.signer, JSON.stringify(a.accountSigner(inst), null, 2));
+  a.writeSecret(f.signer, JSON.stringify(await a.accountSigner(inst), null, 2));
   return f;
 }
 

@@ -1,3 +1,4 @@
 export * from './installation.js';
 export * from './permissions.js';
 export * from './users.js';
+export * from './revocation.js';

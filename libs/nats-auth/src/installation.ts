@@ -20,11 +20,10 @@ export interface StoredKey {
  * that owns the account.
  */
 export interface Installation {
-  operator: StoredKey & { jwt: string };
+  /** signingKey re-signs the Tern account's JWT when a machine's user is revoked (the gateway holds it). */
+  operator: StoredKey & { jwt: string; signingKey: StoredKey };
   system: StoredKey & { jwt: string };
   account: StoredKey & { jwt: string; signingKey: StoredKey };
-  /** Public keys of revoked users → revocation time (s); the account JWT carries the same list. */
-  revocations: Record<string, number>;
 }
 
 const ACCOUNT_NAME = 'TERN';
@@ -52,12 +51,12 @@ export function keyPair(seed: string) {
   return fromSeed(bytes.encode(seed));
 }
 
-/** The Tern account's JWT for a revocation list, signed by the operator. */
-export function encodeTernAccount(inst: Pick<Installation, 'operator' | 'account'>, revocations: Record<string, number>): Promise<string> {
+/** The Tern account's first JWT, signed by the operator. */
+function encodeTernAccount(inst: Pick<Installation, 'operator' | 'account'>): Promise<string> {
   return encodeAccount(
     ACCOUNT_NAME,
     keyPair(inst.account.seed),
-    { limits: ACCOUNT_UNLIMITED, signing_keys: [inst.account.signingKey.publicKey], revocations },
+    { limits: ACCOUNT_UNLIMITED, signing_keys: [inst.account.signingKey.publicKey] },
     { signer: keyPair(inst.operator.seed) },
   );
 }
@@ -68,10 +67,14 @@ export async function createInstallation(name = 'tern'): Promise<Installation> {
   const system = createAccount();
   const account = createAccount();
   const signingKey = createAccount();
-  const operatorKey = pair(operator);
+  const operatorSigningKey = pair(createOperator());
   const systemKey = pair(system);
   const inst = {
-    operator: { ...operatorKey, jwt: await encodeOperator(name, operator, { system_account: systemKey.publicKey }) },
+    operator: {
+      ...pair(operator),
+      signingKey: operatorSigningKey,
+      jwt: await encodeOperator(name, operator, { system_account: systemKey.publicKey, signing_keys: [operatorSigningKey.publicKey] }),
+    },
     system: {
       ...systemKey,
       jwt: await encodeAccount(
@@ -82,9 +85,8 @@ export async function createInstallation(name = 'tern'): Promise<Installation> {
       ),
     },
     account: { ...pair(account), jwt: '', signingKey: pair(signingKey) },
-    revocations: {},
   };
-  inst.account.jwt = await encodeTernAccount(inst, {});
+  inst.account.jwt = await encodeTernAccount(inst);
   return inst;
 }
 

@@ -40,18 +40,24 @@ export async function issueUserJwt(signer: AccountSigner, claims: UserClaims): P
 /** A `.creds` file (JWT and seed) for a new key pair, with a principal's permissions in one namespace. */
 export async function serviceCreds(inst: Installation, principal: NatsPrincipal, namespace: string): Promise<string> {
   const kp = createUser();
-  const jwt = await issueUserJwt(accountSigner(inst), {
-    name: `${namespace}-${principal}`,
-    publicKey: kp.getPublicKey(),
-    permissions: permissionsFor(principal, { namespace }),
-  });
+  const jwt = await issueUserJwt(
+    { account: inst.account.publicKey, signingKey: inst.account.signingKey.seed },
+    {
+      name: `${namespace}-${principal}`,
+      publicKey: kp.getPublicKey(),
+      permissions: permissionsFor(principal, { namespace }),
+    },
+  );
   return text.decode(fmtCreds(jwt, kp));
 }
 
 /** A `.creds` file for a user with the given permissions (operator tools, test harness). */
 export async function credsWith(inst: Installation, name: string, permissions: NatsPermissions): Promise<string> {
   const kp = createUser();
-  const jwt = await issueUserJwt(accountSigner(inst), { name, publicKey: kp.getPublicKey(), permissions });
+  const jwt = await issueUserJwt(
+    { account: inst.account.publicKey, signingKey: inst.account.signingKey.seed },
+    { name, publicKey: kp.getPublicKey(), permissions },
+  );
   return text.decode(fmtCreds(jwt, kp));
 }
 
@@ -67,14 +73,28 @@ export function isUserPublicKey(key: string): boolean {
   }
 }
 
-/** What the gateway needs to issue machine users: the account and its signing key, not the operator's keys. */
+/**
+ * What the gateway needs to issue and revoke machine users: the account, its signing key, the
+ * operator's signing key (to re-sign the account with a revocation) and a system-account user
+ * (to push it); never the operator's or the account's identity keys.
+ */
 export interface AccountSigner {
   account: string;
   signingKey: string;
+  operatorSigningKey?: string;
+  /** .creds text of a system-account user. */
+  systemUser?: string;
 }
 
-export function accountSigner(inst: Installation): AccountSigner {
-  return { account: inst.account.publicKey, signingKey: inst.account.signingKey.seed };
+export async function accountSigner(inst: Installation): Promise<AccountSigner> {
+  const kp = createUser();
+  const systemJwt = await encodeUser('tern-revoker', kp, keyPair(inst.system.seed), {});
+  return {
+    account: inst.account.publicKey,
+    signingKey: inst.account.signingKey.seed,
+    operatorSigningKey: inst.operator.signingKey.seed,
+    systemUser: text.decode(fmtCreds(systemJwt, kp)),
+  };
 }
 
 /** A machine's user JWT: the agent's permissions with its machine id, for the key pair the agent holds. */

@@ -1,20 +1,26 @@
 import { readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type AccountSigner, issueMachineJwt } from '#tern/nats-auth';
+import { type AccountSigner, issueMachineJwt, revokeUsers } from '#tern/nats-auth';
+import { MachinesRepository } from '#tern/persistence';
 
 /**
- * Issues each machine its own NATS user: a short-lived JWT, signed with the account's signing
- * key (NATS_ACCOUNT_SIGNER), for the public key the agent generated. Its permissions name the
+ * Each machine's own NATS user: a short-lived JWT, signed with the account's signing key
+ * (NATS_ACCOUNT_SIGNER), for the public key the agent generated. Its permissions name the
  * machine's id (libs/nats-auth permissionsFor('agent')), so a machine can neither hear another
- * machine's commands nor speak for it.
+ * machine's commands nor speak for it. The key is recorded on the machine; a machine deleted, or
+ * registering with another key, has the old key revoked in the account at once.
  */
 @Injectable()
 export class MachineNatsUsers {
   private signer?: AccountSigner;
   private readonly logger = new Logger('machine-nats-users');
 
-  constructor(@Inject(TERN_CONFIG) private readonly config: TernConfig) {}
+  constructor(
+    private readonly machines: MachinesRepository,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+  ) {}
 
   /** Whether this installation's NATS runs in operator mode (machines need a user of their own). */
   get enabled(): boolean {
@@ -22,6 +28,8 @@ export class MachineNatsUsers {
   }
 
   async issue(machineId: string, publicKey: string): Promise<string> {
+    const replaced = await this.machines.replaceNatsPublicKey(machineId, publicKey);
+    if (replaced) await this.revoke(machineId, replaced, 'it registered with a new key');
     const jwt = await issueMachineJwt(this.load(), {
       namespace: this.config.nats.namespace,
       machineId,
@@ -30,6 +38,24 @@ export class MachineNatsUsers {
     });
     this.logger.log({ machineId, publicKey }, `issued machine ${machineId} a NATS user for ${this.config.machines.natsJwtTtlSeconds} s`);
     return jwt;
+  }
+
+  /** Revokes a machine's NATS user: its connections close and its JWTs stop working. */
+  async revoke(machineId: string, publicKey: string, why: string): Promise<void> {
+    if (!this.enabled) return;
+    const signer = this.load();
+    const nc = await connect({
+      servers: this.config.nats.servers,
+      name: `${this.config.nats.namespace}-gateway-revoker`,
+      authenticator: credsAuthenticator(new TextEncoder().encode(signer.systemUser ?? '')),
+      reconnect: false,
+    });
+    try {
+      await revokeUsers(nc, signer, [publicKey]);
+    } finally {
+      await nc.close();
+    }
+    this.logger.log({ machineId, publicKey }, `revoked the NATS user of machine ${machineId}: ${why}`);
   }
 
   private load(): AccountSigner {

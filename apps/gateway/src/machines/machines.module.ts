@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MachineNatsUsers } from '../machine-registration/machine-nats-users.js';
 import { PoolsModule } from '../pools/pools.module.js';
 import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
 import { MachinesController } from './machines.controller.js';
@@ -8,6 +9,6 @@ import { ReputationReader } from './reputation-reader.js';
 @Module({
   imports: [PoolsModule],
   controllers: [MachinesController],
-  providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader],
+  providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader, MachineNatsUsers],
 })
 export class MachinesModule {}

@@ -8,6 +8,7 @@ import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
 import { generateJoinToken, generateMachineId } from './machine-tokens.js';
 import { type MachineDetail, machineDetail, type MachineSummary, machineSummary } from './machine-views.js';
 import { ReputationReader } from './reputation-reader.js';
+import { MachineNatsUsers } from '../machine-registration/machine-nats-users.js';
 
 export type { CreatedMachine, MachineReputation } from '#tern/contracts';
 
@@ -18,6 +19,7 @@ export class MachinesService {
     private readonly pools: PoolsService,
     private readonly snapshots: HeartbeatSnapshotReader,
     private readonly reputation: ReputationReader,
+    private readonly natsUsers: MachineNatsUsers,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -76,12 +78,16 @@ export class MachinesService {
   }
 
   /**
-   * Forgets the machine: its tokens stop working at once (they are columns of the row), its
-   * agent's heartbeats are ignored from now on, and its containers keep their history.
+   * Forgets the machine: its tokens stop working at once (they are columns of the row), so does
+   * its NATS user (revoked in the account), its agent's heartbeats are ignored from now on, and
+   * its containers keep their history.
    */
   async remove(id: string): Promise<void> {
+    const key = (await this.machines.findById(id))?.natsPublicKey;
     if (!(await this.machines.remove(id))) throw new NotFoundException(`machine "${id}" not found`);
     await this.snapshots.remove(id);
+    // Its NATS connections close at once, and its JWT (hours left) stops working.
+    if (key) await this.natsUsers.revoke(id, key, 'the machine was deleted');
   }
 
   /** The machine, or 404; also 404 to a workspace token for a machine its work never ran on. */

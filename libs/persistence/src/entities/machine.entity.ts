@@ -147,6 +147,10 @@ export class Machine {
   @Column({ name: 'credential_hash', type: 'text', nullable: true })
   credentialHash!: string | null;
 
+  /** Public key of the machine's NATS user (operator mode): revoked when the machine goes. */
+  @Column({ name: 'nats_public_key', type: 'text', nullable: true })
+  natsPublicKey!: string | null;
+
   @Column({ name: 'registered_at', type: 'timestamptz', nullable: true })
   registeredAt!: Date | null;
 

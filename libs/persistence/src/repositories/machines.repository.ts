@@ -180,6 +180,17 @@ export class MachinesRepository extends TransactionalRepository {
 
   // --- Registration -------------------------------------------------------------------------
 
+  /** Records the public key of the machine's NATS user; returns the key it replaces, if another. */
+  async replaceNatsPublicKey(id: string, key: string): Promise<string | undefined> {
+    const [row] = await this.rows<{ previous: string | null }>(
+      `UPDATE machines m SET nats_public_key = $2
+         FROM (SELECT nats_public_key AS previous FROM machines WHERE id = $1 FOR UPDATE) o
+       WHERE m.id = $1 RETURNING o.previous`,
+      [id, key],
+    );
+    return row?.previous && row.previous !== key ? row.previous : undefined;
+  }
+
   /**
    * The join token's one use: sets the machine's credential if the token is unused and
    * unexpired. A concurrent second redemption finds join_token_used_at set and gets false.

@@ -1,0 +1,78 @@
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { formatCreds, inboxPrefix, jwtExpiresAt, newUserKey } from '#tern/nats-auth';
+import { runningGateway } from '../support/gateway.js';
+import { TEST_NATS_URL } from '../support/isolation.js';
+import { client, registration } from './harness.js';
+
+const ADMIN = `tern_${'u'.repeat(43)}`;
+
+/** A machine's connection with the JWT the gateway gave it, not reconnecting: the test watches what NATS does to it. */
+function connectMachine(jwt: string, seed: string, namespace: string, machineId: string): Promise<NatsConnection> {
+  return connect({
+    servers: TEST_NATS_URL,
+    authenticator: credsAuthenticator(new TextEncoder().encode(formatCreds(jwt, seed))),
+    inboxPrefix: inboxPrefix(namespace, 'agent', machineId),
+    reconnect: false,
+  });
+}
+
+/**
+ * Each machine its own NATS user: the gateway signs a short-lived JWT for the key the agent
+ * generated, a second registration renews it, and deleting the machine revokes the key in the
+ * account, which closes its connection at once and refuses it from then on.
+ */
+describe('machine NATS users', () => {
+  const gateway = runningGateway('mnats', ADMIN);
+  const call = (...args: Parameters<ReturnType<typeof client>>) => client(gateway.base)(...args);
+  const open: NatsConnection[] = [];
+  afterAll(() => Promise.all(open.map((nc) => nc.close().catch(() => undefined))));
+
+  beforeAll(async () => {
+    expect((await call('POST', '/api/v1/pools', ADMIN, { name: 'mnats' })).status).toBe(201);
+  });
+
+  it('issues a JWT for the key the machine sent, renews it on registering again, and revokes it when the machine is deleted', async () => {
+    const key = newUserKey();
+    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'mnats', machineId: 'm-rev' });
+    const first = await call(
+      'POST',
+      '/api/v1/machine/register',
+      made.body.joinToken,
+      registration('mnats', { natsPublicKey: key.publicKey }),
+    );
+    expect(first.status).toBe(200);
+    const { jwt } = first.body.nats as { jwt: string };
+    const namespace = first.body.nats.namespace as string;
+    const lifetime = jwtExpiresAt(jwt)! - Date.now();
+    expect(lifetime).toBeGreaterThan(3.9 * 3600_000);
+    expect(lifetime).toBeLessThanOrEqual(4 * 3600_000);
+    expect(first.body.nats.user).toBeUndefined();
+
+    // Renewal: registering again with the machine token gives a fresh JWT for the same key.
+    await new Promise((r) => setTimeout(r, 1100));
+    const again = await call(
+      'POST',
+      '/api/v1/machine/register',
+      first.body.machineToken,
+      registration('mnats', { natsPublicKey: key.publicKey }),
+    );
+    expect(again.status).toBe(200);
+    expect(jwtExpiresAt(again.body.nats.jwt)!).toBeGreaterThan(jwtExpiresAt(jwt)!);
+
+    const nc = await connectMachine(again.body.nats.jwt, key.seed, namespace, 'm-rev');
+    open.push(nc);
+    const deleted = Date.now();
+    expect((await call('DELETE', '/api/v1/machines/m-rev', ADMIN)).status).toBe(204);
+    const closed = await Promise.race([nc.closed(), new Promise((r) => setTimeout(() => r('still open'), 5000))]);
+    expect(closed).not.toBe('still open');
+    expect(Date.now() - deleted).toBeLessThan(5000);
+    await expect(connectMachine(again.body.nats.jwt, key.seed, namespace, 'm-rev')).rejects.toThrow(/Authorization Violation|revoked/i);
+  });
+
+  it('answers 400 for a NATS key that is not an nkey user public key', async () => {
+    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'mnats', machineId: 'm-badkey' });
+    const res = await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('mnats', { natsPublicKey: 'not-a-key' }));
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body.message)).toMatch(/natsPublicKey must be an nkey user public key/);
+  });
+});
