@@ -184,7 +184,7 @@ export const VARIABLES = [
     name: 'MACHINE_NATS_JWT_TTL_SECONDS',
     kind: 'int',
     default: '14400',
-    min: 60,
+    min: 10,
     services: ['gateway'],
     description: "Lifetime of a machine's NATS user JWT; the agent renews it over HTTPS with its machine token at two thirds of it.",
   },
