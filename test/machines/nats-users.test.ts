@@ -31,29 +31,37 @@ describe('machine NATS users', () => {
     expect((await call('POST', '/api/v1/pools', ADMIN, { name: 'mnats' })).status).toBe(201);
   });
 
-  it('issues a JWT for the key the machine sent, renews it on registering again, and revokes it when the machine is deleted', async () => {
+  /** A new machine joining with a key pair of its own, as tern-agent does. */
+  const join = async (machineId: string) => {
     const key = newUserKey();
-    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'mnats', machineId: 'm-rev' });
-    const first = await call(
+    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'mnats', machineId });
+    const reg = await call(
       'POST',
       '/api/v1/machine/register',
       made.body.joinToken,
       registration('mnats', { natsPublicKey: key.publicKey }),
     );
-    expect(first.status).toBe(200);
-    const { jwt } = first.body.nats as { jwt: string };
-    const namespace = first.body.nats.namespace as string;
+    expect(reg.status).toBe(200);
+    return { key, body: reg.body, jwt: reg.body.nats.jwt as string, namespace: reg.body.nats.namespace as string };
+  };
+
+  /** Resolves once NATS closed the connection, or says it is still open after 5 s. */
+  const closedWithin5s = (nc: NatsConnection) =>
+    Promise.race([nc.closed().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 5000))]);
+
+  it('issues a JWT for the key the machine sent, renews it on registering again, and revokes it when the machine is deleted', async () => {
+    const { key, body: first, jwt, namespace } = await join('m-rev');
     const lifetime = jwtExpiresAt(jwt)! - Date.now();
     expect(lifetime).toBeGreaterThan(3.9 * 3600_000);
     expect(lifetime).toBeLessThanOrEqual(4 * 3600_000);
-    expect(first.body.nats.user).toBeUndefined();
+    expect(first.nats.user).toBeUndefined();
 
     // Renewal: registering again with the machine token gives a fresh JWT for the same key.
     await new Promise((r) => setTimeout(r, 1100));
     const again = await call(
       'POST',
       '/api/v1/machine/register',
-      first.body.machineToken,
+      first.machineToken,
       registration('mnats', { natsPublicKey: key.publicKey }),
     );
     expect(again.status).toBe(200);
@@ -63,10 +71,23 @@ describe('machine NATS users', () => {
     open.push(nc);
     const deleted = Date.now();
     expect((await call('DELETE', '/api/v1/machines/m-rev', ADMIN)).status).toBe(204);
-    const closed = await Promise.race([nc.closed(), new Promise((r) => setTimeout(() => r('still open'), 5000))]);
-    expect(closed).not.toBe('still open');
+    expect(await closedWithin5s(nc)).toBe('closed');
     expect(Date.now() - deleted).toBeLessThan(5000);
     await expect(connectMachine(again.body.nats.jwt, key.seed, namespace, 'm-rev')).rejects.toThrow(/Authorization Violation|revoked/i);
+  });
+
+  it('revoke cuts a machine off: its connection closes within 5 s, its JWT and its machine token stop working', async () => {
+    const { key, body: reg, jwt, namespace } = await join('m-cut');
+    const nc = await connectMachine(jwt, key.seed, namespace, 'm-cut');
+    open.push(nc);
+    const revoked = Date.now();
+    expect((await call('POST', '/api/v1/machines/m-cut/revoke', ADMIN)).status).toBe(204);
+    expect(await closedWithin5s(nc)).toBe('closed');
+    expect(Date.now() - revoked).toBeLessThan(5000);
+    await expect(connectMachine(jwt, key.seed, namespace, 'm-cut')).rejects.toThrow(/Authorization Violation|revoked/i);
+    const again = await call('POST', '/api/v1/machine/register', reg.machineToken, registration('mnats', { natsPublicKey: key.publicKey }));
+    expect(again.status).toBe(401);
+    expect((await call('POST', '/api/v1/machines/nope/revoke', ADMIN)).status).toBe(404);
   });
 
   it('answers 400 for a NATS key that is not an nkey user public key', async () => {

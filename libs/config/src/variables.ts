@@ -178,7 +178,7 @@ export const VARIABLES = [
     kind: 'string',
     services: ['gateway'],
     description:
-      "Path of the NATS account signer file (the Tern account's public key and its signing key seed; `npm run up` writes .tern/nats/signer.json): with it the gateway issues each machine its own short-lived NATS user at registration.",
+      "Path of the NATS account signer file (`npm run up` writes .tern/nats/signer.json): the Tern account's signing key, with which the gateway issues each machine its own short-lived NATS user at registration, and the operator's signing key and a system-account user, with which it revokes a deleted or revoked machine's user.",
   },
   {
     name: 'MACHINE_NATS_JWT_TTL_SECONDS',

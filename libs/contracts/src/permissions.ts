@@ -154,6 +154,13 @@ export const STREAM_DECLARERS: Readonly<Record<NatsPrincipal, readonly StreamNam
   agent: ['EVENTS', 'HEARTBEATS'],
 };
 
+/**
+ * Streams a machine pulls from through durable consumers (its task queues). A machine's other
+ * subscriptions are core NATS: it gets no other stream's consumer or message-get API, so it
+ * cannot read the stored events or tasks of others.
+ */
+export const AGENT_PULLS: readonly StreamName[] = ['TASKS'];
+
 /** The access entry of a contract (every contract has one: permissions.spec.ts). */
 export function contractAccess(contract: Contract): ContractAccess | undefined {
   return CONTRACT_ACCESS.find((a) => a.contract === contract);

@@ -75,6 +75,17 @@ describe('permissionsFor', () => {
     ]) {
       expect([s, subjectAllowed(m1, 'sub', s) || subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
     }
+    // Task pulls yes; reading stored events or tasks directly, or deleting a queue's consumer, no.
+    expect(subjectAllowed(m1, 'pub', '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.d1_v1')).toBe(true);
+    for (const s of [
+      '$JS.API.DIRECT.GET.acme_TASKS',
+      '$JS.API.STREAM.MSG.GET.acme_EVENTS',
+      '$JS.API.CONSUMER.CREATE.acme_EVENTS',
+      '$JS.API.CONSUMER.DELETE.acme_TASKS.d1_v1',
+      '$JS.API.CONSUMER.MSG.NEXT.acme_EVENTS.x',
+    ]) {
+      expect([s, subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
+    }
     expect(subjectAllowed(m1, 'pub', wire(subjectFor(CONTRACT_ACCESS[0].contract, 'm1')))).toBe(false);
   });
 

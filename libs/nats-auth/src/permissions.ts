@@ -1,4 +1,5 @@
 import {
+  AGENT_PULLS,
   BUCKET_ACCESS,
   CONTRACT_ACCESS,
   type Contract,
@@ -57,6 +58,27 @@ function streamApi(stream: string, declare: boolean): string[] {
   ];
 }
 
+/** What a machine may do on a stream it declares (until agents stop declaring streams, issue 11). */
+function declareApi(stream: string): string[] {
+  return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`];
+}
+
+/**
+ * What a machine may do on a stream it pulls from: create (until the control plane alone
+ * declares task consumers) and read its durable consumers, pull, ack. No consumer deletion, no
+ * ephemeral consumers, no direct message reads.
+ */
+function pullApi(stream: string): string[] {
+  return [
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.ACK.${stream}.>`,
+  ];
+}
+
 export interface PermissionsOptions {
   namespace: string;
   /** For `agent`: the machine whose user this is. */
@@ -85,7 +107,13 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
     if (subscribes) sub.add(subject);
     if ((publishes || subscribes) && a.contract.stream && !streams.has(a.contract.stream)) streams.set(a.contract.stream, false);
   }
-  for (const [name, declare] of streams) for (const s of streamApi(`${namespace}_${STREAMS[name].name}`, declare)) pub.add(s);
+  const streamName = (name: StreamName) => `${namespace}_${STREAMS[name].name}`;
+  if (principal === 'agent') {
+    for (const name of STREAM_DECLARERS.agent) for (const s of declareApi(streamName(name))) pub.add(s);
+    for (const name of AGENT_PULLS) for (const s of pullApi(streamName(name))) pub.add(s);
+  } else {
+    for (const [name, declare] of streams) for (const s of streamApi(streamName(name), declare)) pub.add(s);
+  }
 
   for (const b of BUCKET_ACCESS) {
     const writes = b.write.includes(principal);

@@ -67,6 +67,15 @@ export function machineCommand(): Command {
     });
 
   machine
+    .command('revoke')
+    .description('Cut a machine off at once: its machine token stops working and its NATS connection is closed (operator token)')
+    .argument('<id>', 'machine id')
+    .action(async (id: string) => {
+      await client().request('POST', `/api/v1/machines/${encodeURIComponent(id)}/revoke`);
+      console.log(`Machine ${id} revoked: it is disconnected; to let it back, delete it and create it again.`);
+    });
+
+  machine
     .command('delete')
     .description("Remove a machine; its tokens stop working and its agent's heartbeats are ignored (operator token)")
     .argument('<id>', 'machine id')

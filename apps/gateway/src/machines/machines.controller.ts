@@ -45,6 +45,16 @@ export class MachinesController {
     return this.machines.reputationOf(p, id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
   }
 
+  @Post(':id/revoke')
+  @OperatorOnly()
+  @HttpCode(204)
+  @ApiOperation({
+    summary: 'Cut a machine off: its machine token stops working and its NATS user is revoked, closing its connections at once (operator)',
+  })
+  async revoke(@Param('id') id: string) {
+    await this.machines.revoke(id);
+  }
+
   @Delete(':id')
   @OperatorOnly()
   @HttpCode(204)

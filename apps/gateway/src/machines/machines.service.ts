@@ -90,6 +90,17 @@ export class MachinesService {
     if (key) await this.natsUsers.revoke(id, key, 'the machine was deleted');
   }
 
+  /**
+   * Cuts a machine off without forgetting it: its machine token stops working (so it cannot
+   * renew its NATS user) and its NATS user is revoked, which closes its connections at once.
+   * The row and its history stay; to let it back, delete it and create it again.
+   */
+  async revoke(id: string): Promise<void> {
+    const key = await this.machines.revokeCredential(id);
+    if (key === undefined) throw new NotFoundException(`machine "${id}" not found`);
+    if (key) await this.natsUsers.revoke(id, key, 'an operator revoked the machine');
+  }
+
   /** The machine, or 404; also 404 to a workspace token for a machine its work never ran on. */
   private async require(id: string, caller?: Principal): Promise<Machine> {
     const row = await this.machines.findById(id);

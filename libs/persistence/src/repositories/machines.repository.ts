@@ -178,6 +178,18 @@ export class MachinesRepository extends TransactionalRepository {
     return !!result.affected;
   }
 
+  /**
+   * Takes the machine's credential away (its machine token stops working) and returns its NATS key to revoke: null when it has none,
+   * undefined when there is no such machine.
+   */
+  async revokeCredential(id: string): Promise<string | null | undefined> {
+    const [row] = await this.rows<{ key: string | null }>(
+      `UPDATE machines SET credential_hash = NULL, updated_at = now() WHERE id = $1 RETURNING nats_public_key AS key`,
+      [id],
+    );
+    return row ? row.key : undefined;
+  }
+
   // --- Registration -------------------------------------------------------------------------
 
   /** Records the public key of the machine's NATS user; returns the key it replaces, if another. */
