@@ -60,6 +60,7 @@ const ROUTES: Record<string, Route> = {
   'PATCH /api/v1/pools/{name}': { access: 'operator', body: () => ({}) },
   'POST /api/v1/machines': { access: 'operator', body: () => ({ pool: 'default' }) },
   'DELETE /api/v1/machines/{id}': { access: 'operator' },
+  'POST /api/v1/machines/{id}/revoke': { access: 'operator' },
   'GET /api/v1/usage/rewards': { access: 'operator' },
 
   'GET /api/v1/workspace': { access: 'workspace' },
