@@ -72,6 +72,19 @@ program
     process.stdout.write(`wrote ${path}\nstart the agent with: tern-agent${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
   });
 
+program
+  .command('rotate-token')
+  .description(
+    "replace this machine's token with a new one from the gateway (the old one stops working at once); config.yaml keeps the new one",
+  )
+  .option(...stateDirOption)
+  .action(async (opts: { stateDir?: string }) => {
+    const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+    const { rotateMachineToken } = await import('./registration/rotate-token.js');
+    const { machineId, path } = await rotateMachineToken(stateDir, existing(stateDir));
+    process.stdout.write(`machine ${machineId}: new token saved in ${path}; a running agent uses it when it next registers\n`);
+  });
+
 const config = program.command('config').description('show or change config.yaml');
 
 config

@@ -138,6 +138,20 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     `discovered ${inventory.cpu.model} (${inventory.cpu.threads} threads), ${Math.round(inventory.memoryBytes / 2 ** 30)} GiB memory, ${inventory.gpus.length} GPU(s)`,
   );
 
+  /** A token rotated meanwhile (tern-agent rotate-token, or config set token) is in config.yaml: use it. */
+  const adoptRotatedToken = () => {
+    if (settings.tokenSource !== 'config.yaml') return;
+    let token: string | undefined;
+    try {
+      token = readConfigFile(stateDir)?.token;
+    } catch {
+      token = undefined;
+    }
+    if (!token || token === settings.token) return;
+    settings.token = token;
+    logger.info(`the token in ${stateDir}/config.yaml changed (rotated); using it`);
+  };
+
   /** Saves the machine token (replacing the join token) and the machine id in config.yaml. */
   const keepCredentials = (answer: MachineRegisterResponse) => {
     let file: AgentConfigFile | undefined;
@@ -168,6 +182,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
   };
 
   const register = async (inv: MachineInventory, why: string): Promise<Extract<RegisterOutcome, { kind: 'registered' }>> => {
+    adoptRotatedToken();
     const machineId = settings.machineId ?? (tokenNamesMachine(settings.token) ? undefined : defaultMachineId());
     const request: MachineRegisterRequest = {
       pool: settings.pool,
