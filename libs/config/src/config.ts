@@ -27,6 +27,8 @@ export interface TernConfig {
     readonly heartbeatTtlSeconds: number;
   };
   readonly endpoints: { readonly bufferSize: number };
+  /** Log streams one API token may hold open at once (per gateway). */
+  readonly logs: { readonly followsPerToken: number };
   readonly metering: { readonly checkpointIntervalMs: number };
   readonly reputation: { readonly recomputeIntervalMs: number; readonly historyIntervalSeconds: number; readonly halfLifeHours: number };
   readonly agent: {
@@ -174,6 +176,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
+    logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     reputation: {
       recomputeIntervalMs: Number(raw.REPUTATION_RECOMPUTE_INTERVAL_MS ?? 5000),

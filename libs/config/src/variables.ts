@@ -213,6 +213,15 @@ export const VARIABLES = [
     description: 'Half-life of the outcomes, heartbeats and latencies a reputation is computed from: old failures fade.',
   },
   {
+    name: 'LOG_FOLLOWS_PER_TOKEN',
+    kind: 'int',
+    default: '4',
+    min: 1,
+    max: 1000,
+    services: ['gateway'],
+    description: 'Log streams (GET /api/v1/deployments/<name>/logs) one API token may hold open at once on a gateway; one more gets 429.',
+  },
+  {
     name: 'ENDPOINT_BUFFER_SIZE',
     kind: 'int',
     default: '1000',
