@@ -1,4 +1,6 @@
+import type { NetworkInterfaceInfo } from 'node:os';
 import { mergeContext } from './lib/cli-config.mjs';
+import { exposure, optionValue, urlHost } from './lib/exposure.mjs';
 import { notUp, isReady, progressLine } from './lib/health.mjs';
 import { readable } from './lib/logs.mjs';
 import { hostPort, isPortFree, freePort, pickPort } from './lib/net.mjs';
@@ -72,5 +74,40 @@ describe('scripts/lib', () => {
       '10:00:00.123 ERROR [X] boom — bad',
     );
     expect(readable('plain text')).toBe('plain text');
+  });
+
+  it('keeps npm run up on loopback unless --public names an address, and binds that address when this machine holds it', () => {
+    const interfaces = {
+      lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }],
+      eth0: [{ address: '192.0.2.2', family: 'IPv4', internal: false }],
+    } as unknown as NodeJS.Dict<NetworkInterfaceInfo[]>;
+    expect(exposure({ args: [], env: {}, interfaces })).toEqual({
+      address: undefined,
+      bindHost: '127.0.0.1',
+      localHost: '127.0.0.1',
+      advertisedHost: '127.0.0.1',
+    });
+    expect(exposure({ args: ['--public', '192.0.2.2'], env: {}, interfaces })).toEqual({
+      address: '192.0.2.2',
+      bindHost: '192.0.2.2',
+      localHost: '192.0.2.2',
+      advertisedHost: '192.0.2.2',
+    });
+    // A NATed public IP or a name: every interface, reached locally on loopback.
+    expect(exposure({ args: ['--public=203.0.113.7'], env: {}, interfaces })).toMatchObject({
+      bindHost: '0.0.0.0',
+      localHost: '127.0.0.1',
+    });
+    expect(exposure({ args: [], env: { TERN_PUBLIC_ADDRESS: 'tern.example.com' }, interfaces })).toMatchObject({
+      address: 'tern.example.com',
+      bindHost: '0.0.0.0',
+      advertisedHost: 'tern.example.com',
+    });
+    expect(() => exposure({ args: ['--public'], env: {}, interfaces })).toThrow('--public needs a value');
+    expect(() => exposure({ args: ['--public', '0.0.0.0'], env: {}, interfaces })).toThrow('not the wildcard');
+    expect(() => exposure({ args: ['--public', 'http://x'], env: {}, interfaces })).toThrow('not an IP address or a host name');
+    expect(optionValue(['--detach', '--public', 'a'], '--public')).toBe('a');
+    expect(urlHost('2001:db8::1')).toBe('[2001:db8::1]');
+    expect(urlHost('192.0.2.2')).toBe('192.0.2.2');
   });
 });

@@ -22,6 +22,8 @@ export interface TernConfig {
   readonly machines: {
     /** NATS URLs given to agents at registration. */
     readonly natsPublicUrls: string[];
+    /** The gateway URL for the tern-agent init line; undefined: as the caller reached it. */
+    readonly gatewayPublicUrl?: string;
     readonly joinTokenTtlSeconds: number;
     readonly heartbeatIntervalSeconds: number;
     readonly heartbeatTtlSeconds: number;
@@ -171,6 +173,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     pool: String(raw.POOL ?? 'default'),
     machines: {
       natsPublicUrls: splitList(String(raw.NATS_PUBLIC_URL ?? raw.NATS_URL)),
+      gatewayPublicUrl: (raw.GATEWAY_PUBLIC_URL as string | undefined)?.replace(/\/+$/, ''),
       joinTokenTtlSeconds: Number(raw.MACHINE_JOIN_TOKEN_TTL_SECONDS ?? 86400),
       heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),

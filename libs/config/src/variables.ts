@@ -159,6 +159,13 @@ export const VARIABLES = [
     description: 'NATS URL(s) handed to agents when they register (what a worker can reach); defaults to NATS_URL.',
   },
   {
+    name: 'GATEWAY_PUBLIC_URL',
+    kind: 'url',
+    services: ['gateway'],
+    description:
+      'The gateway URL machines elsewhere reach (printed in the tern-agent init line of tern machine create); default: the URL the caller used (proxy headers, Host). npm run up --public sets it.',
+  },
+  {
     name: 'MACHINE_JOIN_TOKEN_TTL_SECONDS',
     kind: 'int',
     default: '86400',
