@@ -18,6 +18,7 @@ import { TerminalDashboard } from './dashboard/terminal.js';
 import { discoverInventory } from './discovery/inventory.js';
 import { createAgentLogger } from './logging.js';
 import { defaultMachineId } from './machine-id.js';
+import { pinGatewayCa } from './settings/pinned-ca.js';
 import { REGISTER_BACKOFF, type RegisterOutcome, registerWithRetry } from './registration/register.js';
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
 import {
@@ -84,6 +85,8 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     throw e;
   }
 
+  // Before the first HTTPS call: from here on the gateway is trusted only through this CA.
+  if (settings.ca) pinGatewayCa(settings.gatewayUrl, settings.ca);
   const state = new AgentState(settings.gatewayUrl, settings.pool);
   const tty = process.stdout.isTTY === true;
   const dashboardOn = settings.dashboard === 'on' ? tty : settings.dashboard === 'auto' && tty && process.stdin.isTTY === true;
@@ -248,6 +251,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
         user: answer.nats.user,
         pass: answer.nats.pass,
         token: answer.nats.token,
+        ...(settings.ca ? { tls: { caFile: settings.ca } } : {}),
       },
     };
 

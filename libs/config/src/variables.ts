@@ -6,7 +6,8 @@ export type ServiceName = 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 
 
 export const SERVICE_NAMES: readonly ServiceName[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation', 'agent'];
 
-export type VariableKind = 'string' | 'url' | 'int' | 'bool' | 'enum';
+/** `file`: a path that must name a readable file when set (certificates, keys). */
+export type VariableKind = 'string' | 'url' | 'int' | 'bool' | 'enum' | 'file';
 
 export interface VariableSpec {
   readonly name: string;
@@ -153,6 +154,37 @@ export const VARIABLES = [
     description: 'How long /health/ready waits for services to answer their NATS ping.',
   },
   {
+    name: 'NATS_TLS_CA_FILE',
+    kind: 'file',
+    services: 'all',
+    description:
+      "PEM file of the CA that signed the NATS server's certificate: the connection requires TLS and trusts only this CA (the agent takes it from tern-agent init --ca instead).",
+  },
+  {
+    name: 'NATS_TLS_CERT_FILE',
+    kind: 'file',
+    services: 'all',
+    description: 'Client certificate (PEM) for NATS servers that verify clients (tls { verify: true }); with NATS_TLS_KEY_FILE.',
+  },
+  {
+    name: 'NATS_TLS_KEY_FILE',
+    kind: 'file',
+    services: 'all',
+    description: "The client certificate's private key (PEM).",
+  },
+  {
+    name: 'TLS_CERT_FILE',
+    kind: 'file',
+    services: ['gateway'],
+    description: 'Certificate chain (PEM) for the gateway: with TLS_KEY_FILE it serves HTTPS instead of HTTP on HTTP_HOST:HTTP_PORT.',
+  },
+  {
+    name: 'TLS_KEY_FILE',
+    kind: 'file',
+    services: ['gateway'],
+    description: "The gateway certificate's private key (PEM).",
+  },
+  {
     name: 'NATS_PUBLIC_URL',
     kind: 'string',
     services: ['gateway'],
@@ -265,6 +297,13 @@ export const VARIABLES = [
     kind: 'string',
     services: ['agent'],
     description: 'Join token (from `tern machine create`) or admin API token the agent registers with; overrides config.yaml.',
+  },
+  {
+    name: 'AGENT_CA_FILE',
+    kind: 'file',
+    services: ['agent'],
+    description:
+      "CA certificate (PEM) the agent pins for the gateway's HTTPS and NATS's TLS; overrides config.yaml (tern-agent init --ca).",
   },
   {
     name: 'AGENT_RUNTIME',
