@@ -1,6 +1,9 @@
 import type { NetworkInterfaceInfo } from 'node:os';
 import { mergeContext } from './lib/cli-config.mjs';
-import { exposure, optionValue, urlHost } from './lib/exposure.mjs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { exposure, optionValue, tlsFiles, urlHost } from './lib/exposure.mjs';
 import { notUp, isReady, progressLine } from './lib/health.mjs';
 import { readable } from './lib/logs.mjs';
 import { hostPort, isPortFree, freePort, pickPort } from './lib/net.mjs';
@@ -109,5 +112,30 @@ describe('scripts/lib', () => {
     expect(optionValue(['--detach', '--public', 'a'], '--public')).toBe('a');
     expect(urlHost('2001:db8::1')).toBe('[2001:db8::1]');
     expect(urlHost('192.0.2.2')).toBe('192.0.2.2');
+  });
+
+  it('takes TLS files for npm run up: both the certificate and its key, readable, the CA optional', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tern-up-tls-'));
+    try {
+      const pem = join(dir, 'x.pem');
+      writeFileSync(pem, 'pem');
+      expect(tlsFiles([], {})).toBeUndefined();
+      expect(tlsFiles(['--tls-cert', pem, '--tls-key', pem], {})).toEqual({ certFile: pem, keyFile: pem });
+      expect(tlsFiles([], { TERN_TLS_CERT_FILE: pem, TERN_TLS_KEY_FILE: pem, TERN_TLS_CA_FILE: pem })).toEqual({
+        certFile: pem,
+        keyFile: pem,
+        caFile: pem,
+      });
+      expect(() => tlsFiles(['--tls-cert', pem], {})).toThrow('--tls-key is missing');
+      expect(() => tlsFiles(['--tls-ca', pem], {})).toThrow('--tls-ca needs --tls-cert and --tls-key');
+      expect(() => tlsFiles(['--tls-cert', join(dir, 'nope'), '--tls-key', pem], {})).toThrow(
+        /--tls-cert .*nope: cannot be read \(ENOENT\)/,
+      );
+      // With TLS the certificate names the public address, so this machine's clients use it too.
+      const exposed = exposure({ args: ['--public', '203.0.113.7', '--tls-cert', pem, '--tls-key', pem], env: {}, interfaces: {} });
+      expect(exposed).toMatchObject({ bindHost: '0.0.0.0', localHost: '203.0.113.7', tls: { certFile: pem } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

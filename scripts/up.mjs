@@ -21,7 +21,7 @@ import { writeCliContext } from './lib/cli-config.mjs';
 import { detach } from './lib/detach.mjs';
 import { exposure, urlHost } from './lib/exposure.mjs';
 
-const HELP = `Usage: npm run up [-- --detach] [--public ADDRESS]
+const HELP = `Usage: npm run up [-- --detach] [--public ADDRESS] [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]
 
 Installs what is missing, builds, starts NATS and PostgreSQL (private ones under .tern/ unless
 NATS_URL / DATABASE_URL are set), then the six Tern services and a local agent, and supervises
@@ -33,6 +33,11 @@ them in the foreground. Ctrl-C (or npm run down) stops everything.
              reach them (ADDRESS itself when this machine holds it, else every interface) and
              hand ADDRESS to agents at registration (also TERN_PUBLIC_ADDRESS). Without it
              everything listens on 127.0.0.1 only.
+  --tls-cert FILE --tls-key FILE [--tls-ca FILE]
+             the gateway serves HTTPS and the private NATS requires TLS with this certificate
+             (it must name ADDRESS, or 127.0.0.1 without --public); the services and the local
+             agent trust --tls-ca (also TERN_TLS_CERT_FILE, TERN_TLS_KEY_FILE, TERN_TLS_CA_FILE).
+             Without them: plaintext.
 
 Environment: NATS_URL, NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
 variables are passed through. TERN_HOME (state dir, default .tern), TERN_GATEWAY_PORT (default
@@ -145,7 +150,14 @@ async function up(f, exposed) {
     if (!external.nats) {
       const port = await pickPort(state.natsPort, claimed);
       step(`Starting a private NATS (JetStream) on ${urlHost(exposed.bindHost)}:${port}`);
-      it.nats = await startNats({ dir: f.nats, port, logFile: `${f.logs}/nats.log`, host: exposed.bindHost, localHost: exposed.localHost });
+      it.nats = await startNats({
+        dir: f.nats,
+        port,
+        logFile: `${f.logs}/nats.log`,
+        host: exposed.bindHost,
+        localHost: exposed.localHost,
+        tls: exposed.tls,
+      });
       it.nats.child.once('exit', (code, sig) => {
         if (!it.stopping) error(`private NATS exited (${sig ?? code}); see ${f.logs}/nats.log. Stop with Ctrl-C and run up again.`);
       });
@@ -179,7 +191,7 @@ async function up(f, exposed) {
     const ports = { gateway: await chooseGatewayPort(state, claimed) };
     for (const svc of SERVICES.filter((s) => s !== 'gateway')) ports[svc] = await pickPort(state.ports?.[svc], claimed);
     updateJson(f.state, (s) => ({ ...s, ports }));
-    const gatewayUrl = `http://${urlHost(exposed.localHost)}:${ports.gateway}`;
+    const gatewayUrl = `${exposed.tls ? 'https' : 'http'}://${urlHost(exposed.localHost)}:${ports.gateway}`;
     run.gatewayUrl = gatewayUrl;
     const advertised = advertisedUrls(exposed, ports.gateway, run.nats);
 
@@ -204,6 +216,7 @@ async function up(f, exposed) {
 
     const result = await waitReady({
       gatewayUrl,
+      caFile: exposed.tls?.caFile,
       timeoutMs: Number(env.TERN_UP_TIMEOUT_S || 120) * 1000,
       abort: () => it.signalled ?? (sup.failed().length ? `${sup.failed().join(', ')} exited for good` : undefined),
     });
@@ -290,21 +303,36 @@ function advertisedUrls(exposed, gatewayPort, privateNats) {
   if (!exposed.address) return {};
   const host = urlHost(exposed.advertisedHost);
   return {
-    gateway: `http://${host}:${gatewayPort}`,
+    gateway: `${exposed.tls ? 'https' : 'http'}://${host}:${gatewayPort}`,
     nats: privateNats ? `nats://${host}:${privateNats.port}` : env.NATS_PUBLIC_URL,
   };
 }
 
 /** The lines of the ready banner that say who can reach what, and in what form. */
 function reachability(exposed, advertised) {
+  const { tls } = exposed;
+  const lines = [];
   if (!exposed.address) {
-    return `  Network:        ${dim('127.0.0.1 only, plaintext: no other machine can reach the gateway or NATS (npm run up -- --public ADDRESS lets machines elsewhere join)')}`;
+    lines.push(
+      `  Network:        ${dim(`127.0.0.1 only, ${tls ? 'TLS' : 'plaintext'}: no other machine can reach the gateway or NATS (npm run up -- --public ADDRESS lets machines elsewhere join)`)}`,
+    );
+  } else {
+    const bound = exposed.bindHost === '0.0.0.0' ? ' (listening on every interface)' : '';
+    lines.push(
+      `  Machines join:  gateway ${advertised.gateway}, NATS ${advertised.nats ?? yellow('NATS_PUBLIC_URL not set: agents are handed NATS_URL')}${dim(bound)}`,
+    );
+    if (!tls) {
+      lines.push(
+        `  ${yellow('!')} Plaintext over the network: tokens and traffic travel unencrypted; use this on a network you trust, or give --tls-cert and --tls-key (README: Machines on other networks)`,
+      );
+    }
   }
-  const bound = exposed.bindHost === '0.0.0.0' ? ' (listening on every interface)' : '';
-  const lines = [
-    `  Machines join:  gateway ${advertised.gateway}, NATS ${advertised.nats ?? yellow('NATS_PUBLIC_URL not set: agents are handed NATS_URL')}${dim(bound)}`,
-    `  ${yellow('!')} Plaintext over the network: tokens and traffic travel unencrypted; use this on a network you trust, or put TLS in front (README: machines across the internet)`,
-  ];
+  if (tls) {
+    lines.push(`  TLS:            the gateway serves HTTPS and NATS requires TLS (${tls.certFile})`);
+    if (tls.caFile) {
+      lines.push(`  Trust:          agents: tern-agent init … --ca ${tls.caFile}; the CLI: NODE_EXTRA_CA_CERTS=${tls.caFile} npx tern …`);
+    }
+  }
   return lines.join('\n');
 }
 
@@ -323,12 +351,14 @@ function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDi
     delete e[k];
   for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
   Object.assign(e, { NATS_URL: natsUrl, HTTP_HOST: BIND_HOST });
+  if (exposed.tls?.caFile) e.NATS_TLS_CA_FILE = exposed.tls.caFile;
   if (WITH_DATABASE.includes(svc)) {
     e.DATABASE_URL = databaseUrl;
     for (const k of ['DATABASE_SCHEMA', 'DATABASE_RUN_MIGRATIONS']) if (env[k]) e[k] = env[k];
   }
   if (svc === 'gateway') {
     e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
+    if (exposed.tls) Object.assign(e, { TLS_CERT_FILE: exposed.tls.certFile, TLS_KEY_FILE: exposed.tls.keyFile });
     if (exposed.address) {
       // Only the gateway faces other machines; the other services' health and metrics stay on loopback.
       e.HTTP_HOST = exposed.bindHost;
@@ -340,6 +370,8 @@ function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDi
     // The agent registers over HTTP and learns its NATS settings from the gateway's answer. The
     // operator token lets it register a new machine without a join token (after that, its own machine token).
     Object.assign(e, { AGENT_GATEWAY_URL: gatewayUrl, AGENT_TOKEN: adminToken, AGENT_STATE_DIR: agentDir, AGENT_DASHBOARD: 'off' });
+    // The agent takes its NATS CA from its pinned one, not from NATS_TLS_CA_FILE.
+    if (exposed.tls?.caFile) e.AGENT_CA_FILE = exposed.tls.caFile;
     e.POOL = env.POOL || 'default';
     if (env.MACHINE_ID) e.MACHINE_ID = env.MACHINE_ID;
   }

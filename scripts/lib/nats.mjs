@@ -12,14 +12,17 @@ import { tail } from './logs.mjs';
  * for more) with its store under `dir`, detached (its own process group, so Ctrl-C in the
  * terminal reaches only the supervisor, which stops it in order). Resolves
  * { pid, start, port, url, child } once it greets clients; `url` is how this machine reaches it
- * (at `localHost`).
+ * (at `localHost`). With `tls` ({ certFile, keyFile }) every client must speak TLS.
  */
-export async function startNats({ dir, port, logFile, name = 'tern-local', host = '127.0.0.1', localHost = host }) {
+export async function startNats({ dir, port, logFile, name = 'tern-local', host = '127.0.0.1', localHost = host, tls }) {
   const bin = which('nats-server');
   if (!bin) throw new UserError('nats-server not found (apt-get install nats-server, or set NATS_URL)');
   mkdirSync(join(dir, 'store'), { recursive: true });
   const out = openSync(logFile, 'a');
-  const child = spawn(bin, ['-js', '-a', host, '-p', String(port), '-n', name, '-sd', join(dir, 'store'), '-P', join(dir, 'nats.pid')], {
+  const args = ['-js', '-a', host, '-p', String(port), '-n', name, '-sd', join(dir, 'store'), '-P', join(dir, 'nats.pid')];
+  // TLS required of every client (the command-line form of a `tls { cert_file, key_file }` block).
+  if (tls) args.push('--tls', '--tlscert', tls.certFile, '--tlskey', tls.keyFile);
+  const child = spawn(bin, args, {
     detached: true,
     stdio: ['ignore', out, out],
   });

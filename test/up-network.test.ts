@@ -1,5 +1,10 @@
-import { networkInterfaces } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { Agent, fetch as pinnedFetch } from 'undici';
 import { startStack } from './support/stack.js';
+import { makeCertificates } from './support/tls.js';
 
 /** An IPv4 address this machine holds on a non-loopback interface: what another machine on its network would use. */
 function ownAddress(): string {
@@ -15,7 +20,7 @@ function ownAddress(): string {
  * (not on loopback), the join line and the registration answer name ADDRESS, and the local agent
  * joins through it.
  */
-describe('npm run up -- --public', () => {
+describe('npm run up -- --public, --tls-cert', () => {
   it('binds the gateway and the private NATS to the public address and hands it to agents', async () => {
     const address = ownAddress();
     const stack = await startStack('public', { args: ['--public', address], env: { NATS_URL: undefined } });
@@ -62,6 +67,34 @@ describe('npm run up -- --public', () => {
       expect(((await registered.json()) as { nats: { servers: string[] } }).nats.servers).toEqual([natsUrl]);
     } finally {
       await stack.stop();
+    }
+  }, 240_000);
+
+  it('serves HTTPS and a TLS-only private NATS with --tls-cert/--tls-key, its own agent joining through the CA', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tern-up-tls-'));
+    const certs = makeCertificates(dir);
+    const stack = await startStack('uptls', {
+      args: ['--tls-cert', certs.serverCert, '--tls-key', certs.serverKey, '--tls-ca', certs.caCert],
+      env: { NATS_URL: undefined },
+    });
+    try {
+      expect(stack.gateway).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      expect(stack.output).toMatch(/Network:\s+127\.0\.0\.1 only, TLS/);
+      expect(stack.output).toContain(`--ca ${certs.caCert}`);
+      const trusting = new Agent({ connect: { ca: readFileSync(certs.caCert, 'utf8') } });
+      const ready = await pinnedFetch(`${stack.gateway}/health/ready`, { dispatcher: trusting });
+      expect(ready.status).toBe(200);
+      expect(((await ready.json()) as { agents: unknown[] }).agents).toHaveLength(1);
+      const untrusted = await fetch(`${stack.gateway}/health/ready`).catch((e: Error & { cause?: { code?: string } }) => e.cause?.code);
+      expect(untrusted).toMatch(/SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
+
+      const run = JSON.parse(readFileSync(join(stack.env.TERN_HOME!, 'run.json'), 'utf8')) as { nats: { url: string } };
+      const nc = await connect({ servers: run.nats.url, tls: { caFile: certs.caCert } });
+      await nc.close();
+      await expect(connect({ servers: run.nats.url, reconnect: false })).rejects.toThrow(/self[- ]signed|unable to verify/i);
+    } finally {
+      await stack.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
 });
