@@ -1,3 +1,4 @@
+import { tern } from '../machines/harness.js';
 import { runningGateway } from '../support/gateway.js';
 
 const ADMIN = `tern_${'a'.repeat(43)}`;
@@ -78,6 +79,22 @@ describe('gateway API: tokens, workspaces, errors', () => {
     const expired = await call('GET', '/api/v1/workspace', short.body.token);
     expect(expired.status).toBe(401);
     expect(expired.body.message).toBe(`token expired at ${expiresAt}: ask a workspace admin for a new one (tern token create)`);
+  });
+
+  it('creates, lists and revokes tokens from the CLI, with an expiry', async () => {
+    const created = await tern(['token', 'create', 'cli-made', '--expires', '30d', '--json'], base, ADMIN);
+    expect(created.code).toBe(0);
+    const token = JSON.parse(created.stdout) as { id: string; expiresAt: string };
+    expect(Date.parse(token.expiresAt) - Date.now()).toBeGreaterThan(29 * 86_400_000);
+    const listed = await tern(['token', 'list'], base, ADMIN);
+    expect(listed.stdout).toMatch(/^ID +NAME +ROLE +PREFIX +CREATED +LAST USED +EXPIRES$/m);
+    expect(listed.stdout).toMatch(
+      new RegExp(`^${token.id} +cli-made +member +tern_\\S+ +\\S+ +never +${token.expiresAt.replace(/\./g, '\\.')}$`, 'm'),
+    );
+    const bad = await tern(['token', 'create', 'x', '--expires', 'soon'], base, ADMIN);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/must be a duration \(90m, 12h, 30d, 8w\) or a date/);
+    expect((await tern(['token', 'revoke', token.id], base, ADMIN)).stdout).toBe(`Token ${token.id} revoked.\n`);
   });
 
   it('creates workspaces with their own admin token, scoped to themselves', async () => {
