@@ -24,6 +24,7 @@ describeTls('TLS: the gateway over HTTPS, NATS over TLS, an agent pinning the CA
   let nats: Awaited<ReturnType<typeof startTlsNats>>;
   let plane: ControlPlane;
   const agents: AgentProcess[] = [];
+  const dirs: string[] = [];
 
   const trusting = (ca: string) => new Agent({ connect: { ca: readFileSync(ca, 'utf8') } });
   const refusal = (e: unknown) => {
@@ -46,7 +47,7 @@ describeTls('TLS: the gateway over HTTPS, NATS over TLS, an agent pinning the CA
 
   afterAll(async () => {
     for (const a of agents) await a.stop();
-    agents.forEach((a) => removeStateDir(a.stateDir));
+    [...agents.map((a) => a.stateDir), ...dirs].forEach(removeStateDir);
     await plane?.stop();
     await nats?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -81,6 +82,8 @@ describeTls('TLS: the gateway over HTTPS, NATS over TLS, an agent pinning the CA
   });
 
   it('lets an agent that pinned the CA join over HTTPS and NATS/TLS; one without it cannot register', async () => {
+    const refusedDir = tempStateDir();
+    dirs.push(refusedDir);
     const refusedCa = await ternAgent([
       'init',
       '--gateway',
@@ -90,10 +93,24 @@ describeTls('TLS: the gateway over HTTPS, NATS over TLS, an agent pinning the CA
       '--ca',
       certs.serverCert,
       '--state-dir',
-      tempStateDir(),
+      refusedDir,
     ]);
     expect(refusedCa.code).toBe(78);
     expect(refusedCa.stderr).toMatch(/--ca: .* is a certificate but not a CA's/);
+    const missing = await ternAgent([
+      'init',
+      '--gateway',
+      plane.base,
+      '--token',
+      ADMIN,
+      '--ca',
+      join(dir, 'nope.pem'),
+      '--state-dir',
+      refusedDir,
+    ]);
+    expect(missing.stderr).toMatch(/--ca: cannot read .*nope\.pem \(ENOENT\)/);
+    const garbage = await ternAgent(['init', '--gateway', plane.base, '--token', ADMIN, '--ca', certs.caKey, '--state-dir', refusedDir]);
+    expect(garbage.stderr).toMatch(/--ca: .* is not a PEM certificate/);
 
     const stateDir = tempStateDir();
     const init = await ternAgent(['init', '--gateway', plane.base, '--token', ADMIN, '--ca', certs.caCert, '--state-dir', stateDir]);
