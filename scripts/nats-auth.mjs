@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // NATS operator material and users, for a NATS that `npm run up` does not start itself
 // (docker-compose, Kubernetes, an external server) and for the test harness. Needs `npm run build`.
-//   node scripts/nats-auth.mjs init <dir> [--host 0.0.0.0] [--port 4222] [--operator <another dir>/operator]
+//   node scripts/nats-auth.mjs init <dir> [--host 0.0.0.0] [--port 4222] [--operator <another dir>/operator] [--tls-cert F --tls-key F]
 //       operator, system and Tern accounts (once), <dir>/server.conf, <dir>/signer.json, <dir>/creds/admin.creds
 //   node scripts/nats-auth.mjs creds <dir> <namespace> <principal>...
 //       <dir>/creds/<namespace>/<principal>.creds (gateway, scheduler, autoscaler, metering, reputation); prints the paths
@@ -19,7 +19,13 @@ await main(async () => {
       const i = rest.indexOf(`--${name}`);
       return i >= 0 ? rest[i + 1] : fallback;
     };
-    const f = await prepareServer(dir, { host: opt('host', '0.0.0.0'), port: Number(opt('port', '4222')), operatorDir: opt('operator') });
+    const tls = opt('tls-cert') ? { certFile: opt('tls-cert'), keyFile: opt('tls-key') } : undefined;
+    const f = await prepareServer(dir, {
+      host: opt('host', '0.0.0.0'),
+      port: Number(opt('port', '4222')),
+      operatorDir: opt('operator'),
+      tls,
+    });
     const admin = await writeAdminCreds(dir);
     console.log(JSON.stringify({ config: f.config, signer: f.signer, admin }));
     return 0;

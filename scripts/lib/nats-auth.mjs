@@ -29,14 +29,14 @@ export function natsAuthFiles(dir) {
  * The operator material kept in dir (created the first time; or taken from operatorDir, for a
  * second server of the same installation) and the server config for host:port.
  */
-export async function prepareServer(dir, { host, port, operatorDir }) {
+export async function prepareServer(dir, { host, port, operatorDir, tls }) {
   const a = await natsAuth();
   const f = natsAuthFiles(dir);
   const inst = await a.ensureInstallation(operatorDir ?? f.operatorDir);
   mkdirSync(f.resolver, { recursive: true, mode: 0o700 });
   mkdirSync(f.store, { recursive: true });
   // Rewritten at every start: the account JWT in it carries the latest revocations.
-  a.writeSecret(f.config, a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver }));
+  a.writeSecret(f.config, a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver, tls }));
   a.writeSecret(f.signer, JSON.stringify(await a.accountSigner(inst), null, 2));
   return f;
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
+import { urlHost } from './exposure.mjs';
 import { UserError } from './log.mjs';
 import { natsReachable } from './net.mjs';
 import { isSameProcess, procStart, sleep, stopProcess, which } from './proc.mjs';
@@ -8,23 +9,24 @@ import { tail } from './logs.mjs';
 import { prepareServer } from './nats-auth.mjs';
 
 /**
- * Starts a private `nats-server` with JetStream in operator mode on host:port with its store,
- * operator material and config under `dir` (see nats-auth.mjs: no anonymous access, each
- * principal its own user), detached (its own process group, so Ctrl-C in the terminal reaches
- * only the supervisor, which stops it in order). Resolves { pid, start, port, url, child } once
- * it greets clients.
+ * Starts a private `nats-server` with JetStream in operator mode on host:port (loopback unless
+ * `npm run up --public` asks for more) with its store, operator material and config under `dir`
+ * (see nats-auth.mjs: no anonymous access, each principal its own user), detached (its own
+ * process group, so Ctrl-C in the terminal reaches only the supervisor, which stops it in order).
+ * Resolves { pid, start, port, url, child } once it greets clients; `url` is how this machine
+ * reaches it (at `localHost`). With `tls` ({ certFile, keyFile }) every client must speak TLS.
  */
-export async function startNats({ dir, port, logFile, host = '127.0.0.1' }) {
+export async function startNats({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls }) {
   const bin = which('nats-server');
   if (!bin) throw new UserError('nats-server not found (apt-get install nats-server, or set NATS_URL)');
   mkdirSync(dir, { recursive: true });
-  const f = await prepareServer(dir, { host, port });
+  const f = await prepareServer(dir, { host, port, tls });
   const out = openSync(logFile, 'a');
   const child = spawn(bin, ['-c', f.config, '-P', join(dir, 'nats.pid')], { detached: true, stdio: ['ignore', out, out] });
   closeSync(out);
   let exited;
   child.once('exit', (code, sig) => (exited = sig ?? code));
-  const url = `nats://${host}:${port}`;
+  const url = `nats://${urlHost(localHost)}:${port}`;
   const deadline = Date.now() + 15_000;
   while (!(await natsReachable(url))) {
     if (exited !== undefined || Date.now() > deadline) {

@@ -1,19 +1,15 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
 import { freePort, waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { TEST_NATS_CREDS } from '../support/isolation.js';
-import { natsAuthDir } from '../support/nats-users.js';
+import { asHarness, natsAuthDir } from '../support/nats-users.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
-
-/** The harness's user (valid on every server of the run's installation). */
-const asHarness = () => credsAuthenticator(readFileSync(TEST_NATS_CREDS!));
 
 /**
  * A NATS server of the test's own (JetStream on disk), so the test can take it away and bring it

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { credsAuthenticator } from '@nats-io/transport-node';
 import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -25,4 +26,11 @@ export async function machineCreds(namespace: string, machineId: string, expires
   const key = newUserKey();
   const jwt = await issueMachineJwt(signer, { namespace, machineId, publicKey: key.publicKey, expiresInSeconds });
   return formatCreds(jwt, key.seed);
+}
+
+/** The harness's own user (TEST_NATS_CREDS), valid on every server of the run's installation. */
+export function asHarness() {
+  const creds = process.env.TEST_NATS_CREDS;
+  if (!creds) throw new Error('TEST_NATS_CREDS is not set: run integration tests through jest (test/support/global-setup.mjs)');
+  return credsAuthenticator(readFileSync(creds));
 }

@@ -20,6 +20,7 @@ import { discoverInventory } from './discovery/inventory.js';
 import { createAgentLogger } from './logging.js';
 import { defaultMachineId } from './machine-id.js';
 import { MachineNatsIdentity } from './registration/nats-identity.js';
+import { pinGatewayCa } from './settings/pinned-ca.js';
 import { REGISTER_BACKOFF, type RegisterOutcome, registerWithRetry } from './registration/register.js';
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
 import {
@@ -86,6 +87,8 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     throw e;
   }
 
+  // Before the first HTTPS call: from here on the gateway is trusted only through this CA.
+  if (settings.ca) pinGatewayCa(settings.gatewayUrl, settings.ca);
   const state = new AgentState(settings.gatewayUrl, settings.pool);
   const tty = process.stdout.isTTY === true;
   const dashboardOn = settings.dashboard === 'on' ? tty : settings.dashboard === 'auto' && tty && process.stdin.isTTY === true;
@@ -140,6 +143,20 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     `discovered ${inventory.cpu.model} (${inventory.cpu.threads} threads), ${Math.round(inventory.memoryBytes / 2 ** 30)} GiB memory, ${inventory.gpus.length} GPU(s)`,
   );
 
+  /** A token rotated meanwhile (tern-agent rotate-token, or config set token) is in config.yaml: use it. */
+  const adoptRotatedToken = () => {
+    if (settings.tokenSource !== 'config.yaml') return;
+    let token: string | undefined;
+    try {
+      token = readConfigFile(stateDir)?.token;
+    } catch {
+      token = undefined;
+    }
+    if (!token || token === settings.token) return;
+    settings.token = token;
+    logger.info(`the token in ${stateDir}/config.yaml changed (rotated); using it`);
+  };
+
   const natsIdentity = new MachineNatsIdentity(stateDir);
   /** Set per NATS session: registers again (the NATS user is renewed by it). */
   let renew: ((why: string) => Promise<void>) | undefined;
@@ -190,6 +207,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
   };
 
   const register = async (inv: MachineInventory, why: string): Promise<Extract<RegisterOutcome, { kind: 'registered' }>> => {
+    adoptRotatedToken();
     const machineId = settings.machineId ?? (tokenNamesMachine(settings.token) ? undefined : defaultMachineId());
     const request: MachineRegisterRequest = {
       pool: settings.pool,
@@ -257,6 +275,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
         pass: answer.nats.pass,
         token: answer.nats.token,
         ...(answer.nats.jwt ? { credsFile: natsIdentity.credsFile } : {}),
+        ...(settings.ca ? { tls: { caFile: settings.ca } } : {}),
       },
     };
 

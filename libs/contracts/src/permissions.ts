@@ -84,7 +84,7 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(CONTAINER_READY, ['agent'], ['scheduler', 'reputation']),
   access(CONTAINER_FAILED, ['agent', 'scheduler'], ['scheduler', 'metering', 'reputation']),
   access(CONTAINER_STOPPED, ['agent'], ['scheduler', 'metering']),
-  access(CONTAINER_LOG_LINE, ['agent'], ['gateway']),
+  access(CONTAINER_LOG_LINE, ['agent'], ['gateway'], true),
   access(INVOKE, ['gateway'], ['agent']),
   access(LOAD_REPORT, ['agent', 'gateway'], ['autoscaler']),
   access(MACHINE_REGISTERED, ['gateway'], []),

@@ -19,6 +19,8 @@ export interface ConnectOptions {
   credsFile?: string;
   /** Where replies and JetStream deliveries come back; a user's permissions allow only its own. */
   inboxPrefix?: string;
+  /** TLS required, the server verified against caFile (and a client certificate where the server asks for one). */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
   /** Give up on the first connection after this long; reconnects after that never give up. */
   firstConnectTimeoutMs?: number;
 }
@@ -39,6 +41,7 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
         token: opts.token,
         ...(opts.credsFile ? { authenticator: credsAuthenticator(readCreds(opts.credsFile)) } : {}),
         ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
+        ...(opts.tls ? { tls: opts.tls } : {}),
         maxReconnectAttempts: -1,
         reconnectTimeWait: 1000,
         reconnectJitter: 500,

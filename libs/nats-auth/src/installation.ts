@@ -123,6 +123,8 @@ export interface ServerConfigOptions {
   /** Where the full resolver keeps account JWTs (updates pushed at run time land here). */
   resolverDir: string;
   serverName?: string;
+  /** TLS required of every client, with this certificate and key (PEM files). */
+  tls?: { certFile: string; keyFile: string };
 }
 
 /**
@@ -140,6 +142,7 @@ export function serverConfig(inst: Installation, opts: ServerConfigOptions): str
     `jetstream: { store_dir: ${q(opts.storeDir)} }`,
     // A user JWT with its permissions travels in the CONNECT line (the gateway's is ~11 KB).
     `max_control_line: ${MAX_CONTROL_LINE}`,
+    ...(opts.tls ? [`tls: { cert_file: ${q(opts.tls.certFile)}, key_file: ${q(opts.tls.keyFile)} }`] : []),
     `operator: ${q(inst.operator.jwt)}`,
     `system_account: ${q(inst.system.publicKey)}`,
     `resolver: { type: full, dir: ${q(opts.resolverDir)}, allow_delete: false, interval: "2m" }`,

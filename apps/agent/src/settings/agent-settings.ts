@@ -17,6 +17,8 @@ export interface AgentSettings {
   machineId?: string;
   runtime: 'runc' | 'nerdctl';
   dashboard: 'auto' | 'on' | 'off';
+  /** The CA pinned for the gateway's HTTPS and NATS's TLS; undefined: the system's roots, NATS as the server offers. */
+  ca?: string;
 }
 
 const ENV_KEYS = {
@@ -26,6 +28,7 @@ const ENV_KEYS = {
   MACHINE_ID: 'machineId',
   AGENT_RUNTIME: 'runtime',
   AGENT_DASHBOARD: 'dashboard',
+  AGENT_CA_FILE: 'ca',
 } as const;
 
 /**
@@ -73,5 +76,6 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     machineId: merged.machineId,
     runtime: (merged.runtime as AgentSettings['runtime']) ?? 'runc',
     dashboard: (merged.dashboard as AgentSettings['dashboard']) ?? 'auto',
+    ...(merged.ca ? { ca: merged.ca } : {}),
   };
 }

@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
 import { ID_PATTERN } from '#tern/contracts';
+import { caProblem } from './ca-file.js';
 
 /**
  * `<state dir>/config.yaml`, written by `tern-agent init` and read by `tern-agent`. Plain
@@ -18,6 +19,8 @@ export interface AgentConfigFile {
   machineId?: string;
   runtime?: 'runc' | 'nerdctl';
   dashboard?: 'auto' | 'on' | 'off';
+  /** PEM file of the CA the agent pins for the gateway's HTTPS and NATS's TLS (tern-agent init --ca). */
+  ca?: string;
   /**
    * sha256 of the join (or admin) token that `token` replaced at the first registration, so
    * an AGENT_TOKEN still holding that spent token does not shadow the machine token.
@@ -93,6 +96,12 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     check: (v) => (['auto', 'on', 'off'].includes(v) ? undefined : `dashboard must be auto, on or off, not "${v}"`),
     description: 'terminal dashboard: auto shows it on a TTY',
   },
+  ca: {
+    required: false,
+    check: (v) => caProblem(v),
+    normalise: (v) => resolve(v.trim()),
+    description: "CA certificate (PEM) pinned for the gateway's HTTPS and NATS's TLS",
+  },
   replacedTokenSha256: {
     required: false,
     internal: true,
@@ -153,7 +162,7 @@ export function parseConfigYaml(text: string, source = 'config.yaml'): AgentConf
 const HEADER = [
   '# Tern agent configuration, written by `tern-agent init` (edit with `tern-agent config set`).',
   '# Environment variables override it: AGENT_GATEWAY_URL, AGENT_TOKEN, POOL, MACHINE_ID,',
-  "# AGENT_RUNTIME, AGENT_DASHBOARD. Keep this file private: it holds the machine's token.",
+  "# AGENT_RUNTIME, AGENT_DASHBOARD, AGENT_CA_FILE. Keep this file private: it holds the machine's token.",
   '',
 ].join('\n');
 

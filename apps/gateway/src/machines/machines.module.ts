@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { MachineNatsUsers } from '../machine-registration/machine-nats-users.js';
 import { PoolsModule } from '../pools/pools.module.js';
 import { HeartbeatSnapshotReader } from './heartbeat-snapshot-reader.js';
+import { MachineTokenRotationService } from './machine-token-rotation.service.js';
 import { MachinesController } from './machines.controller.js';
 import { MachinesService } from './machines.service.js';
 import { ReputationReader } from './reputation-reader.js';
@@ -9,6 +10,7 @@ import { ReputationReader } from './reputation-reader.js';
 @Module({
   imports: [PoolsModule],
   controllers: [MachinesController],
-  providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader, MachineNatsUsers],
+  providers: [MachinesService, HeartbeatSnapshotReader, ReputationReader, MachineTokenRotationService, MachineNatsUsers],
+  exports: [MachineTokenRotationService],
 })
 export class MachinesModule {}

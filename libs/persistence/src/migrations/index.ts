@@ -8,7 +8,8 @@ import { Reputation1764400000000 } from './1764400000000-reputation.js';
 import { CallbackError1764500000000 } from './1764500000000-callback-error.js';
 import { OperatorRole1764600000000 } from './1764600000000-operator-role.js';
 import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
-import { MachineNatsKey1764800000000 } from './1764800000000-machine-nats-key.js';
+import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
+import { MachineNatsKey1764900000000 } from './1764900000000-machine-nats-key.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -22,5 +23,6 @@ export const MIGRATIONS = [
   CallbackError1764500000000,
   OperatorRole1764600000000,
   CodeBundles1764700000000,
-  MachineNatsKey1764800000000,
+  TokenExpiry1764840000000,
+  MachineNatsKey1764900000000,
 ] as const;
