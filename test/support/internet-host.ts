@@ -33,12 +33,18 @@ export class InternetHost {
     return `http://${this.address}:${this.port}`;
   }
 
-  static async start(answers: { status: number; location?: string }[] = [{ status: 200 }]): Promise<InternetHost> {
+  /**
+   * `address`: where the host stands instead of a random 203.0.113.x, for tests that need a
+   * host at a given address (169.254.169.254, a private one): it must be the second address of
+   * a /30 (last octet 4n+2); the root namespace takes the first.
+   */
+  static async start(answers: { status: number; location?: string }[] = [{ status: 200 }], address?: string): Promise<InternetHost> {
     const id = randomBytes(3).toString('hex');
     const namespace = `tern-inet-${id}`;
     const hostVeth = `ti${id}h`;
-    const base = 4 * randomInt(0, 64);
-    const [near, far] = [`203.0.113.${base + 1}`, `203.0.113.${base + 2}`];
+    const octets = (address ?? `203.0.113.${4 * randomInt(0, 64) + 2}`).split('.').map(Number);
+    if (octets.length !== 4 || octets[3] % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
+    const [near, far] = [[...octets.slice(0, 3), octets[3] - 1].join('.'), octets.join('.')];
     const ip = (...args: string[]) => execa('ip', args);
     await ip('netns', 'add', namespace);
     const host = new InternetHost(namespace, hostVeth, far, 8080);
