@@ -1,12 +1,46 @@
 import { Logger, type Provider } from '@nestjs/common';
+import { lookup } from 'node:dns/promises';
+import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
-import { type ContainerRuntime, detectRuntime, ImageStore, type RuntimeLogger } from '#tern/runtime';
+import type { ContainerIsolation } from '#tern/contracts';
+import { BridgeNetwork, type ContainerRuntime, detectRuntime, ImageStore, RuncRuntime, type RuntimeLogger } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 
 export const CONTAINER_RUNTIME = Symbol('CONTAINER_RUNTIME');
 
-/** The runtime, or why there is none (the agent still joins; it refuses container starts with that reason). */
-export type RuntimeHandle = { runtime: ContainerRuntime; problem?: undefined } | { runtime?: undefined; problem: string };
+/**
+ * The runtime and how it isolates containers, or why there is none (the agent still joins; it
+ * refuses container starts with that reason).
+ */
+export type RuntimeHandle =
+  | { runtime: ContainerRuntime; isolation: ContainerIsolation; problem?: undefined }
+  | { runtime?: undefined; isolation?: undefined; problem: string };
+
+/**
+ * Container root is host uid/gid USER_NAMESPACE_HOST_ID + 0 …: a range no account on the host
+ * uses (regular accounts and the usual /etc/subuid ranges sit far below it).
+ */
+export const USER_NAMESPACE = { hostId: 1_000_000_000, size: 65_536 } as const;
+
+/**
+ * The control plane's addresses, which no container reaches (on top of the ranges none ever
+ * does): the gateway's and the NATS servers' hosts, as IPv4 /32s.
+ */
+async function controlPlaneAddresses(ctx: AgentContext): Promise<string[]> {
+  const hosts = [ctx.settings.gatewayUrl, ...ctx.registration.nats.servers].map((u) => {
+    try {
+      return new URL(/^[a-z]+:\/\//i.test(u) ? u : `nats://${u}`).hostname;
+    } catch {
+      return '';
+    }
+  });
+  const out = new Set<string>();
+  for (const host of hosts.filter(Boolean)) {
+    if (isIPv4(host)) out.add(`${host}/32`);
+    else for (const a of await lookup(host, { all: true, family: 4 }).catch(() => [])) out.add(`${a.address}/32`);
+  }
+  return [...out];
+}
 
 function runtimeLogger(): RuntimeLogger {
   const logger = new Logger('runtime');
@@ -27,16 +61,38 @@ export const containerRuntimeProvider: Provider = {
   inject: [AGENT_CONTEXT],
   useFactory: async (ctx: AgentContext): Promise<RuntimeHandle> => {
     const dir = ctx.settings.stateDir;
+    const logger = new Logger('containers');
     try {
+      const network =
+        ctx.settings.network === 'private'
+          ? new BridgeNetwork({
+              stateDir: join(dir, 'network'),
+              ...(ctx.settings.networkSubnet ? { subnet: ctx.settings.networkSubnet } : {}),
+              blocked: await controlPlaneAddresses(ctx),
+              logger: runtimeLogger(),
+            })
+          : undefined;
       const runtime = await detectRuntime({
         prefer: ctx.settings.runtime,
         stateDir: join(dir, 'runtime'),
         images: new ImageStore({ root: join(dir, 'images') }),
         volumeRoot: join(dir, 'volumes'),
         logger: runtimeLogger(),
+        ...(network ? { network } : {}),
+        ...(ctx.settings.userNamespaces === 'auto' ? { userNamespace: USER_NAMESPACE } : {}),
       });
-      new Logger('containers').log(`container runtime: ${runtime.kind} (state in ${join(dir, 'runtime')})`);
-      return { runtime };
+      // nerdctl brings its own networking: the bridge is runc's.
+      const isolation: ContainerIsolation = {
+        runtime: runtime.kind,
+        network: runtime instanceof RuncRuntime && network ? 'private' : 'host',
+        userNamespaces: runtime instanceof RuncRuntime && !!(await runtime.userNamespace()),
+      };
+      logger.log(
+        `container runtime: ${runtime.kind} (state in ${join(dir, 'runtime')}), network ${isolation.network}, user namespaces ${isolation.userNamespaces ? 'on' : 'off'}`,
+      );
+      if (isolation.network === 'host')
+        logger.warn('containers share the host network namespace (network: host): they can reach everything the host can');
+      return { runtime, isolation };
     } catch (e) {
       const problem = (e as Error).message;
       new Logger('containers').warn(`no container runtime (${problem}); container starts will be refused`);

@@ -17,6 +17,9 @@ export interface AgentSettings {
   machineId?: string;
   runtime: 'runc' | 'nerdctl';
   dashboard: 'auto' | 'on' | 'off';
+  network: 'private' | 'host';
+  networkSubnet?: string;
+  userNamespaces: 'auto' | 'off';
 }
 
 const ENV_KEYS = {
@@ -26,6 +29,9 @@ const ENV_KEYS = {
   MACHINE_ID: 'machineId',
   AGENT_RUNTIME: 'runtime',
   AGENT_DASHBOARD: 'dashboard',
+  AGENT_NETWORK: 'network',
+  AGENT_NETWORK_SUBNET: 'networkSubnet',
+  AGENT_USER_NAMESPACES: 'userNamespaces',
 } as const;
 
 /**
@@ -73,5 +79,8 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     machineId: merged.machineId,
     runtime: (merged.runtime as AgentSettings['runtime']) ?? 'runc',
     dashboard: (merged.dashboard as AgentSettings['dashboard']) ?? 'auto',
+    network: (merged.network as AgentSettings['network']) ?? 'private',
+    ...(merged.networkSubnet ? { networkSubnet: merged.networkSubnet } : {}),
+    userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
   };
 }

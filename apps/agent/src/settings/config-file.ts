@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
-import { ID_PATTERN } from '#tern/contracts';
+import { ID_PATTERN, ipv4CidrProblem } from '#tern/contracts';
 
 /**
  * `<state dir>/config.yaml`, written by `tern-agent init` and read by `tern-agent`. Plain
@@ -18,6 +18,12 @@ export interface AgentConfigFile {
   machineId?: string;
   runtime?: 'runc' | 'nerdctl';
   dashboard?: 'auto' | 'on' | 'off';
+  /** `private` (default): each container in its own network namespace on the agent's bridge; `host`: the machine's. */
+  network?: 'private' | 'host';
+  /** The containers' IPv4 range on the bridge (default 10.213.0.0/16). */
+  networkSubnet?: string;
+  /** `auto` (default): containers in user namespaces where the kernel allows; `off`: never. */
+  userNamespaces?: 'auto' | 'off';
   /**
    * sha256 of the join (or admin) token that `token` replaced at the first registration, so
    * an AGENT_TOKEN still holding that spent token does not shadow the machine token.
@@ -92,6 +98,27 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     required: false,
     check: (v) => (['auto', 'on', 'off'].includes(v) ? undefined : `dashboard must be auto, on or off, not "${v}"`),
     description: 'terminal dashboard: auto shows it on a TTY',
+  },
+  network: {
+    required: false,
+    check: (v) => (['private', 'host'].includes(v) ? undefined : `network must be private or host, not "${v}"`),
+    description:
+      "containers' network: private (default; own namespace on the agent's bridge, NAT, public internet only) or host (the machine's own, for hosts that cannot run the bridge: no isolation)",
+  },
+  networkSubnet: {
+    required: false,
+    check: (v) => {
+      const problem = ipv4CidrProblem(v);
+      if (problem) return `networkSubnet: ${problem}`;
+      const prefix = Number(v.split('/')[1] ?? 32);
+      return prefix >= 8 && prefix <= 24 ? undefined : `networkSubnet ${v} must be a /8 to a /24`;
+    },
+    description: "containers' IPv4 range on the bridge (default 10.213.0.0/16)",
+  },
+  userNamespaces: {
+    required: false,
+    check: (v) => (['auto', 'off'].includes(v) ? undefined : `userNamespaces must be auto or off, not "${v}"`),
+    description: "auto (default): container root is an unprivileged host user where the kernel allows; off: the host's ids",
   },
   replacedTokenSha256: {
     required: false,
