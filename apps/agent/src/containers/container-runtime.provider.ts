@@ -68,6 +68,7 @@ export const containerRuntimeProvider: Provider = {
           ? new BridgeNetwork({
               stateDir: join(dir, 'network'),
               ...(ctx.settings.networkSubnet ? { subnet: ctx.settings.networkSubnet } : {}),
+              ...(ctx.settings.bridge ? { bridge: ctx.settings.bridge } : {}),
               blocked: await controlPlaneAddresses(ctx),
               logger: runtimeLogger(),
             })

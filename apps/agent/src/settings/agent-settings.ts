@@ -19,6 +19,7 @@ export interface AgentSettings {
   dashboard: 'auto' | 'on' | 'off';
   network: 'private' | 'host';
   networkSubnet?: string;
+  bridge?: string;
   userNamespaces: 'auto' | 'off';
 }
 
@@ -31,6 +32,7 @@ const ENV_KEYS = {
   AGENT_DASHBOARD: 'dashboard',
   AGENT_NETWORK: 'network',
   AGENT_NETWORK_SUBNET: 'networkSubnet',
+  AGENT_BRIDGE: 'bridge',
   AGENT_USER_NAMESPACES: 'userNamespaces',
 } as const;
 
@@ -81,6 +83,7 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     dashboard: (merged.dashboard as AgentSettings['dashboard']) ?? 'auto',
     network: (merged.network as AgentSettings['network']) ?? 'private',
     ...(merged.networkSubnet ? { networkSubnet: merged.networkSubnet } : {}),
+    ...(merged.bridge ? { bridge: merged.bridge } : {}),
     userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
   };
 }

@@ -22,6 +22,8 @@ export interface AgentConfigFile {
   network?: 'private' | 'host';
   /** The containers' IPv4 range on the bridge (default 10.213.0.0/16). */
   networkSubnet?: string;
+  /** The bridge the agent owns (default tern0). */
+  bridge?: string;
   /** `auto` (default): containers in user namespaces where the kernel allows; `off`: never. */
   userNamespaces?: 'auto' | 'off';
   /**
@@ -114,6 +116,11 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
       return prefix >= 8 && prefix <= 24 ? undefined : `networkSubnet ${v} must be a /8 to a /24`;
     },
     description: "containers' IPv4 range on the bridge (default 10.213.0.0/16)",
+  },
+  bridge: {
+    required: false,
+    check: (v) => (/^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/.test(v) ? undefined : `bridge "${v}" must be 1-15 letters, digits, _ . -`),
+    description: 'the bridge the agent owns for private container networks (default tern0)',
   },
   userNamespaces: {
     required: false,
