@@ -65,9 +65,10 @@ export function ipv4CidrProblem(value: unknown): string | undefined {
     return `${JSON.stringify(value)} is not an IPv4 address or CIDR such as 203.0.113.0/24`;
   const bits = Number(prefix ?? 32);
   const address = ip.split('.').reduce((n, part) => n * 256 + Number(part), 0);
-  if (bits < 32 && address % 2 ** (32 - bits) !== 0)
-    return `${JSON.stringify(value)} has host bits set (the network's address ends in zero bits)`;
-  return undefined;
+  const host = address % 2 ** (32 - bits);
+  if (host === 0) return undefined;
+  const dotted = [24, 16, 8, 0].map((shift) => Math.floor((address - host) / 2 ** shift) % 256).join('.');
+  return `${JSON.stringify(value)} has host bits set: the network is ${dotted}/${bits}`;
 }
 
 /** Each element an IPv4 CIDR (see ipv4CidrProblem). */
@@ -77,7 +78,11 @@ export function IsIpv4Cidr(): PropertyDecorator {
       name: IS_IPV4_CIDR,
       validator: {
         validate: (value: unknown) => ipv4CidrProblem(value) === undefined,
-        defaultMessage: buildMessage((each) => `${each}$property must be IPv4 CIDRs such as 203.0.113.0/24 (no host bits set); got $value`),
+        defaultMessage: (args) => {
+          const values: unknown[] = Array.isArray(args?.value) ? (args.value as unknown[]) : [args?.value];
+          const problem = values.map(ipv4CidrProblem).find((p) => p !== undefined);
+          return `$property must hold IPv4 CIDRs such as 203.0.113.0/24${problem ? `: ${problem}` : ''}`;
+        },
       },
     },
     { each: true },
