@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { BridgeNetwork } from '#tern/runtime';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url)); // dist/bench/invoke → repo root
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,7 +91,9 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     const down = await script('down.mjs');
     if (down.exitCode !== 0) log(`down.mjs: ${down.all}`);
     await killAgentContainers(ternHome);
-    for (const family of ['inet', 'bridge']) await execa('nft', ['delete', 'table', family, `tern_${bridge}`], { reject: false });
+    // The agent's bridge, tables and the namespaces it still leases (its spares).
+    for (const d of existsSync(join(ternHome, 'agent')) ? readdirSync(join(ternHome, 'agent')) : [])
+      await new BridgeNetwork({ bridge, stateDir: join(ternHome, 'agent', d, 'network') }).destroy().catch(() => undefined);
     await execa('ip', ['link', 'del', bridge], { reject: false });
     const pg = (await import('pg')).default;
     const db = new pg.Client({ connectionString: databaseUrl });

@@ -183,5 +183,7 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
     expect(await exists(`/run/netns/${left.netns}`)).toBe(false);
     expect(await restarted.attachment(neighbour)).toBeDefined();
     expect(await reachable(neighbourAddress, 8080)).toBe(true);
+    // The last test: this instance goes, and with it everything on the bridge (spares included).
+    await restarted.destroy();
   }, 60_000);
 });

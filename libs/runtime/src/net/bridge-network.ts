@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -33,6 +33,13 @@ export interface Attachment {
 export const DEFAULT_BRIDGE = 'tern0';
 export const DEFAULT_SUBNET = '10.213.0.0/16';
 const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
+/** Namespaces kept ready ahead of the containers that will need them. */
+const SPARES = 2;
+/** A spare's lease names no container: `:` is in no container id. */
+const SPARE_PREFIX = ':spare:';
+
+/** An egress narrower than the default, which needs a rule of its own. */
+const narrowed = (e: EgressPolicy) => !!e.block || e.allow !== undefined;
 
 /**
  * A private network namespace per container, joined by a veth pair to a bridge the agent owns,
@@ -59,6 +66,9 @@ export class BridgeNetwork {
   private readonly log: RuntimeLogger;
   private readonly blocked: string[];
   private ready?: Promise<void>;
+  /** Namespaces made ahead of time, ready to hand to the next containers. */
+  private readonly spares: Attachment[] = [];
+  private making = 0;
   /** nft rewrites and lease changes, one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -106,37 +116,82 @@ export class BridgeNetwork {
       }
       await this.applyRules();
       this.log.info({ bridge: this.bridge, subnet: formatNet(this.subnet) }, 'private container network ready');
+      setImmediate(() => this.replenish());
     }));
   }
 
-  /** Gives a container its namespace, address and rules; returns where runc finds the namespace. */
+  /**
+   * Gives a container its namespace, address and rules; returns where runc finds the namespace.
+   * A spare made ahead of time is taken when there is one (a cold start then pays no `ip`
+   * calls, and no `nft` call unless its egress is narrowed), and another is made behind it.
+   */
   attach(containerId: string, egress: EgressPolicy): Promise<Attachment> {
-    return this.serialized(async () => {
+    const attached = this.serialized(async () => {
       if (!this.ready) throw new ContainerRuntimeError('the container network is not set up');
       const existing = (await this.attachments()).find((a) => a.containerId === containerId);
-      if (existing) await this.teardown(existing);
-      const tag = createHash('sha256').update(`${this.bridge}/${containerId}`).digest('hex').slice(0, 10);
-      const attachment = await this.lease({ containerId, netns: `tern-${tag}`, hostVeth: `tv${tag}`, egress });
-      try {
-        await this.ipx(['netns', 'add', attachment.netns]);
-        await this.ipx(['link', 'add', attachment.hostVeth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', attachment.netns]);
-        await this.ipx(['link', 'set', attachment.hostVeth, 'master', this.bridge, 'up']);
-        // Isolated ports forward only to the bridge itself, never to one another (the nft
-        // bridge rule below says the same, should either be missing).
-        await this.ipx(['link', 'set', attachment.hostVeth, 'type', 'bridge_slave', 'isolated', 'on']);
-        await this.ipBatch(attachment.netns, [
-          `addr add ${attachment.address}/${this.subnet.prefix} dev eth0`,
-          'link set eth0 up',
-          'link set lo up',
-          `route add default via ${this.gateway}`,
-        ]);
+      if (existing) {
+        await this.teardown(existing);
         await this.applyRules();
+      }
+      const spare = this.spares.shift();
+      const attachment = spare ? { ...spare, containerId, egress } : await this.build(await this.lease(this.names(containerId, egress)));
+      try {
+        if (spare) await writeFile(this.leaseFile(attachment.address), JSON.stringify(attachment), { mode: 0o600 });
+        if (spare ? narrowed(egress) : true) await this.applyRules();
         return attachment;
       } catch (e) {
         await this.teardown(attachment);
         throw e;
       }
     });
+    void attached.finally(() => this.replenish()).catch(() => undefined);
+    return attached;
+  }
+
+  /** Names of a container's namespace and host veth, from a hash of the bridge and its id. */
+  private names(containerId: string, egress: EgressPolicy): Omit<Attachment, 'address'> {
+    const tag = createHash('sha256').update(`${this.bridge}/${containerId}`).digest('hex').slice(0, 10);
+    return { containerId, netns: `tern-${tag}`, hostVeth: `tv${tag}`, egress };
+  }
+
+  /** Makes a leased attachment's namespace and veth pair: one `ip` batch on each side. */
+  private async build(a: Attachment): Promise<Attachment> {
+    try {
+      // Isolated ports forward only to the bridge itself, never to one another (the nft bridge
+      // rule says the same, should either be missing).
+      await this.ipBatch(undefined, [
+        `netns add ${a.netns}`,
+        `link add ${a.hostVeth} type veth peer name eth0 netns ${a.netns}`,
+        `link set ${a.hostVeth} master ${this.bridge} up`,
+        `link set ${a.hostVeth} type bridge_slave isolated on`,
+      ]);
+      await this.ipBatch(a.netns, [
+        `addr add ${a.address}/${this.subnet.prefix} dev eth0`,
+        'link set eth0 up',
+        'link set lo up',
+        `route add default via ${this.gateway}`,
+      ]);
+      return a;
+    } catch (e) {
+      await this.teardown(a);
+      throw e;
+    }
+  }
+
+  /** Keeps SPARES namespaces ready (leased to a spare id, which no container id can be). */
+  private replenish(): void {
+    if (!this.ready) return;
+    while (this.spares.length + this.making < SPARES) {
+      this.making++;
+      const id = `${SPARE_PREFIX}${randomBytes(4).toString('hex')}`;
+      void this.lease(this.names(id, {}))
+        .then((a) => this.build(a))
+        .then(
+          (a) => void this.spares.push(a),
+          (e: Error) => this.log.warn({ err: e.message }, `could not prepare a spare container network: ${e.message}`),
+        )
+        .finally(() => this.making--);
+    }
   }
 
   netnsPath(a: Attachment): string {
@@ -148,7 +203,8 @@ export class BridgeNetwork {
     return this.serialized(async () => {
       const found = (await this.attachments()).filter((a) => a.containerId === containerId);
       for (const a of found) await this.teardown(a);
-      if (found.length && this.ready) await this.applyRules();
+      // Only a narrowed egress has rules of its own.
+      if (found.some((a) => narrowed(a.egress)) && this.ready) await this.applyRules();
     });
   }
 
@@ -159,13 +215,15 @@ export class BridgeNetwork {
   /** Everything this network made: tables, bridge, namespaces, leases (tests and uninstall). */
   destroy(): Promise<void> {
     return this.serialized(async () => {
+      this.ready = undefined;
+      while (this.making > 0) await new Promise((r) => setTimeout(r, 20));
+      this.spares.length = 0;
       for (const a of await this.attachments()) await this.teardown(a);
       await this.nft(
         `table inet ${this.table} {}\ndelete table inet ${this.table}\ntable bridge ${this.table} {}\ndelete table bridge ${this.table}\n`,
       );
       await this.ipRun(['link', 'del', this.bridge]);
       await rm(this.leases, { recursive: true, force: true });
-      this.ready = undefined;
     });
   }
 
@@ -203,7 +261,7 @@ export class BridgeNetwork {
       if (taken.has(address)) continue;
       const attachment = { ...a, address };
       try {
-        await writeFile(join(this.leases, `${address}.json`), JSON.stringify(attachment), { flag: 'wx', mode: 0o600 });
+        await writeFile(this.leaseFile(address), JSON.stringify(attachment), { flag: 'wx', mode: 0o600 });
         return attachment;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
@@ -213,10 +271,18 @@ export class BridgeNetwork {
   }
 
   private async teardown(a: Attachment): Promise<void> {
-    // The container's end of the veth pair goes with its namespace, and the host's end with it.
-    await this.ipRun(['netns', 'del', a.netns]);
-    await this.ipRun(['link', 'del', a.hostVeth]);
-    await rm(join(this.leases, `${a.address}.json`), { force: true });
+    // The container's end of the veth pair goes with its namespace, and the host's end with it
+    // (deleted by name too, in case the namespace was lost first); -force runs both whatever fails.
+    await execa(this.options.ip ?? 'ip', ['-force', '-batch', '-'], {
+      input: `netns del ${a.netns}\nlink del ${a.hostVeth}\n`,
+      reject: false,
+      all: true,
+    });
+    await rm(this.leaseFile(a.address), { force: true });
+  }
+
+  private leaseFile(address: string): string {
+    return join(this.leases, `${address}.json`);
   }
 
   /** The whole ruleset of this network, replaced in one nft transaction. */
@@ -240,7 +306,6 @@ export class BridgeNetwork {
         }
         return [];
       });
-    const ports = attachments.map((a) => JSON.stringify(a.hostVeth));
     return [
       `table inet ${t} {}`,
       `delete table inet ${t}`,
@@ -277,7 +342,8 @@ export class BridgeNetwork {
       `table bridge ${t} {`,
       `  chain forward {`,
       `    type filter hook forward priority filter; policy accept;`,
-      ...(ports.length ? [`    iifname { ${ports.join(', ')} } drop`] : []),
+      // Every tern container's host veth is tv<hash>: no frame goes from one to another.
+      `    iifname "tv*" oifname "tv*" drop`,
       `  }`,
       `}`,
       '',
@@ -299,8 +365,10 @@ export class BridgeNetwork {
     if (r.exitCode !== 0) throw new ContainerRuntimeError(`ip ${args.join(' ')}: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
   }
 
-  private async ipBatch(netns: string, lines: string[]): Promise<void> {
-    const r = await execa(this.options.ip ?? 'ip', ['-n', netns, '-batch', '-'], { input: lines.join('\n'), reject: false, all: true });
-    if (r.exitCode !== 0) throw new ContainerRuntimeError(`ip -n ${netns}: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
+  /** `ip -batch` in the root namespace (netns undefined) or in `netns`: one exec for many commands. */
+  private async ipBatch(netns: string | undefined, lines: string[]): Promise<void> {
+    const args = [...(netns ? ['-n', netns] : []), '-batch', '-'];
+    const r = await execa(this.options.ip ?? 'ip', args, { input: lines.join('\n'), reject: false, all: true });
+    if (r.exitCode !== 0) throw new ContainerRuntimeError(`ip ${args.join(' ')}: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
   }
 }
