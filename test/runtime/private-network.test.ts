@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { once } from 'node:events';
-import { access, mkdtemp } from 'node:fs/promises';
+import { access, chmod, mkdtemp } from 'node:fs/promises';
 import { createServer, type Server, Socket } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,6 +152,29 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
     expect(result[other]).not.toBe('open');
     // An allow list narrows the default, never widens it: link-local stays out of reach.
     expect(result[`${metadata.address}:${metadata.port}`]).not.toBe('open');
+  }, 30_000);
+
+  it('runs a container in a user namespace on the private network: root inside, /sys readable, the internet reached', async () => {
+    const userns = await RuntimeSandbox.create({ network, userNamespace: { hostId: 400_000, size: 65_536 } });
+    await chmod(userns.dir, 0o711); // the mapped root must walk to the image's rootfs (mkdtemp makes 0700)
+    try {
+      expect(await userns.runtime.userNamespace()).toEqual({ hostId: 400_000, size: 65_536 });
+      const id = containerId('userns');
+      const target = `${internet.address}:${internet.port}`;
+      const program = `${PROBE_MODULE}\nimport os\nprint(os.getuid(), open('/proc/self/uid_map').read().split(), os.listdir('/sys/class') != [], flush=True)`;
+      await userns.runtime.start({
+        id,
+        image: 'host',
+        user: { uid: 0, gid: 0 },
+        args: ['python3', '-c', program, JSON.stringify([target])],
+        network: 'private',
+      });
+      const lines = (await collectLogs(userns.runtime, id)).map((l) => `${l.stream}:${l.line}`);
+      expect(lines).toEqual([`stdout:{"${target}": "open"}`, "stdout:0 ['0', '400000', '65536'] True"]);
+      await userns.runtime.remove(id);
+    } finally {
+      await userns.destroy();
+    }
   }, 30_000);
 
   it('removes a container with its namespace, veth, lease and rules; a restarted agent drops what is left of gone ones', async () => {

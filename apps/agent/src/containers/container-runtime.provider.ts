@@ -1,7 +1,8 @@
 import { Logger, type Provider } from '@nestjs/common';
 import { lookup } from 'node:dns/promises';
+import { chmod, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ContainerIsolation } from '#tern/contracts';
 import { BridgeNetwork, type ContainerRuntime, detectRuntime, ImageStore, RuncRuntime, type RuntimeLogger } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
@@ -21,6 +22,23 @@ export type RuntimeHandle =
  * uses (regular accounts and the usual /etc/subuid ranges sit far below it).
  */
 export const USER_NAMESPACE = { hostId: 1_000_000_000, size: 65_536 } as const;
+
+/**
+ * A container's root under a user namespace is an unprivileged host user, which must still walk
+ * to the image store and the code bundles under the state directory: when every parent lets it
+ * (otherwise the runtime logs why it runs without user namespaces), the directory gets o+x
+ * (search, not read: nothing in it can be listed, and config.yaml stays 0600).
+ */
+async function letMappedRootIn(dir: string, logger: Logger): Promise<void> {
+  for (let parent = dirname(dir); parent !== dirname(parent); parent = dirname(parent))
+    if (((await stat(parent)).mode & 0o001) === 0) return;
+  const mode = (await stat(dir)).mode & 0o777;
+  if (mode & 0o001) return;
+  await chmod(dir, mode | 0o001);
+  logger.log(
+    `state directory ${dir} is now searchable by other users (mode ${(mode | 0o001).toString(8)}) so that containers in user namespaces reach their images and code`,
+  );
+}
 
 /**
  * The control plane's addresses, which no container reaches (on top of the ranges none ever
@@ -73,6 +91,7 @@ export const containerRuntimeProvider: Provider = {
               logger: runtimeLogger(),
             })
           : undefined;
+      if (ctx.settings.userNamespaces === 'auto') await letMappedRootIn(dir, logger);
       const runtime = await detectRuntime({
         prefer: ctx.settings.runtime,
         stateDir: join(dir, 'runtime'),
