@@ -1,27 +1,11 @@
 import { randomInt } from 'node:crypto';
-import { once } from 'node:events';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, Socket } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { agentNetworkEnv } from '../support/agent-network.js';
-import { InternetHost } from '../support/internet-host.js';
 import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
-import { PROBE_MODULE } from '../support/probe.js';
+import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { startStack, type Stack } from '../support/stack.js';
-
-/** Whether a TCP connection from this (the host's) namespace gets through: the control for each probe. */
-function reachable(host: string, port: number): Promise<boolean> {
-  const socket = new Socket();
-  socket.setTimeout(2000);
-  return new Promise<boolean>((resolve) => {
-    socket.once('connect', () => resolve(true));
-    socket.once('timeout', () => resolve(false));
-    socket.once('error', () => resolve(false));
-    socket.connect(port, host);
-  }).finally(() => socket.destroy());
-}
 
 const portOf = (url: string) => Number(new URL(url).port);
 
@@ -33,16 +17,8 @@ const portOf = (url: string) => Number(new URL(url).port);
  */
 (await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sealed container network end to end', () => {
   let stack: Stack;
-  let internet: InternetHost;
-  let otherInternet: InternetHost;
-  let metadata: InternetHost;
-  let privateHost: InternetHost;
-  let hostService: Server;
-  let hostPort: number;
+  let targets: ProbeTargets;
   let bridgeAddress: string;
-  const hostAddress = Object.values(networkInterfaces())
-    .flat()
-    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
 
   const call = (path: string, body: unknown) =>
     fetch(`${stack.gateway}${path}`, {
@@ -83,29 +59,19 @@ const portOf = (url: string) => Number(new URL(url).port);
   }
 
   beforeAll(async () => {
-    const slot = 4 * randomInt(0, 32);
-    internet = await InternetHost.start([{ status: 200 }], `203.0.113.${slot + 2}`);
-    otherInternet = await InternetHost.start([{ status: 200 }], `203.0.113.${slot + 130}`);
-    metadata = await InternetHost.start([{ status: 200 }], '169.254.169.254');
-    privateHost = await InternetHost.start([{ status: 200 }], `192.168.${randomInt(0, 256)}.${4 * randomInt(0, 64) + 2}`);
-    // A service of the host's listening on every address, as a careless one would.
-    hostService = createServer((s) => s.end());
-    hostService.listen(0, '0.0.0.0');
-    await once(hostService, 'listening');
-    hostPort = (hostService.address() as { port: number }).port;
+    targets = await ProbeTargets.start(`192.168.${randomInt(0, 256)}`);
     stack = await startStack('sealed');
     bridgeAddress = agentNetworkEnv(String(stack.env.TERN_HOME)).AGENT_NETWORK_SUBNET.replace(/0\/24$/, '1');
   }, 180_000);
 
   afterAll(async () => {
     await stack?.stop();
-    for (const h of [internet, otherInternet, metadata, privateHost]) await h?.stop();
-    hostService?.close();
+    await targets?.stop();
   });
 
   it('reaches the internet host, and none of: the host (loopback, bridge, its address), another container, metadata, a private address', async () => {
     const state = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'state.json'), 'utf8')) as { ports: Record<string, number> };
-    const services = [portOf(TEST_NATS_URL), portOf(TEST_DATABASE_URL), portOf(stack.gateway), state.ports.agent, hostPort];
+    const services = [portOf(TEST_NATS_URL), portOf(TEST_DATABASE_URL), portOf(stack.gateway), state.ports.agent, targets.hostPort];
     expect(services.every((p) => Number.isInteger(p) && p > 0)).toBe(true);
 
     await deployProbe('neighbour');
@@ -113,11 +79,11 @@ const portOf = (url: string) => Number(new URL(url).port);
     await deployProbe('prober');
     // Controls: every target is there, and the host itself reaches it.
     for (const [h, p] of [
-      [internet.address, internet.port],
-      [metadata.address, metadata.port],
-      [privateHost.address, privateHost.port],
+      [targets.internet.address, targets.internet.port],
+      [targets.metadata.address, targets.metadata.port],
+      [targets.privateHost.address, targets.privateHost.port],
       [neighbour, 8080],
-      [bridgeAddress, hostPort],
+      [bridgeAddress, targets.hostPort],
       ...services.map((p) => ['127.0.0.1', p] as const),
     ] as const)
       expect([h, p, await reachable(h, p)]).toEqual([h, p, true]);
@@ -125,12 +91,12 @@ const portOf = (url: string) => Number(new URL(url).port);
     const blocked = [
       ...services.map((p) => `127.0.0.1:${p}`),
       ...services.map((p) => `${bridgeAddress}:${p}`),
-      ...(hostAddress ? services.map((p) => `${hostAddress}:${p}`) : []),
+      ...(ProbeTargets.hostAddress ? services.map((p) => `${ProbeTargets.hostAddress}:${p}`) : []),
       `${neighbour}:8080`,
-      `${metadata.address}:${metadata.port}`,
-      `${privateHost.address}:${privateHost.port}`,
+      `${targets.metadata.address}:${targets.metadata.port}`,
+      `${targets.privateHost.address}:${targets.privateHost.port}`,
     ];
-    const open = `${internet.address}:${internet.port}`;
+    const open = `${targets.internet.address}:${targets.internet.port}`;
     const { result } = await probe('prober', [open, ...blocked]);
     expect(result[open]).toBe('open');
     expect(blocked.filter((t) => result[t] === 'open')).toEqual([]);
@@ -139,16 +105,19 @@ const portOf = (url: string) => Number(new URL(url).port);
 
   it('with network: {block: true} reaches not even the internet host', async () => {
     await deployProbe('sealed', 'network:\n  block: true\n');
-    const target = `${internet.address}:${internet.port}`;
+    const target = `${targets.internet.address}:${targets.internet.port}`;
     const { result } = await probe('sealed', [target]);
     expect(result[target]).not.toBe('open');
   }, 60_000);
 
   it('with network: {allow: [CIDR]} reaches exactly that range', async () => {
-    const cidr = `${internet.address.replace(/\d+$/, (d) => String(Number(d) - 2))}/30`;
+    const cidr = targets.internetCidr;
     await deployProbe('narrow', `network:\n  allow: ["${cidr}"]\n`);
-    const [allowed, other] = [`${internet.address}:${internet.port}`, `${otherInternet.address}:${otherInternet.port}`];
-    expect(await reachable(otherInternet.address, otherInternet.port)).toBe(true);
+    const [allowed, other] = [
+      `${targets.internet.address}:${targets.internet.port}`,
+      `${targets.otherInternet.address}:${targets.otherInternet.port}`,
+    ];
+    expect(await reachable(targets.otherInternet.address, targets.otherInternet.port)).toBe(true);
     const { result } = await probe('narrow', [allowed, other]);
     expect(result).toEqual({ [allowed]: 'open', [other]: expect.not.stringMatching(/^open$/) });
   }, 60_000);
@@ -188,7 +157,7 @@ const portOf = (url: string) => Number(new URL(url).port);
     expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);
     expect((await call('/endpoint/bomb', {})).status).toBe(200);
     await new Promise((r) => setTimeout(r, 3000));
-    const { result } = await probe('neighbour', [`${internet.address}:${internet.port}`]);
+    const { result } = await probe('neighbour', [`${targets.internet.address}:${targets.internet.port}`]);
     expect(Object.values(result)).toEqual(['open']);
     const [machine] = JSON.parse((await stack.tern('machine', 'list', '--json')).stdout) as { id: string }[];
     const shown = await stack.tern('machine', 'show', machine.id);
