@@ -38,6 +38,9 @@ const SPARES = 2;
 /** A spare's lease names no container: `:` is in no container id. */
 const SPARE_PREFIX = ':spare:';
 
+const missingTool = (tool: string, pkg: string) =>
+  `${tool} is not installed: the private container network needs it (apt-get install ${pkg}), or set AGENT_NETWORK=host to run containers without network isolation`;
+
 /** An egress narrower than the default, which needs a rule of its own. */
 const narrowed = (e: EgressPolicy) => !!e.block || e.allow !== undefined;
 
@@ -101,7 +104,8 @@ export class BridgeNetwork {
    * (gone while no agent ran) are released first, with whatever they left behind.
    */
   setup(keep: ReadonlySet<string>): Promise<void> {
-    return (this.ready ??= this.serialized(async () => {
+    const first = !this.ready;
+    this.ready ??= this.serialized(async () => {
       await mkdir(this.leases, { recursive: true, mode: 0o700 });
       const bridgeUp = await this.ipRun(['link', 'show', 'dev', this.bridge]);
       if (bridgeUp.exitCode !== 0) await this.ipx(['link', 'add', this.bridge, 'type', 'bridge']);
@@ -117,7 +121,10 @@ export class BridgeNetwork {
       await this.applyRules();
       this.log.info({ bridge: this.bridge, subnet: formatNet(this.subnet) }, 'private container network ready');
       setImmediate(() => this.replenish());
-    }));
+    });
+    // A failed setup (nft missing, say) is tried again by the next container, not remembered.
+    if (first) this.ready.catch(() => (this.ready = undefined));
+    return this.ready;
   }
 
   /**
@@ -352,12 +359,15 @@ export class BridgeNetwork {
 
   private async nft(script: string): Promise<void> {
     const r = await execa(this.options.nft ?? 'nft', ['-f', '-'], { input: script, reject: false, all: true });
+    if ((r as { code?: string }).code === 'ENOENT') throw new ContainerRuntimeError(missingTool('nft', 'nftables'));
     if (r.exitCode !== 0)
       throw new ContainerRuntimeError(`nft refused the container network's rules: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
   }
 
-  private ipRun(args: string[]) {
-    return execa(this.options.ip ?? 'ip', args, { reject: false, all: true, stdin: 'ignore' });
+  private async ipRun(args: string[]) {
+    const r = await execa(this.options.ip ?? 'ip', args, { reject: false, all: true, stdin: 'ignore' });
+    if ((r as { code?: string }).code === 'ENOENT') throw new ContainerRuntimeError(missingTool('ip', 'iproute2'));
+    return r;
   }
 
   private async ipx(args: string[]): Promise<void> {
