@@ -47,15 +47,16 @@ const narrowed = (e: EgressPolicy) => !!e.block || e.allow !== undefined;
 /**
  * A private network namespace per container, joined by a veth pair to a bridge the agent owns,
  * with outbound NAT. The rules live in the agent's own nftables tables (`inet tern_<bridge>`,
- * `bridge tern_<bridge>`), rewritten whole and atomically from the leases on disk whenever a
- * container comes or goes, so they are idempotent and hold exactly the containers that exist:
+ * `bridge tern_<bridge>`), rewritten whole and atomically from the leases on disk at set-up and
+ * whenever a container with a narrowed egress comes or goes (the others have no rule of their
+ * own), so they are idempotent and hold exactly the containers that exist:
  *
  * - containers reach nothing of the host (every local address, whichever interface holds it):
  *   new connections from the bridge are dropped on input; the agent's own connections to a
  *   container (established) come back;
  * - nothing forwarded reaches a container unless it answers the container's own connection;
- * - frames between two ports of the bridge are dropped (no container reaches another): the
- *   ports are isolated, and the bridge table drops what comes in on them to be forwarded;
+ * - frames between two containers' ports are dropped (no container reaches another): the
+ *   ports are isolated, and the bridge table drops frames from one `tv…` port to another;
  * - forwarded traffic from a container is dropped towards NEVER_REACHED and `blocked`, and
  *   then per container: everything (`block`) or whatever is outside `allow`; IPv6 is dropped
  *   (the bridge has no IPv6);
