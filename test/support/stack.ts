@@ -98,11 +98,19 @@ export function stackSandbox(label: string): StackSandbox {
   };
 }
 
-/** The whole system as a newcomer gets it from `npm run up -- --detach`. */
-export async function startStack(label: string): Promise<Stack> {
+/**
+ * The whole system as a newcomer gets it from `npm run up -- --detach`, with `args` added and
+ * `env` laid over the sandbox's (a variable set to undefined is removed: no NATS_URL starts a
+ * private NATS).
+ */
+export async function startStack(
+  label: string,
+  options: { args?: string[]; env?: Record<string, string | undefined> } = {},
+): Promise<Stack & { output: string }> {
   const sandbox = stackSandbox(label);
-  const { env } = sandbox;
-  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach'], env);
+  const env = { ...sandbox.env, ...options.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach', ...(options.args ?? [])], env);
   if (up.code !== 0) {
     await sandbox.cleanup();
     throw new Error(`npm run up failed (${up.code}):\n${up.stdout}\n${up.stderr}`);
@@ -114,6 +122,7 @@ export async function startStack(label: string): Promise<Stack> {
     gateway,
     token,
     env,
+    output: up.stdout + up.stderr,
     tern: (...args) => run([join(ROOT, 'bin', 'tern.js'), ...args], env),
     scratch(label) {
       const dir = mkdtempSync(join(tmpdir(), `tern-${label}-`));

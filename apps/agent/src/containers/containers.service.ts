@@ -312,7 +312,7 @@ export class ContainersService implements BeforeApplicationShutdown {
             sequence: t.logSequence++,
             at: l.time.toISOString(),
           },
-          [id],
+          [this.machineId, t.record.deploymentId, id],
         );
       }
     } catch (e) {

@@ -21,6 +21,8 @@ export interface AgentSettings {
   networkSubnet?: string;
   bridge?: string;
   userNamespaces: 'auto' | 'off';
+  /** The CA pinned for the gateway's HTTPS and NATS's TLS; undefined: the system's roots, NATS as the server offers. */
+  ca?: string;
 }
 
 const ENV_KEYS = {
@@ -34,6 +36,7 @@ const ENV_KEYS = {
   AGENT_NETWORK_SUBNET: 'networkSubnet',
   AGENT_BRIDGE: 'bridge',
   AGENT_USER_NAMESPACES: 'userNamespaces',
+  AGENT_CA_FILE: 'ca',
 } as const;
 
 /**
@@ -85,5 +88,6 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     ...(merged.networkSubnet ? { networkSubnet: merged.networkSubnet } : {}),
     ...(merged.bridge ? { bridge: merged.bridge } : {}),
     userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
+    ...(merged.ca ? { ca: merged.ca } : {}),
   };
 }

@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
 import { ID_PATTERN, ipv4CidrProblem } from '#tern/contracts';
+import { caProblem } from './ca-file.js';
 
 /**
  * `<state dir>/config.yaml`, written by `tern-agent init` and read by `tern-agent`. Plain
@@ -26,6 +27,8 @@ export interface AgentConfigFile {
   bridge?: string;
   /** `auto` (default): containers in user namespaces where the kernel allows; `off`: never. */
   userNamespaces?: 'auto' | 'off';
+  /** PEM file of the CA the agent pins for the gateway's HTTPS and NATS's TLS (tern-agent init --ca). */
+  ca?: string;
   /**
    * sha256 of the join (or admin) token that `token` replaced at the first registration, so
    * an AGENT_TOKEN still holding that spent token does not shadow the machine token.
@@ -127,6 +130,12 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     check: (v) => (['auto', 'off'].includes(v) ? undefined : `userNamespaces must be auto or off, not "${v}"`),
     description: "auto (default): container root is an unprivileged host user where the kernel allows; off: the host's ids",
   },
+  ca: {
+    required: false,
+    check: (v) => caProblem(v),
+    normalise: (v) => resolve(v.trim()),
+    description: "CA certificate (PEM) pinned for the gateway's HTTPS and NATS's TLS",
+  },
   replacedTokenSha256: {
     required: false,
     internal: true,
@@ -187,7 +196,7 @@ export function parseConfigYaml(text: string, source = 'config.yaml'): AgentConf
 const HEADER = [
   '# Tern agent configuration, written by `tern-agent init` (edit with `tern-agent config set`).',
   '# Environment variables override it: AGENT_GATEWAY_URL, AGENT_TOKEN, POOL, MACHINE_ID,',
-  "# AGENT_RUNTIME, AGENT_DASHBOARD. Keep this file private: it holds the machine's token.",
+  "# AGENT_RUNTIME, AGENT_DASHBOARD, AGENT_CA_FILE. Keep this file private: it holds the machine's token.",
   '',
 ].join('\n');
 

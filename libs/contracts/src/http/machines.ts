@@ -110,6 +110,16 @@ export interface CreatedMachine {
   command: string;
 }
 
+/**
+ * The answer to `POST /api/v1/machines/<id>/rotate-token` (operator) and
+ * `POST /api/v1/machine/rotate-token` (the machine, with its current token): the new machine
+ * token, shown once. The previous one stopped working when this answer was sent.
+ */
+export interface RotatedMachineToken {
+  machineId: string;
+  machineToken: string;
+}
+
 /** `GET /api/v1/machines/<id>/reputation`: the current score, then the history, newest first. */
 export interface MachineReputation {
   machineId: string;
