@@ -35,6 +35,7 @@ export const DEFAULT_SUBNET = '10.213.0.0/16';
 const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
 /** Namespaces kept ready ahead of the containers that will need them. */
 const SPARES = 2;
+const REPLENISH_DELAY_MS = 2000;
 /** A spare's lease names no container: `:` is in no container id. */
 const SPARE_PREFIX = ':spare:';
 
@@ -152,7 +153,8 @@ export class BridgeNetwork {
         throw e;
       }
     });
-    void attached.finally(() => this.replenish()).catch(() => undefined);
+    // Made a little later: not while the container that took the spare is starting.
+    void attached.finally(() => setTimeout(() => this.replenish(), REPLENISH_DELAY_MS).unref()).catch(() => undefined);
     return attached;
   }
 
