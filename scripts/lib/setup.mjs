@@ -14,6 +14,7 @@ const PACKAGES = {
   // The agent's private container network: a bridge, namespaces and veths (ip), its rules (nft).
   nftables: () => which('nft'),
   iproute2: () => which('ip'),
+  openssl: () => which('openssl'),
 };
 
 /**
