@@ -135,7 +135,7 @@ async function up(f, exposed) {
     if (env.TERN_SKIP_INSTALL !== '1') {
       await ensureSystemPackages({
         required: [...(external.nats ? [] : ['nats-server']), ...(external.postgres ? [] : ['postgresql'])],
-        optional: ['runc', 'umoci'],
+        optional: ['runc', 'umoci', 'nftables', 'iproute2'],
       });
       await ensureNodeModules();
     }

@@ -35,7 +35,7 @@ class Health(BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *args):
         pass
-server = HTTPServer(("127.0.0.1", int(os.environ["PORT"])), Health)
+server = HTTPServer(("0.0.0.0", int(os.environ["PORT"])), Health)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 time.sleep(float(os.environ.get("LIFETIME", "2")))
 print("bye", flush=True)

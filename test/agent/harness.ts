@@ -8,6 +8,7 @@ import { parse } from 'yaml';
 import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess } from '../support/processes.js';
+import { agentNetworkEnv, removeAgentNetwork } from '../support/agent-network.js';
 
 export const ADMIN = `tern_${'a'.repeat(43)}`;
 
@@ -71,7 +72,14 @@ export class AgentProcess extends ServiceProcess {
     readonly stateDir: string,
     env: Record<string, string>,
   ) {
-    super('agent', { LOG_FORMAT: 'json', LOG_LEVEL: 'info', AGENT_STATE_DIR: stateDir, AGENT_DASHBOARD: 'off', ...env });
+    super('agent', {
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      AGENT_STATE_DIR: stateDir,
+      AGENT_DASHBOARD: 'off',
+      ...agentNetworkEnv(stateDir),
+      ...env,
+    });
   }
 
   static forPlane(plane: ControlPlane, env: Record<string, string> = {}, stateDir = tempStateDir()): AgentProcess {
@@ -100,6 +108,7 @@ export function tempStateDir(): string {
 }
 
 export function removeStateDir(dir: string) {
+  removeAgentNetwork(dir);
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -1,11 +1,11 @@
 import { execa } from 'execa';
 
 /**
- * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip). On a
+ * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip, nft, openssl). On a
  * developer's machine a missing part skips the suite with a warning; under CI=true it fails the
  * run with the reason and the fix, because a suite that passes by skipping proves nothing.
  */
-export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'openssl';
+export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -14,6 +14,7 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   python3: 'apt-get install python3',
   'nats-server': 'apt-get install nats-server',
   ip: 'apt-get install iproute2',
+  nft: 'apt-get install nftables',
   openssl: 'apt-get install openssl',
 };
 

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { TEST_DATABASE_URL, TEST_NATS_URL, uniqueName } from './isolation.js';
 import { deleteNamespaces } from './nats.js';
+import { agentNetworkEnv, removeAgentNetwork } from './agent-network.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -77,6 +78,7 @@ export function stackSandbox(label: string): StackSandbox {
     TERN_SKIP_BUILD: '1', // npm test built dist/ already
     LOG_LEVEL: 'info',
     NO_COLOR: '1',
+    ...agentNetworkEnv(ternHome),
   };
   return {
     env,
@@ -89,6 +91,7 @@ export function stackSandbox(label: string): StackSandbox {
       await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await db.end();
       await deleteNamespaces(namespace);
+      removeAgentNetwork(ternHome);
       rmSync(ternHome, { recursive: true, force: true });
       rmSync(home, { recursive: true, force: true });
     },

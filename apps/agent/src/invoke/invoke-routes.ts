@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Subscription } from '@nats-io/transport-node';
 import { Messaging, serveInvoke } from '#tern/messaging';
-import { containerForwarder } from './forward.js';
+import { containerForwarder, type ContainerEndpoint } from './forward.js';
 
 /**
  * The invoke subjects this agent serves: `tern.invoke.<containerId>.v1` for each of its ready
@@ -16,10 +16,10 @@ export class InvokeRoutes implements OnApplicationShutdown {
 
   constructor(@Inject(Messaging) private readonly messaging: Messaging) {}
 
-  serve(containerId: string, port: number): void {
+  serve(containerId: string, endpoint: ContainerEndpoint): void {
     if (this.subs.has(containerId)) return;
-    this.subs.set(containerId, serveInvoke(this.messaging, containerId, containerForwarder(port)));
-    this.logger.log({ containerId, port }, `serving invokes for ${containerId} (port ${port})`);
+    this.subs.set(containerId, serveInvoke(this.messaging, containerId, containerForwarder(endpoint)));
+    this.logger.log({ containerId, ...endpoint }, `serving invokes for ${containerId} (${endpoint.host}:${endpoint.port})`);
   }
 
   drop(containerId: string): void {

@@ -80,7 +80,14 @@ export interface MachineDetail extends MachineSummary {
   disks: MachineDiskView[];
   networkInterfaces: MachineNetworkInterfaceView[];
   joinToken: { expiresAt: string | null; usedAt: string | null } | null;
-  heartbeat: { sentAt: string; receivedAt: string; sequence: number; runningContainers: string[] } | null;
+  heartbeat: {
+    sentAt: string;
+    receivedAt: string;
+    sequence: number;
+    runningContainers: string[];
+    /** How the agent isolates containers (network mode, user namespaces), as its last heartbeat said. */
+    isolation?: { runtime: string; network: 'private' | 'host'; userNamespaces: boolean };
+  } | null;
   createdAt: string;
   updatedAt: string;
 }
