@@ -91,7 +91,9 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
     nc = await connectNats({ servers: [TEST_NATS_URL], name: 'agent-containers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
     subs.push(
-      nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }),
+      nc.subscribe(`${plane.namespace}.container.${MACHINE}.*.v1`, {
+        callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }),
+      }),
       nc.subscribe(messaging.subject(CONTAINER_LOG_LINE), { callback: (_e, m) => void logs.push(m.json<ContainerLogLine>()) }),
       nc.subscribe(messaging.subject(MACHINE_HEARTBEAT, [MACHINE]), { callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()) }),
     );

@@ -16,7 +16,7 @@ import {
 } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { type ObjectStore, Objm } from '@nats-io/obj';
-import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor } from '#tern/contracts';
+import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor, subjectTokensOf } from '#tern/contracts';
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
 import { type Namespace } from './namespace.js';
@@ -27,7 +27,7 @@ const SECOND_NS = 1_000_000_000;
 export interface PublishOptions {
   /** Nats-Msg-Id: a repeat within the stream's duplicate window is stored once. */
   msgId?: string;
-  /** Values for the `*` tokens of the contract's subject. */
+  /** Values for the `*` tokens of the contract's subject (after the machine id a contract with `machineIdField` takes from the payload). */
   tokens?: string[];
   headers?: Record<string, string>;
   /** How long to wait for the server's ack (default: the client's, 5 s). */
@@ -91,25 +91,26 @@ export class Messaging {
   async publish<T extends object>(contract: Contract<T>, payload: T, opts: PublishOptions = {}): Promise<PubAck> {
     if (!contract.stream) throw new Error(`${contract.subject} is not on a stream; use emit() or request()`);
     const h = this.headers(opts.headers);
-    return this.js.publish(this.subject(contract, opts.tokens), encode(payload), {
+    return this.js.publish(this.subject(contract, subjectTokensOf(contract, payload, opts.tokens)), encode(payload), {
       msgID: opts.msgId,
       headers: h,
       ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
     });
   }
 
-  /** Core NATS publish: fire and forget (logs, presence). */
+  /** Core NATS publish: fire and forget (logs, presence). Tokens as for publish(). */
   emit<T extends object>(contract: Contract<T>, payload: T, tokens: string[] = []): void {
-    this.nc.publish(this.subject(contract, tokens), encode(payload));
+    this.nc.publish(this.subject(contract, subjectTokensOf(contract, payload, tokens)), encode(payload));
   }
 
   /**
    * Hears every message of a contract on core NATS (no queue group: every subscriber, every
-   * replica, gets each one), validated; an invalid one is logged and dropped. For notices where
+   * replica, gets each one), validated; an invalid one is logged and dropped. With tokens,
+   * only the concrete subject (an agent hears its own machine's); without, the contract's pattern. For notices where
    * a lost one costs little: load reports, cancels, ends, submissions counted.
    */
-  listen<T extends object>(contract: Contract<T>, handler: (payload: T) => void): Subscription {
-    const subject = this.subject(contract);
+  listen<T extends object>(contract: Contract<T>, handler: (payload: T) => void, tokens: string[] = []): Subscription {
+    const subject = this.subject(contract, tokens);
     return this.nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err) {

@@ -4,7 +4,7 @@ import type { Subscription } from '@nats-io/transport-node';
 import {
   type Contract,
   STREAMS,
-  TASK_CANCELLED,
+  AGENT_TASK_CANCEL,
   TASK_COMPLETED,
   TASK_FAILED,
   TASK_RESULT_INLINE_BYTES,
@@ -62,7 +62,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     private readonly messaging: Messaging,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
   ) {
-    this.loads = new TaskLoads(messaging, `agent-${ctx.registration.machineId}`);
+    this.loads = new TaskLoads(messaging, ctx.registration.machineId);
   }
 
   private get machineId(): string {
@@ -70,7 +70,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.listen(TASK_CANCELLED, (cancelled) => this.onCancelled(cancelled.taskId));
+    this.subscription = this.messaging.listen(AGENT_TASK_CANCEL, (cancel) => this.onCancelled(cancel.taskId), [this.machineId]);
     this.loads.start();
   }
 
@@ -169,6 +169,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
         TASK_FAILED,
         {
           ...base,
+          // Reported by this machine, which JetStream handed the task once more: the gateway names the lease holder that lost it.
+          machineId: this.machineId,
+          containerId: record.containerId,
           attempt: attempt - 1,
           cause: 'container-lost',
           error: 'its container or machine was lost during its last attempt',

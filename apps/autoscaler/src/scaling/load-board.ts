@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Subscription } from '@nats-io/transport-node';
 import { combineLoads, type GatewayLoad, LOAD_REPORT_MAX_AGE_MS, type Observation, withBacklog } from '#tern/autoscaling';
-import { deploymentKey, LOAD_REPORT, type LoadReport } from '#tern/contracts';
+import { AGENT_LOAD_REPORT, deploymentKey, LOAD_REPORT, type LoadReport } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 
 /**
@@ -13,17 +13,21 @@ export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown 
   /** `<deploymentId>.<version>` → gatewayId → its latest report. */
   private readonly reports = new Map<string, Map<string, GatewayLoad>>();
   private readonly backlogs = new Map<string, { held: number; receivedAt: number }>();
-  private subscription?: Subscription;
+  private subscriptions: Subscription[] = [];
 
   constructor(private readonly messaging: Messaging) {}
 
   onApplicationBootstrap() {
     // No queue group: every replica keeps the whole picture, so a new leader acts at once.
-    this.subscription = this.messaging.listen(LOAD_REPORT, (report) => this.record(report, Date.now()));
+    this.subscriptions = [
+      this.messaging.listen(LOAD_REPORT, (report) => this.record(report, Date.now())),
+      // A machine's report is keyed by the machine its subject names, whatever reporter id it claims.
+      this.messaging.listen(AGENT_LOAD_REPORT, (report) => this.record({ ...report, gatewayId: `agent-${report.machineId}` }, Date.now())),
+    ];
   }
 
   onApplicationShutdown() {
-    this.subscription?.unsubscribe();
+    for (const s of this.subscriptions) s.unsubscribe();
   }
 
   record(r: LoadReport, now: number) {

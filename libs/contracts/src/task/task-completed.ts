@@ -20,8 +20,9 @@ export class TaskCompleted {
 }
 
 export const TASK_COMPLETED = defineContract({
-  subject: 'tern.task.completed.v1',
+  subject: 'tern.task.*.completed.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: TaskCompleted,
   stream: 'EVENTS',
   description:

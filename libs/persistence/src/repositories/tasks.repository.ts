@@ -61,6 +61,9 @@ export interface EndedTask {
 export interface CancelledTask extends EndedTask {
   /** The state it was in: RUNNING means an agent must stop it. */
   was: TaskState;
+  /** The machine holding the lease of its last started attempt, told to stop it (null: never started). */
+  machineId: string | null;
+  attempts: number;
   deploymentId: string;
   version: number;
 }
@@ -244,10 +247,10 @@ export class TasksRepository {
   async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
     const rows = await queryRowsOn<Raw<CancelledTask>>(
       this.db,
-      `WITH before AS (SELECT id, state FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
+      `WITH before AS (SELECT id, state, machine_id, attempts FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
        UPDATE tasks t SET state = 'CANCELLED', error = 'cancelled by the user', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        FROM before WHERE t.id = before.id
-       RETURNING t.id, before.state AS was, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
+       RETURNING t.id, before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
       [taskId, workspaceId],
     );
     return rows.length ? withSeq<CancelledTask>(rows[0]) : undefined;
