@@ -3,6 +3,7 @@ import { type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { Counter } from 'prom-client';
 import { type Class } from '#tern/contracts';
 import { decode } from './codec.js';
+import { refuseForeignMachine } from './machine-claims.js';
 import { type ConsumerSpec, type Messaging } from './messaging.js';
 import { backoffMs } from '#tern/timing';
 
@@ -44,8 +45,9 @@ export function retryDelayMs(deliveryCount: number): number {
 }
 
 /**
- * Runs one message through validation and the handler and settles it: ack on success,
- * term for an invalid payload or an explicit reject, nak with delay otherwise. Never throws.
+ * Runs one message through validation and the handler and settles it: ack on success, term for
+ * an invalid payload, a payload naming another machine than its subject, or an explicit reject;
+ * nak with delay otherwise. Never throws.
  */
 export async function settle<T extends object>(
   msg: JsMsg,
@@ -63,6 +65,12 @@ export async function settle<T extends object>(
     msg.term();
     settled.inc({ subject: payloadClass.name, outcome: 'term' });
     return { kind: 'term', reason };
+  }
+  const foreign = refuseForeignMachine(canonicalSubject, decoded.value, logger);
+  if (foreign) {
+    msg.term();
+    settled.inc({ subject: payloadClass.name, outcome: 'term' });
+    return { kind: 'term', reason: foreign };
   }
   let decision: DeliveryOutcome | undefined;
   const headers: Record<string, string> = {};

@@ -19,6 +19,7 @@ import { type ObjectStore, Objm } from '@nats-io/obj';
 import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor, subjectTokensOf } from '#tern/contracts';
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
+import { refuseForeignMachine } from './machine-claims.js';
 import { type Namespace } from './namespace.js';
 import { fireAndForget } from '#tern/timing';
 
@@ -105,7 +106,8 @@ export class Messaging {
 
   /**
    * Hears every message of a contract on core NATS (no queue group: every subscriber, every
-   * replica, gets each one), validated; an invalid one is logged and dropped. With tokens,
+   * replica, gets each one), validated; an invalid one, or one naming another machine than its
+   * subject, is logged and dropped. With tokens,
    * only the concrete subject (an agent hears its own machine's); without, the contract's pattern. For notices where
    * a lost one costs little: load reports, cancels, ends, submissions counted.
    */
@@ -118,8 +120,9 @@ export class Messaging {
           return;
         }
         const handled = decode(contract.payload, msg.data).then((d) => {
-          if (d.ok) handler(d.value);
-          else this.logger.warn({ subject: msg.subject, reason: d.reason }, `ignored an invalid message on ${msg.subject}`);
+          if (d.ok) {
+            if (!refuseForeignMachine(this.ns.canonical(msg.subject), d.value, this.logger)) handler(d.value);
+          } else this.logger.warn({ subject: msg.subject, reason: d.reason }, `ignored an invalid message on ${msg.subject}`);
         });
         fireAndForget(`handling a message on ${msg.subject}`, this.logger, handled);
       },
