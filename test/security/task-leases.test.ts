@@ -1,5 +1,6 @@
 import { TASK_COMPLETED, TASK_STARTED } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
+import { counterValue } from '../support/metrics.js';
 import { waitFor } from '../support/processes.js';
 import { TaskLedger } from '../support/task-ledger.js';
 
@@ -45,13 +46,7 @@ describe('task events from machines that do not hold the task', () => {
       tokens ? { tokens } : {},
     );
 
-  /** A counter of the gateway's /metrics, 0 when it has not counted yet. */
-  async function counter(name: string, labels: Record<string, string>): Promise<number> {
-    const text = await (await fetch(`http://127.0.0.1:${ledger.port}/metrics`)).text();
-    const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && want.every((w) => l.includes(w)));
-    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
-  }
+  const counter = (name: string, labels: Record<string, string>) => counterValue(`http://127.0.0.1:${ledger.port}`, name, labels);
   const refused = (reason: string) => counter('tern_task_events_refused_total', { reason });
 
   it('drops and counts a task.completed from a machine that does not hold the lease', async () => {

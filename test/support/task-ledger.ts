@@ -28,7 +28,10 @@ export class TaskLedger {
     const schema = await createTestSchema(label);
     const ns = new Namespace(uniqueName(label));
     const port = await freePort();
-    const gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(port) })).start();
+    const gateway = new ServiceProcess(
+      'gateway',
+      testEnv(schema, ns.name, { HTTP_PORT: String(port), TASK_LEASE_WAIT_SECONDS: '5' }),
+    ).start();
     await gateway.ready();
     const nc = await connectNats({ servers: [TEST_NATS_URL], name: `${label}-test` });
     const db = new pg.Client({ connectionString: schema.url });

@@ -10,7 +10,7 @@ export class SchedulerModule {
     return {
       module: SchedulerModule,
       imports: [
-        CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS'] }),
+        CoreModule.forRoot(config, { database: true, streams: ['EVENTS', 'COMMANDS', 'HEARTBEATS', 'TASKS'] }),
         MachineRegistryModule,
         ContainersModule,
       ],

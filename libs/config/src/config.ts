@@ -27,6 +27,7 @@ export interface TernConfig {
     readonly heartbeatTtlSeconds: number;
   };
   readonly endpoints: { readonly bufferSize: number };
+  readonly tasks: { readonly leaseWaitSeconds: number };
   readonly metering: { readonly checkpointIntervalMs: number };
   readonly reputation: { readonly recomputeIntervalMs: number; readonly historyIntervalSeconds: number; readonly halfLifeHours: number };
   readonly agent: {
@@ -174,6 +175,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
+    tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     reputation: {
       recomputeIntervalMs: Number(raw.REPUTATION_RECOMPUTE_INTERVAL_MS ?? 5000),

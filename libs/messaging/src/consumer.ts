@@ -14,6 +14,8 @@ export interface Delivery<T> {
   readonly subject: string;
   /** 1 on first delivery. */
   readonly deliveryCount: number;
+  /** When the NATS server stored the message: the control plane's own clock, not the publisher's word. */
+  readonly storedAt: Date;
   readonly headers: Record<string, string>;
   /** Tells the server the handler is still at it, restarting the ack wait. */
   working(): void;
@@ -79,6 +81,7 @@ export async function settle<T extends object>(
     payload: decoded.value,
     subject: canonicalSubject,
     deliveryCount: msg.info.deliveryCount,
+    storedAt: new Date(Number(msg.timestampNanos / 1_000_000n)),
     headers,
     working: () => msg.working(),
     retryLater: (delayMs) => (decision = { kind: 'nak', delayMs }),

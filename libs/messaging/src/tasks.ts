@@ -11,7 +11,8 @@ export const TASK_ACK_WAIT_MS = 30_000;
 
 /**
  * The durable pull consumer of one task-queue version, declared alike by the gateway (first
- * submit) and agents (first container): creating it twice is harmless. Deliveries are bounded
+ * submit) and the scheduler (before it starts a container of the version): creating it twice
+ * is harmless. Agents only pull from it. Deliveries are bounded
  * per task by the agent (maxRetries + 1 attempts; the one after is recorded as lost and
  * dropped), since a task may override its queue's retries; the consumer's own bound is a
  * backstop above the highest allowed.

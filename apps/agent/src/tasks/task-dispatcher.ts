@@ -13,8 +13,8 @@ import {
   TaskItem,
   taskConsumerName,
 } from '#tern/contracts';
-import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS, taskConsumerSpec } from '#tern/messaging';
-import { backoffMs, fireAndForget, sleep } from '#tern/timing';
+import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
+import { backoffMs, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
@@ -87,18 +87,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     this.served.set(record.containerId, served);
     this.loads.track(record);
     const slots = Math.max(1, record.workers * record.concurrency);
-    fireAndForget(
-      `pulling tasks for ${record.containerId}`,
-      this.logger,
-      this.messaging.ensureConsumer(taskConsumerSpec(record.deploymentId, record.deploymentVersion)).then(
-        () => {
-          if (served.stopped) return;
-          for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
-          this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
-        },
-        (e: Error) => this.logger.error({ containerId: record.containerId }, `cannot pull tasks for ${record.containerId}: ${e.message}`),
-      ),
-    );
+    // The scheduler declared the version's consumer before it sent the start command.
+    for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
+    this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
   }
 
   /** Stops pulling for a container that is stopping or gone; tasks it was running end as lost. */
@@ -214,7 +205,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
         await this.publish(
           TASK_COMPLETED,
           { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() },
-          `${task.taskId}:completed`,
+          `${task.taskId}:completed:${attempt}`,
         );
         this.loads.end(record.containerId, durationMs);
         return msg.ack();

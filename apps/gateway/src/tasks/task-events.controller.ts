@@ -1,7 +1,8 @@
-import { Controller } from '@nestjs/common';
+import { Controller, Inject } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED, TaskCompleted, TaskFailed, TaskStarted } from '#tern/contracts';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
 import { ORDINARY_REFUSALS } from './task-leases.js';
 import { TaskTransitions, type TaskVerdict } from './task-transitions.js';
@@ -13,41 +14,45 @@ const refused = new Counter({
 });
 
 /**
- * An outcome may overtake its own attempt's start (one consumer per subject): it waits for the
- * lease this many deliveries, a second apart, before it is dropped as coming from no lease holder.
- */
-export const LEASE_WAIT_DELIVERIES = 10;
-
-/**
  * The agents' task events into the tasks table, one durable consumer per subject (shared by
  * gateway replicas; a restarted gateway resumes where it stopped, so no outcome is lost). An
  * event from a machine that does not hold the task is terminated with its reason.
  */
 @Controller()
 export class TaskEventsController {
-  constructor(private readonly transitions: TaskTransitions) {}
+  constructor(
+    private readonly transitions: TaskTransitions,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+  ) {}
 
   @OnMessage(TASK_STARTED, { concurrency: 64 })
   async started(@Payload() e: TaskStarted, @Ctx() ctx: JetStreamContext) {
-    settle(await this.transitions.started(e), ctx);
+    this.settle(await this.transitions.started(e), ctx);
   }
 
   @OnMessage(TASK_COMPLETED, { concurrency: 64 })
   async completed(@Payload() e: TaskCompleted, @Ctx() ctx: JetStreamContext) {
-    settle(await this.transitions.completed(e), ctx);
+    this.settle(await this.transitions.completed(e), ctx);
   }
 
   @OnMessage(TASK_FAILED, { concurrency: 64 })
   async failed(@Payload() e: TaskFailed, @Ctx() ctx: JetStreamContext) {
-    settle(await this.transitions.failed(e), ctx);
+    this.settle(await this.transitions.failed(e), ctx);
   }
-}
 
-/** Accepted, a repeat or a lost attempt's late word: acknowledged. Not yet leased: asked again. Else terminated (logged) and counted. */
-function settle(verdict: TaskVerdict, ctx: JetStreamContext) {
-  const delivery = ctx.delivery!;
-  if (verdict.accepted || ORDINARY_REFUSALS.has(verdict.why)) return;
-  if (verdict.why === 'not-yet-leased' && delivery.deliveryCount < LEASE_WAIT_DELIVERIES) return delivery.retryLater(1000);
-  refused.inc({ reason: verdict.why });
-  delivery.reject(`not believed (${verdict.why}): ${verdict.detail}`);
+  /**
+   * Accepted, a repeat or a lost attempt's late word: acknowledged. Not yet leased: asked again
+   * every few seconds (an outcome may overtake its start; after a restart the starts of a long
+   * backlog take a while) until TASK_LEASE_WAIT_SECONDS after it reached NATS. Else terminated
+   * (logged) and counted.
+   */
+  private settle(verdict: TaskVerdict, ctx: JetStreamContext) {
+    const delivery = ctx.delivery!;
+    if (verdict.accepted || ORDINARY_REFUSALS.has(verdict.why)) return;
+    const waited = Date.now() - delivery.storedAt.getTime();
+    if (verdict.why === 'not-yet-leased' && waited < this.config.tasks.leaseWaitSeconds * 1000)
+      return delivery.retryLater(Math.min(5000, 500 * delivery.deliveryCount));
+    refused.inc({ reason: verdict.why });
+    delivery.reject(`not believed (${verdict.why}): ${verdict.detail}`);
+  }
 }

@@ -11,6 +11,7 @@ describe('whyRefused', () => {
     [lease({ attempts: 1 }), 'not-yet-leased'],
     [lease({ state: 'PENDING', attempts: 2, machineId: null }), 'not-yet-leased'],
     [lease({}), 'not-lease-holder'],
+    [lease({ machineId: 'm-2', containerId: 'c-2' }), 'not-yet-leased'],
     [lease({ machineId: 'm-2', containerId: 'c-9' }), 'not-lease-holder'],
   ])('judges %j as %s', (current, why) => {
     expect(whyRefused(current, claim).why).toBe(why);

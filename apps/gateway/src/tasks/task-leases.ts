@@ -22,6 +22,12 @@ export function whyRefused(lease: TaskLease | undefined, claim: LeaseClaim): { w
       why: 'not-yet-leased',
       detail: `no lease of attempt ${claim.attempt} of task ${claim.taskId} is recorded (its start was not seen or not believed)`,
     };
+  // The claimant's own lease, recorded between the conditional update and this read: ask again.
+  if (lease.machineId === claim.machineId && lease.containerId === (claim.containerId ?? null))
+    return {
+      why: 'not-yet-leased',
+      detail: `the lease of attempt ${claim.attempt} of task ${claim.taskId} was recorded while this was judged`,
+    };
   return {
     why: 'not-lease-holder',
     detail: `attempt ${claim.attempt} of task ${claim.taskId} is leased to container ${lease.containerId ?? '?'} on machine ${lease.machineId}, not to ${claim.containerId ?? '?'} on ${claim.machineId}`,
