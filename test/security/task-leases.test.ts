@@ -1,4 +1,4 @@
-import { TASK_COMPLETED, TASK_STARTED } from '#tern/contracts';
+import { TASK_COMPLETED, TASK_STARTED, taskResultName } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
 import { counterValue } from '../support/metrics.js';
 import { waitFor } from '../support/processes.js';
@@ -77,6 +77,22 @@ describe('task events from machines that do not hold the task', () => {
     // Waited for (its start may be behind it), then dropped.
     await waitFor('the refusal counted', async () => (await refused('not-yet-leased')) === before + 1, 30_000, 250);
     expect(await row(id)).toMatchObject({ state: 'PENDING', result: null, machine_id: null });
+  });
+
+  it("refuses a completion whose resultRef points at another task's result object", async () => {
+    const [victim, own] = [await task(), await task()];
+    await started(own, 'm-1', 'c-1');
+    await waitFor('the lease of m-1', async () => (await row(own)).state === 'RUNNING');
+    const before = await refused('foreign-result');
+    // The lease holder of its own task names the (large) result of another tenant's task, to read it through its own.
+    await messaging.publish(TASK_COMPLETED, {
+      ...event(own, 'm-1', 'c-1'),
+      durationMs: 5,
+      resultRef: taskResultName(victim, 1),
+      completedAt: new Date().toISOString(),
+    });
+    await waitFor('the refusal counted', async () => (await refused('foreign-result')) === before + 1, 10_000, 100);
+    expect(await row(own)).toMatchObject({ state: 'RUNNING', result: null });
   });
 
   it("terminates and counts a task event whose payload names another machine than its subject's", async () => {

@@ -1,4 +1,4 @@
-import { MAX_TASK_RETRIES, RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName } from '#tern/contracts';
+import { MAX_TASK_RETRIES, RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName, taskResultName } from '#tern/contracts';
 import type { ConsumerSpec, Messaging } from './messaging.js';
 
 /**
@@ -29,11 +29,15 @@ export function taskConsumerSpec(deploymentId: string, version: number): Consume
   };
 }
 
-/** Keeps a task result too large for its row (object name: the task id); rewriting it is harmless. */
-export async function putTaskResult(messaging: Messaging, taskId: string, json: Uint8Array): Promise<string> {
+/**
+ * Keeps the result of one attempt of a task, too large for its row, once: a second write of the
+ * same attempt (a retried publish) leaves the first. Answers its object name.
+ */
+export async function putTaskResult(messaging: Messaging, taskId: string, attempt: number, json: Uint8Array): Promise<string> {
   const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
-  await store.putBlob({ name: taskId }, json);
-  return taskId;
+  const name = taskResultName(taskId, attempt);
+  if (!(await store.info(name))) await store.putBlob({ name }, json);
+  return name;
 }
 
 /** A result kept by putTaskResult, parsed; undefined when it is no longer there. */

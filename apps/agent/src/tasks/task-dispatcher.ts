@@ -200,7 +200,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       if (outcome.kind === 'ok') {
         const big = outcome.json.length > TASK_RESULT_INLINE_BYTES;
         const result = big
-          ? { resultRef: await putTaskResult(this.messaging, task.taskId, outcome.json) }
+          ? { resultRef: await putTaskResult(this.messaging, task.taskId, attempt, outcome.json) }
           : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
         await this.publish(
           TASK_COMPLETED,

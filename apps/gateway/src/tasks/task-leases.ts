@@ -6,7 +6,8 @@ import { isFinal } from './task-views.js';
  * at-least-once delivery (a repeat, a lost attempt's late word); the rest are refusals of a
  * machine speaking for a task it does not hold.
  */
-export type LeaseRefusal = 'unknown-task' | 'final' | 'stale-attempt' | 'not-yet-leased' | 'not-lease-holder' | 'no-placement';
+export type LeaseRefusal =
+  'unknown-task' | 'final' | 'stale-attempt' | 'not-yet-leased' | 'not-lease-holder' | 'no-placement' | 'foreign-result';
 
 /** Refusals that are no sign of a machine overstepping: acknowledged quietly, not counted. */
 export const ORDINARY_REFUSALS: ReadonlySet<LeaseRefusal> = new Set(['final', 'stale-attempt']);

@@ -5,6 +5,7 @@ import {
   TASK_ENDED,
   TASK_FAILED,
   TASK_STARTED,
+  taskResultName,
   TASK_RESULT_INLINE_BYTES,
   type TaskCompleted,
   type TaskFailed,
@@ -92,6 +93,12 @@ export class TaskTransitions {
 
   /** The result of an attempt, believed from the holder of its lease only: one completion per task. */
   async completed(e: TaskCompleted): Promise<TaskVerdict> {
+    // A result object is the attempt's own: pointing at another (another tenant's) is refused.
+    if (e.resultRef && e.resultRef !== taskResultName(e.taskId, e.attempt))
+      return this.refuse(TASK_COMPLETED, e, {
+        why: 'foreign-result',
+        detail: `resultRef ${JSON.stringify(e.resultRef)} is not the result of attempt ${e.attempt} of task ${e.taskId}`,
+      });
     const inline = e.resultRef ? null : e.result === undefined ? null : JSON.stringify(e.result);
     if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES)
       this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
