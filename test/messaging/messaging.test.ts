@@ -24,6 +24,15 @@ function beat(machineId: string, sequence: number): MachineHeartbeat {
   };
 }
 
+/** A logger that keeps its warnings (object and text) and drops the rest. */
+function warningLogger(): { logger: Logger; warnings: string[] } {
+  const warnings: string[] = [];
+  const logger = new Logger('consumer-test');
+  logger.warn = (message: unknown, text?: unknown) => void warnings.push(`${JSON.stringify(message)} ${String(text ?? '')}`);
+  logger.log = logger.error = () => undefined;
+  return { logger, warnings };
+}
+
 describe('messaging over JetStream', () => {
   let nc: NatsConnection;
   let messaging: Messaging;
@@ -62,12 +71,7 @@ describe('messaging over JetStream', () => {
   });
 
   it('terminates an invalid payload with a logged reason and keeps handling valid ones', async () => {
-    const warnings: string[] = [];
-    const logger = new Logger('consumer-test');
-    logger.warn = (message: unknown, text?: unknown) => {
-      warnings.push(`${JSON.stringify(message)} ${String(text ?? '')}`);
-    };
-    logger.log = logger.error = () => undefined;
+    const { logger, warnings } = warningLogger();
     const handled: MachineHeartbeat[] = [];
     consumers.push(
       await startConsumer(
@@ -108,10 +112,7 @@ describe('messaging over JetStream', () => {
       ?.value ?? 0;
 
   it('terminates and counts a message whose payload names another machine than its subject', async () => {
-    const warnings: string[] = [];
-    const logger = new Logger('consumer-test');
-    logger.warn = (message: unknown, text?: unknown) => void warnings.push(`${JSON.stringify(message)} ${String(text ?? '')}`);
-    logger.log = logger.error = () => undefined;
+    const { logger, warnings } = warningLogger();
     const handled: MachineHeartbeat[] = [];
     consumers.push(
       await startConsumer(
