@@ -62,6 +62,21 @@ describe('messaging over JetStream', () => {
     expect(info.config.subjects).toEqual([`${ns.name}.heartbeat.>`]);
   });
 
+  it("declares nothing for a machine's agent: no stream, no consumer, no store, but opens what exists", async () => {
+    const agent = new Messaging(nc, ns, false);
+    await expect(agent.ensureStream(STREAMS.EVENTS)).rejects.toThrow('declares nothing on NATS');
+    await expect(
+      agent.ensureConsumer({ stream: 'HEARTBEATS', durable: 'agent_made', filterSubject: MACHINE_HEARTBEAT.subject }),
+    ).rejects.toThrow('declares nothing on NATS');
+    await expect(agent.objectStore({ name: 'results' })).rejects.toThrow();
+    await agent.kv({ name: 'routes' }); // bound, not created
+    const streams: string[] = [];
+    for await (const s of (await messaging.jsm()).streams.list()) if (s.config.name.includes(ns.name)) streams.push(s.config.name);
+    expect(streams.filter((s) => /EVENTS|routes|results/.test(s))).toEqual([]);
+    await messaging.objectStore({ name: 'results' });
+    await expect(agent.objectStore({ name: 'results' })).resolves.toBeDefined();
+  });
+
   it('stores a message once when it is published twice with the same Nats-Msg-Id', async () => {
     const first = await messaging.publish(MACHINE_HEARTBEAT, beat('dup', 1), { tokens: ['dup'], msgId: 'dup-1' });
     const second = await messaging.publish(MACHINE_HEARTBEAT, beat('dup', 1), { tokens: ['dup'], msgId: 'dup-1' });

@@ -67,9 +67,14 @@ export class Messaging {
   private readonly objectStores = new Map<string, Promise<ObjectStore>>();
   private readonly logger = new Logger('messaging');
 
+  /**
+   * @param declares false for a machine's agent: it creates no stream, consumer, bucket or
+   * object store (the control plane does), and opens the stores it uses as they are.
+   */
   constructor(
     readonly nc: NatsConnection,
     readonly ns: Namespace,
+    readonly declares = true,
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
@@ -200,6 +205,7 @@ export class Messaging {
 
   /** Creates or updates a stream to match its spec. Safe when several services start at once. */
   async ensureStream(spec: StreamSpec): Promise<void> {
+    this.mayDeclare(`stream ${spec.name}`);
     const jsm = await this.jsm();
     const config = {
       name: this.ns.stream(spec.name),
@@ -226,6 +232,7 @@ export class Messaging {
 
   /** Creates or updates a durable pull consumer. */
   async ensureConsumer(spec: ConsumerSpec): Promise<void> {
+    this.mayDeclare(`consumer ${spec.durable}`);
     const jsm = await this.jsm();
     const stream = this.ns.stream(spec.stream);
     const config = {
@@ -248,21 +255,29 @@ export class Messaging {
   }
 
   /**
-   * Opens (creating when missing) a KV bucket in this namespace, once per process: later
+   * Opens (creating when missing, unless this process declares nothing) a KV bucket in this namespace, once per process: later
    * calls share the first open; a failed open is retried on the next call.
    */
   kv(spec: KvSpec): Promise<KV> {
-    return this.openOnce(this.buckets, spec.name, (name) => this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 }));
+    return this.openOnce(this.buckets, spec.name, (name) =>
+      this.declares ? this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 }) : this.kvm.open(name),
+    );
   }
 
-  /** Opens (creating when missing) an object store in this namespace, once per process, like kv(). */
+  /** Opens (creating when missing, unless this process declares nothing) an object store in this namespace, once per process, like kv(). */
   objectStore(spec: KvSpec): Promise<ObjectStore> {
     return this.openOnce(this.objectStores, spec.name, (name) =>
-      new Objm(this.nc).create(name, {
-        ttl: (spec.ttlMs ?? 0) * 1_000_000,
-        ...(spec.description ? { description: spec.description } : {}),
-      }),
+      this.declares
+        ? new Objm(this.nc).create(name, {
+            ttl: (spec.ttlMs ?? 0) * 1_000_000,
+            ...(spec.description ? { description: spec.description } : {}),
+          })
+        : new Objm(this.nc).open(name),
     );
+  }
+
+  private mayDeclare(what: string): void {
+    if (!this.declares) throw new Error(`this process declares nothing on NATS (the control plane does): not the ${what}`);
   }
 
   private openOnce<T>(cache: Map<string, Promise<T>>, bucket: string, open: (name: string) => Promise<T>): Promise<T> {
