@@ -1,6 +1,7 @@
 # One image for every Tern service; the command picks which one runs:
 #   docker run tern node dist/apps/scheduler/src/main.js
-# The agent needs runc (and umoci to unpack OCI images), so they are in the runtime stage too.
+# The agent needs runc (and umoci to unpack OCI images), nftables and iproute2 (its private
+# container network), so they are in the runtime stage too.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -14,7 +15,7 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends runc umoci ca-certificates tini \
+ && apt-get install -y --no-install-recommends runc umoci nftables iproute2 ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production LOG_FORMAT=json

@@ -13,8 +13,8 @@ const shared = {
 };
 
 /** Tests that start a whole stack (see the `stack` project below), as regular expressions and as globs. */
-const STACK_TESTS = ['/test/e2e/', '/test/up\\.test\\.ts$'];
-const STACK_GLOBS = ['<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/up.test.ts'];
+const STACK_TESTS = ['/test/e2e/', '/test/up(-[a-z-]+)?\\.test\\.ts$'];
+const STACK_GLOBS = ['<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/up.test.ts', '<rootDir>/test/up-*.test.ts'];
 
 export default {
   // Integration tests start real processes; unit tests finish far inside this.

@@ -1,4 +1,9 @@
+import type { NetworkInterfaceInfo } from 'node:os';
 import { mergeContext } from './lib/cli-config.mjs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { exposure, optionValue, tlsFiles, urlHost } from './lib/exposure.mjs';
 import { notUp, isReady, progressLine } from './lib/health.mjs';
 import { readable } from './lib/logs.mjs';
 import { hostPort, isPortFree, freePort, pickPort } from './lib/net.mjs';
@@ -72,5 +77,65 @@ describe('scripts/lib', () => {
       '10:00:00.123 ERROR [X] boom — bad',
     );
     expect(readable('plain text')).toBe('plain text');
+  });
+
+  it('keeps npm run up on loopback unless --public names an address, and binds that address when this machine holds it', () => {
+    const interfaces = {
+      lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }],
+      eth0: [{ address: '192.0.2.2', family: 'IPv4', internal: false }],
+    } as unknown as NodeJS.Dict<NetworkInterfaceInfo[]>;
+    expect(exposure({ args: [], env: {}, interfaces })).toEqual({
+      address: undefined,
+      bindHost: '127.0.0.1',
+      localHost: '127.0.0.1',
+      advertisedHost: '127.0.0.1',
+    });
+    expect(exposure({ args: ['--public', '192.0.2.2'], env: {}, interfaces })).toEqual({
+      address: '192.0.2.2',
+      bindHost: '192.0.2.2',
+      localHost: '192.0.2.2',
+      advertisedHost: '192.0.2.2',
+    });
+    // A NATed public IP or a name: every interface, reached locally on loopback.
+    expect(exposure({ args: ['--public=203.0.113.7'], env: {}, interfaces })).toMatchObject({
+      bindHost: '0.0.0.0',
+      localHost: '127.0.0.1',
+    });
+    expect(exposure({ args: [], env: { TERN_PUBLIC_ADDRESS: 'tern.example.com' }, interfaces })).toMatchObject({
+      address: 'tern.example.com',
+      bindHost: '0.0.0.0',
+      advertisedHost: 'tern.example.com',
+    });
+    expect(() => exposure({ args: ['--public'], env: {}, interfaces })).toThrow('--public needs a value');
+    expect(() => exposure({ args: ['--public', '0.0.0.0'], env: {}, interfaces })).toThrow('not the wildcard');
+    expect(() => exposure({ args: ['--public', 'http://x'], env: {}, interfaces })).toThrow('not an IP address or a host name');
+    expect(optionValue(['--detach', '--public', 'a'], '--public')).toBe('a');
+    expect(urlHost('2001:db8::1')).toBe('[2001:db8::1]');
+    expect(urlHost('192.0.2.2')).toBe('192.0.2.2');
+  });
+
+  it('takes TLS files for npm run up: both the certificate and its key, readable, the CA optional', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tern-up-tls-'));
+    try {
+      const pem = join(dir, 'x.pem');
+      writeFileSync(pem, 'pem');
+      expect(tlsFiles([], {})).toBeUndefined();
+      expect(tlsFiles(['--tls-cert', pem, '--tls-key', pem], {})).toEqual({ certFile: pem, keyFile: pem });
+      expect(tlsFiles([], { TERN_TLS_CERT_FILE: pem, TERN_TLS_KEY_FILE: pem, TERN_TLS_CA_FILE: pem })).toEqual({
+        certFile: pem,
+        keyFile: pem,
+        caFile: pem,
+      });
+      expect(() => tlsFiles(['--tls-cert', pem], {})).toThrow('--tls-key is missing');
+      expect(() => tlsFiles(['--tls-ca', pem], {})).toThrow('--tls-ca needs --tls-cert and --tls-key');
+      expect(() => tlsFiles(['--tls-cert', join(dir, 'nope'), '--tls-key', pem], {})).toThrow(
+        /--tls-cert .*nope: cannot be read \(ENOENT\)/,
+      );
+      // With TLS the certificate names the public address, so this machine's clients use it too.
+      const exposed = exposure({ args: ['--public', '203.0.113.7', '--tls-cert', pem, '--tls-key', pem], env: {}, interfaces: {} });
+      expect(exposed).toMatchObject({ bindHost: '0.0.0.0', localHost: '203.0.113.7', tls: { certFile: pem } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

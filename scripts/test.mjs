@@ -34,9 +34,10 @@ await main(async () => {
   try {
     const env = { ...process.env };
     if (needsInfra(jestArgs)) {
-      // The runtime and agent tests run real containers, and one its own nats-server; under CI=true
+      // The runtime and agent tests run real containers on private networks (ip, nft), the TLS tests
+      // make certificates (openssl), some run their own nats-server; under CI=true
       // the tests that need a part still missing after this fail (test/support/real-parts.ts).
-      await ensureSystemPackages({ optional: ['runc', 'umoci', 'nats-server'] });
+      await ensureSystemPackages({ optional: ['runc', 'umoci', 'nats-server', 'nftables', 'iproute2', 'openssl'] });
       await provideInfra(env, f, infra);
     }
     if (jestArgs.length) return await jest(jestArgs, env);

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { bold, cyan, dim, error, green, main, ok, step, UserError, warn } from './lib/log.mjs';
+import { bold, cyan, dim, error, green, main, ok, step, UserError, warn, yellow } from './lib/log.mjs';
 import { REPO_ROOT, SERVICES, SERVICE_MAIN, WITH_DATABASE, stateDir } from './lib/paths.mjs';
 import { files, loadCredentials, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
 import { signal } from './lib/proc.mjs';
@@ -19,14 +19,25 @@ import { notUp, waitReady } from './lib/health.mjs';
 import { tail } from './lib/logs.mjs';
 import { writeCliContext } from './lib/cli-config.mjs';
 import { detach } from './lib/detach.mjs';
+import { exposure, urlHost } from './lib/exposure.mjs';
 
-const HELP = `Usage: npm run up [-- --detach]
+const HELP = `Usage: npm run up [-- --detach] [--public ADDRESS] [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]
 
 Installs what is missing, builds, starts NATS and PostgreSQL (private ones under .tern/ unless
 NATS_URL / DATABASE_URL are set), then the six Tern services and a local agent, and supervises
 them in the foreground. Ctrl-C (or npm run down) stops everything.
 
   --detach   run the supervisor in the background (output in .tern/logs/up.log); return when ready
+  --public ADDRESS
+             let machines elsewhere join: bind the gateway and the private NATS where others
+             reach them (ADDRESS itself when this machine holds it, else every interface) and
+             hand ADDRESS to agents at registration (also TERN_PUBLIC_ADDRESS). Without it
+             everything listens on 127.0.0.1 only.
+  --tls-cert FILE --tls-key FILE [--tls-ca FILE]
+             the gateway serves HTTPS and the private NATS requires TLS with this certificate
+             (it must name ADDRESS, or 127.0.0.1 without --public); the services and the local
+             agent trust --tls-ca (also TERN_TLS_CERT_FILE, TERN_TLS_KEY_FILE, TERN_TLS_CA_FILE).
+             Without them: plaintext.
 
 Environment: NATS_URL, NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
 variables are passed through. TERN_HOME (state dir, default .tern), TERN_GATEWAY_PORT (default
@@ -48,12 +59,18 @@ await main(async () => {
 
   const holder = runningSupervisor(f.lock);
   if (holder) return alreadyRunning(f, holder);
-  if (args.includes('--detach')) return detach(f);
+  // Checked before anything starts (and before --detach), so a bad address fails fast.
+  const exposed = exposure({ args, env });
+  if (args.includes('--detach'))
+    return detach(
+      f,
+      args.filter((a) => a !== '--detach'),
+    );
 
   const other = acquireLock(f.lock);
   if (other) return alreadyRunning(f, other);
   try {
-    return await up(f);
+    return await up(f, exposed);
   } finally {
     releaseLock(f.lock);
   }
@@ -70,7 +87,7 @@ function alreadyRunning(f, holder) {
   return 0;
 }
 
-async function up(f) {
+async function up(f, exposed) {
   const t0 = Date.now();
   const external = { nats: Boolean(env.NATS_URL), postgres: Boolean(env.DATABASE_URL) };
   const run = { supervisor: { pid: process.pid }, startedAt: new Date().toISOString(), ready: false, services: {} };
@@ -113,7 +130,7 @@ async function up(f) {
     if (env.TERN_SKIP_INSTALL !== '1') {
       await ensureSystemPackages({
         required: [...(external.nats ? [] : ['nats-server']), ...(external.postgres ? [] : ['postgresql'])],
-        optional: ['runc', 'umoci'],
+        optional: ['runc', 'umoci', 'nftables', 'iproute2'],
       });
       await ensureNodeModules();
     }
@@ -132,8 +149,15 @@ async function up(f) {
     let natsUrl = env.NATS_URL;
     if (!external.nats) {
       const port = await pickPort(state.natsPort, claimed);
-      step(`Starting a private NATS (JetStream) on 127.0.0.1:${port}`);
-      it.nats = await startNats({ dir: f.nats, port, logFile: `${f.logs}/nats.log` });
+      step(`Starting a private NATS (JetStream) on ${urlHost(exposed.bindHost)}:${port}`);
+      it.nats = await startNats({
+        dir: f.nats,
+        port,
+        logFile: `${f.logs}/nats.log`,
+        host: exposed.bindHost,
+        localHost: exposed.localHost,
+        tls: exposed.tls,
+      });
       it.nats.child.once('exit', (code, sig) => {
         if (!it.stopping) error(`private NATS exited (${sig ?? code}); see ${f.logs}/nats.log. Stop with Ctrl-C and run up again.`);
       });
@@ -167,8 +191,9 @@ async function up(f) {
     const ports = { gateway: await chooseGatewayPort(state, claimed) };
     for (const svc of SERVICES.filter((s) => s !== 'gateway')) ports[svc] = await pickPort(state.ports?.[svc], claimed);
     updateJson(f.state, (s) => ({ ...s, ports }));
-    const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
+    const gatewayUrl = `${exposed.tls ? 'https' : 'http'}://${urlHost(exposed.localHost)}:${ports.gateway}`;
     run.gatewayUrl = gatewayUrl;
+    const advertised = advertisedUrls(exposed, ports.gateway, run.nats);
 
     const sup = new Supervisor({
       logsDir: f.logs,
@@ -181,7 +206,7 @@ async function up(f) {
     it.sup = sup;
     for (const svc of SERVICES) {
       sup.add(svc, {
-        env: serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external) }),
+        env: serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir: agentStateDir(f, external), exposed, advertised }),
         port: ports[svc],
         fixedPort: svc === 'gateway',
       });
@@ -191,6 +216,7 @@ async function up(f) {
 
     const result = await waitReady({
       gatewayUrl,
+      caFile: exposed.tls?.caFile,
       timeoutMs: Number(env.TERN_UP_TIMEOUT_S || 120) * 1000,
       abort: () => it.signalled ?? (sup.failed().length ? `${sup.failed().join(', ')} exited for good` : undefined),
     });
@@ -214,6 +240,7 @@ ${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toF
   Operator token: ${adminToken} ${dim('(platform operator: pools, machines, workspaces)')}
   CLI config:     ${cliConfig} ${dim('(context "local")')}
   Logs:           ${f.logs}/
+${reachability(exposed, advertised)}
 
 Next: ${bold('npx tern status')}
 ${env.TERN_UP_DETACHED ? `Stop with ${bold('npm run down')}.` : `Stop with Ctrl-C, or ${bold('npm run down')} from another terminal.`}
@@ -267,8 +294,50 @@ async function chooseGatewayPort(state, claimed) {
   return port;
 }
 
+/**
+ * What machines elsewhere are told with --public: the gateway's URL (for the tern-agent init
+ * line) and the private NATS's URL (in the registration answer). An external NATS keeps the
+ * NATS_PUBLIC_URL the operator set.
+ */
+function advertisedUrls(exposed, gatewayPort, privateNats) {
+  if (!exposed.address) return {};
+  const host = urlHost(exposed.advertisedHost);
+  return {
+    gateway: `${exposed.tls ? 'https' : 'http'}://${host}:${gatewayPort}`,
+    nats: privateNats ? `nats://${host}:${privateNats.port}` : env.NATS_PUBLIC_URL,
+  };
+}
+
+/** The lines of the ready banner that say who can reach what, and in what form. */
+function reachability(exposed, advertised) {
+  const { tls } = exposed;
+  const lines = [];
+  if (!exposed.address) {
+    lines.push(
+      `  Network:        ${dim(`127.0.0.1 only, ${tls ? 'TLS' : 'plaintext'}: no other machine can reach the gateway or NATS (npm run up -- --public ADDRESS lets machines elsewhere join)`)}`,
+    );
+  } else {
+    const bound = exposed.bindHost === '0.0.0.0' ? ' (listening on every interface)' : '';
+    lines.push(
+      `  Machines join:  gateway ${advertised.gateway}, NATS ${advertised.nats ?? yellow('NATS_PUBLIC_URL not set: agents are handed NATS_URL')}${dim(bound)}`,
+    );
+    if (!tls) {
+      lines.push(
+        `  ${yellow('!')} Plaintext over the network: tokens and traffic travel unencrypted; use this on a network you trust, or give --tls-cert and --tls-key (README: Machines on other networks)`,
+      );
+    }
+  }
+  if (tls) {
+    lines.push(`  TLS:            the gateway serves HTTPS and NATS requires TLS (${tls.certFile})`);
+    if (tls.caFile) {
+      lines.push(`  Trust:          agents: tern-agent init … --ca ${tls.caFile}; the CLI: NODE_EXTRA_CA_CERTS=${tls.caFile} npx tern …`);
+    }
+  }
+  return lines.join('\n');
+}
+
 /** The environment of one service: ours, plus only the variables that service reads. */
-function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir }) {
+function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDir, exposed, advertised }) {
   const e = { ...env };
   for (const k of [
     'HTTP_PORT',
@@ -282,15 +351,27 @@ function serviceEnv(svc, { natsUrl, databaseUrl, adminToken, gatewayUrl, agentDi
     delete e[k];
   for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
   Object.assign(e, { NATS_URL: natsUrl, HTTP_HOST: BIND_HOST });
+  if (exposed.tls?.caFile) e.NATS_TLS_CA_FILE = exposed.tls.caFile;
   if (WITH_DATABASE.includes(svc)) {
     e.DATABASE_URL = databaseUrl;
     for (const k of ['DATABASE_SCHEMA', 'DATABASE_RUN_MIGRATIONS']) if (env[k]) e[k] = env[k];
   }
-  if (svc === 'gateway') e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
+  if (svc === 'gateway') {
+    e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
+    if (exposed.tls) Object.assign(e, { TLS_CERT_FILE: exposed.tls.certFile, TLS_KEY_FILE: exposed.tls.keyFile });
+    if (exposed.address) {
+      // Only the gateway faces other machines; the other services' health and metrics stay on loopback.
+      e.HTTP_HOST = exposed.bindHost;
+      e.GATEWAY_PUBLIC_URL = advertised.gateway;
+      if (advertised.nats) e.NATS_PUBLIC_URL = advertised.nats;
+    }
+  }
   if (svc === 'agent') {
     // The agent registers over HTTP and learns its NATS settings from the gateway's answer. The
     // operator token lets it register a new machine without a join token (after that, its own machine token).
     Object.assign(e, { AGENT_GATEWAY_URL: gatewayUrl, AGENT_TOKEN: adminToken, AGENT_STATE_DIR: agentDir, AGENT_DASHBOARD: 'off' });
+    // The agent takes its NATS CA from its pinned one, not from NATS_TLS_CA_FILE.
+    if (exposed.tls?.caFile) e.AGENT_CA_FILE = exposed.tls.caFile;
     e.POOL = env.POOL || 'default';
     if (env.MACHINE_ID) e.MACHINE_ID = env.MACHINE_ID;
   }

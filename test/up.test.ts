@@ -95,6 +95,7 @@ describe('npm run up', () => {
       until('the gateway URL', 150_000, async () => /Gateway:\s+(http:\/\/\S+)/.exec(output)?.[1]),
     ]);
     expect(output).toContain('Tern is up');
+    expect(output).toMatch(/Network:\s+127\.0\.0\.1 only, plaintext: no other machine can reach the gateway or NATS/);
     const token = /Operator token:\s+(tern_[A-Za-z0-9_-]{43})\s/.exec(output)?.[1];
     expect(token).toBeDefined();
 

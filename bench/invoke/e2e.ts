@@ -5,8 +5,10 @@
  * (keep-alive upstream, 1 worker): the cost of a conventional reverse proxy, for scale. Each at
  * concurrency 1 and N, in one run. Prints p50/p99/throughput and the ratios; not a test.
  *
- *   npm run build && node dist/bench/invoke/e2e.js [--requests 2000] [--concurrency 16]
+ *   npm run build && node dist/bench/invoke/e2e.js [--requests 2000] [--concurrency 16] [--network private,host]
  *       [--gateway URL --token T [--tern-home DIR | --port P]]
+ *
+ * Own stacks: one per container network mode (the agent's AGENT_NETWORK), back to back.
  *
  * Without --gateway it starts its own stack (scripts/up.mjs --detach, temp TERN_HOME, the shared
  * NATS_URL/DATABASE_URL with its own namespace and schema) and removes it afterwards. Needs root,
@@ -16,7 +18,20 @@ import 'reflect-metadata';
 import { Agent } from 'node:http';
 import { parseArgs } from 'node:util';
 import { freePort } from '#tern/runtime';
-import { api, containerConfig, deploy, type DeploymentView, load, openStack, post, type Result, startNginx, until } from './stack.js';
+import {
+  api,
+  type BenchNetwork,
+  benchNetworks,
+  containerConfig,
+  deploy,
+  type DeploymentView,
+  load,
+  openStack,
+  post,
+  type Result,
+  startNginx,
+  until,
+} from './stack.js';
 
 const { values } = parseArgs({
   options: {
@@ -27,6 +42,7 @@ const { values } = parseArgs({
     'tern-home': { type: 'string' },
     port: { type: 'string' },
     name: { type: 'string', default: 'bench-e2e' },
+    network: { type: 'string', default: 'private,host' },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -34,86 +50,93 @@ const CONCURRENCY = Number(values.concurrency);
 const NAME = values.name!;
 const BODY = Buffer.from(JSON.stringify({ name: 'Ada' }));
 
-const stack = await openStack({ gateway: values.gateway, token: values.token, ternHome: values['tern-home'] });
-const cleanups: (() => Promise<void>)[] = [];
-try {
-  // One container, always warm, allowed to take N requests at once so no path is throttled by
-  // the runner's own admission; 2 CPUs so the CFS quota is not what is measured.
-  const t0 = performance.now();
-  await deploy(
-    stack,
-    NAME,
-    `concurrent_requests: ${CONCURRENCY}\nworkers: 1\ncpu: 2\nmemory: 256Mi\nkeep_warm_seconds: 600\nautoscaler:\n  type: queue_depth\n  min_containers: 1\n  max_containers: 1\n`,
-  );
-  cleanups.push(async () => void (await api(stack, 'DELETE', `/api/v1/deployments/${NAME}`).catch(() => undefined)));
-  const gw = { url: `${stack.gateway}/endpoint/${NAME}`, headers: { authorization: `Bearer ${stack.token}` } };
-  const agent = new Agent({ keepAlive: true });
-  const first = await until(
-    'the first answer through the gateway',
-    120_000,
-    async () => {
-      const r = await post(agent, gw, BODY);
-      return r.status === 200 ? r : undefined;
-    },
-    250,
-  );
-  agent.destroy();
-  console.error(`deployed and answering in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${first.body}`);
-  const containerId = String(first.headers['x-tern-container-id'] ?? '');
-  const port = values.port ? Number(values.port) : (await containerConfig(stack.ternHome, containerId)).port;
-  const view = await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`);
-  console.error(`container ${containerId} on 127.0.0.1:${port}; deployment desired ${view.desired}, actual ${view.actual}`);
+async function measure(network: BenchNetwork | undefined): Promise<void> {
+  const stack = await openStack({ gateway: values.gateway, token: values.token, ternHome: values['tern-home'], network });
+  const cleanups: (() => Promise<void>)[] = [];
+  try {
+    // One container, always warm, allowed to take N requests at once so no path is throttled by
+    // the runner's own admission; 2 CPUs so the CFS quota is not what is measured.
+    const t0 = performance.now();
+    await deploy(
+      stack,
+      NAME,
+      `concurrent_requests: ${CONCURRENCY}\nworkers: 1\ncpu: 2\nmemory: 256Mi\nkeep_warm_seconds: 600\nautoscaler:\n  type: queue_depth\n  min_containers: 1\n  max_containers: 1\n`,
+    );
+    cleanups.push(async () => void (await api(stack, 'DELETE', `/api/v1/deployments/${NAME}`).catch(() => undefined)));
+    const gw = { url: `${stack.gateway}/endpoint/${NAME}`, headers: { authorization: `Bearer ${stack.token}` } };
+    const agent = new Agent({ keepAlive: true });
+    const first = await until(
+      'the first answer through the gateway',
+      120_000,
+      async () => {
+        const r = await post(agent, gw, BODY);
+        return r.status === 200 ? r : undefined;
+      },
+      250,
+    );
+    agent.destroy();
+    console.error(`deployed and answering in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${first.body}`);
+    const containerId = String(first.headers['x-tern-container-id'] ?? '');
+    const found = values.port ? undefined : await containerConfig(stack.ternHome, containerId);
+    const port = values.port ? Number(values.port) : found!.port;
+    // On a private network the container listens on its own address, which the host reaches.
+    const address = found?.address ?? '127.0.0.1';
+    const view = await api<DeploymentView>(stack, 'GET', `/api/v1/deployments/${NAME}`);
+    console.error(`container ${containerId} on ${address}:${port}; deployment desired ${view.desired}, actual ${view.actual}`);
 
-  const nginx = await startNginx(port, freePort);
-  cleanups.push(nginx.stop);
-  const direct = { url: `http://127.0.0.1:${port}/` };
-  const viaNginx = { url: nginx.url };
+    const nginx = await startNginx(port, freePort, address);
+    cleanups.push(nginx.stop);
+    const direct = { url: `http://${address}:${port}/` };
+    const viaNginx = { url: nginx.url };
 
-  const rows: (Result | { label: string; concurrency: number; ratio: [number, number, number] })[] = [];
-  for (const c of [1, CONCURRENCY]) {
-    const d = await load('direct (container port)', direct, BODY, REQUESTS, c);
-    const n = await load('nginx → container', viaNginx, BODY, REQUESTS, c);
-    const g = await load('gateway /endpoint', gw, BODY, REQUESTS, c);
-    rows.push(d, n, g);
-    rows.push({ label: 'ratio gateway/direct', concurrency: c, ratio: [g.p50 / d.p50, g.p99 / d.p99, g.rps / d.rps] });
-    rows.push({ label: 'ratio gateway/nginx', concurrency: c, ratio: [g.p50 / n.p50, g.p99 / n.p99, g.rps / n.rps] });
-    rows.push({ label: 'ratio nginx/direct', concurrency: c, ratio: [n.p50 / d.p50, n.p99 / d.p99, n.rps / d.rps] });
-  }
-  console.log(
-    `end-to-end invoke, warm Python runner container, ${REQUESTS} requests per row (+200 warm-up), body ${BODY.length} B, keep-alive client`,
-  );
-  console.log(
-    ['path'.padEnd(26), 'conc'.padStart(5), 'p50 ms'.padStart(9), 'p99 ms'.padStart(9), 'req/s'.padStart(9), 'errors'.padStart(7)].join(
-      ' ',
-    ),
-  );
-  for (const r of rows) {
-    if ('ratio' in r) {
-      const [a, b, x] = r.ratio;
-      console.log(
-        [
-          r.label.padEnd(26),
-          String(r.concurrency).padStart(5),
-          `×${a.toFixed(2)}`.padStart(9),
-          `×${b.toFixed(2)}`.padStart(9),
-          `×${x.toFixed(2)}`.padStart(9),
-        ].join(' '),
-      );
-    } else {
-      console.log(
-        [
-          r.label.padEnd(26),
-          String(r.concurrency).padStart(5),
-          r.p50.toFixed(2).padStart(9),
-          r.p99.toFixed(2).padStart(9),
-          r.rps.toFixed(0).padStart(9),
-          String(r.errors).padStart(7),
-        ].join(' '),
-      );
+    const rows: (Result | { label: string; concurrency: number; ratio: [number, number, number] })[] = [];
+    for (const c of [1, CONCURRENCY]) {
+      const d = await load('direct (container port)', direct, BODY, REQUESTS, c);
+      const n = await load('nginx → container', viaNginx, BODY, REQUESTS, c);
+      const g = await load('gateway /endpoint', gw, BODY, REQUESTS, c);
+      rows.push(d, n, g);
+      rows.push({ label: 'ratio gateway/direct', concurrency: c, ratio: [g.p50 / d.p50, g.p99 / d.p99, g.rps / d.rps] });
+      rows.push({ label: 'ratio gateway/nginx', concurrency: c, ratio: [g.p50 / n.p50, g.p99 / n.p99, g.rps / n.rps] });
+      rows.push({ label: 'ratio nginx/direct', concurrency: c, ratio: [n.p50 / d.p50, n.p99 / d.p99, n.rps / d.rps] });
     }
+    console.log(
+      `\nend-to-end invoke, warm Python runner container (network ${found?.config.linux.namespaces.some((n: { type: string }) => n.type === 'network') ? 'private' : 'host'}), ${REQUESTS} requests per row (+200 warm-up), body ${BODY.length} B, keep-alive client`,
+    );
+    console.log(
+      ['path'.padEnd(26), 'conc'.padStart(5), 'p50 ms'.padStart(9), 'p99 ms'.padStart(9), 'req/s'.padStart(9), 'errors'.padStart(7)].join(
+        ' ',
+      ),
+    );
+    for (const r of rows) {
+      if ('ratio' in r) {
+        const [a, b, x] = r.ratio;
+        console.log(
+          [
+            r.label.padEnd(26),
+            String(r.concurrency).padStart(5),
+            `×${a.toFixed(2)}`.padStart(9),
+            `×${b.toFixed(2)}`.padStart(9),
+            `×${x.toFixed(2)}`.padStart(9),
+          ].join(' '),
+        );
+      } else {
+        console.log(
+          [
+            r.label.padEnd(26),
+            String(r.concurrency).padStart(5),
+            r.p50.toFixed(2).padStart(9),
+            r.p99.toFixed(2).padStart(9),
+            r.rps.toFixed(0).padStart(9),
+            String(r.errors).padStart(7),
+          ].join(' '),
+        );
+      }
+    }
+  } finally {
+    for (const c of cleanups.reverse()) await c().catch((e) => console.error(`cleanup: ${String(e)}`));
+    await stack.stop();
   }
-} finally {
-  for (const c of cleanups.reverse()) await c().catch((e) => console.error(`cleanup: ${String(e)}`));
-  await stack.stop();
 }
+
+for (const mode of values.gateway ? [undefined] : benchNetworks(values.network!)) await measure(mode);
 process.exit(0);

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { BridgeNetwork } from '#tern/runtime';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url)); // dist/bench/invoke → repo root
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,6 +33,17 @@ export interface StackOptions {
   token?: string;
   ternHome?: string;
   log?: (msg: string) => void;
+  /** Own stack only: the agent's container network (AGENT_NETWORK); default the agent's own default, private. */
+  network?: BenchNetwork;
+}
+
+export type BenchNetwork = 'private' | 'host';
+
+/** `--network private,host` → the modes to measure back to back, in that order. */
+export function benchNetworks(arg: string): BenchNetwork[] {
+  const modes = arg.split(',').map((m) => m.trim());
+  for (const m of modes) if (m !== 'private' && m !== 'host') throw new Error(`--network takes private, host or both (got "${m}")`);
+  return modes as BenchNetwork[];
 }
 
 /** Own stack unless gateway and token are given. */
@@ -47,6 +59,8 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     };
   }
   const tag = `bench${randomBytes(4).toString('hex')}`;
+  // Its own bridge and range, so it never shares one with an agent already on this machine.
+  const bridge = `tb${tag.slice(5)}`;
   const ternHome = await mkdtemp(join(tmpdir(), 'tern-bench-home-'));
   const home = await mkdtemp(join(tmpdir(), 'tern-bench-user-'));
   const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -64,16 +78,23 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     TERN_SKIP_BUILD: '1',
     NO_COLOR: '1',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    AGENT_BRIDGE: bridge,
+    AGENT_NETWORK_SUBNET: `10.${64 + (parseInt(tag.slice(5, 7), 16) % 64)}.${parseInt(tag.slice(7, 9), 16)}.0/24`,
+    ...(o.network ? { AGENT_NETWORK: o.network } : {}),
   };
   const script = (name: string) => execa(process.execPath, [join(ROOT, 'scripts', name)], { cwd: ROOT, env, reject: false, all: true });
   const t0 = performance.now();
-  log(`starting a stack (TERN_HOME ${ternHome}, namespace/schema ${tag})`);
+  log(`starting a stack (TERN_HOME ${ternHome}, namespace/schema ${tag}, container network ${o.network ?? 'private'})`);
   const stop = async () => {
     log('stopping the stack');
     await killAgentContainers(ternHome);
     const down = await script('down.mjs');
     if (down.exitCode !== 0) log(`down.mjs: ${down.all}`);
     await killAgentContainers(ternHome);
+    // The agent's bridge, tables and the namespaces it still leases (its spares).
+    for (const d of existsSync(join(ternHome, 'agent')) ? readdirSync(join(ternHome, 'agent')) : [])
+      await new BridgeNetwork({ bridge, stateDir: join(ternHome, 'agent', d, 'network') }).destroy().catch(() => undefined);
+    await execa('ip', ['link', 'del', bridge], { reject: false });
     const pg = (await import('pg')).default;
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
@@ -173,8 +194,14 @@ export async function until<T>(what: string, timeoutMs: number, fn: () => Promis
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
 
-/** The bundle config.json of a runtime container, found under <TERN_HOME>/agent/<dir>/runtime/containers/<id>/. */
-export async function containerConfig(ternHome: string, containerId: string): Promise<{ path: string; config: any; port: number }> {
+/**
+ * The bundle config.json of a runtime container, found under <TERN_HOME>/agent/<dir>/runtime/containers/<id>/,
+ * with its $PORT and the address it listens on (its own on a private network, else loopback).
+ */
+export async function containerConfig(
+  ternHome: string,
+  containerId: string,
+): Promise<{ path: string; config: any; port: number; address: string }> {
   const agentRoot = join(ternHome, 'agent');
   for (const d of existsSync(agentRoot) ? readdirSync(agentRoot) : []) {
     const path = join(agentRoot, d, 'runtime', 'containers', containerId, 'config.json');
@@ -183,7 +210,7 @@ export async function containerConfig(ternHome: string, containerId: string): Pr
     const env: string[] = config.process?.env ?? [];
     const port = Number(env.find((e) => e.startsWith('PORT='))?.slice(5));
     if (!port) throw new Error(`${path}: no PORT in the process env`);
-    return { path, config, port };
+    return { path, config, port, address: config.annotations?.['dev.tern.address'] ?? '127.0.0.1' };
   }
   throw new Error(`no bundle for container ${containerId} under ${agentRoot}/*/runtime/containers (pass --tern-home or --port)`);
 }
@@ -285,6 +312,7 @@ export function quantile(xs: number[], q: number): number {
 export async function startNginx(
   upstreamPort: number,
   freePort: () => Promise<number>,
+  upstreamHost = '127.0.0.1',
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const which = await execa('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { reject: false });
   const bin = which.stdout.split('\n')[0]?.trim();
@@ -299,7 +327,7 @@ events { worker_connections 1024; }
 http {
   access_log off;
   client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream container { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  upstream container { server ${upstreamHost}:${upstreamPort}; keepalive 64; }
   server {
     listen 127.0.0.1:${port};
     keepalive_requests 100000;

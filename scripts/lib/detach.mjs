@@ -31,15 +31,16 @@ function relay(path, pos) {
 
 /**
  * `up --detach`: runs the supervisor as a background process (own session, output to
- * <logs>/up.log), relays its output until it reports ready or exits, then returns.
+ * <logs>/up.log) with the other arguments, relays its output until it reports ready or exits,
+ * then returns.
  */
-export async function detach(f) {
+export async function detach(f, args = []) {
   const logFile = join(f.logs, 'up.log');
   rotate(logFile);
   let pos = size(logFile);
   const out = openSync(logFile, 'a');
   const script = fileURLToPath(new URL('../up.mjs', import.meta.url));
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [script, ...args], {
     detached: true,
     stdio: ['ignore', out, out],
     env: { ...process.env, TERN_UP_DETACHED: '1' },

@@ -11,6 +11,10 @@ const PACKAGES = {
   postgresql: () => findPgBin(),
   runc: () => which('runc'),
   umoci: () => which('umoci'),
+  // The agent's private container network: a bridge, namespaces and veths (ip), its rules (nft).
+  nftables: () => which('nft'),
+  iproute2: () => which('ip'),
+  openssl: () => which('openssl'),
 };
 
 /**

@@ -1,25 +1,6 @@
-import { execFile } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { removeStateDir, tempStateDir } from './harness.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** `tern-agent` as a user runs it (bin/tern-agent.js over the build). */
-async function ternAgent(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['bin/tern-agent.js', ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: '/nonexistent', ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: err.code ?? 1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
-  }
-}
+import { removeStateDir, tempStateDir, ternAgent } from './harness.js';
 
 describe('tern-agent init / config show / config set', () => {
   const dirs: string[] = [];

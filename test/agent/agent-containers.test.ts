@@ -9,6 +9,7 @@ import {
   type ContainerStart,
   MACHINE_HEARTBEAT,
   type MachineHeartbeat,
+  subjectFilter,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { ImageStore, RuncRuntime } from '#tern/runtime';
@@ -34,7 +35,7 @@ class Health(BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *args):
         pass
-server = HTTPServer(("127.0.0.1", int(os.environ["PORT"])), Health)
+server = HTTPServer(("0.0.0.0", int(os.environ["PORT"])), Health)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 time.sleep(float(os.environ.get("LIFETIME", "2")))
 print("bye", flush=True)
@@ -94,7 +95,13 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
       nc.subscribe(`${plane.namespace}.container.${MACHINE}.*.v1`, {
         callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }),
       }),
-      nc.subscribe(messaging.subject(CONTAINER_LOG_LINE), { callback: (_e, m) => void logs.push(m.json<ContainerLogLine>()) }),
+      // Only what the agent publishes under its own machine id counts: that is all its NATS identity may publish.
+      nc.subscribe(messaging.ns.subject(subjectFilter(CONTAINER_LOG_LINE, MACHINE, 'dep-hello', undefined)), {
+        callback: (_e, m) => {
+          const line = m.json<ContainerLogLine>();
+          if (m.subject.split('.').at(-2) === line.containerId) logs.push(line);
+        },
+      }),
       nc.subscribe(messaging.subject(MACHINE_HEARTBEAT, [MACHINE]), { callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()) }),
     );
     agent = AgentProcess.forPlane(plane, { MACHINE_ID: MACHINE });

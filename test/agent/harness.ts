@@ -1,10 +1,14 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess } from '../support/processes.js';
+import { agentNetworkEnv, removeAgentNetwork } from '../support/agent-network.js';
 
 export const ADMIN = `tern_${'a'.repeat(43)}`;
 
@@ -68,7 +72,14 @@ export class AgentProcess extends ServiceProcess {
     readonly stateDir: string,
     env: Record<string, string>,
   ) {
-    super('agent', { LOG_FORMAT: 'json', LOG_LEVEL: 'info', AGENT_STATE_DIR: stateDir, AGENT_DASHBOARD: 'off', ...env });
+    super('agent', {
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      AGENT_STATE_DIR: stateDir,
+      AGENT_DASHBOARD: 'off',
+      ...agentNetworkEnv(stateDir),
+      ...env,
+    });
   }
 
   static forPlane(plane: ControlPlane, env: Record<string, string> = {}, stateDir = tempStateDir()): AgentProcess {
@@ -97,5 +108,25 @@ export function tempStateDir(): string {
 }
 
 export function removeStateDir(dir: string) {
+  removeAgentNetwork(dir);
   rmSync(dir, { recursive: true, force: true });
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** `tern-agent` as a user runs it (bin/tern-agent.js over the build). */
+export async function ternAgent(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['bin/tern-agent.js', ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: '/nonexistent', ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: err.code ?? 1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+  }
 }

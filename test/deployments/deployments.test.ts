@@ -193,24 +193,6 @@ describe('deployments API, code upload and CLI', () => {
     expect((await call('POST', '/api/v1/deployments', other, spec({ name: 'borrowed' }))).status).toBe(201);
   });
 
-  it('streams log lines of the deployment only', async () => {
-    const deployed = await call('POST', '/api/v1/deployments', ADMIN, spec({ name: 'logger' }));
-    const res = await fetch(`${base}/api/v1/deployments/logger/logs?follow=true&tail=1`, { headers: { authorization: `Bearer ${ADMIN}` } });
-    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const line = (deploymentId: string, text: string) =>
-      nc.publish(
-        `${namespace}.logs.c-1.v1`,
-        JSON.stringify({ containerId: 'c-1', deploymentId, stream: 'stdout', line: text, sequence: 0, at: new Date().toISOString() }),
-      );
-    const body = res.text();
-    await new Promise((r) => setTimeout(r, 300));
-    line('00000000-0000-4000-8000-000000000000', 'someone else');
-    line(deployed.body.deploymentId, 'model loaded');
-    const text = await body;
-    expect(text).toContain('model loaded');
-    expect(text).not.toContain('someone else');
-  });
-
   it('deploys an example with the CLI, uploading its folder', async () => {
     const out = await tern(['deploy', 'examples/hello-python/tern.yaml'], base, ADMIN);
     expect(out.stderr).toBe('');

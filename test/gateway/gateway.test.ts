@@ -1,3 +1,4 @@
+import { tern } from '../machines/harness.js';
 import { runningGateway } from '../support/gateway.js';
 
 const ADMIN = `tern_${'a'.repeat(43)}`;
@@ -55,6 +56,45 @@ describe('gateway API: tokens, workspaces, errors', () => {
 
     expect((await call('DELETE', `/api/v1/tokens/${created.body.id}`, ADMIN)).status).toBe(204);
     expect((await call('GET', '/api/v1/workspace', member)).status).toBe(401);
+  });
+
+  it('issues a token with an expiry: listed with it, accepted until then, then 401 saying it expired', async () => {
+    const past = await call('POST', '/api/v1/tokens', ADMIN, { name: 'late', expiresAt: '2020-01-01T00:00:00Z' });
+    expect(past.status).toBe(400);
+    expect(past.body.message).toMatch(/expiresAt 2020-01-01T00:00:00.000Z is not in the future/);
+    const garbled = await call('POST', '/api/v1/tokens', ADMIN, { name: 'late', expiresAt: 'tomorrow' });
+    expect(garbled.status).toBe(400);
+    expect(garbled.body.message).toEqual([expect.stringMatching(/^expiresAt must be an ISO 8601 date-time/)]);
+
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const short = await call('POST', '/api/v1/tokens', ADMIN, { name: 'short-lived', expiresAt });
+    expect(short.status).toBe(201);
+    expect(short.body.expiresAt).toBe(expiresAt);
+    const listed = await call('GET', '/api/v1/tokens', ADMIN);
+    expect(listed.body.find((t: { name: string }) => t.name === 'short-lived').expiresAt).toBe(expiresAt);
+    expect(listed.body.find((t: { name: string }) => t.name === 'operator (bootstrap)').expiresAt).toBeNull();
+
+    expect((await call('GET', '/api/v1/workspace', short.body.token)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, Date.parse(expiresAt) - Date.now() + 100));
+    const expired = await call('GET', '/api/v1/workspace', short.body.token);
+    expect(expired.status).toBe(401);
+    expect(expired.body.message).toBe(`token expired at ${expiresAt}: ask a workspace admin for a new one (tern token create)`);
+  });
+
+  it('creates, lists and revokes tokens from the CLI, with an expiry', async () => {
+    const created = await tern(['token', 'create', 'cli-made', '--expires', '30d', '--json'], base, ADMIN);
+    expect(created.code).toBe(0);
+    const token = JSON.parse(created.stdout) as { id: string; expiresAt: string };
+    expect(Date.parse(token.expiresAt) - Date.now()).toBeGreaterThan(29 * 86_400_000);
+    const listed = await tern(['token', 'list'], base, ADMIN);
+    expect(listed.stdout).toMatch(/^ID +NAME +ROLE +PREFIX +CREATED +LAST USED +EXPIRES$/m);
+    expect(listed.stdout).toMatch(
+      new RegExp(`^${token.id} +cli-made +member +tern_\\S+ +\\S+ +never +${token.expiresAt.replace(/\./g, '\\.')}$`, 'm'),
+    );
+    const bad = await tern(['token', 'create', 'x', '--expires', 'soon'], base, ADMIN);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/must be a duration \(90m, 12h, 30d, 8w\) or a date/);
+    expect((await tern(['token', 'revoke', token.id], base, ADMIN)).stdout).toBe(`Token ${token.id} revoked.\n`);
   });
 
   it('creates workspaces with their own admin token, scoped to themselves', async () => {

@@ -51,6 +51,7 @@ const ROUTES: Record<string, Route> = {
     body: (a) => registration('default', { machineId: a.machineId }),
   },
   'POST /api/v1/machine/keepalive': { access: 'machine', body: (a) => ({ machineId: a.machineId, poolName: 'default' }) },
+  'POST /api/v1/machine/rotate-token': { access: 'machine' },
   'GET /api/v1/machine/network-test': { access: 'machine' },
   'POST /api/v1/machine/network-test': { access: 'machine' },
 
@@ -60,6 +61,7 @@ const ROUTES: Record<string, Route> = {
   'PATCH /api/v1/pools/{name}': { access: 'operator', body: () => ({}) },
   'POST /api/v1/machines': { access: 'operator', body: () => ({ pool: 'default' }) },
   'DELETE /api/v1/machines/{id}': { access: 'operator' },
+  'POST /api/v1/machines/{id}/rotate-token': { access: 'operator' },
   'GET /api/v1/usage/rewards': { access: 'operator' },
 
   'GET /api/v1/workspace': { access: 'workspace' },

@@ -5,6 +5,10 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS_URL, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { removeStateDir, tempStateDir, ternAgent } from '../agent/harness.js';
 import { ADMIN, client, registration, tern } from './harness.js';
 
 interface Seen {
@@ -400,6 +404,64 @@ describe('machine tokens and registration', () => {
     const gone = await call('POST', '/api/v1/machine/register', machineToken, registration('gpu'));
     expect(gone.status).toBe(401);
     expect(gone.body.message).toMatch(/^unknown token/);
+  });
+
+  it('rotates a machine token: by the operator, by the machine itself, from both CLIs; the old token stops working at once', async () => {
+    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'gpu', machineId: 'box-rot' });
+    const pending = await call('POST', '/api/v1/machines/box-rot/rotate-token', ADMIN);
+    expect(pending.status).toBe(409);
+    expect(pending.body.message).toMatch(/has not registered yet/);
+    const first = (await call('POST', '/api/v1/machine/register', made.body.joinToken, registration('gpu'))).body.machineToken as string;
+
+    // The operator's rotation; a workspace token cannot, and an unknown machine is 404.
+    expect((await call('POST', '/api/v1/machines/box-rot/rotate-token', member)).status).toBe(403);
+    expect((await call('POST', '/api/v1/machines/nope/rotate-token', ADMIN)).status).toBe(404);
+    const byOperator = await call('POST', '/api/v1/machines/box-rot/rotate-token', ADMIN);
+    expect(byOperator.status).toBe(200);
+    expect(byOperator.body).toEqual({ machineId: 'box-rot', machineToken: expect.stringMatching(/^tern_machine_/) });
+    const stale = await call('POST', '/api/v1/machine/register', first, registration('gpu'));
+    expect(stale.status).toBe(401);
+    expect(stale.body.message).toMatch(/^unknown token/);
+    const second = byOperator.body.machineToken as string;
+    expect((await call('POST', '/api/v1/machine/register', second, registration('gpu'))).status).toBe(200);
+
+    // The machine's own rotation takes only its machine token.
+    expect((await call('POST', '/api/v1/machine/rotate-token', ADMIN)).status).toBe(401);
+    const own = await call('POST', '/api/v1/machine/rotate-token', second);
+    expect(own.status).toBe(200);
+    expect(own.body.machineId).toBe('box-rot');
+    expect((await call('POST', '/api/v1/machine/rotate-token', second)).status).toBe(401);
+    expect((await call('POST', '/api/v1/machine/register', second, registration('gpu'))).status).toBe(401);
+    const third = own.body.machineToken as string;
+
+    // On the worker: tern-agent rotate-token replaces the token in config.yaml (mode 600).
+    const dir = tempStateDir();
+    const old = tempStateDir();
+    try {
+      expect((await ternAgent(['init', '--gateway', base, '--token', third, '--pool', 'gpu', '--state-dir', dir])).code).toBe(0);
+      const rotated = await ternAgent(['rotate-token', '--state-dir', dir]);
+      expect(rotated).toMatchObject({ code: 0, stdout: expect.stringContaining('machine box-rot: new token saved') });
+      const file = parse(readFileSync(join(dir, 'config.yaml'), 'utf8')) as { token: string; machineId: string };
+      expect(statSync(join(dir, 'config.yaml')).mode & 0o777).toBe(0o600);
+      expect(file.machineId).toBe('box-rot');
+      expect(file.token).toMatch(/^tern_machine_/);
+      expect(file.token).not.toBe(third);
+      expect((await call('POST', '/api/v1/machine/register', third, registration('gpu'))).status).toBe(401);
+      expect((await call('POST', '/api/v1/machine/register', file.token, registration('gpu'))).status).toBe(200);
+      // A copy of the old file holds a spent token: its rotation is refused and says why.
+      expect((await ternAgent(['init', '--gateway', base, '--token', third, '--pool', 'gpu', '--state-dir', old])).code).toBe(0);
+      const spent = await ternAgent(['rotate-token', '--state-dir', old]);
+      expect(spent.code).toBe(1);
+      expect(spent.stderr).toMatch(/the gateway refused to rotate the token \(401: unknown token/);
+    } finally {
+      removeStateDir(dir);
+      removeStateDir(old);
+    }
+
+    // The operator from the CLI: prints the line to run on the worker.
+    const cli = await tern(['machine', 'rotate-token', 'box-rot'], base, ADMIN);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toMatch(/tern-agent config set token tern_machine_\S+/);
   });
 
   it('creates and shows machines from the CLI', async () => {

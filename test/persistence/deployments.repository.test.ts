@@ -98,7 +98,7 @@ describe('DeploymentsRepository', () => {
     expect(await deployments.findWithCounts(ws, 'c-gone')).toBeUndefined();
   });
 
-  it('lists the containers not yet stopped or failed, oldest first, and the ids of recently ended ones too', async () => {
+  it('lists the containers not yet stopped or failed, oldest first, and the recently ended ones too (with their machines, for logs)', async () => {
     const ws = await workspace();
     const { deployment } = await deployments.addVersion(ws, 'logs', 'endpoint', {});
     const [v1] = await deployments.versionsOf(deployment.id, 'ASC');
@@ -109,9 +109,11 @@ describe('DeploymentsRepository', () => {
     const live = await deployments.containersOf(deployment.id);
     expect(live.map((c) => c.id)).toEqual([older, newer]);
     expect(live[0]).toEqual({ id: older, version: 1, machineId: null, state: 'running', stateReason: 'is running', readyAt: null });
-    const ids = await deployments.recentContainerIds(deployment.id);
+    const recent = await deployments.recentContainerPlacements(deployment.id);
+    const ids = recent.map((c) => c.id);
     expect(ids.sort()).toEqual([older, newer, justStopped].sort());
     expect(ids).not.toContain(longFailed);
+    expect(recent.every((c) => c.machineId === null)).toBe(true);
   });
 
   it('sets a state with its reason and answers the saved row', async () => {

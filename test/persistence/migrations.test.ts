@@ -113,8 +113,9 @@ describe('runMigrations', () => {
 
   it('makes the bootstrap admin token the operator, and backfills code bundles from deployed versions', async () => {
     const dataSource = await open();
-    // Back to before OperatorRole and CodeBundles: a database of the previous release.
-    for (let i = 0; i < 2; i++) await dataSource.undoLastMigration({ transaction: 'each' });
+    // Back to before OperatorRole (and every later migration): a database of that release.
+    const back = MIGRATIONS.length - MIGRATIONS.findIndex((m) => new m().name === 'OperatorRole1764600000000');
+    for (let i = 0; i < back; i++) await dataSource.undoLastMigration({ transaction: 'each' });
     const q = (sql: string, params: unknown[] = []) => admin.query(sql.replaceAll('S.', `"${schema}".`), params);
     const [ws] = (await q(`INSERT INTO S.workspaces (name) VALUES ('default') RETURNING id`)).rows;
     await q(
@@ -127,7 +128,7 @@ describe('runMigrations', () => {
       JSON.stringify({ code: 'sha256:abc' }),
     ]);
 
-    expect(await runMigrations(dataSource)).toHaveLength(2);
+    expect(await runMigrations(dataSource)).toHaveLength(back);
     const tokens = (await q(`SELECT name, role FROM S.api_tokens ORDER BY name`)).rows;
     expect(tokens).toEqual([
       { name: 'ci', role: 'admin' },

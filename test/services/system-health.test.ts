@@ -5,6 +5,7 @@ import { SERVICE_NAMES } from '#tern/config';
 import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { agentNetworkEnv, removeAgentNetwork } from '../support/agent-network.js';
 
 const ADMIN = `tern_${'s'.repeat(43)}`;
 
@@ -42,7 +43,13 @@ describe('system health across the six services', () => {
       // The agent learns NATS from its registration with the gateway, as `npm run up` runs it.
       if (name === 'gateway') env.BOOTSTRAP_ADMIN_TOKEN = ADMIN;
       if (name === 'agent')
-        Object.assign(env, { AGENT_GATEWAY_URL: base, AGENT_TOKEN: ADMIN, AGENT_STATE_DIR: agentState, AGENT_DASHBOARD: 'off' });
+        Object.assign(env, {
+          AGENT_GATEWAY_URL: base,
+          AGENT_TOKEN: ADMIN,
+          AGENT_STATE_DIR: agentState,
+          AGENT_DASHBOARD: 'off',
+          ...agentNetworkEnv(agentState),
+        });
       processes.set(name, new ServiceProcess(name, env).start());
     }
     await Promise.all([...processes.values()].map((p) => p.ready(90_000)));
@@ -52,6 +59,7 @@ describe('system health across the six services', () => {
     await Promise.all([...processes.values()].map((p) => p.stop()));
     await schema?.drop();
     await deleteNamespaces(namespace);
+    removeAgentNetwork(agentState);
     rmSync(agentState, { recursive: true, force: true });
   });
 

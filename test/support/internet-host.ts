@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 
@@ -21,6 +23,7 @@ export interface ReceivedRequest {
 export class InternetHost {
   readonly requests: ReceivedRequest[] = [];
   private server?: ChildProcess;
+  private lock?: string;
 
   private constructor(
     readonly namespace: string,
@@ -33,16 +36,25 @@ export class InternetHost {
     return `http://${this.address}:${this.port}`;
   }
 
-  static async start(answers: { status: number; location?: string }[] = [{ status: 200 }]): Promise<InternetHost> {
+  /**
+   * `address`: where the host stands instead of a random 203.0.113.x, for tests that need a
+   * host at a given address (169.254.169.254, a private one): it must be the second address of
+   * a /30 (last octet 4n+2); the root namespace takes the first.
+   */
+  static async start(answers: { status: number; location?: string }[] = [{ status: 200 }], address?: string): Promise<InternetHost> {
     const id = randomBytes(3).toString('hex');
     const namespace = `tern-inet-${id}`;
     const hostVeth = `ti${id}h`;
-    const base = 4 * randomInt(0, 64);
-    const [near, far] = [`203.0.113.${base + 1}`, `203.0.113.${base + 2}`];
+    const octets = (address ?? `203.0.113.${4 * randomInt(0, 64) + 2}`).split('.').map(Number);
+    if (octets.length !== 4 || octets[3] % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
+    const [near, far] = [[...octets.slice(0, 3), octets[3] - 1].join('.'), octets.join('.')];
     const ip = (...args: string[]) => execa('ip', args);
-    await ip('netns', 'add', namespace);
+    // Tests running at once may each want the host at a given address: one at a time.
+    const lock = address ? await lockAddress(address) : undefined;
     const host = new InternetHost(namespace, hostVeth, far, 8080);
+    host.lock = lock;
     try {
+      await ip('netns', 'add', namespace);
       await ip('link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', `ti${id}n`);
       await ip('link', 'set', `ti${id}n`, 'netns', namespace);
       await ip('addr', 'add', `${near}/30`, 'dev', hostVeth);
@@ -107,5 +119,23 @@ export class InternetHost {
     // The veth pair goes with the namespace.
     await execa('ip', ['netns', 'del', this.namespace], { reject: false });
     await execa('ip', ['link', 'del', this.hostVeth], { reject: false });
+    if (this.lock) await rm(this.lock, { force: true });
+  }
+}
+
+/** `/run/tern-test-host-<address>.lock`, created exclusively; taken over from a process that is gone. */
+async function lockAddress(address: string, timeoutMs = 120_000): Promise<string> {
+  const path = `/run/tern-test-host-${address}.lock`;
+  for (const deadline = Date.now() + timeoutMs; ;) {
+    try {
+      await writeFile(path, String(process.pid), { flag: 'wx' });
+      return path;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const holder = Number(await readFile(path, 'utf8').catch(() => '0'));
+    if (holder && !existsSync(`/proc/${holder}`)) await rm(path, { force: true });
+    else if (Date.now() > deadline) throw new Error(`the test host address ${address} stayed in use by process ${holder}`);
+    else await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -1,11 +1,11 @@
 import { execa } from 'execa';
 
 /**
- * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip). On a
+ * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip, nft, openssl). On a
  * developer's machine a missing part skips the suite with a warning; under CI=true it fails the
  * run with the reason and the fix, because a suite that passes by skipping proves nothing.
  */
-export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip';
+export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -14,10 +14,12 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   python3: 'apt-get install python3',
   'nats-server': 'apt-get install nats-server',
   ip: 'apt-get install iproute2',
+  nft: 'apt-get install nftables',
+  openssl: 'apt-get install openssl',
 };
 
-/** How a part tells its version (`ip` has no --version). */
-const VERSION_FLAG: Partial<Record<RealPart, string>> = { ip: '-V' };
+/** How a part tells its version (`ip` and `openssl` have no --version). */
+const VERSION_FLAG: Partial<Record<RealPart, string>> = { ip: '-V', openssl: 'version' };
 
 export function inCi(env: NodeJS.ProcessEnv = process.env): boolean {
   return /^(true|1)$/i.test(env.CI ?? '');

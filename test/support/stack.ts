@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { TEST_DATABASE_URL, TEST_NATS_URL, uniqueName } from './isolation.js';
 import { deleteNamespaces } from './nats.js';
+import { agentNetworkEnv, removeAgentNetwork } from './agent-network.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -77,6 +78,7 @@ export function stackSandbox(label: string): StackSandbox {
     TERN_SKIP_BUILD: '1', // npm test built dist/ already
     LOG_LEVEL: 'info',
     NO_COLOR: '1',
+    ...agentNetworkEnv(ternHome),
   };
   return {
     env,
@@ -89,17 +91,26 @@ export function stackSandbox(label: string): StackSandbox {
       await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await db.end();
       await deleteNamespaces(namespace);
+      removeAgentNetwork(ternHome);
       rmSync(ternHome, { recursive: true, force: true });
       rmSync(home, { recursive: true, force: true });
     },
   };
 }
 
-/** The whole system as a newcomer gets it from `npm run up -- --detach`. */
-export async function startStack(label: string): Promise<Stack> {
+/**
+ * The whole system as a newcomer gets it from `npm run up -- --detach`, with `args` added and
+ * `env` laid over the sandbox's (a variable set to undefined is removed: no NATS_URL starts a
+ * private NATS).
+ */
+export async function startStack(
+  label: string,
+  options: { args?: string[]; env?: Record<string, string | undefined> } = {},
+): Promise<Stack & { output: string }> {
   const sandbox = stackSandbox(label);
-  const { env } = sandbox;
-  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach'], env);
+  const env = { ...sandbox.env, ...options.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const up = await run([join(ROOT, 'scripts', 'up.mjs'), '--detach', ...(options.args ?? [])], env);
   if (up.code !== 0) {
     await sandbox.cleanup();
     throw new Error(`npm run up failed (${up.code}):\n${up.stdout}\n${up.stderr}`);
@@ -111,6 +122,7 @@ export async function startStack(label: string): Promise<Stack> {
     gateway,
     token,
     env,
+    output: up.stdout + up.stderr,
     tern: (...args) => run([join(ROOT, 'bin', 'tern.js'), ...args], env),
     scratch(label) {
       const dir = mkdtempSync(join(tmpdir(), `tern-${label}-`));

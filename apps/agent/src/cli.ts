@@ -11,6 +11,7 @@ import {
   validateConfig,
   writeConfigFile,
 } from './settings/config-file.js';
+import { caProblem, keepCa } from './settings/ca-file.js';
 
 /** sysexits' EX_CONFIG, as run-agent uses for a bad configuration. */
 const EXIT_CONFIG = 78;
@@ -61,15 +62,39 @@ program
   .requiredOption('--token <token>', 'join token from `tern machine create` (or an operator API token)')
   .option('--pool <pool>', 'pool to join', 'default')
   .option('--machine-id <id>', 'machine id (default: the one the token names, or one derived from the host name)')
+  .option('--ca <file>', "CA certificate (PEM) to pin for the gateway's HTTPS and NATS's TLS (kept as <state dir>/ca.pem)")
   .option(...stateDirOption)
-  .action((opts: { gateway: string; token: string; pool: string; machineId?: string; stateDir?: string }) => {
+  .action((opts: { gateway: string; token: string; pool: string; machineId?: string; ca?: string; stateDir?: string }) => {
     const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+    const problem = opts.ca ? caProblem(opts.ca) : undefined;
+    if (problem) throw new AgentConfigError([`--ca: ${problem}`]);
     const config = validateConfig(
-      { gateway: opts.gateway, token: opts.token, pool: opts.pool, ...(opts.machineId ? { machineId: opts.machineId } : {}) },
+      {
+        gateway: opts.gateway,
+        token: opts.token,
+        pool: opts.pool,
+        ...(opts.machineId ? { machineId: opts.machineId } : {}),
+        ...(opts.ca ? { ca: keepCa(stateDir, opts.ca) } : {}),
+      },
       'init',
     );
     const path = writeConfigFile(stateDir, config);
     process.stdout.write(`wrote ${path}\nstart the agent with: tern-agent${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
+  });
+
+program
+  .command('rotate-token')
+  .description(
+    "replace this machine's token with a new one from the gateway (the old one stops working at once); config.yaml keeps the new one",
+  )
+  .option(...stateDirOption)
+  .action(async (opts: { stateDir?: string }) => {
+    const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+    const { rotateMachineToken } = await import('./registration/rotate-token.js');
+    const file = existing(stateDir);
+    if (file.ca) (await import('./settings/pinned-ca.js')).pinGatewayCa(file.gateway, file.ca);
+    const { machineId, path } = await rotateMachineToken(stateDir, file);
+    process.stdout.write(`machine ${machineId}: new token saved in ${path}; a running agent uses it when it next registers\n`);
   });
 
 const config = program.command('config').description('show or change config.yaml');

@@ -18,6 +18,7 @@ import { TerminalDashboard } from './dashboard/terminal.js';
 import { discoverInventory } from './discovery/inventory.js';
 import { createAgentLogger } from './logging.js';
 import { defaultMachineId } from './machine-id.js';
+import { pinGatewayCa } from './settings/pinned-ca.js';
 import { REGISTER_BACKOFF, type RegisterOutcome, registerWithRetry } from './registration/register.js';
 import { type AgentSettings, resolveSettings } from './settings/agent-settings.js';
 import {
@@ -84,6 +85,8 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     throw e;
   }
 
+  // Before the first HTTPS call: from here on the gateway is trusted only through this CA.
+  if (settings.ca) pinGatewayCa(settings.gatewayUrl, settings.ca);
   const state = new AgentState(settings.gatewayUrl, settings.pool);
   const tty = process.stdout.isTTY === true;
   const dashboardOn = settings.dashboard === 'on' ? tty : settings.dashboard === 'auto' && tty && process.stdin.isTTY === true;
@@ -138,6 +141,20 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
     `discovered ${inventory.cpu.model} (${inventory.cpu.threads} threads), ${Math.round(inventory.memoryBytes / 2 ** 30)} GiB memory, ${inventory.gpus.length} GPU(s)`,
   );
 
+  /** A token rotated meanwhile (tern-agent rotate-token, or config set token) is in config.yaml: use it. */
+  const adoptRotatedToken = () => {
+    if (settings.tokenSource !== 'config.yaml') return;
+    let token: string | undefined;
+    try {
+      token = readConfigFile(stateDir)?.token;
+    } catch {
+      token = undefined;
+    }
+    if (!token || token === settings.token) return;
+    settings.token = token;
+    logger.info(`the token in ${stateDir}/config.yaml changed (rotated); using it`);
+  };
+
   /** Saves the machine token (replacing the join token) and the machine id in config.yaml. */
   const keepCredentials = (answer: MachineRegisterResponse) => {
     let file: AgentConfigFile | undefined;
@@ -168,6 +185,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
   };
 
   const register = async (inv: MachineInventory, why: string): Promise<Extract<RegisterOutcome, { kind: 'registered' }>> => {
+    adoptRotatedToken();
     const machineId = settings.machineId ?? (tokenNamesMachine(settings.token) ? undefined : defaultMachineId());
     const request: MachineRegisterRequest = {
       pool: settings.pool,
@@ -233,6 +251,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
         user: answer.nats.user,
         pass: answer.nats.pass,
         token: answer.nats.token,
+        ...(settings.ca ? { tls: { caFile: settings.ca } } : {}),
       },
     };
 

@@ -9,6 +9,7 @@ import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
+import { tokenCommand } from './commands/token.js';
 import { usageCommand } from './commands/usage.js';
 
 const program = new Command('tern')
@@ -23,6 +24,7 @@ const program = new Command('tern')
   .addCommand(invokeCommand())
   .addCommand(taskCommand())
   .addCommand(logsCommand())
+  .addCommand(tokenCommand())
   .addCommand(usageCommand());
 
 try {

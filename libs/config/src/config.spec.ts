@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config.js';
 import { VARIABLES } from './variables.js';
 
@@ -32,6 +35,29 @@ describe('loadConfig', () => {
 
   it('rejects out-of-range ports', () => {
     expect(() => loadConfig('gateway', { HTTP_PORT: '70000' })).toThrow('must be at most 65535');
+  });
+
+  it('takes TLS files only when they can be read, and certificates only with their keys', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tern-config-'));
+    try {
+      const pem = join(dir, 'x.pem');
+      writeFileSync(pem, 'pem');
+      const c = loadConfig('gateway', { TLS_CERT_FILE: pem, TLS_KEY_FILE: pem, NATS_TLS_CA_FILE: pem });
+      expect(c.http.tls).toEqual({ certFile: pem, keyFile: pem });
+      expect(c.nats.tls).toEqual({ caFile: pem, certFile: undefined, keyFile: undefined });
+      expect(loadConfig('gateway', {}).http.tls).toBeUndefined();
+      expect(loadConfig('gateway', {}).nats.tls).toBeUndefined();
+      // The scheduler does not serve HTTPS: TLS_CERT_FILE is not its variable.
+      expect(loadConfig('scheduler', { TLS_CERT_FILE: pem }).http.tls).toBeUndefined();
+      expect(() => loadConfig('gateway', { TLS_CERT_FILE: join(dir, 'missing.pem'), TLS_KEY_FILE: pem })).toThrow(
+        /TLS_CERT_FILE=".*missing.pem": cannot be read \(ENOENT\)/,
+      );
+      expect(() => loadConfig('gateway', { TLS_CERT_FILE: dir, TLS_KEY_FILE: pem })).toThrow('is not a file');
+      expect(() => loadConfig('gateway', { TLS_CERT_FILE: pem })).toThrow('TLS_CERT_FILE is set but TLS_KEY_FILE is not');
+      expect(() => loadConfig('agent', { NATS_TLS_KEY_FILE: pem })).toThrow('NATS_TLS_KEY_FILE is set but NATS_TLS_CERT_FILE is not');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('gives every variable a description', () => {

@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { type ServiceName, type VariableSpec, variablesFor } from './variables.js';
 
 /** The typed configuration a service receives after validation at boot. */
@@ -9,9 +10,12 @@ export interface TernConfig {
     readonly user?: string;
     readonly pass?: string;
     readonly token?: string;
+    /** Set when NATS_TLS_* are: the connection requires TLS, verified against caFile. */
+    readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
   };
   readonly database: { readonly url: string; readonly schema: string; readonly runMigrations: boolean };
-  readonly http: { readonly host: string; readonly port: number };
+  /** `tls`: the gateway serves HTTPS with this certificate and key (TLS_CERT_FILE, TLS_KEY_FILE). */
+  readonly http: { readonly host: string; readonly port: number; readonly tls?: { readonly certFile: string; readonly keyFile: string } };
   /** The gateway's separate /metrics and /health listener; port 0: none, they are on `http`. */
   readonly ops: { readonly host: string; readonly port: number };
   readonly log: { readonly level: string; readonly format: 'auto' | 'json' | 'pretty' };
@@ -22,12 +26,16 @@ export interface TernConfig {
   readonly machines: {
     /** NATS URLs given to agents at registration. */
     readonly natsPublicUrls: string[];
+    /** The gateway URL for the tern-agent init line; undefined: as the caller reached it. */
+    readonly gatewayPublicUrl?: string;
     readonly joinTokenTtlSeconds: number;
     readonly heartbeatIntervalSeconds: number;
     readonly heartbeatTtlSeconds: number;
   };
   readonly endpoints: { readonly bufferSize: number };
   readonly tasks: { readonly leaseWaitSeconds: number };
+  /** Log streams one API token may hold open at once (per gateway). */
+  readonly logs: { readonly followsPerToken: number };
   readonly metering: { readonly checkpointIntervalMs: number };
   readonly reputation: { readonly recomputeIntervalMs: number; readonly historyIntervalSeconds: number; readonly halfLifeHours: number };
   readonly agent: {
@@ -122,6 +130,14 @@ function parseOne(spec: VariableSpec, service: ServiceName, env: NodeJS.ProcessE
     }
     case 'enum':
       return spec.values?.includes(text) ? text : fail(`must be one of ${spec.values?.join(', ')}`);
+    case 'file':
+      try {
+        if (!statSync(text).isFile()) return fail('is not a file');
+        accessSync(text, constants.R_OK);
+        return text;
+      } catch (e) {
+        return fail(`cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      }
     case 'url':
       try {
         new URL(text);
@@ -145,6 +161,15 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
   const schema = String(raw.DATABASE_SCHEMA ?? 'public');
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) problems.push(`DATABASE_SCHEMA=${JSON.stringify(schema)}: lower-case letters, digits and _ only`);
   problems.push(...placeholderProblems(raw));
+  for (const [cert, key] of [
+    ['TLS_CERT_FILE', 'TLS_KEY_FILE'],
+    ['NATS_TLS_CERT_FILE', 'NATS_TLS_KEY_FILE'],
+  ] as const) {
+    // Only where this service reads the pair, and whatever parseOne thought of each file.
+    const given = (name: string) => name in raw && !!env[name];
+    if (given(cert) && !given(key)) problems.push(`${cert} is set but ${key} is not: give the certificate's private key too`);
+    if (given(key) && !given(cert)) problems.push(`${key} is set but ${cert} is not: give the certificate too`);
+  }
   if (problems.length) throw new ConfigError(problems);
 
   return {
@@ -155,13 +180,26 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       user: raw.NATS_USER as string | undefined,
       pass: raw.NATS_PASSWORD as string | undefined,
       token: raw.NATS_TOKEN as string | undefined,
+      ...(raw.NATS_TLS_CA_FILE || raw.NATS_TLS_CERT_FILE
+        ? {
+            tls: {
+              caFile: raw.NATS_TLS_CA_FILE as string | undefined,
+              certFile: raw.NATS_TLS_CERT_FILE as string | undefined,
+              keyFile: raw.NATS_TLS_KEY_FILE as string | undefined,
+            },
+          }
+        : {}),
     },
     database: {
       url: String(raw.DATABASE_URL ?? env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tern'),
       schema,
       runMigrations: raw.DATABASE_RUN_MIGRATIONS !== false,
     },
-    http: { host: String(raw.HTTP_HOST), port: Number(raw.HTTP_PORT) },
+    http: {
+      host: String(raw.HTTP_HOST),
+      port: Number(raw.HTTP_PORT),
+      ...(raw.TLS_CERT_FILE && raw.TLS_KEY_FILE ? { tls: { certFile: String(raw.TLS_CERT_FILE), keyFile: String(raw.TLS_KEY_FILE) } } : {}),
+    },
     ops: { host: String(raw.OPS_HOST ?? '127.0.0.1'), port: Number(raw.OPS_PORT ?? 0) },
     log: { level: String(raw.LOG_LEVEL), format: raw.LOG_FORMAT as TernConfig['log']['format'] },
     bootstrapAdminToken: raw.BOOTSTRAP_ADMIN_TOKEN as string | undefined,
@@ -170,12 +208,14 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     pool: String(raw.POOL ?? 'default'),
     machines: {
       natsPublicUrls: splitList(String(raw.NATS_PUBLIC_URL ?? raw.NATS_URL)),
+      gatewayPublicUrl: (raw.GATEWAY_PUBLIC_URL as string | undefined)?.replace(/\/+$/, ''),
       joinTokenTtlSeconds: Number(raw.MACHINE_JOIN_TOKEN_TTL_SECONDS ?? 86400),
       heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
+    logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     reputation: {
       recomputeIntervalMs: Number(raw.REPUTATION_RECOMPUTE_INTERVAL_MS ?? 5000),

@@ -6,7 +6,8 @@ export type ServiceName = 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 
 
 export const SERVICE_NAMES: readonly ServiceName[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation', 'agent'];
 
-export type VariableKind = 'string' | 'url' | 'int' | 'bool' | 'enum';
+/** `file`: a path that must name a readable file when set (certificates, keys). */
+export type VariableKind = 'string' | 'url' | 'int' | 'bool' | 'enum' | 'file';
 
 export interface VariableSpec {
   readonly name: string;
@@ -153,10 +154,48 @@ export const VARIABLES = [
     description: 'How long /health/ready waits for services to answer their NATS ping.',
   },
   {
+    name: 'NATS_TLS_CA_FILE',
+    kind: 'file',
+    services: 'all',
+    description:
+      "PEM file of the CA that signed the NATS server's certificate: the connection requires TLS and trusts only this CA (the agent takes it from tern-agent init --ca instead).",
+  },
+  {
+    name: 'NATS_TLS_CERT_FILE',
+    kind: 'file',
+    services: 'all',
+    description: 'Client certificate (PEM) for NATS servers that verify clients (tls { verify: true }); with NATS_TLS_KEY_FILE.',
+  },
+  {
+    name: 'NATS_TLS_KEY_FILE',
+    kind: 'file',
+    services: 'all',
+    description: "The client certificate's private key (PEM).",
+  },
+  {
+    name: 'TLS_CERT_FILE',
+    kind: 'file',
+    services: ['gateway'],
+    description: 'Certificate chain (PEM) for the gateway: with TLS_KEY_FILE it serves HTTPS instead of HTTP on HTTP_HOST:HTTP_PORT.',
+  },
+  {
+    name: 'TLS_KEY_FILE',
+    kind: 'file',
+    services: ['gateway'],
+    description: "The gateway certificate's private key (PEM).",
+  },
+  {
     name: 'NATS_PUBLIC_URL',
     kind: 'string',
     services: ['gateway'],
     description: 'NATS URL(s) handed to agents when they register (what a worker can reach); defaults to NATS_URL.',
+  },
+  {
+    name: 'GATEWAY_PUBLIC_URL',
+    kind: 'url',
+    services: ['gateway'],
+    description:
+      'The gateway URL machines elsewhere reach (printed in the tern-agent init line of tern machine create); default: the URL the caller used (proxy headers, Host). npm run up --public sets it.',
   },
   {
     name: 'MACHINE_JOIN_TOKEN_TTL_SECONDS',
@@ -223,6 +262,15 @@ export const VARIABLES = [
       "How long a task outcome waits for the start that records its attempt's lease (it may overtake it); then it is dropped as coming from no lease holder.",
   },
   {
+    name: 'LOG_FOLLOWS_PER_TOKEN',
+    kind: 'int',
+    default: '4',
+    min: 1,
+    max: 1000,
+    services: ['gateway'],
+    description: 'Log streams (GET /api/v1/deployments/<name>/logs) one API token may hold open at once on a gateway; one more gets 429.',
+  },
+  {
     name: 'ENDPOINT_BUFFER_SIZE',
     kind: 'int',
     default: '1000',
@@ -259,6 +307,13 @@ export const VARIABLES = [
     kind: 'string',
     services: ['agent'],
     description: 'Join token (from `tern machine create`) or admin API token the agent registers with; overrides config.yaml.',
+  },
+  {
+    name: 'AGENT_CA_FILE',
+    kind: 'file',
+    services: ['agent'],
+    description:
+      "CA certificate (PEM) the agent pins for the gateway's HTTPS and NATS's TLS; overrides config.yaml (tern-agent init --ca).",
   },
   {
     name: 'AGENT_RUNTIME',

@@ -6,6 +6,7 @@ import {
   AGENT_LOAD_REPORT,
   AGENT_TASK_CANCEL,
   CONTAINER_FAILED,
+  CONTAINER_LOG_LINE,
   CONTAINER_READY,
   CONTAINER_SCHEDULED,
   CONTAINER_STARTED,
@@ -24,6 +25,7 @@ import {
   TASK_SUBMITTED,
   allContracts,
   findContract,
+  subjectFilter,
   subjectFor,
   STREAMS,
   type StreamName,
@@ -70,6 +72,18 @@ describe('subjectFor', () => {
 
   it.each(['', 'a.b', 'a*', 'a>', 'a b'])('rejects the token %j', (token) => {
     expect(() => subjectFor(MACHINE_HEARTBEAT, token)).toThrow('invalid subject token');
+  });
+});
+
+describe('subjectFilter', () => {
+  it('fills the given tokens and leaves the others *', () => {
+    expect(subjectFilter(CONTAINER_LOG_LINE, undefined, 'dep-1', undefined)).toBe('tern.logs.*.dep-1.*.v1');
+    expect(subjectFilter(CONTAINER_LOG_LINE, 'm-1', 'dep-1', 'c-1')).toBe(subjectFor(CONTAINER_LOG_LINE, 'm-1', 'dep-1', 'c-1'));
+  });
+
+  it('checks the count and every given token as subjectFor does', () => {
+    expect(() => subjectFilter(CONTAINER_LOG_LINE, 'dep-1')).toThrow('needs 3 value(s), got 1');
+    expect(() => subjectFilter(CONTAINER_LOG_LINE, undefined, 'a.b', undefined)).toThrow('invalid subject token');
   });
 });
 

@@ -69,6 +69,18 @@ export function findContract(subject: string): Contract | undefined {
 
 /** Fills the `*` tokens of a contract's subject, in order. Tokens must be non-empty and free of `.`, `*`, `>` and spaces. */
 export function subjectFor(contract: Contract, ...values: string[]): string {
+  return fillTokens(contract, values);
+}
+
+/**
+ * A subscription filter for a contract: its `*` tokens filled where a value is given and left
+ * `*` where it is undefined (e.g. one deployment's log lines from every machine and container).
+ */
+export function subjectFilter(contract: Contract, ...values: (string | undefined)[]): string {
+  return fillTokens(contract, values);
+}
+
+function fillTokens(contract: Contract, values: readonly (string | undefined)[]): string {
   const parts = contract.subject.split('.');
   const wild = parts.filter((p) => p === '*').length;
   if (wild !== values.length) throw new Error(`${contract.subject} needs ${wild} value(s), got ${values.length}`);
@@ -77,6 +89,7 @@ export function subjectFor(contract: Contract, ...values: string[]): string {
     .map((p) => {
       if (p !== '*') return p;
       const v = values[i++];
+      if (v === undefined) return '*';
       if (!/^[A-Za-z0-9_-]+$/.test(v)) throw new Error(`invalid subject token ${JSON.stringify(v)} for ${contract.subject}`);
       return v;
     })

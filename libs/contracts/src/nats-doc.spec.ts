@@ -52,6 +52,7 @@ describe('describeFields', () => {
       'gpus',
       'runningContainers',
       'agentVersion',
+      'isolation',
     ]);
     const byName = Object.fromEntries(fields.map((f) => [f.name, f]));
     expect(byName.sequence).toMatchObject({ type: 'integer', required: true, rules: ['≥ 0'] });

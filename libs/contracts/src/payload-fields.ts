@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { type MetadataStorage, ValidationTypes, getMetadataStorage } from 'class-validator';
 import type { Class } from './contract.js';
-import { ID_PATTERN, IS_NULLABLE, IS_RECORD_OF_NUMBERS, IS_RECORD_OF_STRINGS } from './validation.js';
+import { ID_PATTERN, IS_IPV4_CIDR, IS_NULLABLE, IS_RECORD_OF_NUMBERS, IS_RECORD_OF_STRINGS } from './validation.js';
 
 /**
  * Reads a payload class's fields back out of its class-validator metadata, so the docs
@@ -34,7 +34,18 @@ const TYPE_ONLY = new Set([
   IS_RECORD_OF_NUMBERS,
 ]);
 
-const STRING_FORMATS = new Set(['isString', 'matches', 'isIso8601', 'isUrl', 'isBase64', 'isIp', 'isNotEmpty', 'maxLength', 'minLength']);
+const STRING_FORMATS = new Set([
+  'isString',
+  'matches',
+  'isIso8601',
+  'isUrl',
+  'isBase64',
+  'isIp',
+  'isNotEmpty',
+  'maxLength',
+  'minLength',
+  IS_IPV4_CIDR,
+]);
 
 export function describeFields(payload: Class<object>): FieldDoc[] {
   return [...groupedMetadata(payload)].map(([name, metadata]) => describeField(payload, name, metadata));
@@ -117,6 +128,10 @@ function describeRule(m: Metadata): string {
       return first ? `IPv${first} address` : 'IP address';
     case 'isNotEmpty':
       return 'not empty';
+    case IS_IPV4_CIDR:
+      return 'IPv4 CIDR, no host bits set';
+    case 'arrayMaxSize':
+      return `at most ${first} items`;
     case 'maxLength':
       return `at most ${first} characters`;
     case 'minLength':

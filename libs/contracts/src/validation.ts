@@ -1,4 +1,5 @@
 import { Matches, type MetadataStorage, ValidateBy, ValidationTypes, buildMessage, getMetadataStorage } from 'class-validator';
+import { isIPv4 } from 'node:net';
 
 /**
  * Decorators shared by the payload classes. Each registers ordinary class-validator metadata
@@ -53,4 +54,37 @@ export function IsRecordOf(valueType: 'string' | 'number'): PropertyDecorator {
       defaultMessage: buildMessage((each) => `${each}$property must be an object whose values are all ${valueType}s`),
     },
   });
+}
+
+export const IS_IPV4_CIDR = 'isIpv4Cidr';
+
+/** Why `value` is not an IPv4 network (`a.b.c.d/n`, or a bare address for /32) with no host bits set; undefined when it is. */
+export function ipv4CidrProblem(value: unknown): string | undefined {
+  const [ip, prefix, extra] = typeof value === 'string' ? value.split('/') : [];
+  if (extra !== undefined || !isIPv4(ip ?? '') || (prefix !== undefined && !/^(\d|[12]\d|3[0-2])$/.test(prefix)))
+    return `${JSON.stringify(value)} is not an IPv4 address or CIDR such as 203.0.113.0/24`;
+  const bits = Number(prefix ?? 32);
+  const address = ip.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+  const host = address % 2 ** (32 - bits);
+  if (host === 0) return undefined;
+  const dotted = [24, 16, 8, 0].map((shift) => Math.floor((address - host) / 2 ** shift) % 256).join('.');
+  return `${JSON.stringify(value)} has host bits set: the network is ${dotted}/${bits}`;
+}
+
+/** Each element an IPv4 CIDR (see ipv4CidrProblem). */
+export function IsIpv4Cidr(): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: IS_IPV4_CIDR,
+      validator: {
+        validate: (value: unknown) => ipv4CidrProblem(value) === undefined,
+        defaultMessage: (args) => {
+          const values: unknown[] = Array.isArray(args?.value) ? (args.value as unknown[]) : [args?.value];
+          const problem = values.map(ipv4CidrProblem).find((p) => p !== undefined);
+          return `$property must hold IPv4 CIDRs such as 203.0.113.0/24${problem ? `: ${problem}` : ''}`;
+        },
+      },
+    },
+    { each: true },
+  );
 }

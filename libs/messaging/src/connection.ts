@@ -11,6 +11,8 @@ export interface ConnectOptions {
   user?: string;
   pass?: string;
   token?: string;
+  /** TLS required, the server verified against caFile (and a client certificate where the server asks for one). */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
   /** Give up on the first connection after this long; reconnects after that never give up. */
   firstConnectTimeoutMs?: number;
 }
@@ -29,6 +31,7 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
         user: opts.user,
         pass: opts.pass,
         token: opts.token,
+        ...(opts.tls ? { tls: opts.tls } : {}),
         maxReconnectAttempts: -1,
         reconnectTimeWait: 1000,
         reconnectJitter: 500,

@@ -6,6 +6,7 @@ import type { ImageStore } from './images/image-store.js';
 import { NerdctlRuntime } from './nerdctl/nerdctl-runtime.js';
 import { RuncRuntime } from './runc/runc-runtime.js';
 import type { UserNamespaceMapping } from './oci/config-builder.js';
+import type { BridgeNetwork } from './net/bridge-network.js';
 import type { ContainerRuntime, RuntimeKind, RuntimeLogger } from './types.js';
 
 export interface DetectRuntimeOptions {
@@ -20,6 +21,8 @@ export interface DetectRuntimeOptions {
   nerdctl?: string;
   /** runc only: each container in its own user namespace where the host allows (RuncRuntimeOptions). */
   userNamespace?: UserNamespaceMapping;
+  /** runc only: the bridge for containers asking for a private network. */
+  network?: BridgeNetwork;
 }
 
 async function installed(binary: string): Promise<boolean> {
@@ -43,6 +46,7 @@ export async function detectRuntime(options: DetectRuntimeOptions): Promise<Cont
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.gpu ? { gpu: options.gpu } : {}),
       ...(options.userNamespace ? { userNamespace: options.userNamespace } : {}),
+      ...(options.network ? { network: options.network } : {}),
     });
   }
   if (await installed(nerdctl)) return useNerdctl();

@@ -14,7 +14,7 @@ export { sha256Hex } from './images/digest.js';
 export { parseImageRef, HOST_IMAGE, type ParsedImageRef } from './images/image-ref.js';
 export type { PreparedImage } from './images/prepared-image.js';
 export type { HostImageOptions } from './images/host-image.js';
-export { RuncRuntime, type RuncRuntimeOptions } from './runc/runc-runtime.js';
+export { RuncRuntime, type RuncRuntimeOptions, PRIVATE_PORT } from './runc/runc-runtime.js';
 export { NerdctlRuntime, type NerdctlRuntimeOptions } from './nerdctl/nerdctl-runtime.js';
 export { nerdctlRunArgs } from './nerdctl/nerdctl-args.js';
 export { exitFromStatus } from './runc/exit-status.js';
@@ -22,3 +22,5 @@ export { reconcile, type ReconcileDecision, type ReconcileOptions, type Reconcil
 export { detectRuntime, type DetectRuntimeOptions } from './detect.js';
 export { waitForHealth, type WaitForHealthOptions } from './health.js';
 export { freePort } from './ports.js';
+export { BridgeNetwork, type BridgeNetworkOptions, type Attachment, DEFAULT_BRIDGE, DEFAULT_SUBNET } from './net/bridge-network.js';
+export { parseIpv4Cidr, formatNet, NEVER_REACHED, type Ipv4Net } from './net/ipv4.js';

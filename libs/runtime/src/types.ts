@@ -42,12 +42,24 @@ export interface GpuAssignment {
 }
 
 /**
- * `host`: the container shares the machine's network namespace and listens on its own
- * `$PORT` on loopback, where the agent forwards requests (see README: simple, no bridge, no
- * NAT; the cost is no network isolation between containers and the host). `none`: a private
- * namespace with loopback only, for work that needs no network at all.
+ * `private`: the container's own network namespace on the agent's bridge (BridgeNetwork): its
+ * own address, where it listens on `$PORT` and the agent reaches it, outbound traffic NATed
+ * to the public internet only (see EgressPolicy). `host`: it shares the machine's network
+ * namespace and listens on its own `$PORT` on loopback (an operator's choice for hosts that
+ * cannot run the bridge: no isolation at all between containers and the host). `none`: a
+ * namespace with loopback only, for work that needs no network.
  */
-export type NetworkMode = 'host' | 'none';
+export type NetworkMode = 'private' | 'host' | 'none';
+
+/**
+ * What a container on the private network may reach beyond what none ever does (the host,
+ * other containers, private and reserved ranges): nothing (`block`), only these IPv4 CIDRs
+ * (`allow`), or, when neither is given, the public internet.
+ */
+export interface EgressPolicy {
+  block?: boolean;
+  allow?: string[];
+}
 
 export interface ContainerSpec {
   /** 1-128 of letters, digits, `_`, `-`, `.`; starts with a letter or digit. */
@@ -73,6 +85,8 @@ export interface ContainerSpec {
   /** `$PORT`; with host networking, one is allocated when absent. */
   port?: number;
   network?: NetworkMode;
+  /** `private` network only. */
+  egress?: EgressPolicy;
   /** Kept with the container and returned by list(): deployment, workspace, … */
   labels?: Record<string, string>;
 }
@@ -98,6 +112,8 @@ export interface RunningContainer {
   image: ImageInfo;
   labels: Record<string, string>;
   port?: number;
+  /** Where the agent reaches `port`: the container's address on a private network, else loopback. */
+  address?: string;
   /** Host pid of the container's first process, when the runtime exposes it. */
   pid?: number;
   startedAt: string;

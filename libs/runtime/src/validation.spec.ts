@@ -8,6 +8,7 @@ describe('validateSpec', () => {
   it('accepts a minimal spec', () => {
     expect(() => validateSpec(ok)).not.toThrow();
     expect(() => validateSpec({ ...ok, volumes: [{ name: 'ws_1/models', containerPath: '/models' }] })).not.toThrow();
+    expect(() => validateSpec({ ...ok, network: 'private', egress: { allow: ['203.0.113.0/24', '198.51.100.7'] } })).not.toThrow();
   });
 
   it.each<[string, Partial<ContainerSpec>]>([
@@ -22,6 +23,11 @@ describe('validateSpec', () => {
     ['a volume over /proc', { volumes: [{ name: 'v', containerPath: '/proc/x' }] }],
     ['a volume over /', { volumes: [{ name: 'v', containerPath: '/' }] }],
     ['a negative GPU index', { gpus: { devices: [{ index: -1 }] } }],
+    ['an unknown network', { network: 'bridge' as never }],
+    ['an egress policy without a private network', { network: 'host', egress: { block: true } }],
+    ['an allow list with a name', { network: 'private', egress: { allow: ['example.com'] } }],
+    ['an allow list with host bits set', { network: 'private', egress: { allow: ['10.0.0.1/8'] } }],
+    ['an allow list smuggling nft syntax', { network: 'private', egress: { allow: ['1.2.3.4 } accept; {'] } }],
   ])('rejects %s', (_, patch) => {
     expect(() => validateSpec({ ...ok, ...patch })).toThrow(InvalidContainerSpecError);
   });

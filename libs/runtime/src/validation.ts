@@ -1,5 +1,6 @@
 import { isAbsolute, posix } from 'node:path';
 import { InvalidContainerSpecError } from './errors.js';
+import { parseIpv4Cidr } from './net/ipv4.js';
 import type { ContainerSpec } from './types.js';
 
 export const CONTAINER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -32,7 +33,19 @@ export function validateSpec(spec: ContainerSpec): void {
   if (spec.tmpBytes !== undefined && !isInt(spec.tmpBytes, 1)) fail('tmpBytes must be a positive integer');
   if (spec.shmBytes !== undefined && !isInt(spec.shmBytes, 1)) fail('shmBytes must be a positive integer');
   if (spec.port !== undefined && !isInt(spec.port, 1, 65535)) fail('port must be 1-65535');
-  if (spec.network !== undefined && spec.network !== 'host' && spec.network !== 'none') fail('network must be "host" or "none"');
+  if (spec.network !== undefined && !['private', 'host', 'none'].includes(spec.network))
+    fail('network must be "private", "host" or "none"');
+  if (spec.egress !== undefined) {
+    if (spec.network !== 'private') fail('egress applies to the private network only');
+    if (spec.egress.block !== undefined && typeof spec.egress.block !== 'boolean') fail('egress.block must be true or false');
+    if (spec.egress.allow !== undefined) {
+      if (!Array.isArray(spec.egress.allow)) fail('egress.allow must be a list of IPv4 CIDRs');
+      for (const c of spec.egress.allow!) {
+        const net = typeof c === 'string' ? parseIpv4Cidr(c) : `${JSON.stringify(c)} is not a CIDR`;
+        if (typeof net === 'string') fail(`egress.allow: ${net}`);
+      }
+    }
+  }
   for (const v of spec.volumes ?? []) {
     const segments = typeof v.name === 'string' ? v.name.split('/') : [];
     if (!segments.length || !segments.every((s) => VOLUME_SEGMENT.test(s) && s !== '..' && s !== '.')) {

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
 import { type DynamicModule, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -47,7 +48,11 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
 
   const app = await NestFactory.create<NestFastifyApplication>(
     options.module(config),
-    new FastifyAdapter({ bodyLimit: HTTP_BODY_LIMIT, clientErrorHandler: answerClientError }),
+    new FastifyAdapter({
+      bodyLimit: HTTP_BODY_LIMIT,
+      clientErrorHandler: answerClientError,
+      ...(config.http.tls ? { https: { cert: readFileSync(config.http.tls.certFile), key: readFileSync(config.http.tls.keyFile) } } : {}),
+    }),
     {
       logger,
       bufferLogs: true,
@@ -68,7 +73,8 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   await app.startAllMicroservices();
   if (config.http.port > 0) {
     await app.listen(config.http.port, config.http.host);
-    pino.info({ port: config.http.port }, `${service} listening on http://${config.http.host}:${config.http.port}`);
+    const scheme = config.http.tls ? 'https' : 'http';
+    pino.info({ port: config.http.port }, `${service} listening on ${scheme}://${config.http.host}:${config.http.port}`);
     await ops?.listen(pino);
   } else {
     pino.info(`${service} started (no HTTP endpoint: HTTP_PORT=0)`);

@@ -59,7 +59,8 @@ describe('container specs', () => {
       pidsLimit: 1024,
       volumes: [{ name: 'ws-1/models', containerPath: '/models', readOnly: true }],
       gpus: { devices: [{ index: 2, uuid: 'GPU-2' }] },
-      network: 'host',
+      network: 'private',
+      egress: {},
       labels: expect.objectContaining({
         'tern.container': 'c-1',
         'tern.machine': 'm-1',
@@ -94,6 +95,14 @@ describe('container specs', () => {
     expect(runnerArgs('src/app.mjs:predict')).toEqual(['node', '/tern/runners/node/tern-runner.mjs']);
     expect(runnerArgs('app.js:handlers.predict')).toEqual(['node', '/tern/runners/node/tern-runner.mjs']);
     expect(runnerArgs('pkg.app:predict')).toEqual(['python3', '/tern/runners/python/tern_runner.py']);
+  });
+
+  it("gives a private network the deployment's egress policy; host networking has none", () => {
+    expect(toContainerSpec({ ...start, network: { block: true } }, 'm-1', []).egress).toEqual({ block: true });
+    expect(toContainerSpec({ ...start, network: { allow: ['203.0.113.0/24'] } }, 'm-1', []).egress).toEqual({ allow: ['203.0.113.0/24'] });
+    const host = toContainerSpec({ ...start, network: { block: true } }, 'm-1', [], {}, 'host');
+    expect(host).toMatchObject({ network: 'host' });
+    expect(host.egress).toBeUndefined();
   });
 
   it('recognises its own containers from their labels, and nothing else', () => {

@@ -76,12 +76,19 @@ export function runnerArgs(handler: string): string[] {
 export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 /**
- * The runtime spec for a start command. Networking is the host's: the runtime picks a free
- * port and passes it as $PORT (the contract's `ports` name what the program listens on inside,
- * which with host networking is that port), and the agent health-checks it on loopback.
+ * The runtime spec for a start command. With the `private` network (the agent's default) the
+ * container has its own namespace and address on the agent's bridge, listens on $PORT there,
+ * and may reach what the command's `network` allows; with `host` (an operator's setting) the
+ * runtime picks a free port on the machine and the agent health-checks it on loopback.
  * Volumes live per workspace: `<volume root>/<workspace>/<volume>`.
  */
-export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: GpuInventory[], mounts: AgentMounts = {}): ContainerSpec {
+export function toContainerSpec(
+  cmd: ContainerStart,
+  machineId: string,
+  gpus: GpuInventory[],
+  mounts: AgentMounts = {},
+  network: 'private' | 'host' = 'private',
+): ContainerSpec {
   const env: Record<string, string> = {
     ...cmd.env,
     TERN_DEPLOYMENT_ID: cmd.deploymentId,
@@ -129,7 +136,10 @@ export function toContainerSpec(cmd: ContainerStart, machineId: string, gpus: Gp
     volumes: cmd.volumes.map((v) => ({ name: `${cmd.workspaceId}/${v.volume}`, containerPath: v.mountPath, readOnly: v.readOnly })),
     ...(binds.length ? { binds } : {}),
     ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
-    network: 'host',
+    network,
+    ...(network === 'private'
+      ? { egress: cmd.network?.block ? { block: true } : cmd.network?.allow ? { allow: [...cmd.network.allow] } : {} }
+      : {}),
     labels,
   };
 }

@@ -14,6 +14,7 @@ import {
   type ContainerStopReply,
   type Contract,
   type GpuInventory,
+  type ContainerIsolation,
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { backoffMs, sleep } from '#tern/timing';
@@ -22,6 +23,7 @@ import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
 import { findRunnersDir } from '../code/runners-dir.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
+import type { ContainerEndpoint } from '../invoke/forward.js';
 import { TaskDispatcher } from '../tasks/task-dispatcher.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
@@ -42,7 +44,7 @@ interface Tracked {
   record: ContainerRecord;
   /** When the start command arrived (ms), for the latencies. */
   acceptedAt: number;
-  port?: number;
+  endpoint?: ContainerEndpoint;
   state: ContainerRowState;
   /** Set by a stop command (or shutdown): the exit is then expected. */
   stopReason?: string;
@@ -54,6 +56,11 @@ interface Tracked {
   /** Resolves once container.stopped is out and the container removed. */
   done?: Promise<void>;
   logSequence: number;
+}
+
+/** Where the agent reaches a container's $PORT: its own address on a private network, else loopback. */
+function endpointOf(c: { port?: number; address?: string }): ContainerEndpoint | undefined {
+  return c.port === undefined ? undefined : { host: c.address ?? '127.0.0.1', port: c.port };
 }
 
 /** Longest log line sent over NATS; the rest is cut (the runtime already splits runaway lines). */
@@ -96,6 +103,11 @@ export class ContainersService implements BeforeApplicationShutdown {
     return [...this.tracked.keys()];
   }
 
+  /** How containers are isolated here, for the heartbeat; undefined without a runtime. */
+  isolation(): ContainerIsolation | undefined {
+    return this.handle.isolation;
+  }
+
   busyGpus(): Set<string> {
     return new Set([...this.tracked.values()].flatMap((t) => t.record.gpus));
   }
@@ -117,15 +129,15 @@ export class ContainersService implements BeforeApplicationShutdown {
       );
     for (const c of report.adopted) {
       const record = recordFromLabels(c.id, c.labels, this.machineId)!;
-      const t = this.track(record, Date.parse(c.startedAt) || Date.now(), 'running', c.port);
+      const endpoint = endpointOf(c);
+      const t = this.track(record, Date.parse(c.startedAt) || Date.now(), 'running', endpoint);
       this.watch(c.id, t);
-      if (c.port !== undefined) {
+      if (endpoint) {
         // It may have become ready while no agent watched; ready was then never reported.
-        const port = c.port;
-        void waitForHealth({ port, timeoutMs: 2000, signal: t.abort.signal }).then(
+        void waitForHealth({ ...endpoint, timeoutMs: 2000, signal: t.abort.signal }).then(
           () => {
             this.setState(c.id, 'ready');
-            this.serve(t, port);
+            this.serve(t, endpoint);
           },
           () => undefined,
         );
@@ -136,7 +148,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       if (removed) continue;
       // Ours, and it ended while no agent watched: report it, then clean up.
       const record = recordFromLabels(container.id, container.labels, this.machineId)!;
-      const t = this.track(record, Date.parse(container.startedAt) || Date.now(), 'running', container.port);
+      const t = this.track(record, Date.parse(container.startedAt) || Date.now(), 'running', endpointOf(container));
       t.stopReason = 'exited while the agent was not running';
       t.done = this.finish(container.id, t, exit ?? { exitCode: null, oomKilled: false, finishedAt: new Date().toISOString() });
     }
@@ -172,8 +184,8 @@ export class ContainersService implements BeforeApplicationShutdown {
 
   // --- lifecycle -----------------------------------------------------------------------
 
-  private track(record: ContainerRecord, acceptedAt: number, state: ContainerRowState, port?: number): Tracked {
-    const t: Tracked = { record, acceptedAt, state, port, abort: new AbortController(), logSequence: 0 };
+  private track(record: ContainerRecord, acceptedAt: number, state: ContainerRowState, endpoint?: ContainerEndpoint): Tracked {
+    const t: Tracked = { record, acceptedAt, state, endpoint, abort: new AbortController(), logSequence: 0 };
     this.tracked.set(record.containerId, t);
     containersGauge.set(this.tracked.size);
     this.ctx.state.upsertContainer({
@@ -196,12 +208,12 @@ export class ContainersService implements BeforeApplicationShutdown {
     const runtime = this.handle.runtime!;
     const id = cmd.containerId;
     await this.publish(CONTAINER_STARTING, t.record, 'starting', {});
-    let port: number | undefined;
+    let endpoint: ContainerEndpoint | undefined;
     try {
       const mounts = await this.mounts(cmd);
-      const running = await runtime.start(toContainerSpec(cmd, this.machineId, gpus, mounts));
-      port = running.port;
-      t.port = port;
+      const running = await runtime.start(toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network));
+      endpoint = endpointOf(running);
+      t.endpoint = endpoint;
     } catch (e) {
       const phase: ContainerFailurePhase =
         e instanceof ImageError || e instanceof CodeBundleError
@@ -229,10 +241,11 @@ export class ContainersService implements BeforeApplicationShutdown {
     });
     let exited = false;
     this.watch(id, t, () => (exited = true));
-    if (port === undefined) return;
+    if (!endpoint) return;
+    const where = `${endpoint.host}:${endpoint.port}`;
     try {
       await waitForHealth({
-        port,
+        ...endpoint,
         timeoutMs: cmd.startupTimeoutSeconds * 1000,
         signal: t.abort.signal,
         gaveUp: async () => exited || !!t.stopReason,
@@ -240,12 +253,12 @@ export class ContainersService implements BeforeApplicationShutdown {
       if (t.stopReason || exited) return;
       this.setState(id, 'ready');
       // Serve invokes before announcing ready: the route appears when the scheduler hears of it.
-      this.serve(t, port);
+      this.serve(t, endpoint);
       await this.publish(CONTAINER_READY, t.record, 'ready', { readyLatencyMs: Date.now() - t.acceptedAt });
-      this.logger.log({ containerId: id, port }, `container ${id} is ready on port ${port}`);
+      this.logger.log({ containerId: id, ...endpoint }, `container ${id} is ready on ${where}`);
     } catch (e) {
       if (t.stopReason || exited || t.abort.signal.aborted) return;
-      const error = `no passing GET /health on port ${port} within ${cmd.startupTimeoutSeconds} s (${(e as Error).message})`;
+      const error = `no passing GET /health on ${where} within ${cmd.startupTimeoutSeconds} s (${(e as Error).message})`;
       t.failed = true;
       await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error });
       this.requestStop(id, t, 'failed its health check', 5000);
@@ -299,7 +312,7 @@ export class ContainersService implements BeforeApplicationShutdown {
             sequence: t.logSequence++,
             at: l.time.toISOString(),
           },
-          [id],
+          [this.machineId, t.record.deploymentId, id],
         );
       }
     } catch (e) {
@@ -342,9 +355,9 @@ export class ContainersService implements BeforeApplicationShutdown {
   }
 
   /** A ready container takes work: invokes always, tasks when it is a task queue's. */
-  private serve(t: Tracked, port: number) {
-    this.invokes.serve(t.record.containerId, port);
-    if (t.record.kind === 'task_queue') this.tasks.serve(t.record, port);
+  private serve(t: Tracked, endpoint: ContainerEndpoint) {
+    this.invokes.serve(t.record.containerId, endpoint);
+    if (t.record.kind === 'task_queue') this.tasks.serve(t.record, endpoint);
   }
 
   private unserve(id: string) {

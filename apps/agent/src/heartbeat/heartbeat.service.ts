@@ -75,6 +75,7 @@ export class HeartbeatService implements BeforeApplicationShutdown {
         })),
         runningContainers: this.containers.runningIds(),
         agentVersion: TERN_VERSION,
+        ...(this.containers.isolation() ? { isolation: this.containers.isolation() } : {}),
       };
       await this.messaging.publish(MACHINE_HEARTBEAT, beat, {
         tokens: [registration.machineId],

@@ -48,7 +48,7 @@ describe('forwarding an invoke to a container', () => {
 
   it('passes method, path, headers and body, and gives back status, headers (hop-by-hop removed) and body', async () => {
     const body = new TextEncoder().encode('{"a":1}');
-    const res = await forwardToContainer(port, head({ bodyBytes: body.length }), body, new AbortController().signal);
+    const res = await forwardToContainer({ host: '127.0.0.1', port }, head({ bodyBytes: body.length }), body, new AbortController().signal);
     expect(res.status).toBe(201);
     expect(res.headers['x-seen-path']).toBe('/?x=1');
     expect(res.headers.connection).toBeUndefined();
@@ -56,7 +56,12 @@ describe('forwarding an invoke to a container', () => {
   });
 
   it('streams the body as the container writes it', async () => {
-    const res = await forwardToContainer(port, head({ method: 'GET', path: '/stream' }), new Uint8Array(), new AbortController().signal);
+    const res = await forwardToContainer(
+      { host: '127.0.0.1', port },
+      head({ method: 'GET', path: '/stream' }),
+      new Uint8Array(),
+      new AbortController().signal,
+    );
     const pieces: string[] = [];
     for await (const c of res.body as AsyncIterable<Uint8Array>) pieces.push(Buffer.from(c).toString());
     expect(pieces).toEqual(['data: 1\n\n', 'data: 2\n\n']);
@@ -65,7 +70,9 @@ describe('forwarding an invoke to a container', () => {
   it('answers 504 when the timeout passes and 502 when nothing listens', async () => {
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 100);
-    await expect(forwardToContainer(port, head({ path: '/slow', timeoutMs: 100 }), new Uint8Array(), abort.signal)).rejects.toMatchObject({
+    await expect(
+      forwardToContainer({ host: '127.0.0.1', port }, head({ path: '/slow', timeoutMs: 100 }), new Uint8Array(), abort.signal),
+    ).rejects.toMatchObject({
       code: 504,
       message: 'the container did not answer within 100 ms',
     });
@@ -73,7 +80,9 @@ describe('forwarding an invoke to a container', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const dead = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    await expect(forwardToContainer(dead, head(), new Uint8Array(), new AbortController().signal)).rejects.toMatchObject({
+    await expect(
+      forwardToContainer({ host: '127.0.0.1', port: dead }, head(), new Uint8Array(), new AbortController().signal),
+    ).rejects.toMatchObject({
       code: 502,
       message: expect.stringContaining('refused the connection'),
     });

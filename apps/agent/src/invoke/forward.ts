@@ -2,7 +2,13 @@ import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import type { InvokeHead } from '#tern/contracts';
 import { InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
 
-/** Kept-alive connections to the containers on loopback: no TCP handshake per request. */
+/** Where a container's runner listens: its own address on the agent's bridge, or loopback with host networking. */
+export interface ContainerEndpoint {
+  host: string;
+  port: number;
+}
+
+/** Kept-alive connections to the containers: no TCP handshake per request. */
 export const containerAgent = new Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64 });
 
 // Connection-level headers that describe the hop to the container, not the response.
@@ -18,19 +24,24 @@ function flatten(headers: IncomingHttpHeaders): Record<string, string> {
 }
 
 /**
- * Forwards one invoke to `http://127.0.0.1:<port><path>`: resolves once the container's status
+ * Forwards one invoke to `http://<host>:<port><path>`: resolves once the container's status
  * and headers arrive, the body then streams chunk by chunk as the container writes it (SSE and
  * chunked responses pass through as produced). `signal` (the head's timeout) ends the call with
  * 504; a container that refuses the connection gives 502.
  */
-export function forwardToContainer(port: number, head: InvokeHead, body: Uint8Array, signal: AbortSignal): Promise<InvokeHandlerResult> {
+export function forwardToContainer(
+  { host, port }: ContainerEndpoint,
+  head: InvokeHead,
+  body: Uint8Array,
+  signal: AbortSignal,
+): Promise<InvokeHandlerResult> {
   return new Promise((resolve, reject) => {
     const timedOut = () => new InvokeError(504, `the container did not answer within ${head.timeoutMs} ms`);
     if (signal.aborted) return reject(timedOut());
     const headers: Record<string, string> = { ...head.headers, 'content-length': String(body.length) };
     delete headers['transfer-encoding'];
     delete headers.connection;
-    const req = request({ host: '127.0.0.1', port, method: head.method, path: head.path, headers, agent: containerAgent });
+    const req = request({ host, port, method: head.method, path: head.path, headers, agent: containerAgent });
     const onAbort = () => req.destroy(timedOut());
     signal.addEventListener('abort', onAbort, { once: true });
     req.on('error', (e: NodeJS.ErrnoException) => {
@@ -70,7 +81,7 @@ async function* chunks(
   }
 }
 
-/** The invoke handler for the container on `port`. */
-export function containerForwarder(port: number): InvokeHandler {
-  return (head, body, signal) => forwardToContainer(port, head, body, signal);
+/** The invoke handler for the container at `endpoint`. */
+export function containerForwarder(endpoint: ContainerEndpoint): InvokeHandler {
+  return (head, body, signal) => forwardToContainer(endpoint, head, body, signal);
 }

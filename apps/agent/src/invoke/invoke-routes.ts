@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import type { Subscription } from '@nats-io/transport-node';
 import { Messaging, serveInvoke } from '#tern/messaging';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
-import { containerForwarder } from './forward.js';
+import { containerForwarder, type ContainerEndpoint } from './forward.js';
 
 /**
  * The invoke subjects this agent serves: `tern.agent.<machineId>.invoke.<containerId>.v1` for each of its ready
@@ -20,13 +20,13 @@ export class InvokeRoutes implements OnApplicationShutdown {
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
   ) {}
 
-  serve(containerId: string, port: number): void {
+  serve(containerId: string, endpoint: ContainerEndpoint): void {
     if (this.subs.has(containerId)) return;
     this.subs.set(
       containerId,
-      serveInvoke(this.messaging, { machineId: this.ctx.registration.machineId, containerId }, containerForwarder(port)),
+      serveInvoke(this.messaging, { machineId: this.ctx.registration.machineId, containerId }, containerForwarder(endpoint)),
     );
-    this.logger.log({ containerId, port }, `serving invokes for ${containerId} (port ${port})`);
+    this.logger.log({ containerId, ...endpoint }, `serving invokes for ${containerId} (${endpoint.host}:${endpoint.port})`);
   }
 
   drop(containerId: string): void {

@@ -14,6 +14,8 @@ describe('resolveSettings', () => {
       machineId: 'm-1',
       runtime: 'runc',
       dashboard: 'auto',
+      network: 'private',
+      userNamespaces: 'auto',
     });
   });
 

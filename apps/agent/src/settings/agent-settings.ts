@@ -17,6 +17,12 @@ export interface AgentSettings {
   machineId?: string;
   runtime: 'runc' | 'nerdctl';
   dashboard: 'auto' | 'on' | 'off';
+  network: 'private' | 'host';
+  networkSubnet?: string;
+  bridge?: string;
+  userNamespaces: 'auto' | 'off';
+  /** The CA pinned for the gateway's HTTPS and NATS's TLS; undefined: the system's roots, NATS as the server offers. */
+  ca?: string;
 }
 
 const ENV_KEYS = {
@@ -26,6 +32,11 @@ const ENV_KEYS = {
   MACHINE_ID: 'machineId',
   AGENT_RUNTIME: 'runtime',
   AGENT_DASHBOARD: 'dashboard',
+  AGENT_NETWORK: 'network',
+  AGENT_NETWORK_SUBNET: 'networkSubnet',
+  AGENT_BRIDGE: 'bridge',
+  AGENT_USER_NAMESPACES: 'userNamespaces',
+  AGENT_CA_FILE: 'ca',
 } as const;
 
 /**
@@ -73,5 +84,10 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     machineId: merged.machineId,
     runtime: (merged.runtime as AgentSettings['runtime']) ?? 'runc',
     dashboard: (merged.dashboard as AgentSettings['dashboard']) ?? 'auto',
+    network: (merged.network as AgentSettings['network']) ?? 'private',
+    ...(merged.networkSubnet ? { networkSubnet: merged.networkSubnet } : {}),
+    ...(merged.bridge ? { bridge: merged.bridge } : {}),
+    userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
+    ...(merged.ca ? { ca: merged.ca } : {}),
   };
 }

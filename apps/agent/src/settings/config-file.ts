@@ -3,7 +3,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
-import { ID_PATTERN } from '#tern/contracts';
+import { ID_PATTERN, ipv4CidrProblem } from '#tern/contracts';
+import { caProblem } from './ca-file.js';
 
 /**
  * `<state dir>/config.yaml`, written by `tern-agent init` and read by `tern-agent`. Plain
@@ -18,6 +19,16 @@ export interface AgentConfigFile {
   machineId?: string;
   runtime?: 'runc' | 'nerdctl';
   dashboard?: 'auto' | 'on' | 'off';
+  /** `private` (default): each container in its own network namespace on the agent's bridge; `host`: the machine's. */
+  network?: 'private' | 'host';
+  /** The containers' IPv4 range on the bridge (default 10.213.0.0/16). */
+  networkSubnet?: string;
+  /** The bridge the agent owns (default tern0). */
+  bridge?: string;
+  /** `auto` (default): containers in user namespaces where the kernel allows; `off`: never. */
+  userNamespaces?: 'auto' | 'off';
+  /** PEM file of the CA the agent pins for the gateway's HTTPS and NATS's TLS (tern-agent init --ca). */
+  ca?: string;
   /**
    * sha256 of the join (or admin) token that `token` replaced at the first registration, so
    * an AGENT_TOKEN still holding that spent token does not shadow the machine token.
@@ -93,6 +104,38 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     check: (v) => (['auto', 'on', 'off'].includes(v) ? undefined : `dashboard must be auto, on or off, not "${v}"`),
     description: 'terminal dashboard: auto shows it on a TTY',
   },
+  network: {
+    required: false,
+    check: (v) => (['private', 'host'].includes(v) ? undefined : `network must be private or host, not "${v}"`),
+    description:
+      "containers' network: private (default; own namespace on the agent's bridge, NAT, public internet only) or host (the machine's own, for hosts that cannot run the bridge: no isolation)",
+  },
+  networkSubnet: {
+    required: false,
+    check: (v) => {
+      const problem = ipv4CidrProblem(v);
+      if (problem) return `networkSubnet: ${problem}`;
+      const prefix = Number(v.split('/')[1] ?? 32);
+      return prefix >= 8 && prefix <= 24 ? undefined : `networkSubnet ${v} must be a /8 to a /24`;
+    },
+    description: "containers' IPv4 range on the bridge (default 10.213.0.0/16)",
+  },
+  bridge: {
+    required: false,
+    check: (v) => (/^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/.test(v) ? undefined : `bridge "${v}" must be 1-15 letters, digits, _ . -`),
+    description: 'the bridge the agent owns for private container networks (default tern0)',
+  },
+  userNamespaces: {
+    required: false,
+    check: (v) => (['auto', 'off'].includes(v) ? undefined : `userNamespaces must be auto or off, not "${v}"`),
+    description: "auto (default): container root is an unprivileged host user where the kernel allows; off: the host's ids",
+  },
+  ca: {
+    required: false,
+    check: (v) => caProblem(v),
+    normalise: (v) => resolve(v.trim()),
+    description: "CA certificate (PEM) pinned for the gateway's HTTPS and NATS's TLS",
+  },
   replacedTokenSha256: {
     required: false,
     internal: true,
@@ -153,7 +196,7 @@ export function parseConfigYaml(text: string, source = 'config.yaml'): AgentConf
 const HEADER = [
   '# Tern agent configuration, written by `tern-agent init` (edit with `tern-agent config set`).',
   '# Environment variables override it: AGENT_GATEWAY_URL, AGENT_TOKEN, POOL, MACHINE_ID,',
-  "# AGENT_RUNTIME, AGENT_DASHBOARD. Keep this file private: it holds the machine's token.",
+  "# AGENT_RUNTIME, AGENT_DASHBOARD, AGENT_CA_FILE. Keep this file private: it holds the machine's token.",
   '',
 ].join('\n');
 

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import type { ContainerEndpoint } from '../invoke/forward.js';
 
 /** What one call of a task handler came to. */
 export type HandlerOutcome =
@@ -10,16 +11,22 @@ export type HandlerOutcome =
   | { kind: 'aborted' };
 
 /**
- * POSTs a task's payload to the container's handler (`POST /` on loopback) and reads the whole
+ * POSTs a task's payload to the container's handler (`POST /` at its endpoint) and reads the whole
  * answer. Aborting the signal closes the connection, which the runner takes as "stop this
  * task" (it ends the worker process running it and starts a fresh one).
  */
-export function callHandler(port: number, taskId: string, attempt: number, payload: unknown, signal: AbortSignal): Promise<HandlerOutcome> {
+export function callHandler(
+  { host, port }: ContainerEndpoint,
+  taskId: string,
+  attempt: number,
+  payload: unknown,
+  signal: AbortSignal,
+): Promise<HandlerOutcome> {
   const body = Buffer.from(JSON.stringify(payload));
   return new Promise((resolve) => {
     if (signal.aborted) return resolve({ kind: 'aborted' });
     const req = request({
-      host: '127.0.0.1',
+      host,
       port,
       method: 'POST',
       path: '/',

@@ -18,6 +18,7 @@ import { backoffMs, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
+import type { ContainerEndpoint } from '../invoke/forward.js';
 import { lostLastAttempt, willRetry } from './retry-rule.js';
 import { TaskLoads } from './task-loads.js';
 
@@ -30,7 +31,7 @@ const PUBLISH_RETRY_BACKOFF = { firstMs: 500, maxMs: 4000 };
 
 interface Served {
   readonly record: ContainerRecord;
-  readonly port: number;
+  readonly endpoint: ContainerEndpoint;
   stopped: boolean;
   readonly loops: Promise<void>[];
 }
@@ -81,9 +82,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Starts pulling tasks for a ready task-queue container. */
-  serve(record: ContainerRecord, port: number): void {
+  serve(record: ContainerRecord, endpoint: ContainerEndpoint): void {
     if (this.served.has(record.containerId)) return;
-    const served: Served = { record, port, stopped: false, loops: [] };
+    const served: Served = { record, endpoint, stopped: false, loops: [] };
     this.served.set(record.containerId, served);
     this.loads.track(record);
     const slots = Math.max(1, record.workers * record.concurrency);
@@ -191,7 +192,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
         { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() },
         `${task.taskId}:started:${attempt}`,
       );
-      const outcome = await callHandler(served.port, task.taskId, attempt, task.payload, run.abort.signal);
+      const outcome = await callHandler(served.endpoint, task.taskId, attempt, task.payload, run.abort.signal);
       await announced;
       // A broken connection is the container dying more often than not: give its exit a moment to be seen.
       if (outcome.kind === 'gone' && !served.stopped) await sleep(1000);

@@ -85,6 +85,16 @@ describe('machine views', () => {
     expect(renderMachine({ ...machine, reputation: null }, now)).toMatch(/^Reputation\s+not scored yet$/m);
   });
 
+  it('says how the machine isolates containers', () => {
+    const isolated = (network: 'private' | 'host', userNamespaces: boolean) =>
+      renderMachine({ ...machine, heartbeat: { ...machine.heartbeat!, isolation: { runtime: 'runc', network, userNamespaces } } }, now);
+    expect(isolated('private', true)).toMatch(/^Isolation\s+runc, network private, user namespaces on$/m);
+    expect(isolated('host', false)).toMatch(
+      /^Isolation\s+runc, network host \(containers share the machine's network: no isolation\), user namespaces off$/m,
+    );
+    expect(renderMachine(machine, now)).not.toMatch(/^Isolation/m);
+  });
+
   it('shows a reputation with its history', () => {
     const r = machine.reputation!;
     const out = renderReputation(

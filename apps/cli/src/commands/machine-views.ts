@@ -108,6 +108,12 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
     ]);
   }
   lines.push(...reputationLines(m.reputation ?? null, now));
+  const iso = m.heartbeat?.isolation;
+  if (iso)
+    lines.push([
+      'Isolation',
+      `${iso.runtime}, network ${iso.network === 'host' ? "host (containers share the machine's network: no isolation)" : 'private'}, user namespaces ${iso.userNamespaces ? 'on' : 'off'}`,
+    ]);
   if (m.heartbeat) lines.push(...block('Containers', m.heartbeat.runningContainers.length ? m.heartbeat.runningContainers : ['none']));
   const width = Math.max(...lines.map(([k]) => k.length));
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');

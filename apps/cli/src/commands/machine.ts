@@ -1,7 +1,14 @@
 import { Command } from 'commander';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
-import type { CreatedMachine, CreateMachineRequest, MachineDetail, MachineReputation, MachineSummary } from '#tern/contracts';
+import type {
+  CreatedMachine,
+  CreateMachineRequest,
+  MachineDetail,
+  MachineReputation,
+  MachineSummary,
+  RotatedMachineToken,
+} from '#tern/contracts';
 import { renderCreated, renderMachine, renderMachineList, renderReputation } from './machine-views.js';
 
 function client() {
@@ -64,6 +71,22 @@ export function machineCommand(): Command {
         `/api/v1/machines/${encodeURIComponent(id)}/reputation${query ? `?${query}` : ''}`,
       );
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderReputation(body));
+    });
+
+  machine
+    .command('rotate-token')
+    .description(
+      "Replace a machine's token; the old one stops working at once (operator token). On the worker, tern-agent rotate-token does the same with the machine's own token",
+    )
+    .argument('<id>', 'machine id')
+    .option('--json', 'print the raw JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const { body } = await client().request<RotatedMachineToken>('POST', `/api/v1/machines/${encodeURIComponent(id)}/rotate-token`);
+      console.log(
+        opts.json
+          ? JSON.stringify(body, null, 2)
+          : `Machine ${body.machineId} has a new token; the old one no longer works. It is shown only now; on the worker run:\n\n  tern-agent config set token ${body.machineToken}`,
+      );
     });
 
   machine

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, UnauthorizedException } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { API_TOKEN_PREFIX } from '#tern/contracts';
@@ -29,7 +29,9 @@ export class AuthService implements OnApplicationBootstrap {
   /**
    * Every request is authenticated, so a verified token is remembered for VERIFIED_TTL_MS:
    * without it each endpoint call paid a database round trip (and a write). Revoking through
-   * this gateway forgets at once; another gateway replica stops accepting within the TTL.
+   * this gateway forgets at once; another gateway replica stops accepting within the TTL. An
+   * expiring token is remembered no longer than it lives, and refused after with a 401 that
+   * says it expired.
    */
   async verify(token: string): Promise<Principal | undefined> {
     const hash = hashToken(token);
@@ -40,11 +42,18 @@ export class AuthService implements OnApplicationBootstrap {
       this.verified.delete(hash);
       return undefined;
     }
+    if (row.expiresAt && row.expiresAt.getTime() <= Date.now()) {
+      this.verified.delete(hash);
+      throw new UnauthorizedException(
+        `token expired at ${row.expiresAt.toISOString()}: ask a workspace admin for a new one (tern token create)`,
+      );
+    }
     // Best effort, off the request path and at most once a TTL: a lost update of last_used_at is harmless.
     fireAndForget(`recording the use of token ${row.id}`, this.logger, this.tokens.markUsed(row.id));
     const principal: Principal = { workspaceId: row.workspaceId, workspaceName: row.workspace.name, tokenId: row.id, role: row.role };
     if (this.verified.size > 10_000) this.verified.clear();
-    this.verified.set(hash, { principal, until: Date.now() + VERIFIED_TTL_MS });
+    const until = Math.min(Date.now() + VERIFIED_TTL_MS, row.expiresAt?.getTime() ?? Infinity);
+    this.verified.set(hash, { principal, until });
     return principal;
   }
 
@@ -54,8 +63,8 @@ export class AuthService implements OnApplicationBootstrap {
   }
 
   /** Stores a new token for a workspace; the secret is returned once and only its hash is kept. */
-  async issue(workspaceId: string, name: string, role: ApiTokenRole, secret = generateToken()) {
-    const row = await this.tokens.issue({ workspaceId, name, role, tokenHash: hashToken(secret), prefix: secret.slice(0, 8) });
+  async issue(workspaceId: string, name: string, role: ApiTokenRole, expiresAt: Date | null = null, secret = generateToken()) {
+    const row = await this.tokens.issue({ workspaceId, name, role, expiresAt, tokenHash: hashToken(secret), prefix: secret.slice(0, 8) });
     return { token: secret, row };
   }
 

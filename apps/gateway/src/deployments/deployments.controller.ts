@@ -64,7 +64,8 @@ export class DeploymentsController {
   @Get(':name/logs')
   @ApiProduces('text/event-stream')
   @ApiOperation({
-    summary: 'Live log lines of its containers as server-sent events; nothing is stored centrally, so only lines written while you listen',
+    summary:
+      'Live log lines of its containers as server-sent events; nothing is stored centrally, so only lines written while you listen. 429 when the token already holds LOG_FOLLOWS_PER_TOKEN streams',
   })
   async streamLogs(
     @CurrentPrincipal() principal: Principal,
@@ -73,7 +74,12 @@ export class DeploymentsController {
     @Res() reply: FastifyReply,
   ) {
     const deployment = await this.deployments.require(principal, name);
+    const release = this.logs.admit(principal.tokenId);
     reply.hijack();
-    await this.logs.stream(deployment, reply.raw, { follow: query.follow ?? false, tail: query.tail, waitSeconds: query.wait });
+    try {
+      await this.logs.stream(deployment, reply.raw, { follow: query.follow ?? false, tail: query.tail, waitSeconds: query.wait });
+    } finally {
+      release();
+    }
   }
 }

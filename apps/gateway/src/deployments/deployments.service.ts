@@ -101,9 +101,9 @@ export class DeploymentsService {
     return d;
   }
 
-  /** Container ids of a deployment (any state but long finished), for following its logs. */
-  containerIds(deploymentId: string): Promise<string[]> {
-    return this.deployments.recentContainerIds(deploymentId);
+  /** A deployment's containers (any state but long finished) and their machines, for following its logs. */
+  containerPlacements(deploymentId: string): Promise<{ id: string; machineId: string | null }[]> {
+    return this.deployments.recentContainerPlacements(deploymentId);
   }
 
   async require(principal: Principal, name: string): Promise<Deployment> {

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { MachineKeepaliveRequest, MachineRegisterRequest } from '#tern/contracts';
 import { Public } from '#tern/observability';
 import { type Machine } from '#tern/persistence';
+import { MachineTokenRotationService } from '../machines/machine-token-rotation.service.js';
 import { CurrentMachine, CurrentMachineCaller, type MachineCaller, MachineTokenOnly } from './machine-caller.js';
 import { MachineCallerGuard } from './machine-caller.guard.js';
 import { MachineKeepaliveService } from './machine-keepalive.service.js';
@@ -18,6 +19,7 @@ export class MachineRegistrationController {
   constructor(
     private readonly registration: MachineRegistrationService,
     private readonly keepalives: MachineKeepaliveService,
+    private readonly tokens: MachineTokenRotationService,
   ) {}
 
   @Post('register')
@@ -36,5 +38,13 @@ export class MachineRegistrationController {
   @ApiOperation({ summary: 'beta9-compatible keepalive with the machine token; counts as a heartbeat' })
   keepalive(@CurrentMachine() machine: Machine, @Body() body: MachineKeepaliveRequest) {
     return this.keepalives.keepalive(machine, body);
+  }
+
+  @Post('rotate-token')
+  @HttpCode(200)
+  @MachineTokenOnly()
+  @ApiOperation({ summary: 'The machine replaces its own token (with its current one); the old one stops working at once' })
+  rotateToken(@CurrentMachine() machine: Machine) {
+    return this.tokens.rotateOwn(machine);
   }
 }

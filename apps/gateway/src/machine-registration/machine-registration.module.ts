@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MachinesModule } from '../machines/machines.module.js';
 import { PoolsModule } from '../pools/pools.module.js';
 import { MachineAuthService } from './machine-auth.service.js';
 import { MachineCallerGuard } from './machine-caller.guard.js';
@@ -8,7 +9,7 @@ import { MachineRegistrationService } from './machine-registration.service.js';
 
 /** Exports the guard and its service so other agent-facing routes can take the machine token too. */
 @Module({
-  imports: [PoolsModule],
+  imports: [PoolsModule, MachinesModule],
   controllers: [MachineRegistrationController],
   providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService],
   exports: [MachineAuthService, MachineCallerGuard],

@@ -54,7 +54,13 @@ export function machineDetail(m: Machine, beat?: HeartbeatSnapshot, reputation?:
       ? { expiresAt: m.joinTokenExpiresAt?.toISOString() ?? null, usedAt: m.joinTokenUsedAt?.toISOString() ?? null }
       : null,
     heartbeat: beat
-      ? { sentAt: beat.sentAt, receivedAt: beat.receivedAt, sequence: beat.sequence, runningContainers: beat.runningContainers }
+      ? {
+          sentAt: beat.sentAt,
+          receivedAt: beat.receivedAt,
+          sequence: beat.sequence,
+          runningContainers: beat.runningContainers,
+          ...(beat.isolation ? { isolation: beat.isolation } : {}),
+        }
       : null,
     createdAt: m.createdAt.toISOString(),
     updatedAt: m.updatedAt.toISOString(),

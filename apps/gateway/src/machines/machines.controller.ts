@@ -5,6 +5,7 @@ import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { OperatorOnly } from '../auth/roles.decorator.js';
 import { CreateMachineDto } from './dto/create-machine.dto.js';
 import { ListMachinesQuery } from './dto/list-machines.query.js';
+import { MachineTokenRotationService } from './machine-token-rotation.service.js';
 import { ReputationHistoryQuery } from './dto/reputation-history.query.js';
 import { MachinesService } from './machines.service.js';
 import { publicGatewayUrl } from './public-url.js';
@@ -13,7 +14,10 @@ import { publicGatewayUrl } from './public-url.js';
 @ApiBearerAuth()
 @Controller('api/v1/machines')
 export class MachinesController {
-  constructor(private readonly machines: MachinesService) {}
+  constructor(
+    private readonly machines: MachinesService,
+    private readonly tokens: MachineTokenRotationService,
+  ) {}
 
   @Post()
   @OperatorOnly()
@@ -43,6 +47,16 @@ export class MachinesController {
   @ApiOperation({ summary: "A machine's reputation: current score, its components, and the stored history (newest first; from, limit)" })
   reputation(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() query: ReputationHistoryQuery) {
     return this.machines.reputationOf(p, id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
+  }
+
+  @Post(':id/rotate-token')
+  @OperatorOnly()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: "Replace a registered machine's token; the old one stops working at once, the new one is shown once (operator)",
+  })
+  rotateToken(@Param('id') id: string) {
+    return this.tokens.rotateByOperator(id);
   }
 
   @Delete(':id')

@@ -21,7 +21,10 @@ export class MachinesService {
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
-  /** A pending machine and its one-time join token, valid MACHINE_JOIN_TOKEN_TTL_SECONDS. */
+  /**
+   * A pending machine and its one-time join token, valid MACHINE_JOIN_TOKEN_TTL_SECONDS; the
+   * init line names GATEWAY_PUBLIC_URL when set, else `gatewayUrl` (as the caller reached it).
+   */
   async create(pool: string, machineId: string | undefined, gatewayUrl: string): Promise<CreatedMachine> {
     await this.pools.require(pool);
     const id = machineId ?? generateMachineId();
@@ -40,7 +43,7 @@ export class MachinesService {
       pool,
       joinToken,
       expiresAt: expiresAt.toISOString(),
-      command: `tern-agent init --gateway ${gatewayUrl} --token ${joinToken} --pool ${pool}`,
+      command: `tern-agent init --gateway ${this.config.machines.gatewayPublicUrl ?? gatewayUrl} --token ${joinToken} --pool ${pool}`,
     };
   }
 

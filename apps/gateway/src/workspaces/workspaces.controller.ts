@@ -42,10 +42,11 @@ export class WorkspacesController {
   @Post('tokens')
   @WorkspaceAdminOnly()
   @ApiOperation({
-    summary: 'Create a token in this workspace (admin or member; operator only from an operator token); the secret is in the answer, once',
+    summary:
+      'Create a token in this workspace (admin or member; operator only from an operator token), optionally expiring; the secret is in the answer, once',
   })
   createToken(@CurrentPrincipal() p: Principal, @Body() body: CreateTokenDto) {
-    return this.workspaces.createToken(p, body.name, body.role ?? 'member');
+    return this.workspaces.createToken(p, body.name, body.role ?? 'member', body.expiresAt);
   }
 
   @Delete('tokens/:id')

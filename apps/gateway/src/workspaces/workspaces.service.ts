@@ -1,4 +1,4 @@
-import { ConflictException, ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
+import { BadRequestException, ConflictException, ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
 import { type ApiToken, type ApiTokenRole, isUniqueViolation, TokensRepository, type Workspace } from '#tern/persistence';
 import { AuthService } from '../auth/auth.service.js';
 import { type Principal } from '../auth/principal.js';
@@ -10,10 +10,28 @@ export interface TokenView {
   role: ApiTokenRole;
   createdAt: Date;
   lastUsedAt: Date | null;
+  expiresAt: Date | null;
 }
 
 function view(t: ApiToken): TokenView {
-  return { id: t.id, name: t.name, prefix: t.prefix, role: t.role, createdAt: t.createdAt, lastUsedAt: t.lastUsedAt };
+  return {
+    id: t.id,
+    name: t.name,
+    prefix: t.prefix,
+    role: t.role,
+    createdAt: t.createdAt,
+    lastUsedAt: t.lastUsedAt,
+    expiresAt: t.expiresAt,
+  };
+}
+
+/** A requested expiry as a moment in the future, or a 400 saying what to send. */
+function expiryOf(expiresAt: string | undefined, now = new Date()): Date | null {
+  if (expiresAt === undefined) return null;
+  const at = new Date(expiresAt);
+  if (Number.isNaN(at.getTime())) throw new BadRequestException(`expiresAt "${expiresAt}" is not a date-time`);
+  if (at <= now) throw new BadRequestException(`expiresAt ${at.toISOString()} is not in the future`);
+  return at;
 }
 
 @Injectable()
@@ -52,11 +70,12 @@ export class WorkspacesService {
   }
 
   /** A workspace admin gives admin or member tokens of its own workspace; only an operator makes an operator. */
-  async createToken(caller: Principal, name: string, role: ApiTokenRole) {
+  async createToken(caller: Principal, name: string, role: ApiTokenRole, expiresAt?: string) {
+    const expiry = expiryOf(expiresAt);
     if (role === 'operator' && caller.role !== 'operator') {
       throw new ForbiddenException('this action needs an operator token: a workspace admin creates admin or member tokens only');
     }
-    const { token, row } = await this.auth.issue(caller.workspaceId, name, role);
+    const { token, row } = await this.auth.issue(caller.workspaceId, name, role, expiry);
     return { ...view(row), token };
   }
 

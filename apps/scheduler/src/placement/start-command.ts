@@ -60,6 +60,7 @@ export function startCommand(spec: ResolvedSpec, t: StartTarget, now: Date): Con
     },
     volumes: spec.volumes.map((v) => ({ volume: v.name, mountPath: v.mountPath, readOnly: v.readOnly })),
     ports: [],
+    ...(spec.network ? { network: 'block' in spec.network ? { block: true } : { allow: [...spec.network.allow] } } : {}),
     workers: spec.workers,
     concurrency: spec.concurrentRequests,
     startupTimeoutSeconds: STARTUP_TIMEOUT_SECONDS,

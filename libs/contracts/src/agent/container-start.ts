@@ -16,6 +16,7 @@ import {
 import { defineContract } from '../contract.js';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
 import { ContainerResources } from '../container/container-resources.js';
+import { NetworkPolicy } from '../deployment/deployment-spec.js';
 import { IsId, IsRecordOf } from '../validation.js';
 
 export class VolumeMount {
@@ -69,6 +70,9 @@ export class ContainerStart {
   @Min(1, { each: true })
   @Max(65535, { each: true })
   ports!: number[];
+
+  /** What the container may reach (the deployment's `network`); absent: the public internet. */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
 
   /** Handler processes in the container. */
   @IsInt() @Min(1) workers!: number;

@@ -18,9 +18,9 @@ export class ContainerLogLine {
 }
 
 export const CONTAINER_LOG_LINE = defineContract({
-  subject: 'tern.logs.*.v1',
+  subject: 'tern.logs.*.*.*.v1',
   kind: 'event',
   payload: ContainerLogLine,
   description:
-    'One line a container wrote. Token: container id. Sent by the agent; read by whoever follows the logs (the gateway for `tern logs`). Ephemeral: core NATS, not stored, lost if no one listens.',
+    "One line a container wrote. Tokens: machine id, deployment id, container id. Sent by the agent that runs the container; the gateway follows one deployment with `tern.logs.*.<deploymentId>.*.v1` while someone runs `tern logs` and relays a line only when its container is that deployment's and placed on the subject's machine. Ephemeral: core NATS, not stored, lost if no one listens.",
 });

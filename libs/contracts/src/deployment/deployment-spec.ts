@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   ArrayMinSize,
   IsArray,
   IsBoolean,
@@ -16,7 +17,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
-import { IsRecordOf } from '../validation.js';
+import { IsIpv4Cidr, IsRecordOf } from '../validation.js';
 import { SpecTaskPolicy } from './task-policy.js';
 
 /**
@@ -72,6 +73,17 @@ export class SpecVolume {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'volumes.name must be lower-case letters, digits or -' }) name!: string;
   @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path must be an absolute path' }) mount_path!: string;
   @IsOptional() read_only?: boolean;
+}
+
+/**
+ * What the deployment's containers may reach on the network. Never the machine they run on,
+ * another container, the control plane, or private, link-local (cloud metadata) and other
+ * reserved ranges; of the rest (the public internet): nothing with `block: true`, only the
+ * IPv4 CIDRs in `allow`, everything when neither is given. Also the start order's field.
+ */
+export class NetworkPolicy {
+  @IsOptional() @IsBoolean() block?: boolean;
+  @IsOptional() @IsArray() @ArrayMaxSize(64) @IsIpv4Cidr() allow?: string[];
 }
 
 export class DeploymentSpec {
@@ -146,6 +158,9 @@ export class DeploymentSpec {
   @IsOptional()
   @IsUrl({ require_tld: false, protocols: ['http', 'https'] }, { message: 'callback_url must be an http(s) URL' })
   callback_url?: string;
+
+  /** `{ block: true }` or `{ allow: [CIDR, …] }`; default: the public internet (see NetworkPolicy). */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
 
   @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;

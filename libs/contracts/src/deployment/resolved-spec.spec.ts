@@ -183,3 +183,24 @@ describe('resolveSpec: task queues and the predictive policy', () => {
     expect((await validatePayload(DeploymentSpec, { ...base })).ok).toBe(true);
   });
 });
+
+describe('network policy', () => {
+  it('validates the CIDRs of allow, naming the field', async () => {
+    const bad = await validatePayload(DeploymentSpec, {
+      ...base,
+      network: { allow: ['203.0.113.0/24', '10.0.0.1/8', 'example.com', '::1/128'] },
+    });
+    const reason = bad.ok ? '' : bad.reason;
+    expect(reason).toContain('network.allow: allow must hold IPv4 CIDRs such as 203.0.113.0/24: "10.0.0.1/8" has host bits set');
+    expect((await validatePayload(DeploymentSpec, { ...base, network: { block: 'yes' } })).ok).toBe(false);
+    expect((await validatePayload(DeploymentSpec, { ...base, network: { allow: ['203.0.113.0/24', '198.51.100.7'] } })).ok).toBe(true);
+  });
+
+  it('resolves to block or allow, never both; absent means the public internet', () => {
+    expect(resolve({}).network).toBeUndefined();
+    expect(resolve({ network: { block: false } }).network).toBeUndefined();
+    expect(resolve({ network: { block: true } }).network).toEqual({ block: true });
+    expect(resolve({ network: { allow: ['203.0.113.0/24'] } }).network).toEqual({ allow: ['203.0.113.0/24'] });
+    expect(specError(() => resolve({ network: { block: true, allow: [] } }))).toBe('network takes block or allow, not both');
+  });
+});

@@ -37,6 +37,8 @@ export interface ResolvedSpec {
   readonly env: Record<string, string>;
   readonly volumes: { name: string; mountPath: string; readOnly: boolean }[];
   readonly pool: string;
+  /** Absent: the public internet (see NetworkPolicy). */
+  readonly network?: { readonly block: true } | { readonly allow: string[] };
   readonly minReputation?: number;
   /** task_queue only (absent on specs stored before task queues). */
   readonly taskPolicy?: ResolvedTaskPolicy;
@@ -111,6 +113,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       if (spec[field] !== undefined) throw new SpecError(field, `applies to task_queue deployments only (this is a ${spec.kind})`);
     }
   }
+  if (spec.network?.block && spec.network.allow) throw new SpecError('network', 'takes block or allow, not both');
   if (spec.handler && !spec.code) throw new SpecError('code', "is required with a handler (tern deploy uploads the spec's folder)");
   const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
   const gpuList = spec.gpu === undefined ? [] : Array.isArray(spec.gpu) ? spec.gpu : [spec.gpu];
@@ -154,6 +157,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     env: spec.env ?? {},
     volumes: (spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.mount_path, readOnly: v.read_only ?? false })),
     pool: spec.pool ?? 'default',
+    ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
     minReputation: spec.min_reputation,
     ...(spec.kind === 'task_queue' ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
   };

@@ -80,7 +80,14 @@ export interface MachineDetail extends MachineSummary {
   disks: MachineDiskView[];
   networkInterfaces: MachineNetworkInterfaceView[];
   joinToken: { expiresAt: string | null; usedAt: string | null } | null;
-  heartbeat: { sentAt: string; receivedAt: string; sequence: number; runningContainers: string[] } | null;
+  heartbeat: {
+    sentAt: string;
+    receivedAt: string;
+    sequence: number;
+    runningContainers: string[];
+    /** How the agent isolates containers (network mode, user namespaces), as its last heartbeat said. */
+    isolation?: { runtime: string; network: 'private' | 'host'; userNamespaces: boolean };
+  } | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -101,6 +108,16 @@ export interface CreatedMachine {
   expiresAt: string;
   /** The line to run on the worker. */
   command: string;
+}
+
+/**
+ * The answer to `POST /api/v1/machines/<id>/rotate-token` (operator) and
+ * `POST /api/v1/machine/rotate-token` (the machine, with its current token): the new machine
+ * token, shown once. The previous one stopped working when this answer was sent.
+ */
+export interface RotatedMachineToken {
+  machineId: string;
+  machineToken: string;
 }
 
 /** `GET /api/v1/machines/<id>/reputation`: the current score, then the history, newest first. */

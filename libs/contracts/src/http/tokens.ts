@@ -6,6 +6,8 @@ export interface TokenView {
   role: 'operator' | 'admin' | 'member';
   createdAt: string;
   lastUsedAt: string | null;
+  /** When the token stops working; null: it lives until revoked. */
+  expiresAt: string | null;
 }
 
 /** `POST /api/v1/tokens`: the secret, shown once. */
@@ -19,4 +21,6 @@ export interface CreateTokenRequest {
   name: string;
   /** Default: member. */
   role?: 'operator' | 'admin' | 'member';
+  /** When the token stops working (ISO 8601, in the future); default: never. */
+  expiresAt?: string;
 }

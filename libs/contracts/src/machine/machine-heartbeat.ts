@@ -1,5 +1,18 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsIn, IsInt, IsISO8601, IsNumber, IsOptional, IsString, Max, Min, ValidateNested } from 'class-validator';
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -9,6 +22,15 @@ export class GpuUsage {
   @IsInt() @Min(0) memoryMiB!: number;
   /** Free when no container holds it. */
   @IsIn(['free', 'busy']) state!: 'free' | 'busy';
+}
+
+/** How the agent isolates its containers (operator settings and what the host allowed). */
+export class ContainerIsolation {
+  @IsString() runtime!: string;
+  /** `private`: each container in its own network namespace behind the agent's bridge; `host`: the machine's (no isolation). */
+  @IsIn(['private', 'host']) network!: 'private' | 'host';
+  /** Container root is an unprivileged host user. */
+  @IsBoolean() userNamespaces!: boolean;
 }
 
 export class MachineHeartbeat {
@@ -36,6 +58,9 @@ export class MachineHeartbeat {
   runningContainers!: string[];
 
   @IsOptional() @IsString() agentVersion?: string;
+
+  /** Absent: no container runtime (or an agent from before the field). */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ContainerIsolation) isolation?: ContainerIsolation;
 }
 
 /** What the scheduler keeps per machine in the heartbeats bucket (HEARTBEATS_BUCKET): the beat, and when it arrived. */

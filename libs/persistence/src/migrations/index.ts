@@ -8,6 +8,7 @@ import { Reputation1764400000000 } from './1764400000000-reputation.js';
 import { CallbackError1764500000000 } from './1764500000000-callback-error.js';
 import { OperatorRole1764600000000 } from './1764600000000-operator-role.js';
 import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
+import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   CallbackError1764500000000,
   OperatorRole1764600000000,
   CodeBundles1764700000000,
+  TokenExpiry1764840000000,
 ] as const;

@@ -113,14 +113,16 @@ export class DeploymentsRepository {
     );
   }
 
-  /** Ids of the deployment's containers in any state but long finished (ended within 5 minutes), for following its logs. */
-  async recentContainerIds(deploymentId: string): Promise<string[]> {
-    const rows = await queryRowsOn<{ id: string }>(
+  /**
+   * The deployment's containers in any state but long finished (ended within 5 minutes), with
+   * the machine each is placed on (null before placement), for following its logs.
+   */
+  recentContainerPlacements(deploymentId: string): Promise<{ id: string; machineId: string | null }[]> {
+    return queryRowsOn<{ id: string; machineId: string | null }>(
       this.db,
-      `SELECT c.id FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+      `SELECT c.id, c.machine_id AS "machineId" FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
        WHERE v.deployment_id = $1 AND (c.state NOT IN ('stopped', 'failed') OR c.updated_at > now() - interval '5 minutes')`,
       [deploymentId],
     );
-    return rows.map((r) => r.id);
   }
 }

@@ -216,6 +216,22 @@ export class MachinesRepository extends TransactionalRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Replaces a registered machine's credential (token rotation); with `currentHash`, only while
+   * that is still its credential, so two rotations racing with the same token cannot both win.
+   * False when the machine is unknown, has no credential yet (its join token is unused), or
+   * its credential changed meanwhile.
+   */
+  async replaceCredential(machineId: string, credentialHash: string, currentHash?: string): Promise<boolean> {
+    const rows = await this.rows<{ id: string }>(
+      `UPDATE machines SET credential_hash = $2
+       WHERE id = $1 AND credential_hash IS NOT NULL AND ($3::text IS NULL OR credential_hash = $3)
+       RETURNING id`,
+      [machineId, credentialHash, currentHash ?? null],
+    );
+    return rows.length > 0;
+  }
+
   /** Ids of the machines that ran (or run) a container of one of the workspace's deployments. */
   async idsUsedByWorkspace(workspaceId: string): Promise<string[]> {
     const rows = await this.rows<{ machineId: string }>(

@@ -4,14 +4,14 @@ import { ApiToken } from '../entities/api-token.entity.js';
 import { Workspace } from '../entities/workspace.entity.js';
 
 /** An API token to store: only the hash of its secret, and the secret's first characters to tell it apart. */
-export type NewApiToken = Pick<ApiToken, 'workspaceId' | 'name' | 'role' | 'tokenHash' | 'prefix'>;
+export type NewApiToken = Pick<ApiToken, 'workspaceId' | 'name' | 'role' | 'tokenHash' | 'prefix'> & { expiresAt?: Date | null };
 
 /** Every statement on workspaces and their API tokens. */
 @Injectable()
 export class TokensRepository {
   constructor(private readonly db: DataSource) {}
 
-  /** The unrevoked token with this hash, its workspace loaded; null when none. */
+  /** The unrevoked token with this hash (expired or not: the caller says which), its workspace loaded; null when none. */
   findActiveByHash(tokenHash: string): Promise<ApiToken | null> {
     return this.db.getRepository(ApiToken).findOne({ where: { tokenHash, revokedAt: IsNull() }, relations: { workspace: true } });
   }

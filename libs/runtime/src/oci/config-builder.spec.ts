@@ -59,6 +59,19 @@ describe('buildOciConfig', () => {
     expect(c.annotations).toEqual({ 'dev.tern.managed': 'true' });
   });
 
+  it('joins the namespace the agent prepared for a private network (and binds /sys under a user namespace)', () => {
+    const c = buildOciConfig({ ...base, network: 'private', netnsPath: '/run/netns/tern-abc' });
+    expect(c.linux.namespaces).toContainEqual({ type: 'network', path: '/run/netns/tern-abc' });
+    const userns = buildOciConfig({
+      ...base,
+      network: 'private',
+      netnsPath: '/run/netns/tern-abc',
+      userNamespace: { hostId: 1, size: 65_536 },
+    });
+    expect(userns.mounts.find((m) => m.destination === '/sys')?.type).toBe('none');
+    expect(() => buildOciConfig({ ...base, network: 'private' })).toThrow(/path of its network namespace/);
+  });
+
   it('gives a private network namespace when asked for none', () => {
     expect(buildOciConfig({ ...base, network: 'none' }).linux.namespaces).toContainEqual({ type: 'network' });
   });

@@ -25,6 +25,8 @@ export interface OciConfigInput {
   tmpBytes: number;
   shmBytes: number;
   network: NetworkMode;
+  /** `private` network: the namespace the agent prepared (`/run/netns/<name>`), which the container joins. */
+  netnsPath?: string;
   /** Read-only binds the image itself needs (the host image's /usr, …). */
   imageMounts: OciMount[];
   volumes: VolumeBind[];
@@ -68,14 +70,18 @@ const MASKED_PATHS = [
 const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
 
 export function buildOciConfig(input: OciConfigInput): OciSpec {
-  // Own pid, ipc, uts, mount and cgroup namespaces always; the network namespace is the host's
-  // unless asked for none, because the agent reaches the container on loopback at $PORT.
+  // Own pid, ipc, uts, mount and cgroup namespaces always; the network namespace is the one
+  // prepared for it on the agent's bridge (private), a new empty one (none), or the host's.
   const namespaces: OciNamespace[] = [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }];
+  if (input.network === 'private') {
+    if (!input.netnsPath) throw new Error('a private network needs the path of its network namespace');
+    namespaces.push({ type: 'network', path: input.netnsPath });
+  }
   if (input.network === 'none') namespaces.push({ type: 'network' });
   const userns = input.userNamespace;
   if (userns) namespaces.push({ type: 'user' });
   // sysfs can only be mounted by a user namespace that owns the network namespace: with the
-  // host's network, a container in its own user namespace gets the host's /sys bound read-only.
+  // host's network or one the agent prepared, a container in its own user namespace gets the host's /sys bound read-only.
   const sys: OciMount =
     userns && input.network !== 'none'
       ? { destination: '/sys', type: 'none', source: '/sys', options: ['rbind', 'nosuid', 'noexec', 'nodev', 'ro'] }

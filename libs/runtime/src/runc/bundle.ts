@@ -10,6 +10,7 @@ export const ANNOTATION = {
   imageDigest: 'dev.tern.image.digest',
   labels: 'dev.tern.labels',
   port: 'dev.tern.port',
+  address: 'dev.tern.address',
   created: 'dev.tern.created',
 } as const;
 
@@ -63,6 +64,7 @@ export function annotationsFor(options: {
   image: ImageInfo;
   labels: Record<string, string>;
   port?: number;
+  address?: string;
   created: string;
 }): Record<string, string> {
   return {
@@ -71,13 +73,14 @@ export function annotationsFor(options: {
     [ANNOTATION.imageDigest]: options.image.digest,
     [ANNOTATION.labels]: JSON.stringify(options.labels),
     ...(options.port !== undefined ? { [ANNOTATION.port]: String(options.port) } : {}),
+    ...(options.address ? { [ANNOTATION.address]: options.address } : {}),
     [ANNOTATION.created]: options.created,
   };
 }
 
 export function parseAnnotations(
   a: Record<string, string> | undefined,
-): { image: ImageInfo; labels: Record<string, string>; port?: number; created: string } | undefined {
+): { image: ImageInfo; labels: Record<string, string>; port?: number; address?: string; created: string } | undefined {
   if (a?.[ANNOTATION.managed] !== 'true') return undefined;
   let labels: Record<string, string> = {};
   try {
@@ -90,6 +93,7 @@ export function parseAnnotations(
     image: { ref: a[ANNOTATION.image] ?? '', digest: a[ANNOTATION.imageDigest] ?? '' },
     labels,
     ...(port !== undefined ? { port } : {}),
+    ...(a[ANNOTATION.address] ? { address: a[ANNOTATION.address] } : {}),
     created: a[ANNOTATION.created] ?? '',
   };
 }

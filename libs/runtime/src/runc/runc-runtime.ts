@@ -3,7 +3,13 @@ import { access, chown, mkdir, readdir, readFile, rename, rm, stat, writeFile } 
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { ContainerExistsError, ContainerNotFoundError, ContainerRuntimeError, ContainerStartError } from '../errors.js';
+import {
+  ContainerExistsError,
+  ContainerNotFoundError,
+  ContainerRuntimeError,
+  ContainerStartError,
+  InvalidContainerSpecError,
+} from '../errors.js';
 import { GpuInjector } from '../gpu/gpu-edits.js';
 import type { ImageStore } from '../images/image-store.js';
 import { tailLogs } from '../logs/log-tail.js';
@@ -36,6 +42,7 @@ import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
 import { exitFromStatus } from './exit-status.js';
 import { RuncCli, type RuncState } from './runc-cli.js';
 import { userNamespaceRefusal } from './user-namespace.js';
+import type { BridgeNetwork } from '../net/bridge-network.js';
 
 export interface RuncRuntimeOptions {
   /** `<stateDir>/runc` is runc's --root, `<stateDir>/containers/<id>` each bundle. */
@@ -58,7 +65,12 @@ export interface RuncRuntimeOptions {
    * host refuses, containers run without one and the reason is logged. Absent: ids are the host's.
    */
   userNamespace?: UserNamespaceMapping;
+  /** The bridge that `private` containers join; without it, a start asking for one is refused. */
+  network?: BridgeNetwork;
 }
+
+/** `$PORT` of a container on a private network when the spec names none: it has the namespace to itself. */
+export const PRIVATE_PORT = 8080;
 
 const NOBODY: UserSpec = { uid: 65534, gid: 65534 };
 const DEFAULT_TMP_BYTES = 256 * 1024 * 1024;
@@ -131,6 +143,18 @@ export class RuncRuntime implements ContainerRuntime {
     return mapping;
   }
 
+  /**
+   * The bridge, set up once: leases of containers with no bundle left (the agent died between
+   * the two, or the bundle was removed while it was away) are released.
+   */
+  private async networkReady(): Promise<BridgeNetwork> {
+    const network = this.options.network;
+    if (!network) throw new InvalidContainerSpecError('this runtime has no private network (no bridge configured); use network "host"');
+    const bundles = (await readdir(this.containersDir).catch(() => [] as string[])).filter((d) => !d.startsWith('.'));
+    await network.setup(new Set(bundles));
+    return network;
+  }
+
   /** The mapping containers get, once the host has been checked; undefined: none. */
   async userNamespace(): Promise<UserNamespaceMapping | undefined> {
     return (await this.hostFacts()).userNamespace;
@@ -151,9 +175,18 @@ export class RuncRuntime implements ContainerRuntime {
     }
     const network = spec.network ?? 'host';
     let port = spec.port;
+    let address: string | undefined;
     try {
       if (port === undefined && network === 'host') port = await freePort(this.portsInUse);
-      if (port !== undefined) this.portsInUse.add(port);
+      if (network === 'host' && port !== undefined) this.portsInUse.add(port);
+      let netnsPath: string | undefined;
+      if (network === 'private') {
+        const bridge = await this.networkReady();
+        const attached = await bridge.attach(spec.id, spec.egress ?? {});
+        address = attached.address;
+        netnsPath = bridge.netnsPath(attached);
+        port ??= PRIVATE_PORT;
+      }
       const user = spec.user ?? image.user ?? this.options.defaultUser ?? NOBODY;
       const args = spec.args?.length ? spec.args : [...image.entrypoint, ...image.cmd];
       if (!args.length) throw new ContainerStartError(spec.id, 'no args given and the image has no entrypoint or cmd', '');
@@ -173,11 +206,12 @@ export class RuncRuntime implements ContainerRuntime {
         tmpBytes: spec.tmpBytes ?? DEFAULT_TMP_BYTES,
         shmBytes: spec.shmBytes ?? DEFAULT_SHM_BYTES,
         network,
+        netnsPath,
         imageMounts: image.mounts,
         volumes: await this.prepareVolumes(spec, user, facts.userNamespace),
         edits: spec.gpus?.devices.length ? await this.gpu.edits(spec.gpus, !image.sharesHostUsr) : undefined,
         cgroupsPath: `${this.options.cgroupParent ?? '/tern'}/${spec.id}`,
-        annotations: annotationsFor({ image: { ref: image.ref, digest: image.digest }, labels, port, created }),
+        annotations: annotationsFor({ image: { ref: image.ref, digest: image.digest }, labels, port, address, created }),
         limitSwap: facts.limitSwap,
         nofile: facts.nofile,
         userNamespace: facts.userNamespace,
@@ -188,18 +222,19 @@ export class RuncRuntime implements ContainerRuntime {
       await writeFile(bundle.stderr, '', { mode: 0o600 });
       await this.spawnShim(bundle, spec.id);
       const pid = await this.waitUntilRunning(spec.id, bundle);
-      this.log.info({ containerId: spec.id, pid, port, image: image.ref }, 'container started');
+      this.log.info({ containerId: spec.id, pid, port, address, image: image.ref }, 'container started');
       return {
         id: spec.id,
         runtime: 'runc',
         image: { ref: image.ref, digest: image.digest },
         labels,
         ...(port !== undefined ? { port } : {}),
+        ...(address ? { address } : {}),
         pid,
         startedAt: created,
       };
     } catch (e) {
-      if (port !== undefined) this.portsInUse.delete(port);
+      if (port !== undefined && network === 'host') this.portsInUse.delete(port);
       await this.remove(spec.id).catch((err: unknown) => this.log.warn({ containerId: spec.id, err }, 'cleanup after failed start failed'));
       throw e instanceof ContainerRuntimeError ? e : new ContainerStartError(spec.id, (e as Error).message, '');
     }
@@ -372,6 +407,7 @@ export class RuncRuntime implements ContainerRuntime {
         image: meta.image,
         labels: meta.labels,
         ...(meta.port !== undefined ? { port: meta.port } : {}),
+        ...(meta.address ? { address: meta.address } : {}),
         ...(state?.pid ? { pid: state.pid } : {}),
         startedAt: meta.created,
         status,
@@ -384,7 +420,8 @@ export class RuncRuntime implements ContainerRuntime {
   async adopt(id: string): Promise<ManagedContainer> {
     const found = (await this.list()).find((c) => c.id === id);
     if (!found) throw new ContainerNotFoundError(id);
-    if (found.port !== undefined) this.portsInUse.add(found.port);
+    if (found.port !== undefined && !found.address) this.portsInUse.add(found.port);
+    if (found.address) await this.networkReady();
     this.log.info({ containerId: id, status: found.status }, 'container adopted');
     return found;
   }
@@ -413,7 +450,8 @@ export class RuncRuntime implements ContainerRuntime {
   async remove(id: string): Promise<void> {
     const bundle = this.bundle(id);
     const state = await this.runc.state(id).catch(() => undefined);
-    const port = parseAnnotations(state?.annotations ?? (await bundle.readConfig())?.annotations)?.port;
+    const meta = parseAnnotations(state?.annotations ?? (await bundle.readConfig())?.annotations);
+    const port = meta?.address ? undefined : meta?.port;
     if (state && state.status !== 'stopped') {
       await this.runc.kill(id, 'SIGKILL', true).catch(() => false);
       await this.waitAtMost(id, 10_000).catch(() => undefined);
@@ -421,6 +459,7 @@ export class RuncRuntime implements ContainerRuntime {
     // Read the OOM counters while the cgroup still exists.
     if (await exists(bundle.dir)) await this.exitResult(id).catch(() => undefined);
     await this.runc.delete(id);
+    await this.options.network?.detach(id);
     await rm(bundle.dir, { recursive: true, force: true });
     if (port !== undefined) this.portsInUse.delete(port);
     this.log.info({ containerId: id }, 'container removed');

@@ -1,0 +1,387 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { ContainerRuntimeError } from '../errors.js';
+import { type EgressPolicy, type RuntimeLogger, silentLogger } from '../types.js';
+import { formatNet, intToIp, ipToInt, type Ipv4Net, NEVER_REACHED, netSize, parseIpv4Cidr } from './ipv4.js';
+
+export interface BridgeNetworkOptions {
+  /** The bridge the agent owns (default `tern0`); at most 15 characters. */
+  bridge?: string;
+  /** The containers' range (default 10.213.0.0/16): the bridge takes its first address. */
+  subnet?: string;
+  /** Where each container's address lease is kept (`<dir>/<address>.json`), so restarts keep them apart. */
+  stateDir: string;
+  /** More destinations no container reaches (the control plane's addresses), as CIDRs. */
+  blocked?: string[];
+  logger?: RuntimeLogger;
+  ip?: string;
+  nft?: string;
+}
+
+/** One container's place on the bridge, as kept on disk. */
+export interface Attachment {
+  containerId: string;
+  address: string;
+  /** The network namespace, `/run/netns/<netns>`. */
+  netns: string;
+  hostVeth: string;
+  egress: EgressPolicy;
+}
+
+export const DEFAULT_BRIDGE = 'tern0';
+export const DEFAULT_SUBNET = '10.213.0.0/16';
+const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
+/** Namespaces kept ready ahead of the containers that will need them. */
+const SPARES = 2;
+const REPLENISH_DELAY_MS = 2000;
+/** A spare's lease names no container: `:` is in no container id. */
+const SPARE_PREFIX = ':spare:';
+
+const missingTool = (tool: string, pkg: string) =>
+  `${tool} is not installed: the private container network needs it (apt-get install ${pkg}), or set AGENT_NETWORK=host to run containers without network isolation`;
+
+/** An egress narrower than the default, which needs a rule of its own. */
+const narrowed = (e: EgressPolicy) => !!e.block || e.allow !== undefined;
+
+/**
+ * A private network namespace per container, joined by a veth pair to a bridge the agent owns,
+ * with outbound NAT. The rules live in the agent's own nftables tables (`inet tern_<bridge>`,
+ * `bridge tern_<bridge>`), rewritten whole and atomically from the leases on disk at set-up and
+ * whenever a container with a narrowed egress comes or goes (the others have no rule of their
+ * own), so they are idempotent and hold exactly the containers that exist:
+ *
+ * - containers reach nothing of the host (every local address, whichever interface holds it):
+ *   new connections from the bridge are dropped on input; the agent's own connections to a
+ *   container (established) come back;
+ * - nothing forwarded reaches a container unless it answers the container's own connection;
+ * - frames between two containers' ports are dropped (no container reaches another): the
+ *   ports are isolated, and the bridge table drops frames from one `tv…` port to another;
+ * - forwarded traffic from a container is dropped towards NEVER_REACHED and `blocked`, and
+ *   then per container: everything (`block`) or whatever is outside `allow`; IPv6 is dropped
+ *   (the bridge has no IPv6);
+ * - what is left leaves masqueraded behind the host's address.
+ */
+export class BridgeNetwork {
+  readonly bridge: string;
+  readonly subnet: Ipv4Net;
+  readonly gateway: string;
+  private readonly table: string;
+  private readonly log: RuntimeLogger;
+  private readonly blocked: string[];
+  private ready?: Promise<void>;
+  /** Namespaces made ahead of time, ready to hand to the next containers. */
+  private readonly spares: Attachment[] = [];
+  private making = 0;
+  /** nft rewrites and lease changes, one at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: BridgeNetworkOptions) {
+    this.bridge = options.bridge ?? DEFAULT_BRIDGE;
+    if (!INTERFACE_NAME.test(this.bridge))
+      throw new ContainerRuntimeError(`bridge name "${this.bridge}" must be 1-15 letters, digits, _ . -`);
+    const subnet = parseIpv4Cidr(options.subnet ?? DEFAULT_SUBNET);
+    if (typeof subnet === 'string') throw new ContainerRuntimeError(`container subnet: ${subnet}`);
+    if (subnet.prefix > 29 || subnet.prefix < 8)
+      throw new ContainerRuntimeError(`container subnet ${formatNet(subnet)} must be a /8 to a /29`);
+    this.subnet = subnet;
+    this.gateway = intToIp(subnet.base + 1);
+    this.table = `tern_${this.bridge.replace(/[^A-Za-z0-9_]/g, '_')}`;
+    this.log = options.logger ?? silentLogger;
+    this.blocked = [...NEVER_REACHED];
+    for (const b of options.blocked ?? []) {
+      const net = parseIpv4Cidr(b);
+      if (typeof net === 'string') throw new ContainerRuntimeError(`blocked destination: ${net}`);
+      this.blocked.push(formatNet(net));
+    }
+  }
+
+  private get leases(): string {
+    return this.options.stateDir;
+  }
+
+  /**
+   * Creates the bridge and the rules once per process; leases of containers not in `keep`
+   * (gone while no agent ran) are released first, with whatever they left behind.
+   */
+  setup(keep: ReadonlySet<string>): Promise<void> {
+    const first = !this.ready;
+    this.ready ??= this.serialized(async () => {
+      await mkdir(this.leases, { recursive: true, mode: 0o700 });
+      const bridgeUp = await this.ipRun(['link', 'show', 'dev', this.bridge]);
+      if (bridgeUp.exitCode !== 0) await this.ipx(['link', 'add', this.bridge, 'type', 'bridge']);
+      await this.ipx(['addr', 'replace', `${this.gateway}/${this.subnet.prefix}`, 'dev', this.bridge]);
+      await this.ipx(['link', 'set', this.bridge, 'up']);
+      await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
+      await writeFile(`/proc/sys/net/ipv6/conf/${this.bridge}/disable_ipv6`, '1').catch(() => undefined);
+      for (const a of await this.attachments()) {
+        if (keep.has(a.containerId)) continue;
+        this.log.info({ containerId: a.containerId, address: a.address }, 'released the network of a container that is gone');
+        await this.teardown(a);
+      }
+      await this.applyRules();
+      this.log.info({ bridge: this.bridge, subnet: formatNet(this.subnet) }, 'private container network ready');
+      setImmediate(() => this.replenish());
+    });
+    // A failed setup (nft missing, say) is tried again by the next container, not remembered.
+    if (first) this.ready.catch(() => (this.ready = undefined));
+    return this.ready;
+  }
+
+  /**
+   * Gives a container its namespace, address and rules; returns where runc finds the namespace.
+   * A spare made ahead of time is taken when there is one (a cold start then pays no `ip`
+   * calls, and no `nft` call unless its egress is narrowed), and another is made behind it.
+   */
+  attach(containerId: string, egress: EgressPolicy): Promise<Attachment> {
+    const attached = this.serialized(async () => {
+      if (!this.ready) throw new ContainerRuntimeError('the container network is not set up');
+      const existing = (await this.attachments()).find((a) => a.containerId === containerId);
+      if (existing) {
+        await this.teardown(existing);
+        await this.applyRules();
+      }
+      const spare = this.spares.shift();
+      const attachment = spare ? { ...spare, containerId, egress } : await this.build(await this.lease(this.names(containerId, egress)));
+      try {
+        if (spare) await writeFile(this.leaseFile(attachment.address), JSON.stringify(attachment), { mode: 0o600 });
+        if (spare ? narrowed(egress) : true) await this.applyRules();
+        return attachment;
+      } catch (e) {
+        await this.teardown(attachment);
+        throw e;
+      }
+    });
+    // Made a little later: not while the container that took the spare is starting.
+    void attached.finally(() => setTimeout(() => this.replenish(), REPLENISH_DELAY_MS).unref()).catch(() => undefined);
+    return attached;
+  }
+
+  /** Names of a container's namespace and host veth, from a hash of the bridge and its id. */
+  private names(containerId: string, egress: EgressPolicy): Omit<Attachment, 'address'> {
+    const tag = createHash('sha256').update(`${this.bridge}/${containerId}`).digest('hex').slice(0, 10);
+    return { containerId, netns: `tern-${tag}`, hostVeth: `tv${tag}`, egress };
+  }
+
+  /** Makes a leased attachment's namespace and veth pair: one `ip` batch on each side. */
+  private async build(a: Attachment): Promise<Attachment> {
+    try {
+      // Isolated ports forward only to the bridge itself, never to one another (the nft bridge
+      // rule says the same, should either be missing).
+      await this.ipBatch(undefined, [
+        `netns add ${a.netns}`,
+        `link add ${a.hostVeth} type veth peer name eth0 netns ${a.netns}`,
+        `link set ${a.hostVeth} master ${this.bridge} up`,
+        `link set ${a.hostVeth} type bridge_slave isolated on`,
+      ]);
+      await this.ipBatch(a.netns, [
+        `addr add ${a.address}/${this.subnet.prefix} dev eth0`,
+        'link set eth0 up',
+        'link set lo up',
+        `route add default via ${this.gateway}`,
+      ]);
+      return a;
+    } catch (e) {
+      await this.teardown(a);
+      throw e;
+    }
+  }
+
+  /** Keeps SPARES namespaces ready (leased to a spare id, which no container id can be). */
+  private replenish(): void {
+    if (!this.ready) return;
+    while (this.spares.length + this.making < SPARES) {
+      this.making++;
+      const id = `${SPARE_PREFIX}${randomBytes(4).toString('hex')}`;
+      void this.lease(this.names(id, {}))
+        .then((a) => this.build(a))
+        .then(
+          (a) => void this.spares.push(a),
+          (e: Error) => this.log.warn({ err: e.message }, `could not prepare a spare container network: ${e.message}`),
+        )
+        .finally(() => this.making--);
+    }
+  }
+
+  netnsPath(a: Attachment): string {
+    return `/run/netns/${a.netns}`;
+  }
+
+  /** Removes a container's namespace, veth, lease and rules. Idempotent. */
+  detach(containerId: string): Promise<void> {
+    return this.serialized(async () => {
+      const found = (await this.attachments()).filter((a) => a.containerId === containerId);
+      for (const a of found) await this.teardown(a);
+      // Only a narrowed egress has rules of its own.
+      if (found.some((a) => narrowed(a.egress)) && this.ready) await this.applyRules();
+    });
+  }
+
+  async attachment(containerId: string): Promise<Attachment | undefined> {
+    return (await this.attachments()).find((a) => a.containerId === containerId);
+  }
+
+  /** Everything this network made: tables, bridge, namespaces, leases (tests and uninstall). */
+  destroy(): Promise<void> {
+    return this.serialized(async () => {
+      this.ready = undefined;
+      while (this.making > 0) await new Promise((r) => setTimeout(r, 20));
+      this.spares.length = 0;
+      for (const a of await this.attachments()) await this.teardown(a);
+      await this.nft(
+        `table inet ${this.table} {}\ndelete table inet ${this.table}\ntable bridge ${this.table} {}\ndelete table bridge ${this.table}\n`,
+      );
+      await this.ipRun(['link', 'del', this.bridge]);
+      await rm(this.leases, { recursive: true, force: true });
+    });
+  }
+
+  // --- internals -------------------------------------------------------------------------
+
+  private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async attachments(): Promise<Attachment[]> {
+    const files = (await readdir(this.leases).catch(() => [] as string[])).filter((f) => f.endsWith('.json'));
+    const out: Attachment[] = [];
+    for (const f of files) {
+      try {
+        out.push(JSON.parse(await readFile(join(this.leases, f), 'utf8')) as Attachment);
+      } catch {
+        // A lease half written when the agent died: its file name still holds the address.
+        await rm(join(this.leases, f), { force: true });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The lowest free address (after the bridge's own), claimed by creating `<address>.json`
+   * exclusively: two agents, or an agent and its restarted self, never share one.
+   */
+  private async lease(a: Omit<Attachment, 'address'>): Promise<Attachment> {
+    const taken = new Set((await readdir(this.leases).catch(() => [] as string[])).map((f) => f.replace(/\.json$/, '')));
+    const last = this.subnet.base + netSize(this.subnet) - 2;
+    for (let n = this.subnet.base + 2; n <= last; n++) {
+      const address = intToIp(n);
+      if (taken.has(address)) continue;
+      const attachment = { ...a, address };
+      try {
+        await writeFile(this.leaseFile(address), JSON.stringify(attachment), { flag: 'wx', mode: 0o600 });
+        return attachment;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+    }
+    throw new ContainerRuntimeError(`no free address left in ${formatNet(this.subnet)} for container ${a.containerId}`, a.containerId);
+  }
+
+  private async teardown(a: Attachment): Promise<void> {
+    // The container's end of the veth pair goes with its namespace, and the host's end with it
+    // (deleted by name too, in case the namespace was lost first); -force runs both whatever fails.
+    await execa(this.options.ip ?? 'ip', ['-force', '-batch', '-'], {
+      input: `netns del ${a.netns}\nlink del ${a.hostVeth}\n`,
+      reject: false,
+      all: true,
+    });
+    await rm(this.leaseFile(a.address), { force: true });
+  }
+
+  private leaseFile(address: string): string {
+    return join(this.leases, `${address}.json`);
+  }
+
+  /** The whole ruleset of this network, replaced in one nft transaction. */
+  private async applyRules(): Promise<void> {
+    await this.nft(this.ruleset(await this.attachments()));
+  }
+
+  ruleset(attachments: readonly Attachment[]): string {
+    const t = this.table;
+    const br = JSON.stringify(this.bridge);
+    const subnet = formatNet(this.subnet);
+    const perContainer = attachments
+      .slice()
+      .sort((x, y) => ipToInt(x.address) - ipToInt(y.address))
+      .flatMap((a) => {
+        if (a.egress.block) return [`    ip saddr ${a.address} drop`];
+        if (a.egress.allow) {
+          const nets = a.egress.allow.map((c) => parseIpv4Cidr(c)).filter((n): n is Ipv4Net => typeof n !== 'string');
+          const allowed = nets.length ? `ip daddr != { ${nets.map(formatNet).join(', ')} } ` : '';
+          return [`    ip saddr ${a.address} ${allowed}drop`];
+        }
+        return [];
+      });
+    return [
+      `table inet ${t} {}`,
+      `delete table inet ${t}`,
+      `table inet ${t} {`,
+      `  set never_reached {`,
+      `    type ipv4_addr; flags interval; auto-merge;`,
+      `    elements = { ${this.blocked.join(', ')} }`,
+      `  }`,
+      `  chain input {`,
+      `    type filter hook input priority filter - 5; policy accept;`,
+      `    iifname ${br} ct state established,related accept`,
+      `    iifname ${br} drop`,
+      `  }`,
+      `  chain forward {`,
+      `    type filter hook forward priority filter - 5; policy accept;`,
+      `    iifname ${br} jump from_containers`,
+      `    oifname ${br} ct state established,related accept`,
+      `    oifname ${br} drop`,
+      `  }`,
+      `  chain from_containers {`,
+      `    meta nfproto ipv6 drop`,
+      `    ip saddr != ${subnet} drop`,
+      `    ip daddr @never_reached drop`,
+      ...perContainer,
+      `    accept`,
+      `  }`,
+      `  chain postrouting {`,
+      `    type nat hook postrouting priority srcnat; policy accept;`,
+      `    ip saddr ${subnet} oifname != ${br} masquerade`,
+      `  }`,
+      `}`,
+      `table bridge ${t} {}`,
+      `delete table bridge ${t}`,
+      `table bridge ${t} {`,
+      `  chain forward {`,
+      `    type filter hook forward priority filter; policy accept;`,
+      // Every tern container's host veth is tv<hash>: no frame goes from one to another.
+      `    iifname "tv*" oifname "tv*" drop`,
+      `  }`,
+      `}`,
+      '',
+    ].join('\n');
+  }
+
+  private async nft(script: string): Promise<void> {
+    const r = await execa(this.options.nft ?? 'nft', ['-f', '-'], { input: script, reject: false, all: true });
+    if ((r as { code?: string }).code === 'ENOENT') throw new ContainerRuntimeError(missingTool('nft', 'nftables'));
+    if (r.exitCode !== 0)
+      throw new ContainerRuntimeError(`nft refused the container network's rules: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
+  }
+
+  private async ipRun(args: string[]) {
+    const r = await execa(this.options.ip ?? 'ip', args, { reject: false, all: true, stdin: 'ignore' });
+    if ((r as { code?: string }).code === 'ENOENT') throw new ContainerRuntimeError(missingTool('ip', 'iproute2'));
+    return r;
+  }
+
+  private async ipx(args: string[]): Promise<void> {
+    const r = await this.ipRun(args);
+    if (r.exitCode !== 0) throw new ContainerRuntimeError(`ip ${args.join(' ')}: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
+  }
+
+  /** `ip -batch` in the root namespace (netns undefined) or in `netns`: one exec for many commands. */
+  private async ipBatch(netns: string | undefined, lines: string[]): Promise<void> {
+    const args = [...(netns ? ['-n', netns] : []), '-batch', '-'];
+    const r = await execa(this.options.ip ?? 'ip', args, { input: lines.join('\n'), reject: false, all: true });
+    if (r.exitCode !== 0) throw new ContainerRuntimeError(`ip ${args.join(' ')}: ${(r.all ?? '').trim() || `exit ${r.exitCode}`}`);
+  }
+}

@@ -1,0 +1,178 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { access, chmod, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { BridgeNetwork, type EgressPolicy, waitForHealth } from '#tern/runtime';
+import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
+import { describeNeeding } from '../support/real-parts.js';
+import { collectLogs, containerId, RuntimeSandbox } from './support.js';
+
+const describeNet = await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']);
+
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+describeNet('private container network (bridge, NAT, egress rules)', () => {
+  let sandbox: RuntimeSandbox;
+  let netDir: string;
+  let network: BridgeNetwork;
+  let targets: ProbeTargets;
+  const neighbour = containerId('neighbour');
+  let neighbourAddress: string;
+  const tag = randomBytes(3).toString('hex');
+
+  beforeAll(async () => {
+    netDir = await mkdtemp(join(tmpdir(), 'tern-net-'));
+    network = new BridgeNetwork({ bridge: `tb${tag}`, subnet: `10.${randomInt(100, 250)}.${randomInt(0, 256)}.0/24`, stateDir: netDir });
+    sandbox = await RuntimeSandbox.create({ network });
+    targets = await ProbeTargets.start(`172.31.${randomInt(0, 256)}`);
+    const running = await sandbox.runtime.start({
+      id: neighbour,
+      image: 'host',
+      args: [
+        'python3',
+        '-c',
+        'import http.server as h; h.ThreadingHTTPServer(("0.0.0.0", 8080), h.SimpleHTTPRequestHandler).serve_forever()',
+      ],
+      network: 'private',
+    });
+    neighbourAddress = running.address!;
+    await waitForHealth({ host: neighbourAddress, port: running.port!, path: '/', timeoutMs: 15_000 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await sandbox?.destroy();
+    await network?.destroy();
+    await targets?.stop();
+  });
+
+  async function probeFrom(name: string, targets: string[], egress?: EgressPolicy): Promise<Record<string, string>> {
+    const id = containerId(name);
+    await sandbox.runtime.start({
+      id,
+      image: 'host',
+      args: ['python3', '-c', PROBE_MODULE, JSON.stringify(targets)],
+      network: 'private',
+      ...(egress ? { egress } : {}),
+    });
+    const lines = await collectLogs(sandbox.runtime, id);
+    await sandbox.runtime.remove(id);
+    const out = lines.find((l) => l.stream === 'stdout')?.line;
+    if (!out) throw new Error(`the probe printed nothing: ${lines.map((l) => l.line).join('\n')}`);
+    return JSON.parse(out) as Record<string, string>;
+  }
+
+  it('gives each container its own address, which the host reaches', async () => {
+    expect(neighbourAddress).toMatch(/^10\./);
+    expect(neighbourAddress).not.toBe(network.gateway);
+    expect(await reachable(neighbourAddress, 8080)).toBe(true);
+  });
+
+  it('by default reaches the internet, and not the host, another container, metadata or private ranges', async () => {
+    // Controls: each target is there and answers from the host's own namespace.
+    for (const [h, p] of [
+      [targets.internet.address, targets.internet.port],
+      [targets.metadata.address, targets.metadata.port],
+      [targets.privateHost.address, targets.privateHost.port],
+      [network.gateway, targets.hostPort],
+      ['127.0.0.1', targets.hostPort],
+      ['127.0.0.1', 4222],
+      ['127.0.0.1', 5432],
+    ] as const)
+      expect([h, p, await reachable(h, p)]).toEqual([h, p, true]);
+
+    const blocked = [
+      `127.0.0.1:${targets.hostPort}`,
+      '127.0.0.1:4222',
+      '127.0.0.1:5432',
+      `${network.gateway}:${targets.hostPort}`,
+      `${network.gateway}:4222`,
+      ...(ProbeTargets.hostAddress ? [`${ProbeTargets.hostAddress}:${targets.hostPort}`] : []),
+      `${neighbourAddress}:8080`,
+      `${targets.metadata.address}:${targets.metadata.port}`,
+      `${targets.privateHost.address}:${targets.privateHost.port}`,
+    ];
+    const internetTarget = `${targets.internet.address}:${targets.internet.port}`;
+    const result = await probeFrom('probe', [internetTarget, ...blocked]);
+    expect(result[internetTarget]).toBe('open');
+    for (const t of blocked) expect([t, result[t]]).not.toEqual([t, 'open']);
+  }, 60_000);
+
+  it('with block: true reaches nothing, the internet included', async () => {
+    const target = `${targets.internet.address}:${targets.internet.port}`;
+    expect(await probeFrom('blocked', [target], { block: true })).toEqual({ [target]: expect.not.stringMatching(/^open$/) });
+  }, 30_000);
+
+  it('with allow: [CIDR] reaches exactly that range', async () => {
+    const allowed = `${targets.internet.address}:${targets.internet.port}`;
+    const other = `${targets.otherInternet.address}:${targets.otherInternet.port}`;
+    expect(await reachable(targets.otherInternet.address, targets.otherInternet.port)).toBe(true);
+    const result = await probeFrom('allow', [allowed, other, `${targets.metadata.address}:${targets.metadata.port}`], {
+      allow: [targets.internetCidr, '169.254.0.0/16'],
+    });
+    expect(result[allowed]).toBe('open');
+    expect(result[other]).not.toBe('open');
+    // An allow list narrows the default, never widens it: link-local stays out of reach.
+    expect(result[`${targets.metadata.address}:${targets.metadata.port}`]).not.toBe('open');
+  }, 30_000);
+
+  it('runs a container in a user namespace on the private network: root inside, /sys readable, the internet reached', async () => {
+    const userns = await RuntimeSandbox.create({ network, userNamespace: { hostId: 400_000, size: 65_536 } });
+    await chmod(userns.dir, 0o711); // the mapped root must walk to the image's rootfs (mkdtemp makes 0700)
+    try {
+      expect(await userns.runtime.userNamespace()).toEqual({ hostId: 400_000, size: 65_536 });
+      const id = containerId('userns');
+      const target = `${targets.internet.address}:${targets.internet.port}`;
+      const program = `${PROBE_MODULE}\nimport os\nprint(os.getuid(), open('/proc/self/uid_map').read().split(), os.listdir('/sys/class') != [], flush=True)`;
+      await userns.runtime.start({
+        id,
+        image: 'host',
+        user: { uid: 0, gid: 0 },
+        args: ['python3', '-c', program, JSON.stringify([target])],
+        network: 'private',
+      });
+      const lines = (await collectLogs(userns.runtime, id)).map((l) => `${l.stream}:${l.line}`);
+      expect(lines).toEqual([`stdout:{"${target}": "open"}`, "stdout:0 ['0', '400000', '65536'] True"]);
+      await userns.runtime.remove(id);
+    } finally {
+      await userns.destroy();
+    }
+  }, 30_000);
+
+  it('removes a container with its namespace, veth, lease and rules; a restarted agent drops what is left of gone ones', async () => {
+    const id = containerId('gone');
+    await sandbox.runtime.start({ id, image: 'host', args: ['sleep', '60'], network: 'private', egress: { block: true } });
+    const attachment = (await network.attachment(id))!;
+    expect(await exists(`/run/netns/${attachment.netns}`)).toBe(true);
+    expect((await execa('nft', ['list', 'table', 'inet', `tern_tb${tag}`])).stdout).toContain(`ip saddr ${attachment.address} drop`);
+    await sandbox.runtime.remove(id);
+    expect(await network.attachment(id)).toBeUndefined();
+    expect(await exists(`/run/netns/${attachment.netns}`)).toBe(false);
+    expect((await execa('ip', ['link', 'show', attachment.hostVeth], { reject: false })).exitCode).not.toBe(0);
+    expect((await execa('nft', ['list', 'table', 'inet', `tern_tb${tag}`])).stdout).not.toContain(attachment.address);
+
+    // A container whose bundle vanished while no agent ran: its lease goes at the next start-up.
+    const orphan = containerId('orphan');
+    await sandbox.runtime.start({ id: orphan, image: 'host', args: ['sleep', '60'], network: 'private' });
+    const left = (await network.attachment(orphan))!;
+    await sandbox.runtime.stop(orphan, 100);
+    await execa('runc', ['--root', sandbox.runtime.runcRoot, 'delete', '--force', orphan], { reject: false });
+    await execa('rm', ['-rf', sandbox.runtime.bundle(orphan).dir]);
+    const restarted = new BridgeNetwork({
+      bridge: network.bridge,
+      subnet: `${network.gateway.replace(/\.1$/, '.0')}/24`,
+      stateDir: netDir,
+    });
+    await restarted.setup(new Set([neighbour]));
+    expect(await restarted.attachment(orphan)).toBeUndefined();
+    expect(await exists(`/run/netns/${left.netns}`)).toBe(false);
+    expect(await restarted.attachment(neighbour)).toBeDefined();
+    expect(await reachable(neighbourAddress, 8080)).toBe(true);
+    // The last test: this instance goes, and with it everything on the bridge (spares included).
+    await restarted.destroy();
+  }, 60_000);
+});
