@@ -38,7 +38,8 @@ const quiet = new Logger('bench');
 quiet.log = () => undefined;
 const nc = await connectNats({ servers: [process.env.NATS_URL ?? 'nats://127.0.0.1:4222'], name: 'bench-invoke' }, quiet);
 const messaging = new Messaging(nc, new Namespace(`bench${process.pid}`));
-const sub = serveInvoke(messaging, 'bench-container', async (head, body) => {
+const target = { machineId: 'bench-machine', containerId: 'bench-container' };
+const sub = serveInvoke(messaging, target, async (head, body) => {
   const res = await fetch(`${url.slice(0, -1)}${head.path}`, { method: head.method, body, headers: head.headers });
   return {
     status: res.status,
@@ -56,7 +57,7 @@ let n = 0;
 async function viaNats(): Promise<void> {
   const res = await invoke(
     messaging,
-    'bench-container',
+    target,
     { requestId: `r${n++}`, deploymentId: 'bench', method: 'POST', path: '/', headers: {}, timeoutMs: 10_000 },
     BODY,
   );

@@ -92,7 +92,9 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
     nc = await connectNats({ ...TEST_NATS, name: 'agent-containers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
     subs.push(
-      nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }),
+      nc.subscribe(`${plane.namespace}.container.${MACHINE}.*.v1`, {
+        callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }),
+      }),
       // Only what the agent publishes under its own machine id counts: that is all its NATS identity may publish.
       nc.subscribe(messaging.ns.subject(subjectFilter(CONTAINER_LOG_LINE, MACHINE, 'dep-hello', undefined)), {
         callback: (_e, m) => {

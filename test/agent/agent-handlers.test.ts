@@ -73,7 +73,9 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     nc = await connectNats({ ...TEST_NATS, name: 'agent-handlers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
     subs.push(
-      nc.subscribe(`${plane.namespace}.container.*.v1`, { callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }) }),
+      nc.subscribe(`${plane.namespace}.container.${MACHINE}.*.v1`, {
+        callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }),
+      }),
     );
     agent = AgentProcess.forPlane(plane, { MACHINE_ID: MACHINE });
     // The container runs as nobody: it must be able to reach <state dir>/code/<hex>.
@@ -108,7 +110,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
 
     const res = await invoke(
       messaging,
-      'c-handler',
+      { machineId: MACHINE, containerId: 'c-handler' },
       {
         requestId: 'r-1',
         deploymentId: 'dep-handler',
@@ -138,7 +140,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     await expect(
       invoke(
         messaging,
-        'c-handler',
+        { machineId: MACHINE, containerId: 'c-handler' },
         { requestId: 'r-2', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: {}, timeoutMs: 2000 },
         new Uint8Array(),
       ),

@@ -1,12 +1,15 @@
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  AGENT_LOAD_REPORT,
   DEPLOYMENTS_BUCKET,
   type DeploymentRecord,
   deploymentKey,
   LOAD_REPORT,
   type LoadReport,
   type ResolvedSpec,
+  ROUTES_BUCKET,
+  type RouteRecord,
   SCALE_BACKLOG,
   SCALE_COMMAND,
   ScaleCommand,
@@ -14,12 +17,14 @@ import {
 import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
 import { TEST_NATS, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
+import { counterValue } from '../support/metrics.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
 /** The autoscaler as a real process: deployments from KV, load from gateways, commands on COMMANDS. */
 describe('autoscaler service', () => {
   let ns: Namespace;
   let autoscaler: ServiceProcess;
+  let port: number;
   let nc: NatsConnection;
   let messaging: Messaging;
   let deployments: KV;
@@ -29,7 +34,8 @@ describe('autoscaler service', () => {
 
   beforeAll(async () => {
     ns = new Namespace(uniqueName('autoscale'));
-    autoscaler = new ServiceProcess('autoscaler', testEnv(undefined, ns.name, { HTTP_PORT: String(await freePort()) })).start();
+    port = await freePort();
+    autoscaler = new ServiceProcess('autoscaler', testEnv(undefined, ns.name, { HTTP_PORT: String(port) })).start();
     await autoscaler.ready();
     await autoscaler.waitForLog(/leading/);
     nc = await connectNats({ ...TEST_NATS, name: 'autoscaler-test' });
@@ -159,6 +165,40 @@ describe('autoscaler service', () => {
     await new Promise((r) => setTimeout(r, 2500));
     quiet();
     expect(commandsFor('d-warm').at(-1)?.command.desired).toBe(2);
+  });
+
+  it("counts a machine's load report only for the containers placed on it", async () => {
+    await deploy('d-machine', spec());
+    const routes = await messaging.kv({ name: ROUTES_BUCKET.name });
+    const route: RouteRecord = { containerId: 'c-m1', deploymentId: 'd-machine', version: 1, machineId: 'm-1', capacity: 30, readyAt: '' };
+    await routes.put('c-m1', JSON.stringify(route));
+    const machineReport = (machineId: string, inFlight: number) =>
+      messaging.emit(
+        AGENT_LOAD_REPORT,
+        {
+          gatewayId: 'g1', // claims to be the gateway: keyed by its machine all the same
+          machineId,
+          deploymentId: 'd-machine',
+          version: 1,
+          inFlight: 1000,
+          buffered: 1000,
+          meanDurationMs: 0,
+          containers: [{ containerId: 'c-m1', inFlight, idleSeconds: 0 }],
+          at: new Date().toISOString(),
+        },
+        ['d-machine'],
+      );
+    const refused = () => counterValue(`http://127.0.0.1:${port}`, 'tern_autoscaler_machine_reports_refused_total', {});
+    const before = await refused();
+    // m-2 reports m-1's container busy, with a flood it claims in total.
+    machineReport('m-2', 300);
+    await waitFor('the refusal counted', async () => (await refused()) === before + 1, 5000, 50);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(commandsFor('d-machine').every((c) => c.command.desired === 0)).toBe(true);
+    // m-1's own report of its container counts, summed from the container (45 in flight → 2), not the claimed 2000.
+    machineReport('m-1', 45);
+    const up = await command('d-machine', (c) => c.desired > 0);
+    expect(up.command.desired).toBe(2);
   });
 
   it('caps at max_containers', async () => {

@@ -77,7 +77,7 @@ describe('gateway data plane: /endpoint/<name>', () => {
   };
 
   const route = async (containerId: string, deploymentId: string, version: number, capacity = 1, handler?: InvokeHandler) => {
-    if (handler) subs.push(serveInvoke(messaging, containerId, handler));
+    if (handler) subs.push(serveInvoke(messaging, { machineId: 'm1', containerId }, handler));
     const r: RouteRecord = { containerId, deploymentId, version, machineId: 'm1', capacity, readyAt: new Date().toISOString() };
     await routes.put(containerId, encode(r));
   };

@@ -7,6 +7,9 @@ import { deleteNamespaces } from '../support/nats.js';
 import { TEST_NATS, uniqueName } from '../support/isolation.js';
 
 const quiet = new Logger('test');
+const MACHINE = 'm-invoke';
+/** A container of the test machine, as invoke() and serveInvoke() name it. */
+const on = (containerId: string) => ({ machineId: MACHINE, containerId });
 quiet.log = quiet.warn = quiet.error = () => undefined;
 
 async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
@@ -43,12 +46,12 @@ describe('invoke protocol over core NATS', () => {
 
   it('echoes a small body with status, headers and the head the server saw', async () => {
     let seen: InvokeHead | undefined;
-    const sub = serveInvoke(messaging, 'c-small', async (head, body) => {
+    const sub = serveInvoke(messaging, on('c-small'), async (head, body) => {
       seen = head;
       return { status: 201, headers: { 'x-echo': 'yes', 'content-type': 'text/plain; charset=utf-8' }, body };
     });
     try {
-      const res = await invoke(messaging, 'c-small', request({ headers: { 'x-name': 'zoë' } }), Buffer.from('hello'));
+      const res = await invoke(messaging, on('c-small'), request({ headers: { 'x-name': 'zoë' } }), Buffer.from('hello'));
       expect(res.status).toBe(201);
       expect(res.headers).toEqual({ 'x-echo': 'yes', 'content-type': 'text/plain; charset=utf-8' });
       expect((await collect(res.body)).toString()).toBe('hello');
@@ -63,13 +66,13 @@ describe('invoke protocol over core NATS', () => {
     const big = Buffer.alloc(5 * 1024 * 1024);
     for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
     let ref: string | undefined;
-    const sub = serveInvoke(messaging, 'c-big', async (head, body) => {
+    const sub = serveInvoke(messaging, on('c-big'), async (head, body) => {
       ref = head.bodyRef;
       return { status: 200, headers: {}, body };
     });
     try {
       const req = request();
-      const res = await invoke(messaging, 'c-big', req, big);
+      const res = await invoke(messaging, on('c-big'), req, big);
       const back = await collect(res.body);
       expect(ref).toBe(req.requestId);
       expect(back.equals(big)).toBe(true);
@@ -85,7 +88,7 @@ describe('invoke protocol over core NATS', () => {
   it('streams chunks to the caller before the handler has finished', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const sub = serveInvoke(messaging, 'c-stream', async () => ({
+    const sub = serveInvoke(messaging, on('c-stream'), async () => ({
       status: 200,
       headers: { 'content-type': 'text/event-stream' },
       body: (async function* () {
@@ -95,7 +98,7 @@ describe('invoke protocol over core NATS', () => {
       })(),
     }));
     try {
-      const res = await invoke(messaging, 'c-stream', request({ method: 'GET' }), new Uint8Array());
+      const res = await invoke(messaging, on('c-stream'), request({ method: 'GET' }), new Uint8Array());
       const it = res.body[Symbol.asyncIterator]();
       const first = await it.next();
       expect(Buffer.from(first.value).toString()).toBe('data: one\n\n');
@@ -109,19 +112,19 @@ describe('invoke protocol over core NATS', () => {
   });
 
   it('rejects with 503 when no agent serves the container', async () => {
-    await expect(invoke(messaging, 'c-nobody', request(), new Uint8Array())).rejects.toMatchObject({ code: 503 });
+    await expect(invoke(messaging, on('c-nobody'), request(), new Uint8Array())).rejects.toMatchObject({ code: 503 });
   });
 
   it('answers 504 when the handler outlives the timeout, and fails fast (502) when the server goes silent', async () => {
-    const sub = serveInvoke(messaging, 'c-slow', async (_h, _b, signal) => {
+    const sub = serveInvoke(messaging, on('c-slow'), async (_h, _b, signal) => {
       await new Promise((r) => signal.addEventListener('abort', r));
       throw new Error('aborted');
     });
-    const silent = nc.subscribe(messaging.subject(INVOKE, ['c-silent']), { callback: () => undefined });
+    const silent = nc.subscribe(messaging.subject(INVOKE, [MACHINE, 'c-silent']), { callback: () => undefined });
     try {
-      const slow = invoke(messaging, 'c-slow', request({ timeoutMs: 300 }), new Uint8Array());
+      const slow = invoke(messaging, on('c-slow'), request({ timeoutMs: 300 }), new Uint8Array());
       await expect(slow).rejects.toMatchObject({ code: 504, message: expect.stringContaining('300 ms') });
-      const none = invoke(messaging, 'c-silent', request({ timeoutMs: 300 }), new Uint8Array(), { idleTimeoutMs: 400 });
+      const none = invoke(messaging, on('c-silent'), request({ timeoutMs: 300 }), new Uint8Array(), { idleTimeoutMs: 400 });
       await expect(none).rejects.toBeInstanceOf(InvokeError);
       await expect(none).rejects.toMatchObject({ code: 502, message: expect.stringContaining('stopped answering') });
     } finally {
@@ -131,12 +134,12 @@ describe('invoke protocol over core NATS', () => {
   });
 
   it('keeps a slow request alive with keepalives past the silence limit', async () => {
-    const sub = serveInvoke(messaging, 'c-patient', async () => {
+    const sub = serveInvoke(messaging, on('c-patient'), async () => {
       await new Promise((r) => setTimeout(r, 4000));
       return { status: 200, headers: {}, body: new TextEncoder().encode('done') };
     });
     try {
-      const res = await invoke(messaging, 'c-patient', request({ timeoutMs: 10_000 }), new Uint8Array());
+      const res = await invoke(messaging, on('c-patient'), request({ timeoutMs: 10_000 }), new Uint8Array());
       expect(res.status).toBe(200);
       const parts: Uint8Array[] = [];
       for await (const p of res.body) parts.push(p);
@@ -148,12 +151,12 @@ describe('invoke protocol over core NATS', () => {
 
   it('answers 400 to an invalid head and 500 when the handler throws, without calling it for the former', async () => {
     let calls = 0;
-    const sub = serveInvoke(messaging, 'c-err', async () => {
+    const sub = serveInvoke(messaging, on('c-err'), async () => {
       calls++;
       throw new Error('boom');
     });
     try {
-      const bad = await nc.request(messaging.subject(INVOKE, ['c-err']), new Uint8Array(), {
+      const bad = await nc.request(messaging.subject(INVOKE, [MACHINE, 'c-err']), new Uint8Array(), {
         timeout: 2000,
         headers: (() => {
           const h = natsHeaders();
@@ -164,7 +167,7 @@ describe('invoke protocol over core NATS', () => {
       expect(bad.headers?.get('Tern-Error-Code')).toBe('400');
       expect(bad.headers?.get('Tern-Error')).toContain('method');
       expect(calls).toBe(0);
-      await expect(invoke(messaging, 'c-err', request(), new Uint8Array())).rejects.toMatchObject({
+      await expect(invoke(messaging, on('c-err'), request(), new Uint8Array())).rejects.toMatchObject({
         code: 500,
         message: expect.stringContaining('boom'),
       });
@@ -175,7 +178,7 @@ describe('invoke protocol over core NATS', () => {
   });
 
   it('ends with 502 when a streamed response passes 16 MiB', async () => {
-    const sub = serveInvoke(messaging, 'c-huge', async () => ({
+    const sub = serveInvoke(messaging, on('c-huge'), async () => ({
       status: 200,
       headers: {},
       body: (async function* () {
@@ -183,7 +186,7 @@ describe('invoke protocol over core NATS', () => {
       })(),
     }));
     try {
-      const res = await invoke(messaging, 'c-huge', request(), new Uint8Array());
+      const res = await invoke(messaging, on('c-huge'), request(), new Uint8Array());
       await expect(collect(res.body)).rejects.toMatchObject({ code: 502 });
     } finally {
       sub.unsubscribe();

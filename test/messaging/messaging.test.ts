@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { register } from 'prom-client';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS, subjectFor } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
@@ -21,6 +22,15 @@ function beat(machineId: string, sequence: number): MachineHeartbeat {
     gpus: [],
     runningContainers: [],
   };
+}
+
+/** A logger that keeps its warnings (object and text) and drops the rest. */
+function warningLogger(): { logger: Logger; warnings: string[] } {
+  const warnings: string[] = [];
+  const logger = new Logger('consumer-test');
+  logger.warn = (message: unknown, text?: unknown) => void warnings.push(`${JSON.stringify(message)} ${String(text ?? '')}`);
+  logger.log = logger.error = () => undefined;
+  return { logger, warnings };
 }
 
 describe('messaging over JetStream', () => {
@@ -52,6 +62,21 @@ describe('messaging over JetStream', () => {
     expect(info.config.subjects).toEqual([`${ns.name}.heartbeat.>`]);
   });
 
+  it("declares nothing for a machine's agent: no stream, no consumer, no store, but opens what exists", async () => {
+    const agent = new Messaging(nc, ns, '_INBOX', false);
+    await expect(agent.ensureStream(STREAMS.EVENTS)).rejects.toThrow('declares nothing on NATS');
+    await expect(
+      agent.ensureConsumer({ stream: 'HEARTBEATS', durable: 'agent_made', filterSubject: MACHINE_HEARTBEAT.subject }),
+    ).rejects.toThrow('declares nothing on NATS');
+    await expect(agent.objectStore({ name: 'results' })).rejects.toThrow();
+    await agent.kv({ name: 'routes' }); // bound, not created
+    const streams: string[] = [];
+    for await (const s of (await messaging.jsm()).streams.list()) if (s.config.name.includes(ns.name)) streams.push(s.config.name);
+    expect(streams.filter((s) => /EVENTS|routes|results/.test(s))).toEqual([]);
+    await messaging.objectStore({ name: 'results' });
+    await expect(agent.objectStore({ name: 'results' })).resolves.toBeDefined();
+  });
+
   it('stores a message once when it is published twice with the same Nats-Msg-Id', async () => {
     const first = await messaging.publish(MACHINE_HEARTBEAT, beat('dup', 1), { tokens: ['dup'], msgId: 'dup-1' });
     const second = await messaging.publish(MACHINE_HEARTBEAT, beat('dup', 1), { tokens: ['dup'], msgId: 'dup-1' });
@@ -61,12 +86,7 @@ describe('messaging over JetStream', () => {
   });
 
   it('terminates an invalid payload with a logged reason and keeps handling valid ones', async () => {
-    const warnings: string[] = [];
-    const logger = new Logger('consumer-test');
-    logger.warn = (message: unknown, text?: unknown) => {
-      warnings.push(`${JSON.stringify(message)} ${String(text ?? '')}`);
-    };
-    logger.log = logger.error = () => undefined;
+    const { logger, warnings } = warningLogger();
     const handled: MachineHeartbeat[] = [];
     consumers.push(
       await startConsumer(
@@ -97,6 +117,43 @@ describe('messaging over JetStream', () => {
     // Terminated, not left for redelivery: nothing pending, nothing redelivered.
     await waitFor('acks to settle', async () => {
       const i = await (await messaging.jsm()).consumers.info(ns.stream('HEARTBEATS'), 'invalid_test');
+      return i.num_ack_pending === 0 && i.num_pending === 0 && i.num_redelivered === 0;
+    });
+  });
+
+  /** tern_messages_machine_mismatch_total of this process for one contract subject. */
+  const mismatches = async (subject: string) =>
+    (await register.getSingleMetric('tern_messages_machine_mismatch_total')!.get()).values.find((v) => v.labels.subject === subject)
+      ?.value ?? 0;
+
+  it('terminates and counts a message whose payload names another machine than its subject', async () => {
+    const { logger, warnings } = warningLogger();
+    const handled: MachineHeartbeat[] = [];
+    consumers.push(
+      await startConsumer(
+        messaging,
+        {
+          stream: 'HEARTBEATS',
+          durable: 'foreign_test',
+          filterSubject: MACHINE_HEARTBEAT.subject,
+          payload: MACHINE_HEARTBEAT.payload,
+          deliver: 'new',
+        },
+        async (d) => void handled.push(d.payload),
+        logger,
+      ),
+    );
+    const before = await mismatches(MACHINE_HEARTBEAT.subject);
+    // m-liar publishes (its subject, which NATS permissions tie to it) a beat that claims to be m-victim's.
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-victim', 1), { tokens: ['m-liar'] });
+    await messaging.publish(MACHINE_HEARTBEAT, beat('m-honest', 1));
+
+    await waitFor('the honest heartbeat', async () => handled.length === 1);
+    await waitFor('the refusal counted', async () => (await mismatches(MACHINE_HEARTBEAT.subject)) === before + 1);
+    expect(handled.map((b) => b.machineId)).toEqual(['m-honest']);
+    expect(warnings.join('\n')).toContain('machineId "m-victim" differs from the machine "m-liar" of its subject tern.heartbeat.m-liar.v1');
+    await waitFor('terminated, not redelivered', async () => {
+      const i = await (await messaging.jsm()).consumers.info(ns.stream('HEARTBEATS'), 'foreign_test');
       return i.num_ack_pending === 0 && i.num_pending === 0 && i.num_redelivered === 0;
     });
   });
@@ -146,13 +203,15 @@ describe('messaging over JetStream', () => {
     expect(seen).toEqual([1, 2]);
   });
 
-  it('listens on core NATS: every subscriber hears each valid message, invalid ones are dropped', async () => {
+  it('listens on core NATS: every subscriber hears each valid message, invalid ones and ones naming another machine are dropped', async () => {
+    const before = await mismatches(MACHINE_HEARTBEAT.subject);
     const heard: string[][] = [[], []];
     const subs = heard.map((list) => messaging.listen(MACHINE_HEARTBEAT, (beat) => void list.push(beat.machineId)));
     try {
       await nc.flush();
       messaging.emit(MACHINE_HEARTBEAT, beat('m-listen', 1), ['m-listen']);
       nc.publish(messaging.subject(MACHINE_HEARTBEAT, ['m-bad']), new TextEncoder().encode('{"machineId": 7}'));
+      messaging.emit(MACHINE_HEARTBEAT, beat('m-victim', 1), ['m-liar']);
       messaging.emit(MACHINE_HEARTBEAT, beat('m-listen-2', 1), ['m-listen-2']);
       await waitFor('both subscribers heard both valid messages', async () => heard.every((l) => l.length === 2), 5_000);
       await new Promise((r) => setTimeout(r, 200));
@@ -160,6 +219,7 @@ describe('messaging over JetStream', () => {
         ['m-listen', 'm-listen-2'],
         ['m-listen', 'm-listen-2'],
       ]);
+      expect(await mismatches(MACHINE_HEARTBEAT.subject)).toBe(before + 2);
     } finally {
       for (const s of subs) s.unsubscribe();
     }

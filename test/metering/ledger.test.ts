@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { HOUR_MS, hourFloor } from '#tern/metering';
+import { createDataSource, runMigrations } from '#tern/persistence';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
@@ -14,6 +15,7 @@ import {
   makeScenario,
   progress,
   publishAll,
+  placeScenario,
   schemaClient,
 } from './scenario.js';
 
@@ -78,6 +80,7 @@ describe('metering: exact, idempotent, resumable', () => {
     let metering = await startMetering(schemas[0]);
     const live = await schemaClient(schemas[0]);
     dbs.push(live);
+    await placeScenario(live, containers);
     const half = Math.floor(events.length / 2);
     await publishAll(messaging, events.slice(0, half));
     await waitFor('metering to start applying', async () => (await progress(live)).containers > 0 || undefined);
@@ -141,9 +144,14 @@ describe('metering: exact, idempotent, resumable', () => {
     for await (const c of jsm.consumers.list(ns.stream('EVENTS'))) {
       if (c.name.startsWith('metering_')) await jsm.consumers.delete(ns.stream('EVENTS'), c.name);
     }
-    await startMetering(schemas[1]);
+    // The scheduler's placements are there before any event (migrated first, as a service would).
+    const migrated = await createDataSource({ url: schemas[1].url, schema: schemas[1].schema, runMigrations: true }).initialize();
+    await runMigrations(migrated);
+    await migrated.destroy();
     const replay = await schemaClient(schemas[1]);
     dbs.push(replay);
+    await placeScenario(replay, containers);
+    await startMetering(schemas[1]);
     await waitFor('the replay to finish', async () => (await done(replay)) || undefined, 30_000);
     const [a, b] = [await ledger(live), await ledger(replay)];
     expect(b.usage.length).toBe(a.usage.length);

@@ -190,6 +190,34 @@ export function expectedUsage(
   return out;
 }
 
+/**
+ * What the scheduler recorded before any of these events: each container's placement (machine,
+ * deployment version, workspace, reserved resources, a second before it started). Metering
+ * charges from these, not from the events.
+ */
+export async function placeScenario(db: pg.Client, containers: readonly ScenarioContainer[]): Promise<void> {
+  const versions = new Map<string, string>();
+  for (const c of containers) {
+    await db.query(`INSERT INTO machines (id, pool, state) VALUES ($1, 'default', 'ready') ON CONFLICT DO NOTHING`, [c.machineId]);
+    let version = versions.get(c.deploymentId);
+    if (!version) {
+      await db.query(`INSERT INTO workspaces (id, name) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [c.workspaceId, c.workspaceId]);
+      await db.query(
+        `INSERT INTO deployments (id, workspace_id, name, kind, state, latest_version) VALUES ($1, $2, $3, 'endpoint', 'ready', 1)`,
+        [c.deploymentId, c.workspaceId, `d-${c.deploymentId}`],
+      );
+      version = (
+        await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}') RETURNING id`, [c.deploymentId])
+      ).rows[0].id as string;
+      versions.set(c.deploymentId, version);
+    }
+    await db.query(
+      `INSERT INTO containers (id, deployment_version_id, machine_id, state, requested, created_at) VALUES ($1, $2, $3, 'stopped', $4, $5)`,
+      [c.id, version, c.machineId, JSON.stringify(c.resources), new Date(c.start - 1000)],
+    );
+  }
+}
+
 export async function schemaClient(schema: TestSchema): Promise<pg.Client> {
   const db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
   await db.connect();

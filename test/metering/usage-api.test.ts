@@ -10,7 +10,16 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
-import { expectedUsage, HEARTBEAT_TTL_SECONDS, makeScenario, progress, publishAll, type Scenario, schemaClient } from './scenario.js';
+import {
+  expectedUsage,
+  HEARTBEAT_TTL_SECONDS,
+  makeScenario,
+  placeScenario,
+  progress,
+  publishAll,
+  type Scenario,
+  schemaClient,
+} from './scenario.js';
 
 const ADMIN = `tern_${'u'.repeat(43)}`;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -74,6 +83,7 @@ describe('usage API', () => {
 
     start = hourFloor(Date.now()) - 6 * HOUR_MS;
     scenario = makeScenario(start, [workspaceId, randomUUID()], 12, 11);
+    await placeScenario(db, scenario.containers);
     await publishAll(new Messaging(nc, ns), scenario.events);
     const expectedSeconds = scenario.containers.reduce((sum, c) => sum + (c.end - c.start) / 1000, 0);
     await waitFor(
@@ -129,7 +139,8 @@ describe('usage API', () => {
     }
     expect(summed.size).toBe(2);
     for (const [id, cpu] of summed) within1pct(cpu, depTruth.get(id)!.cpuCoreSeconds);
-    expect(hourly.body.rows.some((r: any) => r.name === null)).toBe(true); // deployments unknown to the gateway keep their id only
+    // Only placed containers are metered, so every deployment is one the gateway knows.
+    expect(hourly.body.rows.filter((r: any) => r.name !== `d-${r.group}`)).toEqual([]);
 
     const daily = await call(`/api/v1/usage?group_by=gpu&granularity=day&${window()}`);
     expect(new Set(daily.body.rows.map((r: any) => r.group))).toEqual(new Set(['H100', 'none']));
@@ -147,14 +158,19 @@ describe('usage API', () => {
   it('accrues a running container as it runs', async () => {
     const id = `live-${randomUUID().slice(0, 8)}`;
     const startedAt = Date.now() - 60_000;
+    const resources = { cpuMillicores: 1000, memoryBytes: 2 ** 30, gpuCount: 2, gpuType: 'H100' };
+    const deploymentId = randomUUID();
+    await placeScenario(db, [
+      { id, machineId: 'm-a', deploymentId, workspaceId, resources, start: startedAt, end: startedAt, ending: 'stopped' },
+    ]);
     await new Messaging(nc, ns).publish(CONTAINER_STARTED, {
       containerId: id,
-      deploymentId: randomUUID(),
+      deploymentId,
       deploymentVersion: 1,
       workspaceId,
       machineId: 'm-a',
       at: iso(startedAt),
-      resources: { cpuMillicores: 1000, memoryBytes: 2 ** 30, gpuCount: 2, gpuType: 'H100' },
+      resources,
       startupLatencyMs: 10,
     });
     const seconds = async () =>

@@ -92,8 +92,26 @@ describe('TasksRepository', () => {
   });
 
   describe('transitions', () => {
-    const start = (taskId: string, attempt: number, machineId = 'm-1') =>
-      tasks.markStarted({ taskId, attempt, startedAt: new Date().toISOString(), containerId: `c-${attempt}`, machineId });
+    /** The container the scheduler placed on each machine for the deployment's version 1. */
+    const placed: Record<string, string> = { 'm-1': 'c-1', 'm-2': 'c-2' };
+    beforeAll(async () => {
+      const [v] = await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}') RETURNING id`, [
+        deploymentId,
+      ]);
+      const other = await ownDeployment();
+      const [w] = await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}') RETURNING id`, [
+        other,
+      ]);
+      await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m-1', 'default', 'ready'), ('m-2', 'default', 'ready')`);
+      await db.query(
+        `INSERT INTO containers (id, deployment_version_id, machine_id, state, requested)
+         VALUES ('c-1', $1, 'm-1', 'ready', '{}'), ('c-2', $1, 'm-2', 'ready', '{}'), ('c-other', $2, 'm-1', 'ready', '{}')`,
+        [v.id, w.id],
+      );
+    });
+    const start = (taskId: string, attempt: number, machineId = 'm-1', containerId = placed[machineId]) =>
+      tasks.markStarted({ taskId, attempt, startedAt: new Date().toISOString(), containerId, machineId });
+    const lease = (taskId: string, attempt: number, machineId = 'm-1') => ({ taskId, attempt, machineId, containerId: placed[machineId] });
 
     it('starts an attempt once, never an older one, and answers the row as it was', async () => {
       const t = await task();
@@ -104,58 +122,87 @@ describe('TasksRepository', () => {
       expect(await row(t.id)).toMatchObject({ state: 'RUNNING', attempts: 2, machineId: 'm-2', containerId: 'c-2' });
     });
 
-    it('retries only while no later attempt reported', async () => {
+    it('records no start from a container the scheduler did not place on that machine for the task', async () => {
+      const t = await task();
+      expect(await start(t.id, 1, 'm-2', 'c-1')).toBeUndefined(); // c-1 is m-1's
+      expect(await start(t.id, 1, 'm-1', 'c-other')).toBeUndefined(); // another deployment's
+      expect(await start(t.id, 1, 'm-1', 'c-nowhere')).toBeUndefined();
+      expect(await row(t.id)).toMatchObject({ state: 'PENDING', attempts: 0, machineId: null });
+    });
+
+    it('retries only on the word of the lease holder of the current attempt', async () => {
       const t = await task();
       await start(t.id, 2);
-      expect(await tasks.markRetrying(t.id, 1, 'old')).toBe(false);
-      expect(await tasks.markRetrying(t.id, 2, 'boom')).toBe(true);
+      expect(await tasks.markRetrying(lease(t.id, 1), 'old')).toBe(false);
+      expect(await tasks.markRetrying(lease(t.id, 2, 'm-2'), 'not mine')).toBe(false);
+      expect(await tasks.markRetrying(lease(t.id, 2), 'boom')).toBe(true);
       expect(await row(t.id)).toMatchObject({ state: 'RETRY', attempts: 2, error: 'boom' });
     });
 
-    it('fails for good once, making a callback due when there is a URL', async () => {
+    it('fails for good once, from the lease holder, making a callback due when there is a URL', async () => {
       const t = await task({ callbackUrl: 'http://cb' });
-      expect(
-        await tasks.markFailed({
-          taskId: t.id,
-          state: 'TIMEOUT',
-          attempt: 1,
-          error: 'timeout: slow',
-          failedAt: new Date().toISOString(),
-          machineId: 'm-9',
-        }),
-      ).toBe(true);
-      expect(await tasks.markFailed({ taskId: t.id, state: 'ERROR', attempt: 2, error: 'later', failedAt: new Date().toISOString() })).toBe(
-        false,
-      );
-      expect(await tasks.markRetrying(t.id, 3, 'later')).toBe(false);
+      const failure = (claim: ReturnType<typeof lease>, over: { state?: 'ERROR' | 'TIMEOUT'; error?: string } = {}) => ({
+        ...claim,
+        state: 'TIMEOUT' as const,
+        error: 'timeout: slow',
+        failedAt: new Date().toISOString(),
+        ...over,
+      });
+      await start(t.id, 1);
+      expect(await tasks.markFailed(failure(lease(t.id, 1, 'm-2')))).toBe(false);
+      expect(await tasks.markFailed(failure(lease(t.id, 1)))).toBe(true);
+      expect(await tasks.markFailed(failure(lease(t.id, 1), { state: 'ERROR', error: 'again' }))).toBe(false);
+      expect(await tasks.markRetrying(lease(t.id, 1), 'later')).toBe(false);
       expect(await row(t.id)).toMatchObject({
         state: 'TIMEOUT',
         error: 'timeout: slow',
-        machineId: 'm-9',
+        machineId: 'm-1',
         callbackState: 'pending',
         callbackNextAt: expect.any(Date),
       });
       const quiet = await task();
-      await tasks.markFailed({ taskId: quiet.id, state: 'ERROR', attempt: 1, error: 'x', failedAt: new Date().toISOString() });
+      await start(quiet.id, 1);
+      await tasks.markFailed(failure(lease(quiet.id, 1), { state: 'ERROR' }));
       expect(await row(quiet.id)).toMatchObject({ state: 'ERROR', callbackState: null, callbackNextAt: null });
     });
 
-    it('keeps the first completion: a completion after a final state changes nothing', async () => {
+    it('ends a task whose last attempt was lost on the word of a machine placed to be handed it', async () => {
       const t = await task();
-      const completion = (resultJson: string, machineId: string) =>
+      const lost = (machineId: string, containerId: string, attempt = 1) =>
+        tasks.markLastAttemptLost({
+          taskId: t.id,
+          attempt,
+          machineId,
+          containerId,
+          error: 'container-lost',
+          failedAt: new Date().toISOString(),
+        });
+      expect(await lost('m-2', 'c-other')).toBe(false);
+      await start(t.id, 2);
+      expect(await lost('m-2', 'c-2', 1)).toBe(false); // attempt 2 began since
+      expect(await lost('m-2', 'c-2', 2)).toBe(true);
+      expect(await row(t.id)).toMatchObject({ state: 'ERROR', attempts: 2, machineId: 'm-1', error: 'container-lost' });
+    });
+
+    it('completes once, from the holder of the lease of the current attempt only', async () => {
+      const t = await task();
+      const completion = (resultJson: string, machineId: string, attempt = 1) =>
         tasks.complete({
           taskId: t.id,
           resultJson,
           resultRef: null,
-          attempt: 1,
+          attempt,
           completedAt: new Date().toISOString(),
-          startedAt: new Date(Date.now() - 5).toISOString(),
-          containerId: 'c',
+          containerId: placed[machineId],
           machineId,
         });
+      expect(await completion('{"never": "given"}', 'm-1')).toBe(false);
+      await start(t.id, 1);
+      expect(await completion('{"not": "holder"}', 'm-2')).toBe(false);
       expect(await completion('{"first": true}', 'm-1')).toBe(true);
-      expect(await completion('{"second": true}', 'm-2')).toBe(false);
+      expect(await completion('{"second": true}', 'm-1')).toBe(false);
       expect(await start(t.id, 2)).toBeUndefined();
+      expect(await tasks.leaseOf(t.id)).toEqual({ state: 'COMPLETE', attempts: 1, machineId: 'm-1', containerId: 'c-1' });
       expect(await row(t.id)).toMatchObject({
         state: 'COMPLETE',
         result: { first: true },
@@ -172,6 +219,8 @@ describe('TasksRepository', () => {
       expect(await tasks.cancel(t.id, workspaceId)).toEqual({
         id: t.id,
         was: 'PENDING',
+        machineId: null,
+        attempts: 0,
         streamSeq: 7,
         deploymentId,
         version: 1,

@@ -1,11 +1,10 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED } from '#tern/contracts';
-import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS, testEnv, type TestSchema, uniqueName } from '../support/isolation.js';
-import { deleteNamespaces } from '../support/nats.js';
-import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import type { Messaging, Namespace } from '#tern/messaging';
+import { waitFor } from '../support/processes.js';
+import { TaskLedger } from '../support/task-ledger.js';
 
 /**
  * The gateway's task state machine, fed real events over JetStream in the orders and
@@ -13,57 +12,38 @@ import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
  * completion wins, an old attempt's event never overwrites a newer attempt.
  */
 describe('task ledger (gateway)', () => {
-  let schema: TestSchema;
-  let ns: Namespace;
-  let gateway: ServiceProcess;
+  let ledger: TaskLedger;
   let nc: NatsConnection;
+  let ns: Namespace;
   let messaging: Messaging;
   let db: pg.Client;
   let workspaceId: string;
   let deploymentId: string;
 
   beforeAll(async () => {
-    schema = await createTestSchema('ledger');
-    ns = new Namespace(uniqueName('ledger'));
-    gateway = new ServiceProcess('gateway', testEnv(schema, ns.name, { HTTP_PORT: String(await freePort()) })).start();
-    await gateway.ready();
-    nc = await connectNats({ ...TEST_NATS, name: 'ledger-test' });
-    messaging = new Messaging(nc, ns);
-    db = new pg.Client({ connectionString: schema.url });
-    await db.connect();
-    await db.query(`SET search_path TO "${schema.schema}"`);
-    workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('ledger') RETURNING id`)).rows[0].id;
-    deploymentId = (
-      await db.query(
-        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'q', 'task_queue', 'ready', 1) RETURNING id`,
-        [workspaceId],
-      )
-    ).rows[0].id;
+    // The placements the scheduler would have made: c-1 on m-1, c-2 on m-2.
+    ledger = await TaskLedger.start('ledger', { 'm-1': 'c-1', 'm-2': 'c-2' });
+    ({ nc, messaging, db, workspaceId, deploymentId, ns } = ledger);
   });
 
   afterAll(async () => {
-    await db?.end();
-    await gateway?.stop();
-    await nc?.close();
-    await deleteNamespaces(ns.name);
-    await schema?.drop();
+    await ledger?.stop();
   });
 
-  async function task(): Promise<string> {
-    const id = randomUUID();
-    await db.query(
-      `INSERT INTO tasks (id, workspace_id, deployment_id, state, payload, max_retries, timeout_seconds) VALUES ($1, $2, $3, 'PENDING', '{}', 3, 60)`,
-      [id, workspaceId, deploymentId],
-    );
-    return id;
-  }
-  const row = async (id: string) =>
-    (await db.query(`SELECT state, attempts, result, error, machine_id FROM tasks WHERE id = $1`, [id])).rows[0];
-  const base = (taskId: string) => ({ taskId, deploymentId, deploymentVersion: 1, workspaceId, containerId: 'c-1', machineId: 'm-1' });
-  const started = (id: string, attempt: number) =>
-    messaging.publish(TASK_STARTED, { ...base(id), attempt, startedAt: new Date().toISOString() });
+  const task = () => ledger.task();
+  const row = (id: string) => ledger.row(id);
+  const base = (taskId: string, machineId = 'm-1') => ({
+    taskId,
+    deploymentId,
+    deploymentVersion: 1,
+    workspaceId,
+    containerId: machineId === 'm-1' ? 'c-1' : 'c-2',
+    machineId,
+  });
+  const started = (id: string, attempt: number, machineId = 'm-1') =>
+    messaging.publish(TASK_STARTED, { ...base(id, machineId), attempt, startedAt: new Date().toISOString() });
   const completed = (id: string, attempt: number, result: unknown, machineId = 'm-1') =>
-    messaging.publish(TASK_COMPLETED, { ...base(id), machineId, attempt, durationMs: 5, result, completedAt: new Date().toISOString() });
+    messaging.publish(TASK_COMPLETED, { ...base(id, machineId), attempt, durationMs: 5, result, completedAt: new Date().toISOString() });
   const failed = (id: string, attempt: number, willRetry: boolean, cause: 'error' | 'timeout' | 'container-lost' = 'error') =>
     messaging.publish(TASK_FAILED, {
       ...base(id),
@@ -90,8 +70,11 @@ describe('task ledger (gateway)', () => {
 
   it('keeps the first completion: a second one (the task ran twice) changes nothing', async () => {
     const id = await task();
+    // The completion may overtake its start (one consumer per subject): it waits for the lease.
     await completed(id, 1, { first: true }, 'm-1');
+    await started(id, 1);
     await settled(id, 'COMPLETE');
+    await started(id, 2, 'm-2');
     await completed(id, 2, { second: true }, 'm-2');
     await failed(id, 2, false);
     await new Promise((r) => setTimeout(r, 1000));
@@ -124,7 +107,7 @@ describe('task ledger (gateway)', () => {
     try {
       await started(id, 1);
       await settled(id, 'RUNNING');
-      await messaging.publish(TASK_STARTED, { ...base(id), machineId: 'm-2', attempt: 2, startedAt: new Date().toISOString() });
+      await started(id, 2, 'm-2');
       await waitFor('the lost attempt reported', async () => seen.length > 0, 10_000, 100);
       expect(seen).toEqual([expect.objectContaining({ attempt: 1, cause: 'container-lost', machineId: 'm-1', willRetry: true })]);
       expect(await row(id)).toMatchObject({ state: 'RUNNING', attempts: 2, machine_id: 'm-2' });
@@ -150,7 +133,7 @@ describe('task ledger (gateway)', () => {
     expect(msg?.json<{ taskId: string; payload: unknown }>()).toMatchObject({ taskId: id, payload: { n: 1 } });
   });
 
-  it('ends ERROR on a last failure', async () => {
+  it('ends ERROR when a machine placed for the task is handed it past its last attempt', async () => {
     const id = await task();
     await failed(id, 4, false, 'container-lost');
     await settled(id, 'ERROR');

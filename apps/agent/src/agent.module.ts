@@ -22,7 +22,8 @@ export class AgentModule {
       imports: [
         CoreModule.forRoot(config, {
           database: false,
-          streams: ['EVENTS', 'HEARTBEATS'],
+          // The control plane declares every stream and consumer; an agent only publishes and pulls.
+          streams: [],
           presence: { machineId: ctx.registration.machineId, pool: ctx.registration.pool },
         }),
       ],

@@ -13,6 +13,7 @@ import { MachineRegistrationModule } from './machine-registration/machine-regist
 import { MachinesModule } from './machines/machines.module.js';
 import { PoolsModule } from './pools/pools.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
+import { ObjectStoresDeclaration } from './object-stores.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -38,7 +39,7 @@ export class GatewayModule {
         TasksModule,
         UsageModule,
       ],
-      providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }],
+      providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],
     };
   }
 }

@@ -42,3 +42,9 @@ export const meteringTasksTotal = new Counter({
   help: 'Task attempts metered, by outcome',
   labelNames: ['outcome'] as const,
 });
+
+export const meteringEventsRefusedTotal = new Counter({
+  name: 'tern_metering_events_refused_total',
+  help: 'Container events not metered: for a container the scheduler never placed, or from another machine than it was placed on, by reason',
+  labelNames: ['reason'] as const,
+});

@@ -38,6 +38,7 @@ export interface TernConfig {
     readonly heartbeatTtlSeconds: number;
   };
   readonly endpoints: { readonly bufferSize: number };
+  readonly tasks: { readonly leaseWaitSeconds: number };
   /** Log streams one API token may hold open at once (per gateway). */
   readonly logs: { readonly followsPerToken: number };
   readonly metering: { readonly checkpointIntervalMs: number };
@@ -221,6 +222,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
+    tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     reputation: {

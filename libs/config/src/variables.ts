@@ -274,6 +274,16 @@ export const VARIABLES = [
     description: 'Half-life of the outcomes, heartbeats and latencies a reputation is computed from: old failures fade.',
   },
   {
+    name: 'TASK_LEASE_WAIT_SECONDS',
+    kind: 'int',
+    default: '300',
+    min: 1,
+    max: 86400,
+    services: ['gateway'],
+    description:
+      "How long a task outcome waits for the start that records its attempt's lease (it may overtake it); then it is dropped as coming from no lease holder.",
+  },
+  {
     name: 'LOG_FOLLOWS_PER_TOKEN',
     kind: 'int',
     default: '4',

@@ -35,7 +35,7 @@ export const BODIES_BUCKET: BucketSpec = {
   name: 'bodies',
   owner: 'gateway',
   description:
-    'Object store of request bodies too large for one core NATS message on tern.invoke.*.v1 (object name: the request id). Put by the gateway, read and deleted by the agent; bucket-wide TTL of 5 minutes so an unread body does not stay.',
+    'Object store of request bodies too large for one core NATS message on tern.agent.*.invoke.*.v1 (object name: the request id). Put by the gateway, read and deleted by the agent; bucket-wide TTL of 5 minutes so an unread body does not stay.',
 };
 
 /** Object store (not KV): code bundles uploaded by `tern deploy`. */
@@ -51,8 +51,13 @@ export const RESULTS_BUCKET: BucketSpec = {
   name: 'results',
   owner: 'gateway',
   description:
-    'Object store of task results over TASK_RESULT_INLINE_BYTES (object name: the task id, up to TASK_RESULT_MAX_BYTES). Put by the agent that ran the task before it publishes tern.task.completed.v1 with resultRef; read by the gateway when a caller asks for the result. No TTL: results live as long as their task.',
+    'Object store of task results over TASK_RESULT_INLINE_BYTES (object name: `<task id>.<attempt>`, see taskResultName; up to TASK_RESULT_MAX_BYTES). Put once per task and attempt by the agent holding the lease of the attempt, before it publishes tern.task.<machine id>.completed.v1 with resultRef; the gateway takes a resultRef only when it names that object, and reads it when a caller asks for the result. No TTL: results live as long as their task.',
 };
+
+/** The results object of one attempt of a task: the only resultRef the gateway accepts for it. */
+export function taskResultName(taskId: string, attempt: number): string {
+  return `${taskId}.${attempt}`;
+}
 
 /** The largest code bundle the gateway accepts (413 beyond). */
 export const CODE_BUNDLE_MAX_BYTES = 64 * 1024 * 1024;

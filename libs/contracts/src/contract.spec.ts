@@ -3,8 +3,24 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   AGENT_CONTAINER_START,
+  AGENT_LOAD_REPORT,
+  AGENT_TASK_CANCEL,
+  CONTAINER_FAILED,
   CONTAINER_LOG_LINE,
+  CONTAINER_READY,
+  CONTAINER_SCHEDULED,
+  CONTAINER_STARTED,
+  CONTAINER_STARTING,
+  CONTAINER_STOPPED,
+  INVOKE,
   MACHINE_HEARTBEAT,
+  MACHINE_NETWORK_TESTED,
+  machineIdMismatch,
+  NETWORK_TEST_ECHO,
+  subjectTokensOf,
+  TASK_COMPLETED,
+  TASK_FAILED,
+  TASK_STARTED,
   SCALE_COMMAND,
   TASK_SUBMITTED,
   allContracts,
@@ -95,6 +111,51 @@ describe('findContract', () => {
       );
       expect(findContract(filled)).toBe(c);
     }
+  });
+});
+
+describe('subjects that name a machine', () => {
+  /** Facts about one machine (sent by its agent, or by the scheduler about it): NATS lets a machine publish only those naming itself. */
+  const fromMachines = [
+    MACHINE_HEARTBEAT,
+    MACHINE_NETWORK_TESTED,
+    CONTAINER_STARTING,
+    CONTAINER_STARTED,
+    CONTAINER_READY,
+    CONTAINER_FAILED,
+    CONTAINER_STOPPED,
+    CONTAINER_SCHEDULED,
+    TASK_STARTED,
+    TASK_COMPLETED,
+    TASK_FAILED,
+    AGENT_LOAD_REPORT,
+  ];
+
+  it.each(fromMachines.map((c) => [c.subject, c]))('%s carries the machine id as its third token and in its payload', (subject, c) => {
+    expect(subject.split('.')[2]).toBe('*');
+    expect(c.machineIdField).toBe('machineId');
+  });
+
+  it('puts what an agent hears under tern.agent.<machine id>.>', () => {
+    for (const c of [AGENT_CONTAINER_START, INVOKE, AGENT_TASK_CANCEL]) expect(c.subject).toMatch(/^tern\.agent\.\*\./);
+    expect(subjectFor(INVOKE, 'm-1', 'c-1')).toBe('tern.agent.m-1.invoke.c-1.v1');
+    expect(subjectFor(NETWORK_TEST_ECHO, 'm-1')).toBe('tern.nettest.m-1.echo.v1');
+  });
+
+  it('takes the machine token from the payload unless every token is given', () => {
+    expect(subjectTokensOf(TASK_STARTED, { machineId: 'm-1' })).toEqual(['m-1']);
+    expect(subjectTokensOf(AGENT_LOAD_REPORT, { machineId: 'm-1' }, ['dep-1'])).toEqual(['m-1', 'dep-1']);
+    expect(subjectTokensOf(TASK_STARTED, { machineId: 'm-1' }, ['m-2'])).toEqual(['m-2']);
+    expect(subjectTokensOf(INVOKE, {}, ['m-1', 'c-1'])).toEqual(['m-1', 'c-1']);
+    expect(() => subjectTokensOf(TASK_STARTED, {})).toThrow('the payload has no machineId');
+  });
+
+  it('says why a payload naming another machine than its subject cannot be believed', () => {
+    expect(machineIdMismatch(TASK_COMPLETED, 'tern.task.m-1.completed.v1', { machineId: 'm-1' })).toBeUndefined();
+    expect(machineIdMismatch(TASK_COMPLETED, 'tern.task.m-1.completed.v1', { machineId: 'm-2' })).toBe(
+      'machineId "m-2" differs from the machine "m-1" of its subject tern.task.m-1.completed.v1',
+    );
+    expect(machineIdMismatch(AGENT_CONTAINER_START, 'tern.agent.m-1.container.start.v1', { machineId: 'm-2' })).toBeUndefined();
   });
 });
 

@@ -21,6 +21,13 @@ export interface Contract<T extends object = object, R extends object = object> 
   readonly reply?: Class<R>;
   /** JetStream stream that stores the subject; absent for core NATS (request/reply, ephemeral). */
   readonly stream?: StreamName;
+  /**
+   * Set on facts a machine publishes: the payload field naming the machine, whose id is also
+   * the subject's third token (`tern.container.<machine id>.started.v1`), so NATS permissions
+   * can let a machine publish only its own facts. Publishing fills that token from the field;
+   * consumers drop a message whose two ids differ (see `machineIdMismatch`).
+   */
+  readonly machineIdField?: string;
   readonly description: string;
 }
 
@@ -29,12 +36,17 @@ export const SUBJECT_ROOT = 'tern';
 /** Streams, named without the namespace (the messaging library prefixes `<namespace>_`). */
 export type StreamName = 'EVENTS' | 'COMMANDS' | 'TASKS' | 'HEARTBEATS';
 
+/** Index of the token that holds the publishing machine's id in a subject of a contract with `machineIdField`. */
+const MACHINE_TOKEN = 2;
+
 const registry = new Map<string, Contract>();
 
 export function defineContract<T extends object, R extends object = object>(c: Contract<T, R>): Contract<T, R> {
   if (!c.subject.startsWith(`${SUBJECT_ROOT}.`)) throw new Error(`subject ${c.subject} must start with ${SUBJECT_ROOT}.`);
   if (!/\.v\d+$/.test(c.subject)) throw new Error(`subject ${c.subject} must end with a version token such as .v1`);
   if (registry.has(c.subject)) throw new Error(`subject ${c.subject} is defined twice`);
+  if (c.machineIdField && c.subject.split('.')[MACHINE_TOKEN] !== '*')
+    throw new Error(`subject ${c.subject} names the publishing machine, so its third token must be *`);
   registry.set(c.subject, c as Contract);
   return c;
 }
@@ -82,4 +94,29 @@ function fillTokens(contract: Contract, values: readonly (string | undefined)[])
       return v;
     })
     .join('.');
+}
+
+/**
+ * The subject's tokens for publishing a payload: all of them when given; a contract with
+ * `machineIdField` given one fewer takes the machine id, its first token, from the payload.
+ */
+export function subjectTokensOf(contract: Contract, payload: object, tokens: readonly string[] = []): string[] {
+  const wild = contract.subject.split('.').filter((p) => p === '*').length;
+  if (!contract.machineIdField || tokens.length === wild) return [...tokens];
+  const machineId = (payload as Record<string, unknown>)[contract.machineIdField];
+  if (typeof machineId !== 'string')
+    throw new Error(`${contract.subject}: the payload has no ${contract.machineIdField} to name its subject`);
+  return [machineId, ...tokens];
+}
+
+/**
+ * Why a message of a machine's fact cannot be believed: its payload names another machine than
+ * its subject (the machine NATS let publish it). Undefined when they agree or the contract names no machine.
+ */
+export function machineIdMismatch(contract: Contract, subject: string, payload: object): string | undefined {
+  if (!contract.machineIdField) return undefined;
+  const fromSubject = subject.split('.')[MACHINE_TOKEN];
+  const fromPayload = (payload as Record<string, unknown>)[contract.machineIdField];
+  if (fromSubject === fromPayload) return undefined;
+  return `${contract.machineIdField} ${JSON.stringify(fromPayload)} differs from the machine ${JSON.stringify(fromSubject)} of its subject ${subject}`;
 }

@@ -8,6 +8,7 @@ export * from './machine/machine-network-tested.js';
 export * from './machine/network-test-echo.js';
 export * from './agent/container-start.js';
 export * from './agent/container-stop.js';
+export * from './agent/task-cancel.js';
 export * from './container/container-resources.js';
 export * from './container/container-event.js';
 export * from './container/container-scheduled.js';

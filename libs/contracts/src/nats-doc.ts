@@ -49,6 +49,12 @@ ever written inline.
   server without seeing each other.
 - **Tokens.** A \`*\` in a subject is filled at send time with a machine, deployment or container id
   (1-64 letters, digits, \`-\` or \`_\`); each contract says which. Readers subscribe with the \`*\`.
+- **Machines name themselves.** Every subject an agent publishes carries its machine id as the
+  third token (\`tern.task.<machineId>.completed.v1\`), so a machine's NATS permissions can allow
+  exactly its own subjects; everything an agent receives lives under \`tern.agent.<machineId>.>\`.
+  A fact marked "machine id in subject and payload" is dropped by every consumer (terminated,
+  logged, counted in \`tern_messages_machine_mismatch_total\`) when its payload names another
+  machine than its subject.
 - **Versions.** The last token is the payload version. An incompatible change is a new subject
   (\`.v2\`), published alongside the old one until every reader has moved.
 - **Payloads.** UTF-8 JSON objects; camelCase fields, times as ISO-8601 strings, ids as strings.
@@ -130,7 +136,9 @@ ${table(['bucket', 'kind', 'written by', 'read by'], rows)}`;
 }
 
 function contractSection(c: Contract): string {
-  const head = [`### \`${c.subject}\``, [`- Kind: ${KIND_MEANING[c.kind]}`, `- Transport: ${transport(c)}`].join('\n'), c.description];
+  const facts = [`- Kind: ${KIND_MEANING[c.kind]}`, `- Transport: ${transport(c)}`];
+  if (c.machineIdField) facts.push(`- Machine id in subject and payload: the third token equals \`${c.machineIdField}\``);
+  const head = [`### \`${c.subject}\``, facts.join('\n'), c.description];
   const payload = classTables('Payload', c.payload);
   const reply = c.reply ? classTables('Reply', c.reply) : [];
   return [...head, ...payload, ...reply].join('\n\n');

@@ -13,6 +13,8 @@ import {
 import {
   AGENT_CONTAINER_START,
   AGENT_CONTAINER_STOP,
+  AGENT_LOAD_REPORT,
+  AGENT_TASK_CANCEL,
   CONTAINER_FAILED,
   CONTAINER_LOG_LINE,
   CONTAINER_READY,
@@ -78,31 +80,34 @@ const access = (
 export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(AGENT_CONTAINER_START, ['scheduler'], ['agent'], true),
   access(AGENT_CONTAINER_STOP, ['scheduler'], ['agent'], true),
-  access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler']),
-  access(CONTAINER_STARTING, ['agent'], ['scheduler']),
-  access(CONTAINER_STARTED, ['agent'], ['scheduler', 'metering']),
-  access(CONTAINER_READY, ['agent'], ['scheduler', 'reputation']),
-  access(CONTAINER_FAILED, ['agent', 'scheduler'], ['scheduler', 'metering', 'reputation']),
-  access(CONTAINER_STOPPED, ['agent'], ['scheduler', 'metering']),
+  access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler'], true),
+  access(CONTAINER_STARTING, ['agent'], ['scheduler'], true),
+  access(CONTAINER_STARTED, ['agent'], ['scheduler', 'metering'], true),
+  access(CONTAINER_READY, ['agent'], ['scheduler', 'reputation'], true),
+  access(CONTAINER_FAILED, ['agent', 'scheduler'], ['scheduler', 'metering', 'reputation'], true),
+  access(CONTAINER_STOPPED, ['agent'], ['scheduler', 'metering'], true),
   access(CONTAINER_LOG_LINE, ['agent'], ['gateway'], true),
-  access(INVOKE, ['gateway'], ['agent']),
-  access(LOAD_REPORT, ['agent', 'gateway'], ['autoscaler']),
+  access(INVOKE, ['gateway'], ['agent'], true),
+  access(LOAD_REPORT, ['gateway'], ['autoscaler']),
+  access(AGENT_LOAD_REPORT, ['agent'], ['autoscaler'], true),
   access(MACHINE_REGISTERED, ['gateway'], []),
   access(MACHINE_DISCOVERED, ['gateway'], []),
   access(MACHINE_HEARTBEAT, ['agent', 'gateway'], ['scheduler', 'reputation'], true),
-  access(MACHINE_NETWORK_TESTED, ['agent'], ['scheduler', 'reputation']),
+  access(MACHINE_NETWORK_TESTED, ['agent'], ['scheduler', 'reputation'], true),
   access(MACHINE_STATE_CHANGED, ['gateway', 'scheduler'], ['scheduler', 'reputation', 'agent']),
-  access(NETWORK_TEST_ECHO, ['agent'], ['gateway']),
+  access(NETWORK_TEST_ECHO, ['agent'], ['gateway'], true),
   access(REPUTATION_SCORE, ['reputation'], []),
   access(SCALE_BACKLOG, ['gateway'], ['autoscaler']),
   access(SCALE_COMMAND, ['autoscaler'], ['scheduler']),
   access(SCALE_DECISION, ['autoscaler'], []),
   access(TASK_SUBMITTED, ['gateway'], ['autoscaler']),
-  access(TASK_CANCELLED, ['gateway'], ['agent']),
-  access(TASK_STARTED, ['agent'], ['gateway', 'metering']),
-  access(TASK_COMPLETED, ['agent'], ['gateway', 'metering', 'reputation']),
+  access(TASK_CANCELLED, ['gateway'], []),
+  // A cancel goes only to the machine that holds the task's lease.
+  access(AGENT_TASK_CANCEL, ['gateway'], ['agent'], true),
+  access(TASK_STARTED, ['agent'], ['gateway', 'metering'], true),
+  access(TASK_COMPLETED, ['agent'], ['gateway', 'metering', 'reputation'], true),
   // The gateway reports an attempt that never reported as lost (container-lost) when the next one starts.
-  access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation']),
+  access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation'], true),
   access(TASK_ENDED, ['gateway'], ['gateway']),
   // The autoscaler reads the queue's consumer state (pending tasks); agents pull from it.
   access(TASK_ITEM, ['gateway'], ['agent', 'autoscaler']),
@@ -110,9 +115,9 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
 ];
 
 /**
- * Contracts a machine still uses with any value in a wildcard token, until the subjects carry
- * the machine id as their third token (issue 11, the subject reshaping): a machine could
- * publish these for another machine. Kept in one list so the reshaping removes them here.
+ * Contracts a machine uses with any value in a wildcard token (no machine id in their subject):
+ * pulling task-queue items (any durable consumer of TASKS, see AGENT_PULLS) and hearing machine
+ * state changes. Kept in one list so narrowing them is a one-place change.
  */
 export const AGENT_UNSCOPED: readonly Contract[] = CONTRACT_ACCESS.filter(
   (a) => !a.byMachine && (a.publish.includes('agent') || a.subscribe.includes('agent')),
@@ -142,16 +147,16 @@ export const BUCKET_ACCESS: readonly BucketAccess[] = [
 
 /**
  * Streams each principal declares at start-up (idempotent create-or-update; see streams.ts).
- * Agents are still on this list until they stop declaring streams (issue 11): then only the
- * control plane declares them.
+ * Machines declare nothing: streams, consumers, buckets and stores are the control plane's.
  */
 export const STREAM_DECLARERS: Readonly<Record<NatsPrincipal, readonly StreamName[]>> = {
   gateway: ['TASKS', 'EVENTS', 'HEARTBEATS'],
-  scheduler: ['EVENTS', 'COMMANDS', 'HEARTBEATS'],
+  // The scheduler also declares a task-queue version's consumer before it starts its container.
+  scheduler: ['EVENTS', 'COMMANDS', 'HEARTBEATS', 'TASKS'],
   autoscaler: ['EVENTS', 'COMMANDS', 'TASKS'],
   metering: ['EVENTS'],
   reputation: ['EVENTS', 'HEARTBEATS'],
-  agent: ['EVENTS', 'HEARTBEATS'],
+  agent: [],
 };
 
 /**

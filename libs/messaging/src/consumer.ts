@@ -3,6 +3,7 @@ import { type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { Counter } from 'prom-client';
 import { type Class } from '#tern/contracts';
 import { decode } from './codec.js';
+import { refuseForeignMachine } from './machine-claims.js';
 import { type ConsumerSpec, type Messaging } from './messaging.js';
 import { backoffMs } from '#tern/timing';
 
@@ -13,6 +14,8 @@ export interface Delivery<T> {
   readonly subject: string;
   /** 1 on first delivery. */
   readonly deliveryCount: number;
+  /** When the NATS server stored the message: the control plane's own clock, not the publisher's word. */
+  readonly storedAt: Date;
   readonly headers: Record<string, string>;
   /** Tells the server the handler is still at it, restarting the ack wait. */
   working(): void;
@@ -44,8 +47,9 @@ export function retryDelayMs(deliveryCount: number): number {
 }
 
 /**
- * Runs one message through validation and the handler and settles it: ack on success,
- * term for an invalid payload or an explicit reject, nak with delay otherwise. Never throws.
+ * Runs one message through validation and the handler and settles it: ack on success, term for
+ * an invalid payload, a payload naming another machine than its subject, or an explicit reject;
+ * nak with delay otherwise. Never throws.
  */
 export async function settle<T extends object>(
   msg: JsMsg,
@@ -64,6 +68,12 @@ export async function settle<T extends object>(
     settled.inc({ subject: payloadClass.name, outcome: 'term' });
     return { kind: 'term', reason };
   }
+  const foreign = refuseForeignMachine(canonicalSubject, decoded.value, logger);
+  if (foreign) {
+    msg.term();
+    settled.inc({ subject: payloadClass.name, outcome: 'term' });
+    return { kind: 'term', reason: foreign };
+  }
   let decision: DeliveryOutcome | undefined;
   const headers: Record<string, string> = {};
   for (const [k, v] of msg.headers ?? []) headers[k] = v.join(',');
@@ -71,6 +81,7 @@ export async function settle<T extends object>(
     payload: decoded.value,
     subject: canonicalSubject,
     deliveryCount: msg.info.deliveryCount,
+    storedAt: new Date(Number(msg.timestampNanos / 1_000_000n)),
     headers,
     working: () => msg.working(),
     retryLater: (delayMs) => (decision = { kind: 'nak', delayMs }),

@@ -31,7 +31,9 @@ export class MessagingModule implements OnApplicationShutdown {
         {
           provide: Messaging,
           inject: [NATS_CONNECTION, TERN_CONFIG],
-          useFactory: (nc: NatsConnection, config: TernConfig) => new Messaging(nc, new Namespace(config.nats.namespace), inboxOf(config)),
+          // An agent is a machine's: it declares nothing, the control plane does.
+          useFactory: (nc: NatsConnection, config: TernConfig) =>
+            new Messaging(nc, new Namespace(config.nats.namespace), inboxOf(config), config.service !== 'agent'),
         },
       ],
       exports: [NATS_CONNECTION, Messaging],

@@ -16,9 +16,10 @@ import {
 } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { type ObjectStore, Objm } from '@nats-io/obj';
-import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor } from '#tern/contracts';
+import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor, subjectTokensOf } from '#tern/contracts';
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
+import { refuseForeignMachine } from './machine-claims.js';
 import { type Namespace } from './namespace.js';
 import { fireAndForget } from '#tern/timing';
 
@@ -27,7 +28,7 @@ const SECOND_NS = 1_000_000_000;
 export interface PublishOptions {
   /** Nats-Msg-Id: a repeat within the stream's duplicate window is stored once. */
   msgId?: string;
-  /** Values for the `*` tokens of the contract's subject. */
+  /** Values for the `*` tokens of the contract's subject (after the machine id a contract with `machineIdField` takes from the payload). */
   tokens?: string[];
   headers?: Record<string, string>;
   /** How long to wait for the server's ack (default: the client's, 5 s). */
@@ -66,11 +67,16 @@ export class Messaging {
   private readonly objectStores = new Map<string, Promise<ObjectStore>>();
   private readonly logger = new Logger('messaging');
 
+  /**
+   * @param declares false for a machine's agent: it creates no stream, consumer, bucket or
+   * object store (the control plane does), and opens the stores it uses as they are.
+   */
   constructor(
     readonly nc: NatsConnection,
     readonly ns: Namespace,
     /** The connection's inbox prefix (its NATS user may subscribe no other inbox). */
     readonly inboxPrefix = '_INBOX',
+    readonly declares = true,
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
@@ -93,25 +99,27 @@ export class Messaging {
   async publish<T extends object>(contract: Contract<T>, payload: T, opts: PublishOptions = {}): Promise<PubAck> {
     if (!contract.stream) throw new Error(`${contract.subject} is not on a stream; use emit() or request()`);
     const h = this.headers(opts.headers);
-    return this.js.publish(this.subject(contract, opts.tokens), encode(payload), {
+    return this.js.publish(this.subject(contract, subjectTokensOf(contract, payload, opts.tokens)), encode(payload), {
       msgID: opts.msgId,
       headers: h,
       ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
     });
   }
 
-  /** Core NATS publish: fire and forget (logs, presence). */
+  /** Core NATS publish: fire and forget (logs, presence). Tokens as for publish(). */
   emit<T extends object>(contract: Contract<T>, payload: T, tokens: string[] = []): void {
-    this.nc.publish(this.subject(contract, tokens), encode(payload));
+    this.nc.publish(this.subject(contract, subjectTokensOf(contract, payload, tokens)), encode(payload));
   }
 
   /**
    * Hears every message of a contract on core NATS (no queue group: every subscriber, every
-   * replica, gets each one), validated; an invalid one is logged and dropped. For notices where
+   * replica, gets each one), validated; an invalid one, or one naming another machine than its
+   * subject, is logged and dropped. With tokens,
+   * only the concrete subject (an agent hears its own machine's); without, the contract's pattern. For notices where
    * a lost one costs little: load reports, cancels, ends, submissions counted.
    */
-  listen<T extends object>(contract: Contract<T>, handler: (payload: T) => void): Subscription {
-    const subject = this.subject(contract);
+  listen<T extends object>(contract: Contract<T>, handler: (payload: T) => void, tokens: string[] = []): Subscription {
+    const subject = this.subject(contract, tokens);
     return this.nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err) {
@@ -119,8 +127,9 @@ export class Messaging {
           return;
         }
         const handled = decode(contract.payload, msg.data).then((d) => {
-          if (d.ok) handler(d.value);
-          else this.logger.warn({ subject: msg.subject, reason: d.reason }, `ignored an invalid message on ${msg.subject}`);
+          if (d.ok) {
+            if (!refuseForeignMachine(this.ns.canonical(msg.subject), d.value, this.logger)) handler(d.value);
+          } else this.logger.warn({ subject: msg.subject, reason: d.reason }, `ignored an invalid message on ${msg.subject}`);
         });
         fireAndForget(`handling a message on ${msg.subject}`, this.logger, handled);
       },
@@ -198,6 +207,7 @@ export class Messaging {
 
   /** Creates or updates a stream to match its spec. Safe when several services start at once. */
   async ensureStream(spec: StreamSpec): Promise<void> {
+    this.mayDeclare(`stream ${spec.name}`);
     const jsm = await this.jsm();
     const config = {
       name: this.ns.stream(spec.name),
@@ -224,6 +234,7 @@ export class Messaging {
 
   /** Creates or updates a durable pull consumer. */
   async ensureConsumer(spec: ConsumerSpec): Promise<void> {
+    this.mayDeclare(`consumer ${spec.durable}`);
     const jsm = await this.jsm();
     const stream = this.ns.stream(spec.stream);
     const config = {
@@ -246,21 +257,29 @@ export class Messaging {
   }
 
   /**
-   * Opens (creating when missing) a KV bucket in this namespace, once per process: later
+   * Opens (creating when missing, unless this process declares nothing) a KV bucket in this namespace, once per process: later
    * calls share the first open; a failed open is retried on the next call.
    */
   kv(spec: KvSpec): Promise<KV> {
-    return this.openOnce(this.buckets, spec.name, (name) => this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 }));
+    return this.openOnce(this.buckets, spec.name, (name) =>
+      this.declares ? this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 }) : this.kvm.open(name),
+    );
   }
 
-  /** Opens (creating when missing) an object store in this namespace, once per process, like kv(). */
+  /** Opens (creating when missing, unless this process declares nothing) an object store in this namespace, once per process, like kv(). */
   objectStore(spec: KvSpec): Promise<ObjectStore> {
     return this.openOnce(this.objectStores, spec.name, (name) =>
-      new Objm(this.nc).create(name, {
-        ttl: (spec.ttlMs ?? 0) * 1_000_000,
-        ...(spec.description ? { description: spec.description } : {}),
-      }),
+      this.declares
+        ? new Objm(this.nc).create(name, {
+            ttl: (spec.ttlMs ?? 0) * 1_000_000,
+            ...(spec.description ? { description: spec.description } : {}),
+          })
+        : new Objm(this.nc).open(name),
     );
+  }
+
+  private mayDeclare(what: string): void {
+    if (!this.declares) throw new Error(`this process declares nothing on NATS (the control plane does): not the ${what}`);
   }
 
   private openOnce<T>(cache: Map<string, Promise<T>>, bucket: string, open: (name: string) => Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { MAX_TASK_RETRIES, RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName } from '#tern/contracts';
+import { MAX_TASK_RETRIES, RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName, taskResultName } from '#tern/contracts';
 import type { ConsumerSpec, Messaging } from './messaging.js';
 
 /**
@@ -11,7 +11,8 @@ export const TASK_ACK_WAIT_MS = 30_000;
 
 /**
  * The durable pull consumer of one task-queue version, declared alike by the gateway (first
- * submit) and agents (first container): creating it twice is harmless. Deliveries are bounded
+ * submit) and the scheduler (before it starts a container of the version): creating it twice
+ * is harmless. Agents only pull from it. Deliveries are bounded
  * per task by the agent (maxRetries + 1 attempts; the one after is recorded as lost and
  * dropped), since a task may override its queue's retries; the consumer's own bound is a
  * backstop above the highest allowed.
@@ -28,11 +29,15 @@ export function taskConsumerSpec(deploymentId: string, version: number): Consume
   };
 }
 
-/** Keeps a task result too large for its row (object name: the task id); rewriting it is harmless. */
-export async function putTaskResult(messaging: Messaging, taskId: string, json: Uint8Array): Promise<string> {
+/**
+ * Keeps the result of one attempt of a task, too large for its row, once: a second write of the
+ * same attempt (a retried publish) leaves the first. Answers its object name.
+ */
+export async function putTaskResult(messaging: Messaging, taskId: string, attempt: number, json: Uint8Array): Promise<string> {
   const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
-  await store.putBlob({ name: taskId }, json);
-  return taskId;
+  const name = taskResultName(taskId, attempt);
+  if (!(await store.info(name))) await store.putBlob({ name }, json);
+  return name;
 }
 
 /** A result kept by putTaskResult, parsed; undefined when it is no longer there. */

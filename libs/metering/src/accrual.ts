@@ -28,6 +28,21 @@ export function endOfUsage(event: EndingEvent): number {
   return event.kind === 'machine-lost' ? event.at - event.heartbeatTtlSeconds * 1000 : event.at;
 }
 
+/**
+ * What the control plane observed of a container's life bounds what its machine says of it: no
+ * usage before the scheduler placed it, and no start or end after the event saying so reached
+ * NATS (its stored time: the latest sign of life the claim can stand on). A machine may report
+ * late or with a skewed clock, never stretch its paid time past what was seen.
+ */
+export function observedStart(claimed: number, bounds: { placedAt: number; storedAt: number }): number {
+  return Math.min(Math.max(claimed, bounds.placedAt), bounds.storedAt);
+}
+
+/** Likewise an end: not after its event reached NATS, nor before the placement. */
+export function observedEnd(claimed: number, bounds: { placedAt: number; storedAt: number }): number {
+  return Math.max(Math.min(claimed, bounds.storedAt), bounds.placedAt);
+}
+
 /** Several ending events: the earliest wins, whatever order they are seen in. */
 export function earliestEnd(current: number | null, candidate: number): number {
   return current === null ? candidate : Math.min(current, candidate);

@@ -1,4 +1,4 @@
-import { checkpointSlices, closedSlices, earliestEnd, endOfUsage } from './accrual.js';
+import { checkpointSlices, closedSlices, earliestEnd, endOfUsage, observedEnd, observedStart } from './accrual.js';
 import { HOUR_MS, hourFloor, intervalId, splitAtHours } from './intervals.js';
 import { overlapSeconds, resourceSeconds } from './resources.js';
 
@@ -89,5 +89,24 @@ describe('resources', () => {
     expect(overlapSeconds(0, 10_000, 5_000, 20_000)).toBe(5);
     expect(overlapSeconds(0, 10_000, 10_000, 20_000)).toBe(0);
     expect(overlapSeconds(0, 10_000, -5, 20_000)).toBe(10);
+  });
+});
+
+describe('observedStart and observedEnd', () => {
+  const bounds = { placedAt: 10_000, storedAt: 50_000 };
+
+  it('keeps a claim inside what the control plane saw', () => {
+    expect(observedStart(20_000, bounds)).toBe(20_000);
+    expect(observedEnd(40_000, bounds)).toBe(40_000);
+  });
+
+  it('moves a start claimed before the placement, or after its event reached NATS, inside', () => {
+    expect(observedStart(-30 * 86_400_000, bounds)).toBe(10_000);
+    expect(observedStart(90_000, bounds)).toBe(50_000);
+  });
+
+  it('ends no later than its event reached NATS and no earlier than the placement', () => {
+    expect(observedEnd(86_400_000, bounds)).toBe(50_000);
+    expect(observedEnd(0, bounds)).toBe(10_000);
   });
 });

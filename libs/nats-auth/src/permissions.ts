@@ -64,16 +64,14 @@ function declareApi(stream: string): string[] {
 }
 
 /**
- * What a machine may do on a stream it pulls from: create (until the control plane alone
- * declares task consumers) and read its durable consumers, pull, ack. No consumer deletion, no
- * ephemeral consumers, no direct message reads.
+ * What a machine may do on a stream it pulls from: read its durable consumers (the control plane
+ * declares them), pull, ack. No consumer creation or deletion, no ephemeral consumers, no direct
+ * message reads.
  */
 function pullApi(stream: string): string[] {
   return [
     `$JS.API.STREAM.INFO.${stream}`,
     `$JS.API.CONSUMER.INFO.${stream}.>`,
-    `$JS.API.CONSUMER.CREATE.${stream}.>`,
-    `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
     `$JS.ACK.${stream}.>`,
   ];

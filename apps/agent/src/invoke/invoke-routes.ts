@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Subscription } from '@nats-io/transport-node';
 import { Messaging, serveInvoke } from '#tern/messaging';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { containerForwarder, type ContainerEndpoint } from './forward.js';
 
 /**
- * The invoke subjects this agent serves: `tern.invoke.<containerId>.v1` for each of its ready
+ * The invoke subjects this agent serves: `tern.agent.<machineId>.invoke.<containerId>.v1` for each of its ready
  * containers, forwarded to the container's $PORT on loopback. Subscribed when a container
  * passes its health check, unsubscribed when it stops, so a request for a container that is
  * gone finds no listener (the gateway's 503) rather than a dead port.
@@ -14,11 +15,17 @@ export class InvokeRoutes implements OnApplicationShutdown {
   private readonly logger = new Logger('invoke');
   private readonly subs = new Map<string, Subscription>();
 
-  constructor(@Inject(Messaging) private readonly messaging: Messaging) {}
+  constructor(
+    @Inject(Messaging) private readonly messaging: Messaging,
+    @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+  ) {}
 
   serve(containerId: string, endpoint: ContainerEndpoint): void {
     if (this.subs.has(containerId)) return;
-    this.subs.set(containerId, serveInvoke(this.messaging, containerId, containerForwarder(endpoint)));
+    this.subs.set(
+      containerId,
+      serveInvoke(this.messaging, { machineId: this.ctx.registration.machineId, containerId }, containerForwarder(endpoint)),
+    );
     this.logger.log({ containerId, ...endpoint }, `serving invokes for ${containerId} (${endpoint.host}:${endpoint.port})`);
   }
 

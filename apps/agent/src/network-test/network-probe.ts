@@ -73,7 +73,8 @@ export class NetworkProbe {
   private natsLeg(): Promise<NetworkPathResult> {
     return measureNatsLeg({
       chunkBytes: echoChunkBytes(this.nc.info?.max_payload),
-      echo: (data, replyBytes) => this.messaging.request(NETWORK_TEST_ECHO, { data, replyBytes }, { timeoutMs: 15_000 }),
+      echo: (data, replyBytes) =>
+        this.messaging.request(NETWORK_TEST_ECHO, { data, replyBytes }, { tokens: [this.ctx.registration.machineId], timeoutMs: 15_000 }),
     });
   }
 

@@ -4,7 +4,7 @@ import type { Subscription } from '@nats-io/transport-node';
 import {
   type Contract,
   STREAMS,
-  TASK_CANCELLED,
+  AGENT_TASK_CANCEL,
   TASK_COMPLETED,
   TASK_FAILED,
   TASK_RESULT_INLINE_BYTES,
@@ -13,8 +13,8 @@ import {
   TaskItem,
   taskConsumerName,
 } from '#tern/contracts';
-import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS, taskConsumerSpec } from '#tern/messaging';
-import { backoffMs, fireAndForget, sleep } from '#tern/timing';
+import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
+import { backoffMs, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
@@ -63,7 +63,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     private readonly messaging: Messaging,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
   ) {
-    this.loads = new TaskLoads(messaging, `agent-${ctx.registration.machineId}`);
+    this.loads = new TaskLoads(messaging, ctx.registration.machineId);
   }
 
   private get machineId(): string {
@@ -71,7 +71,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.listen(TASK_CANCELLED, (cancelled) => this.onCancelled(cancelled.taskId));
+    this.subscription = this.messaging.listen(AGENT_TASK_CANCEL, (cancel) => this.onCancelled(cancel.taskId), [this.machineId]);
     this.loads.start();
   }
 
@@ -88,18 +88,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     this.served.set(record.containerId, served);
     this.loads.track(record);
     const slots = Math.max(1, record.workers * record.concurrency);
-    fireAndForget(
-      `pulling tasks for ${record.containerId}`,
-      this.logger,
-      this.messaging.ensureConsumer(taskConsumerSpec(record.deploymentId, record.deploymentVersion)).then(
-        () => {
-          if (served.stopped) return;
-          for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
-          this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
-        },
-        (e: Error) => this.logger.error({ containerId: record.containerId }, `cannot pull tasks for ${record.containerId}: ${e.message}`),
-      ),
-    );
+    // The scheduler declared the version's consumer before it sent the start command.
+    for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
+    this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
   }
 
   /** Stops pulling for a container that is stopping or gone; tasks it was running end as lost. */
@@ -170,6 +161,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
         TASK_FAILED,
         {
           ...base,
+          // Reported by this machine, which JetStream handed the task once more: the gateway names the lease holder that lost it.
+          machineId: this.machineId,
+          containerId: record.containerId,
           attempt: attempt - 1,
           cause: 'container-lost',
           error: 'its container or machine was lost during its last attempt',
@@ -207,12 +201,12 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       if (outcome.kind === 'ok') {
         const big = outcome.json.length > TASK_RESULT_INLINE_BYTES;
         const result = big
-          ? { resultRef: await putTaskResult(this.messaging, task.taskId, outcome.json) }
+          ? { resultRef: await putTaskResult(this.messaging, task.taskId, attempt, outcome.json) }
           : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
         await this.publish(
           TASK_COMPLETED,
           { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() },
-          `${task.taskId}:completed`,
+          `${task.taskId}:completed:${attempt}`,
         );
         this.loads.end(record.containerId, durationMs);
         return msg.ack();

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { deploymentKey, LOAD_REPORT, type LoadReport } from '#tern/contracts';
+import { AGENT_LOAD_REPORT, type AgentLoadReport, deploymentKey } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
 import { Ticker } from '#tern/timing';
 import type { ContainerRecord } from '../containers/container-spec.js';
@@ -34,7 +34,7 @@ export class TaskLoads {
 
   constructor(
     private readonly messaging: Messaging,
-    private readonly reporterId: string,
+    private readonly machineId: string,
   ) {}
 
   start() {
@@ -69,7 +69,7 @@ export class TaskLoads {
   }
 
   /** The reports for this moment, one per version with containers here (exported for tests). */
-  reports(now: number): LoadReport[] {
+  reports(now: number): AgentLoadReport[] {
     const byVersion = new Map<string, ContainerLoad[]>();
     for (const c of this.containers.values()) {
       const key = deploymentKey(c.record.deploymentId, c.record.deploymentVersion);
@@ -77,11 +77,12 @@ export class TaskLoads {
     }
     for (const key of this.reported) if (!byVersion.has(key)) byVersion.set(key, []);
     const at = new Date(now).toISOString();
-    const out: LoadReport[] = [];
+    const out: AgentLoadReport[] = [];
     for (const [key, list] of byVersion) {
       const [deploymentId, version] = [key.slice(0, key.lastIndexOf('.')), Number(key.slice(key.lastIndexOf('.') + 1))];
       out.push({
-        gatewayId: this.reporterId,
+        gatewayId: `agent-${this.machineId}`,
+        machineId: this.machineId,
         deploymentId,
         version,
         inFlight: list.reduce((n, c) => n + c.inFlight, 0),
@@ -101,6 +102,6 @@ export class TaskLoads {
   }
 
   private report() {
-    for (const r of this.reports(Date.now())) this.messaging.emit(LOAD_REPORT, r, [r.deploymentId]);
+    for (const r of this.reports(Date.now())) this.messaging.emit(AGENT_LOAD_REPORT, r, [r.deploymentId]);
   }
 }

@@ -1,8 +1,23 @@
-import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Counter } from 'prom-client';
 import type { Subscription } from '@nats-io/transport-node';
 import { combineLoads, type GatewayLoad, LOAD_REPORT_MAX_AGE_MS, type Observation, withBacklog } from '#tern/autoscaling';
-import { deploymentKey, LOAD_REPORT, type LoadReport } from '#tern/contracts';
-import { Messaging } from '#tern/messaging';
+import {
+  AGENT_LOAD_REPORT,
+  type AgentLoadReport,
+  deploymentKey,
+  LOAD_REPORT,
+  type LoadReport,
+  ROUTES_BUCKET,
+  type RouteRecord,
+} from '#tern/contracts';
+import { KvMirror, Messaging } from '#tern/messaging';
+import { placedPartOf } from './machine-reports.js';
+
+const refusedReports = new Counter({
+  name: 'tern_autoscaler_machine_reports_refused_total',
+  help: "Machines' load reports not counted: they named only containers the scheduler did not place on them for that version.",
+});
 
 /**
  * The latest LoadReport of every gateway replica per deployment version (core NATS: a lost one
@@ -13,17 +28,42 @@ export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown 
   /** `<deploymentId>.<version>` → gatewayId → its latest report. */
   private readonly reports = new Map<string, Map<string, GatewayLoad>>();
   private readonly backlogs = new Map<string, { held: number; receivedAt: number }>();
-  private subscription?: Subscription;
+  private subscriptions: Subscription[] = [];
+  private readonly logger = new Logger('load-board');
+  /** The scheduler's ready containers (key: container id): which machine runs what, to check machines' reports against. */
+  private readonly routes: KvMirror<RouteRecord>;
 
-  constructor(private readonly messaging: Messaging) {}
+  constructor(private readonly messaging: Messaging) {
+    this.routes = new KvMirror<RouteRecord>({
+      bucket: ROUTES_BUCKET.name,
+      open: () => messaging.kv({ name: ROUTES_BUCKET.name }),
+      logger: this.logger,
+    });
+  }
 
   onApplicationBootstrap() {
     // No queue group: every replica keeps the whole picture, so a new leader acts at once.
-    this.subscription = this.messaging.listen(LOAD_REPORT, (report) => this.record(report, Date.now()));
+    this.routes.start();
+    this.subscriptions = [
+      this.messaging.listen(LOAD_REPORT, (report) => this.record(report, Date.now())),
+      this.messaging.listen(AGENT_LOAD_REPORT, (report) => this.recordMachineReport(report, Date.now())),
+    ];
   }
 
-  onApplicationShutdown() {
-    this.subscription?.unsubscribe();
+  async onApplicationShutdown() {
+    for (const s of this.subscriptions) s.unsubscribe();
+    await this.routes.stop();
+  }
+
+  /** A machine's report counts only for the containers placed on it (see placedPartOf). */
+  recordMachineReport(report: AgentLoadReport, now: number) {
+    const placed = placedPartOf(report, (id) => this.routes.get(id));
+    if (placed) return this.record(placed, now);
+    refusedReports.inc();
+    this.logger.warn(
+      { machineId: report.machineId, deploymentId: report.deploymentId, version: report.version },
+      `ignored a load report of machine ${report.machineId}: none of its containers is placed there for ${report.deploymentId} v${report.version}`,
+    );
   }
 
   record(r: LoadReport, now: number) {

@@ -73,9 +73,11 @@ export class EndpointsService {
       const started = Date.now();
       let response: InvokeResponse;
       try {
+        const machineId = lane.machineOf(containerId);
+        if (!machineId) throw new InvokeError(503, `container ${containerId} is no longer routed`);
         response = await invoke(
           this.messaging,
-          containerId,
+          { machineId, containerId },
           {
             requestId,
             deploymentId: record.deploymentId,

@@ -4,6 +4,8 @@ import type { ContainerLoad, RouteRecord } from '#tern/contracts';
 export const SUSPECT_MS = 5_000;
 
 interface Slot {
+  /** Where the container runs: its invokes go to that machine's subjects. */
+  machineId: string;
   capacity: number;
   inFlight: number;
   /** When its last request finished (or it became ready): the idle clock for scale-down. */
@@ -45,9 +47,21 @@ export class Lane {
     for (const r of routes) {
       const slot = this.slots.get(r.containerId);
       if (slot) slot.capacity = Math.max(1, r.capacity);
-      else this.slots.set(r.containerId, { capacity: Math.max(1, r.capacity), inFlight: 0, idleSince: this.now(), suspectUntil: 0 });
+      else
+        this.slots.set(r.containerId, {
+          machineId: r.machineId,
+          capacity: Math.max(1, r.capacity),
+          inFlight: 0,
+          idleSince: this.now(),
+          suspectUntil: 0,
+        });
     }
     this.drain();
+  }
+
+  /** The machine a ready container of this lane runs on; undefined once its route is gone. */
+  machineOf(containerId: string): string | undefined {
+    return this.slots.get(containerId)?.machineId;
   }
 
   /** The ready container with the fewest outstanding requests that has room; counted as taken. */

@@ -1,29 +1,58 @@
-import { Controller } from '@nestjs/common';
-import { Payload } from '@nestjs/microservices';
+import { Controller, Inject } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED, TaskCompleted, TaskFailed, TaskStarted } from '#tern/contracts';
-import { OnMessage } from '#tern/messaging';
-import { TaskTransitions } from './task-transitions.js';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { JetStreamContext, OnMessage } from '#tern/messaging';
+import { ORDINARY_REFUSALS } from './task-leases.js';
+import { TaskTransitions, type TaskVerdict } from './task-transitions.js';
+
+const refused = new Counter({
+  name: 'tern_task_events_refused_total',
+  help: 'Task events from machines not believed, dropped: a start from a container not placed for the task, an outcome from a machine not holding the lease of its attempt, by reason.',
+  labelNames: ['reason'],
+});
 
 /**
  * The agents' task events into the tasks table, one durable consumer per subject (shared by
- * gateway replicas; a restarted gateway resumes where it stopped, so no outcome is lost).
+ * gateway replicas; a restarted gateway resumes where it stopped, so no outcome is lost). An
+ * event from a machine that does not hold the task is terminated with its reason.
  */
 @Controller()
 export class TaskEventsController {
-  constructor(private readonly transitions: TaskTransitions) {}
+  constructor(
+    private readonly transitions: TaskTransitions,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+  ) {}
 
   @OnMessage(TASK_STARTED, { concurrency: 64 })
-  async started(@Payload() e: TaskStarted) {
-    await this.transitions.started(e);
+  async started(@Payload() e: TaskStarted, @Ctx() ctx: JetStreamContext) {
+    this.settle(await this.transitions.started(e), ctx);
   }
 
   @OnMessage(TASK_COMPLETED, { concurrency: 64 })
-  async completed(@Payload() e: TaskCompleted) {
-    await this.transitions.completed(e);
+  async completed(@Payload() e: TaskCompleted, @Ctx() ctx: JetStreamContext) {
+    this.settle(await this.transitions.completed(e), ctx);
   }
 
   @OnMessage(TASK_FAILED, { concurrency: 64 })
-  async failed(@Payload() e: TaskFailed) {
-    await this.transitions.failed(e);
+  async failed(@Payload() e: TaskFailed, @Ctx() ctx: JetStreamContext) {
+    this.settle(await this.transitions.failed(e), ctx);
+  }
+
+  /**
+   * Accepted, a repeat or a lost attempt's late word: acknowledged. Not yet leased: asked again
+   * every few seconds (an outcome may overtake its start; after a restart the starts of a long
+   * backlog take a while) until TASK_LEASE_WAIT_SECONDS after it reached NATS. Else terminated
+   * (logged) and counted.
+   */
+  private settle(verdict: TaskVerdict, ctx: JetStreamContext) {
+    const delivery = ctx.delivery!;
+    if (verdict.accepted || ORDINARY_REFUSALS.has(verdict.why)) return;
+    const waited = Date.now() - delivery.storedAt.getTime();
+    if (verdict.why === 'not-yet-leased' && waited < this.config.tasks.leaseWaitSeconds * 1000)
+      return delivery.retryLater(Math.min(5000, 500 * delivery.deliveryCount));
+    refused.inc({ reason: verdict.why });
+    delivery.reject(`not believed (${verdict.why}): ${verdict.detail}`);
   }
 }

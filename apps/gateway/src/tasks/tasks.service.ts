@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf } from '#tern/contracts';
+import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
@@ -85,6 +85,9 @@ export class TasksService {
         { msgId: `${row.id}:cancelled` },
       )
       .catch((e: Error) => this.logger.warn({ taskId: row.id, err: e.message }, 'could not publish task.cancelled'));
+    // Only the lease holder hears it: no other machine learns of the task.
+    if (done.was === 'RUNNING' && done.machineId)
+      this.messaging.emit(AGENT_TASK_CANCEL, { taskId: row.id, attempt: done.attempts, reason: 'cancelled by the user' }, [done.machineId]);
     return this.get(principal, id);
   }
 

@@ -1,9 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { type ContainerEvent, type ContainerResources, USAGE_INTERVAL } from '#tern/contracts';
+import { type ContainerResources, USAGE_INTERVAL } from '#tern/contracts';
 import { closedSlices, hourFloor, intervalId, type UsageSlice } from '#tern/metering';
 import { Messaging } from '#tern/messaging';
 import { type MeteredContainerIdentity, type MeteredContainerState, UsageRepository } from '#tern/persistence';
 import { allotmentOf, countAccrued, upsertSlices } from './slice-rows.js';
+
+/** What a container is charged as: the scheduler's placement record, not its events' word. */
+export interface MeteredFacts {
+  identity: MeteredContainerIdentity;
+  resources: ContainerResources;
+}
 
 /**
  * Applies container lifecycle facts to `metered_containers` and, once a container has both a
@@ -20,7 +26,7 @@ export class ContainerUsageLedger {
     private readonly messaging: Messaging,
   ) {}
 
-  async started(event: ContainerEvent, resources: ContainerResources): Promise<void> {
+  async started({ identity, resources }: MeteredFacts, at: Date): Promise<void> {
     await this.usage.transaction(async (tx) => {
       const allotment = {
         cpuMillicores: resources.cpuMillicores,
@@ -28,15 +34,15 @@ export class ContainerUsageLedger {
         gpuCount: resources.gpuCount,
         gpuType: resources.gpuCount > 0 ? (resources.gpuType ?? null) : null,
       };
-      const row = await tx.recordContainerStarted(identity(event), allotment, event.at);
+      const row = await tx.recordContainerStarted(identity, allotment, at.toISOString());
       if (row.endedAt) await this.close(tx, row);
     });
   }
 
   /** An end of usage at `endAt` (already adjusted for how the container ended). */
-  async ended(event: ContainerEvent, endAt: Date, reason: string): Promise<void> {
+  async ended({ identity }: MeteredFacts, endAt: Date, reason: string): Promise<void> {
     await this.usage.transaction(async (tx) => {
-      const row = await tx.recordContainerEnded(identity(event), endAt.toISOString(), reason);
+      const row = await tx.recordContainerEnded(identity, endAt.toISOString(), reason);
       if (row.startedAt) await this.close(tx, row);
     });
   }
@@ -92,14 +98,4 @@ export class ContainerUsageLedger {
       );
     }
   }
-}
-
-function identity(event: ContainerEvent): MeteredContainerIdentity {
-  return {
-    containerId: event.containerId,
-    workspaceId: event.workspaceId,
-    deploymentId: event.deploymentId,
-    deploymentVersion: event.deploymentVersion,
-    machineId: event.machineId,
-  };
 }

@@ -1,5 +1,5 @@
 import { Controller, Inject } from '@nestjs/common';
-import { Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import {
   CONTAINER_FAILED,
   CONTAINER_READY,
@@ -16,7 +16,7 @@ import {
   TaskCompleted,
   TaskFailed,
 } from '#tern/contracts';
-import { OnMessage } from '#tern/messaging';
+import { JetStreamContext, OnMessage } from '#tern/messaging';
 import {
   applyHeartbeat,
   applyNetworkTest,
@@ -36,9 +36,6 @@ import { Scorer } from '../scores/scorer.js';
  * 50 ms), so many in flight keep throughput up while records still change in delivery order.
  */
 const MANY = 64;
-
-/** A heartbeat sent this close to now is being delivered live: its arrival is now. */
-const LIVE_WINDOW_MS = 60_000;
 
 /**
  * The facts a reputation is built from, each through its own durable consumer replayed from
@@ -62,15 +59,13 @@ export class ReputationEventsController {
   }
 
   /**
-   * Arrival is what punctuality judges. Live beats arrive now; a backlog replayed after a
-   * restart is judged by the agent's send times instead (their gaps do not depend on its
-   * clock's offset), so the restart itself does not look like late beats.
+   * Arrival is what punctuality judges: when the NATS server stored the beat, the control
+   * plane's own observation, never the agent's sentAt. The same for a live beat and for a
+   * backlog replayed after a restart, so the restart does not look like late beats either.
    */
   @OnMessage(MACHINE_HEARTBEAT, { concurrency: MANY })
-  heartbeat(@Payload() beat: MachineHeartbeat) {
-    const sent = Date.parse(beat.sentAt);
-    const now = Date.now();
-    const arrival = Math.abs(now - sent) < LIVE_WINDOW_MS ? now : sent;
+  heartbeat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
+    const arrival = ctx.delivery!.storedAt.getTime();
     return this.change(beat.machineId, beat.pool, (r) => applyHeartbeat(r, beat.sequence, arrival, this.params));
   }
 

@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { CONTAINER_FAILED, CONTAINER_SCHEDULED, type ResolvedSpec } from '#tern/contracts';
-import { Messaging, RequestError } from '#tern/messaging';
+import { Messaging, RequestError, taskConsumerSpec } from '#tern/messaging';
 import { ContainersRepository, type LostContainer, type VersionToReconcile } from '#tern/persistence';
 import { PLACEMENT_BACKOFF } from '#tern/placement';
 import { AgentCommands } from '../machines/agent-commands.js';
@@ -122,6 +122,15 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       gpuType: placed.gpuType,
     };
     const command = startCommand(spec, target, new Date());
+    // The version's task consumer exists before any of its containers pulls from it: agents do not declare it.
+    if (v.kind === 'task_queue') {
+      try {
+        await this.messaging.ensureConsumer(taskConsumerSpec(v.deploymentId, v.version));
+      } catch (e) {
+        await this.containers.markStartFailed(placed.containerId, `cannot declare its task consumer: ${(e as Error).message}`);
+        return `cannot declare the task consumer of ${v.deploymentId} v${v.version}: ${(e as Error).message}`;
+      }
+    }
     const event = {
       containerId: placed.containerId,
       deploymentId: v.deploymentId,

@@ -12,8 +12,9 @@ export class ContainerFailed extends ContainerEvent {
 }
 
 export const CONTAINER_FAILED = defineContract({
-  subject: 'tern.container.failed.v1',
+  subject: 'tern.container.*.failed.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: ContainerFailed,
   stream: 'EVENTS',
   description:

@@ -8,8 +8,9 @@ export class ContainerReady extends ContainerEvent {
 }
 
 export const CONTAINER_READY = defineContract({
-  subject: 'tern.container.ready.v1',
+  subject: 'tern.container.*.ready.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: ContainerReady,
   stream: 'EVENTS',
   description:

@@ -15,8 +15,9 @@ export class ContainerScheduled extends ContainerEvent {
 }
 
 export const CONTAINER_SCHEDULED = defineContract({
-  subject: 'tern.container.scheduled.v1',
+  subject: 'tern.container.*.scheduled.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: ContainerScheduled,
   stream: 'EVENTS',
   description:

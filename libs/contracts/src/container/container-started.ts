@@ -15,8 +15,9 @@ export class ContainerStarted extends ContainerEvent {
 }
 
 export const CONTAINER_STARTED = defineContract({
-  subject: 'tern.container.started.v1',
+  subject: 'tern.container.*.started.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: ContainerStarted,
   stream: 'EVENTS',
   description:

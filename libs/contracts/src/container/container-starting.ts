@@ -4,8 +4,9 @@ import { ContainerEvent } from './container-event.js';
 export class ContainerStarting extends ContainerEvent {}
 
 export const CONTAINER_STARTING = defineContract({
-  subject: 'tern.container.starting.v1',
+  subject: 'tern.container.*.starting.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: ContainerStarting,
   stream: 'EVENTS',
   description:

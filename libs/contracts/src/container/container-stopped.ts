@@ -14,8 +14,9 @@ export class ContainerStopped extends ContainerEvent {
 }
 
 export const CONTAINER_STOPPED = defineContract({
-  subject: 'tern.container.stopped.v1',
+  subject: 'tern.container.*.stopped.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: ContainerStopped,
   stream: 'EVENTS',
   description:

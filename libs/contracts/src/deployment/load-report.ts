@@ -34,3 +34,17 @@ export const LOAD_REPORT = defineContract({
   description:
     "An endpoint version's load as one gateway sees it: in-flight and buffered requests, per-container in-flight and idle time. Token: deployment id. Sent by every gateway replica once a second while the version has traffic or containers; read by the autoscaler. Core NATS: only the latest matters.",
 });
+
+/** A machine's load report of one task-queue version: the same figures, naming the machine. */
+export class AgentLoadReport extends LoadReport {
+  @IsId() machineId!: string;
+}
+
+export const AGENT_LOAD_REPORT = defineContract({
+  subject: 'tern.load.*.*.v1',
+  kind: 'event',
+  machineIdField: 'machineId',
+  payload: AgentLoadReport,
+  description:
+    "A task-queue version's load as one machine's agent sees it (in-flight tasks, mean duration). Tokens: machine id, deployment id. Sent by the agent once a second while it runs tasks of the version; read by the autoscaler, which counts it only while the version has a container placed on that machine. Core NATS: only the latest matters.",
+});

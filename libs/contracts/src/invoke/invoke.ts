@@ -44,12 +44,12 @@ export const INVOKE_HEADERS = {
 } as const;
 
 export const INVOKE = defineContract({
-  subject: 'tern.invoke.*.v1',
+  subject: 'tern.agent.*.invoke.*.v1',
   kind: 'request',
   payload: InvokeHead,
   reply: InvokeResponseHead,
   description: [
-    "An HTTP request for an endpoint, forwarded to one container. Token: container id. Sent by the gateway to the least-loaded ready container of the deployment; answered by that container's agent, which passes it to the container on $PORT. Core NATS so no worker needs an inbound port.",
+    "An HTTP request for an endpoint, forwarded to one container. Tokens: machine id, container id (only that machine's agent may hear it). Sent by the gateway to the least-loaded ready container of the deployment; answered by that container's agent, which passes it to the container on $PORT. Core NATS so no worker needs an inbound port.",
     "Request: one message whose reply subject is an inbox the caller subscribed first; header `Tern-Invoke` holds the InvokeHead as JSON; the data is the raw body when it fits in one message (the server's max_payload less 64 KiB), otherwise the body is put in the object store bucket `bodies` (5-minute TTL) under `bodyRef` and the server deletes it after reading.",
     'Response: a stream of messages to the inbox, each with `Tern-Seq: <n>` from 0. The first carries `Tern-Status` and `Tern-Headers` (JSON, the InvokeResponseHead); every message carries a body chunk of at most 256 KiB; the last has `Tern-End: 1`. An error, before the head or during the body, is an end message with `Tern-Error: <message>` and `Tern-Error-Code: <http code>` (400 invalid head, 500 handler failure, 502 response over 16 MiB or container gone, 504 timeout). No responders means the container is gone (the caller answers 503).',
   ].join('\n\n'),

@@ -69,6 +69,7 @@ export type HeartbeatSnapshot = MachineHeartbeat & { receivedAt: string };
 export const MACHINE_HEARTBEAT = defineContract({
   subject: 'tern.heartbeat.*.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: MachineHeartbeat,
   stream: 'HEARTBEATS',
   description:

@@ -30,8 +30,9 @@ export class MachineNetworkTested {
 }
 
 export const MACHINE_NETWORK_TESTED = defineContract({
-  subject: 'tern.machine.network-tested.v1',
+  subject: 'tern.machine.*.network-tested.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: MachineNetworkTested,
   stream: 'EVENTS',
   description:

@@ -21,10 +21,10 @@ export class NetworkEchoReply {
 }
 
 export const NETWORK_TEST_ECHO = defineContract({
-  subject: 'tern.nettest.echo.v1',
+  subject: 'tern.nettest.*.echo.v1',
   kind: 'request',
   payload: NetworkEcho,
   reply: NetworkEchoReply,
   description:
-    "The NATS leg of an agent's network test: the agent sends filler up (data) and asks for filler back (replyBytes), timing round trips for throughput and small ones for latency. Sent by the agent when it joins; answered by the gateway (one replica). Outside tern.machine.> so the EVENTS stream never stores it.",
+    "The NATS leg of an agent's network test: the agent sends filler up (data) and asks for filler back (replyBytes), timing round trips for throughput and small ones for latency. Token: the testing machine's id. Sent by the agent when it joins; answered by the gateway (one replica). Outside tern.machine.> so the EVENTS stream never stores it.",
 });

@@ -19,5 +19,5 @@ export const TASK_CANCELLED = defineContract({
   payload: TaskCancelled,
   stream: 'EVENTS',
   description:
-    'A user cancelled a task. Sent by the gateway after it marked the task CANCELLED and deleted its TASKS message; read (core NATS) by agents, which stop the attempt if one of their containers runs it.',
+    'A user cancelled a task. Sent by the gateway after it marked the task CANCELLED and deleted its TASKS message (the machine running it hears tern.agent.<machine id>.task.cancel.v1); a fact for integrators and the event history.',
 });

@@ -20,10 +20,11 @@ export class TaskCompleted {
 }
 
 export const TASK_COMPLETED = defineContract({
-  subject: 'tern.task.completed.v1',
+  subject: 'tern.task.*.completed.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: TaskCompleted,
   stream: 'EVENTS',
   description:
-    'A task finished successfully. Sent by the agent (Nats-Msg-Id = task id, so it is stored once even if the task ran twice); read by the gateway (stores the result, calls the callback; the first completion wins), the autoscaler (task durations), metering and reputation (task success).',
+    'A task finished successfully. Sent by the agent holding the lease of the attempt (Nats-Msg-Id = `<task id>:completed:<attempt>`, so a repeat is stored once while the completion of a later attempt is not taken for it); read by the gateway (stores the result, calls the callback; believed only from the lease holder of the attempt, one completion per task), the autoscaler (task durations), metering and reputation (task success).',
 });

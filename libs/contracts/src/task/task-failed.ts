@@ -12,9 +12,10 @@ export class TaskFailed {
   @IsId() workspaceId!: string;
   /** The version that runs it (absent in events from before task queues ran). */
   @IsOptional() @IsInt() @Min(1) deploymentVersion?: number;
-  /** Absent when the task failed before reaching a container (e.g. timed out in the queue). */
+  /** Absent when the attempt's container is not known. */
   @IsOptional() @IsId() containerId?: string;
-  @IsOptional() @IsId() machineId?: string;
+  /** The machine that reports it (the subject's machine token); the gateway reports a lost attempt naming the machine that lost it. */
+  @IsId() machineId!: string;
   @IsInt() @Min(1) attempt!: number;
   @IsIn(TASK_FAILURE_CAUSES) cause!: TaskFailureCause;
   @IsString() error!: string;
@@ -25,8 +26,9 @@ export class TaskFailed {
 }
 
 export const TASK_FAILED = defineContract({
-  subject: 'tern.task.failed.v1',
+  subject: 'tern.task.*.failed.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: TaskFailed,
   stream: 'EVENTS',
   description:

@@ -15,8 +15,9 @@ export class TaskStarted {
 }
 
 export const TASK_STARTED = defineContract({
-  subject: 'tern.task.started.v1',
+  subject: 'tern.task.*.started.v1',
   kind: 'event',
+  machineIdField: 'machineId',
   payload: TaskStarted,
   stream: 'EVENTS',
   description:

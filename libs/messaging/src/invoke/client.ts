@@ -22,6 +22,12 @@ export interface InvokeOptions {
 }
 
 /** What the caller says about a request; the body's size and where it travels are filled in. */
+/** The container a request goes to, and the machine it runs on (the subject names both). */
+export interface InvokeTarget {
+  machineId: string;
+  containerId: string;
+}
+
 export type InvokeRequestHead = Omit<InvokeHead, 'bodyBytes' | 'bodyRef'>;
 
 /**
@@ -32,12 +38,13 @@ export type InvokeRequestHead = Omit<InvokeHead, 'bodyBytes' | 'bodyRef'>;
  */
 export async function invoke(
   messaging: Messaging,
-  containerId: string,
+  target: InvokeTarget,
   request: InvokeRequestHead,
   body: Uint8Array,
   opts: InvokeOptions = {},
 ): Promise<InvokeResponse> {
   const { nc } = messaging;
+  const { containerId } = target;
   const head: InvokeHead = { ...request, bodyBytes: body.length };
   let data = body;
   if (body.length > inlineBodyLimit(nc)) {
@@ -126,7 +133,7 @@ export async function invoke(
   h.set(INVOKE_HEADERS.head, headerJson(head));
   armTimer();
   try {
-    nc.publish(messaging.subject(INVOKE, [containerId]), data, { reply: inbox, headers: h });
+    nc.publish(messaging.subject(INVOKE, [target.machineId, containerId]), data, { reply: inbox, headers: h });
   } catch (e) {
     fail(new InvokeError(502, `cannot send to container ${containerId}: ${(e as Error).message}`));
   }

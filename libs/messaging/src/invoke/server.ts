@@ -4,6 +4,7 @@ import { INVOKE, INVOKE_HEADERS, InvokeHead } from '#tern/contracts';
 import { validatePayload } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { takeBody } from './bodies.js';
+import type { InvokeTarget } from './client.js';
 import { CHUNK_BYTES, errorHeaders, headerJson, InvokeError, KEEPALIVE_MS, MAX_RESPONSE_BYTES } from './protocol.js';
 import { fireAndForget } from '#tern/timing';
 
@@ -23,11 +24,11 @@ export type InvokeHandler = (head: InvokeHead, body: Uint8Array, signal: AbortSi
 const logger = new Logger('invoke');
 
 /**
- * Serves `tern.invoke.<containerId>.v1` for one container (no queue group: the subject is the
- * container's own). Each request's response is streamed to its reply inbox: see INVOKE.
+ * Serves `tern.agent.<machineId>.invoke.<containerId>.v1` for one container (no queue group: the
+ * subject is the container's own). Each request's response is streamed to its reply inbox: see INVOKE.
  */
-export function serveInvoke(messaging: Messaging, containerId: string, handler: InvokeHandler): Subscription {
-  const subject = messaging.subject(INVOKE, [containerId]);
+export function serveInvoke(messaging: Messaging, target: InvokeTarget, handler: InvokeHandler): Subscription {
+  const subject = messaging.subject(INVOKE, [target.machineId, target.containerId]);
   return messaging.nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return logger.error(`subscription ${subject} failed: ${err.message}`);

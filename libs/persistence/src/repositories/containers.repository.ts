@@ -42,6 +42,21 @@ export interface LostContainer {
   workspaceId: string;
 }
 
+/**
+ * Where and for whom the scheduler placed a container, with what it reserved: what metering
+ * charges, whatever a container event says.
+ */
+export interface ContainerPlacement {
+  id: string;
+  machineId: string | null;
+  workspaceId: string;
+  deploymentId: string;
+  version: number;
+  requested: ContainerResources;
+  /** When the scheduler placed it: no usage before. */
+  placedAt: Date;
+}
+
 /** A container with what its route needs from its version's spec. */
 export interface RouteSource {
   id: string;
@@ -296,6 +311,18 @@ export class ContainersRepository extends TransactionalRepository {
       deploymentVersion,
     ]);
     return known.length > 0;
+  }
+
+  /** The scheduler's record of a container's placement; undefined for a container it never placed. */
+  async placementOf(containerId: string): Promise<ContainerPlacement | undefined> {
+    const [row] = await this.rows<ContainerPlacement>(
+      `SELECT c.id, c.machine_id AS "machineId", d.workspace_id::text AS "workspaceId", d.id::text AS "deploymentId", dv.version,
+              c.requested, c.created_at AS "placedAt"
+       FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id JOIN deployments d ON d.id = dv.deployment_id
+       WHERE c.id = $1`,
+      [containerId],
+    );
+    return row;
   }
 
   // --- Routes -------------------------------------------------------------------------------

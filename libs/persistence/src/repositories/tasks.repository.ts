@@ -51,6 +51,25 @@ export interface StartedOver {
   wasContainer: string | null;
 }
 
+/**
+ * Who holds a task's lease: the attempt last started, on which machine and container (recorded
+ * by markStarted once the placement is checked). An outcome is believed only from its holder.
+ */
+export interface TaskLease {
+  state: TaskState;
+  attempts: number;
+  machineId: string | null;
+  containerId: string | null;
+}
+
+/** Who reports an attempt's outcome: it changes the task only when it holds the attempt's lease. */
+export interface LeaseClaim {
+  taskId: string;
+  attempt: number;
+  machineId: string;
+  containerId?: string | null;
+}
+
 /** A task just made final by a sweep or a cancel: where its TASKS message sits (null: never published). */
 export interface EndedTask {
   id: string;
@@ -61,6 +80,9 @@ export interface EndedTask {
 export interface CancelledTask extends EndedTask {
   /** The state it was in: RUNNING means an agent must stop it. */
   was: TaskState;
+  /** The machine holding the lease of its last started attempt, told to stop it (null: never started). */
+  machineId: string | null;
+  attempts: number;
   deploymentId: string;
   version: number;
 }
@@ -88,6 +110,12 @@ const TASK_COLUMNS = `t.id, t.workspace_id AS "workspaceId", t.deployment_id AS 
   t.result_ref AS "resultRef", t.error, t.attempts, t.max_retries AS "maxRetries", t.timeout_seconds AS "timeoutSeconds", t.ttl_seconds AS "ttlSeconds",
   t.callback_url AS "callbackUrl", t.callback_state AS "callbackState", t.callback_attempts AS "callbackAttempts", t.callback_error AS "callbackError", t.container_id AS "containerId",
   t.machine_id AS "machineId", t.stream_seq AS "streamSeq", t.created_at AS "createdAt", t.started_at AS "startedAt", t.ended_at AS "endedAt", t.updated_at AS "updatedAt"`;
+/** The container $4 was placed by the scheduler on machine $5 for the deployment version of the task (row of tasks). */
+const PLACED = `EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+  WHERE c.id = $4 AND c.machine_id = $5 AND v.deployment_id = tasks.deployment_id AND v.version = tasks.deployment_version)`;
+/** The outcome's reporter ($m machine, $c container, $a attempt) holds the lease of the task's current attempt. */
+const leaseHeldBy = (a: number, m: number, c: number) =>
+  `attempts = $${a} AND machine_id = $${m} AND container_id IS NOT DISTINCT FROM $${c}`;
 const TASK_FROM = `tasks t JOIN deployments d ON d.id = t.deployment_id`;
 const UNSENT_COLUMNS = `id, workspace_id AS "workspaceId", deployment_id AS "deploymentId", deployment_version AS version, payload, max_retries AS "maxRetries",
   timeout_seconds AS "timeoutSeconds", ttl_seconds AS "ttlSeconds", callback_url AS "callbackUrl", created_at AS "createdAt"`;
@@ -163,8 +191,10 @@ export class TasksRepository {
   }
 
   /**
-   * An attempt started: RUNNING, unless the task is final or already on this attempt or a
-   * later one. Answers the row as it was before, or undefined when nothing changed.
+   * An attempt started: RUNNING and its lease recorded (attempt, machine, container), unless the
+   * task is final or already on this attempt or a later one, or the container is not one the
+   * scheduler placed on that machine for the task's deployment version. Answers the row as it
+   * was before, or undefined when nothing changed.
    */
   async markStarted(e: {
     taskId: string;
@@ -175,7 +205,7 @@ export class TasksRepository {
   }): Promise<StartedOver | undefined> {
     const rows = await queryRowsOn<StartedOver>(
       this.db,
-      `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 FOR UPDATE)
+      `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 AND ${PLACED} FOR UPDATE)
        UPDATE tasks t SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
        FROM before WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < $2
        RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer"`,
@@ -184,40 +214,50 @@ export class TasksRepository {
     return rows[0];
   }
 
-  /** An attempt failed and another follows: RETRY, unless final or a later attempt already reported. */
-  async markRetrying(taskId: string, attempt: number, error: string): Promise<boolean> {
+  /** An attempt failed and another follows: RETRY, when the reporter holds the attempt's lease and the task is not final. */
+  async markRetrying(claim: LeaseClaim, error: string): Promise<boolean> {
     const rows = await queryRowsOn(
       this.db,
-      `UPDATE tasks SET state = 'RETRY', attempts = GREATEST(attempts, $2), error = $3, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 RETURNING id`,
-      [taskId, attempt, error],
-    );
-    return rows.length > 0;
-  }
-
-  /** The last attempt failed: ERROR or TIMEOUT, unless already final; its callback becomes due. */
-  async markFailed(e: {
-    taskId: string;
-    state: 'ERROR' | 'TIMEOUT';
-    attempt: number;
-    error: string;
-    failedAt: string;
-    containerId?: string | null;
-    machineId?: string | null;
-  }): Promise<boolean> {
-    const rows = await queryRowsOn(
-      this.db,
-      `UPDATE tasks SET state = $2, attempts = GREATEST(attempts, $3), error = $4, ended_at = $5,
-         container_id = COALESCE($6, container_id), machine_id = COALESCE($7, machine_id), ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} RETURNING id`,
-      [e.taskId, e.state, e.attempt, e.error, e.failedAt, e.containerId ?? null, e.machineId ?? null],
+      `UPDATE tasks SET state = 'RETRY', error = $3, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(2, 4, 5)} RETURNING id`,
+      [claim.taskId, claim.attempt, error, claim.machineId, claim.containerId ?? null],
     );
     return rows.length > 0;
   }
 
   /**
-   * COMPLETE with its result (inline JSON text, or where it was put), unless already final: the
-   * first completion wins. startedAt is derived by the caller, since the start event may come later.
+   * The last attempt failed: ERROR or TIMEOUT, when the reporter holds the attempt's lease and
+   * the task is not final; its callback becomes due.
+   */
+  async markFailed(claim: LeaseClaim & { state: 'ERROR' | 'TIMEOUT'; error: string; failedAt: string }): Promise<boolean> {
+    const rows = await queryRowsOn(
+      this.db,
+      `UPDATE tasks SET state = $2, error = $4, ended_at = $5, ${CALLBACK_DUE}, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(3, 6, 7)} RETURNING id`,
+      [claim.taskId, claim.state, claim.attempt, claim.error, claim.failedAt, claim.machineId, claim.containerId ?? null],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * JetStream handed a task to a machine past its last attempt: the attempt before was lost
+   * without a word. ERROR, unless the task is final or on a later attempt, or the reporting
+   * container is not one the scheduler placed on that machine for the task's version (only such
+   * a machine can be handed the task). The lease holder, if any, stays recorded as the one that lost it.
+   */
+  async markLastAttemptLost(claim: LeaseClaim & { containerId: string; error: string; failedAt: string }): Promise<boolean> {
+    const rows = await queryRowsOn(
+      this.db,
+      `UPDATE tasks SET state = 'ERROR', attempts = $2, error = $3, ended_at = $6, ${CALLBACK_DUE}, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 AND ${PLACED} RETURNING id`,
+      [claim.taskId, claim.attempt, claim.error, claim.containerId, claim.machineId, claim.failedAt],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * COMPLETE with its result (inline JSON text, or where it was put), when the reporter holds
+   * the lease of the task's current attempt and the task is not final: one completion wins.
    */
   async complete(e: {
     taskId: string;
@@ -225,29 +265,36 @@ export class TasksRepository {
     resultRef: string | null;
     attempt: number;
     completedAt: string;
-    startedAt: string;
     containerId: string;
     machineId: string;
   }): Promise<boolean> {
     const rows = await queryRowsOn(
       this.db,
-      `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, attempts = GREATEST(attempts, $4), ended_at = $5,
-         started_at = CASE WHEN attempts <= $4 THEN $8 ELSE started_at END,
-         container_id = $6, machine_id = $7, error = NULL, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} RETURNING id`,
-      [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId, e.startedAt],
+      `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, ended_at = $5, error = NULL, ${CALLBACK_DUE}, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)} RETURNING id`,
+      [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId],
     );
     return rows.length > 0;
+  }
+
+  /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
+  async leaseOf(taskId: string): Promise<TaskLease | undefined> {
+    const rows = await queryRowsOn<TaskLease>(
+      this.db,
+      `SELECT state, attempts, machine_id AS "machineId", container_id AS "containerId" FROM tasks WHERE id = $1`,
+      [taskId],
+    );
+    return rows[0];
   }
 
   /** Cancels a task of the workspace not yet final; undefined when it was final already (or is not there). */
   async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
     const rows = await queryRowsOn<Raw<CancelledTask>>(
       this.db,
-      `WITH before AS (SELECT id, state FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
+      `WITH before AS (SELECT id, state, machine_id, attempts FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
        UPDATE tasks t SET state = 'CANCELLED', error = 'cancelled by the user', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        FROM before WHERE t.id = before.id
-       RETURNING t.id, before.state AS was, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
+       RETURNING t.id, before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
       [taskId, workspaceId],
     );
     return rows.length ? withSeq<CancelledTask>(rows[0]) : undefined;

@@ -1,0 +1,42 @@
+import type { AgentLoadReport, RouteRecord } from '#tern/contracts';
+import { placedPartOf } from './machine-reports.js';
+
+describe('placedPartOf', () => {
+  const routes: Record<string, RouteRecord> = {
+    'c-1': { containerId: 'c-1', deploymentId: 'd-1', version: 1, machineId: 'm-1', capacity: 1, readyAt: '' },
+    'c-2': { containerId: 'c-2', deploymentId: 'd-1', version: 1, machineId: 'm-2', capacity: 1, readyAt: '' },
+  };
+  const report = (containers: { containerId: string; inFlight: number }[], machineId = 'm-1'): AgentLoadReport => ({
+    gatewayId: 'anything',
+    machineId,
+    deploymentId: 'd-1',
+    version: 1,
+    inFlight: 999,
+    buffered: 999,
+    meanDurationMs: 40,
+    containers: containers.map((c) => ({ ...c, idleSeconds: 0 })),
+    at: new Date(0).toISOString(),
+  });
+  const routeOf = (id: string) => routes[id];
+
+  it('keeps the containers placed on the reporting machine and sums them, whatever totals it claims', () => {
+    const placed = placedPartOf(
+      report([
+        { containerId: 'c-1', inFlight: 3 },
+        { containerId: 'c-2', inFlight: 50 },
+        { containerId: 'c-ghost', inFlight: 50 },
+      ]),
+      routeOf,
+    );
+    expect(placed).toMatchObject({ gatewayId: 'agent-m-1', inFlight: 3, buffered: 0, containers: [{ containerId: 'c-1', inFlight: 3 }] });
+  });
+
+  it('believes nothing of a report about containers placed elsewhere or for another version', () => {
+    expect(placedPartOf(report([{ containerId: 'c-2', inFlight: 50 }]), routeOf)).toBeUndefined();
+    expect(placedPartOf({ ...report([{ containerId: 'c-1', inFlight: 5 }]), version: 2 }, routeOf)).toBeUndefined();
+  });
+
+  it('takes an empty last report, with nothing in flight', () => {
+    expect(placedPartOf(report([]), routeOf)).toMatchObject({ inFlight: 0, containers: [] });
+  });
+});
