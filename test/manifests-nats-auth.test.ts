@@ -8,12 +8,12 @@ import { decode } from '@nats-io/jwt';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { parse, parseAllDocuments } from 'yaml';
 import { type AccountSigner, formatCreds, inboxPrefix, issueMachineJwt, newUserKey } from '#tern/nats-auth';
-import { describeNeeding } from '../support/real-parts.js';
-import { freePort, waitFor } from '../support/processes.js';
+import { describeNeeding } from './support/real-parts.js';
+import { freePort, waitFor } from './support/processes.js';
 
 type Any = any;
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CONTROL_PLANE = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'];
 const enc = new TextEncoder();
 
