@@ -25,6 +25,9 @@ COPY --from=build /app/dist ./dist
 COPY bin ./bin
 # The handler runners the agent binds into containers at /tern/runners.
 COPY runners ./runners
+# scripts/nats-auth.mjs writes the NATS operator material (docker-compose's nats-auth service,
+# the k8s Secrets); it runs on dist/ and the yaml package.
+COPY scripts ./scripts
 # Control-plane services run unprivileged; the agent's manifests override this with root.
 USER node
 EXPOSE 1994 1995 1996 1997 1998

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { ConfigError, isPlaceholderSecret, loadConfig, PLACEHOLDER_SECRETS } from '../libs/config/src/config.js';
-import { SERVICE_NAMES, VARIABLES } from '../libs/config/src/variables.js';
+import { SERVICE_NAMES, type ServiceName, VARIABLES } from '../libs/config/src/variables.js';
 
 /**
  * docker-compose.yml, Dockerfile and k8s/ against the one list of variables and the services'
@@ -18,13 +18,26 @@ const PORTS: Record<string, number> = { gateway: 1994, scheduler: 1995, autoscal
 
 type Any = any;
 
+/** Why a service refuses to start with env, or 'started'. */
+function refusal(service: ServiceName, env: NodeJS.ProcessEnv): string {
+  try {
+    loadConfig(service, env);
+  } catch (e) {
+    return e instanceof ConfigError ? e.problems.join('\n') : String(e);
+  }
+  return 'started';
+}
+
 describe('docker-compose.yml', () => {
   const compose: Any = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true });
   const services: Record<string, Any> = compose.services;
 
   it('runs NATS with JetStream on a volume and Postgres 15 with a health check', () => {
-    expect(services.nats.command).toContain('-js');
-    expect(services.nats.volumes.join(' ')).toMatch(/:\/data/);
+    expect(services.nats.volumes).toContain('nats-data:/data');
+    // JetStream's store and the resolver's account JWTs, as the nats-auth service writes them into server.conf.
+    const init: string[] = services['nats-auth'].command;
+    expect(init[init.indexOf('--store-dir') + 1]).toBe('/data');
+    expect(init[init.indexOf('--resolver-dir') + 1]).toBe('/data/jwt');
     expect(services.postgres.image).toMatch(/^postgres:15/);
     expect(services.postgres.healthcheck.test.join(' ')).toContain('pg_isready');
     expect(Object.keys(compose.volumes)).toEqual(expect.arrayContaining(['nats-data', 'postgres-data']));
@@ -90,9 +103,64 @@ describe('docker-compose.yml', () => {
     expect(agent.volumes).toEqual(expect.arrayContaining(['/dev:/dev', '/run/runc:/run/runc']));
   });
 
-  it('points the agent at the gateway with its join token, else the admin token', () => {
-    expect(services.agent.environment.AGENT_GATEWAY_URL).toBe('http://gateway:1994');
-    expect(services.agent.environment.AGENT_TOKEN).toMatch(/^\$\{TERN_AGENT_TOKEN:-\$\{TERN_ADMIN_TOKEN:\?.+\}\}$/);
+  it('points the agent at the gateway with its own join token, never the admin token, started on request', () => {
+    const agent = services.agent;
+    expect(agent.environment.AGENT_GATEWAY_URL).toBe('http://gateway:1994');
+    expect(agent.environment.AGENT_TOKEN).toBe('${TERN_AGENT_TOKEN:-}');
+    expect(JSON.stringify(agent)).not.toContain('TERN_ADMIN_TOKEN');
+    // A required variable would stop `docker compose up` before a join token can exist: the
+    // agent is in its own profile, and without a token it stops saying what to set.
+    expect(agent.profiles).toEqual(['agent']);
+    expect(refusal('agent', { AGENT_GATEWAY_URL: 'http://gateway:1994', AGENT_TOKEN: 'change-me' })).toContain(
+      'AGENT_TOKEN is a published placeholder',
+    );
+  });
+
+  /** Compose volume mounts of a service: { volume, target, readOnly }. */
+  const mounts = (svc: string) =>
+    ((services[svc].volumes ?? []) as string[]).map((v) => {
+      const [volume, target, mode] = v.split(':');
+      return { volume, target, readOnly: mode === 'ro' };
+    });
+  const natsAuthVolumes = (svc: string) => mounts(svc).filter((m) => m.volume.startsWith('nats-auth-'));
+
+  it('writes the NATS operator material once, before NATS and every service, one volume per reader', () => {
+    const init = services['nats-auth'];
+    expect(init.image).toBe(services.gateway.image);
+    expect(init.restart).toBe('no');
+    const [node, script, command, dir] = init.command as string[];
+    expect([node, script, command]).toEqual(['node', 'scripts/nats-auth.mjs', 'deploy']);
+    // scripts/nats-auth.mjs deploy's layout: <dir>/operator, <dir>/server, <dir>/<service>.
+    expect(mounts('nats-auth').map((m) => [m.volume, m.target])).toEqual(
+      ['operator', 'server', ...CONTROL_PLANE].map((f) => [`nats-auth-${f}`, `${dir}/${f}`]),
+    );
+    for (const svc of ['nats', ...CONTROL_PLANE]) {
+      expect(services[svc].depends_on['nats-auth']).toEqual({ condition: 'service_completed_successfully' });
+    }
+    expect(Object.keys(compose.volumes)).toEqual(expect.arrayContaining(mounts('nats-auth').map((m) => m.volume)));
+  });
+
+  it('starts NATS from the generated server.conf only (no seed, no service creds)', () => {
+    expect(natsAuthVolumes('nats')).toEqual([{ volume: 'nats-auth-server', target: '/etc/tern-nats', readOnly: true }]);
+    const cmd: string[] = services.nats.command;
+    expect(cmd[cmd.indexOf('-c') + 1]).toBe('/etc/tern-nats/server.conf');
+  });
+
+  it.each(CONTROL_PLANE)("%s connects to NATS with its own creds, mounted read-only, and no other principal's", (svc) => {
+    const env = services[svc].environment;
+    expect(natsAuthVolumes(svc)).toEqual([{ volume: `nats-auth-${svc}`, target: expect.any(String), readOnly: true }]);
+    const target = natsAuthVolumes(svc)[0].target;
+    expect(env.NATS_CREDS).toBe(`${target}/nats.creds`);
+    // Only the gateway holds the account signer, in its own folder.
+    if (svc === 'gateway') expect(env.NATS_ACCOUNT_SIGNER).toBe(`${target}/signer.json`);
+    else expect(env.NATS_ACCOUNT_SIGNER).toBeUndefined();
+  });
+
+  it('gives the agent and Postgres no NATS credentials (the agent gets its own user at registration)', () => {
+    for (const svc of ['agent', 'postgres']) {
+      expect(natsAuthVolumes(svc)).toEqual([]);
+      expect(services[svc].environment.NATS_CREDS).toBeUndefined();
+    }
   });
 });
 
@@ -156,16 +224,10 @@ describe('k8s/', () => {
     const secret = find('Secret', 'tern-secrets').stringData;
     expect(Object.keys(secret).sort()).toEqual(['BOOTSTRAP_ADMIN_TOKEN', 'DATABASE_URL', 'POSTGRES_PASSWORD']);
     expect(isPlaceholderSecret(secret.POSTGRES_PASSWORD)).toBe(true);
-    const refusal = (env: NodeJS.ProcessEnv) => {
-      try {
-        loadConfig('gateway', env);
-      } catch (e) {
-        return e instanceof ConfigError ? e.problems.join('\n') : String(e);
-      }
-      return 'started';
-    };
-    expect(refusal({ BOOTSTRAP_ADMIN_TOKEN: secret.BOOTSTRAP_ADMIN_TOKEN })).toContain('BOOTSTRAP_ADMIN_TOKEN is a published placeholder');
-    expect(refusal({ DATABASE_URL: secret.DATABASE_URL })).toContain('DATABASE_URL: its password is a published placeholder');
+    expect(refusal('gateway', { BOOTSTRAP_ADMIN_TOKEN: secret.BOOTSTRAP_ADMIN_TOKEN })).toContain(
+      'BOOTSTRAP_ADMIN_TOKEN is a published placeholder',
+    );
+    expect(refusal('gateway', { DATABASE_URL: secret.DATABASE_URL })).toContain('DATABASE_URL: its password is a published placeholder');
   });
 
   it('postgres refuses the shipped password before its entrypoint runs, saying what to set', () => {
@@ -236,12 +298,59 @@ describe('k8s/', () => {
     expect(c.command.at(-1)).toContain(`${mount.mountPath}/$MACHINE_ID`);
   });
 
+  /** The Secret volume a workload mounts at the folder holding path, and the file's name in it. */
+  const mountedSecret = (w: Any, path: string) => {
+    const c = w.spec.template.spec.containers[0];
+    const m = ((c.volumeMounts ?? []) as Any[]).find((v) => path.startsWith(`${v.mountPath}/`));
+    const volume = ((w.spec.template.spec.volumes ?? []) as Any[]).find((v) => v.name === m?.name);
+    return { secret: volume?.secret?.secretName, file: m ? path.slice(m.mountPath.length + 1) : undefined, readOnly: m?.readOnly, volume };
+  };
+  const natsSecrets = (w: Any) =>
+    ((w.spec.template.spec.volumes ?? []) as Any[]).map((v) => v.secret?.secretName).filter((n) => String(n).startsWith('tern-nats-'));
+
   it('NATS runs JetStream in a StatefulSet with a volume behind a headless Service', () => {
     const sts = find('StatefulSet', 'nats');
-    expect(sts.spec.template.spec.containers[0].args).toContain('-js');
+    const args: string[] = sts.spec.template.spec.containers[0].args;
+    // Operator mode from the server.conf that `node scripts/nats-auth.mjs k8s` puts in Secret tern-nats-server.
+    expect(mountedSecret(sts, args[args.indexOf('-c') + 1])).toMatchObject({
+      secret: 'tern-nats-server',
+      file: 'server.conf',
+      readOnly: true,
+    });
+    expect(natsSecrets(sts)).toEqual(['tern-nats-server']);
+    expect(sts.spec.template.spec.containers[0].volumeMounts).toContainEqual({ name: 'data', mountPath: '/data' });
     expect(sts.spec.volumeClaimTemplates).toHaveLength(1);
     expect(find('Service', 'nats').spec.clusterIP).toBe('None');
     expect(find('ConfigMap', 'tern-config').data.NATS_URL).toBe('nats://nats:4222');
+  });
+
+  it.each(CONTROL_PLANE)("%s connects to NATS with its own creds from its Secret tern-nats-<service>, and no other principal's", (svc) => {
+    const dep = find('Deployment', svc);
+    const env = dep.spec.template.spec.containers[0].env as Any[];
+    const value = (name: string) => env.find((e) => e.name === name)?.value as string | undefined;
+    const creds = mountedSecret(dep, value('NATS_CREDS') ?? '');
+    expect(creds).toMatchObject({ secret: `tern-nats-${svc}`, file: 'nats.creds', readOnly: true });
+    expect(natsSecrets(dep)).toEqual([`tern-nats-${svc}`]);
+    if (svc === 'gateway')
+      expect(mountedSecret(dep, value('NATS_ACCOUNT_SIGNER') ?? '')).toMatchObject({ secret: 'tern-nats-gateway', file: 'signer.json' });
+    else expect(value('NATS_ACCOUNT_SIGNER')).toBeUndefined();
+    // Readable by the pod's user (1000) through its group, by nobody else.
+    const pod = dep.spec.template.spec;
+    expect(pod.securityContext).toMatchObject({ runAsUser: 1000, fsGroup: 1000 });
+    expect(creds.volume.secret.defaultMode).toBe(0o440);
+  });
+
+  it('the agent mounts no NATS credentials (it gets its own user at registration)', () => {
+    const ds = find('DaemonSet', 'agent');
+    expect(natsSecrets(ds)).toEqual([]);
+    expect(ds.spec.template.spec.containers[0].env.find((e: Any) => e.name === 'NATS_CREDS')).toBeUndefined();
+    expect(find('ConfigMap', 'tern-config').data.NATS_CREDS).toBeUndefined();
+  });
+
+  it('names the one-time command that writes the NATS Secrets, which kustomize does not overwrite', () => {
+    const text = readFileSync(join(dir, 'kustomization.yaml'), 'utf8');
+    expect(text).toContain('node scripts/nats-auth.mjs k8s ./tern-nats-auth | kubectl apply -f -');
+    expect(docs.filter((d) => String(d.doc.metadata?.name).startsWith('tern-nats-'))).toEqual([]);
   });
 
   it('Postgres runs in a StatefulSet with a volume, and its URL is a secret', () => {

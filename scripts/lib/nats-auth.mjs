@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { REPO_ROOT } from './paths.mjs';
+import { CONTROL_PLANE, REPO_ROOT } from './paths.mjs';
 
 /**
  * NATS operator mode for `npm run up` and the test harness: one place that creates the
@@ -70,3 +70,46 @@ export async function writeAdminCreds(dir, name = 'admin') {
   a.writeSecret(path, await a.credsWith(inst, name, a.ADMIN_PERMISSIONS));
   return path;
 }
+
+/**
+ * The operator material laid out for a NATS that runs in its own container (docker-compose,
+ * Kubernetes), one folder per reader, so each can be mounted (a volume, a Secret) only where it
+ * is needed:
+ *   <dir>/operator/installation.json  every seed: stays with whoever runs this (the init job)
+ *   <dir>/server/server.conf          the NATS server (operator and account JWTs, no seed)
+ *   <dir>/gateway/{nats.creds,signer.json}  the gateway: its user and the account signer
+ *   <dir>/<service>/nats.creds        scheduler, autoscaler, metering, reputation: each its own user
+ * Idempotent: the installation's keys and each service's user key are made once and kept; a
+ * later run re-issues each service's JWT (the permissions of this version of Tern) for the same
+ * key and rewrites server.conf for the given paths. `owner` (uid:gid) is given the service
+ * folders, for services that run unprivileged. Returns { server, principals: { svc: folder } }.
+ */
+export async function writeDeployment(dir, { namespace, host, port, storeDir, resolverDir, tls, owner }) {
+  const a = await natsAuth();
+  const inst = await a.ensureInstallation(join(dir, 'operator'));
+  const folder = (name) => {
+    const d = join(dir, name);
+    mkdirSync(d, { recursive: true, mode: 0o700 });
+    return d;
+  };
+  const server = join(folder('server'), 'server.conf');
+  a.writeSecret(server, a.serverConfig(inst, { host, port, storeDir, resolverDir, tls }));
+  const principals = {};
+  for (const svc of CONTROL_PLANE) {
+    const d = folder(svc);
+    const creds = join(d, DEPLOYED_CREDS);
+    const seed = existsSync(creds) ? a.credsSeed(readFileSync(creds, 'utf8')) : undefined;
+    a.writeSecret(creds, await a.serviceCreds(inst, svc, namespace, seed));
+    if (svc === 'gateway') {
+      const signer = join(d, DEPLOYED_SIGNER);
+      if (!existsSync(signer)) a.writeSecret(signer, JSON.stringify(await a.accountSigner(inst), null, 2));
+    }
+    if (owner) for (const f of [d, ...readdirSync(d).map((n) => join(d, n))]) chownSync(f, owner.uid, owner.gid);
+    principals[svc] = d;
+  }
+  return { server, principals };
+}
+
+/** File names inside a service's folder of writeDeployment (where NATS_CREDS and NATS_ACCOUNT_SIGNER point). */
+export const DEPLOYED_CREDS = 'nats.creds';
+export const DEPLOYED_SIGNER = 'signer.json';

@@ -37,9 +37,12 @@ export async function issueUserJwt(signer: AccountSigner, claims: UserClaims): P
   );
 }
 
-/** A `.creds` file (JWT and seed) for a new key pair, with a principal's permissions in one namespace. */
-export async function serviceCreds(inst: Installation, principal: NatsPrincipal, namespace: string): Promise<string> {
-  const kp = createUser();
+/**
+ * A `.creds` file (JWT and seed) with a principal's permissions in one namespace, for a new key
+ * pair or, given its seed, the key pair the principal already has (re-issued permissions).
+ */
+export async function serviceCreds(inst: Installation, principal: NatsPrincipal, namespace: string, seed?: string): Promise<string> {
+  const kp = seed ? keyPair(seed) : createUser();
   const jwt = await issueUserJwt(
     { account: inst.account.publicKey, signingKey: inst.account.signingKey.seed },
     {
@@ -120,6 +123,11 @@ export function jwtExpiresAt(jwt: string): number | undefined {
 export function newUserKey(): { publicKey: string; seed: string } {
   const kp = createUser();
   return { publicKey: kp.getPublicKey(), seed: text.decode(kp.getSeed()) };
+}
+
+/** The user seed in a `.creds` file's text, or undefined when there is none. */
+export function credsSeed(creds: string): string | undefined {
+  return /-----BEGIN USER NKEY SEED-----\s+(SU[A-Z2-7]+)\s+------END USER NKEY SEED------/.exec(creds)?.[1];
 }
 
 /** The `.creds` text for a user JWT and the seed of its key pair. */
