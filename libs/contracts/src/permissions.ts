@@ -135,7 +135,7 @@ export interface BucketAccess {
 export const BUCKET_ACCESS: readonly BucketAccess[] = [
   { bucket: HEARTBEATS_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'agent'] },
   { bucket: DEPLOYMENTS_BUCKET, kind: 'kv', write: ['gateway'], read: ['autoscaler', 'gateway'] },
-  { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway'] },
+  { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'autoscaler'] },
   { bucket: AUTOSCALER_LEADER_BUCKET, kind: 'kv', write: ['autoscaler'], read: ['autoscaler'] },
   { bucket: REPUTATION_BUCKET, kind: 'kv', write: ['reputation'], read: ['gateway', 'scheduler'] },
   // Until agents fetch bodies, code and results over the gateway's HTTPS API (issue 11), they
