@@ -3,14 +3,15 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Objm } from '@nats-io/obj';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { AGENT_CONTAINER_START, AGENT_CONTAINER_STOP, CODE_BUCKET, type ContainerStart } from '#tern/contracts';
+import { AGENT_CONTAINER_START, type ContainerStart } from '#tern/contracts';
 import { connectNats, invoke, Messaging, Namespace } from '#tern/messaging';
+import { createDataSource } from '#tern/persistence';
+import type { DataSource } from 'typeorm';
 import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
+import { ADMIN, AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
 /** The user's folder: a handler that uses what on_start loaded. */
 const APP = `
@@ -64,6 +65,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
   let nc: NatsConnection;
   let messaging: Messaging;
   let agent: AgentProcess;
+  let db: DataSource;
   const events: { subject: string; data: Record<string, unknown> }[] = [];
   const subs: Subscription[] = [];
   const kinds = (id: string) => events.filter((e) => e.data.containerId === id).map((e) => e.subject.split('.').at(-2));
@@ -72,6 +74,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     plane = await ControlPlane.start('agenthd', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '10' });
     nc = await connectNats({ ...TEST_NATS, name: 'agent-handlers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
+    db = await createDataSource({ url: plane.schema.url, schema: plane.schema.schema }).initialize();
     subs.push(
       nc.subscribe(`${plane.namespace}.container.${MACHINE}.*.v1`, {
         callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }),
@@ -87,33 +90,46 @@ function handlerStart(containerId: string, code: string): ContainerStart {
   afterAll(async () => {
     subs.forEach((s) => s.unsubscribe());
     await agent?.stop(30_000);
-    const objm = new Objm(nc);
-    await objm
-      .open(messaging.ns.bucket(CODE_BUCKET.name))
-      .then((s) => s.destroy())
-      .catch(() => undefined);
+    await db?.destroy();
     await nc?.close();
     await plane?.stop();
     if (agent) removeStateDir(agent.stateDir);
   });
 
-  it('fetches the code bundle, runs the handler in the Python runner (on_start first) and answers invokes over NATS', async () => {
+  it('fetches the code bundle from the gateway for the container placed on it, runs the handler in the Python runner (on_start first) and answers invokes over NATS', async () => {
     const { data, digest } = bundle({ 'app.py': APP, 'weights.txt': 'tiny-model-v1\n' });
-    const store = await new Objm(nc).create(messaging.ns.bucket(CODE_BUCKET.name));
-    await store.putBlob({ name: digest.slice('sha256:'.length) }, data);
-
-    expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-handler', digest), { tokens: [MACHINE] })).toEqual({
-      accepted: true,
+    const put = await fetch(`${plane.base}/api/v1/code/${digest}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/gzip' },
+      body: data,
     });
-    await waitFor('ready', async () => kinds('c-handler').includes('ready') || kinds('c-handler').includes('failed'), 40_000);
-    expect(kinds('c-handler')).toEqual(['starting', 'started', 'ready']);
+    expect(put.status).toBe(201);
+    const deployed = await plane.call('POST', '/api/v1/deployments', ADMIN, {
+      name: 'handler-app',
+      kind: 'endpoint',
+      handler: 'app.py:predict',
+      on_start: 'app.py:load',
+      code: digest,
+      cpu: 0.5,
+      memory: '256Mi',
+      workers: 2,
+    });
+    expect(deployed.status).toBe(201);
+    const deploymentId = deployed.body.deploymentId as string;
+    // One container wanted, as the autoscaler would decide: the scheduler places it on the agent,
+    // whose start fetches the bundle over HTTPS (the gateway checks that placement).
+    await db.query(`UPDATE deployment_versions SET desired_containers = 1 WHERE deployment_id = $1`, [deploymentId]);
+    const ofApp = () => events.filter((e) => e.data.deploymentId === deploymentId);
+    await waitFor('ready', async () => ofApp().some((e) => /\.(ready|failed)\.v1$/.test(e.subject)), 60_000);
+    const containerId = String(ofApp()[0].data.containerId);
+    expect(kinds(containerId)).toEqual(['scheduled', 'starting', 'started', 'ready']);
 
     const res = await invoke(
       messaging,
-      { machineId: MACHINE, containerId: 'c-handler' },
+      { machineId: MACHINE, containerId },
       {
         requestId: 'r-1',
-        deploymentId: 'dep-handler',
+        deploymentId,
         method: 'POST',
         path: '/',
         headers: { 'content-type': 'application/json' },
@@ -130,30 +146,29 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     const hex = digest.slice('sha256:'.length);
     expect(readFileSync(join(agent.stateDir, 'code', hex, 'weights.txt'), 'utf8')).toBe('tiny-model-v1\n');
 
-    await messaging.request(
-      AGENT_CONTAINER_STOP,
-      { containerId: 'c-handler', graceSeconds: 5, reason: 'test over' },
-      { tokens: [MACHINE] },
-    );
-    await waitFor('stopped', async () => kinds('c-handler').includes('stopped'), 30_000);
+    expect((await plane.call('POST', '/api/v1/deployments/handler-app/stop', ADMIN)).status).toBeLessThan(300);
+    await waitFor('stopped', async () => kinds(containerId).includes('stopped'), 30_000);
     // Gone with the container: nobody serves its invoke subject any more.
     await expect(
       invoke(
         messaging,
-        { machineId: MACHINE, containerId: 'c-handler' },
-        { requestId: 'r-2', deploymentId: 'dep-handler', method: 'POST', path: '/', headers: {}, timeoutMs: 2000 },
+        { machineId: MACHINE, containerId },
+        { requestId: 'r-2', deploymentId, method: 'POST', path: '/', headers: {}, timeoutMs: 2000 },
         new Uint8Array(),
       ),
     ).rejects.toMatchObject({ code: 503 });
-  }, 90_000);
+  }, 120_000);
 
-  it('fails the start with a clear reason when the code bundle is not in the object store', async () => {
+  it('fails the start with a clear reason when the gateway does not serve the bundle (no container using it is placed here)', async () => {
     const missing = `sha256:${'0'.repeat(64)}`;
     expect(await messaging.request(AGENT_CONTAINER_START, handlerStart('c-nocode', missing), { tokens: [MACHINE] })).toEqual({
       accepted: true,
     });
     await waitFor('failed', async () => kinds('c-nocode').includes('failed'), 20_000);
     const failed = events.find((e) => e.data.containerId === 'c-nocode' && e.subject.endsWith('.failed.v1'))!.data;
-    expect(failed).toMatchObject({ phase: 'image', error: expect.stringContaining(`${'0'.repeat(64)} is not in the object store`) });
+    expect(failed).toMatchObject({
+      phase: 'image',
+      error: expect.stringContaining(`code bundle sha256:${'0'.repeat(64)}: the gateway answered 404`),
+    });
   }, 40_000);
 });

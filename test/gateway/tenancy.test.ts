@@ -54,6 +54,7 @@ const ROUTES: Record<string, Route> = {
   'POST /api/v1/machine/rotate-token': { access: 'machine' },
   'GET /api/v1/machine/network-test': { access: 'machine' },
   'POST /api/v1/machine/network-test': { access: 'machine' },
+  'GET /api/v1/agent/code/{digest}': { access: 'machine' },
 
   'GET /api/v1/workspaces': { access: 'operator' },
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },

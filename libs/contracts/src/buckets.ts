@@ -43,7 +43,7 @@ export const CODE_BUCKET: BucketSpec = {
   name: 'code',
   owner: 'gateway',
   description:
-    "Object store of code bundles (tar.gz of the spec's folder; object name: the sha256 hex digest, the spec's `code` without its `sha256:` prefix). Put by the gateway on PUT /api/v1/code/sha256:<hex> after checking the digest, at most CODE_BUNDLE_MAX_BYTES; read by the agent, which caches bundles by digest and mounts them read-only at /app. Content-addressed, so never rewritten.",
+    "Object store of code bundles (tar.gz of the spec's folder; object name: the sha256 hex digest, the spec's `code` without its `sha256:` prefix). Put by the gateway on PUT /api/v1/code/sha256:<hex> after checking the digest, at most CODE_BUNDLE_MAX_BYTES; read by the gateway only, which serves a bundle to a machine over GET /api/v1/agent/code/sha256:<hex> (machine token) while a container using it is placed there; the agent verifies the digest, caches bundles by digest and mounts them read-only at /app. Content-addressed, so never rewritten.",
 };
 
 /** Object store (not KV): task results too large for a row. */

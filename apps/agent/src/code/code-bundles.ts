@@ -1,10 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Objm } from '@nats-io/obj';
 import { execa } from 'execa';
-import { CODE_BUCKET } from '#tern/contracts';
-import type { Messaging } from '#tern/messaging';
+import { AGENT_CODE_PATH } from '#tern/contracts';
 import { sha256Hex } from '#tern/runtime';
 
 /** Why a bundle could not be made ready; the start fails with this message. */
@@ -12,9 +10,15 @@ export class CodeBundleError extends Error {
   override name = 'CodeBundleError';
 }
 
+/** Where the gateway is and the machine token that authenticates this machine to it. */
+export interface GatewayAccess {
+  readonly gatewayUrl: string;
+  readonly token: string;
+}
+
 /**
- * Code bundles on this machine: `<stateDir>/code/<hex>/`, fetched from the `code` object store
- * once per digest and kept (content-addressed, so a cached copy is never stale). Extraction
+ * Code bundles on this machine: `<stateDir>/code/<hex>/`, fetched from the gateway (which
+ * serves a bundle only to a machine a container using it is placed on) once per digest and kept (content-addressed, so a cached copy is never stale). Extraction
  * goes to a temporary directory renamed into place, so a crash mid-way leaves no half bundle
  * that a later start would trust.
  */
@@ -23,7 +27,8 @@ export class CodeBundles {
 
   constructor(
     private readonly root: string,
-    private readonly messaging: Messaging,
+    private readonly gateway: () => GatewayAccess,
+    private readonly fetchImpl: typeof fetch = fetch,
   ) {}
 
   /** The host directory holding the extracted bundle of `digest` ("sha256:<hex>"). */
@@ -43,8 +48,7 @@ export class CodeBundles {
     if (await exists(dir)) return dir;
     const data = await this.fetch(hex);
     const actual = createHash('sha256').update(data).digest('hex');
-    if (actual !== hex)
-      throw new CodeBundleError(`code bundle sha256:${hex} from the object store hashes to sha256:${actual}; refusing it`);
+    if (actual !== hex) throw new CodeBundleError(`code bundle sha256:${hex} from the gateway hashes to sha256:${actual}; refusing it`);
     await mkdir(this.root, { recursive: true, mode: 0o755 });
     const tmp = join(this.root, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
     try {
@@ -72,17 +76,23 @@ export class CodeBundles {
   }
 
   private async fetch(hex: string): Promise<Uint8Array> {
-    const bucketName = this.messaging.ns.bucket(CODE_BUCKET.name);
-    let store;
+    const { gatewayUrl, token } = this.gateway();
+    const url = `${gatewayUrl.replace(/\/+$/, '')}${AGENT_CODE_PATH}/sha256:${hex}`;
+    let response: Response;
     try {
-      store = await new Objm(this.messaging.nc).open(bucketName);
+      response = await this.fetchImpl(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(300_000) });
     } catch (e) {
-      throw new CodeBundleError(`code bundle sha256:${hex}: the object store "${bucketName}" cannot be opened (${(e as Error).message})`);
+      const err = e as Error & { cause?: { code?: string; message?: string } };
+      throw new CodeBundleError(`code bundle sha256:${hex}: cannot reach ${url}: ${err.cause?.code ?? err.cause?.message ?? err.message}`);
     }
-    const data = await store.getBlob(hex);
-    if (!data)
-      throw new CodeBundleError(`code bundle sha256:${hex} is not in the object store "${bucketName}" (was it uploaded with tern deploy?)`);
-    return data;
+    if (!response.ok) {
+      const body = (await response.json().catch(() => undefined)) as { message?: unknown } | undefined;
+      throw new CodeBundleError(
+        `code bundle sha256:${hex}: the gateway answered ${response.status} (${String(body?.message ?? response.statusText)}); ` +
+          'is a container using it placed on this machine, and was it uploaded with tern deploy?',
+      );
+    }
+    return new Uint8Array(await response.arrayBuffer());
   }
 }
 

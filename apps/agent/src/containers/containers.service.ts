@@ -92,7 +92,10 @@ export class ContainersService implements BeforeApplicationShutdown {
     private readonly invokes: InvokeRoutes,
     private readonly tasks: TaskDispatcher,
   ) {
-    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), messaging);
+    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), () => ({
+      gatewayUrl: ctx.settings.gatewayUrl,
+      token: ctx.settings.token,
+    }));
   }
 
   private get machineId(): string {

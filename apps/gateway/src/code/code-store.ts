@@ -18,6 +18,11 @@ export class CodeStore {
     return info && !info.deleted ? info : null;
   }
 
+  /** The bundle's bytes; null when the store does not have it. */
+  async get(hex: string): Promise<Uint8Array | null> {
+    return (await this.open()).getBlob(hex);
+  }
+
   async put(hex: string, bundle: Uint8Array): Promise<ObjectInfo> {
     return (await this.open()).putBlob({ name: hex, description: 'code bundle (tar.gz)' }, bundle);
   }

@@ -1,6 +1,8 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import { MachineRegistrationModule } from '../machine-registration/machine-registration.module.js';
+import { AgentCodeController } from './agent-code.controller.js';
 import { CodeController } from './code.controller.js';
 import { CodeStore } from './code-store.js';
 import { CodeService } from './code.service.js';
@@ -8,7 +10,12 @@ import { CodeService } from './code.service.js';
 /** Binary bodies reach handlers as the raw stream (the network test registers octet-stream the same way). */
 const BINARY_TYPES = ['application/octet-stream', 'application/gzip', 'application/x-gzip'];
 
-@Module({ controllers: [CodeController], providers: [CodeStore, CodeService], exports: [CodeStore] })
+@Module({
+  imports: [MachineRegistrationModule],
+  controllers: [CodeController, AgentCodeController],
+  providers: [CodeStore, CodeService],
+  exports: [CodeStore],
+})
 export class CodeModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 

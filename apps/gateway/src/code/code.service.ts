@@ -56,7 +56,7 @@ export class CodeService {
   }
 }
 
-function hexOf(digest: string): string {
+export function hexOf(digest: string): string {
   return digest.slice('sha256:'.length);
 }
 

@@ -325,6 +325,20 @@ export class ContainersRepository extends TransactionalRepository {
     return row;
   }
 
+  /**
+   * Whether a container whose version's spec names code `digest` ("sha256:<hex>") is placed on
+   * `machineId` and not stopped: the machine may then fetch that bundle.
+   */
+  async codePlacedOn(machineId: string, digest: string): Promise<boolean> {
+    const rows = await this.rows<{ id: string }>(
+      `SELECT c.id FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+       WHERE c.machine_id = $1 AND dv.spec->>'code' = $2 AND c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping')
+       LIMIT 1`,
+      [machineId, digest],
+    );
+    return rows.length > 0;
+  }
+
   // --- Routes -------------------------------------------------------------------------------
 
   async routeSourceOf(containerId: string): Promise<RouteSource | undefined> {

@@ -1,0 +1,7 @@
+/**
+ * The agent's data plane over the gateway's HTTPS API, with its machine token: the gateway
+ * serves a machine only what is placed on it (the object stores are the control plane's).
+ */
+
+/** `GET <AGENT_CODE_PATH>/sha256:<hex>`: a code bundle used by a container placed on the caller. */
+export const AGENT_CODE_PATH = '/api/v1/agent/code';
