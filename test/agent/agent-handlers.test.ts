@@ -142,6 +142,20 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     for await (const chunk of res.body) text += Buffer.from(chunk).toString();
     expect(JSON.parse(text)).toEqual({ model: 'tiny-model-v1', sum: 6.5, cwd: '/app' });
 
+    // A body too large for one message: the agent fetches it from the gateway, which serves it to this machine once.
+    const many = new TextEncoder().encode(JSON.stringify({ numbers: Array.from({ length: 600_000 }, () => 1) }));
+    expect(many.length).toBeGreaterThan(1024 * 1024);
+    const big = await invoke(
+      messaging,
+      { machineId: MACHINE, containerId },
+      { requestId: 'r-big', deploymentId, method: 'POST', path: '/', headers: { 'content-type': 'application/json' }, timeoutMs: 20_000 },
+      many,
+    );
+    expect(big.status).toBe(200);
+    let bigText = '';
+    for await (const chunk of big.body) bigText += Buffer.from(chunk).toString();
+    expect(JSON.parse(bigText)).toMatchObject({ sum: 600_000 });
+
     // Cached by digest, extracted read-only for the container.
     const hex = digest.slice('sha256:'.length);
     expect(readFileSync(join(agent.stateDir, 'code', hex, 'weights.txt'), 'utf8')).toBe('tiny-model-v1\n');

@@ -55,6 +55,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/machine/network-test': { access: 'machine' },
   'POST /api/v1/machine/network-test': { access: 'machine' },
   'GET /api/v1/agent/code/{digest}': { access: 'machine' },
+  'GET /api/v1/agent/bodies/{requestId}': { access: 'machine' },
 
   'GET /api/v1/workspaces': { access: 'operator' },
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },
@@ -108,6 +109,7 @@ function fill(path: string, a: Objects): string {
     if (param === 'digest') return a.digest;
     if (param === 'version') return 'v1';
     if (param === 'path') return 'predict';
+    if (param === 'requestId') return 'req-of-a';
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
     if (path.startsWith('/taskqueue/')) return a.queue;
     if (path.startsWith('/api/v1/tasks/')) return a.taskId;

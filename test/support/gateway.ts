@@ -8,6 +8,8 @@ export interface RunningGateway {
   /** `http://127.0.0.1:<port>` */
   readonly base: string;
   readonly schema: TestSchema;
+  /** Its NATS namespace. */
+  readonly namespace: string;
   readonly process: ServiceProcess;
 }
 
@@ -22,6 +24,7 @@ export function runningGateway(label: string, token: string): RunningGateway {
   beforeAll(async () => {
     handle.schema = await createTestSchema(label);
     namespace = uniqueName(label);
+    handle.namespace = namespace;
     handle.port = await freePort();
     handle.base = `http://127.0.0.1:${handle.port}`;
     handle.process = new ServiceProcess(

@@ -35,7 +35,7 @@ export const BODIES_BUCKET: BucketSpec = {
   name: 'bodies',
   owner: 'gateway',
   description:
-    'Object store of request bodies too large for one core NATS message on tern.agent.*.invoke.*.v1 (object name: the request id). Put by the gateway, read and deleted by the agent; bucket-wide TTL of 5 minutes so an unread body does not stay.',
+    'Object store of request bodies too large for one core NATS message on tern.agent.*.invoke.*.v1 (object name: `<machineId>.<requestId>`, the machine the request is routed to). Put by the gateway, which serves it once and deletes it on GET /api/v1/agent/bodies/<requestId> to that machine only (agents have no access to the store); bucket-wide TTL of 5 minutes so an unread body does not stay.',
 };
 
 /** Object store (not KV): code bundles uploaded by `tern deploy`. */

@@ -138,10 +138,10 @@ export const BUCKET_ACCESS: readonly BucketAccess[] = [
   { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'autoscaler'] },
   { bucket: AUTOSCALER_LEADER_BUCKET, kind: 'kv', write: ['autoscaler'], read: ['autoscaler'] },
   { bucket: REPUTATION_BUCKET, kind: 'kv', write: ['reputation'], read: ['gateway', 'scheduler'] },
-  // Until agents fetch bodies and write results over the gateway's HTTPS API (issue 11), they
-  // read bodies, delete them after reading, and write results in the object stores. Code
-  // bundles they fetch from the gateway (AGENT_CODE_PATH), which checks the placement.
-  { bucket: BODIES_BUCKET, kind: 'object', write: ['gateway', 'agent'], read: ['agent'] },
+  // Until agents write results over the gateway's HTTPS API (issue 11), they write them in the
+  // store. Code bundles and large request bodies they fetch from the gateway (AGENT_CODE_PATH,
+  // AGENT_BODIES_PATH), which checks the placement or the machine a request was routed to.
+  { bucket: BODIES_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: CODE_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: RESULTS_BUCKET, kind: 'object', write: ['agent'], read: ['gateway'] },
 ];

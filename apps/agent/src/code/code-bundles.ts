@@ -3,17 +3,12 @@ import { chmod, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { AGENT_CODE_PATH } from '#tern/contracts';
+import { callGateway, type GatewayAccess, refusalOf } from '../gateway-data.js';
 import { sha256Hex } from '#tern/runtime';
 
 /** Why a bundle could not be made ready; the start fails with this message. */
 export class CodeBundleError extends Error {
   override name = 'CodeBundleError';
-}
-
-/** Where the gateway is and the machine token that authenticates this machine to it. */
-export interface GatewayAccess {
-  readonly gatewayUrl: string;
-  readonly token: string;
 }
 
 /**
@@ -76,19 +71,15 @@ export class CodeBundles {
   }
 
   private async fetch(hex: string): Promise<Uint8Array> {
-    const { gatewayUrl, token } = this.gateway();
-    const url = `${gatewayUrl.replace(/\/+$/, '')}${AGENT_CODE_PATH}/sha256:${hex}`;
     let response: Response;
     try {
-      response = await this.fetchImpl(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(300_000) });
+      response = await callGateway(this.gateway(), `${AGENT_CODE_PATH}/sha256:${hex}`, 300_000, this.fetchImpl);
     } catch (e) {
-      const err = e as Error & { cause?: { code?: string; message?: string } };
-      throw new CodeBundleError(`code bundle sha256:${hex}: cannot reach ${url}: ${err.cause?.code ?? err.cause?.message ?? err.message}`);
+      throw new CodeBundleError(`code bundle sha256:${hex}: ${(e as Error).message}`);
     }
     if (!response.ok) {
-      const body = (await response.json().catch(() => undefined)) as { message?: unknown } | undefined;
       throw new CodeBundleError(
-        `code bundle sha256:${hex}: the gateway answered ${response.status} (${String(body?.message ?? response.statusText)}); ` +
+        `code bundle sha256:${hex}: the gateway answered ${await refusalOf(response)}; ` +
           'is a container using it placed on this machine, and was it uploaded with tern deploy?',
       );
     }

@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Subscription } from '@nats-io/transport-node';
-import { Messaging, serveInvoke } from '#tern/messaging';
+import { AGENT_BODIES_PATH } from '#tern/contracts';
+import { type BodyFetcher, Messaging, serveInvoke } from '#tern/messaging';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { callGateway, refusalOf } from '../gateway-data.js';
 import { containerForwarder, type ContainerEndpoint } from './forward.js';
 
 /**
@@ -20,11 +22,25 @@ export class InvokeRoutes implements OnApplicationShutdown {
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
   ) {}
 
+  /** A large request body, from the gateway (which serves it once, to this machine only). */
+  private readonly fetchBody: BodyFetcher = async (requestId) => {
+    const { gatewayUrl, token } = this.ctx.settings;
+    const response = await callGateway({ gatewayUrl, token }, `${AGENT_BODIES_PATH}/${encodeURIComponent(requestId)}`, 60_000);
+    if (response.status === 404) return null;
+    if (!response.ok) throw new Error(`the gateway answered ${await refusalOf(response)}`);
+    return new Uint8Array(await response.arrayBuffer());
+  };
+
   serve(containerId: string, endpoint: ContainerEndpoint): void {
     if (this.subs.has(containerId)) return;
     this.subs.set(
       containerId,
-      serveInvoke(this.messaging, { machineId: this.ctx.registration.machineId, containerId }, containerForwarder(endpoint)),
+      serveInvoke(
+        this.messaging,
+        { machineId: this.ctx.registration.machineId, containerId },
+        containerForwarder(endpoint),
+        this.fetchBody,
+      ),
     );
     this.logger.log({ containerId, ...endpoint }, `serving invokes for ${containerId} (${endpoint.host}:${endpoint.port})`);
   }

@@ -1,6 +1,8 @@
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import { MachineRegistrationModule } from '../machine-registration/machine-registration.module.js';
+import { AgentBodiesController } from './agent-bodies.controller.js';
 import { EndpointsController } from './endpoints.controller.js';
 import { EndpointsService } from './endpoints.service.js';
 import { LanesService } from './lanes.service.js';
@@ -9,7 +11,8 @@ import { RoutesMirror } from './routes-mirror.js';
 
 /** The data plane: `/endpoint/<name>…` to containers over NATS (see docs/architecture.md, Endpoints). */
 @Module({
-  controllers: [EndpointsController],
+  imports: [MachineRegistrationModule],
+  controllers: [EndpointsController, AgentBodiesController],
   providers: [RoutesMirror, LanesService, EndpointsService],
   exports: [RoutesMirror],
 })

@@ -5,3 +5,9 @@
 
 /** `GET <AGENT_CODE_PATH>/sha256:<hex>`: a code bundle used by a container placed on the caller. */
 export const AGENT_CODE_PATH = '/api/v1/agent/code';
+
+/**
+ * `GET <AGENT_BODIES_PATH>/<requestId>`: a request body too large for one invoke message, served
+ * once (then deleted) and only to the machine the request was routed to.
+ */
+export const AGENT_BODIES_PATH = '/api/v1/agent/bodies';

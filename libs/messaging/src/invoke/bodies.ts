@@ -10,6 +10,14 @@ export function bodiesStore(messaging: Messaging): Promise<ObjectStore> {
   return messaging.objectStore({ name: BODIES_BUCKET.name, ttlMs: BODY_TTL_MS });
 }
 
+/**
+ * A large request body's object name: the machine the request is routed to, then the request
+ * id, so the gateway serves it only to that machine (GET /api/v1/agent/bodies/<requestId>).
+ */
+export function bodyObjectName(machineId: string, requestId: string): string {
+  return `${machineId}.${requestId}`;
+}
+
 export async function putBody(messaging: Messaging, name: string, body: Uint8Array): Promise<void> {
   const store = await bodiesStore(messaging);
   await store.putBlob({ name }, body);

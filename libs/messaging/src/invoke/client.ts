@@ -4,7 +4,7 @@ import { createInbox, headers as natsHeaders, type Msg } from '@nats-io/transpor
 import { INVOKE, INVOKE_HEADERS, type InvokeHead, InvokeResponseHead } from '#tern/contracts';
 import { type Decoded, describeValidationErrors } from '../codec.js';
 import type { Messaging } from '../messaging.js';
-import { putBody } from './bodies.js';
+import { bodyObjectName, putBody } from './bodies.js';
 import { ChunkQueue } from './chunk-queue.js';
 import { headerJson, inlineBodyLimit, InvokeError, KEEPALIVE_MS } from './protocol.js';
 
@@ -48,7 +48,7 @@ export async function invoke(
   const head: InvokeHead = { ...request, bodyBytes: body.length };
   let data = body;
   if (body.length > inlineBodyLimit(nc)) {
-    await putBody(messaging, request.requestId, body);
+    await putBody(messaging, bodyObjectName(target.machineId, request.requestId), body);
     head.bodyRef = request.requestId;
     data = new Uint8Array();
   }

@@ -1,4 +1,4 @@
 export * from './protocol.js';
 export * from './client.js';
 export * from './server.js';
-export { bodiesStore } from './bodies.js';
+export { bodiesStore, bodyObjectName, putBody, takeBody } from './bodies.js';

@@ -3,7 +3,7 @@ import { headers as natsHeaders, type Msg, type Subscription } from '@nats-io/tr
 import { INVOKE, INVOKE_HEADERS, InvokeHead } from '#tern/contracts';
 import { validatePayload } from '../codec.js';
 import type { Messaging } from '../messaging.js';
-import { takeBody } from './bodies.js';
+import { bodyObjectName, takeBody } from './bodies.js';
 import type { InvokeTarget } from './client.js';
 import { CHUNK_BYTES, errorHeaders, headerJson, InvokeError, KEEPALIVE_MS, MAX_RESPONSE_BYTES } from './protocol.js';
 import { fireAndForget } from '#tern/timing';
@@ -21,24 +21,35 @@ export interface InvokeHandlerResult {
  */
 export type InvokeHandler = (head: InvokeHead, body: Uint8Array, signal: AbortSignal) => Promise<InvokeHandlerResult>;
 
+/**
+ * Gets (once) the body of a request too large for one message, by its `bodyRef` (the request
+ * id); null when it is gone. An agent asks the gateway (its NATS user cannot read the store).
+ */
+export type BodyFetcher = (bodyRef: string) => Promise<Uint8Array | null>;
+
 const logger = new Logger('invoke');
 
 /**
  * Serves `tern.agent.<machineId>.invoke.<containerId>.v1` for one container (no queue group: the
  * subject is the container's own). Each request's response is streamed to its reply inbox: see INVOKE.
  */
-export function serveInvoke(messaging: Messaging, target: InvokeTarget, handler: InvokeHandler): Subscription {
+export function serveInvoke(
+  messaging: Messaging,
+  target: InvokeTarget,
+  handler: InvokeHandler,
+  fetchBody: BodyFetcher = (ref) => takeBody(messaging, bodyObjectName(target.machineId, ref)),
+): Subscription {
   const subject = messaging.subject(INVOKE, [target.machineId, target.containerId]);
   return messaging.nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return logger.error(`subscription ${subject} failed: ${err.message}`);
       if (!msg.reply) return logger.warn(`request on ${subject} without a reply subject dropped`);
-      fireAndForget(`answering on ${subject}`, logger, answer(messaging, msg, msg.reply, handler));
+      fireAndForget(`answering on ${subject}`, logger, answer(messaging, msg, msg.reply, handler, fetchBody));
     },
   });
 }
 
-async function answer(messaging: Messaging, msg: Msg, reply: string, handler: InvokeHandler): Promise<void> {
+async function answer(messaging: Messaging, msg: Msg, reply: string, handler: InvokeHandler, fetchBody: BodyFetcher): Promise<void> {
   const nc = messaging.nc;
   let seq = 0;
   let ended = false;
@@ -72,7 +83,12 @@ async function answer(messaging: Messaging, msg: Msg, reply: string, handler: In
   try {
     let body = msg.data;
     if (head.bodyRef) {
-      const stored = await takeBody(messaging, head.bodyRef);
+      let stored: Uint8Array | null;
+      try {
+        stored = await fetchBody(head.bodyRef);
+      } catch (e) {
+        return sendError(502, `request body ${head.bodyRef} could not be fetched: ${(e as Error).message}`);
+      }
       if (!stored) return sendError(400, `request body ${head.bodyRef} is not in the bodies store (expired?)`);
       body = stored;
     }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import { bodyObjectName, connectNats, Messaging, Namespace, putBody } from '#tern/messaging';
 import { ContainersRepository, createDataSource } from '#tern/persistence';
 import type { DataSource } from 'typeorm';
 import { runningGateway } from '../support/gateway.js';
+import { TEST_NATS } from '../support/isolation.js';
 import { ADMIN, client, registration } from './harness.js';
 
 /**
@@ -9,7 +11,7 @@ import { ADMIN, client, registration } from './harness.js';
  * whose version uses that code is placed on it: any other machine, a stopped placement or a
  * digest nobody uploaded gets the same 404.
  */
-describe('code bundles for machines (GET /api/v1/agent/code/sha256:<hex>)', () => {
+describe("the agent's data plane on the gateway (code bundles, large request bodies)", () => {
   const gateway = runningGateway('agcode', ADMIN);
   const call = (...args: Parameters<ReturnType<typeof client>>) => client(gateway.base)(...args);
   let db: DataSource;
@@ -86,5 +88,32 @@ describe('code bundles for machines (GET /api/v1/agent/code/sha256:<hex>)', () =
     expect((await fetchCode(ADMIN)).status).toBe(401);
     const bad = await fetchCode(tokens['m-placed'], 'sha256:XYZ');
     expect(bad.status).toBe(400);
+  });
+
+  it('serves a large request body once, to the machine the request was routed to only', async () => {
+    const nc = await connectNats({ ...TEST_NATS, name: 'agent-data-test' });
+    try {
+      const messaging = new Messaging(nc, new Namespace(gateway.namespace));
+      // What the gateway's invoke does with a body too large for one message routed to m-placed.
+      const body = Buffer.alloc(3 * 2 ** 20, 7);
+      await putBody(messaging, bodyObjectName('m-placed', 'req-big'), body);
+      const fetchBody = (token: string, requestId = 'req-big') =>
+        fetch(`${gateway.base}/api/v1/agent/bodies/${requestId}`, { headers: { authorization: `Bearer ${token}` } });
+
+      const other = await fetchBody(tokens['m-other']);
+      expect(other.status).toBe(404);
+      expect(((await other.json()) as { message: string }).message).toMatch(/is not waiting for this machine/);
+      const mine = await fetchBody(tokens['m-placed']);
+      expect(mine.status).toBe(200);
+      expect(Buffer.from(await mine.arrayBuffer()).equals(body)).toBe(true);
+      // Read once: deleted as it was served.
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await fetchBody(tokens['m-placed'])).status).toBe(404);
+      expect((await fetch(`${gateway.base}/api/v1/agent/bodies/req-big`, { headers: { authorization: `Bearer ${ADMIN}` } })).status).toBe(
+        401,
+      );
+    } finally {
+      await nc.close();
+    }
   });
 });
