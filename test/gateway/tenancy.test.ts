@@ -56,6 +56,7 @@ const ROUTES: Record<string, Route> = {
   'POST /api/v1/machine/network-test': { access: 'machine' },
   'GET /api/v1/agent/code/{digest}': { access: 'machine' },
   'GET /api/v1/agent/bodies/{requestId}': { access: 'machine' },
+  'PUT /api/v1/agent/tasks/{taskId}/attempts/{attempt}/result': { access: 'machine' },
 
   'GET /api/v1/workspaces': { access: 'operator' },
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },
@@ -110,9 +111,10 @@ function fill(path: string, a: Objects): string {
     if (param === 'version') return 'v1';
     if (param === 'path') return 'predict';
     if (param === 'requestId') return 'req-of-a';
+    if (param === 'attempt') return '1';
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
     if (path.startsWith('/taskqueue/')) return a.queue;
-    if (path.startsWith('/api/v1/tasks/')) return a.taskId;
+    if (path.startsWith('/api/v1/tasks/') || path.startsWith('/api/v1/agent/tasks/')) return a.taskId;
     if (path.startsWith('/api/v1/tokens/')) return a.tokenId;
     if (path.startsWith('/api/v1/machines/')) return a.machineId;
     if (path.startsWith('/api/v1/pools/')) return 'default';

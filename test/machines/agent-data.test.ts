@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { bodyObjectName, connectNats, Messaging, Namespace, putBody } from '#tern/messaging';
-import { ContainersRepository, createDataSource } from '#tern/persistence';
+import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { ContainersRepository, createDataSource, TasksRepository } from '#tern/persistence';
 import type { DataSource } from 'typeorm';
 import { runningGateway } from '../support/gateway.js';
 import { TEST_NATS } from '../support/isolation.js';
@@ -11,7 +12,7 @@ import { ADMIN, client, registration } from './harness.js';
  * whose version uses that code is placed on it: any other machine, a stopped placement or a
  * digest nobody uploaded gets the same 404.
  */
-describe("the agent's data plane on the gateway (code bundles, large request bodies)", () => {
+describe("the agent's data plane on the gateway (code bundles, large request bodies, large task results)", () => {
   const gateway = runningGateway('agcode', ADMIN);
   const call = (...args: Parameters<ReturnType<typeof client>>) => client(gateway.base)(...args);
   let db: DataSource;
@@ -22,6 +23,22 @@ describe("the agent's data plane on the gateway (code bundles, large request bod
 
   const fetchCode = (token: string | undefined, d = digest) =>
     fetch(`${gateway.base}/api/v1/agent/code/${d}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+
+  /** A deployment of the bundle with one container placed on m-placed, as the scheduler records it. */
+  const deployAndPlace = async (name: string, kind: 'endpoint' | 'task_queue', containerId: string) => {
+    const deployed = await call('POST', '/api/v1/deployments', ADMIN, { name, kind, handler: 'app.py:f', code: digest });
+    expect(deployed.status).toBe(201);
+    const [version] = (await db.query(`SELECT id FROM deployment_versions WHERE deployment_id = $1`, [deployed.body.deploymentId])) as {
+      id: string;
+    }[];
+    await containers.insertScheduled({
+      id: containerId,
+      deploymentVersionId: version.id,
+      machineId: 'm-placed',
+      reason: 'test placement',
+      requested: { cpuMillicores: 250, memoryBytes: 128 * 2 ** 20, gpuCount: 0 },
+    });
+  };
 
   beforeAll(async () => {
     db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema }).initialize();
@@ -39,24 +56,7 @@ describe("the agent's data plane on the gateway (code bundles, large request bod
       body: bundle,
     });
     expect(put.status).toBe(201);
-    const deployed = await call('POST', '/api/v1/deployments', ADMIN, {
-      name: 'app-1',
-      kind: 'endpoint',
-      handler: 'app.py:f',
-      code: digest,
-    });
-    expect(deployed.status).toBe(201);
-    const [version] = (await db.query(`SELECT id FROM deployment_versions WHERE deployment_id = $1`, [deployed.body.deploymentId])) as {
-      id: string;
-    }[];
-    // The scheduler's placement, as it records it.
-    await containers.insertScheduled({
-      id: 'c-code',
-      deploymentVersionId: version.id,
-      machineId: 'm-placed',
-      reason: 'test placement',
-      requested: { cpuMillicores: 250, memoryBytes: 128 * 2 ** 20, gpuCount: 0 },
-    });
+    await deployAndPlace('app-1', 'endpoint', 'c-code');
   });
 
   afterAll(async () => {
@@ -115,5 +115,44 @@ describe("the agent's data plane on the gateway (code bundles, large request bod
     } finally {
       await nc.close();
     }
+  });
+
+  it('stores a large task result only from the machine holding the attempt lease, once, within the limit', async () => {
+    await deployAndPlace('queue-1', 'task_queue', 'c-task');
+    const submitted = await call('POST', '/taskqueue/queue-1', ADMIN, { x: 1 });
+    expect(submitted.status).toBe(202);
+    const taskId = submitted.body.task_id as string;
+    const putResult = (token: string, attempt: number, body: Buffer, id = taskId) =>
+      fetch(`${gateway.base}/api/v1/agent/tasks/${id}/attempts/${attempt}/result`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
+        body,
+      });
+    const result = Buffer.from(JSON.stringify({ big: 'x'.repeat(100_000) }));
+
+    // Not started yet: nobody holds the lease.
+    expect((await putResult(tokens['m-placed'], 1, result)).status).toBe(403);
+    // The lease as the gateway records it when it reads task.started.
+    const tasks = new TasksRepository(db);
+    expect(
+      await tasks.markStarted({ taskId, attempt: 1, startedAt: new Date().toISOString(), containerId: 'c-task', machineId: 'm-placed' }),
+    ).toBeDefined();
+
+    const other = await putResult(tokens['m-other'], 1, result);
+    expect(other.status).toBe(403);
+    expect(((await other.json()) as { message: string }).message).toBe(
+      `attempt 1 of task ${taskId} is not leased to this machine (now, or yet)`,
+    );
+    expect((await putResult(tokens['m-placed'], 2, result)).status).toBe(403);
+    expect((await putResult(tokens['m-placed'], 1, result, randomUUID())).status).toBe(404);
+    const tooBig = await putResult(tokens['m-placed'], 1, Buffer.alloc(TASK_RESULT_MAX_BYTES + 1, 0x20));
+    expect(tooBig.status).toBe(413);
+    expect(((await tooBig.json()) as { message: string }).message).toMatch(`limited to ${TASK_RESULT_MAX_BYTES} bytes`);
+
+    const stored = await putResult(tokens['m-placed'], 1, result);
+    expect(stored.status).toBe(201);
+    expect(await stored.json()).toEqual({ resultRef: `${taskId}.1` });
+    const again = await putResult(tokens['m-placed'], 1, Buffer.from('{"other":true}'));
+    expect(again.status).toBe(409);
   });
 });

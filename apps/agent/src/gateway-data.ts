@@ -5,7 +5,7 @@ export interface GatewayAccess {
 }
 
 /**
- * One call of the agent's data plane on the gateway (code bundles, large request bodies), with
+ * One call of the agent's data plane on the gateway (code bundles, large request bodies, large task results), with
  * the machine token; the pinned CA applies through the global fetch dispatcher. Throws when the
  * gateway cannot be reached; any answer, refusals included, is returned.
  */
@@ -14,10 +14,16 @@ export async function callGateway(
   path: string,
   timeoutMs: number,
   fetchImpl: typeof fetch = fetch,
+  put?: Uint8Array,
 ): Promise<Response> {
   const url = `${access.gatewayUrl.replace(/\/+$/, '')}${path}`;
   try {
-    return await fetchImpl(url, { headers: { authorization: `Bearer ${access.token}` }, signal: AbortSignal.timeout(timeoutMs) });
+    return await fetchImpl(url, {
+      method: put ? 'PUT' : 'GET',
+      headers: { authorization: `Bearer ${access.token}`, ...(put ? { 'content-type': 'application/octet-stream' } : {}) },
+      body: put,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
     throw new Error(`cannot reach ${url}: ${err.cause?.code ?? err.cause?.message ?? err.message}`, { cause: e });

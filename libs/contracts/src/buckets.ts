@@ -51,7 +51,7 @@ export const RESULTS_BUCKET: BucketSpec = {
   name: 'results',
   owner: 'gateway',
   description:
-    'Object store of task results over TASK_RESULT_INLINE_BYTES (object name: `<task id>.<attempt>`, see taskResultName; up to TASK_RESULT_MAX_BYTES). Put once per task and attempt by the agent holding the lease of the attempt, before it publishes tern.task.<machine id>.completed.v1 with resultRef; the gateway takes a resultRef only when it names that object, and reads it when a caller asks for the result. No TTL: results live as long as their task.',
+    'Object store of task results over TASK_RESULT_INLINE_BYTES (object name: `<task id>.<attempt>`, see taskResultName; up to TASK_RESULT_MAX_BYTES). Put once per task and attempt by the gateway on PUT /api/v1/agent/tasks/<taskId>/attempts/<n>/result from the machine holding the lease of the attempt (a second PUT is 409; agents have no access to the store), before that machine publishes tern.task.<machine id>.completed.v1 with resultRef; the gateway takes a resultRef only when it names that object, and reads it when a caller asks for the result. No TTL: results live as long as their task.',
 };
 
 /** The results object of one attempt of a task: the only resultRef the gateway accepts for it. */

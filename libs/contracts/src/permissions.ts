@@ -138,12 +138,12 @@ export const BUCKET_ACCESS: readonly BucketAccess[] = [
   { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'autoscaler'] },
   { bucket: AUTOSCALER_LEADER_BUCKET, kind: 'kv', write: ['autoscaler'], read: ['autoscaler'] },
   { bucket: REPUTATION_BUCKET, kind: 'kv', write: ['reputation'], read: ['gateway', 'scheduler'] },
-  // Until agents write results over the gateway's HTTPS API (issue 11), they write them in the
-  // store. Code bundles and large request bodies they fetch from the gateway (AGENT_CODE_PATH,
-  // AGENT_BODIES_PATH), which checks the placement or the machine a request was routed to.
+  // Machines have no access to the object stores: they fetch code bundles and large request
+  // bodies from the gateway and hand it large task results over HTTPS with their machine token
+  // (AGENT_CODE_PATH, AGENT_BODIES_PATH, agentResultPath), which checks placement and leases.
   { bucket: BODIES_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: CODE_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
-  { bucket: RESULTS_BUCKET, kind: 'object', write: ['agent'], read: ['gateway'] },
+  { bucket: RESULTS_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
 ];
 
 /**

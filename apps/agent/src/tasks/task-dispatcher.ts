@@ -5,6 +5,7 @@ import {
   type Contract,
   STREAMS,
   AGENT_TASK_CANCEL,
+  agentResultPath,
   TASK_COMPLETED,
   TASK_FAILED,
   TASK_RESULT_INLINE_BYTES,
@@ -12,10 +13,12 @@ import {
   type TaskFailureCause,
   TaskItem,
   taskConsumerName,
+  taskResultName,
 } from '#tern/contracts';
-import { decode, Messaging, putTaskResult, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
+import { decode, Messaging, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
 import { backoffMs, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
@@ -201,7 +204,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       if (outcome.kind === 'ok') {
         const big = outcome.json.length > TASK_RESULT_INLINE_BYTES;
         const result = big
-          ? { resultRef: await putTaskResult(this.messaging, task.taskId, attempt, outcome.json) }
+          ? { resultRef: await this.putResult(task.taskId, attempt, outcome.json) }
           : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
         await this.publish(
           TASK_COMPLETED,
@@ -240,6 +243,25 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** A task event, retried briefly: an outcome must not be lost to a blip. Throws when NATS stays away. */
+  /**
+   * Stores a large result with the gateway, which takes it only from the machine holding the
+   * attempt's lease: the lease is recorded when the gateway has read task.started, so a 403 is
+   * retried for a while (the start may still be on its way). A 409 means this attempt's result is
+   * stored already (an earlier try of ours whose answer was lost): only the lease holder can write it.
+   */
+  private async putResult(taskId: string, attempt: number, json: Uint8Array): Promise<string> {
+    const { gatewayUrl, token } = this.ctx.settings;
+    const path = agentResultPath(taskId, attempt);
+    for (let tryNo = 0; ; tryNo++) {
+      const response = await callGateway({ gatewayUrl, token }, path, 120_000, fetch, json);
+      if (response.ok) return ((await response.json()) as { resultRef: string }).resultRef;
+      if (response.status === 409) return taskResultName(taskId, attempt);
+      if (response.status !== 403 || tryNo >= 20)
+        throw new Error(`storing the result of ${taskId} attempt ${attempt}: the gateway answered ${await refusalOf(response)}`);
+      await sleep(500);
+    }
+  }
+
   private async publish<T extends object>(contract: Contract<T>, payload: T, msgId: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {

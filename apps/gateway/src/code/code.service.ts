@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { CODE_BUNDLE_MAX_BYTES } from '#tern/contracts';
 import { CodeBundlesRepository } from '#tern/persistence';
 import { CodeStore } from './code-store.js';
+import { readBounded } from '../read-bounded.js';
 
 export interface CodeUploadResult {
   digest: string;
@@ -45,7 +46,7 @@ export class CodeService {
     }
     const declared = Number(contentLength);
     if (Number.isFinite(declared) && declared > CODE_BUNDLE_MAX_BYTES) throw tooLarge(`content-length ${declared}`);
-    const bundle = await readBounded(body);
+    const bundle = await readBounded(body, CODE_BUNDLE_MAX_BYTES, tooLarge);
     const actual = createHash('sha256').update(bundle).digest('hex');
     if (actual !== hex) throw new BadRequestException([`digest does not match the body: the body's sha256 is ${actual}`]);
     const existing = await this.store.info(hex);
@@ -64,21 +65,4 @@ function tooLarge(detail: string): PayloadTooLargeException {
   return new PayloadTooLargeException(
     `code bundles are limited to ${CODE_BUNDLE_MAX_BYTES / 2 ** 20} MiB (${detail}); leave data and models out of the folder and load them in on_start`,
   );
-}
-
-/** Reads by hand (not for-await, which would destroy the socket and lose the 413); the rest is drained before the answer. */
-function readBounded(body: Readable): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let received = 0;
-    body.on('data', (chunk: Buffer) => {
-      received += chunk.length;
-      if (received <= CODE_BUNDLE_MAX_BYTES) return void chunks.push(chunk);
-      body.pause();
-      body.removeAllListeners('data');
-      reject(tooLarge(`more than ${CODE_BUNDLE_MAX_BYTES} bytes sent`));
-    });
-    body.once('end', () => resolve(Buffer.concat(chunks)));
-    body.once('error', reject);
-  });
 }

@@ -4,6 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { TASK_PAYLOAD_MAX_BYTES } from '#tern/contracts';
 import { EndpointsModule } from '../endpoints/endpoints.module.js';
 import { installRawBody } from '../endpoints/raw-body.js';
+import { MachineRegistrationModule } from '../machine-registration/machine-registration.module.js';
+import { AgentResultsController } from './agent-results.controller.js';
 import { CallbackDelivery } from './callback-delivery.js';
 import { TaskEventsController } from './task-events.controller.js';
 import { TaskQueueController } from './taskqueue.controller.js';
@@ -17,8 +19,8 @@ import { TasksService } from './tasks.service.js';
 
 /** Task queues: submit, read, wait, cancel; the task state machine; the outbox relay, ttl expiry and callbacks (see docs/architecture.md, Task queues). */
 @Module({
-  imports: [EndpointsModule],
-  controllers: [TaskQueueController, TasksController, TaskEventsController],
+  imports: [EndpointsModule, MachineRegistrationModule],
+  controllers: [TaskQueueController, TasksController, TaskEventsController, AgentResultsController],
   providers: [TaskSubmissionService, TaskTransitions, TasksService, TaskWaiters, TaskOutboxRelay, TaskExpiry, CallbackDelivery],
   exports: [TasksService],
 })

@@ -11,3 +11,11 @@ export const AGENT_CODE_PATH = '/api/v1/agent/code';
  * once (then deleted) and only to the machine the request was routed to.
  */
 export const AGENT_BODIES_PATH = '/api/v1/agent/bodies';
+
+/**
+ * `PUT <agentResultPath(taskId, attempt)>`: a task result over TASK_RESULT_INLINE_BYTES, as
+ * application/octet-stream (the JSON bytes), from the machine holding that attempt's lease; once.
+ */
+export function agentResultPath(taskId: string, attempt: number): string {
+  return `/api/v1/agent/tasks/${encodeURIComponent(taskId)}/attempts/${attempt}/result`;
+}
