@@ -30,13 +30,14 @@ export function taskConsumerSpec(deploymentId: string, version: number): Consume
 }
 
 /**
- * Keeps the result of one attempt of a task, too large for its row, once: a second write of the
- * same attempt (a retried publish) leaves the first. Answers its object name.
+ * Keeps the result of one attempt of a task, too large for its row, once. Answers its object
+ * name, or undefined when that attempt's result is stored already (the first write stands).
  */
-export async function putTaskResult(messaging: Messaging, taskId: string, attempt: number, json: Uint8Array): Promise<string> {
+export async function putTaskResult(messaging: Messaging, taskId: string, attempt: number, json: Uint8Array): Promise<string | undefined> {
   const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
   const name = taskResultName(taskId, attempt);
-  if (!(await store.info(name))) await store.putBlob({ name }, json);
+  if (await store.info(name)) return undefined;
+  await store.putBlob({ name }, json);
   return name;
 }
 

@@ -16,8 +16,8 @@ import {
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { FINAL_TASK_STATES, RESULTS_BUCKET, TASK_RESULT_MAX_BYTES, taskResultName } from '#tern/contracts';
-import { Messaging } from '#tern/messaging';
+import { FINAL_TASK_STATES, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { Messaging, putTaskResult } from '#tern/messaging';
 import { Public } from '#tern/observability';
 import { type Machine, TasksRepository } from '#tern/persistence';
 import { CurrentMachine, MachineTokenOnly } from '../machine-registration/machine-caller.js';
@@ -74,10 +74,8 @@ export class AgentResultsController {
     } catch {
       throw new BadRequestException(['the result is not JSON']);
     }
-    const store = await this.messaging.objectStore({ name: RESULTS_BUCKET.name });
-    const name = taskResultName(taskId, attempt);
-    if (await store.info(name)) throw new ConflictException(`the result of attempt ${attempt} of task ${taskId} is stored already`);
-    await store.putBlob({ name }, bytes);
+    const name = await putTaskResult(this.messaging, taskId, attempt, bytes);
+    if (!name) throw new ConflictException(`the result of attempt ${attempt} of task ${taskId} is stored already`);
     return { resultRef: name };
   }
 }
