@@ -27,7 +27,8 @@ export function natsAuthFiles(dir) {
 
 /**
  * The operator material kept in dir (created the first time; or taken from operatorDir, for a
- * second server of the same installation) and the server config for host:port.
+ * second server of the same installation) and the server config for host:port. Returns the
+ * paths of natsAuthFiles and the Tern account's public key (its directory in the JetStream store).
  */
 export async function prepareServer(dir, { host, port, operatorDir, tls }) {
   const a = await natsAuth();
@@ -38,7 +39,7 @@ export async function prepareServer(dir, { host, port, operatorDir, tls }) {
   // Rewritten at every start: the account JWT in it carries the latest revocations.
   a.writeSecret(f.config, a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver, tls }));
   a.writeSecret(f.signer, JSON.stringify(await a.accountSigner(inst), null, 2));
-  return f;
+  return { ...f, accountPublicKey: inst.account.publicKey };
 }
 
 /**

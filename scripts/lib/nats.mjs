@@ -2,11 +2,12 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { urlHost } from './exposure.mjs';
-import { UserError } from './log.mjs';
+import { step, UserError, warn } from './log.mjs';
 import { natsReachable } from './net.mjs';
 import { isSameProcess, procStart, sleep, stopProcess, which } from './proc.mjs';
 import { tail } from './logs.mjs';
 import { prepareServer } from './nats-auth.mjs';
+import { adoptAnonymousStreams } from './nats-upgrade.mjs';
 
 /**
  * Starts a private `nats-server` with JetStream in operator mode on host:port (loopback unless
@@ -21,6 +22,7 @@ export async function startNats({ dir, port, logFile, host = '127.0.0.1', localH
   if (!bin) throw new UserError('nats-server not found (apt-get install nats-server, or set NATS_URL)');
   mkdirSync(dir, { recursive: true });
   const f = await prepareServer(dir, { host, port, tls });
+  sayAdopted(adoptAnonymousStreams(f.store, f.accountPublicKey));
   const out = openSync(logFile, 'a');
   const child = spawn(bin, ['-c', f.config, '-P', join(dir, 'nats.pid')], { detached: true, stdio: ['ignore', out, out] });
   closeSync(out);
@@ -36,6 +38,23 @@ export async function startNats({ dir, port, logFile, host = '127.0.0.1', localH
     await sleep(100);
   }
   return { pid: child.pid, start: procStart(child.pid), port, url, child };
+}
+
+/** What upgrading a store from before operator mode did, and what is left to the user. */
+function sayAdopted({ moved, conflicts, from, to }) {
+  if (moved.length) {
+    step(`Moved ${moved.length} NATS stream(s) of a .tern/ from before operator mode into the Tern account: ${moved.join(', ')}`);
+  }
+  if (!conflicts.length) return;
+  warn(
+    [
+      `${conflicts.length} NATS stream(s) from before operator mode were not moved into the Tern account, which has streams`,
+      `  of the same names already (this version started on this .tern/ before, with them looking gone): ${conflicts.join(', ')}`,
+      `  The old ones, with your tasks, deployments and code, are in ${from}/; the new ones in ${to}/.`,
+      '  To get the old ones back: npm run down, remove the new ones of those names from the second folder, npm run up',
+      '  (it moves the old ones in). To keep the new ones instead: remove the first folder.',
+    ].join('\n'),
+  );
 }
 
 export async function stopNats(rec) {
