@@ -3,7 +3,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { execa } from 'execa';
+import { addLinkedNamespace, removeLinkedNamespace } from './netns.js';
 
 /** One HTTP request the host received. */
 export interface ReceivedRequest {
@@ -48,21 +48,12 @@ export class InternetHost {
     const octets = (address ?? `203.0.113.${4 * randomInt(0, 64) + 2}`).split('.').map(Number);
     if (octets.length !== 4 || octets[3] % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
     const [near, far] = [[...octets.slice(0, 3), octets[3] - 1].join('.'), octets.join('.')];
-    const ip = (...args: string[]) => execa('ip', args);
     // Tests running at once may each want the host at a given address: one at a time.
     const lock = address ? await lockAddress(address) : undefined;
     const host = new InternetHost(namespace, hostVeth, far, 8080);
     host.lock = lock;
     try {
-      await ip('netns', 'add', namespace);
-      await ip('link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', `ti${id}n`);
-      await ip('link', 'set', `ti${id}n`, 'netns', namespace);
-      await ip('addr', 'add', `${near}/30`, 'dev', hostVeth);
-      await ip('link', 'set', hostVeth, 'up');
-      await ip('netns', 'exec', namespace, 'ip', 'addr', 'add', `${far}/30`, 'dev', `ti${id}n`);
-      await ip('netns', 'exec', namespace, 'ip', 'link', 'set', `ti${id}n`, 'up');
-      await ip('netns', 'exec', namespace, 'ip', 'link', 'set', 'lo', 'up');
-      await ip('netns', 'exec', namespace, 'ip', 'route', 'add', 'default', 'via', near);
+      await addLinkedNamespace({ namespace, hostVeth, peerVeth: `ti${id}n`, near, far, defaultRoute: true });
       await host.serve(answers);
       return host;
     } catch (error) {
@@ -116,9 +107,7 @@ export class InternetHost {
       this.server.kill();
       await exited;
     }
-    // The veth pair goes with the namespace.
-    await execa('ip', ['netns', 'del', this.namespace], { reject: false });
-    await execa('ip', ['link', 'del', this.hostVeth], { reject: false });
+    await removeLinkedNamespace(this.namespace, this.hostVeth);
     if (this.lock) await rm(this.lock, { force: true });
   }
 }
