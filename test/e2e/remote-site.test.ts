@@ -126,11 +126,21 @@ const ownAddress = () =>
   it('answers the invokes of an endpoint placed on it and runs the tasks of a queue placed on it', async () => {
     const deployed = await stack.tern('deploy', example('hello-python', 'remote-hello', { keep_warm_seconds: '300' }));
     expect([deployed.code, deployed.stderr]).toEqual([0, '']);
-    const res = await fetch(`${stack.gateway}/endpoint/remote-hello`, {
-      method: 'POST',
-      headers: { ...auth(), 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Ada' }),
-    });
+    // The first call waits for a cold start, which a loaded machine may stretch past the
+    // gateway's invoke timeout (504): called again until a container answers.
+    const res = await waitFor(
+      'an answer from remote-hello',
+      async () => {
+        const r = await fetch(`${stack.gateway}/endpoint/remote-hello`, {
+          method: 'POST',
+          headers: { ...auth(), 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Ada' }),
+        });
+        return r.status !== 504 && r;
+      },
+      180_000,
+      1000,
+    );
     expect(res.status).toBe(200);
     expect(((await res.json()) as { hello: string }).hello).toBe('Ada');
     // The container that answered runs at the site: its bundle is in the remote agent's state dir.
