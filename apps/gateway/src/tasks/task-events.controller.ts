@@ -20,7 +20,7 @@ const refused = new Counter({
  * short: a first wait of 500 ms added half a second to most tasks in bench/tasks. A long backlog
  * of starts after a restart still gets waits that grow to 5 s.
  */
-export const NOT_YET_LEASED_BACKOFF: BackoffShape = { firstMs: 20, maxMs: 5000 };
+export const NOT_YET_LEASED_BACKOFF: BackoffShape = { firstMs: 5, maxMs: 5000 };
 
 /**
  * The agents' task events into the tasks table, one durable consumer per subject (shared by
