@@ -78,8 +78,11 @@ const ownAddress = () =>
       clearTimeout(timer);
       if (agent.exitCode === null) agent.kill('SIGKILL');
     }
-    await stack?.stop();
-    await site?.stop();
+    try {
+      await stack?.stop();
+    } finally {
+      await site?.stop();
+    }
   }, 120_000);
 
   it('joins with its join token through the one address it can reach, under its own NATS key', async () => {
@@ -108,7 +111,8 @@ const ownAddress = () =>
       500,
     );
     expect(ready.pool).toBe(POOL);
-    expect(agentLog()).toContain(`registered as ${MACHINE} in pool ${POOL}`);
+    // NATS too is reached at the control plane's address, the one registration advertised.
+    expect(agentLog()).toContain(`registered as ${MACHINE} in pool ${POOL}; NATS nats://${site.controlPlane}:`);
 
     // The join token is spent: the agent keeps the machine token it was given instead.
     const config = readFileSync(join(agentDir, 'config.yaml'), 'utf8');
