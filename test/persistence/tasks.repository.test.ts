@@ -218,6 +218,7 @@ describe('TasksRepository', () => {
       expect(await tasks.cancel(t.id, randomUUID())).toBeUndefined();
       expect(await tasks.cancel(t.id, workspaceId)).toEqual({
         id: t.id,
+        workspaceId,
         was: 'PENDING',
         machineId: null,
         attempts: 0,
@@ -237,7 +238,7 @@ describe('TasksRepository', () => {
       const done = await task({ deploymentId: own, state: 'COMPLETE' });
       const cancelled = await tasks.cancelAllOf(own, 'queue deleted');
       expect(cancelled.map((c) => c.id).sort()).toEqual([pending.id, running.id].sort());
-      expect(cancelled[0]).toEqual({ id: expect.any(String), streamSeq: null, endedAt: expect.any(Date) });
+      expect(cancelled[0]).toEqual({ id: expect.any(String), workspaceId, streamSeq: null, endedAt: expect.any(Date) });
       expect(await row(done.id)).toMatchObject({ state: 'COMPLETE' });
       expect(await tasks.cancelAllOf(own, 'again')).toEqual([]);
     });
@@ -250,7 +251,7 @@ describe('TasksRepository', () => {
       const forever = await task({ ttlSeconds: null }, 600);
       const started = await task({ ttlSeconds: 10, state: 'RUNNING' }, 60);
       const expired = await tasks.expirePastTtl();
-      expect(expired).toContainEqual({ id: past.id, streamSeq: 9, endedAt: expect.any(Date) });
+      expect(expired).toContainEqual({ id: past.id, workspaceId, streamSeq: 9, endedAt: expect.any(Date) });
       for (const t of [within, forever, started]) expect(expired.map((e) => e.id)).not.toContain(t.id);
       expect((await tasks.expirePastTtl()).map((e) => e.id)).not.toContain(past.id);
       expect(await row(past.id)).toMatchObject({ state: 'EXPIRED', error: 'waited longer than its ttl of 10 s without starting' });

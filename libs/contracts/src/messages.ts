@@ -21,6 +21,7 @@ export * from './container/container-log-line.js';
 export * from './invoke/invoke.js';
 export * from './task/task-item.js';
 export * from './task/task-submitted.js';
+export * from './task/task-submit.js';
 export * from './task/task-started.js';
 export * from './task/task-completed.js';
 export * from './task/task-failed.js';

@@ -87,7 +87,7 @@ export class TaskTransitions {
     // Handed the task past its last attempt, this machine says the attempt before was lost.
     if (!changed && e.cause === 'container-lost' && e.containerId)
       changed = await this.tasks.markLastAttemptLost({ ...e, containerId: e.containerId, error });
-    if (changed) this.announce(e.taskId, state, e.failedAt);
+    if (changed) await this.announceAgentOutcome(e.taskId, state, e.failedAt);
     return this.verdict(TASK_FAILED, e, changed);
   }
 
@@ -111,7 +111,7 @@ export class TaskTransitions {
       containerId: e.containerId,
       machineId: e.machineId,
     });
-    if (changed) this.announce(e.taskId, 'COMPLETE', e.completedAt);
+    if (changed) await this.announceAgentOutcome(e.taskId, 'COMPLETE', e.completedAt);
     return this.verdict(TASK_COMPLETED, e, changed);
   }
 
@@ -129,26 +129,35 @@ export class TaskTransitions {
    */
   async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
     const cancelled = await this.tasks.cancel(taskId, workspaceId);
-    if (cancelled) this.announce(taskId, 'CANCELLED', cancelled.endedAt.toISOString());
+    if (cancelled) this.announce(taskId, cancelled.workspaceId, 'CANCELLED', cancelled.endedAt.toISOString());
     return cancelled;
   }
 
   /** Every task of a deleted task queue not yet ended becomes CANCELLED; returns how many. */
   async cancelAllOf(deploymentId: string, reason: string): Promise<number> {
     const cancelled = await this.tasks.cancelAllOf(deploymentId, reason);
-    for (const t of cancelled) this.announce(t.id, 'CANCELLED', t.endedAt.toISOString());
+    for (const t of cancelled) this.announce(t.id, t.workspaceId, 'CANCELLED', t.endedAt.toISOString());
     return cancelled.length;
   }
 
   /** Pending tasks past their ttl become EXPIRED; returns where their messages sit. */
   async expire(limit = 500): Promise<EndedTask[]> {
     const expired = await this.tasks.expirePastTtl(limit);
-    for (const t of expired) this.announce(t.id, 'EXPIRED', t.endedAt.toISOString());
+    for (const t of expired) this.announce(t.id, t.workspaceId, 'EXPIRED', t.endedAt.toISOString());
     return expired;
   }
 
-  /** Tells every gateway replica's waiters (core NATS; a lost one is caught by their re-read). */
-  private announce(taskId: string, state: TaskState, endedAt: string) {
-    this.messaging.emit(TASK_ENDED, { taskId, state, endedAt });
+  /** An outcome a lease holder reported, announced to the task's workspace as recorded, never the payload's. */
+  private async announceAgentOutcome(taskId: string, state: TaskState, endedAt: string) {
+    const workspaceId = await this.tasks.workspaceOf(taskId);
+    if (workspaceId) this.announce(taskId, workspaceId, state, endedAt);
+  }
+
+  /**
+   * Tells every gateway replica's waiters and the workspace's integrators (core NATS, the
+   * workspace id a token; a lost one is caught by the waiters' re-read).
+   */
+  private announce(taskId: string, workspaceId: string, state: TaskState, endedAt: string) {
+    this.messaging.emit(TASK_ENDED, { taskId, workspaceId, state, endedAt }, [workspaceId]);
   }
 }

@@ -73,6 +73,7 @@ export interface LeaseClaim {
 /** A task just made final by a sweep or a cancel: where its TASKS message sits (null: never published). */
 export interface EndedTask {
   id: string;
+  workspaceId: string;
   streamSeq: number | null;
   endedAt: Date;
 }
@@ -287,6 +288,14 @@ export class TasksRepository {
     return rows[0];
   }
 
+  /** The workspace a task belongs to, as recorded at submission; undefined for an unknown task. */
+  async workspaceOf(taskId: string): Promise<string | undefined> {
+    const rows = await queryRowsOn<{ workspaceId: string }>(this.db, `SELECT workspace_id AS "workspaceId" FROM tasks WHERE id = $1`, [
+      taskId,
+    ]);
+    return rows[0]?.workspaceId;
+  }
+
   /** Cancels a task of the workspace not yet final; undefined when it was final already (or is not there). */
   async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
     const rows = await queryRowsOn<Raw<CancelledTask>>(
@@ -294,7 +303,7 @@ export class TasksRepository {
       `WITH before AS (SELECT id, state, machine_id, attempts FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
        UPDATE tasks t SET state = 'CANCELLED', error = 'cancelled by the user', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        FROM before WHERE t.id = before.id
-       RETURNING t.id, before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
+       RETURNING t.id, t.workspace_id AS "workspaceId", before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
       [taskId, workspaceId],
     );
     return rows.length ? withSeq<CancelledTask>(rows[0]) : undefined;
@@ -305,7 +314,7 @@ export class TasksRepository {
     const rows = await queryRowsOn<Raw<EndedTask>>(
       this.db,
       `UPDATE tasks SET state = 'CANCELLED', error = $2, ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
-       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, workspace_id AS "workspaceId", stream_seq AS "streamSeq", ended_at AS "endedAt"`,
       [deploymentId, reason],
     );
     return rows.map((r) => withSeq<EndedTask>(r));
@@ -318,7 +327,7 @@ export class TasksRepository {
       `UPDATE tasks SET state = 'EXPIRED', error = 'waited longer than its ttl of ' || ttl_seconds || ' s without starting', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        WHERE id IN (SELECT id FROM tasks WHERE state = 'PENDING' AND ttl_seconds IS NOT NULL AND created_at + ttl_seconds * interval '1 second' < now()
                     ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING id, stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+       RETURNING id, workspace_id AS "workspaceId", stream_seq AS "streamSeq", ended_at AS "endedAt"`,
       [limit],
     );
     return rows.map((r) => withSeq<EndedTask>(r));
