@@ -115,9 +115,24 @@ describe('TasksRepository', () => {
 
     it('starts an attempt once, never an older one, and answers the row as it was', async () => {
       const t = await task();
-      expect(await start(t.id, 1)).toEqual({ was: 'PENDING', wasAttempt: 0, wasMachine: null, wasContainer: null });
+      const ofTask = { workspaceId, deploymentId };
+      expect(await start(t.id, 1)).toEqual({
+        ...row,
+        was: 'PENDING',
+        wasAttempt: 0,
+        wasMachine: null,
+        wasContainer: null,
+        wasStartedAt: null,
+      });
       expect(await start(t.id, 1)).toBeUndefined();
-      expect(await start(t.id, 2, 'm-2')).toEqual({ was: 'RUNNING', wasAttempt: 1, wasMachine: 'm-1', wasContainer: 'c-1' });
+      expect(await start(t.id, 2, 'm-2')).toEqual({
+        ...ofTask,
+        was: 'RUNNING',
+        wasAttempt: 1,
+        wasMachine: 'm-1',
+        wasContainer: 'c-1',
+        wasStartedAt: expect.any(Date),
+      });
       expect(await start(t.id, 1)).toBeUndefined();
       expect(await row(t.id)).toMatchObject({ state: 'RUNNING', attempts: 2, machineId: 'm-2', containerId: 'c-2' });
     });
@@ -133,9 +148,9 @@ describe('TasksRepository', () => {
     it('retries only on the word of the lease holder of the current attempt', async () => {
       const t = await task();
       await start(t.id, 2);
-      expect(await tasks.markRetrying(lease(t.id, 1), 'old')).toBe(false);
-      expect(await tasks.markRetrying(lease(t.id, 2, 'm-2'), 'not mine')).toBe(false);
-      expect(await tasks.markRetrying(lease(t.id, 2), 'boom')).toBe(true);
+      expect(await tasks.markRetrying(lease(t.id, 1), 'old')).toBeUndefined();
+      expect(await tasks.markRetrying(lease(t.id, 2, 'm-2'), 'not mine')).toBeUndefined();
+      expect(await tasks.markRetrying(lease(t.id, 2), 'boom')).toBeDefined();
       expect(await row(t.id)).toMatchObject({ state: 'RETRY', attempts: 2, error: 'boom' });
     });
 
@@ -149,10 +164,10 @@ describe('TasksRepository', () => {
         ...over,
       });
       await start(t.id, 1);
-      expect(await tasks.markFailed(failure(lease(t.id, 1, 'm-2')))).toBe(false);
-      expect(await tasks.markFailed(failure(lease(t.id, 1)))).toBe(true);
-      expect(await tasks.markFailed(failure(lease(t.id, 1), { state: 'ERROR', error: 'again' }))).toBe(false);
-      expect(await tasks.markRetrying(lease(t.id, 1), 'later')).toBe(false);
+      expect(await tasks.markFailed(failure(lease(t.id, 1, 'm-2')))).toBeUndefined();
+      expect(await tasks.markFailed(failure(lease(t.id, 1)))).toBeDefined();
+      expect(await tasks.markFailed(failure(lease(t.id, 1), { state: 'ERROR', error: 'again' }))).toBeUndefined();
+      expect(await tasks.markRetrying(lease(t.id, 1), 'later')).toBeUndefined();
       expect(await row(t.id)).toMatchObject({
         state: 'TIMEOUT',
         error: 'timeout: slow',
@@ -177,10 +192,10 @@ describe('TasksRepository', () => {
           error: 'container-lost',
           failedAt: new Date().toISOString(),
         });
-      expect(await lost('m-2', 'c-other')).toBe(false);
+      expect(await lost('m-2', 'c-other')).toBeUndefined();
       await start(t.id, 2);
-      expect(await lost('m-2', 'c-2', 1)).toBe(false); // attempt 2 began since
-      expect(await lost('m-2', 'c-2', 2)).toBe(true);
+      expect(await lost('m-2', 'c-2', 1)).toBeUndefined(); // attempt 2 began since
+      expect(await lost('m-2', 'c-2', 2)).toBeDefined();
       expect(await row(t.id)).toMatchObject({ state: 'ERROR', attempts: 2, machineId: 'm-1', error: 'container-lost' });
     });
 
@@ -196,11 +211,17 @@ describe('TasksRepository', () => {
           containerId: placed[machineId],
           machineId,
         });
-      expect(await completion('{"never": "given"}', 'm-1')).toBe(false);
+      expect(await completion('{"never": "given"}', 'm-1')).toBeUndefined();
       await start(t.id, 1);
-      expect(await completion('{"not": "holder"}', 'm-2')).toBe(false);
-      expect(await completion('{"first": true}', 'm-1')).toBe(true);
-      expect(await completion('{"second": true}', 'm-1')).toBe(false);
+      expect(await completion('{"not": "holder"}', 'm-2')).toBeUndefined();
+      expect(await completion('{"first": true}', 'm-1')).toEqual({
+        workspaceId,
+        deploymentId: t.deploymentId,
+        machineId: 'm-1',
+        containerId: 'c-1',
+        startedAt: expect.any(Date),
+      });
+      expect(await completion('{"second": true}', 'm-1')).toBeUndefined();
       expect(await start(t.id, 2)).toBeUndefined();
       expect(await tasks.leaseOf(t.id)).toEqual({ state: 'COMPLETE', attempts: 1, machineId: 'm-1', containerId: 'c-1' });
       expect(await row(t.id)).toMatchObject({

@@ -61,7 +61,11 @@ describe('integrator NATS users', () => {
   /** Messages on a subject, as they arrive. */
   const collect = (conn: NatsConnection, subject: string) => {
     const seen: Msg[] = [];
-    conn.subscribe(subject, { callback: (_err, msg) => seen.push(msg) });
+    conn.subscribe(subject, {
+      callback: (_err, msg) => {
+        seen.push(msg);
+      },
+    });
     return seen;
   };
 

@@ -25,6 +25,7 @@ export * from './task/task-submit.js';
 export * from './task/task-started.js';
 export * from './task/task-completed.js';
 export * from './task/task-failed.js';
+export * from './task/task-attempt-ended.js';
 export * from './task/task-cancelled.js';
 export * from './task/task-ended.js';
 export * from './scale/scale-decision.js';

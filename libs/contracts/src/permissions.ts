@@ -34,6 +34,7 @@ import {
   SCALE_BACKLOG,
   SCALE_COMMAND,
   SCALE_DECISION,
+  TASK_ATTEMPT_ENDED,
   TASK_CANCELLED,
   TASK_COMPLETED,
   TASK_ENDED,
@@ -96,7 +97,8 @@ const forIntegrators = (a: ContractAccess, integrator: IntegratorScope): Contrac
 export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(AGENT_CONTAINER_START, ['scheduler'], ['agent'], true),
   access(AGENT_CONTAINER_STOP, ['scheduler'], ['agent'], true),
-  access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler'], true),
+  // Reputation times a start from the scheduler's command, not from the agent's word.
+  access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler', 'reputation'], true),
   access(CONTAINER_STARTING, ['agent'], ['scheduler'], true),
   access(CONTAINER_STARTED, ['agent'], ['scheduler', 'metering'], true),
   access(CONTAINER_READY, ['agent'], ['scheduler', 'reputation'], true),
@@ -123,10 +125,13 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   forIntegrators(access(TASK_SUBMIT, [], ['gateway']), 'submit'),
   // A cancel goes only to the machine that holds the task's lease.
   access(AGENT_TASK_CANCEL, ['gateway'], ['agent'], true),
-  access(TASK_STARTED, ['agent'], ['gateway', 'metering'], true),
-  access(TASK_COMPLETED, ['agent'], ['gateway', 'metering', 'reputation'], true),
+  // Agents' task events are claims only the gateway hears: it checks them against the lease and
+  // says what it accepted in task.attempt-ended, which metering and reputation read instead.
+  access(TASK_STARTED, ['agent'], ['gateway'], true),
+  access(TASK_COMPLETED, ['agent'], ['gateway'], true),
   // The gateway reports an attempt that never reported as lost (container-lost) when the next one starts.
-  access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation'], true),
+  access(TASK_FAILED, ['agent', 'gateway'], ['gateway'], true),
+  access(TASK_ATTEMPT_ENDED, ['gateway'], ['metering', 'reputation']),
   forIntegrators(access(TASK_ENDED, ['gateway'], ['gateway']), 'events'),
   // The autoscaler reads the queue's consumer state (pending tasks); agents pull from it.
   access(TASK_ITEM, ['gateway'], ['agent', 'autoscaler']),

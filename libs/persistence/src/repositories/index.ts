@@ -14,6 +14,7 @@ export type {
   EndedTask,
   LeaseClaim,
   NewTask,
+  SettledAttempt,
   StartedOver,
   TaskLease,
   TaskListFilter,

@@ -49,7 +49,23 @@ export interface StartedOver {
   wasAttempt: number;
   wasMachine: string | null;
   wasContainer: string | null;
+  /** When the attempt before was seen to start. */
+  wasStartedAt: Date | null;
+  workspaceId: string;
+  deploymentId: string;
 }
+
+/** The attempt an outcome settled, as the tasks table knows it (never as the reporter says). */
+export interface SettledAttempt {
+  workspaceId: string;
+  deploymentId: string;
+  machineId: string | null;
+  containerId: string | null;
+  /** When the attempt was seen to start (its lease); null when it never was. */
+  startedAt: Date | null;
+}
+
+const SETTLED = `workspace_id AS "workspaceId", deployment_id AS "deploymentId", machine_id AS "machineId", container_id AS "containerId", started_at AS "startedAt"`;
 
 /**
  * Who holds a task's lease: the attempt last started, on which machine and container (recorded
@@ -206,38 +222,41 @@ export class TasksRepository {
   }): Promise<StartedOver | undefined> {
     const rows = await queryRowsOn<StartedOver>(
       this.db,
-      `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 AND ${PLACED} FOR UPDATE)
+      `WITH before AS (SELECT id, state, attempts, machine_id, container_id, started_at FROM tasks WHERE id = $1 AND ${PLACED} FOR UPDATE)
        UPDATE tasks t SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
        FROM before WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < $2
-       RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer"`,
+       RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer", before.started_at AS "wasStartedAt",
+         t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId"`,
       [e.taskId, e.attempt, e.startedAt, e.containerId, e.machineId],
     );
     return rows[0];
   }
 
   /** An attempt failed and another follows: RETRY, when the reporter holds the attempt's lease and the task is not final. */
-  async markRetrying(claim: LeaseClaim, error: string): Promise<boolean> {
-    const rows = await queryRowsOn(
+  async markRetrying(claim: LeaseClaim, error: string): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = 'RETRY', error = $3, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(2, 4, 5)} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(2, 4, 5)} RETURNING ${SETTLED}`,
       [claim.taskId, claim.attempt, error, claim.machineId, claim.containerId ?? null],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /**
    * The last attempt failed: ERROR or TIMEOUT, when the reporter holds the attempt's lease and
    * the task is not final; its callback becomes due.
    */
-  async markFailed(claim: LeaseClaim & { state: 'ERROR' | 'TIMEOUT'; error: string; failedAt: string }): Promise<boolean> {
-    const rows = await queryRowsOn(
+  async markFailed(
+    claim: LeaseClaim & { state: 'ERROR' | 'TIMEOUT'; error: string; failedAt: string },
+  ): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = $2, error = $4, ended_at = $5, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(3, 6, 7)} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(3, 6, 7)} RETURNING ${SETTLED}`,
       [claim.taskId, claim.state, claim.attempt, claim.error, claim.failedAt, claim.machineId, claim.containerId ?? null],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /**
@@ -246,14 +265,16 @@ export class TasksRepository {
    * container is not one the scheduler placed on that machine for the task's version (only such
    * a machine can be handed the task). The lease holder, if any, stays recorded as the one that lost it.
    */
-  async markLastAttemptLost(claim: LeaseClaim & { containerId: string; error: string; failedAt: string }): Promise<boolean> {
-    const rows = await queryRowsOn(
+  async markLastAttemptLost(
+    claim: LeaseClaim & { containerId: string; error: string; failedAt: string },
+  ): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = 'ERROR', attempts = $2, error = $3, ended_at = $6, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 AND ${PLACED} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 AND ${PLACED} RETURNING ${SETTLED}`,
       [claim.taskId, claim.attempt, claim.error, claim.containerId, claim.machineId, claim.failedAt],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /**
@@ -268,14 +289,14 @@ export class TasksRepository {
     completedAt: string;
     containerId: string;
     machineId: string;
-  }): Promise<boolean> {
-    const rows = await queryRowsOn(
+  }): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, ended_at = $5, error = NULL, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)} RETURNING ${SETTLED}`,
       [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
