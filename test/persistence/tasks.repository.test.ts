@@ -117,7 +117,7 @@ describe('TasksRepository', () => {
       const t = await task();
       const ofTask = { workspaceId, deploymentId };
       expect(await start(t.id, 1)).toEqual({
-        ...row,
+        ...ofTask,
         was: 'PENDING',
         wasAttempt: 0,
         wasMachine: null,
