@@ -109,7 +109,7 @@ export class ReputationEventsController {
     const readyAt = delivery.storedAt.getTime();
     if (commandedAt(this.book.get(e.machineId), e.containerId) === undefined) {
       if (Date.now() - readyAt < COMMAND_WAIT_MS) return delivery.retryLater(Math.min(5000, 500 * delivery.deliveryCount));
-      readiesRefused.inc();
+      readiesRefused.inc({ reason: 'not-commanded' });
       return delivery.reject(`container ${e.containerId} was never commanded to start on machine ${e.machineId}`);
     }
     await this.change(e.machineId, undefined, (r) => applyObservedReady(r, e.containerId, e.deploymentId, readyAt, this.params));

@@ -15,5 +15,6 @@ export const recomputeSeconds = new Histogram({
 
 export const readiesRefused = new Counter({
   name: 'tern_reputation_readies_refused_total',
-  help: 'container.ready events not counted: the scheduler never commanded that machine to start that container.',
+  help: 'container.ready events not counted, by reason (not-commanded: the scheduler never commanded that machine to start that container).',
+  labelNames: ['reason'],
 });
