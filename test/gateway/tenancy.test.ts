@@ -1,6 +1,7 @@
 import { runningGateway } from '../support/gateway.js';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { newUserKey } from '#tern/nats-auth';
 import { registration } from '../machines/harness.js';
 
 /**
@@ -38,6 +39,7 @@ interface Objects {
   tokenId: string;
   machineId: string;
   digest: string;
+  natsUserId: string;
 }
 
 const spec = (a: Objects, name: string, kind = 'endpoint') => ({ name, kind, handler: 'app.py:predict', code: a.digest });
@@ -73,6 +75,13 @@ const ROUTES: Record<string, Route> = {
   // B creates a token in its own workspace (a member is refused); never in A's.
   'POST /api/v1/tokens': { access: 'workspace', body: () => ({ name: 'b-token' }), also: [201] },
   'DELETE /api/v1/tokens/{id}': { access: 'workspace' },
+  // An integrator's NATS user for A: B's admin is refused another workspace, B's member any.
+  'POST /api/v1/nats/users': {
+    access: 'workspace',
+    body: (a) => ({ name: 'b-bridge', workspace: a.workspaceId, allow: ['events', 'submit'], publicKey: newUserKey().publicKey }),
+  },
+  'GET /api/v1/nats/users': { access: 'workspace', query: (a) => `workspace=${a.workspaceId}` },
+  'DELETE /api/v1/nats/users/{id}': { access: 'workspace' },
   'GET /api/v1/pools': { access: 'shared' },
   'GET /api/v1/pools/{name}': { access: 'shared' },
   'GET /api/v1/machines': { access: 'workspace' },
@@ -116,6 +125,7 @@ function fill(path: string, a: Objects): string {
     if (path.startsWith('/taskqueue/')) return a.queue;
     if (path.startsWith('/api/v1/tasks/') || path.startsWith('/api/v1/agent/tasks/')) return a.taskId;
     if (path.startsWith('/api/v1/tokens/')) return a.tokenId;
+    if (path.startsWith('/api/v1/nats/users/')) return a.natsUserId;
     if (path.startsWith('/api/v1/machines/')) return a.machineId;
     if (path.startsWith('/api/v1/pools/')) return 'default';
     throw new Error(`no value for {${param}} in ${path}`);
@@ -206,6 +216,9 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
       tokenId: wa.memberId,
       machineId: 'a-box',
       digest,
+      natsUserId: (
+        await call('POST', '/api/v1/nats/users', wa.admin, { name: 'a-bridge', allow: ['events'], publicKey: newUserKey().publicKey })
+      ).body.id,
     };
 
     const doc = (await call('GET', '/docs-json', OPERATOR)).body as { paths: Record<string, Record<string, unknown>> };
@@ -219,7 +232,18 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
   });
 
   /** A's identifiers that must never appear in an answer to B. */
-  const secrets = () => [a.workspaceId, a.deployment, a.deploymentId, a.queue, a.taskId, a.tokenId, a.machineId, 'tenant-a', '10.1.2.3'];
+  const secrets = () => [
+    a.workspaceId,
+    a.deployment,
+    a.deploymentId,
+    a.queue,
+    a.taskId,
+    a.tokenId,
+    a.machineId,
+    a.natsUserId,
+    'tenant-a',
+    '10.1.2.3',
+  ];
 
   it('has an expectation for every route of the OpenAPI document', () => {
     expect(routes.length).toBeGreaterThan(30);

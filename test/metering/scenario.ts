@@ -6,17 +6,15 @@ import {
   CONTAINER_STOPPED,
   type Contract,
   type ContainerResources,
-  TASK_COMPLETED,
-  TASK_FAILED,
-  TASK_STARTED,
+  TASK_ATTEMPT_ENDED,
   USAGE_INTERVAL,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
 import { type TestSchema } from '../support/isolation.js';
 
 /**
- * A made-up but realistic history of containers and tasks on two machines, as the agents and
- * the scheduler would publish it, with the lifetimes it stands for, so tests can compare what
+ * A made-up but realistic history of containers and tasks on two machines, as the agents, the
+ * scheduler and (for task attempts it accepted under their leases) the gateway would publish it, with the lifetimes it stands for, so tests can compare what
  * metering wrote with the truth. Machine m-b makes half its tasks fail.
  */
 export interface ScenarioContainer {
@@ -133,23 +131,20 @@ export function makeScenario(base: number, workspaces: [string, string], count =
       const startedAt = start + 1000 + k * 3000;
       const durationMs = 500 + Math.floor(random() * 2000);
       const task = { taskId, deploymentId: c.deploymentId, workspaceId: c.workspaceId, containerId: c.id, machineId, attempt: 1 };
-      events.push({ contract: TASK_STARTED, payload: { ...task, startedAt: iso(startedAt) }, msgId: `${taskId}:1:started` });
       const fails = machineId === 'm-b' && k % 2 === 0;
-      if (fails) {
-        events.push({
-          contract: TASK_FAILED,
-          payload: { ...task, cause: 'error', error: 'boom', willRetry: false, durationMs, failedAt: iso(startedAt + durationMs) },
-          msgId: `${taskId}:1:failed`,
-        });
-        tasks.failed++;
-      } else {
-        events.push({
-          contract: TASK_COMPLETED,
-          payload: { ...task, durationMs, completedAt: iso(startedAt + durationMs) },
-          msgId: taskId,
-        });
-        tasks.completed++;
-      }
+      events.push({
+        contract: TASK_ATTEMPT_ENDED,
+        payload: {
+          ...task,
+          ...(fails ? ({ outcome: 'failed', cause: 'error' } as const) : ({ outcome: 'completed' } as const)),
+          startedAt: iso(startedAt),
+          endedAt: iso(startedAt + durationMs),
+          durationMs,
+        },
+        msgId: `${taskId}:ended:1`,
+      });
+      if (fails) tasks.failed++;
+      else tasks.completed++;
       tasks.seconds += durationMs / 1000;
     }
   }

@@ -14,6 +14,7 @@ const TABLES = [
   'metered_containers',
   'metered_tasks',
   'migrations',
+  'nats_users',
   'pools',
   'reputation_machines',
   'reputation_scores',

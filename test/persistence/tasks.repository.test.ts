@@ -115,9 +115,24 @@ describe('TasksRepository', () => {
 
     it('starts an attempt once, never an older one, and answers the row as it was', async () => {
       const t = await task();
-      expect(await start(t.id, 1)).toEqual({ was: 'PENDING', wasAttempt: 0, wasMachine: null, wasContainer: null });
+      const ofTask = { workspaceId, deploymentId };
+      expect(await start(t.id, 1)).toEqual({
+        ...ofTask,
+        was: 'PENDING',
+        wasAttempt: 0,
+        wasMachine: null,
+        wasContainer: null,
+        wasStartedAt: null,
+      });
       expect(await start(t.id, 1)).toBeUndefined();
-      expect(await start(t.id, 2, 'm-2')).toEqual({ was: 'RUNNING', wasAttempt: 1, wasMachine: 'm-1', wasContainer: 'c-1' });
+      expect(await start(t.id, 2, 'm-2')).toEqual({
+        ...ofTask,
+        was: 'RUNNING',
+        wasAttempt: 1,
+        wasMachine: 'm-1',
+        wasContainer: 'c-1',
+        wasStartedAt: expect.any(Date),
+      });
       expect(await start(t.id, 1)).toBeUndefined();
       expect(await row(t.id)).toMatchObject({ state: 'RUNNING', attempts: 2, machineId: 'm-2', containerId: 'c-2' });
     });
@@ -133,9 +148,9 @@ describe('TasksRepository', () => {
     it('retries only on the word of the lease holder of the current attempt', async () => {
       const t = await task();
       await start(t.id, 2);
-      expect(await tasks.markRetrying(lease(t.id, 1), 'old')).toBe(false);
-      expect(await tasks.markRetrying(lease(t.id, 2, 'm-2'), 'not mine')).toBe(false);
-      expect(await tasks.markRetrying(lease(t.id, 2), 'boom')).toBe(true);
+      expect(await tasks.markRetrying(lease(t.id, 1), 'old')).toBeUndefined();
+      expect(await tasks.markRetrying(lease(t.id, 2, 'm-2'), 'not mine')).toBeUndefined();
+      expect(await tasks.markRetrying(lease(t.id, 2), 'boom')).toBeDefined();
       expect(await row(t.id)).toMatchObject({ state: 'RETRY', attempts: 2, error: 'boom' });
     });
 
@@ -149,10 +164,10 @@ describe('TasksRepository', () => {
         ...over,
       });
       await start(t.id, 1);
-      expect(await tasks.markFailed(failure(lease(t.id, 1, 'm-2')))).toBe(false);
-      expect(await tasks.markFailed(failure(lease(t.id, 1)))).toBe(true);
-      expect(await tasks.markFailed(failure(lease(t.id, 1), { state: 'ERROR', error: 'again' }))).toBe(false);
-      expect(await tasks.markRetrying(lease(t.id, 1), 'later')).toBe(false);
+      expect(await tasks.markFailed(failure(lease(t.id, 1, 'm-2')))).toBeUndefined();
+      expect(await tasks.markFailed(failure(lease(t.id, 1)))).toBeDefined();
+      expect(await tasks.markFailed(failure(lease(t.id, 1), { state: 'ERROR', error: 'again' }))).toBeUndefined();
+      expect(await tasks.markRetrying(lease(t.id, 1), 'later')).toBeUndefined();
       expect(await row(t.id)).toMatchObject({
         state: 'TIMEOUT',
         error: 'timeout: slow',
@@ -177,10 +192,10 @@ describe('TasksRepository', () => {
           error: 'container-lost',
           failedAt: new Date().toISOString(),
         });
-      expect(await lost('m-2', 'c-other')).toBe(false);
+      expect(await lost('m-2', 'c-other')).toBeUndefined();
       await start(t.id, 2);
-      expect(await lost('m-2', 'c-2', 1)).toBe(false); // attempt 2 began since
-      expect(await lost('m-2', 'c-2', 2)).toBe(true);
+      expect(await lost('m-2', 'c-2', 1)).toBeUndefined(); // attempt 2 began since
+      expect(await lost('m-2', 'c-2', 2)).toBeDefined();
       expect(await row(t.id)).toMatchObject({ state: 'ERROR', attempts: 2, machineId: 'm-1', error: 'container-lost' });
     });
 
@@ -196,11 +211,17 @@ describe('TasksRepository', () => {
           containerId: placed[machineId],
           machineId,
         });
-      expect(await completion('{"never": "given"}', 'm-1')).toBe(false);
+      expect(await completion('{"never": "given"}', 'm-1')).toBeUndefined();
       await start(t.id, 1);
-      expect(await completion('{"not": "holder"}', 'm-2')).toBe(false);
-      expect(await completion('{"first": true}', 'm-1')).toBe(true);
-      expect(await completion('{"second": true}', 'm-1')).toBe(false);
+      expect(await completion('{"not": "holder"}', 'm-2')).toBeUndefined();
+      expect(await completion('{"first": true}', 'm-1')).toEqual({
+        workspaceId,
+        deploymentId: t.deploymentId,
+        machineId: 'm-1',
+        containerId: 'c-1',
+        startedAt: expect.any(Date),
+      });
+      expect(await completion('{"second": true}', 'm-1')).toBeUndefined();
       expect(await start(t.id, 2)).toBeUndefined();
       expect(await tasks.leaseOf(t.id)).toEqual({ state: 'COMPLETE', attempts: 1, machineId: 'm-1', containerId: 'c-1' });
       expect(await row(t.id)).toMatchObject({
@@ -218,6 +239,7 @@ describe('TasksRepository', () => {
       expect(await tasks.cancel(t.id, randomUUID())).toBeUndefined();
       expect(await tasks.cancel(t.id, workspaceId)).toEqual({
         id: t.id,
+        workspaceId,
         was: 'PENDING',
         machineId: null,
         attempts: 0,
@@ -237,7 +259,7 @@ describe('TasksRepository', () => {
       const done = await task({ deploymentId: own, state: 'COMPLETE' });
       const cancelled = await tasks.cancelAllOf(own, 'queue deleted');
       expect(cancelled.map((c) => c.id).sort()).toEqual([pending.id, running.id].sort());
-      expect(cancelled[0]).toEqual({ id: expect.any(String), streamSeq: null, endedAt: expect.any(Date) });
+      expect(cancelled[0]).toEqual({ id: expect.any(String), workspaceId, streamSeq: null, endedAt: expect.any(Date) });
       expect(await row(done.id)).toMatchObject({ state: 'COMPLETE' });
       expect(await tasks.cancelAllOf(own, 'again')).toEqual([]);
     });
@@ -250,7 +272,7 @@ describe('TasksRepository', () => {
       const forever = await task({ ttlSeconds: null }, 600);
       const started = await task({ ttlSeconds: 10, state: 'RUNNING' }, 60);
       const expired = await tasks.expirePastTtl();
-      expect(expired).toContainEqual({ id: past.id, streamSeq: 9, endedAt: expect.any(Date) });
+      expect(expired).toContainEqual({ id: past.id, workspaceId, streamSeq: 9, endedAt: expect.any(Date) });
       for (const t of [within, forever, started]) expect(expired.map((e) => e.id)).not.toContain(t.id);
       expect((await tasks.expirePastTtl()).map((e) => e.id)).not.toContain(past.id);
       expect(await row(past.id)).toMatchObject({ state: 'EXPIRED', error: 'waited longer than its ttl of 10 s without starting' });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   CONTAINER_READY,
+  CONTAINER_SCHEDULED,
   MACHINE_HEARTBEAT,
   MACHINE_NETWORK_TESTED,
   MACHINE_STATE_CHANGED,
@@ -9,14 +10,14 @@ import {
   REPUTATION_BUCKET,
   REPUTATION_BUCKET_TTL_MS,
   type ReputationEntry,
-  TASK_COMPLETED,
-  TASK_FAILED,
+  TASK_ATTEMPT_ENDED,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
 
 /**
  * The events the reputation service learns from, published as their real senders do (the
- * scheduler's state changes, the agent's network test, container and task events).
+ * scheduler's state changes and start commands, the agent's network test and container events,
+ * the gateway's account of the task attempts it accepted).
  */
 export class MachineEvents {
   constructor(
@@ -57,18 +58,34 @@ export class MachineEvents {
     );
   }
 
+  /** The scheduler's start command (placement), then, `readyLatencyMs` later, the agent's ready. */
   async containerReady(machineId: string, deploymentId: string, readyLatencyMs = 1500): Promise<string> {
-    const containerId = `c-${randomUUID()}`;
-    await this.messaging.publish(CONTAINER_READY, {
-      containerId,
+    const [containerId] = await this.containersReady([[machineId, deploymentId]], readyLatencyMs);
+    return containerId;
+  }
+
+  /**
+   * Containers started together: every start command, then `readyLatencyMs` later every ready,
+   * so their start latencies (measured by reputation between the two reaching NATS) are alike.
+   */
+  async containersReady(starts: [machineId: string, deploymentId: string][], readyLatencyMs = 1500): Promise<string[]> {
+    const all = starts.map(([machineId, deploymentId]) => ({
+      containerId: `c-${randomUUID()}`,
       deploymentId,
       deploymentVersion: 1,
       workspaceId: this.workspaceId,
       machineId,
-      at: new Date().toISOString(),
-      readyLatencyMs,
-    });
-    return containerId;
+    }));
+    for (const ids of all) await this.scheduled(ids);
+    await new Promise((r) => setTimeout(r, readyLatencyMs));
+    for (const ids of all) await this.messaging.publish(CONTAINER_READY, { ...ids, at: new Date().toISOString(), readyLatencyMs });
+    return all.map((ids) => ids.containerId);
+  }
+
+  /** The scheduler placed a container and sends its start command. */
+  async scheduled(ids: { containerId: string; deploymentId: string; deploymentVersion: number; workspaceId: string; machineId: string }) {
+    const resources = { cpuMillicores: 1000, memoryBytes: 2 ** 30, gpuCount: 0 };
+    await this.messaging.publish(CONTAINER_SCHEDULED, { ...ids, at: new Date().toISOString(), resources, reason: 'scale-up' });
   }
 
   /** `count` task attempts of a deployment on a machine; every `failEvery`-th fails with a handler error (0: none). */
@@ -76,22 +93,18 @@ export class MachineEvents {
     for (let i = 0; i < count; i++) {
       const base = { taskId: `t-${randomUUID()}`, deploymentId, workspaceId: this.workspaceId, containerId, machineId, attempt: 1 };
       const at = new Date().toISOString();
-      if (failEvery > 0 && i % failEvery === 0) {
-        await this.messaging.publish(TASK_FAILED, {
+      const failed = failEvery > 0 && i % failEvery === 0;
+      await this.messaging.publish(
+        TASK_ATTEMPT_ENDED,
+        {
           ...base,
-          cause: 'error',
-          error: 'ValueError: boom',
-          willRetry: false,
-          durationMs: 20,
-          failedAt: at,
-        });
-      } else {
-        await this.messaging.publish(
-          TASK_COMPLETED,
-          { ...base, durationMs: 20, result: { ok: true }, completedAt: at },
-          { msgId: base.taskId },
-        );
-      }
+          ...(failed ? ({ outcome: 'failed', cause: 'error' } as const) : ({ outcome: 'completed' } as const)),
+          startedAt: at,
+          endedAt: at,
+          durationMs: 0,
+        },
+        { msgId: `${base.taskId}:ended:1` },
+      );
     }
   }
 }

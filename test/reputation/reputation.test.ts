@@ -67,13 +67,17 @@ describe('reputation service', () => {
     await events.joined('m-good', 'default', joined);
     await events.joined('m-bad', 'default', joined);
     // A deployment whose handler fails everywhere alike: no machine's fault.
-    const flakyGood = await events.containerReady('m-good', 'dep-flaky');
-    const flakyBad = await events.containerReady('m-bad', 'dep-flaky');
+    const [flakyGood, flakyBad] = await events.containersReady([
+      ['m-good', 'dep-flaky'],
+      ['m-bad', 'dep-flaky'],
+    ]);
     await events.tasks('m-good', 'dep-flaky', flakyGood, 10, 2);
     await events.tasks('m-bad', 'dep-flaky', flakyBad, 10, 2);
     // A deployment that succeeds on m-good and fails every other task on m-bad.
-    const good = await events.containerReady('m-good', 'dep-model');
-    const bad = await events.containerReady('m-bad', 'dep-model');
+    const [good, bad] = await events.containersReady([
+      ['m-good', 'dep-model'],
+      ['m-bad', 'dep-model'],
+    ]);
     await events.tasks('m-good', 'dep-model', good, 20, 0);
     await events.tasks('m-bad', 'dep-model', bad, 20, 2);
 

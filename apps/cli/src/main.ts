@@ -6,6 +6,7 @@ import { deploymentCommand, deploymentsCommand } from './commands/deployments.js
 import { invokeCommand } from './commands/invoke.js';
 import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
+import { natsCommand } from './commands/nats.js';
 import { poolCommand } from './commands/pool.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
@@ -25,6 +26,7 @@ const program = new Command('tern')
   .addCommand(taskCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
+  .addCommand(natsCommand())
   .addCommand(usageCommand());
 
 try {

@@ -12,6 +12,7 @@ import { SystemHealthModule } from './health/system-health.module.js';
 import { MachineRegistrationModule } from './machine-registration/machine-registration.module.js';
 import { MachinesModule } from './machines/machines.module.js';
 import { PoolsModule } from './pools/pools.module.js';
+import { NatsUsersModule } from './nats-users/nats-users.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
 import { TasksModule } from './tasks/tasks.module.js';
@@ -29,6 +30,7 @@ export class GatewayModule {
         AuthModule,
         SystemHealthModule,
         WorkspacesModule,
+        NatsUsersModule,
         NetworkTestModule,
         PoolsModule,
         MachinesModule,

@@ -22,6 +22,7 @@ import {
   TASK_FAILED,
   TASK_STARTED,
   SCALE_COMMAND,
+  SCALE_DECISION,
   TASK_SUBMITTED,
   allContracts,
   findContract,
@@ -50,7 +51,7 @@ function streamsCovering(subject: string): StreamName[] {
 
 describe('covers (the spec helper)', () => {
   it('follows NATS wildcard rules', () => {
-    expect(covers('tern.task.>', 'tern.task.submitted.v1')).toBe(true);
+    expect(covers('tern.task.>', 'tern.task.submitted.w-1.v1')).toBe(true);
     expect(covers('tern.task.>', 'tern.task')).toBe(false);
     expect(covers('tern.task.>', 'tern.tasks.*.v1')).toBe(false);
     expect(covers('tern.*.v1', 'tern.x.v1')).toBe(true);
@@ -62,12 +63,13 @@ describe('subjectFor', () => {
   it('fills the * tokens in order', () => {
     expect(subjectFor(MACHINE_HEARTBEAT, 'm-1')).toBe('tern.heartbeat.m-1.v1');
     expect(subjectFor(AGENT_CONTAINER_START, 'gpu_box_7')).toBe('tern.agent.gpu_box_7.container.start.v1');
-    expect(subjectFor(TASK_SUBMITTED)).toBe('tern.task.submitted.v1');
+    expect(subjectFor(SCALE_DECISION)).toBe('tern.scale.decision.v1');
+    expect(subjectFor(TASK_SUBMITTED, 'w-1')).toBe('tern.task.submitted.w-1.v1');
   });
 
   it('rejects a wrong number of values', () => {
     expect(() => subjectFor(SCALE_COMMAND)).toThrow('needs 1 value(s), got 0');
-    expect(() => subjectFor(TASK_SUBMITTED, 'extra')).toThrow('needs 0 value(s), got 1');
+    expect(() => subjectFor(SCALE_DECISION, 'extra')).toThrow('needs 0 value(s), got 1');
   });
 
   it.each(['', 'a.b', 'a*', 'a>', 'a b'])('rejects the token %j', (token) => {

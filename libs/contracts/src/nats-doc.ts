@@ -1,7 +1,7 @@
 import { allContracts, type Class, type Contract, type ContractKind } from './contract.js';
 import './messages.js';
 import { describeFields, type FieldDoc } from './payload-fields.js';
-import { BUCKET_ACCESS, contractAccess, type NatsPrincipal } from './permissions.js';
+import { BUCKET_ACCESS, contractAccess, INTEGRATOR_DIRECTION, type NatsPrincipal } from './permissions.js';
 import { STREAMS } from './streams.js';
 
 /**
@@ -19,6 +19,7 @@ export function renderNatsDoc(): string {
     indexSection(contracts),
     permissionsSection(contracts),
     bucketsSection(),
+    integratorsSection(),
     '## Subjects',
     ...contracts.map(contractSection),
   ];
@@ -44,7 +45,7 @@ ever written inline.
 
 - **Namespace.** Subjects are written here with the root token \`tern\`. On the wire that token is
   replaced by \`NATS_NAMESPACE\` (default \`tern\`): with \`NATS_NAMESPACE=acme\`,
-  \`tern.task.submitted.v1\` travels as \`acme.task.submitted.v1\`, and streams are named
+  \`tern.scale.decision.v1\` travels as \`acme.scale.decision.v1\`, and streams are named
   \`<namespace>_<STREAM>\` (\`acme_EVENTS\`). Several installations (or test runs) can share one NATS
   server without seeing each other.
 - **Tokens.** A \`*\` in a subject is filled at send time with a machine, deployment or container id
@@ -105,7 +106,11 @@ function who(principals: readonly NatsPrincipal[], byMachine: boolean): string {
 function permissionsSection(contracts: Contract[]): string {
   const rows = contracts.map((c) => {
     const a = contractAccess(c);
-    return [`\`${c.subject}\``, a ? who(a.publish, Boolean(a.byMachine)) : '', a ? who(a.subscribe, Boolean(a.byMachine)) : ''];
+    const integrator = (direction: 'publish' | 'subscribe') =>
+      a?.integrator && INTEGRATOR_DIRECTION[a.integrator] === direction ? [`integrator (\`${a.integrator}\`, its workspace id)`] : [];
+    const column = (direction: 'publish' | 'subscribe') =>
+      a ? [who(a[direction], Boolean(a.byMachine)), ...integrator(direction)].filter(Boolean).join(', ') : '';
+    return [`\`${c.subject}\``, column('publish'), column('subscribe')];
   });
   return `## Permissions
 
@@ -117,6 +122,10 @@ on (declare, read and consume; never delete or purge), the buckets in the next t
 user's own inbox \`_INBOX.<namespace>.<service>\` (a machine's: \`_INBOX.<namespace>.machine.<id>\`),
 so no one hears another's replies. Replies to requests go through \`allow_responses\`. "machine (its
 own id)": a machine may use the subject only with its own machine id as the third token.
+"integrator (scope, its workspace id)": a user made with \`tern nats user create <name> --workspace W
+--allow events,submit\` may use the subject with W as its \`*\` token when given that scope; it has
+no other subject, no JetStream API and no bucket, and its inbox is \`_INBOX.<namespace>.integrator.<user id>\`
+(see "Integrators" below).
 
 ${table(['subject', 'published by', 'subscribed by'], rows)}`;
 }
@@ -185,4 +194,51 @@ function duration(seconds: number): string {
     if (seconds % size === 0) return `${seconds / size} ${unit}`;
   }
   return `${seconds} s`;
+}
+
+function integratorsSection(): string {
+  return `## Integrators
+
+A team that integrates with Tern over NATS gets a user of its own, scoped to one workspace:
+
+\`\`\`sh
+tern nats user create ci-bridge --workspace <workspace id> --allow events,submit   # writes ./ci-bridge.creds
+tern nats user list --workspace <workspace id>
+tern nats user revoke <user id>                                                    # disconnected at once
+\`\`\`
+
+An operator token may name any workspace, a workspace's admin token only its own. The key pair is
+made on the caller's machine (the seed never leaves it); the gateway signs the user JWT with the
+account signing key it holds for machines. \`events\` lets the user hear its workspace's task facts
+(\`tern.task.submitted.<workspace id>.v1\`, \`tern.task.cancelled.<workspace id>.v1\` and how each task ended,
+\`tern.notify.task-ended.<workspace id>.v1\`); \`submit\` lets it send \`tern.workspace.<workspace id>.task.submit.v1\`
+requests. Nothing else: not another workspace's subjects, not machines' events, no JetStream API, no bucket.
+Revoking puts its key on the account's revocation list, as for a deleted machine. Connect with the
+\`.creds\` file and the inbox prefix \`tern nats user create\` prints:
+
+\`\`\`ts
+import { readFileSync } from 'node:fs';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
+
+const workspace = process.env.TERN_WORKSPACE_ID!; // printed by tern nats user create
+const nc = await connect({
+  servers: process.env.TERN_NATS_URL, // e.g. tls://tern.example.com:4222
+  authenticator: credsAuthenticator(readFileSync('ci-bridge.creds')), // the credsFile
+  inboxPrefix: process.env.TERN_NATS_INBOX, // _INBOX.<namespace>.integrator.<user id>, printed too
+});
+
+// How this workspace's tasks end: { taskId, workspaceId, state, endedAt }.
+nc.subscribe(\`tern.notify.task-ended.\${workspace}.v1\`, { callback: (_err, msg) => console.log(msg.json()) });
+
+// Submit a task to the task queue "embed": { taskId, status: 'PENDING', queue, version }.
+const reply = await nc.request(
+  \`tern.workspace.\${workspace}.task.submit.v1\`,
+  JSON.stringify({ queue: 'embed', payload: { text: 'hello' } }),
+  { timeout: 5000 },
+);
+const error = reply.headers?.get('Tern-Error'); // with Tern-Error-Code: 400, 404, 429, ...
+console.log(error ?? reply.json());
+\`\`\`
+
+Subjects start with the installation's namespace (\`NATS_NAMESPACE\`, \`tern\` by default).`;
 }

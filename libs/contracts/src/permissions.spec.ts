@@ -1,7 +1,7 @@
 import { allContracts } from './contract.js';
 import * as buckets from './buckets.js';
 import { type BucketSpec } from './buckets.js';
-import { BUCKET_ACCESS, CONTRACT_ACCESS } from './permissions.js';
+import { BUCKET_ACCESS, CONTRACT_ACCESS, INTEGRATOR_DIRECTION } from './permissions.js';
 import './index.js';
 
 const bucketSpecs = Object.values(buckets).filter(
@@ -20,7 +20,25 @@ describe('the NATS permissions table', () => {
   });
 
   it('gives every contract a publisher', () => {
-    expect(CONTRACT_ACCESS.filter((a) => a.publish.length === 0).map((a) => a.contract.subject)).toEqual([]);
+    const silent = CONTRACT_ACCESS.filter(
+      (a) => a.publish.length === 0 && (!a.integrator || INTEGRATOR_DIRECTION[a.integrator] !== 'publish'),
+    );
+    expect(silent.map((a) => a.contract.subject)).toEqual([]);
+  });
+
+  it("opens to integrators only subjects whose one token is the workspace id, never a machine's", () => {
+    const open = CONTRACT_ACCESS.filter((a) => a.integrator);
+    expect(open.map((a) => a.contract.subject).sort()).toEqual([
+      'tern.notify.task-ended.*.v1',
+      'tern.task.cancelled.*.v1',
+      'tern.task.submitted.*.v1',
+      'tern.workspace.*.task.submit.v1',
+    ]);
+    for (const a of open) {
+      expect(a.contract.subject.split('.').filter((t) => t === '*')).toHaveLength(1);
+      expect(a.byMachine).toBe(false);
+      expect(a.contract.machineIdField).toBeUndefined();
+    }
   });
 
   it('names every bucket and object store exactly once, its owner among its users', () => {

@@ -34,12 +34,14 @@ import {
   SCALE_BACKLOG,
   SCALE_COMMAND,
   SCALE_DECISION,
+  TASK_ATTEMPT_ENDED,
   TASK_CANCELLED,
   TASK_COMPLETED,
   TASK_ENDED,
   TASK_FAILED,
   TASK_ITEM,
   TASK_STARTED,
+  TASK_SUBMIT,
   TASK_SUBMITTED,
   USAGE_INTERVAL,
 } from './messages.js';
@@ -68,7 +70,20 @@ export interface ContractAccess {
    * the subject can use it with any token; those entries are listed in AGENT_UNSCOPED below.
    */
   readonly byMachine?: boolean;
+  /**
+   * What an integrator's NATS user (`tern nats user create`) of one workspace may do with the
+   * subject, its one `*` token filled with that workspace's id: hear it (`events`) or send it
+   * (`submit`). Absent: integrators have no access.
+   */
+  readonly integrator?: IntegratorScope;
 }
+
+/** What an integrator's user may be allowed: its workspace's task events, submitting its workspace's tasks. */
+export const INTEGRATOR_SCOPES = ['events', 'submit'] as const;
+export type IntegratorScope = (typeof INTEGRATOR_SCOPES)[number];
+
+/** An integrator hears `events` subjects and publishes (requests) `submit` ones. */
+export const INTEGRATOR_DIRECTION: Readonly<Record<IntegratorScope, 'publish' | 'subscribe'>> = { events: 'subscribe', submit: 'publish' };
 
 const access = (
   contract: Contract,
@@ -77,10 +92,13 @@ const access = (
   byMachine = false,
 ): ContractAccess => ({ contract, publish, subscribe, byMachine });
 
+const forIntegrators = (a: ContractAccess, integrator: IntegratorScope): ContractAccess => ({ ...a, integrator });
+
 export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(AGENT_CONTAINER_START, ['scheduler'], ['agent'], true),
   access(AGENT_CONTAINER_STOP, ['scheduler'], ['agent'], true),
-  access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler'], true),
+  // Reputation times a start from the scheduler's command, not from the agent's word.
+  access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler', 'reputation'], true),
   access(CONTAINER_STARTING, ['agent'], ['scheduler'], true),
   access(CONTAINER_STARTED, ['agent'], ['scheduler', 'metering'], true),
   access(CONTAINER_READY, ['agent'], ['scheduler', 'reputation'], true),
@@ -100,15 +118,21 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(SCALE_BACKLOG, ['gateway'], ['autoscaler']),
   access(SCALE_COMMAND, ['autoscaler'], ['scheduler']),
   access(SCALE_DECISION, ['autoscaler'], []),
-  access(TASK_SUBMITTED, ['gateway'], ['autoscaler']),
-  access(TASK_CANCELLED, ['gateway'], []),
+  // Workspace-visible task facts the gateway vouches for (the workspace id a token) and the
+  // integrators' submit request; machines' own task events are not an integrator's to hear.
+  forIntegrators(access(TASK_SUBMITTED, ['gateway'], ['autoscaler']), 'events'),
+  forIntegrators(access(TASK_CANCELLED, ['gateway'], []), 'events'),
+  forIntegrators(access(TASK_SUBMIT, [], ['gateway']), 'submit'),
   // A cancel goes only to the machine that holds the task's lease.
   access(AGENT_TASK_CANCEL, ['gateway'], ['agent'], true),
-  access(TASK_STARTED, ['agent'], ['gateway', 'metering'], true),
-  access(TASK_COMPLETED, ['agent'], ['gateway', 'metering', 'reputation'], true),
+  // Agents' task events are claims only the gateway hears: it checks them against the lease and
+  // says what it accepted in task.attempt-ended, which metering and reputation read instead.
+  access(TASK_STARTED, ['agent'], ['gateway'], true),
+  access(TASK_COMPLETED, ['agent'], ['gateway'], true),
   // The gateway reports an attempt that never reported as lost (container-lost) when the next one starts.
-  access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation'], true),
-  access(TASK_ENDED, ['gateway'], ['gateway']),
+  access(TASK_FAILED, ['agent', 'gateway'], ['gateway'], true),
+  access(TASK_ATTEMPT_ENDED, ['gateway'], ['metering', 'reputation']),
+  forIntegrators(access(TASK_ENDED, ['gateway'], ['gateway']), 'events'),
   // The autoscaler reads the queue's consumer state (pending tasks); agents pull from it.
   access(TASK_ITEM, ['gateway'], ['agent', 'autoscaler']),
   access(USAGE_INTERVAL, ['metering'], []),

@@ -1,5 +1,5 @@
 import { BUCKET_ACCESS, CONTRACT_ACCESS, type NatsPrincipal, subjectFor } from '#tern/contracts';
-import { inboxPrefix, matches, permissionsFor, subjectAllowed } from './permissions.js';
+import { inboxPrefix, integratorInbox, integratorPermissions, matches, permissionsFor, subjectAllowed } from './permissions.js';
 
 const ns = 'acme';
 const machine = (id: string) => permissionsFor('agent', { namespace: ns, machineId: id });
@@ -100,5 +100,47 @@ describe('permissionsFor', () => {
 
   it('refuses an agent user without a machine id', () => {
     expect(() => permissionsFor('agent', { namespace: ns })).toThrow(/machine id/);
+  });
+
+  describe('integratorPermissions', () => {
+    const user = (scopes: ('events' | 'submit')[]) => integratorPermissions({ namespace: ns, workspaceId: 'w1', scopes, userId: 'u1' });
+
+    it("opens the table's integrator subjects with its own workspace id, and nothing of another workspace", () => {
+      const both = user(['events', 'submit']);
+      for (const a of CONTRACT_ACCESS) {
+        const own = wire(
+          subjectFor(
+            a.contract,
+            ...a.contract.subject
+              .split('.')
+              .filter((t) => t === '*')
+              .map(() => 'w1'),
+          ),
+        );
+        const other = own.replace('.w1.', '.w2.');
+        const kind = a.integrator === 'submit' ? 'pub' : 'sub';
+        expect([a.contract.subject, subjectAllowed(both, kind, own)]).toEqual([a.contract.subject, Boolean(a.integrator)]);
+        expect([a.contract.subject, subjectAllowed(both, 'pub', other) || subjectAllowed(both, 'sub', other)]).toEqual([
+          a.contract.subject,
+          false,
+        ]);
+      }
+    });
+
+    it('gives events only hearing and submit only the submit request, each its own inbox', () => {
+      const events = user(['events']);
+      expect(subjectAllowed(events, 'sub', 'acme.task.submitted.w1.v1')).toBe(true);
+      expect(subjectAllowed(events, 'pub', 'acme.workspace.w1.task.submit.v1')).toBe(false);
+      // NATS reads an empty allow list as "everything": publishing nothing is an explicit deny.
+      expect(events.pub).toEqual({ allow: [], deny: ['>'] });
+      const submit = user(['submit']);
+      expect(subjectAllowed(submit, 'pub', 'acme.workspace.w1.task.submit.v1')).toBe(true);
+      expect(subjectAllowed(submit, 'sub', 'acme.task.submitted.w1.v1')).toBe(false);
+      expect(subjectAllowed(submit, 'sub', `${integratorInbox(ns, 'u1')}.x`)).toBe(true);
+      expect(subjectAllowed(submit, 'sub', `${integratorInbox(ns, 'u2')}.x`)).toBe(false);
+      for (const s of ['>', 'acme.>', '$JS.API.INFO', '$KV.acme_routes.c1', 'acme.tasks.d1.1.v1', '_INBOX.x']) {
+        expect([s, subjectAllowed(submit, 'pub', s) || subjectAllowed(submit, 'sub', s)]).toEqual([s, false]);
+      }
+    });
   });
 });

@@ -3,17 +3,21 @@ import {
   BUCKET_ACCESS,
   CONTRACT_ACCESS,
   type Contract,
+  INTEGRATOR_DIRECTION,
+  type IntegratorScope,
   type NatsPrincipal,
   STREAM_DECLARERS,
   STREAMS,
   type StreamName,
   SUBJECT_ROOT,
+  subjectFor,
 } from '#tern/contracts';
 
 /** NATS user permissions as they go into a user JWT (`pub`, `sub`, `resp`). */
 export interface NatsPermissions {
-  pub: { allow: string[] };
-  sub: { allow: string[] };
+  /** An empty `allow` allows everything in NATS: a user who may publish nothing has `deny: ['>']`. */
+  pub: { allow: string[]; deny?: string[] };
+  sub: { allow: string[]; deny?: string[] };
   /** allow_responses: publish to the reply subject of a request received (any number within ttl). */
   resp?: { max: number; ttl: number };
 }
@@ -140,8 +144,38 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
   return { pub: { allow: [...pub] }, sub: { allow: [...sub] }, resp: RESPONSES };
 }
 
+export interface IntegratorUserOptions {
+  namespace: string;
+  workspaceId: string;
+  scopes: readonly IntegratorScope[];
+  /** The user's id (its record at the gateway): its inbox is its own. */
+  userId: string;
+}
+
+/** An integrator user's inbox: its client connects with `inboxPrefix` set to it. */
+export function integratorInbox(namespace: string, userId: string): string {
+  return `_INBOX.${namespace}.integrator.${userId}`;
+}
+
+/**
+ * The permissions of an integrator's user (`tern nats user create`): the subjects the table
+ * opens to integrators for the scopes it was given, with its workspace's id in their token, and
+ * its own inbox. No JetStream API, no buckets, no other workspace: nothing else.
+ */
+export function integratorPermissions(opts: IntegratorUserOptions): NatsPermissions {
+  const pub: string[] = [];
+  const sub = [`${integratorInbox(opts.namespace, opts.userId)}.>`];
+  for (const a of CONTRACT_ACCESS) {
+    if (!a.integrator || !opts.scopes.includes(a.integrator)) continue;
+    const subject = opts.namespace + subjectFor(a.contract, opts.workspaceId).slice(SUBJECT_ROOT.length);
+    (INTEGRATOR_DIRECTION[a.integrator] === 'publish' ? pub : sub).push(subject);
+  }
+  return { pub: pub.length ? { allow: pub } : { allow: [], deny: ['>'] }, sub: { allow: sub } };
+}
+
 /** Whether the permissions let a concrete subject through (`pub` or `sub`). */
 export function subjectAllowed(perms: NatsPermissions, kind: 'pub' | 'sub', subject: string): boolean {
+  if (perms[kind].deny?.some((pattern) => matches(pattern, subject))) return false;
   return perms[kind].allow.some((pattern) => matches(pattern, subject));
 }
 

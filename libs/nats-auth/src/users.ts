@@ -2,7 +2,7 @@ import { decode, encodeUser, fmtCreds } from '@nats-io/jwt';
 import { createUser, fromPublic } from '@nats-io/nkeys';
 import { type NatsPrincipal } from '#tern/contracts';
 import { type Installation, keyPair } from './installation.js';
-import { type NatsPermissions, permissionsFor } from './permissions.js';
+import { integratorPermissions, type IntegratorUserOptions, type NatsPermissions, permissionsFor } from './permissions.js';
 
 const text = new TextDecoder();
 
@@ -110,6 +110,19 @@ export function issueMachineJwt(
     publicKey: opts.publicKey,
     permissions: permissionsFor('agent', { namespace: opts.namespace, machineId: opts.machineId }),
     expiresInSeconds: opts.expiresInSeconds,
+  });
+}
+
+/** An integrator's user JWT (`tern nats user create`), for the key pair the integrator holds. */
+export function issueIntegratorJwt(
+  signer: AccountSigner,
+  opts: IntegratorUserOptions & { name: string; publicKey: string; expiresInSeconds?: number },
+): Promise<string> {
+  return issueUserJwt(signer, {
+    name: `${opts.namespace}-integrator-${opts.workspaceId}-${opts.name}`,
+    publicKey: opts.publicKey,
+    permissions: integratorPermissions(opts),
+    ...(opts.expiresInSeconds ? { expiresInSeconds: opts.expiresInSeconds } : {}),
   });
 }
 

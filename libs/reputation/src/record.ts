@@ -20,13 +20,30 @@ export interface MachineRecord {
   network: NetworkRecord | null;
   /** Keys of recently counted events, so a redelivered one is not counted twice. */
   seen: string[];
+  /**
+   * Containers the scheduler sent this machine a start command for, not yet ready or failed:
+   * container id to when the command was observed (its message reached NATS). A start's
+   * latency runs from here to when the ready reached NATS, never from the agent's own measure.
+   */
+  commands: Record<string, number>;
 }
 
 /** How many event keys a machine remembers; redeliveries come within seconds, not thousands of events. */
 const SEEN_LIMIT = 512;
 
 export function newMachineRecord(machineId: string, pool: string | null = null): MachineRecord {
-  return { machineId, pool, transitions: [], tasks: {}, starts: {}, latency: null, heartbeats: EMPTY_HEARTBEATS, network: null, seen: [] };
+  return {
+    machineId,
+    pool,
+    transitions: [],
+    tasks: {},
+    starts: {},
+    latency: null,
+    heartbeats: EMPTY_HEARTBEATS,
+    network: null,
+    seen: [],
+    commands: {},
+  };
 }
 
 /** Whether an event was counted already; remembers it if not. */
@@ -79,6 +96,45 @@ export function applyStartOutcome(
   pruneOutcomes(r.starts, at, params);
   if (latencyMs !== undefined) r.latency = recordLatency(r.latency, latencyMs, at, params);
   return true;
+}
+
+/** Start commands remembered at most this long: a container not ready within a day is not waited for. */
+const COMMAND_TTL_MS = 86_400_000;
+/** And at most this many per machine. */
+const COMMAND_LIMIT = 1024;
+
+/** The scheduler sent the machine a start command for a container, observed at `at`. */
+export function applyStartCommand(r: MachineRecord, containerId: string, at: number): void {
+  r.commands ??= {};
+  if (!(containerId in r.commands)) r.commands[containerId] = at;
+  const kept = Object.entries(r.commands)
+    .filter(([, t]) => t >= at - COMMAND_TTL_MS)
+    .sort((x, y) => x[1] - y[1])
+    .slice(-COMMAND_LIMIT);
+  r.commands = Object.fromEntries(kept);
+}
+
+/** When the start command of a container was observed on this machine, if it was. */
+export function commandedAt(r: MachineRecord | undefined, containerId: string): number | undefined {
+  return r?.commands?.[containerId];
+}
+
+/**
+ * A ready the control plane observed at `readyAt` for a container it commanded this machine to
+ * start: a successful start whose latency is the time between the two observations. A ready
+ * for a container never commanded here counts nothing (false).
+ */
+export function applyObservedReady(
+  r: MachineRecord,
+  containerId: string,
+  deploymentId: string,
+  readyAt: number,
+  params: ReputationParams,
+): boolean {
+  const commanded = commandedAt(r, containerId);
+  if (commanded === undefined) return false;
+  delete r.commands[containerId];
+  return applyStartOutcome(r, containerId, deploymentId, 'success', readyAt, params, Math.max(0, readyAt - commanded));
 }
 
 export function applyNetworkTest(r: MachineRecord, test: NetworkRecord): void {

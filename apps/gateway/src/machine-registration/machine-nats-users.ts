@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type AccountSigner, issueMachineJwt, revokeUsers } from '#tern/nats-auth';
+import { issueMachineJwt } from '#tern/nats-auth';
 import { MachinesRepository } from '#tern/persistence';
+import { NatsAccount } from '../nats-users/nats-account.js';
 
 /**
  * Each machine's own NATS user: a short-lived JWT, signed with the account's signing key
@@ -14,23 +13,23 @@ import { MachinesRepository } from '#tern/persistence';
  */
 @Injectable()
 export class MachineNatsUsers {
-  private signer?: AccountSigner;
   private readonly logger = new Logger('machine-nats-users');
 
   constructor(
     private readonly machines: MachinesRepository,
+    private readonly account: NatsAccount,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
   /** Whether this installation's NATS runs in operator mode (machines need a user of their own). */
   get enabled(): boolean {
-    return Boolean(this.config.machines.natsAccountSigner);
+    return this.account.enabled;
   }
 
   async issue(machineId: string, publicKey: string): Promise<string> {
     const replaced = await this.machines.replaceNatsPublicKey(machineId, publicKey);
     if (replaced) await this.revoke(machineId, replaced, 'it registered with a new key');
-    const jwt = await issueMachineJwt(this.load(), {
+    const jwt = await issueMachineJwt(this.account.signer(), {
       namespace: this.config.nats.namespace,
       machineId,
       publicKey,
@@ -43,24 +42,7 @@ export class MachineNatsUsers {
   /** Revokes a machine's NATS user: its connections close and its JWTs stop working. */
   async revoke(machineId: string, publicKey: string, why: string): Promise<void> {
     if (!this.enabled) return;
-    const signer = this.load();
-    const nc = await connect({
-      servers: this.config.nats.servers,
-      name: `${this.config.nats.namespace}-gateway-revoker`,
-      authenticator: credsAuthenticator(new TextEncoder().encode(signer.systemUser ?? '')),
-      reconnect: false,
-    });
-    try {
-      await revokeUsers(nc, signer, [publicKey]);
-    } finally {
-      await nc.close();
-    }
+    await this.account.revoke([publicKey]);
     this.logger.log({ machineId, publicKey }, `revoked the NATS user of machine ${machineId}: ${why}`);
-  }
-
-  private load(): AccountSigner {
-    const path = this.config.machines.natsAccountSigner!;
-    this.signer ??= JSON.parse(readFileSync(path, 'utf8')) as AccountSigner;
-    return this.signer;
   }
 }

@@ -4,6 +4,7 @@ import { PoolsModule } from '../pools/pools.module.js';
 import { MachineAuthService } from './machine-auth.service.js';
 import { MachineCallerGuard } from './machine-caller.guard.js';
 import { MachineKeepaliveService } from './machine-keepalive.service.js';
+import { NatsAccount } from '../nats-users/nats-account.js';
 import { MachineNatsUsers } from './machine-nats-users.js';
 import { MachineRegistrationController } from './machine-registration.controller.js';
 import { MachineRegistrationService } from './machine-registration.service.js';
@@ -12,7 +13,7 @@ import { MachineRegistrationService } from './machine-registration.service.js';
 @Module({
   imports: [PoolsModule, MachinesModule],
   controllers: [MachineRegistrationController],
-  providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService, MachineNatsUsers],
+  providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService, MachineNatsUsers, NatsAccount],
   exports: [MachineAuthService, MachineCallerGuard],
 })
 export class MachineRegistrationModule {}

@@ -36,17 +36,17 @@ export class TaskEventsController {
 
   @OnMessage(TASK_STARTED, { concurrency: 64 })
   async started(@Payload() e: TaskStarted, @Ctx() ctx: JetStreamContext) {
-    this.settle(await this.transitions.started(e), ctx);
+    this.settle(await this.transitions.started(e, ctx.delivery!.storedAt), ctx);
   }
 
   @OnMessage(TASK_COMPLETED, { concurrency: 64 })
   async completed(@Payload() e: TaskCompleted, @Ctx() ctx: JetStreamContext) {
-    this.settle(await this.transitions.completed(e), ctx);
+    this.settle(await this.transitions.completed(e, ctx.delivery!.storedAt), ctx);
   }
 
   @OnMessage(TASK_FAILED, { concurrency: 64 })
   async failed(@Payload() e: TaskFailed, @Ctx() ctx: JetStreamContext) {
-    this.settle(await this.transitions.failed(e), ctx);
+    this.settle(await this.transitions.failed(e, ctx.delivery!.storedAt), ctx);
   }
 
   /**

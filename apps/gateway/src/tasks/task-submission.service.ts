@@ -45,7 +45,7 @@ export class TaskSubmissionService {
   }
 
   async submit(
-    principal: Principal,
+    principal: Pick<Principal, 'workspaceId'>,
     name: string,
     version: number | undefined,
     body: Buffer,
@@ -119,13 +119,13 @@ export class TaskSubmissionService {
           ...(task.callbackUrl ? { callbackUrl: task.callbackUrl } : {}),
           submittedAt: task.createdAt.toISOString(),
         },
-        { msgId: `${task.id}:submitted` },
+        { msgId: `${task.id}:submitted`, tokens: [task.workspaceId] },
       ),
     );
   }
 
   /** The task-queue version a submit names; 404/400/503 with what to fix. */
-  private async queue(principal: Principal, name: string, version: number | undefined): Promise<DeploymentRecord> {
+  private async queue(principal: Pick<Principal, 'workspaceId'>, name: string, version: number | undefined): Promise<DeploymentRecord> {
     await this.table.ready();
     const found = this.table.find(principal.workspaceId, name, version);
     if (!found.known) throw new TaskHttpError(404, `task queue "${name}" not found: deploy it with kind: task_queue first`);

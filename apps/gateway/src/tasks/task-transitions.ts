@@ -1,19 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
   type Contract,
+  TASK_ATTEMPT_ENDED,
   TASK_COMPLETED,
   TASK_ENDED,
   TASK_FAILED,
   TASK_STARTED,
   taskResultName,
   TASK_RESULT_INLINE_BYTES,
+  type TaskAttemptEnded,
   type TaskCompleted,
   type TaskFailed,
   type TaskStarted,
   type TaskState,
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { type CancelledTask, type EndedTask, type LeaseClaim, TasksRepository } from '#tern/persistence';
+import { boundAttempt } from '#tern/metering';
+import { type CancelledTask, type EndedTask, type LeaseClaim, type SettledAttempt, TasksRepository } from '#tern/persistence';
 import { type LeaseRefusal, whyRefused } from './task-leases.js';
 import { isFinal } from './task-views.js';
 
@@ -39,9 +42,13 @@ export class TaskTransitions {
     private readonly messaging: Messaging,
   ) {}
 
-  /** Records an attempt's start and lease, when its container was placed on its machine for the task's version. */
-  async started(e: TaskStarted): Promise<TaskVerdict> {
-    const before = await this.tasks.markStarted(e);
+  /**
+   * Records an attempt's start and lease, when its container was placed on its machine for the
+   * task's version. The start recorded is `observedAt`, when the event reached NATS, not the
+   * agent's startedAt: the attempt's time runs from what the control plane saw.
+   */
+  async started(e: TaskStarted, observedAt: Date): Promise<TaskVerdict> {
+    const before = await this.tasks.markStarted({ ...e, startedAt: observedAt.toISOString() });
     if (!before) {
       const lease = await this.tasks.leaseOf(e.taskId);
       if (lease && lease.attempts < e.attempt && !isFinal(lease.state))
@@ -74,25 +81,42 @@ export class TaskTransitions {
           { msgId: `${e.taskId}:failed:${before.wasAttempt}` },
         )
         .catch((err: Error) => this.logger.warn({ taskId: e.taskId, err: err.message }, 'could not report a lost attempt'));
+      // Nothing the lost attempt ran is on record: no duration.
+      await this.attemptEnded(
+        { taskId: e.taskId, attempt: before.wasAttempt, machineId: before.wasMachine, outcome: 'failed', cause: 'container-lost' },
+        { ...before, machineId: before.wasMachine, containerId: before.wasContainer, startedAt: null },
+        observedAt,
+      );
     }
     return ACCEPTED;
   }
 
   /** An attempt's failure, believed from the holder of its lease (or, for a last attempt lost, from a machine placed to be handed it). */
-  async failed(e: TaskFailed): Promise<TaskVerdict> {
+  async failed(e: TaskFailed, observedAt: Date): Promise<TaskVerdict> {
     const error = e.cause === 'error' ? e.error : `${e.cause}: ${e.error}`;
-    if (e.willRetry) return this.verdict(TASK_FAILED, e, await this.tasks.markRetrying(e, error));
+    const outcome = { taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'failed' as const, cause: e.cause };
+    const claim = { claimedEndedAt: Date.parse(e.failedAt), claimedDurationMs: e.durationMs };
+    if (e.willRetry) {
+      const settled = await this.tasks.markRetrying(e, error);
+      if (settled) await this.attemptEnded(outcome, settled, observedAt, claim);
+      return this.verdict(TASK_FAILED, e, Boolean(settled));
+    }
     const state = e.cause === 'timeout' ? 'TIMEOUT' : 'ERROR';
-    let changed = await this.tasks.markFailed({ ...e, state, error });
-    // Handed the task past its last attempt, this machine says the attempt before was lost.
-    if (!changed && e.cause === 'container-lost' && e.containerId)
-      changed = await this.tasks.markLastAttemptLost({ ...e, containerId: e.containerId, error });
-    if (changed) this.announce(e.taskId, state, e.failedAt);
-    return this.verdict(TASK_FAILED, e, changed);
+    let settled = await this.tasks.markFailed({ ...e, state, error });
+    // Handed the task past its last attempt, this machine says the attempt before was lost: the
+    // holder of that attempt's lease lost it, and nothing it ran is on record.
+    if (settled) await this.attemptEnded(outcome, settled, observedAt, claim);
+    else if (e.cause === 'container-lost' && e.containerId) {
+      settled = await this.tasks.markLastAttemptLost({ ...e, containerId: e.containerId, error });
+      if (settled?.machineId)
+        await this.attemptEnded({ ...outcome, machineId: settled.machineId }, { ...settled, startedAt: null }, observedAt);
+    }
+    if (settled) await this.announceAgentOutcome(e.taskId, state, e.failedAt);
+    return this.verdict(TASK_FAILED, e, Boolean(settled));
   }
 
   /** The result of an attempt, believed from the holder of its lease only: one completion per task. */
-  async completed(e: TaskCompleted): Promise<TaskVerdict> {
+  async completed(e: TaskCompleted, observedAt: Date): Promise<TaskVerdict> {
     // A result object is the attempt's own: pointing at another (another tenant's) is refused.
     if (e.resultRef && e.resultRef !== taskResultName(e.taskId, e.attempt))
       return this.refuse(TASK_COMPLETED, e, {
@@ -102,7 +126,7 @@ export class TaskTransitions {
     const inline = e.resultRef ? null : e.result === undefined ? null : JSON.stringify(e.result);
     if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES)
       this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
-    const changed = await this.tasks.complete({
+    const settled = await this.tasks.complete({
       taskId: e.taskId,
       resultJson: inline,
       resultRef: e.resultRef ?? null,
@@ -111,8 +135,41 @@ export class TaskTransitions {
       containerId: e.containerId,
       machineId: e.machineId,
     });
-    if (changed) this.announce(e.taskId, 'COMPLETE', e.completedAt);
-    return this.verdict(TASK_COMPLETED, e, changed);
+    if (settled) {
+      await this.attemptEnded({ taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'completed' }, settled, observedAt, {
+        claimedEndedAt: Date.parse(e.completedAt),
+        claimedDurationMs: e.durationMs,
+      });
+      await this.announceAgentOutcome(e.taskId, 'COMPLETE', e.completedAt);
+    }
+    return this.verdict(TASK_COMPLETED, e, Boolean(settled));
+  }
+
+  /**
+   * Tells metering and reputation an attempt's outcome the lease vouches for: who and what from
+   * the tasks table, times bounded by what the control plane observed (boundAttempt). Stored
+   * before the agent's event is acknowledged, so a crash in between sends it again (same msg id).
+   */
+  private async attemptEnded(
+    outcome: Pick<TaskAttemptEnded, 'taskId' | 'attempt' | 'machineId' | 'outcome' | 'cause'>,
+    settled: SettledAttempt,
+    observedAt: Date,
+    claim: { claimedEndedAt: number; claimedDurationMs?: number } = { claimedEndedAt: observedAt.getTime() },
+  ): Promise<void> {
+    const startedAt = settled.startedAt ? settled.startedAt.getTime() : null;
+    const bound = boundAttempt({ startedAt, observedAt: observedAt.getTime(), ...claim });
+    const { cause, ...rest } = outcome;
+    const fact: TaskAttemptEnded = {
+      ...rest,
+      ...(cause ? { cause } : {}),
+      workspaceId: settled.workspaceId,
+      deploymentId: settled.deploymentId,
+      ...(settled.containerId ? { containerId: settled.containerId } : {}),
+      ...(startedAt !== null ? { startedAt: new Date(startedAt).toISOString() } : {}),
+      endedAt: new Date(bound.endedAt).toISOString(),
+      ...(bound.durationMs !== undefined ? { durationMs: bound.durationMs } : {}),
+    };
+    await this.messaging.publish(TASK_ATTEMPT_ENDED, fact, { msgId: `${outcome.taskId}:ended:${outcome.attempt}` });
   }
 
   private async verdict(contract: Contract, claim: LeaseClaim, changed: boolean): Promise<TaskVerdict> {
@@ -129,26 +186,35 @@ export class TaskTransitions {
    */
   async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
     const cancelled = await this.tasks.cancel(taskId, workspaceId);
-    if (cancelled) this.announce(taskId, 'CANCELLED', cancelled.endedAt.toISOString());
+    if (cancelled) this.announce(taskId, cancelled.workspaceId, 'CANCELLED', cancelled.endedAt.toISOString());
     return cancelled;
   }
 
   /** Every task of a deleted task queue not yet ended becomes CANCELLED; returns how many. */
   async cancelAllOf(deploymentId: string, reason: string): Promise<number> {
     const cancelled = await this.tasks.cancelAllOf(deploymentId, reason);
-    for (const t of cancelled) this.announce(t.id, 'CANCELLED', t.endedAt.toISOString());
+    for (const t of cancelled) this.announce(t.id, t.workspaceId, 'CANCELLED', t.endedAt.toISOString());
     return cancelled.length;
   }
 
   /** Pending tasks past their ttl become EXPIRED; returns where their messages sit. */
   async expire(limit = 500): Promise<EndedTask[]> {
     const expired = await this.tasks.expirePastTtl(limit);
-    for (const t of expired) this.announce(t.id, 'EXPIRED', t.endedAt.toISOString());
+    for (const t of expired) this.announce(t.id, t.workspaceId, 'EXPIRED', t.endedAt.toISOString());
     return expired;
   }
 
-  /** Tells every gateway replica's waiters (core NATS; a lost one is caught by their re-read). */
-  private announce(taskId: string, state: TaskState, endedAt: string) {
-    this.messaging.emit(TASK_ENDED, { taskId, state, endedAt });
+  /** An outcome a lease holder reported, announced to the task's workspace as recorded, never the payload's. */
+  private async announceAgentOutcome(taskId: string, state: TaskState, endedAt: string) {
+    const workspaceId = await this.tasks.workspaceOf(taskId);
+    if (workspaceId) this.announce(taskId, workspaceId, state, endedAt);
+  }
+
+  /**
+   * Tells every gateway replica's waiters and the workspace's integrators (core NATS, the
+   * workspace id a token; a lost one is caught by the waiters' re-read).
+   */
+  private announce(taskId: string, workspaceId: string, state: TaskState, endedAt: string) {
+    this.messaging.emit(TASK_ENDED, { taskId, workspaceId, state, endedAt }, [workspaceId]);
   }
 }

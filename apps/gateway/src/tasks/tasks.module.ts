@@ -9,6 +9,7 @@ import { AgentResultsController } from './agent-results.controller.js';
 import { CallbackDelivery } from './callback-delivery.js';
 import { TaskEventsController } from './task-events.controller.js';
 import { TaskQueueController } from './taskqueue.controller.js';
+import { TaskSubmitRequestsController } from './task-submit-requests.controller.js';
 import { payloadTooLarge, TaskSubmissionService } from './task-submission.service.js';
 import { TaskExpiry } from './task-expiry.js';
 import { TaskOutboxRelay } from './task-outbox-relay.js';
@@ -20,7 +21,7 @@ import { TasksService } from './tasks.service.js';
 /** Task queues: submit, read, wait, cancel; the task state machine; the outbox relay, ttl expiry and callbacks (see docs/architecture.md, Task queues). */
 @Module({
   imports: [EndpointsModule, MachineRegistrationModule],
-  controllers: [TaskQueueController, TasksController, TaskEventsController, AgentResultsController],
+  controllers: [TaskQueueController, TasksController, TaskEventsController, AgentResultsController, TaskSubmitRequestsController],
   providers: [TaskSubmissionService, TaskTransitions, TasksService, TaskWaiters, TaskOutboxRelay, TaskExpiry, CallbackDelivery],
   exports: [TasksService],
 })

@@ -82,7 +82,7 @@ export class TasksService {
           wasRunning: done.was === 'RUNNING',
           cancelledAt: new Date().toISOString(),
         },
-        { msgId: `${row.id}:cancelled` },
+        { msgId: `${row.id}:cancelled`, tokens: [principal.workspaceId] },
       )
       .catch((e: Error) => this.logger.warn({ taskId: row.id, err: e.message }, 'could not publish task.cancelled'));
     // Only the lease holder hears it: no other machine learns of the task.

@@ -3,31 +3,35 @@ import { Ctx, Payload } from '@nestjs/microservices';
 import {
   CONTAINER_FAILED,
   CONTAINER_READY,
+  CONTAINER_SCHEDULED,
   ContainerFailed,
   ContainerReady,
+  ContainerScheduled,
   MACHINE_HEARTBEAT,
   MACHINE_NETWORK_TESTED,
   MACHINE_STATE_CHANGED,
   MachineHeartbeat,
   MachineNetworkTested,
   MachineStateChanged,
-  TASK_COMPLETED,
-  TASK_FAILED,
-  TaskCompleted,
-  TaskFailed,
+  TASK_ATTEMPT_ENDED,
+  TaskAttemptEnded,
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
 import {
   applyHeartbeat,
   applyNetworkTest,
+  applyObservedReady,
+  applyStartCommand,
   applyStartOutcome,
   applyState,
   applyTaskOutcome,
+  commandedAt,
   type ReputationParams,
   startFailureOutcome,
   taskFailureOutcome,
 } from '#tern/reputation';
 import { MachineBook } from '../scores/machine-book.js';
+import { readiesRefused } from '../scores/metrics.js';
 import { REPUTATION_PARAMS } from '../scores/reputation-params.js';
 import { Scorer } from '../scores/scorer.js';
 
@@ -36,6 +40,12 @@ import { Scorer } from '../scores/scorer.js';
  * 50 ms), so many in flight keep throughput up while records still change in delivery order.
  */
 const MANY = 64;
+
+/**
+ * The start command and the ready travel on separate consumers, so a ready may be seen first:
+ * it is asked again until this long after it reached NATS, then refused.
+ */
+const COMMAND_WAIT_MS = 30_000;
 
 /**
  * The facts a reputation is built from, each through its own durable consumer replayed from
@@ -81,37 +91,55 @@ export class ReputationEventsController {
     );
   }
 
-  /** Start latency: the agent's own measure from the start command to the first passing health check (no clock skew). */
+  /** The scheduler's start command: when it reached NATS is when the start's latency begins. */
+  @OnMessage(CONTAINER_SCHEDULED, { concurrency: MANY })
+  containerScheduled(@Payload() e: ContainerScheduled, @Ctx() ctx: JetStreamContext) {
+    const at = ctx.delivery!.storedAt.getTime();
+    return this.change(e.machineId, undefined, (r) => applyStartCommand(r, e.containerId, at));
+  }
+
+  /**
+   * A successful start, timed by the control plane: from its start command to when the ready
+   * reached NATS (the agent's readyLatencyMs and `at` are not believed). A ready for a container
+   * the scheduler never commanded this machine to start counts nothing: refused and counted.
+   */
   @OnMessage(CONTAINER_READY, { concurrency: MANY })
-  containerReady(@Payload() e: ContainerReady) {
-    return this.change(e.machineId, undefined, (r) =>
-      applyStartOutcome(r, e.containerId, e.deploymentId, 'success', Date.parse(e.at), this.params, e.readyLatencyMs),
-    );
+  async containerReady(@Payload() e: ContainerReady, @Ctx() ctx: JetStreamContext) {
+    const delivery = ctx.delivery!;
+    const readyAt = delivery.storedAt.getTime();
+    if (commandedAt(this.book.get(e.machineId), e.containerId) === undefined) {
+      if (Date.now() - readyAt < COMMAND_WAIT_MS) return delivery.retryLater(Math.min(5000, 500 * delivery.deliveryCount));
+      readiesRefused.inc({ reason: 'not-commanded' });
+      return delivery.reject(`container ${e.containerId} was never commanded to start on machine ${e.machineId}`);
+    }
+    await this.change(e.machineId, undefined, (r) => applyObservedReady(r, e.containerId, e.deploymentId, readyAt, this.params));
   }
 
-  /** Before it was ready: a failed start, the machine's own fault when the machine was lost. After: already counted. */
+  /**
+   * Before it was ready: a failed start, the machine's own fault when the machine was lost.
+   * After: already counted. Dated when it reached NATS; its start command is spent.
+   */
   @OnMessage(CONTAINER_FAILED, { concurrency: MANY })
-  containerFailed(@Payload() e: ContainerFailed) {
+  containerFailed(@Payload() e: ContainerFailed, @Ctx() ctx: JetStreamContext) {
     const outcome = startFailureOutcome(e.phase);
-    return this.change(e.machineId, undefined, (r) =>
-      applyStartOutcome(r, e.containerId, e.deploymentId, outcome, Date.parse(e.at), this.params),
-    );
+    const at = ctx.delivery!.storedAt.getTime();
+    return this.change(e.machineId, undefined, (r) => {
+      delete r.commands?.[e.containerId];
+      applyStartOutcome(r, e.containerId, e.deploymentId, outcome, at, this.params);
+    });
   }
 
-  @OnMessage(TASK_COMPLETED, { concurrency: MANY })
-  taskCompleted(@Payload() e: TaskCompleted) {
+  /**
+   * Task outcomes only as the gateway accepted them from the holder of the attempt's lease
+   * (task.attempt-ended), on the lease's machine: never an agent's word about a task. A handler
+   * error is judged against the deployment's other machines; a timeout or a lost container
+   * counts in full.
+   */
+  @OnMessage(TASK_ATTEMPT_ENDED, { concurrency: MANY })
+  taskAttemptEnded(@Payload() e: TaskAttemptEnded) {
+    const outcome = e.outcome === 'completed' ? 'success' : taskFailureOutcome(e.cause ?? 'error');
     return this.change(e.machineId, undefined, (r) =>
-      applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, 'success', Date.parse(e.completedAt), this.params),
-    );
-  }
-
-  /** A handler error is judged against the deployment's other machines; a timeout or a lost container counts in full. */
-  @OnMessage(TASK_FAILED, { concurrency: MANY })
-  taskFailed(@Payload() e: TaskFailed) {
-    if (!e.machineId) return; // failed before reaching a machine: nobody's record
-    const outcome = taskFailureOutcome(e.cause);
-    return this.change(e.machineId, undefined, (r) =>
-      applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, outcome, Date.parse(e.failedAt), this.params),
+      applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, outcome, Date.parse(e.endedAt), this.params),
     );
   }
 

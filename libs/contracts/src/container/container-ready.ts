@@ -14,5 +14,5 @@ export const CONTAINER_READY = defineContract({
   payload: ContainerReady,
   stream: 'EVENTS',
   description:
-    'The container passed its health check and takes requests and tasks. Sent by the agent; read by the gateway (adds it to the routes), the autoscaler and the scheduler.',
+    "The container passed its health check and takes requests and tasks. Sent by the agent; read by the gateway (adds it to the routes), the autoscaler, the scheduler and reputation (a start that succeeded, timed from the scheduler's start command to when this reached NATS: readyLatencyMs is the agent's own measure, not believed).",
 });

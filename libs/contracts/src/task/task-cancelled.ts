@@ -14,10 +14,10 @@ export class TaskCancelled {
 }
 
 export const TASK_CANCELLED = defineContract({
-  subject: 'tern.task.cancelled.v1',
+  subject: 'tern.task.cancelled.*.v1',
   kind: 'event',
   payload: TaskCancelled,
   stream: 'EVENTS',
   description:
-    'A user cancelled a task. Sent by the gateway after it marked the task CANCELLED and deleted its TASKS message (the machine running it hears tern.agent.<machine id>.task.cancel.v1); a fact for integrators and the event history.',
+    'A user cancelled a task. Token: the workspace id. Sent by the gateway after it marked the task CANCELLED and deleted its TASKS message (the machine running it hears tern.agent.<machine id>.task.cancel.v1); a fact for integrators and the event history.',
 });

@@ -26,5 +26,5 @@ export const TASK_COMPLETED = defineContract({
   payload: TaskCompleted,
   stream: 'EVENTS',
   description:
-    'A task finished successfully. Sent by the agent holding the lease of the attempt (Nats-Msg-Id = `<task id>:completed:<attempt>`, so a repeat is stored once while the completion of a later attempt is not taken for it); read by the gateway (stores the result, calls the callback; believed only from the lease holder of the attempt, one completion per task), the autoscaler (task durations), metering and reputation (task success).',
+    'A task finished successfully. Sent by the agent holding the lease of the attempt (Nats-Msg-Id = `<task id>:completed:<attempt>`, so a repeat is stored once while the completion of a later attempt is not taken for it); read by the gateway (stores the result, calls the callback; believed only from the lease holder of the attempt, one completion per task), which says what it accepted in tern.task.attempt-ended.v1 for metering and reputation.',
 });

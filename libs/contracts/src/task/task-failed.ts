@@ -32,5 +32,5 @@ export const TASK_FAILED = defineContract({
   payload: TaskFailed,
   stream: 'EVENTS',
   description:
-    'An attempt of a task failed. Sent by the agent (cause container-lost when it is handed a redelivered task whose previous attempt never reported); read by the gateway (status; final when willRetry is false), metering and reputation.',
+    'An attempt of a task failed. Sent by the agent (cause container-lost when it is handed a redelivered task whose previous attempt never reported); read by the gateway (status; final when willRetry is false; believed only from the lease holder), which says what it accepted in tern.task.attempt-ended.v1 for metering and reputation.',
 });

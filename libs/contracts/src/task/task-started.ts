@@ -21,5 +21,5 @@ export const TASK_STARTED = defineContract({
   payload: TaskStarted,
   stream: 'EVENTS',
   description:
-    'A container began running a task (one per attempt). Sent by the agent that pulled it; read by the gateway (task status), the autoscaler (in flight) and metering.',
+    "A container began running a task (one per attempt). Sent by the agent that pulled it; read by the gateway (task status and the attempt's lease, dated when it reached NATS); metering and reputation hear attempts only through the gateway's tern.task.attempt-ended.v1.",
 });

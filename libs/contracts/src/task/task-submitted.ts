@@ -18,10 +18,10 @@ export class TaskSubmitted {
 }
 
 export const TASK_SUBMITTED = defineContract({
-  subject: 'tern.task.submitted.v1',
+  subject: 'tern.task.submitted.*.v1',
   kind: 'event',
   payload: TaskSubmitted,
   stream: 'EVENTS',
   description:
-    'A task was accepted and enqueued on TASKS. Sent by the gateway; read by the autoscaler (new backlog: scale from zero without waiting for the tick) and metering.',
+    'A task was accepted and enqueued on TASKS. Token: the workspace id (an integrator of the workspace hears its own). Sent by the gateway; read by the autoscaler (new backlog: scale from zero without waiting for the tick).',
 });

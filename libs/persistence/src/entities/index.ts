@@ -6,6 +6,7 @@ import { Deployment } from './deployment.entity.js';
 import { Machine } from './machine.entity.js';
 import { MeteredContainer } from './metered-container.entity.js';
 import { MeteredTask } from './metered-task.entity.js';
+import { NatsUser } from './nats-user.entity.js';
 import { Pool } from './pool.entity.js';
 import { ReputationScore } from './reputation-score.entity.js';
 import { ReputationMachine } from './reputation-machine.entity.js';
@@ -21,6 +22,7 @@ export * from './deployment.entity.js';
 export * from './machine.entity.js';
 export * from './metered-container.entity.js';
 export * from './metered-task.entity.js';
+export * from './nats-user.entity.js';
 export * from './pool.entity.js';
 export * from './reputation-score.entity.js';
 export * from './reputation-machine.entity.js';
@@ -44,4 +46,5 @@ export const ENTITIES = [
   MeteredContainer,
   MeteredTask,
   ReputationMachine,
+  NatsUser,
 ] as const;

@@ -2,6 +2,7 @@ import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
+import { NatsUsersRepository } from './nats-users.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
@@ -13,6 +14,7 @@ export type {
   EndedTask,
   LeaseClaim,
   NewTask,
+  SettledAttempt,
   StartedOver,
   TaskLease,
   TaskListFilter,
@@ -22,6 +24,7 @@ export type {
 export { ACTIVE_CONTAINER_STATES, type DeploymentContainer, type DeploymentWithCounts } from './deployments.repository.js';
 export type { PoolMachineCount, PoolRules } from './machines.repository.js';
 export type { NewApiToken } from './tokens.repository.js';
+export type { NewNatsUser } from './nats-users.repository.js';
 
 /** One per aggregate; PersistenceModule provides them all. */
 export const REPOSITORIES = [
@@ -29,6 +32,7 @@ export const REPOSITORIES = [
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
+  NatsUsersRepository,
   ReputationRepository,
   TasksRepository,
   TokensRepository,
@@ -40,6 +44,7 @@ export {
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
+  NatsUsersRepository,
   ReputationRepository,
   TasksRepository,
   TokensRepository,

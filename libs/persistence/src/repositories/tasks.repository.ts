@@ -49,7 +49,23 @@ export interface StartedOver {
   wasAttempt: number;
   wasMachine: string | null;
   wasContainer: string | null;
+  /** When the attempt before was seen to start. */
+  wasStartedAt: Date | null;
+  workspaceId: string;
+  deploymentId: string;
 }
+
+/** The attempt an outcome settled, as the tasks table knows it (never as the reporter says). */
+export interface SettledAttempt {
+  workspaceId: string;
+  deploymentId: string;
+  machineId: string | null;
+  containerId: string | null;
+  /** When the attempt was seen to start (its lease); null when it never was. */
+  startedAt: Date | null;
+}
+
+const SETTLED = `workspace_id AS "workspaceId", deployment_id AS "deploymentId", machine_id AS "machineId", container_id AS "containerId", started_at AS "startedAt"`;
 
 /**
  * Who holds a task's lease: the attempt last started, on which machine and container (recorded
@@ -73,6 +89,7 @@ export interface LeaseClaim {
 /** A task just made final by a sweep or a cancel: where its TASKS message sits (null: never published). */
 export interface EndedTask {
   id: string;
+  workspaceId: string;
   streamSeq: number | null;
   endedAt: Date;
 }
@@ -205,38 +222,41 @@ export class TasksRepository {
   }): Promise<StartedOver | undefined> {
     const rows = await queryRowsOn<StartedOver>(
       this.db,
-      `WITH before AS (SELECT id, state, attempts, machine_id, container_id FROM tasks WHERE id = $1 AND ${PLACED} FOR UPDATE)
+      `WITH before AS (SELECT id, state, attempts, machine_id, container_id, started_at FROM tasks WHERE id = $1 AND ${PLACED} FOR UPDATE)
        UPDATE tasks t SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
        FROM before WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < $2
-       RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer"`,
+       RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer", before.started_at AS "wasStartedAt",
+         t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId"`,
       [e.taskId, e.attempt, e.startedAt, e.containerId, e.machineId],
     );
     return rows[0];
   }
 
   /** An attempt failed and another follows: RETRY, when the reporter holds the attempt's lease and the task is not final. */
-  async markRetrying(claim: LeaseClaim, error: string): Promise<boolean> {
-    const rows = await queryRowsOn(
+  async markRetrying(claim: LeaseClaim, error: string): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = 'RETRY', error = $3, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(2, 4, 5)} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(2, 4, 5)} RETURNING ${SETTLED}`,
       [claim.taskId, claim.attempt, error, claim.machineId, claim.containerId ?? null],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /**
    * The last attempt failed: ERROR or TIMEOUT, when the reporter holds the attempt's lease and
    * the task is not final; its callback becomes due.
    */
-  async markFailed(claim: LeaseClaim & { state: 'ERROR' | 'TIMEOUT'; error: string; failedAt: string }): Promise<boolean> {
-    const rows = await queryRowsOn(
+  async markFailed(
+    claim: LeaseClaim & { state: 'ERROR' | 'TIMEOUT'; error: string; failedAt: string },
+  ): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = $2, error = $4, ended_at = $5, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(3, 6, 7)} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(3, 6, 7)} RETURNING ${SETTLED}`,
       [claim.taskId, claim.state, claim.attempt, claim.error, claim.failedAt, claim.machineId, claim.containerId ?? null],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /**
@@ -245,14 +265,16 @@ export class TasksRepository {
    * container is not one the scheduler placed on that machine for the task's version (only such
    * a machine can be handed the task). The lease holder, if any, stays recorded as the one that lost it.
    */
-  async markLastAttemptLost(claim: LeaseClaim & { containerId: string; error: string; failedAt: string }): Promise<boolean> {
-    const rows = await queryRowsOn(
+  async markLastAttemptLost(
+    claim: LeaseClaim & { containerId: string; error: string; failedAt: string },
+  ): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = 'ERROR', attempts = $2, error = $3, ended_at = $6, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 AND ${PLACED} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND attempts <= $2 AND ${PLACED} RETURNING ${SETTLED}`,
       [claim.taskId, claim.attempt, claim.error, claim.containerId, claim.machineId, claim.failedAt],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /**
@@ -267,14 +289,14 @@ export class TasksRepository {
     completedAt: string;
     containerId: string;
     machineId: string;
-  }): Promise<boolean> {
-    const rows = await queryRowsOn(
+  }): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
       this.db,
       `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, ended_at = $5, error = NULL, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)} RETURNING id`,
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)} RETURNING ${SETTLED}`,
       [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId],
     );
-    return rows.length > 0;
+    return rows[0];
   }
 
   /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
@@ -287,6 +309,14 @@ export class TasksRepository {
     return rows[0];
   }
 
+  /** The workspace a task belongs to, as recorded at submission; undefined for an unknown task. */
+  async workspaceOf(taskId: string): Promise<string | undefined> {
+    const rows = await queryRowsOn<{ workspaceId: string }>(this.db, `SELECT workspace_id AS "workspaceId" FROM tasks WHERE id = $1`, [
+      taskId,
+    ]);
+    return rows[0]?.workspaceId;
+  }
+
   /** Cancels a task of the workspace not yet final; undefined when it was final already (or is not there). */
   async cancel(taskId: string, workspaceId: string): Promise<CancelledTask | undefined> {
     const rows = await queryRowsOn<Raw<CancelledTask>>(
@@ -294,7 +324,7 @@ export class TasksRepository {
       `WITH before AS (SELECT id, state, machine_id, attempts FROM tasks WHERE id = $1 AND workspace_id = $2 AND state NOT IN ${FINAL} FOR UPDATE)
        UPDATE tasks t SET state = 'CANCELLED', error = 'cancelled by the user', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        FROM before WHERE t.id = before.id
-       RETURNING t.id, before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
+       RETURNING t.id, t.workspace_id AS "workspaceId", before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,
       [taskId, workspaceId],
     );
     return rows.length ? withSeq<CancelledTask>(rows[0]) : undefined;
@@ -305,7 +335,7 @@ export class TasksRepository {
     const rows = await queryRowsOn<Raw<EndedTask>>(
       this.db,
       `UPDATE tasks SET state = 'CANCELLED', error = $2, ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
-       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, workspace_id AS "workspaceId", stream_seq AS "streamSeq", ended_at AS "endedAt"`,
       [deploymentId, reason],
     );
     return rows.map((r) => withSeq<EndedTask>(r));
@@ -318,7 +348,7 @@ export class TasksRepository {
       `UPDATE tasks SET state = 'EXPIRED', error = 'waited longer than its ttl of ' || ttl_seconds || ' s without starting', ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
        WHERE id IN (SELECT id FROM tasks WHERE state = 'PENDING' AND ttl_seconds IS NOT NULL AND created_at + ttl_seconds * interval '1 second' < now()
                     ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING id, stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+       RETURNING id, workspace_id AS "workspaceId", stream_seq AS "streamSeq", ended_at AS "endedAt"`,
       [limit],
     );
     return rows.map((r) => withSeq<EndedTask>(r));

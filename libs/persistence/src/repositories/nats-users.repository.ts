@@ -1,0 +1,30 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { NatsUser } from '../entities/nats-user.entity.js';
+
+export type NewNatsUser = Pick<NatsUser, 'workspaceId' | 'name' | 'publicKey' | 'scopes'>;
+
+/** Every statement on integrators' NATS users. */
+@Injectable()
+export class NatsUsersRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /** Rejects a key already recorded with the unique violation uq_nats_users_public_key. */
+  record(user: NewNatsUser): Promise<NatsUser> {
+    const users = this.db.getRepository(NatsUser);
+    return users.save(users.create(user));
+  }
+
+  /** The users of a workspace (all workspaces when undefined), revoked ones included, oldest first. */
+  list(workspaceId: string | undefined): Promise<NatsUser[]> {
+    return this.db.getRepository(NatsUser).find({ where: workspaceId ? { workspaceId } : {}, order: { createdAt: 'ASC' } });
+  }
+
+  findById(id: string): Promise<NatsUser | null> {
+    return this.db.getRepository(NatsUser).findOneBy({ id });
+  }
+
+  async markRevoked(id: string): Promise<void> {
+    await this.db.getRepository(NatsUser).update(id, { revokedAt: new Date() });
+  }
+}
