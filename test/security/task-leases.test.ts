@@ -1,4 +1,4 @@
-import { TASK_COMPLETED, TASK_STARTED, taskResultName } from '#tern/contracts';
+import { TASK_ATTEMPT_ENDED, TASK_COMPLETED, TASK_STARTED, taskResultName } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
 import { counterValue } from '../support/metrics.js';
 import { waitFor } from '../support/processes.js';
@@ -60,6 +60,29 @@ describe('task events from machines that do not hold the task', () => {
     await completed(id, 'm-1', 'c-1');
     await waitFor('the holder completes it', async () => (await row(id)).state === 'COMPLETE');
     expect((await row(id)).result).toEqual({ forged: 'm-1' });
+  });
+
+  it("tells metering again when the holder's outcome comes again after the task ended (a crash between recording and telling)", async () => {
+    const id = await task();
+    const facts: string[] = [];
+    const sub = ledger.nc.subscribe(messaging.subject(TASK_ATTEMPT_ENDED), {
+      callback: (_err, msg) => {
+        const fact = msg.json<{ taskId: string; machineId: string }>();
+        if (fact.taskId === id) facts.push(fact.machineId);
+      },
+    });
+    try {
+      await started(id, 'm-1', 'c-1');
+      await waitFor('the lease of m-1', async () => (await row(id)).state === 'RUNNING');
+      await completed(id, 'm-1', 'c-1');
+      await waitFor('the attempt told once', async () => facts.length === 1);
+      await completed(id, 'm-1', 'c-1');
+      await waitFor('the repeat told again', async () => facts.length === 2);
+      expect(facts).toEqual(['m-1', 'm-1']);
+      expect((await row(id)).result).toEqual({ forged: 'm-1' });
+    } finally {
+      sub.unsubscribe();
+    }
   });
 
   it('refuses a task.started from a container not placed on that machine for the task', async () => {

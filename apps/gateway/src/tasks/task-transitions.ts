@@ -106,6 +106,7 @@ export class TaskTransitions {
     // Handed the task past its last attempt, this machine says the attempt before was lost: the
     // holder of that attempt's lease lost it, and nothing it ran is on record.
     if (settled) await this.attemptEnded(outcome, settled, observedAt, claim);
+    else if (await this.tellAgain(e, [state], (repeat) => this.attemptEnded(outcome, repeat, observedAt, claim))) return ACCEPTED;
     else if (e.cause === 'container-lost' && e.containerId) {
       settled = await this.tasks.markLastAttemptLost({ ...e, containerId: e.containerId, error });
       if (settled?.machineId)
@@ -135,13 +136,12 @@ export class TaskTransitions {
       containerId: e.containerId,
       machineId: e.machineId,
     });
+    const ended = { taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'completed' as const };
+    const claim = { claimedEndedAt: Date.parse(e.completedAt), claimedDurationMs: e.durationMs };
     if (settled) {
-      await this.attemptEnded({ taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'completed' }, settled, observedAt, {
-        claimedEndedAt: Date.parse(e.completedAt),
-        claimedDurationMs: e.durationMs,
-      });
+      await this.attemptEnded(ended, settled, observedAt, claim);
       await this.announceAgentOutcome(e.taskId, 'COMPLETE', e.completedAt);
-    }
+    } else await this.tellAgain(e, ['COMPLETE'], (repeat) => this.attemptEnded(ended, repeat, observedAt, claim));
     return this.verdict(TASK_COMPLETED, e, Boolean(settled));
   }
 
@@ -170,6 +170,17 @@ export class TaskTransitions {
       ...(bound.durationMs !== undefined ? { durationMs: bound.durationMs } : {}),
     };
     await this.messaging.publish(TASK_ATTEMPT_ENDED, fact, { msgId: `${outcome.taskId}:ended:${outcome.attempt}` });
+  }
+
+  /**
+   * A lease holder's outcome seen again after the task ended as it said: the gateway may have
+   * died between recording it and telling metering, so the fact is told again (same observedAt,
+   * the event's own arrival, and the same msg id: JetStream keeps one). Answers whether it was one.
+   */
+  private async tellAgain(claim: LeaseClaim, states: TaskState[], tell: (repeat: SettledAttempt) => Promise<void>): Promise<boolean> {
+    const repeat = await this.tasks.settledBy(claim, states);
+    if (repeat) await tell(repeat);
+    return Boolean(repeat);
   }
 
   private async verdict(contract: Contract, claim: LeaseClaim, changed: boolean): Promise<TaskVerdict> {

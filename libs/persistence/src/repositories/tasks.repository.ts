@@ -300,6 +300,20 @@ export class TasksRepository {
   }
 
   /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
+  /**
+   * The attempt a lease holder settled already, when the task ended in one of `states` with the
+   * claimant holding its last attempt's lease: a repeat of that holder's outcome (redelivered after
+   * a crash between recording it and telling metering), so the fact can be told again.
+   */
+  async settledBy(claim: LeaseClaim, states: readonly TaskState[]): Promise<SettledAttempt | undefined> {
+    const rows = await queryRowsOn<SettledAttempt>(
+      this.db,
+      `SELECT ${SETTLED} FROM tasks WHERE id = $1 AND state = ANY($5::text[]) AND ${leaseHeldBy(2, 3, 4)}`,
+      [claim.taskId, claim.attempt, claim.machineId, claim.containerId ?? null, states],
+    );
+    return rows[0];
+  }
+
   async leaseOf(taskId: string): Promise<TaskLease | undefined> {
     const rows = await queryRowsOn<TaskLease>(
       this.db,
