@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf } from '#tern/contracts';
+import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf, type TaskStats } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
@@ -7,6 +7,7 @@ import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
+import { statsWindow, taskStats } from './task-stats.js';
 import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -42,6 +43,11 @@ export class TasksService {
     );
     const page = rows.slice(0, limit);
     return { tasks: page.map((r) => taskView(r)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null };
+  }
+
+  async stats(principal: Principal, deployment: string | undefined, minutes: number): Promise<TaskStats> {
+    const window = statsWindow(new Date(), minutes);
+    return taskStats(await this.tasks.activity(principal.workspaceId, deployment, window.from, window.stepSeconds), window, deployment);
   }
 
   /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */

@@ -46,6 +46,8 @@ export interface MachineSummary {
   /** The latest network test; null until the agent has reported one. */
   network: NetworkView | null;
   lastHeartbeatAt: string | null;
+  /** Containers running on it, as its last heartbeat said; null when none is recent. */
+  runningContainers: number | null;
   agentVersion: string | null;
   registeredAt: string | null;
   /** The current reputation score and its components; null until the reputation service has scored it. */

@@ -15,6 +15,7 @@ export type {
   NewTask,
   StartedOver,
   TaskLease,
+  TaskActivityRow,
   TaskListFilter,
   TaskWithDeployment,
   UnsentTask,

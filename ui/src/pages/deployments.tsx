@@ -1,0 +1,126 @@
+import { useEffect, useState } from 'react';
+import { follow, get, type DeploymentDetail, type DeploymentSummary } from '../api.js';
+import { Badge, Card, Loaded, Table, time } from '../components.js';
+import { usePoll } from '../poll.js';
+import { href } from '../route.js';
+import { TaskRates } from './task-rates.js';
+
+export function DeploymentsPage() {
+  const polled = usePoll((signal) => get<DeploymentSummary[]>('/api/v1/deployments', signal), []);
+  return (
+    <>
+      <h1>Deployments</h1>
+      <Loaded polled={polled}>
+        {(deployments) => (
+          <Table
+            testId="deployments"
+            rows={deployments}
+            rowKey={(d) => d.name}
+            columns={[
+              { title: 'deployment', cell: (d) => <a href={href('deployments', d.name)}>{d.name}</a> },
+              { title: 'kind', cell: (d) => d.kind },
+              { title: 'version', cell: (d) => `v${d.version}` },
+              { title: 'state', cell: (d) => <Badge value={d.state} /> },
+              { title: 'desired / actual', cell: (d) => <span data-testid="desired-actual">{`${d.desired} / ${d.actual}`}</span> },
+              { title: 'reason when short', cell: (d) => (d.actual < d.desired ? (d.reason ?? '') : '') },
+              { title: 'updated', cell: (d) => time(d.updatedAt) },
+            ]}
+          />
+        )}
+      </Loaded>
+    </>
+  );
+}
+
+export function DeploymentPage({ name }: { name: string }) {
+  const polled = usePoll((signal) => get<DeploymentDetail>(`/api/v1/deployments/${encodeURIComponent(name)}`, signal), [name]);
+  return (
+    <>
+      <h1>
+        <a href={href('deployments')}>Deployments</a> / {name}
+      </h1>
+      <Loaded polled={polled}>
+        {(d) => (
+          <div className="grid">
+            <Card title="Versions" testId="versions">
+              <p>
+                <Badge value={d.state} /> {d.kind} · <code>{d.url}</code>
+              </p>
+              <Table
+                rows={d.versions}
+                rowKey={(v) => String(v.version)}
+                columns={[
+                  { title: 'version', cell: (v) => `v${v.version}${v.latest ? ' (latest)' : ''}` },
+                  { title: 'desired / actual', cell: (v) => `${v.desired} / ${v.actual}` },
+                  { title: 'why', cell: (v) => v.placementReason ?? v.desiredReason ?? '' },
+                  { title: 'created', cell: (v) => time(v.createdAt) },
+                ]}
+              />
+            </Card>
+            <Card title="Containers" testId="containers">
+              <Table
+                testId="container-table"
+                rows={d.containers}
+                rowKey={(c) => c.id}
+                columns={[
+                  { title: 'container', cell: (c) => <code>{c.id}</code> },
+                  { title: 'version', cell: (c) => `v${c.version}` },
+                  { title: 'state', cell: (c) => <Badge value={c.state} /> },
+                  { title: 'machine', cell: (c) => (c.machineId ? <a href={href('machines', c.machineId)}>{c.machineId}</a> : '—') },
+                  { title: 'ready', cell: (c) => time(c.readyAt) },
+                ]}
+              />
+            </Card>
+            {d.kind === 'task_queue' && <TaskRates deployment={name} />}
+            <Logs name={name} />
+          </div>
+        )}
+      </Loaded>
+    </>
+  );
+}
+
+interface LogLine {
+  containerId: string;
+  stream: string;
+  line: string;
+  sequence: number;
+  at: string;
+}
+
+const KEEP_LINES = 500;
+
+/** Follows the deployment's live log lines (GET …/logs?follow=true) while the page is open. */
+function Logs({ name }: { name: string }) {
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [status, setStatus] = useState('connecting');
+  useEffect(() => {
+    const aborter = new AbortController();
+    follow(
+      `/api/v1/deployments/${encodeURIComponent(name)}/logs?follow=true`,
+      (event, data) => {
+        if (event === 'info') setStatus('following');
+        else if (event === 'line') setLines((ls) => [...ls, JSON.parse(data) as LogLine].slice(-KEEP_LINES));
+      },
+      aborter.signal,
+    ).then(
+      () => setStatus('ended'),
+      (e: unknown) => {
+        if (!aborter.signal.aborted) setStatus(`stopped: ${e instanceof Error ? e.message : String(e)}`);
+      },
+    );
+    return () => aborter.abort();
+  }, [name]);
+  return (
+    <Card title="Live logs" testId="logs">
+      <p className="muted" data-testid="logs-status">
+        {status}
+      </p>
+      <pre className="logs" data-testid="log-lines">
+        {lines.map(
+          (l) => `${new Date(l.at).toLocaleTimeString()} ${l.containerId.slice(0, 12)} ${l.stream === 'stderr' ? '!' : ' '} ${l.line}\n`,
+        )}
+      </pre>
+    </Card>
+  );
+}
