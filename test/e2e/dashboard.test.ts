@@ -133,6 +133,15 @@ describeDashboard('the operators dashboard at /ui', () => {
     await page.getByTestId('container-table').waitFor({ timeout: 30_000 });
     const detail = await api<{ containers: { id: string; machineId: string }[] }>('/api/v1/deployments/squares');
     for (const c of detail.containers) expect(await page.locator(`[data-testid=container-table] tr[data-key="${c.id}"]`).count()).toBe(1);
+    // Scaling: the autoscaler's decisions as the API lists them (at least 0 → 1 for the first task).
+    const scaling = await api<{ events: unknown[]; series: { ready: number }[] }>('/api/v1/deployments/squares/scale-events');
+    expect(scaling.events.length).toBeGreaterThan(0);
+    await waitFor(
+      'the scale events listed',
+      async () => (await page.locator('[data-testid=scale-events] tbody tr').count()) >= scaling.events.length,
+      30_000,
+    );
+    expect(scaling.series.at(-1)!.ready).toBe(detail.containers.length);
     await expectText(page, 'logs-status', 'following');
     // A task submitted now writes a line while the page follows.
     const followed = (await post<{ task_id: string }>('/taskqueue/squares', { n: 12 })).task_id;

@@ -8,6 +8,7 @@ export type {
   MachineReputation,
   MachineSummary,
   RewardsReport,
+  ScaleHistory,
   SystemHealth,
   TaskList,
   TaskStats,

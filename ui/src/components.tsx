@@ -119,7 +119,7 @@ const chartOptions = {
   plugins: { legend: { position: 'bottom' as const } },
 };
 
-export function LineChart({ labels, series, testId }: { labels: string[]; series: Series[]; testId?: string }) {
+export function LineChart({ labels, series, stepped, testId }: { labels: string[]; series: Series[]; stepped?: boolean; testId?: string }) {
   return (
     <div className="chart" data-testid={testId}>
       <Line
@@ -130,8 +130,11 @@ export function LineChart({ labels, series, testId }: { labels: string[]; series
             label: s.label,
             data: s.values,
             borderColor: PALETTE[i % PALETTE.length],
+            backgroundColor: PALETTE[i % PALETTE.length],
             pointRadius: 2,
-            tension: 0.2,
+            tension: stepped ? 0 : 0.2,
+            // A count holds its value until the next change.
+            stepped: stepped ? ('after' as const) : false,
           })),
         }}
       />

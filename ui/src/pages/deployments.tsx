@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
-import { follow, get, type DeploymentDetail, type DeploymentSummary } from '../api.js';
-import { Badge, Card, Loaded, Table, time } from '../components.js';
+import { follow, get, type DeploymentDetail, type DeploymentSummary, type ScaleHistory } from '../api.js';
+import { Badge, Card, LineChart, Loaded, Table, time } from '../components.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { TaskRates } from './task-rates.js';
@@ -71,12 +71,50 @@ export function DeploymentPage({ name }: { name: string }) {
                 ]}
               />
             </Card>
+            <ScaleEvents name={name} />
             {d.kind === 'task_queue' && <TaskRates deployment={name} />}
             <Logs name={name} />
           </div>
         )}
       </Loaded>
     </>
+  );
+}
+
+const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+/** Desired vs ready containers over the last hour, and the autoscaler's decisions with their reasons. */
+function ScaleEvents({ name }: { name: string }) {
+  const polled = usePoll((signal) => get<ScaleHistory>(`/api/v1/deployments/${encodeURIComponent(name)}/scale-events`, signal), [name]);
+  return (
+    <Card title="Scaling, last hour" testId="scaling">
+      <Loaded polled={polled}>
+        {(h) => (
+          <>
+            <LineChart
+              testId="scale-chart"
+              stepped
+              labels={h.series.map((p) => clock(p.at))}
+              series={[
+                { label: 'desired', values: h.series.map((p) => p.desired) },
+                { label: 'ready', values: h.series.map((p) => p.ready) },
+              ]}
+            />
+            <Table
+              testId="scale-events"
+              rows={[...h.events].reverse()}
+              rowKey={(e) => `${e.at}-${e.version}`}
+              columns={[
+                { title: 'at', cell: (e) => clock(e.at) },
+                { title: 'version', cell: (e) => `v${e.version}` },
+                { title: 'desired', cell: (e) => `${e.previous} → ${e.desired}` },
+                { title: 'why', cell: (e) => e.reason ?? '' },
+              ]}
+            />
+          </>
+        )}
+      </Loaded>
+    </Card>
   );
 }
 

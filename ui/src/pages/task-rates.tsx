@@ -2,6 +2,8 @@ import { get, type TaskStats } from '../api.js';
 import { Card, Figure, LineChart, Loaded, round } from '../components.js';
 import { usePoll } from '../poll.js';
 
+const seconds = (s: number | null) => (s === null ? '—' : `${round(s, 2)} s`);
+
 /** Tasks per second and failures over the last hour (one deployment's when named), from GET /api/v1/tasks/stats. */
 export function TaskRates({ deployment }: { deployment?: string }) {
   const query = deployment ? `?deployment=${encodeURIComponent(deployment)}` : '';
@@ -17,6 +19,9 @@ export function TaskRates({ deployment }: { deployment?: string }) {
               <div className="figures">
                 <Figure label="tasks ended" value={ended} testId="tasks-ended" />
                 <Figure label="failed" value={failed} testId="tasks-failed" />
+                {(['p50', 'p95', 'p99'] as const).map((p) => (
+                  <Figure key={p} label={`${p} run time`} value={seconds(stats.durationSeconds[p])} testId={`duration-${p}`} />
+                ))}
                 {Object.entries(stats.states).map(([state, n]) => (
                   <Figure key={state} label={state.toLowerCase()} value={n} testId={`tasks-${state}`} />
                 ))}

@@ -14,6 +14,7 @@ export function taskStats(
   rows: TaskActivityRow[],
   window: { from: Date; to: Date; stepSeconds: number },
   deployment: string | undefined,
+  durationSeconds: TaskStats['durationSeconds'],
 ): TaskStats {
   const points = new Map<number, TaskActivityPoint>();
   for (let t = window.from.getTime(); t < window.to.getTime(); t += window.stepSeconds * 1000)
@@ -37,5 +38,6 @@ export function taskStats(
     deployment: deployment ?? null,
     states,
     series: [...points.values()],
+    durationSeconds,
   };
 }

@@ -47,7 +47,11 @@ export class TasksService {
 
   async stats(principal: Principal, deployment: string | undefined, minutes: number): Promise<TaskStats> {
     const window = statsWindow(new Date(), minutes);
-    return taskStats(await this.tasks.activity(principal.workspaceId, deployment, window.from, window.stepSeconds), window, deployment);
+    const [activity, durations] = await Promise.all([
+      this.tasks.activity(principal.workspaceId, deployment, window.from, window.stepSeconds),
+      this.tasks.durationPercentiles(principal.workspaceId, deployment, window.from),
+    ]);
+    return taskStats(activity, window, deployment, durations);
   }
 
   /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */

@@ -57,4 +57,6 @@ export interface TaskStats {
   states: Partial<Record<TaskState, number>>;
   /** Oldest first, one point per step, zeros included. */
   series: TaskActivityPoint[];
+  /** Run time (started to ended, seconds) of the tasks that ended in the window; nulls when none did. */
+  durationSeconds: { p50: number | null; p95: number | null; p99: number | null };
 }

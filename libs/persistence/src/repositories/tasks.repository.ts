@@ -387,6 +387,24 @@ export class TasksRepository {
     );
   }
 
+  /** Percentiles of the run time (started to ended) of the tasks that ended since `from`; nulls when none did. */
+  async durationPercentiles(
+    workspaceId: string,
+    deploymentName: string | undefined,
+    from: Date,
+  ): Promise<{ p50: number | null; p95: number | null; p99: number | null }> {
+    const [row] = await queryRowsOn<{ p50: number | null; p95: number | null; p99: number | null }>(
+      this.db,
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY s) AS p95,
+              percentile_cont(0.99) WITHIN GROUP (ORDER BY s) AS p99
+       FROM (SELECT extract(epoch FROM t.ended_at - t.started_at)::float8 AS s FROM ${TASK_FROM}
+             WHERE t.workspace_id = $1 AND ($2::text IS NULL OR (d.name = $2 AND d.state <> 'deleted'))
+               AND t.ended_at >= $3 AND t.started_at IS NOT NULL) runs`,
+      [workspaceId, deploymentName ?? null, from.toISOString()],
+    );
+    return row;
+  }
+
   /**
    * Claims up to `limit` due callbacks (FOR UPDATE SKIP LOCKED: replicas never claim the same
    * one) and holds them while `work` delivers them; its outcomes are written in the same

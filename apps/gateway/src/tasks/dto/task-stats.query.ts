@@ -1,14 +1,7 @@
-import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsOptional, IsString } from 'class-validator';
+import { WindowQuery } from '../../deployments/dto/window.query.js';
 
-export class TaskStatsQuery {
+export class TaskStatsQuery extends WindowQuery {
   /** A deployment name of the caller's workspace; default every deployment. */
   @IsOptional() @IsString() deployment?: string;
-  /** The window, in minutes back from now (one point per minute); default 60. */
-  @IsOptional()
-  @Transform(({ value }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value))
-  @IsInt({ message: 'minutes must be a whole number' })
-  @Min(1)
-  @Max(1440)
-  minutes?: number;
 }
