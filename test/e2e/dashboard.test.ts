@@ -96,7 +96,7 @@ describeDashboard('the operators dashboard at /ui', () => {
     const stats = await api<{ states: Record<string, number> }>('/api/v1/tasks/stats');
     await expectText(page, 'tasks-COMPLETE', stats.states.COMPLETE);
     await expectText(page, 'tasks-ended', 1);
-    const system = await api<{ services: Record<string, { status: string }> }>('/api/v1/system');
+    const system = await api<{ services: Record<string, { status: string; instances: unknown[] }> }>('/api/v1/system');
     for (const [role, s] of Object.entries(system.services)) {
       const row = page.getByTestId('services').locator('tbody tr', { has: page.locator(`td[data-label=service]:text-is("${role}")`) });
       expect(await row.locator('td[data-label=status]').allTextContents()).toEqual(s.instances.map(() => s.status));

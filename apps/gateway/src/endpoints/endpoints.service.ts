@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DeploymentRecord, HTTP_METHODS, type HttpMethod } from '#tern/contracts';
 import { invoke, InvokeError, type InvokeResponse, Messaging } from '#tern/messaging';
 import type { Principal } from '../auth/principal.js';
+import { observeEndpointRequest } from './endpoint-metrics.js';
 import { parseEndpointUrl } from './endpoint-path.js';
 import { forwardable } from './headers.js';
 import type { Lane } from './lane.js';
@@ -49,6 +50,7 @@ export class EndpointsService {
     if (!found.known) throw new EndpointHttpError(404, `deployment "${target.name}" not found`);
     const record = found.record;
     if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${target.version}`);
+    observeEndpointRequest(record, reply.raw);
     if (record.spec.kind === 'task_queue' || record.spec.kind === 'cron') {
       throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint`);
     }
