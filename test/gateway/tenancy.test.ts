@@ -90,6 +90,10 @@ const ROUTES: Record<string, Route> = {
   'DELETE /api/v1/deployments/{name}': { access: 'workspace' },
   'GET /api/v1/deployments/{name}/logs': { access: 'workspace' },
   'GET /api/v1/tasks': { access: 'workspace' },
+  // Service states without hosts or agents for a workspace token (checked for A's secrets like every listing).
+  'GET /api/v1/system': { access: 'workspace' },
+  'GET /api/v1/tasks/stats': { access: 'workspace', query: (a) => `deployment=${a.queue}` },
+  'GET /api/v1/deployments/{name}/scale-events': { access: 'workspace' },
   'GET /api/v1/tasks/{id}': { access: 'workspace' },
   'GET /api/v1/tasks/{id}/wait': { access: 'workspace' },
   'DELETE /api/v1/tasks/{id}': { access: 'workspace' },

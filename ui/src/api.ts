@@ -1,5 +1,7 @@
 // The dashboard reads only the public API, with the token the operator or member signed in with:
 // what a page shows is what the API lets that token see.
+import { createParser } from 'eventsource-parser';
+
 export type {
   ContainerView,
   DeploymentDetail,
@@ -78,23 +80,11 @@ export async function download(path: string, filename: string): Promise<void> {
 export async function follow(path: string, onEvent: (event: string, data: string) => void, signal: AbortSignal): Promise<void> {
   const res = await fetch(path, { headers: headers({ accept: 'text/event-stream' }), signal });
   if (!res.ok || !res.body) throw await failure(res);
+  const parser = createParser({ onEvent: (e) => onEvent(e.event ?? 'message', e.data) });
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event:')) event = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      if (data.length) onEvent(event, data.join('\n'));
-    }
+    parser.feed(value);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf, type TaskStats } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
-import { TasksRepository, type TaskWithDeployment } from '#tern/persistence';
+import { DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
@@ -22,6 +22,7 @@ export class TasksService {
     private readonly messaging: Messaging,
     private readonly transitions: TaskTransitions,
     private readonly waiters: TaskWaiters,
+    private readonly deployments: DeploymentsRepository,
   ) {}
 
   async get(principal: Principal, id: string): Promise<TaskView> {
@@ -46,6 +47,11 @@ export class TasksService {
   }
 
   async stats(principal: Principal, deployment: string | undefined, minutes: number): Promise<TaskStats> {
+    if (deployment !== undefined) {
+      const found = await this.deployments.findByName(principal.workspaceId, deployment);
+      if (!found || found.state === 'deleted')
+        throw new TaskHttpError(404, `deployment "${deployment}" not found in workspace "${principal.workspaceName}"`);
+    }
     const window = statsWindow(new Date(), minutes);
     const [activity, durations] = await Promise.all([
       this.tasks.activity(principal.workspaceId, deployment, window.from, window.stepSeconds),
