@@ -115,6 +115,13 @@ describeDashboard('the operators dashboard at /ui', () => {
     await page.locator(`a[href="#/machines/${machine.id}"]`).click();
     await page.getByTestId('inventory').waitFor();
     await expectText(page, 'gpu-count', machine.gpus.length);
+    // State changes, as the trigger on machines kept them: at least pending or registered → ready.
+    const states = await api<{ changes: { to: string }[] }>(`/api/v1/machines/${machine.id}/state-changes`);
+    expect(states.changes.map((c) => c.to)).toContain('ready');
+    await waitFor(
+      'the state changes listed',
+      async () => (await page.locator('[data-testid=state-change-table] tbody tr').count()) === states.changes.length,
+    );
     const detail = await api<{ heartbeat: { runningContainers: string[] } }>(`/api/v1/machines/${machine.id}`);
     const running = detail.heartbeat.runningContainers;
     expect(running.length).toBeGreaterThan(0);
@@ -240,7 +247,13 @@ describeDashboard('the operators dashboard at /ui', () => {
       if (LOAD) {
         // Nine more machines joining with the operator token, then 1,000 tasks spread over them.
         for (let i = 0; i < 9; i++)
-          extra.push(new AgentProcess(tempStateDir(), { AGENT_GATEWAY_URL: stack.gateway, AGENT_TOKEN: stack.token }).start());
+          extra.push(
+            new AgentProcess(tempStateDir(), {
+              AGENT_GATEWAY_URL: stack.gateway,
+              AGENT_TOKEN: stack.token,
+              MACHINE_ID: `load-${i + 2}`,
+            }).start(),
+          );
         await Promise.all(extra.map((a) => a.joined(300_000)));
         const ids: string[] = [];
         for (let i = 0; i < 1000; i += 50) {

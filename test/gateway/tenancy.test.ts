@@ -78,6 +78,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/machines': { access: 'workspace' },
   'GET /api/v1/machines/{id}': { access: 'workspace' },
   'GET /api/v1/machines/{id}/reputation': { access: 'workspace' },
+  'GET /api/v1/machines/{id}/state-changes': { access: 'workspace' },
   'GET /api/v1/usage': { access: 'workspace', query: (a) => `workspace=${a.workspaceId}` },
   'HEAD /api/v1/code/{digest}': { access: 'workspace' },
   // B sends other bytes under A's digest: refused as a mismatch, A's bundle untouched.

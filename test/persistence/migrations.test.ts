@@ -10,6 +10,7 @@ const TABLES = [
   'containers',
   'deployment_versions',
   'deployments',
+  'machine_state_changes',
   'machines',
   'metered_containers',
   'metered_tasks',

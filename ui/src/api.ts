@@ -8,6 +8,7 @@ export type {
   DeploymentSummary,
   MachineDetail,
   MachineReputation,
+  MachineStateChanges,
   MachineSummary,
   RewardsReport,
   ScaleHistory,

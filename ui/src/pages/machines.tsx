@@ -1,4 +1,11 @@
-import { get, type MachineDetail, type MachineReputation, type MachineSummary, type UsageReport } from '../api.js';
+import {
+  get,
+  type MachineDetail,
+  type MachineReputation,
+  type MachineStateChanges,
+  type MachineSummary,
+  type UsageReport,
+} from '../api.js';
 import { ago, Badge, Card, Figure, LineChart, Loaded, round, Table, time } from '../components.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
@@ -36,6 +43,7 @@ export function MachinesPage() {
 interface MachineData {
   machine: MachineDetail;
   reputation: MachineReputation;
+  states: MachineStateChanges;
   /** null: this token may not read per-machine usage (operator only). */
   usage: UsageReport | null;
 }
@@ -45,14 +53,15 @@ export function MachinePage({ id, operator }: { id: string; operator: boolean })
     async (signal) => {
       const path = encodeURIComponent(id);
       const from = new Date(Date.now() - 24 * 3600_000).toISOString();
-      const [machine, reputation, usage] = await Promise.all([
+      const [machine, reputation, states, usage] = await Promise.all([
         get<MachineDetail>(`/api/v1/machines/${path}`, signal),
         get<MachineReputation>(`/api/v1/machines/${path}/reputation?limit=200`, signal),
+        get<MachineStateChanges>(`/api/v1/machines/${path}/state-changes?limit=50`, signal),
         operator
           ? get<UsageReport>(`/api/v1/usage?group_by=machine&granularity=hour&from=${encodeURIComponent(from)}`, signal)
           : Promise.resolve(null),
       ]);
-      return { machine, reputation, usage };
+      return { machine, reputation, states, usage };
     },
     [id, operator],
   );
@@ -66,7 +75,7 @@ export function MachinePage({ id, operator }: { id: string; operator: boolean })
   );
 }
 
-function MachineView({ machine: m, reputation, usage }: MachineData) {
+function MachineView({ machine: m, reputation, states, usage }: MachineData) {
   const history = [...reputation.history].reverse();
   const components = Object.keys(reputation.components ?? {});
   const usageRows = usage?.rows.filter((r) => r.group === m.id) ?? [];
@@ -79,6 +88,19 @@ function MachineView({ machine: m, reputation, usage }: MachineData) {
         <p className="muted">
           Registered {time(m.registeredAt)} · last heartbeat {ago(m.lastHeartbeatAt)} · agent {m.agentVersion ?? '—'}
         </p>
+      </Card>
+      <Card title="State changes" testId="state-changes">
+        <Table
+          testId="state-change-table"
+          rows={states.changes}
+          rowKey={(c) => `${c.at}-${c.to}`}
+          columns={[
+            { title: 'at', cell: (c) => time(c.at) },
+            { title: 'from', cell: (c) => c.from ?? '—' },
+            { title: 'to', cell: (c) => <Badge value={c.to} /> },
+            { title: 'why', cell: (c) => c.reason ?? '' },
+          ]}
+        />
       </Card>
       <Card title="Inventory" testId="inventory">
         <dl>

@@ -131,3 +131,9 @@ export interface MachineReputation {
   computedAt: string | null;
   history: ReputationView[];
 }
+
+/** `GET /api/v1/machines/<id>/state-changes[?limit=]`: the states the machine entered, newest first. */
+export interface MachineStateChanges {
+  machineId: string;
+  changes: { at: string; from: MachineState | null; to: MachineState; reason: string | null }[];
+}

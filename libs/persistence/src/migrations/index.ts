@@ -11,6 +11,7 @@ import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
 import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
 import { MachineNatsKey1764900000000 } from './1764900000000-machine-nats-key.js';
 import { ScaleEvents1764990000000 } from './1764990000000-scale-events.js';
+import { MachineStateChanges1764991000000 } from './1764991000000-machine-state-changes.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   TokenExpiry1764840000000,
   MachineNatsKey1764900000000,
   ScaleEvents1764990000000,
+  MachineStateChanges1764991000000,
 ] as const;
