@@ -68,6 +68,7 @@ describeDashboard('the operators dashboard at /ui', () => {
     );
     const deployed = await stack.tern('deploy', join(dir, 'tern.yaml'));
     expect(deployed.code).toBe(0);
+    expect((await stack.tern('deploy', join(ROOT, 'examples', 'hello-python', 'tern.yaml'))).code).toBe(0);
     taskId = (await post<{ task_id: string }>('/taskqueue/squares', { n: 7 })).task_id;
     await waitFor(
       'the task to finish',
@@ -135,9 +136,20 @@ describeDashboard('the operators dashboard at /ui', () => {
   }, 180_000);
 
   it('lists the deployments, opens one with its containers and follows its live logs', async () => {
-    const [deployment] = await api<{ name: string; desired: number; actual: number }[]>('/api/v1/deployments');
     await open('deployments');
-    await expectText(page, 'desired-actual', `${deployment.desired} / ${deployment.actual}`);
+    // Both deployments' counts as the API has them now (hello scales to zero while we look).
+    for (const name of ['squares', 'hello']) {
+      const row = page.locator(`[data-testid=deployments] tr[data-key="${name}"] [data-testid=desired-actual]`);
+      await waitFor(
+        `${name} desired / actual`,
+        async () => {
+          const d = (await api<{ name: string; desired: number; actual: number }[]>('/api/v1/deployments')).find((x) => x.name === name)!;
+          return (await row.textContent()) === `${d.desired} / ${d.actual}`;
+        },
+        30_000,
+        500,
+      );
+    }
     await shoot('deployments');
     await page.locator('a[href="#/deployments/squares"]').click();
     await page.getByTestId('container-table').waitFor({ timeout: 30_000 });
@@ -164,6 +176,28 @@ describeDashboard('the operators dashboard at /ui', () => {
     await api(`/api/v1/tasks/${followed}/wait?timeout=30`);
     await shoot('deployment');
   }, 180_000);
+
+  it("shows an endpoint's requests per minute and latency as the API counts them", async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${stack.gateway}/endpoint/hello`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `n${i}` }),
+        signal: AbortSignal.timeout(120_000),
+      });
+      expect(res.status).toBe(200);
+    }
+    const total = async () =>
+      (await api<{ series: { requests: number; p50: number | null }[] }>('/api/v1/deployments/hello/requests')).series;
+    // Each gateway adds its counts every few seconds.
+    await waitFor('the requests stored', async () => (await total()).reduce((n, p) => n + p.requests, 0) === 3, 30_000, 500);
+    expect((await total()).some((p) => p.p50 !== null && p.p50 > 0)).toBe(true);
+    await open('deployments/hello');
+    await expectText(page, 'requests-total', 3);
+    await expectText(page, 'requests-errors', 0);
+    await page.getByTestId('latency-chart').waitFor();
+    await shoot('endpoint');
+  }, 240_000);
 
   it('filters tasks by queue and state and shows one with its result', async () => {
     await open('tasks');

@@ -95,6 +95,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/system': { access: 'workspace' },
   'GET /api/v1/tasks/stats': { access: 'workspace', query: (a) => `deployment=${a.queue}` },
   'GET /api/v1/deployments/{name}/scale-events': { access: 'workspace' },
+  'GET /api/v1/deployments/{name}/requests': { access: 'workspace' },
   'GET /api/v1/tasks/{id}': { access: 'workspace' },
   'GET /api/v1/tasks/{id}/wait': { access: 'workspace' },
   'DELETE /api/v1/tasks/{id}': { access: 'workspace' },

@@ -10,6 +10,7 @@ const TABLES = [
   'containers',
   'deployment_versions',
   'deployments',
+  'endpoint_request_minutes',
   'machine_state_changes',
   'machines',
   'metered_containers',

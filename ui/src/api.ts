@@ -10,6 +10,7 @@ export type {
   MachineReputation,
   MachineStateChanges,
   MachineSummary,
+  RequestHistory,
   RewardsReport,
   ScaleHistory,
   SystemHealth,

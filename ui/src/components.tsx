@@ -109,7 +109,8 @@ const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2
 
 export interface Series {
   label: string;
-  values: number[];
+  /** null: no value there (a gap in a line). */
+  values: (number | null)[];
 }
 
 const chartOptions = {

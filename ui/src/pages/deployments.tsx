@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
-import { follow, get, type DeploymentDetail, type DeploymentSummary, type ScaleHistory } from '../api.js';
-import { Badge, Card, LineChart, Loaded, Table, time } from '../components.js';
+import { follow, get, type DeploymentDetail, type DeploymentSummary, type RequestHistory, type ScaleHistory } from '../api.js';
+import { Badge, Card, Figure, LineChart, Loaded, round, Table, time } from '../components.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { TaskRates } from './task-rates.js';
@@ -72,7 +72,7 @@ export function DeploymentPage({ name }: { name: string }) {
               />
             </Card>
             <ScaleEvents name={name} />
-            {d.kind === 'task_queue' && <TaskRates deployment={name} />}
+            {d.kind === 'task_queue' ? <TaskRates deployment={name} /> : <Requests name={name} />}
             <Logs name={name} />
           </div>
         )}
@@ -113,6 +113,50 @@ function ScaleEvents({ name }: { name: string }) {
             />
           </>
         )}
+      </Loaded>
+    </Card>
+  );
+}
+
+const ms = (s: number | null) => (s === null ? '—' : `${round(s * 1000)} ms`);
+
+/** Endpoint requests over the last hour: rate, errors and latency percentiles per minute. */
+function Requests({ name }: { name: string }) {
+  const polled = usePoll((signal) => get<RequestHistory>(`/api/v1/deployments/${encodeURIComponent(name)}/requests`, signal), [name]);
+  return (
+    <Card title="Requests, last hour" testId="requests">
+      <Loaded polled={polled}>
+        {(h) => {
+          const last = [...h.series].reverse().find((p) => p.requests > 0);
+          const labels = h.series.map((p) => clock(p.at));
+          return (
+            <>
+              <div className="figures">
+                <Figure label="requests" value={h.series.reduce((n, p) => n + p.requests, 0)} testId="requests-total" />
+                <Figure label="5xx" value={h.series.reduce((n, p) => n + p.errors, 0)} testId="requests-errors" />
+                <Figure label="p50 (last busy minute)" value={ms(last?.p50 ?? null)} testId="requests-p50" />
+                <Figure label="p95" value={ms(last?.p95 ?? null)} />
+                <Figure label="p99" value={ms(last?.p99 ?? null)} />
+              </div>
+              <LineChart
+                testId="request-rate-chart"
+                labels={labels}
+                series={[
+                  { label: 'requests / s', values: h.series.map((p) => p.requests / 60) },
+                  { label: '5xx / s', values: h.series.map((p) => p.errors / 60) },
+                ]}
+              />
+              <LineChart
+                testId="latency-chart"
+                labels={labels}
+                series={(['p50', 'p95', 'p99'] as const).map((q) => ({
+                  label: `${q} ms`,
+                  values: h.series.map((p) => (p[q] === null ? null : p[q] * 1000)),
+                }))}
+              />
+            </>
+          );
+        }}
       </Loaded>
     </Card>
   );

@@ -46,6 +46,15 @@ export class DeploymentsController {
     return this.deployments.scaleHistory(principal, name, q.minutes ?? 60);
   }
 
+  @Get(':name/requests')
+  @ApiOperation({
+    summary:
+      'Endpoint requests per minute over the last `minutes` (default 60): count, 5xx, latency p50/p95/p99, every version and gateway summed',
+  })
+  requests(@CurrentPrincipal() principal: Principal, @Param('name') name: string, @Query() q: WindowQuery) {
+    return this.deployments.requestHistory(principal, name, q.minutes ?? 60);
+  }
+
   @Post(':name/stop')
   @HttpCode(200)
   @ApiOperation({ summary: 'Stop: no containers, requests answered 503 until started again' })

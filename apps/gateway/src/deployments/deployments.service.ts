@@ -1,5 +1,5 @@
 import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
-import { type DeploymentSpec, type ResolvedSpec, resolveSpec, type ScaleHistory, SpecError } from '#tern/contracts';
+import { type DeploymentSpec, type RequestHistory, type ResolvedSpec, resolveSpec, type ScaleHistory, SpecError } from '#tern/contracts';
 import {
   ACTIVE_CONTAINER_STATES,
   CodeBundlesRepository,
@@ -14,6 +14,7 @@ import { DeploymentRecords } from './deployment-records.js';
 import { type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
 import { resolvedOf, storedSpec, submittedOf } from './stored-spec.js';
+import { requestHistory } from './request-history.js';
 import { scaleHistory } from './scale-history.js';
 
 @Injectable()
@@ -91,6 +92,13 @@ export class DeploymentsService {
     const to = new Date();
     const from = new Date(to.getTime() - minutes * 60_000);
     return scaleHistory(name, { from, to }, await this.deployments.scaleHistory(d.id, from));
+  }
+
+  async requestHistory(principal: Principal, name: string, minutes: number): Promise<RequestHistory> {
+    const d = await this.require(principal, name);
+    const to = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
+    const from = new Date(to.getTime() - minutes * 60_000);
+    return requestHistory(name, { from, to }, await this.deployments.requestMinutes(d.id, from));
   }
 
   async setState(principal: Principal, name: string, action: 'stop' | 'start' | 'delete'): Promise<Deployment> {

@@ -85,3 +85,21 @@ export interface ScaleHistory {
   /** A point at `from`, at every change and at `to`: desired summed over versions, containers ready. */
   series: { at: string; desired: number; ready: number }[];
 }
+
+/** `GET /api/v1/deployments/<name>/requests[?minutes=]`: endpoint requests per minute, every version and gateway summed. */
+export interface RequestHistory {
+  deployment: string;
+  from: string;
+  to: string;
+  /** Oldest first, one point per minute, zeros included. */
+  series: {
+    at: string;
+    requests: number;
+    /** Answered 5xx. */
+    errors: number;
+    /** Seconds from arrival to response, interpolated in latency buckets; null without requests. */
+    p50: number | null;
+    p95: number | null;
+    p99: number | null;
+  }[];
+}

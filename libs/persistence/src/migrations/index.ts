@@ -12,6 +12,7 @@ import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
 import { MachineNatsKey1764900000000 } from './1764900000000-machine-nats-key.js';
 import { ScaleEvents1764990000000 } from './1764990000000-scale-events.js';
 import { MachineStateChanges1764991000000 } from './1764991000000-machine-state-changes.js';
+import { EndpointRequestMinutes1764992000000 } from './1764992000000-endpoint-request-minutes.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   MachineNatsKey1764900000000,
   ScaleEvents1764990000000,
   MachineStateChanges1764991000000,
+  EndpointRequestMinutes1764992000000,
 ] as const;

@@ -40,6 +40,17 @@ export interface ScaleStep {
   reason: string | null;
 }
 
+/** Endpoint requests of one deployment version in one minute (endpoint_request_minutes). */
+export interface RequestMinute {
+  deploymentId: string;
+  version: number;
+  minute: Date;
+  requests: number;
+  errors: number;
+  /** Counts per latency bucket, the last one unbounded. */
+  buckets: number[];
+}
+
 const ACTIVE = ACTIVE_CONTAINER_STATES.map((s) => `'${s}'`).join(', ');
 
 /** One row per deployment of a workspace (deleted ones left out), desired and actual summed over its versions. */
@@ -146,6 +157,43 @@ export class DeploymentsRepository {
       [deploymentId, from.toISOString()],
     );
     return { steps, desiredAtStart: start.desired, readyAtStart: start.ready };
+  }
+
+  /** Adds a gateway's counts to the minutes' rows (created when new): replicas' counts sum. */
+  async addRequestMinutes(rows: RequestMinute[]): Promise<void> {
+    if (!rows.length) return;
+    await this.db.query(
+      `INSERT INTO endpoint_request_minutes (deployment_id, version, minute, requests, errors, buckets)
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(deployment_id uuid, version int, minute timestamptz, requests int, errors int, buckets int[])
+       ON CONFLICT (deployment_id, version, minute) DO UPDATE SET
+         requests = endpoint_request_minutes.requests + excluded.requests,
+         errors = endpoint_request_minutes.errors + excluded.errors,
+         buckets = ARRAY(SELECT a + b FROM unnest(endpoint_request_minutes.buckets, excluded.buckets) AS pair(a, b))`,
+      [
+        JSON.stringify(
+          rows.map((r) => ({
+            deployment_id: r.deploymentId,
+            version: r.version,
+            minute: r.minute.toISOString(),
+            requests: r.requests,
+            errors: r.errors,
+            buckets: r.buckets,
+          })),
+        ),
+      ],
+    );
+  }
+
+  /** The deployment's request minutes since `from`, every version summed per minute, oldest first. */
+  requestMinutes(deploymentId: string, from: Date): Promise<Omit<RequestMinute, 'deploymentId' | 'version'>[]> {
+    return queryRowsOn(
+      this.db,
+      `SELECT minute, sum(requests)::int AS requests, sum(errors)::int AS errors,
+              ARRAY(SELECT sum(b)::int FROM endpoint_request_minutes e2, unnest(e2.buckets) WITH ORDINALITY AS u(b, i)
+                    WHERE e2.deployment_id = $1 AND e2.minute = e.minute GROUP BY i ORDER BY i) AS buckets
+       FROM endpoint_request_minutes e WHERE deployment_id = $1 AND minute >= $2 GROUP BY minute ORDER BY minute`,
+      [deploymentId, from.toISOString()],
+    );
   }
 
   /** The deployment's containers not yet stopped or failed, oldest first. */

@@ -20,7 +20,13 @@ export type {
   TaskWithDeployment,
   UnsentTask,
 } from './tasks.repository.js';
-export { ACTIVE_CONTAINER_STATES, type DeploymentContainer, type DeploymentWithCounts, type ScaleStep } from './deployments.repository.js';
+export {
+  ACTIVE_CONTAINER_STATES,
+  type DeploymentContainer,
+  type DeploymentWithCounts,
+  type RequestMinute,
+  type ScaleStep,
+} from './deployments.repository.js';
 export type { PoolMachineCount, PoolRules } from './machines.repository.js';
 export type { NewApiToken } from './tokens.repository.js';
 
