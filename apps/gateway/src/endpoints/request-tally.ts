@@ -1,15 +1,10 @@
+import type { RequestMinute } from '#tern/persistence';
+
 /** Upper bounds (seconds) of the latency buckets, for Prometheus and for the stored minutes; +Inf follows. */
 export const REQUEST_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-export interface TalliedMinute {
-  deploymentId: string;
-  version: number;
-  minute: Date;
-  requests: number;
-  errors: number;
-  /** One count per bucket of REQUEST_SECONDS_BUCKETS, then +Inf. */
-  buckets: number[];
-}
+/** A minute of one version as the tally counts it: the row it adds to (buckets: REQUEST_SECONDS_BUCKETS, then +Inf). */
+export type TalliedMinute = RequestMinute;
 
 /** Endpoint requests counted per deployment version and minute since the last drain (one gateway's share). */
 export class RequestTally {
