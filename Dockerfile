@@ -11,6 +11,8 @@ COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY apps ./apps
 COPY libs ./libs
 COPY bench ./bench
+# The dashboard (/ui): bundled by `npm run build` into dist/ui.
+COPY ui ./ui
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim

@@ -7,7 +7,8 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    // ui/ (the dashboard, browser code) type-checks with its own ui/tsconfig.json, which the project service finds.
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {
       parserOptions: { projectService: { allowDefaultProject: ['scripts/*.spec.ts'] }, tsconfigRootDir: import.meta.dirname },
     },

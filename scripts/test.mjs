@@ -33,9 +33,12 @@ await main(async () => {
     const env = { ...process.env };
     if (needsInfra(jestArgs)) {
       // The runtime and agent tests run real containers on private networks (ip, nft), the TLS tests
-      // make certificates (openssl), and every integration run its own nats-server; under CI=true
+      // make certificates (openssl), every integration run its own nats-server, the dashboard's
+      // browser test drives Chromium and the metrics test runs Prometheus; under CI=true
       // the tests that need a part still missing after this fail (test/support/real-parts.ts).
-      await ensureSystemPackages({ optional: ['runc', 'umoci', 'nats-server', 'nftables', 'iproute2', 'openssl'] });
+      await ensureSystemPackages({
+        optional: ['runc', 'umoci', 'nats-server', 'nftables', 'iproute2', 'openssl', 'chromium', 'prometheus'],
+      });
       await provideInfra(env, f, infra);
     }
     if (jestArgs.length) return await jest(jestArgs, env);

@@ -15,6 +15,9 @@ const PACKAGES = {
   nftables: () => which('nft'),
   iproute2: () => which('ip'),
   openssl: () => which('openssl'),
+  // Tests only: the dashboard's browser test drives Chromium, the metrics test runs Prometheus.
+  chromium: () => which('chromium'),
+  prometheus: () => which('prometheus') && which('promtool'),
 };
 
 /**

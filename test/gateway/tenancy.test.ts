@@ -87,6 +87,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/machines': { access: 'workspace' },
   'GET /api/v1/machines/{id}': { access: 'workspace' },
   'GET /api/v1/machines/{id}/reputation': { access: 'workspace' },
+  'GET /api/v1/machines/{id}/state-changes': { access: 'workspace' },
   'GET /api/v1/usage': { access: 'workspace', query: (a) => `workspace=${a.workspaceId}` },
   'HEAD /api/v1/code/{digest}': { access: 'workspace' },
   // B sends other bytes under A's digest: refused as a mismatch, A's bundle untouched.
@@ -99,6 +100,11 @@ const ROUTES: Record<string, Route> = {
   'DELETE /api/v1/deployments/{name}': { access: 'workspace' },
   'GET /api/v1/deployments/{name}/logs': { access: 'workspace' },
   'GET /api/v1/tasks': { access: 'workspace' },
+  // Service states without hosts or agents for a workspace token (checked for A's secrets like every listing).
+  'GET /api/v1/system': { access: 'workspace' },
+  'GET /api/v1/tasks/stats': { access: 'workspace', query: (a) => `deployment=${a.queue}` },
+  'GET /api/v1/deployments/{name}/scale-events': { access: 'workspace' },
+  'GET /api/v1/deployments/{name}/requests': { access: 'workspace' },
   'GET /api/v1/tasks/{id}': { access: 'workspace' },
   'GET /api/v1/tasks/{id}/wait': { access: 'workspace' },
   'DELETE /api/v1/tasks/{id}': { access: 'workspace' },

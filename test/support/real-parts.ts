@@ -1,11 +1,12 @@
 import { execa } from 'execa';
 
 /**
- * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip, nft, openssl). On a
- * developer's machine a missing part skips the suite with a warning; under CI=true it fails the
- * run with the reason and the fix, because a suite that passes by skipping proves nothing.
+ * Tests that need a real part of the machine (root, runc, umoci, python3, nats-server, ip, nft,
+ * openssl, chromium, prometheus). On a developer's machine a missing part skips the suite with a
+ * warning; under CI=true it fails the run with the reason and the fix, because a suite that
+ * passes by skipping proves nothing.
  */
-export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl';
+export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl' | 'chromium' | 'prometheus';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -16,6 +17,8 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   ip: 'apt-get install iproute2',
   nft: 'apt-get install nftables',
   openssl: 'apt-get install openssl',
+  chromium: 'apt-get install chromium',
+  prometheus: 'apt-get install prometheus',
 };
 
 /** How a part tells its version (`ip` and `openssl` have no --version). */

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
+import { Counter } from 'prom-client';
 
 /** Between tries of the first connection: 250 ms, doubling, at most 5 s. */
 const FIRST_CONNECT_BACKOFF = { firstMs: 250, maxMs: 5000 };
@@ -71,8 +72,17 @@ function readCreds(path: string): () => Uint8Array {
   };
 }
 
+const connectionEvents = new Counter({
+  name: 'tern_nats_connection_events_total',
+  help: 'NATS connection changes: disconnect, reconnect (a NATS server restart or a network cut shows here)',
+  labelNames: ['event'],
+});
+// Both at 0 from the start, so increase() sees a series before the first disconnect.
+for (const event of ['disconnect', 'reconnect']) connectionEvents.inc({ event }, 0);
+
 async function watchStatus(nc: NatsConnection, logger: Logger) {
   for await (const s of nc.status()) {
+    if (s.type === 'disconnect' || s.type === 'reconnect') connectionEvents.inc({ event: s.type });
     if (s.type === 'disconnect') logger.warn(`disconnected from NATS ${'server' in s ? s.server : ''}`);
     else if (s.type === 'reconnect') logger.log(`reconnected to NATS ${'server' in s ? s.server : ''}`);
     else if (s.type === 'error') logger.error(`NATS error: ${'error' in s ? String(s.error) : ''}`);

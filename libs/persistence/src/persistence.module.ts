@@ -3,6 +3,7 @@ import { TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { dataSourceOptions } from './data-source.js';
+import { watchPool } from './pool-metrics.js';
 import { ENTITIES } from './entities/index.js';
 import { REPOSITORIES } from './repositories/index.js';
 import { runMigrations } from './run-migrations.js';
@@ -35,7 +36,7 @@ async function openDataSource(options?: DataSourceOptions): Promise<DataSource> 
       throw new MigrationFailedError(error);
     }
   }
-  return dataSource;
+  return watchPool(dataSource);
 }
 
 /**

@@ -8,6 +8,7 @@ import { JetStreamTransport, Messaging } from '#tern/messaging';
 import { createLogger, initMetrics, PinoLoggerService } from '#tern/observability';
 import { type Logger as Pino } from 'pino';
 import { BadInputErrorFilter } from './http/bad-input-error.filter.js';
+import { installHttpMetrics } from './http/http-metrics.js';
 import { answerClientError, HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
 import { RequestValidationPipe } from './http/request-validation.pipe.js';
 import { prepareOpsListener } from './ops-listener.js';
@@ -59,6 +60,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
     },
   );
   installRequestIntake(app);
+  installHttpMetrics(app);
   app.useGlobalFilters(new BadInputErrorFilter(app.getHttpAdapter()));
   app.useGlobalPipes(new RequestValidationPipe());
   app.enableShutdownHooks();

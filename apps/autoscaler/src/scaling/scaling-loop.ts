@@ -7,6 +7,7 @@ import { fireAndForget, Ticker } from '#tern/timing';
 import { DeploymentCatalog, type TrackedVersion } from './deployment-catalog.js';
 import { LeaderLock } from './leader-lock.js';
 import { LoadBoard } from './load-board.js';
+import { forgetVersion, recordDecision, recordStep } from './scaling-metrics.js';
 import { TaskBacklog, withTaskBacklog } from './task-backlog.js';
 
 export const TICK_MS = 1000;
@@ -103,6 +104,7 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
       v.removed || record.state !== 'active'
         ? decideStopped(loop.previous, observation, v.removed ? 'deployment removed' : 'deployment stopped', now)
         : decide({ policy: policyFor(record.spec, record.latest), previous: loop.previous, memory: loop.memory }, observation, now);
+    recordStep(record, observation, d);
     const keepAlive = now - loop.publishedAt >= KEEP_ALIVE_MS && (d.desired > 0 || observation.containers.length > 0);
     if (d.changed || keepAlive) {
       await this.publish(v, d, loop.previous, observation);
@@ -111,6 +113,7 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
     // Kept only once published, so a failed publish is still a change on the next tick.
     loop.previous = d;
     if (v.removed && d.desired === 0 && observation.containers.length === 0) {
+      forgetVersion(record);
       this.catalog.forget(v.key);
       this.board.forget(v.key);
       this.loops.delete(v.key);
@@ -127,6 +130,7 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
     );
     const before = previous?.desired ?? o.containers.length;
     if (previous && previous.desired === d.desired) return;
+    recordDecision(v.record, before, d.desired);
     const policy = policyFor(spec, v.record.latest);
     await this.messaging.publish(
       SCALE_DECISION,

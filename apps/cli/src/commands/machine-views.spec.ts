@@ -18,6 +18,7 @@ const machine: MachineDetail = {
   ],
   network: { throughputMbps: 940, natsMbps: 1200, httpMbps: 940, latencyMs: 3.2, testedAt: '2026-01-01T11:55:00Z' },
   lastHeartbeatAt: '2026-01-01T11:59:48Z',
+  runningContainers: 1,
   agentVersion: '0.1.0',
   registeredAt: '2026-01-01T11:57:00Z',
   os: { platform: 'linux', distro: 'Ubuntu', release: '22.04', kernel: '5.15.0', arch: 'x64' },

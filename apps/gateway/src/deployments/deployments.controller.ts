@@ -7,6 +7,7 @@ import { publicGatewayUrl } from '../machines/public-url.js';
 import { DeploymentLogsService } from './deployment-logs.service.js';
 import { DeploymentsService } from './deployments.service.js';
 import { LogsQuery } from './dto/logs.query.js';
+import { WindowQuery } from './dto/window.query.js';
 
 /** Deployments of the caller's workspace (the token decides which). */
 @ApiTags('deployments')
@@ -34,6 +35,24 @@ export class DeploymentsController {
   @ApiOperation({ summary: 'One deployment: latest spec, versions, live containers' })
   get(@CurrentPrincipal() principal: Principal, @Param('name') name: string, @Req() req: FastifyRequest) {
     return this.deployments.get(principal, name, publicGatewayUrl(req.headers));
+  }
+
+  @Get(':name/scale-events')
+  @ApiOperation({
+    summary:
+      'Scale history over the last `minutes` (default 60): every change of desired containers with its reason, and desired vs ready over time',
+  })
+  scaleEvents(@CurrentPrincipal() principal: Principal, @Param('name') name: string, @Query() q: WindowQuery) {
+    return this.deployments.scaleHistory(principal, name, q.minutes ?? 60);
+  }
+
+  @Get(':name/requests')
+  @ApiOperation({
+    summary:
+      'Endpoint requests per minute over the last `minutes` (default 60): count, 5xx, latency p50/p95/p99, every version and gateway summed',
+  })
+  requests(@CurrentPrincipal() principal: Principal, @Param('name') name: string, @Query() q: WindowQuery) {
+    return this.deployments.requestHistory(principal, name, q.minutes ?? 60);
   }
 
   @Post(':name/stop')

@@ -1,5 +1,5 @@
 import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
-import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
+import { type DeploymentSpec, type RequestHistory, type ResolvedSpec, resolveSpec, type ScaleHistory, SpecError } from '#tern/contracts';
 import {
   ACTIVE_CONTAINER_STATES,
   CodeBundlesRepository,
@@ -14,6 +14,8 @@ import { DeploymentRecords } from './deployment-records.js';
 import { type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
 import { resolvedOf, storedSpec, submittedOf } from './stored-spec.js';
+import { requestHistory } from './request-history.js';
+import { scaleHistory } from './scale-history.js';
 
 @Injectable()
 export class DeploymentsService {
@@ -85,6 +87,20 @@ export class DeploymentsService {
   }
 
   /** stop: records say stopped (no containers, requests 503); start: active again; delete: records removed, rows kept. */
+  async scaleHistory(principal: Principal, name: string, minutes: number): Promise<ScaleHistory> {
+    const d = await this.require(principal, name);
+    const to = new Date();
+    const from = new Date(to.getTime() - minutes * 60_000);
+    return scaleHistory(name, { from, to }, await this.deployments.scaleHistory(d.id, from));
+  }
+
+  async requestHistory(principal: Principal, name: string, minutes: number): Promise<RequestHistory> {
+    const d = await this.require(principal, name);
+    const to = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
+    const from = new Date(to.getTime() - minutes * 60_000);
+    return requestHistory(name, { from, to }, await this.deployments.requestMinutes(d.id, from));
+  }
+
   async setState(principal: Principal, name: string, action: 'stop' | 'start' | 'delete'): Promise<Deployment> {
     const found = await this.deployments.findByName(principal.workspaceId, name);
     if (!found || found.state === 'deleted') throw notFound(principal, name);

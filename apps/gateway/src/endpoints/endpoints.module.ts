@@ -8,12 +8,13 @@ import { EndpointsService } from './endpoints.service.js';
 import { LanesService } from './lanes.service.js';
 import { ENDPOINT_BODY, installRawBody } from './raw-body.js';
 import { RoutesMirror } from './routes-mirror.js';
+import { RequestStats } from './request-stats.service.js';
 
 /** The data plane: `/endpoint/<name>…` to containers over NATS (see docs/architecture.md, Endpoints). */
 @Module({
   imports: [MachineRegistrationModule],
   controllers: [EndpointsController, AgentBodiesController],
-  providers: [RoutesMirror, LanesService, EndpointsService],
+  providers: [RoutesMirror, LanesService, EndpointsService, RequestStats],
   exports: [RoutesMirror],
 })
 export class EndpointsModule implements OnModuleInit {

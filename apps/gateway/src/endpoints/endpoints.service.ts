@@ -9,6 +9,7 @@ import { forwardable } from './headers.js';
 import type { Lane } from './lane.js';
 import { LanesService } from './lanes.service.js';
 import { originalContentType, requestIdOf } from './raw-body.js';
+import { RequestStats } from './request-stats.service.js';
 import { RoutesMirror } from './routes-mirror.js';
 
 /** How often a request whose container vanished before answering is sent to another one with room. */
@@ -35,6 +36,7 @@ export class EndpointsService {
     private readonly messaging: Messaging,
     private readonly table: RoutesMirror,
     private readonly lanes: LanesService,
+    private readonly stats: RequestStats,
   ) {}
 
   async forward(principal: Principal, request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -49,6 +51,7 @@ export class EndpointsService {
     if (!found.known) throw new EndpointHttpError(404, `deployment "${target.name}" not found`);
     const record = found.record;
     if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${target.version}`);
+    this.stats.observe(record, reply.raw);
     if (record.spec.kind === 'task_queue' || record.spec.kind === 'cron') {
       throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint`);
     }

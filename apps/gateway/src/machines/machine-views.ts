@@ -38,6 +38,7 @@ export function machineSummary(m: Machine, beat?: HeartbeatSnapshot, reputation?
     }),
     network: network(m),
     lastHeartbeatAt: m.lastHeartbeatAt?.toISOString() ?? null,
+    runningContainers: beat ? beat.runningContainers.length : null,
     agentVersion: m.agentVersion,
     registeredAt: m.registeredAt?.toISOString() ?? null,
     reputation: reputation ?? null,

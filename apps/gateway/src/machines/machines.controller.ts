@@ -49,6 +49,14 @@ export class MachinesController {
     return this.machines.reputationOf(p, id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
   }
 
+  @Get(':id/state-changes')
+  @ApiOperation({
+    summary: 'The states a machine entered (pending, registered, ready, unschedulable, offline) with why, newest first (from, limit)',
+  })
+  stateChanges(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() query: ReputationHistoryQuery) {
+    return this.machines.stateChangesOf(p, id, query.from ? new Date(query.from) : undefined, query.limit ?? 100);
+  }
+
   @Post(':id/revoke')
   @OperatorOnly()
   @HttpCode(204)

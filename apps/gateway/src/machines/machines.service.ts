@@ -1,6 +1,6 @@
 import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type CreatedMachine, type MachineReputation, type MachineState } from '#tern/contracts';
+import { type CreatedMachine, type MachineReputation, type MachineState, type MachineStateChanges } from '#tern/contracts';
 import { hashToken, isUniqueViolation, type Machine, MachinesRepository } from '#tern/persistence';
 import { type Principal } from '../auth/principal.js';
 import { PoolsService } from '../pools/pools.service.js';
@@ -102,6 +102,13 @@ export class MachinesService {
     const key = await this.machines.revokeCredential(id);
     if (key === undefined) throw new NotFoundException(`machine "${id}" not found`);
     if (key) await this.natsUsers.revoke(id, key, 'an operator revoked the machine');
+  }
+
+  /** The states the machine entered, newest first. */
+  async stateChangesOf(caller: Principal, id: string, from: Date | undefined, limit: number): Promise<MachineStateChanges> {
+    await this.require(id, caller);
+    const changes = await this.machines.stateChanges(id, from, limit);
+    return { machineId: id, changes: changes.map((c) => ({ ...c, at: new Date(c.at).toISOString() })) };
   }
 
   /** The machine, or 404; also 404 to a workspace token for a machine its work never ran on. */

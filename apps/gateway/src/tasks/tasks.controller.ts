@@ -2,6 +2,7 @@ import { Controller, Delete, Get, Param, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { ListTasksQuery } from './dto/list-tasks.query.js';
+import { TaskStatsQuery } from './dto/task-stats.query.js';
 import { WaitTaskQuery } from './dto/wait-task.query.js';
 import { TasksService } from './tasks.service.js';
 
@@ -17,6 +18,15 @@ export class TasksController {
   })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListTasksQuery) {
     return this.tasks.list(p, q);
+  }
+
+  @Get('stats')
+  @ApiOperation({
+    summary:
+      'Tasks of the workspace (or one deployment) by current state, and per minute over the last `minutes` (default 60): submitted, completed, failed',
+  })
+  stats(@CurrentPrincipal() p: Principal, @Query() q: TaskStatsQuery) {
+    return this.tasks.stats(p, q.deployment, q.minutes ?? 60);
   }
 
   @Get(':id')

@@ -1,12 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf } from '#tern/contracts';
+import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf, type TaskStats } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
-import { TasksRepository, type TaskWithDeployment } from '#tern/persistence';
+import { DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
+import { statsWindow, taskStats } from './task-stats.js';
 import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -21,6 +22,7 @@ export class TasksService {
     private readonly messaging: Messaging,
     private readonly transitions: TaskTransitions,
     private readonly waiters: TaskWaiters,
+    private readonly deployments: DeploymentsRepository,
   ) {}
 
   async get(principal: Principal, id: string): Promise<TaskView> {
@@ -42,6 +44,20 @@ export class TasksService {
     );
     const page = rows.slice(0, limit);
     return { tasks: page.map((r) => taskView(r)), next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null };
+  }
+
+  async stats(principal: Principal, deployment: string | undefined, minutes: number): Promise<TaskStats> {
+    if (deployment !== undefined) {
+      const found = await this.deployments.findByName(principal.workspaceId, deployment);
+      if (!found || found.state === 'deleted')
+        throw new TaskHttpError(404, `deployment "${deployment}" not found in workspace "${principal.workspaceName}"`);
+    }
+    const window = statsWindow(new Date(), minutes);
+    const [activity, durations] = await Promise.all([
+      this.tasks.activity(principal.workspaceId, deployment, window.from, window.stepSeconds),
+      this.tasks.durationPercentiles(principal.workspaceId, deployment, window.from),
+    ]);
+    return taskStats(activity, window, deployment, durations);
   }
 
   /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AgentCommands } from './agent-commands.js';
 import { HeartbeatSnapshotPublisher } from './heartbeat-snapshot-publisher.js';
+import { MachineGauges } from './machine-metrics.js';
 import { MachineRegistry } from './machine-registry.js';
 import { MachineTransitions } from './machine-transitions.js';
 import { MachineEventsController } from './machine-events.controller.js';
@@ -9,7 +10,15 @@ import { UnwantedContainers } from './unwanted-containers.js';
 
 @Module({
   controllers: [MachineEventsController],
-  providers: [MachineRegistry, MachineTransitions, HeartbeatSnapshotPublisher, OfflineSweeper, AgentCommands, UnwantedContainers],
+  providers: [
+    MachineRegistry,
+    MachineTransitions,
+    HeartbeatSnapshotPublisher,
+    OfflineSweeper,
+    AgentCommands,
+    UnwantedContainers,
+    MachineGauges,
+  ],
   exports: [AgentCommands],
 })
 export class MachineRegistryModule {}

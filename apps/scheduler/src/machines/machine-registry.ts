@@ -4,6 +4,7 @@ import { type MachineForAdmission, MachinesRepository } from '#tern/persistence'
 import { admit } from './admission.js';
 import { HeartbeatSnapshotPublisher } from './heartbeat-snapshot-publisher.js';
 import { MachineTransitions } from './machine-transitions.js';
+import { observeHeartbeat } from './machine-metrics.js';
 
 /** States in which the machine is heartbeating, so admission decides between ready and unschedulable. */
 const LIVE: readonly MachineState[] = ['ready', 'unschedulable'];
@@ -40,6 +41,7 @@ export class MachineRegistry {
       this.logger.warn({ machineId: beat.machineId }, 'heartbeat from an unregistered machine ignored');
       return false;
     }
+    observeHeartbeat(beat.machineId);
     await this.snapshots.put(beat);
     return true;
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { MACHINE_STATE_CHANGED, type MachineState, type MachineStateChanged, machineStateChangedMsgId } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { type MachinesRepository } from '#tern/persistence';
+import { countStateChange } from './machine-metrics.js';
 
 export interface Transition {
   machineId: string;
@@ -38,6 +39,7 @@ export class MachineTransitions {
   }
 
   async announce(t: Transition): Promise<void> {
+    countStateChange(t.from, t.to);
     const event: MachineStateChanged = {
       machineId: t.machineId,
       pool: t.pool,

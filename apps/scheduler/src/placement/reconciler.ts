@@ -9,6 +9,7 @@ import { RoutePublisher } from './route-publisher.js';
 import { containersToStop } from './scale-down.js';
 import { isResolvedSpec, placementRequest, startCommand } from './start-command.js';
 import { backoffMs, Ticker } from '#tern/timing';
+import { countPlacementFailure, countStartFailure } from './placement-metrics.js';
 
 const EVERY_MS = 1000;
 const STOP_GRACE_SECONDS = 10;
@@ -93,6 +94,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     for (let i = 0; i < missing; i++) {
       const outcome = await this.placer.reserve(v.id, request, 'scale-up');
       if (!outcome.placed) {
+        countPlacementFailure(outcome.reason);
         this.logger.warn({ versionId: v.id, reason: outcome.reason }, `cannot place ${v.deploymentId} v${v.version}: ${outcome.reason}`);
         return this.fail(v, outcome.reason);
       }
@@ -160,6 +162,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
           .catch(() => undefined);
       }
     }
+    countStartFailure();
     await this.containers.markStartFailed(placed.containerId, reason);
     this.logger.warn({ containerId: placed.containerId, reason }, reason);
     return reason;

@@ -65,3 +65,41 @@ export interface DeploymentLogsInfo {
   /** Past lines are not stored centrally: only lines written while following arrive. */
   stored: false;
 }
+
+/** A change of a version's desired container count, as the autoscaler decided it. */
+export interface ScaleEventView {
+  at: string;
+  version: number;
+  desired: number;
+  previous: number;
+  reason: string | null;
+}
+
+/** `GET /api/v1/deployments/<name>/scale-events[?minutes=]`: desired vs ready containers over the window. */
+export interface ScaleHistory {
+  deployment: string;
+  from: string;
+  to: string;
+  /** Oldest first. */
+  events: ScaleEventView[];
+  /** A point at `from`, at every change and at `to`: desired summed over versions, containers ready. */
+  series: { at: string; desired: number; ready: number }[];
+}
+
+/** `GET /api/v1/deployments/<name>/requests[?minutes=]`: endpoint requests per minute, every version and gateway summed. */
+export interface RequestHistory {
+  deployment: string;
+  from: string;
+  to: string;
+  /** Oldest first, one point per minute, zeros included. */
+  series: {
+    at: string;
+    requests: number;
+    /** Answered 5xx. */
+    errors: number;
+    /** Seconds from arrival to response, interpolated in latency buckets; null without requests. */
+    p50: number | null;
+    p95: number | null;
+    p99: number | null;
+  }[];
+}

@@ -46,6 +46,8 @@ export interface MachineSummary {
   /** The latest network test; null until the agent has reported one. */
   network: NetworkView | null;
   lastHeartbeatAt: string | null;
+  /** Containers running on it, as its last heartbeat said; null when none is recent. */
+  runningContainers: number | null;
   agentVersion: string | null;
   registeredAt: string | null;
   /** The current reputation score and its components; null until the reputation service has scored it. */
@@ -128,4 +130,10 @@ export interface MachineReputation {
   components: Record<string, number> | null;
   computedAt: string | null;
   history: ReputationView[];
+}
+
+/** `GET /api/v1/machines/<id>/state-changes[?limit=]`: the states the machine entered, newest first. */
+export interface MachineStateChanges {
+  machineId: string;
+  changes: { at: string; from: MachineState | null; to: MachineState; reason: string | null }[];
 }

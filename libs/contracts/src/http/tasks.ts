@@ -37,3 +37,26 @@ export interface SubmittedTask {
   deployment: string;
   version: number;
 }
+
+/** One step of `TaskStats.series`: tasks submitted, and attempts' final outcomes, in [at, at + step). */
+export interface TaskActivityPoint {
+  at: string;
+  submitted: number;
+  completed: number;
+  /** Ended ERROR or TIMEOUT. */
+  failed: number;
+}
+
+/** `GET /api/v1/tasks/stats[?deployment=&minutes=]`: the workspace's tasks now by state, and per minute over the window. */
+export interface TaskStats {
+  from: string;
+  to: string;
+  stepSeconds: number;
+  deployment: string | null;
+  /** Every task of the workspace (or deployment) by its current state. */
+  states: Partial<Record<TaskState, number>>;
+  /** Oldest first, one point per step, zeros included. */
+  series: TaskActivityPoint[];
+  /** Run time (started to ended, seconds) of the tasks that ended in the window; nulls when none did. */
+  durationSeconds: { p50: number | null; p95: number | null; p99: number | null };
+}

@@ -10,6 +10,9 @@ import { OperatorRole1764600000000 } from './1764600000000-operator-role.js';
 import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
 import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
 import { MachineNatsKey1764900000000 } from './1764900000000-machine-nats-key.js';
+import { ScaleEvents1764990000000 } from './1764990000000-scale-events.js';
+import { MachineStateChanges1764991000000 } from './1764991000000-machine-state-changes.js';
+import { EndpointRequestMinutes1764992000000 } from './1764992000000-endpoint-request-minutes.js';
 import { NatsUsers1765000000000 } from './1765000000000-nats-users.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
@@ -26,5 +29,8 @@ export const MIGRATIONS = [
   CodeBundles1764700000000,
   TokenExpiry1764840000000,
   MachineNatsKey1764900000000,
+  ScaleEvents1764990000000,
+  MachineStateChanges1764991000000,
+  EndpointRequestMinutes1764992000000,
   NatsUsers1765000000000,
 ] as const;

@@ -157,13 +157,23 @@ const ROUTE_SOURCES = `
 
 /**
  * Applies a scale command only if it is newer than the one the version holds (commands can be
- * redelivered or overtake each other): the stored issuedAt is the version's desired_at.
+ * redelivered or overtake each other): the stored issuedAt is the version's desired_at. A
+ * changed count is also kept as a scale event (`before` reads the row as it was).
  */
 const APPLY_DESIRED = `
-  UPDATE deployment_versions dv
-  SET desired_containers = $3, desired_reason = $4, desired_at = $5::timestamptz, idle_containers = $6::text[]
-  WHERE dv.deployment_id::text = $1 AND dv.version = $2 AND (dv.desired_at IS NULL OR dv.desired_at < $5::timestamptz)
-  RETURNING dv.id`;
+  WITH before AS (
+    SELECT id, desired_containers FROM deployment_versions WHERE deployment_id::text = $1 AND version = $2
+  ), applied AS (
+    UPDATE deployment_versions dv
+    SET desired_containers = $3::int, desired_reason = $4::text, desired_at = $5::timestamptz, idle_containers = $6::text[]
+    WHERE dv.deployment_id::text = $1 AND dv.version = $2 AND (dv.desired_at IS NULL OR dv.desired_at < $5::timestamptz)
+    RETURNING dv.id, dv.deployment_id, dv.version
+  ), recorded AS (
+    INSERT INTO scale_events (deployment_id, version, at, desired, previous, reason)
+    SELECT a.deployment_id, a.version, $5::timestamptz, $3::int, b.desired_containers, $4::text
+    FROM applied a JOIN before b ON b.id = a.id WHERE b.desired_containers <> $3::int
+  )
+  SELECT id FROM applied`;
 
 function progressValues(containerId: string, machineId: string, p: ContainerProgressColumns): unknown[] {
   return [

@@ -25,6 +25,32 @@ export interface DeploymentContainer {
   readyAt: Date | null;
 }
 
+/**
+ * One step of a deployment's scale history: a desired count set for a version (`desired`), a
+ * container that became ready (`up`) or one that stopped after being ready (`down`).
+ */
+export interface ScaleStep {
+  kind: 'desired' | 'up' | 'down';
+  at: Date;
+  version: number;
+  /** desired: the new count; up/down: 1. */
+  value: number;
+  /** desired: the count before. */
+  previous: number | null;
+  reason: string | null;
+}
+
+/** Endpoint requests of one deployment version in one minute (endpoint_request_minutes). */
+export interface RequestMinute {
+  deploymentId: string;
+  version: number;
+  minute: Date;
+  requests: number;
+  errors: number;
+  /** Counts per latency bucket, the last one unbounded. */
+  buckets: number[];
+}
+
 const ACTIVE = ACTIVE_CONTAINER_STATES.map((s) => `'${s}'`).join(', ');
 
 /** One row per deployment of a workspace (deleted ones left out), desired and actual summed over its versions. */
@@ -100,6 +126,74 @@ export class DeploymentsRepository {
     deployment.state = state;
     deployment.stateReason = reason;
     return this.db.getRepository(Deployment).save(deployment);
+  }
+
+  /**
+   * The deployment's scale history since `from`, oldest first: its scale events, and its
+   * containers becoming ready and stopping; also what each version desired and how many
+   * containers were ready at `from`, where the steps start from.
+   */
+  async scaleHistory(deploymentId: string, from: Date): Promise<{ steps: ScaleStep[]; desiredAtStart: number; readyAtStart: number }> {
+    const steps = await queryRowsOn<ScaleStep>(
+      this.db,
+      `SELECT 'desired' AS kind, e.at, e.version, e.desired AS value, e.previous, e.reason FROM scale_events e
+         WHERE e.deployment_id = $1 AND e.at >= $2
+       UNION ALL
+       SELECT 'up', c.ready_at, v.version, 1, NULL, NULL FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+         WHERE v.deployment_id = $1 AND c.ready_at >= $2
+       UNION ALL
+       SELECT 'down', c.stopped_at, v.version, 1, NULL, c.state_reason FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+         WHERE v.deployment_id = $1 AND c.ready_at IS NOT NULL AND c.stopped_at >= $2
+       ORDER BY 2, 1`,
+      [deploymentId, from.toISOString()],
+    );
+    const [start] = await queryRowsOn<{ desired: number; ready: number }>(
+      this.db,
+      `SELECT
+         (SELECT coalesce(sum(desired), 0)::int FROM (SELECT DISTINCT ON (version) desired FROM scale_events
+            WHERE deployment_id = $1 AND at < $2 ORDER BY version, at DESC) last) AS desired,
+         (SELECT count(*)::int FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+            WHERE v.deployment_id = $1 AND c.ready_at < $2 AND (c.stopped_at IS NULL OR c.stopped_at >= $2)) AS ready`,
+      [deploymentId, from.toISOString()],
+    );
+    return { steps, desiredAtStart: start.desired, readyAtStart: start.ready };
+  }
+
+  /** Adds a gateway's counts to the minutes' rows (created when new): replicas' counts sum. */
+  async addRequestMinutes(rows: RequestMinute[]): Promise<void> {
+    if (!rows.length) return;
+    await this.db.query(
+      `INSERT INTO endpoint_request_minutes (deployment_id, version, minute, requests, errors, buckets)
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(deployment_id uuid, version int, minute timestamptz, requests int, errors int, buckets int[])
+       ON CONFLICT (deployment_id, version, minute) DO UPDATE SET
+         requests = endpoint_request_minutes.requests + excluded.requests,
+         errors = endpoint_request_minutes.errors + excluded.errors,
+         buckets = ARRAY(SELECT a + b FROM unnest(endpoint_request_minutes.buckets, excluded.buckets) AS pair(a, b))`,
+      [
+        JSON.stringify(
+          rows.map((r) => ({
+            deployment_id: r.deploymentId,
+            version: r.version,
+            minute: r.minute.toISOString(),
+            requests: r.requests,
+            errors: r.errors,
+            buckets: r.buckets,
+          })),
+        ),
+      ],
+    );
+  }
+
+  /** The deployment's request minutes since `from`, every version summed per minute, oldest first. */
+  requestMinutes(deploymentId: string, from: Date): Promise<Omit<RequestMinute, 'deploymentId' | 'version'>[]> {
+    return queryRowsOn(
+      this.db,
+      `SELECT minute, sum(requests)::int AS requests, sum(errors)::int AS errors,
+              ARRAY(SELECT sum(b)::int FROM endpoint_request_minutes e2, unnest(e2.buckets) WITH ORDINALITY AS u(b, i)
+                    WHERE e2.deployment_id = $1 AND e2.minute = e.minute GROUP BY i ORDER BY i) AS buckets
+       FROM endpoint_request_minutes e WHERE deployment_id = $1 AND minute >= $2 GROUP BY minute ORDER BY minute`,
+      [deploymentId, from.toISOString()],
+    );
   }
 
   /** The deployment's containers not yet stopped or failed, oldest first. */

@@ -17,11 +17,18 @@ export type {
   SettledAttempt,
   StartedOver,
   TaskLease,
+  TaskActivityRow,
   TaskListFilter,
   TaskWithDeployment,
   UnsentTask,
 } from './tasks.repository.js';
-export { ACTIVE_CONTAINER_STATES, type DeploymentContainer, type DeploymentWithCounts } from './deployments.repository.js';
+export {
+  ACTIVE_CONTAINER_STATES,
+  type DeploymentContainer,
+  type DeploymentWithCounts,
+  type RequestMinute,
+  type ScaleStep,
+} from './deployments.repository.js';
 export type { PoolMachineCount, PoolRules } from './machines.repository.js';
 export type { NewApiToken } from './tokens.repository.js';
 export type { NewNatsUser } from './nats-users.repository.js';

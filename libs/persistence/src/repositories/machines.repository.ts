@@ -22,6 +22,14 @@ export interface PoolMachineCount {
   count: number;
 }
 
+/** A state a machine entered (machine_state_changes, written by a trigger on machines.state). */
+export interface MachineStateChange {
+  at: Date;
+  from: MachineState | null;
+  to: MachineState;
+  reason: string | null;
+}
+
 /** A machine moved offline by the sweep: what its machine.state-changed event needs. */
 export interface OfflineMachine {
   id: string;
@@ -120,6 +128,15 @@ export class MachinesRepository extends TransactionalRepository {
   /** Writes a pool's changed rules. */
   savePool(pool: Pool): Promise<Pool> {
     return this.db.getRepository(Pool).save(pool);
+  }
+
+  /** The states the machine entered (since `from`), newest first, at most `limit`. */
+  stateChanges(machineId: string, from: Date | undefined, limit: number): Promise<MachineStateChange[]> {
+    return this.rows<MachineStateChange>(
+      `SELECT at, from_state AS "from", to_state AS "to", reason FROM machine_state_changes WHERE machine_id = $1 AND ($2::timestamptz IS NULL OR at >= $2)
+       ORDER BY at DESC, id DESC LIMIT $3`,
+      [machineId, from?.toISOString() ?? null, limit],
+    );
   }
 
   /** Machines per pool and state (one pool's, or every pool's). */

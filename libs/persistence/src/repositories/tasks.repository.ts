@@ -119,6 +119,14 @@ export interface CallbackClaim {
   markAttemptFailed(taskId: string, attempts: number, retryInMs: number | null, error: string): Promise<void>;
 }
 
+/** One row of TasksRepository.activity: a count of tasks submitted or ended in the step at `at`, or now in `state`. */
+export interface TaskActivityRow {
+  kind: 'submitted' | 'ended' | 'now';
+  at: Date | null;
+  state: TaskState | null;
+  count: number;
+}
+
 const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
 /** On reaching a final state: a callback is due now when the task has a URL. */
 const CALLBACK_DUE = `callback_state = CASE WHEN callback_url IS NULL THEN NULL ELSE 'pending' END, callback_next_at = CASE WHEN callback_url IS NULL THEN NULL ELSE now() END`;
@@ -401,6 +409,44 @@ export class TasksRepository {
       args,
     );
     return rows.map((r) => withSeq<TaskWithDeployment>(r));
+  }
+
+  /**
+   * The workspace's tasks (one deployment's when named) by current state, and per step since
+   * `from`: submitted (by created_at) and ended (by ended_at and final state).
+   */
+  async activity(workspaceId: string, deploymentName: string | undefined, from: Date, stepSeconds: number): Promise<TaskActivityRow[]> {
+    return queryRowsOn<TaskActivityRow>(
+      this.db,
+      `WITH scoped AS (SELECT t.state, t.created_at, t.ended_at FROM ${TASK_FROM}
+         WHERE t.workspace_id = $1 AND ($2::text IS NULL OR (d.name = $2 AND d.state <> 'deleted')))
+       SELECT 'submitted' AS kind, date_bin(make_interval(secs => $4), created_at, $3::timestamptz) AS at, NULL AS state, count(*)::int AS count
+         FROM scoped WHERE created_at >= $3 GROUP BY 2
+       UNION ALL
+       SELECT 'ended', date_bin(make_interval(secs => $4), ended_at, $3::timestamptz), state, count(*)::int
+         FROM scoped WHERE ended_at >= $3 GROUP BY 2, 3
+       UNION ALL
+       SELECT 'now', NULL, state, count(*)::int FROM scoped GROUP BY 3`,
+      [workspaceId, deploymentName ?? null, from.toISOString(), stepSeconds],
+    );
+  }
+
+  /** Percentiles of the run time (started to ended) of the tasks that ended since `from`; nulls when none did. */
+  async durationPercentiles(
+    workspaceId: string,
+    deploymentName: string | undefined,
+    from: Date,
+  ): Promise<{ p50: number | null; p95: number | null; p99: number | null }> {
+    const [row] = await queryRowsOn<{ p50: number | null; p95: number | null; p99: number | null }>(
+      this.db,
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY s) AS p95,
+              percentile_cont(0.99) WITHIN GROUP (ORDER BY s) AS p99
+       FROM (SELECT extract(epoch FROM t.ended_at - t.started_at)::float8 AS s FROM ${TASK_FROM}
+             WHERE t.workspace_id = $1 AND ($2::text IS NULL OR (d.name = $2 AND d.state <> 'deleted'))
+               AND t.ended_at >= $3 AND t.started_at IS NOT NULL) runs`,
+      [workspaceId, deploymentName ?? null, from.toISOString()],
+    );
+    return row;
   }
 
   /**
