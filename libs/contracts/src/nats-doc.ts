@@ -1,7 +1,7 @@
 import { allContracts, type Class, type Contract, type ContractKind } from './contract.js';
 import './messages.js';
 import { describeFields, type FieldDoc } from './payload-fields.js';
-import { BUCKET_ACCESS, contractAccess, type NatsPrincipal } from './permissions.js';
+import { BUCKET_ACCESS, contractAccess, type NatsPrincipal, TASK_LANE } from './permissions.js';
 import { STREAMS } from './streams.js';
 
 /**
@@ -105,7 +105,9 @@ function who(principals: readonly NatsPrincipal[], byMachine: boolean): string {
 function permissionsSection(contracts: Contract[]): string {
   const rows = contracts.map((c) => {
     const a = contractAccess(c);
-    return [`\`${c.subject}\``, a ? who(a.publish, Boolean(a.byMachine)) : '', a ? who(a.subscribe, Boolean(a.byMachine)) : ''];
+    const subscribers = a ? who(a.subscribe, Boolean(a.byMachine)) : '';
+    const lane = c === TASK_LANE ? 'machine (pulls through the task lane of a version placed on it)' : '';
+    return [`\`${c.subject}\``, a ? who(a.publish, Boolean(a.byMachine)) : '', [subscribers, lane].filter(Boolean).join(', ')];
   });
   return `## Permissions
 
@@ -117,6 +119,10 @@ on (declare, read and consume; never delete or purge), the buckets in the next t
 user's own inbox \`_INBOX.<namespace>.<service>\` (a machine's: \`_INBOX.<namespace>.machine.<id>\`),
 so no one hears another's replies. Replies to requests go through \`allow_responses\`. "machine (its
 own id)": a machine may use the subject only with its own machine id as the third token.
+A machine's own user has no JetStream consumer API: it pulls tasks through a task lane, a second
+user for the same key that the gateway signs per task-queue version placed on it
+(\`GET /api/v1/agent/task-lanes/<deploymentId>/versions/<n>\`), allowed only that version's
+consumer's info, pulls and acks.
 
 ${table(['subject', 'published by', 'subscribed by'], rows)}`;
 }
@@ -126,11 +132,13 @@ function bucketsSection(): string {
     `\`${b.bucket.name}\``,
     b.kind === 'kv' ? 'KV' : 'object store',
     who(b.write, false),
-    who(b.read, false),
+    // A machine reads one key, its own machine id (libs/nats-auth), and writes none.
+    who(b.read, true),
   ]);
   return `## Buckets
 
-KV buckets and object stores, named \`<namespace>_<bucket>\` on the wire, and who may write (put, delete) and read (get, watch) each.
+KV buckets and object stores, named \`<namespace>_<bucket>\` on the wire, and who may write (put, delete) and read (get, watch) each. A machine reads only the entry
+whose key is its own machine id (a direct get of that key; no watch, no other key), and writes none.
 
 ${table(['bucket', 'kind', 'written by', 'read by'], rows)}`;
 }

@@ -22,7 +22,7 @@ export const REDISCOVER_EVERY_MS = 5 * 60_000;
  *    in its registry) has no recent beat of this machine twice in a row while beats are being
  *    published: the control plane forgot it (a restored database, a deleted row).
  * A refused re-registration (the machine's token was revoked) stops the agent with the reason.
- * It also follows machine.state-changed for its own id, so the dashboard shows the scheduler's
+ * It also follows machine.state-changed on its own id's subject, so the dashboard shows the scheduler's
  * verdict (ready, unschedulable and why, offline).
  */
 @Injectable()
@@ -67,7 +67,8 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
 
   private followStateChanges() {
     const own = this.ctx.registration.machineId;
-    this.subscription = this.nc.subscribe(this.messaging.subject(MACHINE_STATE_CHANGED), {
+    // Its own machine's subject: the only one its NATS user may hear (nothing about other machines).
+    this.subscription = this.nc.subscribe(this.messaging.subject(MACHINE_STATE_CHANGED, [own]), {
       callback: (err, msg) => {
         if (err) return;
         const shown = decode(MachineStateChanged, msg.data).then((d) => {
