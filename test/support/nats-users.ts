@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { credsAuthenticator } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
 import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
+import { TEST_NATS_URL } from './isolation.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -33,4 +34,36 @@ export function asHarness() {
   const creds = process.env.TEST_NATS_CREDS;
   if (!creds) throw new Error('TEST_NATS_CREDS is not set: run integration tests through jest (test/support/global-setup.mjs)');
   return credsAuthenticator(readFileSync(creds));
+}
+
+/** Connects with a .creds text, not reconnecting: the test watches what the server does to it. */
+export function connectAs(creds: string, inboxPrefix: string): Promise<NatsConnection> {
+  return connect({
+    servers: TEST_NATS_URL,
+    authenticator: credsAuthenticator(new TextEncoder().encode(creds)),
+    inboxPrefix,
+    reconnect: false,
+  });
+}
+
+/** The permission violation the server reports for an operation on a subject (fails after 5 s without one). */
+export async function refused(
+  nc: NatsConnection,
+  op: 'publish' | 'subscription',
+  subject: string,
+  act: () => void,
+): Promise<PermissionViolationError> {
+  const seen = (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'error' && s.error instanceof PermissionViolationError && s.error.subject === subject && s.error.operation === op)
+        return s.error;
+    }
+    throw new Error('connection closed without a permission violation');
+  })();
+  act();
+  await nc.flush();
+  return Promise.race([
+    seen,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no violation for ${op} ${subject}`)), 5000)),
+  ]);
 }
