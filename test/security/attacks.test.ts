@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
   AGENT_CONTAINER_START,
   agentResultPath,
-  agentTaskLanePath,
+  agentTaskPermitPath,
   CONTAINER_STARTED,
   INVOKE,
   MACHINE_STATE_CHANGED,
@@ -16,7 +16,7 @@ import {
   taskConsumerName,
 } from '#tern/contracts';
 import { bodyObjectName, connectNats, decode, Messaging, Namespace, putBody } from '#tern/messaging';
-import { formatCreds, inboxPrefix, newUserKey } from '#tern/nats-auth';
+import { formatCreds, inboxPrefix } from '#tern/nats-auth';
 import { ContainersRepository, createDataSource, TasksRepository } from '#tern/persistence';
 import type { DataSource } from 'typeorm';
 import { runningGateway } from '../support/gateway.js';
@@ -24,7 +24,7 @@ import { TEST_NATS, TEST_NATS_URL, testEnv } from '../support/isolation.js';
 import { counterValue } from '../support/metrics.js';
 import { connectAs, refused } from '../support/nats-users.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
-import { ADMIN, client, registration } from '../machines/harness.js';
+import { ADMIN, client, joinWithKey } from '../machines/harness.js';
 
 /**
  * A stranger's machine, joined with a join token and its own NATS key like any agent, tries every
@@ -65,17 +65,9 @@ describe('a joined machine attacking the installation', () => {
 
   /** A new machine joining with a key pair of its own, as tern-agent does. */
   const join = async (machineId: string) => {
-    const key = newUserKey();
-    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'attacks', machineId });
-    const reg = await call(
-      'POST',
-      '/api/v1/machine/register',
-      made.body.joinToken,
-      registration('attacks', { natsPublicKey: key.publicKey }),
-    );
-    expect(reg.status).toBe(200);
-    tokens[machineId] = reg.body.machineToken as string;
-    return { token: reg.body.machineToken as string, seed: key.seed, jwt: reg.body.nats.jwt as string };
+    const { key, body, jwt } = await joinWithKey(gateway.base, ADMIN, 'attacks', machineId);
+    tokens[machineId] = body.machineToken as string;
+    return { token: body.machineToken as string, seed: key.seed, jwt };
   };
   const connectMachine = async (machineId: string, jwt: string, seed: string) => {
     const conn = await connectAs(formatCreds(jwt, seed), inboxPrefix(ns, 'agent', machineId));
@@ -103,6 +95,18 @@ describe('a joined machine attacking the installation', () => {
     });
     placed[name] = { deploymentId, workspaceId: version.workspaceId, containerId };
     return placed[name];
+  };
+  /** A task of the victim's queue, started (leased) on the victim's container. */
+  const victimTaskStarted = async () => {
+    const taskId = await submit('victim-queue');
+    await new TasksRepository(db).markStarted({
+      taskId,
+      attempt: 1,
+      startedAt: new Date().toISOString(),
+      containerId: 'c-victim-queue',
+      machineId: 'm-victim',
+    });
+    return taskId;
   };
   const submit = async (queue: string) => {
     const submitted = await call('POST', `/taskqueue/${queue}`, ADMIN, { secret: `payload of ${queue}` });
@@ -190,14 +194,7 @@ describe('a joined machine attacking the installation', () => {
     const body = await fetch(`${gateway.base}/api/v1/agent/bodies/req-victim`, { headers: { authorization: `Bearer ${attacker.token}` } });
     expect(body.status).toBe(404);
 
-    const taskId = await submit('victim-queue');
-    await new TasksRepository(db).markStarted({
-      taskId,
-      attempt: 1,
-      startedAt: new Date().toISOString(),
-      containerId: 'c-victim-queue',
-      machineId: 'm-victim',
-    });
+    const taskId = await victimTaskStarted();
     const result = await fetch(`${gateway.base}${agentResultPath(taskId, 1)}`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${attacker.token}`, 'content-type': 'application/octet-stream' },
@@ -217,7 +214,7 @@ describe('a joined machine attacking the installation', () => {
     await refusedPub(wire(subjectFor(CONTAINER_STARTED, 'm-victim')));
   });
 
-  it("pulls only its own queue's tasks, through a lane the gateway gives for versions placed on it", async () => {
+  it("pulls only its own queue's tasks, through a permit the gateway gives for versions placed on it", async () => {
     const stream = `${ns}_TASKS`;
     const own = taskConsumerName(placed['own-queue'].deploymentId, 1);
     const victims = taskConsumerName(placed['victim-queue'].deploymentId, 1);
@@ -227,64 +224,57 @@ describe('a joined machine attacking the installation', () => {
     await refusedPub(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${victims}`);
     await refusedPub(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${own}`);
 
-    const lane = (deploymentId: string) =>
-      fetch(`${gateway.base}${agentTaskLanePath(deploymentId, 1)}`, { headers: { authorization: `Bearer ${attacker.token}` } });
-    const theirs = await lane(placed['victim-queue'].deploymentId);
+    const permit = (deploymentId: string) =>
+      fetch(`${gateway.base}${agentTaskPermitPath(deploymentId, 1)}`, { headers: { authorization: `Bearer ${attacker.token}` } });
+    const theirs = await permit(placed['victim-queue'].deploymentId);
     expect(theirs.status).toBe(404);
-    const ownLane = await lane(placed['own-queue'].deploymentId);
-    expect(ownLane.status).toBe(200);
-    const { jwt } = (await ownLane.json()) as { jwt: string };
-    const laneNc = await connectMachine(attacker.id, jwt, attacker.seed);
+    const ownPermit = await permit(placed['own-queue'].deploymentId);
+    expect(ownPermit.status).toBe(200);
+    const { jwt } = (await ownPermit.json()) as { jwt: string };
+    const permitNc = await connectMachine(attacker.id, jwt, attacker.seed);
 
-    const msg = await (await jetstream(laneNc).consumers.get(stream, own)).next({ expires: 10_000 });
+    const msg = await (await jetstream(permitNc).consumers.get(stream, own)).next({ expires: 10_000 });
     expect(msg).not.toBeNull();
     const item = await decode(TaskItem, msg!.data);
     expect(item.ok && item.value.taskId).toBe(mine);
     msg!.ack();
 
-    // The lane is that one consumer: not the victim's, no stream read, no subject of its own.
+    // The permit is that one consumer: not the victim's, no stream read, no subject of its own.
     const next = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${victims}`;
-    await refused(laneNc, 'publish', next, () => laneNc.publish(next, JSON.stringify({ batch: 1 })));
+    await refused(permitNc, 'publish', next, () => permitNc.publish(next, JSON.stringify({ batch: 1 })));
     const info = `$JS.API.CONSUMER.INFO.${stream}.${victims}`;
-    await refused(laneNc, 'publish', info, () => laneNc.publish(info));
+    await refused(permitNc, 'publish', info, () => permitNc.publish(info));
     const get = `$JS.API.STREAM.MSG.GET.${stream}`;
-    await refused(laneNc, 'publish', get, () => laneNc.publish(get, JSON.stringify({ seq: 1 })));
+    await refused(permitNc, 'publish', get, () => permitNc.publish(get, JSON.stringify({ seq: 1 })));
     const beat = wire(`tern.heartbeat.${attacker.id}.v1`);
-    await refused(laneNc, 'publish', beat, () => laneNc.publish(beat, '{}'));
+    await refused(permitNc, 'publish', beat, () => permitNc.publish(beat, '{}'));
   });
 
-  it('loses its task lanes with its NATS user when it is revoked', async () => {
+  it('loses its task permits with its NATS user when it is revoked', async () => {
     const machine = await join('m-revoked');
     await deployAndPlace('revoked-queue', 'task_queue', 'c-revoked-queue', 'm-revoked');
-    const answer = await fetch(`${gateway.base}${agentTaskLanePath(placed['revoked-queue'].deploymentId, 1)}`, {
+    const answer = await fetch(`${gateway.base}${agentTaskPermitPath(placed['revoked-queue'].deploymentId, 1)}`, {
       headers: { authorization: `Bearer ${machine.token}` },
     });
     expect(answer.status).toBe(200);
-    const laneNc = await connectMachine('m-revoked', ((await answer.json()) as { jwt: string }).jwt, machine.seed);
+    const permitNc = await connectMachine('m-revoked', ((await answer.json()) as { jwt: string }).jwt, machine.seed);
     const mainNc = await connectMachine('m-revoked', machine.jwt, machine.seed);
     const revoked = Date.now();
     expect((await call('POST', '/api/v1/machines/m-revoked/revoke', ADMIN)).status).toBe(204);
     const closedWithin5s = (c: NatsConnection) =>
       Promise.race([c.closed().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 5000))]);
-    expect(await Promise.all([closedWithin5s(laneNc), closedWithin5s(mainNc)])).toEqual(['closed', 'closed']);
+    expect(await Promise.all([closedWithin5s(permitNc), closedWithin5s(mainNc)])).toEqual(['closed', 'closed']);
     expect(Date.now() - revoked).toBeLessThan(6000);
-    // And no new lane: its machine token is void.
-    const again = await fetch(`${gateway.base}${agentTaskLanePath(placed['revoked-queue'].deploymentId, 1)}`, {
+    // And no new permit: its machine token is void.
+    const again = await fetch(`${gateway.base}${agentTaskPermitPath(placed['revoked-queue'].deploymentId, 1)}`, {
       headers: { authorization: `Bearer ${machine.token}` },
     });
     expect(again.status).toBe(401);
   });
 
   it('has a task.completed for a task leased to another machine dropped and counted', async () => {
-    const taskId = await submit('victim-queue');
+    const taskId = await victimTaskStarted();
     const { deploymentId, workspaceId } = placed['victim-queue'];
-    await new TasksRepository(db).markStarted({
-      taskId,
-      attempt: 1,
-      startedAt: new Date().toISOString(),
-      containerId: 'c-victim-queue',
-      machineId: 'm-victim',
-    });
     const counter = (name: string, labels: Record<string, string>) => counterValue(gateway.base, name, labels);
     const notHolder = await counter('tern_task_events_refused_total', { reason: 'not-lease-holder' });
     const mismatch = await counter('tern_messages_machine_mismatch_total', { subject: TASK_COMPLETED.subject });

@@ -22,7 +22,7 @@ export interface AgentContext {
   keepContainers?: boolean;
   /**
    * The `.creds` text for a JWT the gateway issued for this machine's own NATS key (its task
-   * lanes); absent when the installation gives machines no NATS user of their own.
+   * permits); absent when the installation gives machines no NATS user of their own.
    */
   readonly natsCreds?: (jwt: string) => string;
   /** When the agent process started (ms); heartbeat message ids carry it. */

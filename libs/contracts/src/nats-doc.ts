@@ -1,7 +1,7 @@
 import { allContracts, type Class, type Contract, type ContractKind } from './contract.js';
 import './messages.js';
 import { describeFields, type FieldDoc } from './payload-fields.js';
-import { BUCKET_ACCESS, contractAccess, type NatsPrincipal, TASK_LANE } from './permissions.js';
+import { BUCKET_ACCESS, contractAccess, type NatsPrincipal, TASK_PERMIT } from './permissions.js';
 import { STREAMS } from './streams.js';
 
 /**
@@ -106,8 +106,8 @@ function permissionsSection(contracts: Contract[]): string {
   const rows = contracts.map((c) => {
     const a = contractAccess(c);
     const subscribers = a ? who(a.subscribe, Boolean(a.byMachine)) : '';
-    const lane = c === TASK_LANE ? 'machine (pulls through the task lane of a version placed on it)' : '';
-    return [`\`${c.subject}\``, a ? who(a.publish, Boolean(a.byMachine)) : '', [subscribers, lane].filter(Boolean).join(', ')];
+    const permit = c === TASK_PERMIT ? 'machine (pulls through the task permit of a version placed on it)' : '';
+    return [`\`${c.subject}\``, a ? who(a.publish, Boolean(a.byMachine)) : '', [subscribers, permit].filter(Boolean).join(', ')];
   });
   return `## Permissions
 
@@ -119,9 +119,9 @@ on (declare, read and consume; never delete or purge), the buckets in the next t
 user's own inbox \`_INBOX.<namespace>.<service>\` (a machine's: \`_INBOX.<namespace>.machine.<id>\`),
 so no one hears another's replies. Replies to requests go through \`allow_responses\`. "machine (its
 own id)": a machine may use the subject only with its own machine id as the third token.
-A machine's own user has no JetStream consumer API: it pulls tasks through a task lane, a second
+A machine's own user has no JetStream consumer API: it pulls tasks through a task permit, a second
 user for the same key that the gateway signs per task-queue version placed on it
-(\`GET /api/v1/agent/task-lanes/<deploymentId>/versions/<n>\`), allowed only that version's
+(\`GET /api/v1/agent/task-permits/<deploymentId>/versions/<n>\`), allowed only that version's
 consumer's info, pulls and acks.
 
 ${table(['subject', 'published by', 'subscribed by'], rows)}`;

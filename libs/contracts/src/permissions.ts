@@ -111,7 +111,7 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation'], true),
   access(TASK_ENDED, ['gateway'], ['gateway']),
   // The autoscaler reads the queue's consumer state (pending tasks). Machines never subscribe to
-  // task subjects: they pull one version's consumer through a task lane (TASK_LANE below).
+  // task subjects: they pull one version's consumer through a task permit (TASK_PERMIT below).
   access(TASK_ITEM, ['gateway'], ['autoscaler']),
   access(USAGE_INTERVAL, ['metering'], []),
 ];
@@ -164,12 +164,12 @@ export const STREAM_DECLARERS: Readonly<Record<NatsPrincipal, readonly StreamNam
 
 /**
  * How machines get tasks: not through their own user, whose permissions hold no JetStream
- * consumer API at all, but through a task lane, a second user for the same machine key that the
- * gateway signs per task-queue version placed on the machine (agentTaskLanePath) and whose
+ * consumer API at all, but through a task permit, a second user for the same machine key that the
+ * gateway signs per task-queue version placed on the machine (agentTaskPermitPath) and whose
  * permissions allow pulling and acking that version's consumer (`taskConsumerName`) only
- * (libs/nats-auth taskLanePermissions). So a machine pulls no task of a version not placed on it.
+ * (libs/nats-auth taskPermitPermissions). So a machine pulls no task of a version not placed on it.
  */
-export const TASK_LANE: Contract = TASK_ITEM;
+export const TASK_PERMIT: Contract = TASK_ITEM;
 
 /** The access entry of a contract (every contract has one: permissions.spec.ts). */
 export function contractAccess(contract: Contract): ContractAccess | undefined {

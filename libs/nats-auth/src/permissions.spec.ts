@@ -1,5 +1,5 @@
 import { BUCKET_ACCESS, CONTRACT_ACCESS, type NatsPrincipal, subjectFor } from '#tern/contracts';
-import { inboxPrefix, matches, permissionsFor, subjectAllowed, taskLanePermissions } from './permissions.js';
+import { inboxPrefix, matches, permissionsFor, subjectAllowed, taskPermitPermissions } from './permissions.js';
 
 const ns = 'acme';
 const machine = (id: string) => permissionsFor('agent', { namespace: ns, machineId: id });
@@ -75,7 +75,7 @@ describe('permissionsFor', () => {
     ]) {
       expect([s, subjectAllowed(m1, 'sub', s) || subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
     }
-    // No JetStream consumer API at all on its own user (tasks come through task lanes), no task subject.
+    // No JetStream consumer API at all on its own user (tasks come through task permits), no task subject.
     for (const s of [
       '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d1-v1',
       '$JS.API.CONSUMER.INFO.acme_TASKS.tasks-d1-v1',
@@ -114,14 +114,14 @@ describe('permissionsFor', () => {
     }
   });
 
-  it("gives a task lane one version's consumer: its info, pulls and acks, into the machine's own inbox, nothing else", () => {
-    const lane = taskLanePermissions({ namespace: ns, machineId: 'm1', deploymentId: 'd1', version: 2 });
+  it("gives a task permit one version's consumer: its info, pulls and acks, into the machine's own inbox, nothing else", () => {
+    const permit = taskPermitPermissions({ namespace: ns, machineId: 'm1', deploymentId: 'd1', version: 2 });
     for (const s of [
       '$JS.API.CONSUMER.INFO.acme_TASKS.tasks-d1-v2',
       '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d1-v2',
       '$JS.ACK.acme_TASKS.tasks-d1-v2.1.7.7.1700000000000000000.0',
     ])
-      expect([s, subjectAllowed(lane, 'pub', s)]).toEqual([s, true]);
+      expect([s, subjectAllowed(permit, 'pub', s)]).toEqual([s, true]);
     for (const s of [
       '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d1-v1',
       '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d2-v2',
@@ -132,10 +132,10 @@ describe('permissionsFor', () => {
       'acme.heartbeat.m1.v1',
       'acme.tasks.d1.2.v1',
     ])
-      expect([s, subjectAllowed(lane, 'pub', s)]).toEqual([s, false]);
-    expect(subjectAllowed(lane, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.x`)).toBe(true);
-    expect(subjectAllowed(lane, 'sub', 'acme.tasks.d1.2.v1')).toBe(false);
-    expect(subjectAllowed(lane, 'sub', `${inboxPrefix(ns, 'agent', 'm2')}.x`)).toBe(false);
+      expect([s, subjectAllowed(permit, 'pub', s)]).toEqual([s, false]);
+    expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.x`)).toBe(true);
+    expect(subjectAllowed(permit, 'sub', 'acme.tasks.d1.2.v1')).toBe(false);
+    expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm2')}.x`)).toBe(false);
   });
 
   it('refuses an agent user without a machine id', () => {

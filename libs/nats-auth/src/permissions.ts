@@ -7,7 +7,7 @@ import {
   STREAMS,
   type StreamName,
   SUBJECT_ROOT,
-  TASK_LANE,
+  TASK_PERMIT,
   taskConsumerName,
 } from '#tern/contracts';
 
@@ -135,18 +135,18 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
 }
 
 /**
- * A machine's task lane for one task-queue version placed on it (TASK_LANE): the info of that
+ * A machine's task permit for one task-queue version placed on it (TASK_PERMIT): the info of that
  * version's durable consumer, pulls from it and acks (also progress and naks) of its deliveries,
  * which arrive in the machine's own inbox. Nothing else: no other consumer, no stream or message
  * read, no publish of any subject.
  */
-export function taskLanePermissions(opts: {
+export function taskPermitPermissions(opts: {
   namespace: string;
   machineId: string;
   deploymentId: string;
   version: number;
 }): NatsPermissions {
-  const stream = `${opts.namespace}_${STREAMS[TASK_LANE.stream!].name}`;
+  const stream = `${opts.namespace}_${STREAMS[TASK_PERMIT.stream!].name}`;
   const consumer = taskConsumerName(opts.deploymentId, opts.version);
   return {
     pub: {

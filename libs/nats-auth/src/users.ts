@@ -2,7 +2,7 @@ import { decode, encodeUser, fmtCreds } from '@nats-io/jwt';
 import { createUser, fromPublic } from '@nats-io/nkeys';
 import { type NatsPrincipal } from '#tern/contracts';
 import { type Installation, keyPair } from './installation.js';
-import { type NatsPermissions, permissionsFor, taskLanePermissions } from './permissions.js';
+import { type NatsPermissions, permissionsFor, taskPermitPermissions } from './permissions.js';
 
 const text = new TextDecoder();
 
@@ -114,17 +114,17 @@ export function issueMachineJwt(
 }
 
 /**
- * A machine's task lane for one task-queue version: a second user JWT for the machine's own key
- * (revoked with it), allowed only that version's consumer (taskLanePermissions).
+ * A machine's task permit for one task-queue version: a second user JWT for the machine's own key
+ * (revoked with it), allowed only that version's consumer (taskPermitPermissions).
  */
-export function issueTaskLaneJwt(
+export function issueTaskPermitJwt(
   signer: AccountSigner,
   opts: { namespace: string; machineId: string; publicKey: string; deploymentId: string; version: number; expiresInSeconds: number },
 ): Promise<string> {
   return issueUserJwt(signer, {
-    name: `${opts.namespace}-machine-${opts.machineId}-lane-${opts.deploymentId}-v${opts.version}`,
+    name: `${opts.namespace}-machine-${opts.machineId}-permit-${opts.deploymentId}-v${opts.version}`,
     publicKey: opts.publicKey,
-    permissions: taskLanePermissions(opts),
+    permissions: taskPermitPermissions(opts),
     expiresInSeconds: opts.expiresInSeconds,
   });
 }

@@ -34,7 +34,7 @@ export class MachineNatsIdentity {
     return this.credsFile;
   }
 
-  /** The `.creds` text of a JWT issued for this key (task lanes keep theirs in memory only). */
+  /** The `.creds` text of a JWT issued for this key (task permits keep theirs in memory only). */
   creds(jwt: string): string {
     return formatCreds(jwt, this.seed);
   }

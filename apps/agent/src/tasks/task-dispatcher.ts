@@ -23,7 +23,7 @@ import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { lostLastAttempt, willRetry } from './retry-rule.js';
-import { TaskLanes } from './task-lanes.js';
+import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
 
 /** How long one pull waits for a task before it asks again (and notices a stop). */
@@ -49,7 +49,7 @@ interface Running {
 /**
  * The dispatcher: runs tasks in this machine's task-queue containers: for each ready container, one pull loop
  * per slot (workers × concurrency) on its version's durable consumer, through that version's task
- * lane (task-lanes.ts: the only NATS user of this machine that may pull it), so the machine never holds
+ * permit (task-permits.ts: the only NATS user of this machine that may pull it), so the machine never holds
  * more tasks than it can run. Each task: task.started, POST / to the handler with progress
  * signals to JetStream while it runs, then task.completed (ack) or task.failed (nak with a
  * back-off to retry, ack when it was the last attempt). A cancel or a timeout closes the
@@ -62,7 +62,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   private readonly running = new Map<string, Running>();
   private readonly cancelled = new Set<string>();
   private readonly loads: TaskLoads;
-  private readonly lanes: TaskLanes;
+  private readonly permits: TaskPermits;
   private subscription?: Subscription;
 
   constructor(
@@ -72,7 +72,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   ) {
     const { machineId } = ctx.registration;
     this.loads = new TaskLoads(messaging, machineId);
-    this.lanes = new TaskLanes({
+    this.permits = new TaskPermits({
       connect: { ...config.nats, inboxPrefix: inboxPrefix(config.nats.namespace, 'agent', machineId) },
       machineId,
       gateway: () => ctx.settings,
@@ -95,7 +95,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     this.subscription?.unsubscribe();
     await this.loads.stop();
     for (const id of [...this.served.keys()]) this.drop(id);
-    this.lanes.closeAll();
+    this.permits.closeAll();
   }
 
   /** Starts pulling tasks for a ready task-queue container. */
@@ -104,7 +104,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     const served: Served = { record, endpoint, stopped: false, loops: [] };
     this.served.set(record.containerId, served);
     this.loads.track(record);
-    this.lanes.retain(record.deploymentId, record.deploymentVersion);
+    this.permits.retain(record.deploymentId, record.deploymentVersion);
     const slots = Math.max(1, record.workers * record.concurrency);
     // The scheduler declared the version's consumer before it sent the start command.
     for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
@@ -118,10 +118,10 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     served.stopped = true;
     this.served.delete(containerId);
     this.loads.untrack(containerId);
-    // The lane stays open until the container's tasks have settled (their acks go through it).
+    // The permit stays open until the container's tasks have settled (their acks go through it).
     const { deploymentId, deploymentVersion } = served.record;
-    const settled = Promise.allSettled(served.loops).then(() => this.lanes.release(deploymentId, deploymentVersion));
-    fireAndForget('closing a task lane', this.logger, settled);
+    const settled = Promise.allSettled(served.loops).then(() => this.permits.release(deploymentId, deploymentVersion));
+    fireAndForget('closing a task permit', this.logger, settled);
   }
 
   private onCancelled(taskId: string) {
@@ -139,7 +139,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     const { record } = served;
     while (!served.stopped) {
       try {
-        const consumer = await this.lanes.consumer(record.deploymentId, record.deploymentVersion);
+        const consumer = await this.permits.consumer(record.deploymentId, record.deploymentVersion);
         while (!served.stopped) {
           const msg = await consumer.next({ expires: PULL_EXPIRES_MS });
           if (!msg) continue;

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type AccountSigner, issueMachineJwt, issueTaskLaneJwt, revokeUsers } from '#tern/nats-auth';
+import { type AccountSigner, issueMachineJwt, issueTaskPermitJwt, revokeUsers } from '#tern/nats-auth';
 import { MachinesRepository } from '#tern/persistence';
 
-/** The longest a task lane lives (less when machine JWTs live less). */
-export const TASK_LANE_TTL_SECONDS = 15 * 60;
+/** The longest a task permit lives (less when machine JWTs live less). */
+export const TASK_PERMIT_TTL_SECONDS = 15 * 60;
 
 /**
  * Each machine's own NATS user: a short-lived JWT, signed with the account's signing key
@@ -44,18 +44,18 @@ export class MachineNatsUsers {
   }
 
   /**
-   * A task lane for one task-queue version placed on the machine (the caller checked): a JWT for
-   * the key the machine registered, so revoking that key cuts its lanes too. Lanes live at most
-   * TASK_LANE_TTL_SECONDS: a machine keeps a lane of a version no longer placed on it no longer.
+   * A task permit for one task-queue version placed on the machine (the caller checked): a JWT for
+   * the key the machine registered, so revoking that key cuts its permits too. Permits live at most
+   * TASK_PERMIT_TTL_SECONDS: a machine keeps a permit of a version no longer placed on it no longer.
    */
-  async issueTaskLane(
+  async issueTaskPermit(
     machineId: string,
     publicKey: string,
     deploymentId: string,
     version: number,
   ): Promise<{ jwt: string; expiresAt: Date }> {
-    const expiresInSeconds = Math.min(TASK_LANE_TTL_SECONDS, this.config.machines.natsJwtTtlSeconds);
-    const jwt = await issueTaskLaneJwt(this.load(), {
+    const expiresInSeconds = Math.min(TASK_PERMIT_TTL_SECONDS, this.config.machines.natsJwtTtlSeconds);
+    const jwt = await issueTaskPermitJwt(this.load(), {
       namespace: this.config.nats.namespace,
       machineId,
       publicKey,

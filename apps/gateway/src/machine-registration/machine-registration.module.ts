@@ -7,12 +7,12 @@ import { MachineKeepaliveService } from './machine-keepalive.service.js';
 import { MachineNatsUsers } from './machine-nats-users.js';
 import { MachineRegistrationController } from './machine-registration.controller.js';
 import { MachineRegistrationService } from './machine-registration.service.js';
-import { TaskLanesController } from './task-lanes.controller.js';
+import { TaskPermitsController } from './task-permits.controller.js';
 
 /** Exports the guard and its service so other agent-facing routes can take the machine token too. */
 @Module({
   imports: [PoolsModule, MachinesModule],
-  controllers: [MachineRegistrationController, TaskLanesController],
+  controllers: [MachineRegistrationController, TaskPermitsController],
   providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService, MachineNatsUsers],
   exports: [MachineAuthService, MachineCallerGuard],
 })
