@@ -52,5 +52,18 @@ describe('task permits renewed while a queue runs', () => {
     );
     expect(done.filter((t) => t.status !== 'COMPLETE')).toEqual([]);
     done.forEach((t, n) => expect(t.result).toMatchObject({ n, square: n * n }));
+    // The permit's connection was ended at expiry and came back with a renewed JWT, more than once.
+    const permitRecords = readFileSync(join(String(stack.env.TERN_HOME), 'logs', 'agent.log'), 'utf8')
+      .split('\n')
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as { context?: string; msg?: string }];
+        } catch {
+          return [];
+        }
+      })
+      .filter((r) => r.context === 'tasks');
+    expect(permitRecords.filter((r) => r.msg?.startsWith('connected to') && r.msg.includes('-tasks-')).length).toBeGreaterThanOrEqual(1);
+    expect(permitRecords.filter((r) => r.msg?.startsWith('reconnected to NATS')).length).toBeGreaterThanOrEqual(2);
   }, 300_000);
 });

@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import {
   AGENT_CONTAINER_START,
   agentResultPath,
   agentTaskPermitPath,
   CONTAINER_STARTED,
+  HEARTBEATS_BUCKET,
   INVOKE,
   MACHINE_STATE_CHANGED,
   SCALE_COMMAND,
@@ -166,8 +168,13 @@ describe('a joined machine attacking the installation', () => {
     await refusedSub(wire(subjectFor(TASK_ITEM, placed['victim-queue'].deploymentId, '1')));
     await refusedSub(wire(subjectFor(TASK_ITEM, placed['own-queue'].deploymentId, '1')));
     await refusedSub(`${inboxPrefix(ns, 'gateway')}.>`);
-    // Another machine's heartbeat entry (only its own key may be read).
+    // Another machine's heartbeat entry: only its own key may be read, as the agent reads it.
+    // (The bucket as the scheduler creates it at start.)
+    await harnessMessaging.kv({ name: HEARTBEATS_BUCKET.name, ttlMs: 30_000 });
+    const heartbeats = await new Kvm(nc).open(harnessMessaging.ns.bucket(HEARTBEATS_BUCKET.name), { allow_direct: true });
+    expect(await heartbeats.get(attacker.id)).toBeNull();
     await refusedPub(`$JS.API.DIRECT.GET.KV_${ns}_heartbeats.$KV.${ns}_heartbeats.m-victim`, '');
+    await refusedPub(`$JS.API.STREAM.MSG.GET.KV_${ns}_heartbeats`, JSON.stringify({ last_by_subj: `$KV.${ns}_heartbeats.m-victim` }));
     expect(nc.isClosed()).toBe(false);
   });
 

@@ -95,7 +95,8 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
     const sent = this.heartbeats.lastSequence;
     if (!this.link.connected || sent < 3) return undefined;
     try {
-      this.bucket ??= await new Kvm(this.nc).open(this.messaging.ns.bucket(HEARTBEATS_BUCKET.name));
+      // A direct get names the key in its subject: the one read of the bucket this machine's NATS user may make.
+      this.bucket ??= await new Kvm(this.nc).open(this.messaging.ns.bucket(HEARTBEATS_BUCKET.name), { allow_direct: true });
       const entry = await this.bucket.get(this.ctx.registration.machineId);
       if (!entry || entry.operation !== 'PUT') return false;
       const seen = (entry.json() as { sequence?: number }).sequence ?? -1;
