@@ -1,5 +1,5 @@
 import { ConflictException, Controller, Get, NotFoundException, Param, ParseIntPipe, ParseUUIDPipe, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AGENT_TASK_PERMITS_PATH, AgentTaskPermit } from '#tern/contracts';
 import { Public } from '#tern/observability';
 import { ContainersRepository, type Machine } from '#tern/persistence';
@@ -29,7 +29,6 @@ export class TaskPermitsController {
     summary:
       "A short-lived NATS user JWT, for the calling machine's own NATS key, that may pull and ack only this task-queue version's consumer; 404 unless a container of it is placed on the machine",
   })
-  @ApiOkResponse({ type: AgentTaskPermit })
   async permit(
     @CurrentMachine() machine: Machine,
     @Param('deploymentId', new ParseUUIDPipe()) deploymentId: string,
@@ -37,7 +36,7 @@ export class TaskPermitsController {
   ): Promise<AgentTaskPermit> {
     if (!this.natsUsers.enabled || !machine.natsPublicKey)
       throw new ConflictException(
-        'this machine has no NATS user of its own (NATS is not in operator mode): it pulls with its own connection',
+        'this machine has no NATS user of its own (NATS is not in operator mode here, or it registered without a NATS key): it pulls tasks with its own connection',
       );
     if (!(await this.containers.versionPlacedOn(machine.id, deploymentId, version)))
       throw new NotFoundException(`no container of ${deploymentId} version ${version} is placed on this machine`);
