@@ -53,6 +53,11 @@ describe('agent NATS user', () => {
     for (const f of ['nats.nk', 'nats.creds']) expect([f, statSync(join(agent.stateDir, f)).mode & 0o777]).toEqual([f, 0o600]);
   });
 
+  it("hears the scheduler's verdict on its own machine, on the only state-change subject its user may subscribe", async () => {
+    const heard = await agent.waitForLog(/^the scheduler moved this machine .* → (ready|unschedulable)/, 60_000);
+    expect(String(heard.msg)).toMatch(/→ (ready|unschedulable)/);
+  });
+
   it('renews its JWT before it expires and keeps heartbeating past the first one', async () => {
     const first = credsJwt(agent.stateDir);
     const firstExpiry = jwtExpiresAt(first)!;

@@ -59,6 +59,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/agent/code/{digest}': { access: 'machine' },
   'GET /api/v1/agent/bodies/{requestId}': { access: 'machine' },
   'PUT /api/v1/agent/tasks/{taskId}/attempts/{attempt}/result': { access: 'machine' },
+  'GET /api/v1/agent/task-permits/{deploymentId}/versions/{version}': { access: 'machine' },
 
   'GET /api/v1/workspaces': { access: 'operator' },
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },
@@ -127,6 +128,7 @@ function fill(path: string, a: Objects): string {
     if (param === 'path') return 'predict';
     if (param === 'requestId') return 'req-of-a';
     if (param === 'attempt') return '1';
+    if (param === 'deploymentId') return a.deploymentId;
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
     if (path.startsWith('/taskqueue/')) return a.queue;
     if (path.startsWith('/api/v1/tasks/') || path.startsWith('/api/v1/agent/tasks/')) return a.taskId;

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { bodyObjectName, connectNats, Messaging, Namespace, putBody } from '#tern/messaging';
-import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { agentTaskPermitPath, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
 import { ContainersRepository, createDataSource, TasksRepository } from '#tern/persistence';
 import type { DataSource } from 'typeorm';
 import { runningGateway } from '../support/gateway.js';
@@ -154,5 +154,17 @@ describe("the agent's data plane on the gateway (code bundles, large request bod
     expect(await stored.json()).toEqual({ resultRef: `${taskId}.1` });
     const again = await putResult(tokens['m-placed'], 1, Buffer.from('{"other":true}'));
     expect(again.status).toBe(409);
+  });
+
+  it('gives a task permit only for a machine token, a deployment id in UUID form, and a machine with a NATS key of its own', async () => {
+    const [{ id }] = (await db.query(`SELECT id::text FROM deployments WHERE name = 'queue-1'`)) as { id: string }[];
+    const permit = (token: string, deploymentId: string) =>
+      fetch(`${gateway.base}${agentTaskPermitPath(deploymentId, 1)}`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await permit(ADMIN, id)).status).toBe(401);
+    expect((await permit(tokens['m-placed'], 'not-a-uuid')).status).toBe(400);
+    // These machines registered without a NATS key (test/security/attacks.test.ts has one that did).
+    const keyless = await permit(tokens['m-placed'], id);
+    expect(keyless.status).toBe(409);
+    expect(((await keyless.json()) as { message: string }).message).toMatch(/no NATS user of its own/);
   });
 });

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { MachineRegisterRequest } from '#tern/contracts';
+import { newUserKey } from '#tern/nats-auth';
 
 export const ADMIN = `tern_${'m'.repeat(43)}`;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -47,6 +48,19 @@ export function registration(
     },
     ...rest,
   };
+}
+
+/**
+ * A new machine joining with a key pair of its own, as tern-agent does: created by `admin`,
+ * registered with its join token; its key, the registration answer and its NATS JWT.
+ */
+export async function joinWithKey(base: string, admin: string, pool: string, machineId: string) {
+  const call = client(base);
+  const key = newUserKey();
+  const made = await call('POST', '/api/v1/machines', admin, { pool, machineId });
+  const reg = await call('POST', '/api/v1/machine/register', made.body.joinToken, registration(pool, { natsPublicKey: key.publicKey }));
+  if (reg.status !== 200) throw new Error(`registering ${machineId}: ${reg.status} ${JSON.stringify(reg.body)}`);
+  return { key, body: reg.body, jwt: reg.body.nats.jwt as string, namespace: reg.body.nats.namespace as string };
 }
 
 /** The `tern` CLI as a user runs it, pointed at a gateway through the environment only. */

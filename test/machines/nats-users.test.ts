@@ -1,8 +1,8 @@
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { formatCreds, inboxPrefix, jwtExpiresAt, newUserKey } from '#tern/nats-auth';
+import { formatCreds, inboxPrefix, jwtExpiresAt } from '#tern/nats-auth';
 import { runningGateway } from '../support/gateway.js';
 import { TEST_NATS_URL } from '../support/isolation.js';
-import { client, registration } from './harness.js';
+import { client, joinWithKey, registration } from './harness.js';
 
 const ADMIN = `tern_${'u'.repeat(43)}`;
 
@@ -31,19 +31,7 @@ describe('machine NATS users', () => {
     expect((await call('POST', '/api/v1/pools', ADMIN, { name: 'mnats' })).status).toBe(201);
   });
 
-  /** A new machine joining with a key pair of its own, as tern-agent does. */
-  const join = async (machineId: string) => {
-    const key = newUserKey();
-    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'mnats', machineId });
-    const reg = await call(
-      'POST',
-      '/api/v1/machine/register',
-      made.body.joinToken,
-      registration('mnats', { natsPublicKey: key.publicKey }),
-    );
-    expect(reg.status).toBe(200);
-    return { key, body: reg.body, jwt: reg.body.nats.jwt as string, namespace: reg.body.nats.namespace as string };
-  };
+  const join = (machineId: string) => joinWithKey(gateway.base, ADMIN, 'mnats', machineId);
 
   /** Resolves once NATS closed the connection, or says it is still open after 5 s. */
   const closedWithin5s = (nc: NatsConnection) =>

@@ -1,19 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createAccount } from '@nats-io/nkeys';
 import { type AccountSigner, formatCreds, inboxPrefix, issueUserJwt, newUserKey } from '#tern/nats-auth';
 import { TEST_NATS_URL, uniqueName } from '../support/isolation.js';
 import { connectTestNats } from '../support/nats.js';
-import { machineCreds, natsAuthDir, refused, serviceCredsFile } from '../support/nats-users.js';
-
-const enc = new TextEncoder();
-
-/** Connects with a .creds text, not reconnecting: the test watches what the server does to it. */
-function connectAs(creds: string, prefix: string): Promise<NatsConnection> {
-  return connect({ servers: TEST_NATS_URL, authenticator: credsAuthenticator(enc.encode(creds)), inboxPrefix: prefix, reconnect: false });
-}
+import { connectAs, machineCreds, natsAuthDir, refused, serviceCredsFile } from '../support/nats-users.js';
 
 /**
  * NATS as every service and machine meets it: operator mode, no anonymous access, each user

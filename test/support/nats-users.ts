@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { credsAuthenticator, type NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
 import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
+import { TEST_NATS_URL } from './isolation.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -35,7 +36,17 @@ export function asHarness() {
   return credsAuthenticator(readFileSync(creds));
 }
 
-/** The permission violation the server reports for an operation on a subject. */
+/** Connects with a .creds text, not reconnecting: the test watches what the server does to it. */
+export function connectAs(creds: string, inboxPrefix: string): Promise<NatsConnection> {
+  return connect({
+    servers: TEST_NATS_URL,
+    authenticator: credsAuthenticator(new TextEncoder().encode(creds)),
+    inboxPrefix,
+    reconnect: false,
+  });
+}
+
+/** The permission violation the server reports for an operation on a subject (fails after 5 s without one). */
 export async function refused(
   nc: NatsConnection,
   op: 'publish' | 'subscription',

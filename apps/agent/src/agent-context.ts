@@ -20,6 +20,11 @@ export interface AgentContext {
    * containers keep running and the next session adopts them. Otherwise closing the app stops them.
    */
   keepContainers?: boolean;
+  /**
+   * The `.creds` text for a JWT the gateway issued for this machine's own NATS key (its task
+   * permits); absent when the installation gives machines no NATS user of their own.
+   */
+  readonly natsCreds?: (jwt: string) => string;
   /** When the agent process started (ms); heartbeat message ids carry it. */
   readonly bootId: number;
   /**

@@ -305,6 +305,7 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
       settings,
       registration: answer,
       inventory,
+      ...(answer.nats.jwt ? { natsCreds: (jwt: string) => natsIdentity.creds(jwt) } : {}),
       bootId: state.startedAt,
       reregister: async (reason, inv = inventory) => {
         const next = (await register(inv, reason)).response;

@@ -225,7 +225,8 @@ export const VARIABLES = [
     default: '14400',
     min: 10,
     services: ['gateway'],
-    description: "Lifetime of a machine's NATS user JWT; the agent renews it over HTTPS with its machine token at two thirds of it.",
+    description:
+      "Lifetime of a machine's NATS user JWT; the agent renews it over HTTPS with its machine token at two thirds of it. Its task permits (the NATS users that may pull one task-queue version placed on it) live the lesser of this and 15 minutes.",
   },
   {
     name: 'MACHINE_HEARTBEAT_INTERVAL_SECONDS',

@@ -13,7 +13,7 @@ export const HEARTBEATS_BUCKET: BucketSpec = {
   name: 'heartbeats',
   owner: 'scheduler',
   description:
-    'The last heartbeat of each machine (key: machine id; value: the MachineHeartbeat plus receivedAt), written by the scheduler. Bucket-wide TTL of MACHINE_HEARTBEAT_TTL_SECONDS, so a silent machine has no entry. Read by the gateway (CPU, memory and free GPUs in the machines API).',
+    'The last heartbeat of each machine (key: machine id; value: the MachineHeartbeat plus receivedAt), written by the scheduler. Bucket-wide TTL of MACHINE_HEARTBEAT_TTL_SECONDS, so a silent machine has no entry. Read by the gateway (CPU, memory and free GPUs in the machines API) and by each machine, its own entry only (whether the scheduler still hears it).',
 };
 
 export const DEPLOYMENTS_BUCKET: BucketSpec = {

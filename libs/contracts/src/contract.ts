@@ -22,8 +22,8 @@ export interface Contract<T extends object = object, R extends object = object> 
   /** JetStream stream that stores the subject; absent for core NATS (request/reply, ephemeral). */
   readonly stream?: StreamName;
   /**
-   * Set on facts a machine publishes: the payload field naming the machine, whose id is also
-   * the subject's third token (`tern.container.<machine id>.started.v1`), so NATS permissions
+   * Set on facts a machine publishes (and on facts about one machine that only it may hear): the
+   * payload field naming the machine, whose id is also the subject's third token (`tern.container.<machine id>.started.v1`), so NATS permissions
    * can let a machine publish only its own facts. Publishing fills that token from the field;
    * consumers drop a message whose two ids differ (see `machineIdMismatch`).
    */

@@ -9,6 +9,7 @@ export * from './nats-doc.js';
 export * from './http/machine-register.js';
 export * from './http/machine-network-test.js';
 export * from './http/agent-data.js';
+export * from './http/agent-task-permit.js';
 export * from './http/index.js';
 export * from './buckets.js';
 export * from './deployment/deployment-spec.js';

@@ -1,7 +1,7 @@
 import { allContracts, type Class, type Contract, type ContractKind } from './contract.js';
 import './messages.js';
 import { describeFields, type FieldDoc } from './payload-fields.js';
-import { BUCKET_ACCESS, contractAccess, INTEGRATOR_DIRECTION, type NatsPrincipal } from './permissions.js';
+import { BUCKET_ACCESS, contractAccess, INTEGRATOR_DIRECTION, type NatsPrincipal, TASK_PERMIT } from './permissions.js';
 import { STREAMS } from './streams.js';
 
 /**
@@ -108,8 +108,10 @@ function permissionsSection(contracts: Contract[]): string {
     const a = contractAccess(c);
     const integrator = (direction: 'publish' | 'subscribe') =>
       a?.integrator && INTEGRATOR_DIRECTION[a.integrator] === direction ? [`integrator (\`${a.integrator}\`, its workspace id)`] : [];
+    const permit = (direction: 'publish' | 'subscribe') =>
+      direction === 'subscribe' && c === TASK_PERMIT ? ['machine (pulls through the task permit of a version placed on it)'] : [];
     const column = (direction: 'publish' | 'subscribe') =>
-      a ? [who(a[direction], Boolean(a.byMachine)), ...integrator(direction)].filter(Boolean).join(', ') : '';
+      [a ? who(a[direction], Boolean(a.byMachine)) : '', ...integrator(direction), ...permit(direction)].filter(Boolean).join(', ');
     return [`\`${c.subject}\``, column('publish'), column('subscribe')];
   });
   return `## Permissions
@@ -126,6 +128,10 @@ own id)": a machine may use the subject only with its own machine id as the thir
 --allow events,submit\` may use the subject with W as its \`*\` token when given that scope; it has
 no other subject, no JetStream API and no bucket, and its inbox is \`_INBOX.<namespace>.integrator.<user id>\`
 (see "Integrators" below).
+A machine's own user has no JetStream consumer API: it pulls tasks through a task permit, a second
+user for the same key that the gateway signs per task-queue version placed on it
+(\`GET /api/v1/agent/task-permits/<deploymentId>/versions/<n>\`), allowed only that version's
+consumer's info, pulls and acks.
 
 ${table(['subject', 'published by', 'subscribed by'], rows)}`;
 }
@@ -135,11 +141,13 @@ function bucketsSection(): string {
     `\`${b.bucket.name}\``,
     b.kind === 'kv' ? 'KV' : 'object store',
     who(b.write, false),
-    who(b.read, false),
+    // A machine reads one key, its own machine id (libs/nats-auth), and writes none.
+    who(b.read, true),
   ]);
   return `## Buckets
 
-KV buckets and object stores, named \`<namespace>_<bucket>\` on the wire, and who may write (put, delete) and read (get, watch) each.
+KV buckets and object stores, named \`<namespace>_<bucket>\` on the wire, and who may write (put, delete) and read (get, watch) each. A machine reads only the entry
+whose key is its own machine id (a direct get of that key; no watch, no other key), and writes none.
 
 ${table(['bucket', 'kind', 'written by', 'read by'], rows)}`;
 }

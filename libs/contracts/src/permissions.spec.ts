@@ -1,7 +1,7 @@
 import { allContracts } from './contract.js';
 import * as buckets from './buckets.js';
 import { type BucketSpec } from './buckets.js';
-import { BUCKET_ACCESS, CONTRACT_ACCESS, INTEGRATOR_DIRECTION } from './permissions.js';
+import { AGENT_UNSCOPED, BUCKET_ACCESS, CONTRACT_ACCESS, INTEGRATOR_DIRECTION } from './permissions.js';
 import './index.js';
 
 const bucketSpecs = Object.values(buckets).filter(
@@ -46,6 +46,10 @@ describe('the NATS permissions table', () => {
     expect(new Set(listed).size).toBe(listed.length);
     expect(bucketSpecs.map((b) => b.name).sort()).toEqual([...listed].sort());
     for (const b of BUCKET_ACCESS) expect([...b.write, ...b.read]).toContain(b.bucket.owner);
+  });
+
+  it('lets a machine use no subject with another machine id in it (a new exception must be listed here)', () => {
+    expect(AGENT_UNSCOPED.map((c) => c.subject)).toEqual([]);
   });
 
   it('marks a subject as the machine id only where its third token is a wildcard', () => {

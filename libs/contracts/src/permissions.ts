@@ -112,7 +112,8 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(MACHINE_DISCOVERED, ['gateway'], []),
   access(MACHINE_HEARTBEAT, ['agent', 'gateway'], ['scheduler', 'reputation'], true),
   access(MACHINE_NETWORK_TESTED, ['agent'], ['scheduler', 'reputation'], true),
-  access(MACHINE_STATE_CHANGED, ['gateway', 'scheduler'], ['scheduler', 'reputation', 'agent']),
+  // A machine hears its own state changes only (its dashboard shows the scheduler's verdict).
+  access(MACHINE_STATE_CHANGED, ['gateway', 'scheduler'], ['scheduler', 'reputation', 'agent'], true),
   access(NETWORK_TEST_ECHO, ['agent'], ['gateway'], true),
   access(REPUTATION_SCORE, ['reputation'], []),
   access(SCALE_BACKLOG, ['gateway'], ['autoscaler']),
@@ -133,15 +134,15 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(TASK_FAILED, ['agent', 'gateway'], ['gateway'], true),
   access(TASK_ATTEMPT_ENDED, ['gateway'], ['metering', 'reputation']),
   forIntegrators(access(TASK_ENDED, ['gateway'], ['gateway']), 'events'),
-  // The autoscaler reads the queue's consumer state (pending tasks); agents pull from it.
-  access(TASK_ITEM, ['gateway'], ['agent', 'autoscaler']),
+  // The autoscaler reads the queue's consumer state (pending tasks). Machines never subscribe to
+  // task subjects: they pull one version's consumer through a task permit (TASK_PERMIT below).
+  access(TASK_ITEM, ['gateway'], ['autoscaler']),
   access(USAGE_INTERVAL, ['metering'], []),
 ];
 
 /**
- * Contracts a machine uses with any value in a wildcard token (no machine id in their subject):
- * pulling task-queue items (any durable consumer of TASKS, see AGENT_PULLS) and hearing machine
- * state changes. Kept in one list so narrowing them is a one-place change.
+ * Contracts a machine uses with any value in a wildcard token (no machine id in their subject).
+ * None today: kept so a new one is a visible, one-place exception (permissions.spec.ts).
  */
 export const AGENT_UNSCOPED: readonly Contract[] = CONTRACT_ACCESS.filter(
   (a) => !a.byMachine && (a.publish.includes('agent') || a.subscribe.includes('agent')),
@@ -157,6 +158,7 @@ export interface BucketAccess {
 }
 
 export const BUCKET_ACCESS: readonly BucketAccess[] = [
+  // A machine reads its own entry only (the key is its machine id): libs/nats-auth grants it a direct get of that key.
   { bucket: HEARTBEATS_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'agent'] },
   { bucket: DEPLOYMENTS_BUCKET, kind: 'kv', write: ['gateway'], read: ['autoscaler', 'gateway'] },
   { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'autoscaler'] },
@@ -185,11 +187,13 @@ export const STREAM_DECLARERS: Readonly<Record<NatsPrincipal, readonly StreamNam
 };
 
 /**
- * Streams a machine pulls from through durable consumers (its task queues). A machine's other
- * subscriptions are core NATS: it gets no other stream's consumer or message-get API, so it
- * cannot read the stored events or tasks of others.
+ * How machines get tasks: not through their own user, whose permissions hold no JetStream
+ * consumer API at all, but through a task permit, a second user for the same machine key that the
+ * gateway signs per task-queue version placed on the machine (agentTaskPermitPath) and whose
+ * permissions allow pulling and acking that version's consumer (`taskConsumerName`) only
+ * (libs/nats-auth taskPermitPermissions). So a machine pulls no task of a version not placed on it.
  */
-export const AGENT_PULLS: readonly StreamName[] = ['TASKS'];
+export const TASK_PERMIT: Contract = TASK_ITEM;
 
 /** The access entry of a contract (every contract has one: permissions.spec.ts). */
 export function contractAccess(contract: Contract): ContractAccess | undefined {

@@ -18,6 +18,8 @@ export interface ConnectOptions {
    * (re)connection, so a renewed JWT written in its place is picked up.
    */
   credsFile?: string;
+  /** The `.creds` text itself, asked for again at every (re)connection (credentials kept in memory). */
+  credentials?: () => Uint8Array;
   /** Where replies and JetStream deliveries come back; a user's permissions allow only its own. */
   inboxPrefix?: string;
   /** TLS required, the server verified against caFile (and a client certificate where the server asks for one). */
@@ -40,7 +42,9 @@ export async function connectNats(opts: ConnectOptions, logger = new Logger('nat
         user: opts.user,
         pass: opts.pass,
         token: opts.token,
-        ...(opts.credsFile ? { authenticator: credsAuthenticator(readCreds(opts.credsFile)) } : {}),
+        ...(opts.credsFile || opts.credentials
+          ? { authenticator: credsAuthenticator(opts.credentials ?? readCreds(opts.credsFile!)) }
+          : {}),
         ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
         ...(opts.tls ? { tls: opts.tls } : {}),
         maxReconnectAttempts: -1,

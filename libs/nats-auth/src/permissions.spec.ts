@@ -1,5 +1,13 @@
 import { BUCKET_ACCESS, CONTRACT_ACCESS, type NatsPrincipal, subjectFor } from '#tern/contracts';
-import { inboxPrefix, integratorInbox, integratorPermissions, matches, permissionsFor, subjectAllowed } from './permissions.js';
+import {
+  inboxPrefix,
+  integratorInbox,
+  integratorPermissions,
+  matches,
+  permissionsFor,
+  subjectAllowed,
+  taskPermitPermissions,
+} from './permissions.js';
 
 const ns = 'acme';
 const machine = (id: string) => permissionsFor('agent', { namespace: ns, machineId: id });
@@ -75,17 +83,33 @@ describe('permissionsFor', () => {
     ]) {
       expect([s, subjectAllowed(m1, 'sub', s) || subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
     }
-    // Task pulls yes; reading stored events or tasks directly, or deleting a queue's consumer, no.
-    expect(subjectAllowed(m1, 'pub', '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.d1_v1')).toBe(true);
+    // No JetStream consumer API at all on its own user (tasks come through task permits), no task subject.
     for (const s of [
+      '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d1-v1',
+      '$JS.API.CONSUMER.INFO.acme_TASKS.tasks-d1-v1',
+      '$JS.ACK.acme_TASKS.tasks-d1-v1.1.1.1.1.0',
       '$JS.API.DIRECT.GET.acme_TASKS',
       '$JS.API.STREAM.MSG.GET.acme_EVENTS',
       '$JS.API.CONSUMER.CREATE.acme_EVENTS',
-      '$JS.API.CONSUMER.DELETE.acme_TASKS.d1_v1',
+      '$JS.API.CONSUMER.DELETE.acme_TASKS.tasks-d1-v1',
       '$JS.API.CONSUMER.MSG.NEXT.acme_EVENTS.x',
     ]) {
       expect([s, subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
     }
+    expect(subjectAllowed(m1, 'sub', 'acme.tasks.d1.1.v1')).toBe(false);
+    // Its own heartbeat entry only: a direct get of its key, no consumer on the bucket's stream.
+    expect(subjectAllowed(m1, 'pub', '$JS.API.DIRECT.GET.KV_acme_heartbeats.$KV.acme_heartbeats.m1')).toBe(true);
+    for (const s of [
+      '$JS.API.DIRECT.GET.KV_acme_heartbeats.$KV.acme_heartbeats.m2',
+      '$JS.API.DIRECT.GET.KV_acme_heartbeats',
+      '$JS.API.STREAM.MSG.GET.KV_acme_heartbeats',
+      '$JS.API.CONSUMER.CREATE.KV_acme_heartbeats',
+      '$JS.API.STREAM.CREATE.KV_acme_heartbeats',
+    ])
+      expect([s, subjectAllowed(m1, 'pub', s)]).toEqual([s, false]);
+    // Its own state changes only.
+    expect(subjectAllowed(m1, 'sub', 'acme.machine.m1.state-changed.v1')).toBe(true);
+    expect(subjectAllowed(m1, 'sub', 'acme.machine.m2.state-changed.v1')).toBe(false);
     expect(subjectAllowed(m1, 'pub', wire(subjectFor(CONTRACT_ACCESS[0].contract, 'm1')))).toBe(false);
   });
 
@@ -96,6 +120,30 @@ describe('permissionsFor', () => {
       expect(perms.pub.allow.filter((s) => s.startsWith('other.'))).toEqual([]);
       expect(subjectAllowed(perms, 'sub', '_INBOX.x')).toBe(false);
     }
+  });
+
+  it("gives a task permit one version's consumer: its info, pulls and acks, into the machine's own inbox, nothing else", () => {
+    const permit = taskPermitPermissions({ namespace: ns, machineId: 'm1', deploymentId: 'd1', version: 2 });
+    for (const s of [
+      '$JS.API.CONSUMER.INFO.acme_TASKS.tasks-d1-v2',
+      '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d1-v2',
+      '$JS.ACK.acme_TASKS.tasks-d1-v2.1.7.7.1700000000000000000.0',
+    ])
+      expect([s, subjectAllowed(permit, 'pub', s)]).toEqual([s, true]);
+    for (const s of [
+      '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d1-v1',
+      '$JS.API.CONSUMER.MSG.NEXT.acme_TASKS.tasks-d2-v2',
+      '$JS.ACK.acme_TASKS.tasks-d2-v2.1.7.7.1.0',
+      '$JS.API.CONSUMER.DELETE.acme_TASKS.tasks-d1-v2',
+      '$JS.API.STREAM.MSG.GET.acme_TASKS',
+      '$JS.API.DIRECT.GET.acme_TASKS',
+      'acme.heartbeat.m1.v1',
+      'acme.tasks.d1.2.v1',
+    ])
+      expect([s, subjectAllowed(permit, 'pub', s)]).toEqual([s, false]);
+    expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.x`)).toBe(true);
+    expect(subjectAllowed(permit, 'sub', 'acme.tasks.d1.2.v1')).toBe(false);
+    expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm2')}.x`)).toBe(false);
   });
 
   it('refuses an agent user without a machine id', () => {

@@ -1,5 +1,4 @@
 import {
-  AGENT_PULLS,
   BUCKET_ACCESS,
   CONTRACT_ACCESS,
   type Contract,
@@ -11,6 +10,8 @@ import {
   type StreamName,
   SUBJECT_ROOT,
   subjectFor,
+  TASK_PERMIT,
+  taskConsumerName,
 } from '#tern/contracts';
 
 /** NATS user permissions as they go into a user JWT (`pub`, `sub`, `resp`). */
@@ -67,20 +68,6 @@ function declareApi(stream: string): string[] {
   return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`];
 }
 
-/**
- * What a machine may do on a stream it pulls from: read its durable consumers (the control plane
- * declares them), pull, ack. No consumer creation or deletion, no ephemeral consumers, no direct
- * message reads.
- */
-function pullApi(stream: string): string[] {
-  return [
-    `$JS.API.STREAM.INFO.${stream}`,
-    `$JS.API.CONSUMER.INFO.${stream}.>`,
-    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
-    `$JS.ACK.${stream}.>`,
-  ];
-}
-
 export interface PermissionsOptions {
   namespace: string;
   /** For `agent`: the machine whose user this is. */
@@ -112,7 +99,6 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
   const streamName = (name: StreamName) => `${namespace}_${STREAMS[name].name}`;
   if (principal === 'agent') {
     for (const name of STREAM_DECLARERS.agent) for (const s of declareApi(streamName(name))) pub.add(s);
-    for (const name of AGENT_PULLS) for (const s of pullApi(streamName(name))) pub.add(s);
   } else {
     for (const [name, declare] of streams) for (const s of streamApi(streamName(name), declare)) pub.add(s);
   }
@@ -122,6 +108,14 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
     if (!writes && !b.read.includes(principal)) continue;
     const bucket = `${namespace}_${b.bucket.name}`;
     const stream = b.kind === 'kv' ? `KV_${bucket}` : `OBJ_${bucket}`;
+    if (principal === 'agent') {
+      // A machine reads one key of a KV bucket, its own machine id (a direct get names the key's
+      // subject), and opens the bucket as it is: no consumer on it, no other machine's entry.
+      if (b.kind !== 'kv' || writes) throw new Error(`machines may only read KV buckets, not use ${b.bucket.name}`);
+      pub.add(`$JS.API.STREAM.INFO.${stream}`);
+      pub.add(`$JS.API.DIRECT.GET.${stream}.$KV.${bucket}.${machineId}`);
+      continue;
+    }
     // Opening a bucket creates it when missing (Messaging.kv / objectStore), hence CREATE for all its users.
     for (const s of streamApi(stream, false)) pub.add(s);
     pub.add(`$JS.API.STREAM.CREATE.${stream}`);
@@ -171,6 +165,32 @@ export function integratorPermissions(opts: IntegratorUserOptions): NatsPermissi
     (INTEGRATOR_DIRECTION[a.integrator] === 'publish' ? pub : sub).push(subject);
   }
   return { pub: pub.length ? { allow: pub } : { allow: [], deny: ['>'] }, sub: { allow: sub } };
+}
+
+/**
+ * A machine's task permit for one task-queue version placed on it (TASK_PERMIT): the info of that
+ * version's durable consumer, pulls from it and acks (also progress and naks) of its deliveries,
+ * which arrive in the machine's own inbox. Nothing else: no other consumer, no stream or message
+ * read, no publish of any subject.
+ */
+export function taskPermitPermissions(opts: {
+  namespace: string;
+  machineId: string;
+  deploymentId: string;
+  version: number;
+}): NatsPermissions {
+  const stream = `${opts.namespace}_${STREAMS[TASK_PERMIT.stream!].name}`;
+  const consumer = taskConsumerName(opts.deploymentId, opts.version);
+  return {
+    pub: {
+      allow: [
+        `$JS.API.CONSUMER.INFO.${stream}.${consumer}`,
+        `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+        `$JS.ACK.${stream}.${consumer}.>`,
+      ],
+    },
+    sub: { allow: [`${inboxPrefix(opts.namespace, 'agent', opts.machineId)}.>`] },
+  };
 }
 
 /** Whether the permissions let a concrete subject through (`pub` or `sub`). */

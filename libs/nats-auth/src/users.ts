@@ -2,7 +2,13 @@ import { decode, encodeUser, fmtCreds } from '@nats-io/jwt';
 import { createUser, fromPublic } from '@nats-io/nkeys';
 import { type NatsPrincipal } from '#tern/contracts';
 import { type Installation, keyPair } from './installation.js';
-import { integratorPermissions, type IntegratorUserOptions, type NatsPermissions, permissionsFor } from './permissions.js';
+import {
+  integratorPermissions,
+  type IntegratorUserOptions,
+  type NatsPermissions,
+  permissionsFor,
+  taskPermitPermissions,
+} from './permissions.js';
 
 const text = new TextDecoder();
 
@@ -123,6 +129,22 @@ export function issueIntegratorJwt(
     publicKey: opts.publicKey,
     permissions: integratorPermissions(opts),
     ...(opts.expiresInSeconds ? { expiresInSeconds: opts.expiresInSeconds } : {}),
+  });
+}
+
+/**
+ * A machine's task permit for one task-queue version: a second user JWT for the machine's own key
+ * (revoked with it), allowed only that version's consumer (taskPermitPermissions).
+ */
+export function issueTaskPermitJwt(
+  signer: AccountSigner,
+  opts: { namespace: string; machineId: string; publicKey: string; deploymentId: string; version: number; expiresInSeconds: number },
+): Promise<string> {
+  return issueUserJwt(signer, {
+    name: `${opts.namespace}-machine-${opts.machineId}-permit-${opts.deploymentId}-v${opts.version}`,
+    publicKey: opts.publicKey,
+    permissions: taskPermitPermissions(opts),
+    expiresInSeconds: opts.expiresInSeconds,
   });
 }
 

@@ -30,7 +30,12 @@ export class MachineNatsIdentity {
 
   /** Keeps the JWT the gateway issued, with the seed, where the connection reads it. */
   keep(jwt: string): string {
-    writeSecret(this.credsFile, formatCreds(jwt, this.seed));
+    writeSecret(this.credsFile, this.creds(jwt));
     return this.credsFile;
+  }
+
+  /** The `.creds` text of a JWT issued for this key (task permits keep theirs in memory only). */
+  creds(jwt: string): string {
+    return formatCreds(jwt, this.seed);
   }
 }

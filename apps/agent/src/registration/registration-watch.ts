@@ -22,7 +22,7 @@ export const REDISCOVER_EVERY_MS = 5 * 60_000;
  *    in its registry) has no recent beat of this machine twice in a row while beats are being
  *    published: the control plane forgot it (a restored database, a deleted row).
  * A refused re-registration (the machine's token was revoked) stops the agent with the reason.
- * It also follows machine.state-changed for its own id, so the dashboard shows the scheduler's
+ * It also follows machine.state-changed on its own id's subject, so the dashboard shows the scheduler's
  * verdict (ready, unschedulable and why, offline).
  */
 @Injectable()
@@ -67,7 +67,8 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
 
   private followStateChanges() {
     const own = this.ctx.registration.machineId;
-    this.subscription = this.nc.subscribe(this.messaging.subject(MACHINE_STATE_CHANGED), {
+    // Its own machine's subject: the only one its NATS user may hear (nothing about other machines).
+    this.subscription = this.nc.subscribe(this.messaging.subject(MACHINE_STATE_CHANGED, [own]), {
       callback: (err, msg) => {
         if (err) return;
         const shown = decode(MachineStateChanged, msg.data).then((d) => {
@@ -94,7 +95,8 @@ export class RegistrationWatch implements BeforeApplicationShutdown {
     const sent = this.heartbeats.lastSequence;
     if (!this.link.connected || sent < 3) return undefined;
     try {
-      this.bucket ??= await new Kvm(this.nc).open(this.messaging.ns.bucket(HEARTBEATS_BUCKET.name));
+      // A direct get names the key in its subject: the one read of the bucket this machine's NATS user may make.
+      this.bucket ??= await new Kvm(this.nc).open(this.messaging.ns.bucket(HEARTBEATS_BUCKET.name), { allow_direct: true });
       const entry = await this.bucket.get(this.ctx.registration.machineId);
       if (!entry || entry.operation !== 'PUT') return false;
       const seen = (entry.json() as { sequence?: number }).sequence ?? -1;

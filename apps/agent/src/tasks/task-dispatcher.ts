@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
   type Contract,
-  STREAMS,
   AGENT_TASK_CANCEL,
   agentResultPath,
   TASK_COMPLETED,
@@ -12,17 +12,18 @@ import {
   TASK_STARTED,
   type TaskFailureCause,
   TaskItem,
-  taskConsumerName,
   taskResultName,
 } from '#tern/contracts';
+import { inboxPrefix } from '#tern/nats-auth';
 import { decode, Messaging, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
-import { backoffMs, sleep } from '#tern/timing';
+import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { lostLastAttempt, willRetry } from './retry-rule.js';
+import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
 
 /** How long one pull waits for a task before it asks again (and notices a stop). */
@@ -47,7 +48,8 @@ interface Running {
 
 /**
  * The dispatcher: runs tasks in this machine's task-queue containers: for each ready container, one pull loop
- * per slot (workers × concurrency) on its version's durable consumer, so the machine never holds
+ * per slot (workers × concurrency) on its version's durable consumer, through that version's task
+ * permit (task-permits.ts: the only NATS user of this machine that may pull it), so the machine never holds
  * more tasks than it can run. Each task: task.started, POST / to the handler with progress
  * signals to JetStream while it runs, then task.completed (ack) or task.failed (nak with a
  * back-off to retry, ack when it was the last attempt). A cancel or a timeout closes the
@@ -60,13 +62,24 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   private readonly running = new Map<string, Running>();
   private readonly cancelled = new Set<string>();
   private readonly loads: TaskLoads;
+  private readonly permits: TaskPermits;
   private subscription?: Subscription;
 
   constructor(
     private readonly messaging: Messaging,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+    @Inject(TERN_CONFIG) config: TernConfig,
   ) {
-    this.loads = new TaskLoads(messaging, ctx.registration.machineId);
+    const { machineId } = ctx.registration;
+    this.loads = new TaskLoads(messaging, machineId);
+    this.permits = new TaskPermits({
+      connect: { ...config.nats, inboxPrefix: inboxPrefix(config.nats.namespace, 'agent', machineId) },
+      machineId,
+      gateway: () => ctx.settings,
+      creds: ctx.natsCreds,
+      messaging,
+      logger: this.logger,
+    });
   }
 
   private get machineId(): string {
@@ -82,6 +95,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     this.subscription?.unsubscribe();
     await this.loads.stop();
     for (const id of [...this.served.keys()]) this.drop(id);
+    this.permits.closeAll();
   }
 
   /** Starts pulling tasks for a ready task-queue container. */
@@ -90,6 +104,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     const served: Served = { record, endpoint, stopped: false, loops: [] };
     this.served.set(record.containerId, served);
     this.loads.track(record);
+    this.permits.retain(record.deploymentId, record.deploymentVersion);
     const slots = Math.max(1, record.workers * record.concurrency);
     // The scheduler declared the version's consumer before it sent the start command.
     for (let i = 0; i < slots; i++) served.loops.push(this.pullLoop(served));
@@ -103,6 +118,10 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     served.stopped = true;
     this.served.delete(containerId);
     this.loads.untrack(containerId);
+    // The permit stays open until the container's tasks have settled (their acks go through it).
+    const { deploymentId, deploymentVersion } = served.record;
+    const settled = Promise.allSettled(served.loops).then(() => this.permits.release(deploymentId, deploymentVersion));
+    fireAndForget('closing a task permit', this.logger, settled);
   }
 
   private onCancelled(taskId: string) {
@@ -118,11 +137,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
 
   private async pullLoop(served: Served): Promise<void> {
     const { record } = served;
-    const stream = this.messaging.ns.stream(STREAMS.TASKS.name);
-    const durable = taskConsumerName(record.deploymentId, record.deploymentVersion);
     while (!served.stopped) {
       try {
-        const consumer = await this.messaging.js.consumers.get(stream, durable);
+        const consumer = await this.permits.consumer(record.deploymentId, record.deploymentVersion);
         while (!served.stopped) {
           const msg = await consumer.next({ expires: PULL_EXPIRES_MS });
           if (!msg) continue;

@@ -1,8 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { issueMachineJwt } from '#tern/nats-auth';
+import { issueMachineJwt, issueTaskPermitJwt } from '#tern/nats-auth';
 import { MachinesRepository } from '#tern/persistence';
 import { NatsAccount } from '../nats-users/nats-account.js';
+
+/** The longest a task permit lives (less when machine JWTs live less). */
+export const TASK_PERMIT_TTL_SECONDS = 15 * 60;
 
 /**
  * Each machine's own NATS user: a short-lived JWT, signed with the account's signing key
@@ -37,6 +40,29 @@ export class MachineNatsUsers {
     });
     this.logger.log({ machineId, publicKey }, `issued machine ${machineId} a NATS user for ${this.config.machines.natsJwtTtlSeconds} s`);
     return jwt;
+  }
+
+  /**
+   * A task permit for one task-queue version placed on the machine (the caller checked): a JWT for
+   * the key the machine registered, so revoking that key cuts its permits too. Permits live at most
+   * TASK_PERMIT_TTL_SECONDS: a machine keeps a permit of a version no longer placed on it no longer.
+   */
+  async issueTaskPermit(
+    machineId: string,
+    publicKey: string,
+    deploymentId: string,
+    version: number,
+  ): Promise<{ jwt: string; expiresAt: Date }> {
+    const expiresInSeconds = Math.min(TASK_PERMIT_TTL_SECONDS, this.config.machines.natsJwtTtlSeconds);
+    const jwt = await issueTaskPermitJwt(this.account.signer(), {
+      namespace: this.config.nats.namespace,
+      machineId,
+      publicKey,
+      deploymentId,
+      version,
+      expiresInSeconds,
+    });
+    return { jwt, expiresAt: new Date(Date.now() + expiresInSeconds * 1000) };
   }
 
   /** Revokes a machine's NATS user: its connections close and its JWTs stop working. */

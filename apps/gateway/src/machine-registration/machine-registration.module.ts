@@ -8,11 +8,12 @@ import { NatsAccount } from '../nats-users/nats-account.js';
 import { MachineNatsUsers } from './machine-nats-users.js';
 import { MachineRegistrationController } from './machine-registration.controller.js';
 import { MachineRegistrationService } from './machine-registration.service.js';
+import { TaskPermitsController } from './task-permits.controller.js';
 
 /** Exports the guard and its service so other agent-facing routes can take the machine token too. */
 @Module({
   imports: [PoolsModule, MachinesModule],
-  controllers: [MachineRegistrationController],
+  controllers: [MachineRegistrationController, TaskPermitsController],
   providers: [MachineAuthService, MachineCallerGuard, MachineRegistrationService, MachineKeepaliveService, MachineNatsUsers, NatsAccount],
   exports: [MachineAuthService, MachineCallerGuard],
 })

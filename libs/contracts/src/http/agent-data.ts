@@ -19,3 +19,15 @@ export const AGENT_BODIES_PATH = '/api/v1/agent/bodies';
 export function agentResultPath(taskId: string, attempt: number): string {
   return `/api/v1/agent/tasks/${encodeURIComponent(taskId)}/attempts/${attempt}/result`;
 }
+
+/**
+ * `GET <agentTaskPermitPath(deploymentId, version)>`: a task permit, the NATS user a machine pulls one
+ * task-queue version's tasks with, while a container of that version is placed on it (404
+ * otherwise). Signed for the machine's own NATS key; its permissions allow only that version's
+ * consumer (`taskConsumerName`): its info, its pulls and acks of its deliveries.
+ */
+export function agentTaskPermitPath(deploymentId: string, version: number): string {
+  return `${AGENT_TASK_PERMITS_PATH}/${encodeURIComponent(deploymentId)}/versions/${version}`;
+}
+
+export const AGENT_TASK_PERMITS_PATH = '/api/v1/agent/task-permits';

@@ -16,12 +16,13 @@ export class MachineStateChanged {
 }
 
 export const MACHINE_STATE_CHANGED = defineContract({
-  subject: 'tern.machine.state-changed.v1',
+  subject: 'tern.machine.*.state-changed.v1',
   kind: 'event',
   payload: MachineStateChanged,
   stream: 'EVENTS',
+  machineIdField: 'machineId',
   description:
-    'A machine moved between lifecycle states: pending → registered (sent by the gateway when the agent registers); registered → ready or unschedulable on its first heartbeat, between the two when the pool rules or the network test say so, → offline when heartbeats stop for MACHINE_HEARTBEAT_TTL_SECONDS and back when they resume (sent by the scheduler, which owns the registry). Nats-Msg-Id: `<machine id>:<to>:<changedAt>`. Read by reputation (uptime).',
+    "A machine moved between lifecycle states: pending → registered (sent by the gateway when the agent registers); registered → ready or unschedulable on its first heartbeat, between the two when the pool rules or the network test say so, → offline when heartbeats stop for MACHINE_HEARTBEAT_TTL_SECONDS and back when they resume (sent by the scheduler, which owns the registry). Token: the machine id, so an agent subscribes to its own machine's changes only. Nats-Msg-Id: `<machine id>:<to>:<changedAt>`. Read by reputation (uptime) and by the machine itself (its dashboard).",
 });
 
 /**

@@ -94,6 +94,9 @@ export interface DesiredContainers {
   idleContainers: string[];
 }
 
+/** The states of a container that holds its place on a machine (not yet stopped or failed). */
+const ON_MACHINE = `c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping')`;
+
 /**
  * Forward-only: the state moves only to a later one in `order`, timestamps keep the earliest
  * value seen (each event type has its own consumer, so they arrive in any order; LEAST ignores
@@ -342,9 +345,23 @@ export class ContainersRepository extends TransactionalRepository {
   async codePlacedOn(machineId: string, digest: string): Promise<boolean> {
     const rows = await this.rows<{ id: string }>(
       `SELECT c.id FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id
-       WHERE c.machine_id = $1 AND dv.spec->>'code' = $2 AND c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping')
+       WHERE c.machine_id = $1 AND dv.spec->>'code' = $2 AND ${ON_MACHINE}
        LIMIT 1`,
       [machineId, digest],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Whether a container of task-queue version `version` of `deploymentId` is placed on
+   * `machineId` and not stopped: the machine may then pull that version's tasks (its task lane).
+   */
+  async versionPlacedOn(machineId: string, deploymentId: string, version: number): Promise<boolean> {
+    const rows = await this.rows<{ id: string }>(
+      `SELECT c.id FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+       WHERE c.machine_id = $1 AND dv.deployment_id::text = $2 AND dv.version = $3 AND ${ON_MACHINE}
+       LIMIT 1`,
+      [machineId, deploymentId, version],
     );
     return rows.length > 0;
   }
