@@ -12,3 +12,4 @@ export * from './pools.js';
 export * from './usage.js';
 export * from './tokens.js';
 export * from './health.js';
+export * from './sandboxes.js';

@@ -9,6 +9,7 @@ import { MeteredTask } from './metered-task.entity.js';
 import { Pool } from './pool.entity.js';
 import { ReputationScore } from './reputation-score.entity.js';
 import { ReputationMachine } from './reputation-machine.entity.js';
+import { Sandbox } from './sandbox.entity.js';
 import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
 import { Workspace } from './workspace.entity.js';
@@ -24,6 +25,7 @@ export * from './metered-task.entity.js';
 export * from './pool.entity.js';
 export * from './reputation-score.entity.js';
 export * from './reputation-machine.entity.js';
+export * from './sandbox.entity.js';
 export * from './task.entity.js';
 export * from './usage-interval.entity.js';
 export * from './workspace.entity.js';
@@ -44,4 +46,5 @@ export const ENTITIES = [
   MeteredContainer,
   MeteredTask,
   ReputationMachine,
+  Sandbox,
 ] as const;

@@ -3,6 +3,7 @@ import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
+import { SandboxesRepository } from './sandboxes.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
@@ -30,6 +31,7 @@ export const REPOSITORIES = [
   DeploymentsRepository,
   MachinesRepository,
   ReputationRepository,
+  SandboxesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -41,6 +43,7 @@ export {
   DeploymentsRepository,
   MachinesRepository,
   ReputationRepository,
+  SandboxesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -50,4 +53,5 @@ export {
 export type * from './containers.repository.js';
 export type * from './machines.repository.js';
 export type * from './reputation.repository.js';
+export type * from './sandboxes.repository.js';
 export type * from './usage.repository.js';

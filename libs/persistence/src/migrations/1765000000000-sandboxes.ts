@@ -1,0 +1,33 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** Sandboxes: containers a workspace drives over the API (see the Sandbox entity). */
+export class Sandboxes1765000000000 implements MigrationInterface {
+  name = 'Sandboxes1765000000000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+      CREATE TABLE sandboxes (
+        id text PRIMARY KEY,
+        workspace_id uuid NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        machine_id text,
+        pool text NOT NULL,
+        state varchar(32) NOT NULL,
+        state_reason text,
+        spec jsonb NOT NULL,
+        requested jsonb NOT NULL,
+        timeout_seconds integer NOT NULL,
+        idle_timeout_seconds integer,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        started_at timestamptz,
+        active_at timestamptz NOT NULL DEFAULT now(),
+        ended_at timestamptz
+      )`);
+    await queryRunner.query(`CREATE INDEX ix_sandboxes_workspace_created ON sandboxes (workspace_id, created_at)`);
+    await queryRunner.query(`CREATE INDEX ix_sandboxes_state ON sandboxes (state)`);
+    await queryRunner.query(`CREATE INDEX ix_sandboxes_machine ON sandboxes (machine_id) WHERE state IN ('placing', 'running')`);
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP TABLE sandboxes`);
+  }
+}
