@@ -1,3 +1,5 @@
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -7,7 +9,6 @@ let stack: Stack;
 interface Answer {
   status: number;
   text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers of many shapes
   body: any;
   headers: Headers;
 }
@@ -31,6 +32,13 @@ async function api(method: string, path: string, body?: unknown, token = stack.t
   return { status: res.status, text, body: parsed, headers: res.headers };
 }
 
+/** A running sandbox's id; small, so that the tests' sandboxes fit on a 2-core machine together. */
+async function create(spec: Record<string, unknown> = {}): Promise<string> {
+  const created = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', ...spec });
+  expect(created).toMatchObject({ status: 201, body: { state: 'running' } });
+  return created.body.id as string;
+}
+
 /** An exec's NDJSON lines, parsed. */
 const lines = (text: string) =>
   text
@@ -46,19 +54,25 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
 /** The sandboxes issue's "done when", through the HTTP API, against the whole stack with a real agent and runc. */
 (await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sandboxes over the API', () => {
   beforeAll(async () => {
-    stack = await startStack('sandbox');
-  }, 180_000);
+    stack = await startStack('sandbox', { env: { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '2', MACHINE_HEARTBEAT_TTL_SECONDS: '8' } });
+    // `up` returns once the services run; the machine is ready after its network test.
+    await waitFor(
+      'a ready machine',
+      async () => ((await api('GET', '/api/v1/machines')).body as { state: string }[]).some((m) => m.state === 'ready'),
+      120_000,
+      500,
+    );
+  }, 300_000);
 
   afterAll(async () => {
     await stack?.stop();
   }, 60_000);
 
   it('creates a sandbox, runs Python that writes a file, reads it back, lists, runs two processes, kills one, terminates', async () => {
-    const created = await api('POST', '/api/v1/sandboxes', { timeout: 600, memory: '256Mi', cpu: 0.5 });
-    expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ state: 'running', workdir: '/workspace' });
+    const id = await create({ timeout: 600 });
+    const created = await api('GET', `/api/v1/sandboxes/${id}`);
+    expect(created.body).toMatchObject({ state: 'running', workdir: '/workspace', cpu: 0.25, memory_bytes: 256 * 2 ** 20, timeout: 600 });
     expect(created.body.machine).toBeTruthy();
-    const id = created.body.id as string;
 
     const run = await api('POST', `/api/v1/sandboxes/${id}/exec`, {
       code: "print('I am running remotely')\nopen('out.txt', 'w').write('written inside')\n",
@@ -110,10 +124,14 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
   }, 180_000);
 
   it('writes, stats, creates directories, deletes, and refuses bad input', async () => {
-    const id = (await api('POST', '/api/v1/sandboxes', { memory: '256Mi' })).body.id as string;
+    const id = await create();
     const bytes = new Uint8Array(3 * 2 ** 20).map((_, i) => i % 251);
-    expect((await api('PUT', `/api/v1/sandboxes/${id}/files?path=/workspace/data/blob.bin`, undefined, stack.token, bytes)).status).toBe(201);
-    const back = await fetch(`${stack.gateway}/api/v1/sandboxes/${id}/files?path=data/blob.bin`, { headers: { authorization: `Bearer ${stack.token}` } });
+    expect((await api('PUT', `/api/v1/sandboxes/${id}/files?path=/workspace/data/blob.bin`, undefined, stack.token, bytes)).status).toBe(
+      201,
+    );
+    const back = await fetch(`${stack.gateway}/api/v1/sandboxes/${id}/files?path=data/blob.bin`, {
+      headers: { authorization: `Bearer ${stack.token}` },
+    });
     expect(Buffer.from(await back.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
     const stat = await api('GET', `/api/v1/sandboxes/${id}/files/stat?path=data/blob.bin`);
     expect(stat.body).toMatchObject({ name: 'blob.bin', path: '/workspace/data/blob.bin', type: 'file', size: bytes.length });
@@ -126,10 +144,15 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     const dotdot = await api('GET', `/api/v1/sandboxes/${id}/files?path=/workspace/../../etc/shadow`);
     expect(dotdot.status).toBe(400);
     expect(dotdot.body.message).toEqual(expect.arrayContaining([expect.stringMatching(/\.\./)]));
-    await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['ln', '-s', '/etc/shadow', '/workspace/shadow'] });
-    expect((await api('GET', `/api/v1/sandboxes/${id}/files?path=shadow`)).status).toBe(404);
-    await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['ln', '-s', '/etc/hostname', '/workspace/host'] });
-    expect((await api('GET', `/api/v1/sandboxes/${id}/files?path=host`)).status).not.toBe(200);
+    const secret = join(stack.scratch('host-secret'), 'secret.txt');
+    writeFileSync(secret, 'the machine’s own file');
+    chmodSync(dirname(secret), 0o755);
+    const link = await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['ln', '-s', secret, '/workspace/secret'] });
+    expect(lines(link.text).at(-1)).toMatchObject({ exit_code: 0 });
+    const followed = await api('GET', `/api/v1/sandboxes/${id}/files?path=secret`);
+    expect(followed.status).toBe(404);
+    expect(followed.text).not.toContain('own file');
+    expect((await api('GET', `/api/v1/sandboxes/${id}/files/stat?path=secret`)).body).toMatchObject({ type: 'symlink' });
 
     const tooBig = await api('PUT', `/api/v1/sandboxes/${id}/files?path=big`, undefined, stack.token, new Uint8Array(64 * 2 ** 20 + 1));
     expect(tooBig.status).toBe(413);
@@ -148,8 +171,8 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
   }, 180_000);
 
   it('ends a sandbox at its idle timeout and at its lifetime', async () => {
-    const idle = (await api('POST', '/api/v1/sandboxes', { memory: '128Mi', idle_timeout: 3 })).body.id as string;
-    const short = (await api('POST', '/api/v1/sandboxes', { memory: '128Mi', timeout: 4 })).body.id as string;
+    const idle = await create({ idle_timeout: 3 });
+    const short = await create({ timeout: 4 });
     await waitFor(
       'both ended',
       async () => {
@@ -161,5 +184,60 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     );
     expect((await api('GET', `/api/v1/sandboxes/${idle}`)).body.state_reason).toMatch(/idle for 3 s/);
     expect((await api('GET', `/api/v1/sandboxes/${short}`)).body.state_reason).toMatch(/lifetime of 4 s/);
+
+    // Metered as containers are, as their own line; every sandbox here held 0.25 cores and 256 MiB.
+    const usage = await waitFor(
+      'sandbox usage',
+      async () => {
+        const report = await api('GET', '/api/v1/usage?group_by=deployment');
+        const row = (report.body.rows as { group: string; name: string; containerSeconds: number }[]).find((r) => r.group === 'sandbox');
+        return row && row.containerSeconds >= 7 ? row : undefined;
+      },
+      60_000,
+      1000,
+    );
+    expect(usage).toMatchObject({ name: 'sandboxes', gpuSeconds: 0 });
+    expect((usage as unknown as { cpuCoreSeconds: number }).cpuCoreSeconds).toBeCloseTo(usage.containerSeconds * 0.25, 1);
+    expect((usage as unknown as { memoryGibSeconds: number }).memoryGibSeconds).toBeCloseTo(usage.containerSeconds * 0.25, 1);
+  }, 120_000);
+
+  it('does the same through the CLI', async () => {
+    const created = await stack.tern('sandbox', 'create', '--cpu', '0.25', '--memory', '256Mi', '--timeout', '600');
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const id = created.stdout.trim();
+    expect(id).toMatch(/^sb-[\w-]+$/);
+
+    const run = await stack.tern('sandbox', 'exec', id, '--code', "print('hi from the cli')\nopen('cli.txt', 'w').write('cli file')");
+    expect(run).toMatchObject({ code: 0, stdout: 'hi from the cli\n', stderr: '' });
+    const failing = await stack.tern('sandbox', 'exec', id, '--', 'sh', '-c', 'echo oops >&2; exit 3');
+    expect(failing).toMatchObject({ code: 3, stdout: '', stderr: 'oops\n' });
+
+    const dir = stack.scratch('sandbox-cp');
+    expect((await stack.tern('sandbox', 'cp', `${id}:cli.txt`, join(dir, 'back.txt'))).code).toBe(0);
+    expect(readFileSync(join(dir, 'back.txt'), 'utf8')).toBe('cli file');
+    writeFileSync(join(dir, 'up.txt'), 'from the laptop');
+    expect((await stack.tern('sandbox', 'cp', join(dir, 'up.txt'), `${id}:/workspace/up.txt`)).code).toBe(0);
+    const listed = await stack.tern('sandbox', 'ls', id);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/file\s+8\s+\S+\s+cli\.txt/);
+    expect(listed.stdout).toMatch(/file\s+15\s+\S+\s+up\.txt/);
+    expect((await stack.tern('sandbox', 'list')).stdout).toMatch(new RegExp(`${id}\\s+running`));
+
+    expect(await stack.tern('sandbox', 'rm', id)).toMatchObject({ code: 0, stdout: `Sandbox ${id} terminated.\n` });
+    const after = await stack.tern('sandbox', 'exec', id, '--', 'true');
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/409 sandbox .* is terminated/);
+  }, 180_000);
+
+  // Last: it kills the stack's agent.
+  it('reports a sandbox lost, not running, when its machine goes offline', async () => {
+    const id = await create();
+    const run = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as {
+      services: Record<string, { pid: number }>;
+    };
+    process.kill(run.services.agent.pid, 'SIGKILL');
+    await waitFor('the sandbox lost', async () => (await api('GET', `/api/v1/sandboxes/${id}`)).body.state === 'lost', 90_000, 500);
+    expect((await api('GET', `/api/v1/sandboxes/${id}`)).body.state_reason).toMatch(/went offline/);
+    expect((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['true'] })).status).toBe(409);
   }, 120_000);
 });

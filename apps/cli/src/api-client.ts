@@ -53,4 +53,34 @@ export class ApiClient {
   get<T>(path: string, okStatuses?: number[]) {
     return this.request<T>('GET', path, undefined, okStatuses);
   }
+
+  /**
+   * A request whose answer is read as it streams (a file's bytes, an exec's NDJSON), with raw
+   * bytes or JSON in; an error status throws with the gateway's message.
+   */
+  async stream(method: string, path: string, body?: Uint8Array | object): Promise<Response> {
+    const raw = body instanceof Uint8Array;
+    let response: Response;
+    try {
+      response = await fetch(`${this.ctx.gateway}${path}`, {
+        method,
+        headers: {
+          ...(this.ctx.token ? { authorization: `Bearer ${this.ctx.token}` } : {}),
+          ...(body === undefined ? {} : { 'content-type': raw ? 'application/octet-stream' : 'application/json' }),
+        },
+        body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
+      });
+    } catch (e) {
+      throw new ApiError(0, `cannot reach the gateway at ${this.ctx.gateway} (${(e as Error).cause ?? (e as Error).message})`);
+    }
+    if (response.ok) return response;
+    const text = await response.text();
+    let message: unknown = text || response.statusText;
+    try {
+      message = (JSON.parse(text) as { message?: unknown }).message ?? message;
+    } catch {
+      /* not JSON */
+    }
+    throw new ApiError(response.status, `${response.status} ${Array.isArray(message) ? message.join('; ') : String(message)}`);
+  }
 }

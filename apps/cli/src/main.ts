@@ -7,6 +7,7 @@ import { invokeCommand } from './commands/invoke.js';
 import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
+import { sandboxCommand } from './commands/sandbox.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
@@ -25,7 +26,8 @@ const program = new Command('tern')
   .addCommand(taskCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
-  .addCommand(usageCommand());
+  .addCommand(usageCommand())
+  .addCommand(sandboxCommand());
 
 try {
   await program.parseAsync(process.argv);

@@ -12,6 +12,7 @@ export * from './agent/task-cancel.js';
 export * from './sandbox/sandbox-create.js';
 export * from './sandbox/sandbox-remove.js';
 export * from './sandbox/sandbox-call.js';
+export * from './sandbox/sandbox-lifecycle.js';
 export * from './container/container-resources.js';
 export * from './container/container-event.js';
 export * from './container/container-scheduled.js';

@@ -22,6 +22,8 @@ export class HostedSandbox {
     private readonly runtime: RuncRuntime,
     /** Where runc writes the host pids of its processes. */
     private readonly pidDir: string,
+    /** Its own address on the agent's bridge (private network only): where its ports are reached. */
+    readonly address: string | undefined,
   ) {
     this.files = new SandboxFiles(runtime, record.sandboxId);
   }
@@ -54,7 +56,7 @@ export class HostedSandbox {
       timeoutMs: request.timeout ? request.timeout * 1000 : callMs,
     });
     this.table.set(pid, p);
-    void p.ended().then(() => this.forgetOldest());
+    p.once('exit', () => this.forgetOldest());
     return p;
   }
 

@@ -11,7 +11,8 @@ import type { RuncRuntime } from '#tern/runtime';
  * Each script ends with a status the caller maps to HTTP: 44 missing, 45 wrong type, 46 denied.
  */
 const SCRIPT = {
-  check: `[ -e "$1" ] || [ -L "$1" ] || exit 44; [ -d "$1" ] && exit 45; [ -r "$1" ] || exit 46; exit 0`,
+  // -e follows symlinks: a link to nothing the sandbox can see is missing.
+  check: `[ -e "$1" ] || exit 44; [ -d "$1" ] && exit 45; [ -r "$1" ] || exit 46; exit 0`,
   read: `exec cat -- "$1"`,
   write: `[ -d "$1" ] && exit 45; d=$(dirname -- "$1"); mkdir -p -- "$d" 2>/dev/null; [ -d "$d" ] || exit 45; [ -w "$d" ] || exit 46; cat > "$1"`,
   remove: `[ -e "$1" ] || [ -L "$1" ] || exit 44; rm -rf -- "$1"`,
@@ -25,7 +26,8 @@ const TYPES: Record<string, SandboxFileView['type']> = { f: 'file', d: 'director
 
 function failure(status: number, path: string, what: string, stderr: string): InvokeError {
   if (status === 44) return new InvokeError(404, `${path}: no such file or directory in the sandbox`);
-  if (status === 45) return new InvokeError(400, `${path}: ${what === 'list' ? 'not a directory' : 'is a directory, or its parent is not one'}`);
+  if (status === 45)
+    return new InvokeError(400, `${path}: ${what === 'list' ? 'not a directory' : 'is a directory, or its parent is not one'}`);
   if (status === 46) return new InvokeError(403, `${path}: permission denied inside the sandbox`);
   return new InvokeError(400, `${what} ${path} failed (status ${status}): ${stderr.trim().slice(0, 500) || 'no message'}`);
 }

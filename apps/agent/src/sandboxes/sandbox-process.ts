@@ -2,13 +2,17 @@ import { EventEmitter, on } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecEvent, SandboxProcessView } from '#tern/contracts';
+import { Logger } from '@nestjs/common';
 import { exitFromStatus, type ExecSpec, type RuncRuntime } from '#tern/runtime';
+import { fireAndForget } from '#tern/timing';
 
 type OutputEvent = { stream: 'stdout' | 'stderr'; data: string };
 type ExitEvent = Extract<ExecEvent, { exit_code: number | null }>;
 
 /** What a process keeps of each stream for `GET …/processes/<pid>`: the last MiB. */
 const KEPT_BYTES_PER_STREAM = 2 ** 20;
+
+const logger = new Logger('sandbox-processes');
 
 export interface ProcessOptions {
   spec: ExecSpec;
@@ -49,19 +53,26 @@ export class SandboxProcess extends EventEmitter {
     this.child.stdin!.on('error', () => undefined); // a process that exits before reading its stdin
     if (options.stdin !== undefined) this.child.stdin!.write(options.stdin);
     if (!options.keepStdinOpen) this.child.stdin!.end();
-    this.timer = setTimeout(() => void this.kill('SIGKILL', 'timeout'), options.timeoutMs);
-    void this.child.then((result) => {
-      clearTimeout(this.timer);
-      const status = typeof result.exitCode === 'number' ? result.exitCode : null;
-      const { exitCode, signal } = exitFromStatus(status);
-      this.endedAt = new Date();
-      this.exit = {
-        exit_code: exitCode,
-        signal: signal ?? null,
-        ...(this.killedBy === 'timeout' ? { error: `killed after its timeout of ${Math.round(options.timeoutMs / 1000)} s` } : {}),
-      };
-      this.emit('exit', this.exit);
-    });
+    this.timer = setTimeout(
+      () => fireAndForget(`killing process ${pid} at its timeout`, logger, this.kill('SIGKILL', 'timeout')),
+      options.timeoutMs,
+    );
+    fireAndForget(
+      `following process ${pid}`,
+      logger,
+      this.child.then((result) => {
+        clearTimeout(this.timer);
+        const status = typeof result.exitCode === 'number' ? result.exitCode : null;
+        const { exitCode, signal } = exitFromStatus(status);
+        this.endedAt = new Date();
+        this.exit = {
+          exit_code: exitCode,
+          signal: signal ?? null,
+          ...(this.killedBy === 'timeout' ? { error: `killed after its timeout of ${Math.round(options.timeoutMs / 1000)} s` } : {}),
+        };
+        this.emit('exit', this.exit);
+      }),
+    );
   }
 
   get running(): boolean {

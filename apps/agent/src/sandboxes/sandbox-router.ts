@@ -1,5 +1,6 @@
 import { ExecRequest, execArgs, type InvokeHead, type SandboxProcessView, StdinRequest } from '#tern/contracts';
 import { type InvokeHandler, type InvokeHandlerResult, InvokeError, validatePayload } from '#tern/messaging';
+import { forwardToContainer } from '../invoke/forward.js';
 import type { HostedSandbox } from './hosted-sandbox.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -40,6 +41,7 @@ export function sandboxRouter(sandbox: HostedSandbox): InvokeHandler {
     const url = new URL(head.path, 'http://sandbox');
     const parts = url.pathname.split('/').filter(Boolean);
     const [first, second, third] = parts;
+    if (first === 'ports') return forwardToPort(sandbox, second, head, body, signal);
     const route = `${head.method} /${[first, first === 'processes' && second ? ':pid' : second, third].filter(Boolean).join('/')}`;
     const process = () => {
       const p = sandbox.process(parts[1]);
@@ -52,7 +54,11 @@ export function sandboxRouter(sandbox: HostedSandbox): InvokeHandler {
         const args = execArgs(request);
         if (!args.ok) throw new InvokeError(400, args.reason);
         const started = await sandbox.exec(args.args, request, head.timeoutMs);
-        return { status: 200, headers: { 'content-type': 'application/x-ndjson', 'x-tern-process-id': started.pid }, body: ndjson(started.events(signal)) };
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/x-ndjson', 'x-tern-process-id': started.pid },
+          body: ndjson(started.events(signal)),
+        };
       }
       case 'GET /processes':
         return json(200, { processes: sandbox.processes().map((p): SandboxProcessView => p.view(false)) });
@@ -96,4 +102,23 @@ export function sandboxRouter(sandbox: HostedSandbox): InvokeHandler {
         throw new InvokeError(404, `no sandbox route ${head.method} ${url.pathname}`);
     }
   };
+}
+
+/**
+ * `/ports/<port>/<rest>`: the request passed on to `<sandbox address>:<port>/<rest>` inside the
+ * sandbox's own network namespace. Only on the private network: with the host's network a port
+ * would be the machine's own.
+ */
+function forwardToPort(sandbox: HostedSandbox, port: string | undefined, head: InvokeHead, body: Uint8Array, signal: AbortSignal) {
+  const number = Number(port);
+  if (!Number.isInteger(number) || number < 1 || number > 65535) throw new InvokeError(400, `port must be 1-65535 (got ${port})`);
+  if (!sandbox.address)
+    throw new InvokeError(501, "this machine runs containers on the host's network: sandbox ports are not offered there");
+  const rest = head.path.replace(/^\/ports\/[^/?]+/, '') || '/';
+  return forwardToContainer(
+    { host: sandbox.address, port: number },
+    { ...head, path: rest.startsWith('/') ? rest : `/${rest}` },
+    body,
+    signal,
+  );
 }

@@ -72,7 +72,8 @@ export class SandboxesService implements OnApplicationShutdown {
   private async start(cmd: SandboxCreate): Promise<SandboxCreateReply> {
     const runtime = this.runtime();
     if (typeof runtime === 'string') return { running: false, reason: runtime };
-    if (!RUNTIME_ID.test(cmd.sandboxId)) return { running: false, reason: `sandbox id "${cmd.sandboxId}" must start with a letter or digit` };
+    if (!RUNTIME_ID.test(cmd.sandboxId))
+      return { running: false, reason: `sandbox id "${cmd.sandboxId}" must start with a letter or digit` };
     if (cmd.resources.gpuCount > 0) return { running: false, reason: 'sandboxes with GPUs are not offered yet' };
     const record: SandboxRecord = { sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId, workdir: cmd.workdir };
     const network = this.handle.isolation?.network ?? 'host';
@@ -92,24 +93,25 @@ export class SandboxesService implements OnApplicationShutdown {
         : {}),
       labels: sandboxLabels(record, this.machineId),
     };
+    let address: string | undefined;
     try {
-      await runtime.start(spec);
+      address = (await runtime.start(spec)).address;
     } catch (e) {
       this.logger.warn({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} did not start: ${(e as Error).message}`);
       await this.removeVolume(cmd.sandboxId);
       return { running: false, reason: (e as Error).message };
     }
-    this.host(record, runtime);
+    this.host(record, runtime, network === 'private' ? address : undefined);
     this.logger.log({ sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId }, `sandbox ${cmd.sandboxId} running`);
     return { running: true };
   }
 
   /** A sandbox container found after a restart: served again (its processes did not survive the old agent's pipes). */
-  adopt(c: Pick<ManagedContainer, 'id' | 'labels'>): void {
+  adopt(c: Pick<ManagedContainer, 'id' | 'labels' | 'address'>): void {
     const runtime = this.runtime();
     const record = sandboxFromLabels(c.id, c.labels, this.machineId);
     if (typeof runtime === 'string' || !record) return;
-    this.host(record, runtime);
+    this.host(record, runtime, this.handle.isolation?.network === 'private' ? c.address : undefined);
     this.logger.log({ sandboxId: c.id }, `adopted sandbox ${c.id} after a restart`);
   }
 
@@ -126,8 +128,8 @@ export class SandboxesService implements OnApplicationShutdown {
     return { removed: true };
   }
 
-  private host(record: SandboxRecord, runtime: RuncRuntime): void {
-    const sandbox = new HostedSandbox(record, runtime, join(this.ctx.settings.stateDir, 'sandboxes', record.sandboxId));
+  private host(record: SandboxRecord, runtime: RuncRuntime, address: string | undefined): void {
+    const sandbox = new HostedSandbox(record, runtime, join(this.ctx.settings.stateDir, 'sandboxes', record.sandboxId), address);
     sandbox.sub = serveInvoke(
       this.messaging,
       { machineId: this.machineId, containerId: record.sandboxId },

@@ -57,7 +57,9 @@ export class SandboxCallsController {
   }
 
   @Get('files')
-  @ApiOperation({ summary: "A file's bytes; 404 missing, 400 a directory. Paths are absolute or relative to the workdir, never through `..`" })
+  @ApiOperation({
+    summary: "A file's bytes; 404 missing, 400 a directory. Paths are absolute or relative to the workdir, never through `..`",
+  })
   read(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: SandboxPathQuery, @Res() reply: FastifyReply) {
     return this.calls.forward(p, id, { method: 'GET', route: '/files', path: q.path }, reply);
   }

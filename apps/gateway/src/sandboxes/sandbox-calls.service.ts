@@ -64,7 +64,8 @@ export class SandboxCallsService {
     } catch (e) {
       if (!(e instanceof InvokeError)) throw e;
       const status = e.code === 503 ? 502 : e.code;
-      const message = e.code === 503 ? `the agent of sandbox ${id} does not answer (machine ${sandbox.machineId}): ${e.message}` : e.message;
+      const message =
+        e.code === 503 ? `the agent of sandbox ${id} does not answer (machine ${sandbox.machineId}): ${e.message}` : e.message;
       void reply.code(status).send({ statusCode: status, message });
       return;
     }

@@ -32,7 +32,7 @@ export class SandboxSweeper implements OnApplicationBootstrap, OnApplicationShut
     const ended = await this.sandboxes.endOverdue();
     for (const s of ended) {
       this.logger.log({ sandboxId: s.id, machineId: s.machineId }, `sandbox ${s.id} ${s.state}: ${s.reason}`);
-      if (s.state === 'terminated' && s.machineId) await this.service.remove(s.machineId, s.id, s.reason);
+      await this.service.ended(s);
     }
   }
 }

@@ -3,7 +3,10 @@ import { BadRequestException, ConflictException, Injectable, Logger, NotFoundExc
 import {
   AGENT_SANDBOX_CREATE,
   AGENT_SANDBOX_REMOVE,
+  type Contract,
   parseMemory,
+  SANDBOX_ENDED,
+  SANDBOX_STARTED,
   SANDBOX_DEFAULT_TIMEOUT_SECONDS,
   SANDBOX_WORKDIR,
   type SandboxList,
@@ -12,7 +15,8 @@ import {
   SpecError,
 } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
-import { type Sandbox, SandboxesRepository } from '#tern/persistence';
+import { type EndingSandbox, type Sandbox, SandboxesRepository } from '#tern/persistence';
+import { fireAndForget } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
 import { SandboxPlacer } from './sandbox-placer.js';
 import { sandboxView } from './sandbox-views.js';
@@ -94,8 +98,19 @@ export class SandboxesService {
       this.removeOnMachine(placed.machineId, id, 'start failed');
       throw new ServiceUnavailableException(reason);
     }
-    if (!(await this.sandboxes.markRunning(id))) this.removeOnMachine(placed.machineId, id, 'ended while starting');
-    return sandboxView((await this.sandboxes.findOfWorkspace(p.workspaceId, id))!);
+    const running = await this.sandboxes.markRunning(id);
+    if (!running) {
+      this.removeOnMachine(placed.machineId, id, 'ended while starting');
+      return sandboxView((await this.sandboxes.findOfWorkspace(p.workspaceId, id))!);
+    }
+    await this.announce(SANDBOX_STARTED, `${id}:started`, {
+      sandboxId: id,
+      workspaceId: p.workspaceId,
+      machineId: placed.machineId,
+      resources: requested,
+      at: new Date(running.startedAt!).toISOString(),
+    });
+    return sandboxView(running);
   }
 
   async list(p: Principal, live: boolean): Promise<SandboxList> {
@@ -108,10 +123,9 @@ export class SandboxesService {
 
   /** Terminates it (idempotent: an ended sandbox is answered as it is). */
   async terminate(p: Principal, id: string): Promise<SandboxView> {
-    const sandbox = await this.find(p, id);
-    if (await this.sandboxes.end(id, 'terminated', 'deleted through the API')) {
-      if (sandbox.machineId) await this.remove(sandbox.machineId, id, 'deleted');
-    }
+    await this.find(p, id);
+    const ended = await this.sandboxes.end(id, 'terminated', 'deleted through the API');
+    if (ended) await this.ended(ended);
     return this.get(p, id);
   }
 
@@ -124,8 +138,37 @@ export class SandboxesService {
   async running(p: Principal, id: string): Promise<Sandbox> {
     const sandbox = await this.find(p, id);
     if (sandbox.state !== 'running' || !sandbox.machineId || !(await this.sandboxes.touch(id)))
-      throw new ConflictException(`sandbox ${id} is ${sandbox.state}${sandbox.stateReason ? ` (${sandbox.stateReason})` : ''}: create a new one`);
+      throw new ConflictException(
+        `sandbox ${id} is ${sandbox.state}${sandbox.stateReason ? ` (${sandbox.stateReason})` : ''}: create a new one`,
+      );
     return sandbox;
+  }
+
+  /** After its row ended: metering hears of it, and its machine removes it (unless the machine is lost). */
+  async ended(s: EndingSandbox): Promise<void> {
+    if (s.startedAt && s.machineId && s.state !== 'placing' && s.state !== 'running')
+      await this.announce(SANDBOX_ENDED, `${s.id}:ended`, {
+        sandboxId: s.id,
+        workspaceId: s.workspaceId,
+        machineId: s.machineId,
+        resources: s.requested,
+        state: s.state,
+        reason: s.reason,
+        at: new Date(s.endedAt).toISOString(),
+      });
+    if (s.machineId && s.state !== 'lost') await this.remove(s.machineId, s.id, s.reason);
+  }
+
+  /**
+   * A sandbox fact on EVENTS (Nats-Msg-Id per sandbox and fact, so a repeat is dropped). A
+   * failed publish is logged: its usage then stays open (see docs/architecture.md, Sandboxes).
+   */
+  private async announce<T extends object>(contract: Contract<T>, msgId: string, payload: T): Promise<void> {
+    try {
+      await this.messaging.publish(contract, payload, { msgId });
+    } catch (e) {
+      this.logger.error(`${contract.subject} for ${msgId} not published: ${(e as Error).message}`);
+    }
   }
 
   /** Removes it from its machine; a machine that does not answer is logged (its container stays there: see docs, Sandboxes). */
@@ -138,7 +181,7 @@ export class SandboxesService {
   }
 
   private removeOnMachine(machineId: string, id: string, reason: string): void {
-    void this.remove(machineId, id, reason);
+    fireAndForget(`removing sandbox ${id}`, this.logger, this.remove(machineId, id, reason));
   }
 
   private async find(p: Principal, id: string): Promise<Sandbox> {

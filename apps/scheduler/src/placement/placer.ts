@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { type ContainerResources, ContainersRepository, ReputationRepository } from '#tern/persistence';
-import { HOLDING_STATES, isPlaced, machineViews, type MachineView, place, type PlacementRequest, type PlacementResult } from '#tern/placement';
+import {
+  HOLDING_STATES,
+  isPlaced,
+  machineViews,
+  type MachineView,
+  place,
+  type PlacementRequest,
+  type PlacementResult,
+} from '#tern/placement';
 import { ReputationScores } from './reputation-scores.js';
 
 export type PlaceOutcome =

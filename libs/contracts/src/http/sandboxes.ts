@@ -39,9 +39,7 @@ export interface SandboxProcessView {
 
 /** One line of an exec's NDJSON stream: the pid first, then output as produced, then the exit. */
 export type ExecEvent =
-  | { pid: string }
-  | { stream: 'stdout' | 'stderr'; data: string }
-  | { exit_code: number | null; signal?: string | null; error?: string };
+  { pid: string } | { stream: 'stdout' | 'stderr'; data: string } | { exit_code: number | null; signal?: string | null; error?: string };
 
 /** `GET …/files/stat` and each entry of `…/files/list`. */
 export interface SandboxFileView {

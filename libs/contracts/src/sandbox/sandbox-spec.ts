@@ -1,3 +1,5 @@
+// class-transformer's @Type reads design:type metadata: the Reflect polyfill must load first.
+import 'reflect-metadata';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,

@@ -18,9 +18,14 @@ export interface NewSandbox {
 /** A sandbox past its lifetime or idle timeout, or on a machine that went offline. */
 export interface EndingSandbox {
   id: string;
+  workspaceId: string;
   machineId: string | null;
   state: SandboxState;
   reason: string;
+  requested: ContainerResources;
+  /** Null when it ended before it ran (nothing to meter). */
+  startedAt: Date | null;
+  endedAt: Date;
 }
 
 const SELECT = `id, workspace_id AS "workspaceId", machine_id AS "machineId", pool, state, state_reason AS "stateReason", spec, requested,
@@ -43,22 +48,24 @@ export class SandboxesRepository extends TransactionalRepository {
     );
   }
 
-  /** placing → running; false when it ended meanwhile. */
-  async markRunning(id: string): Promise<boolean> {
-    const rows = await this.rows(
-      `UPDATE sandboxes SET state = 'running', started_at = now(), active_at = now() WHERE id = $1 AND state = 'placing' RETURNING id`,
+  /** placing → running; undefined when it ended meanwhile. */
+  async markRunning(id: string): Promise<Sandbox | undefined> {
+    const [row] = await this.rows<Sandbox>(
+      `UPDATE sandboxes SET state = 'running', started_at = now(), active_at = now() WHERE id = $1 AND state = 'placing' RETURNING ${SELECT}`,
       [id],
     );
-    return rows.length > 0;
+    return row;
   }
 
-  /** Ends a live sandbox (placing or running) in `state`; false when it had ended already. */
-  async end(id: string, state: Exclude<SandboxState, 'placing' | 'running'>, reason: string): Promise<boolean> {
-    const rows = await this.rows(
-      `UPDATE sandboxes SET state = $2, state_reason = $3, ended_at = now() WHERE id = $1 AND state IN ('placing', 'running') RETURNING id`,
+  /** Ends a live sandbox (placing or running) in `state`; undefined when it had ended already. */
+  async end(id: string, state: Exclude<SandboxState, 'placing' | 'running'>, reason: string): Promise<EndingSandbox | undefined> {
+    const [row] = await this.rows<EndingSandbox>(
+      `UPDATE sandboxes SET state = $2, state_reason = $3, ended_at = now() WHERE id = $1 AND state IN ('placing', 'running')
+       RETURNING id, workspace_id AS "workspaceId", machine_id AS "machineId", state, state_reason AS reason, requested,
+         started_at AS "startedAt", ended_at AS "endedAt"`,
       [id, state, reason],
     );
-    return rows.length > 0;
+    return row;
   }
 
   /** The workspace's sandbox; another workspace's is as unknown as a missing one. */
@@ -110,7 +117,8 @@ export class SandboxesRepository extends TransactionalRepository {
        )
        UPDATE sandboxes s SET state = due.state, state_reason = due.reason, ended_at = now()
        FROM due WHERE s.id = due.id
-       RETURNING s.id, s.machine_id AS "machineId", s.state, s.state_reason AS reason`,
+       RETURNING s.id, s.workspace_id AS "workspaceId", s.machine_id AS "machineId", s.state, s.state_reason AS reason, s.requested,
+         s.started_at AS "startedAt", s.ended_at AS "endedAt"`,
     );
   }
 }
