@@ -1,5 +1,8 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { agentNetworkEnv } from '../support/agent-network.js';
+import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
+import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -32,6 +35,29 @@ async function api(method: string, path: string, body?: unknown, token = stack.t
   return { status: res.status, text, body: parsed, headers: res.headers };
 }
 
+const portOf = (url: string) => Number(new URL(url).port);
+
+/** A sandbox's address on the agent's bridge, from the agent's lease of it. */
+function leaseOf(sandboxId: string): string {
+  const agents = join(String(stack.env.TERN_HOME), 'agent');
+  for (const dir of readdirSync(agents)) {
+    const leases = join(agents, dir, 'network');
+    for (const f of existsSync(leases) ? readdirSync(leases) : []) {
+      const lease = JSON.parse(readFileSync(join(leases, f), 'utf8')) as { containerId: string; address: string };
+      if (lease.containerId === sandboxId) return lease.address;
+    }
+  }
+  throw new Error(`no lease for sandbox ${sandboxId}`);
+}
+
+/** The pid of the stack's agent, as `up` recorded it. */
+function agentPid(): number {
+  const run = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as {
+    services: Record<string, { pid: number }>;
+  };
+  return run.services.agent.pid;
+}
+
 /** A running sandbox's id; small, so that the tests' sandboxes fit on a 2-core machine together. */
 async function create(spec: Record<string, unknown> = {}): Promise<string> {
   const created = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', ...spec });
@@ -54,7 +80,8 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
 /** The sandboxes issue's "done when", through the HTTP API, against the whole stack with a real agent and runc. */
 (await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sandboxes over the API', () => {
   beforeAll(async () => {
-    stack = await startStack('sandbox', { env: { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '2', MACHINE_HEARTBEAT_TTL_SECONDS: '8' } });
+    // A restarted agent heartbeats again only after its network test: the TTL outlasts a restart on a loaded machine.
+    stack = await startStack('sandbox', { env: { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '2', MACHINE_HEARTBEAT_TTL_SECONDS: '30' } });
     // `up` returns once the services run; the machine is ready after its network test.
     await waitFor(
       'a ready machine',
@@ -229,14 +256,100 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     expect(after.stderr).toMatch(/409 sandbox .* is terminated/);
   }, 180_000);
 
-  // Last: it kills the stack's agent.
+  it('answers through an exposed port on the gateway', async () => {
+    const id = await create();
+    const page = new TextEncoder().encode('hello from inside');
+    expect((await api('PUT', `/api/v1/sandboxes/${id}/files?path=site/index.html`, undefined, stack.token, page)).status).toBe(201);
+    const server = await api('POST', `/api/v1/sandboxes/${id}/exec`, {
+      cmd: ['sh', '-c', 'cd site && nohup python3 -m http.server 8000 > /dev/null 2>&1 &'],
+    });
+    expect(lines(server.text).at(-1)).toMatchObject({ exit_code: 0 });
+
+    expect((await api('GET', `/sandbox/${id}/8000/index.html`)).status).toBe(404);
+    const exposed = await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 8000 });
+    expect(exposed.status).toBe(201);
+    expect(exposed.body.url).toBe(`${stack.gateway}/sandbox/${id}/8000/`);
+    expect((await api('GET', `/api/v1/sandboxes/${id}`)).body.ports).toEqual([8000]);
+    const answer = await waitFor(
+      'the server in the sandbox answers',
+      async () => {
+        const r = await api('GET', `/sandbox/${id}/8000/index.html?x=1`);
+        return r.status === 200 ? r : undefined;
+      },
+      30_000,
+      500,
+    );
+    expect(answer.text).toBe('hello from inside');
+    expect(answer.headers.get('content-type')).toMatch(/text\/html/);
+    expect((await api('GET', `/sandbox/${id}/8000/missing.html`)).status).toBe(404);
+    expect((await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 'eighty' })).status).toBe(400);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    expect((await api('GET', `/sandbox/${id}/8000/index.html`)).status).toBe(409);
+  }, 120_000);
+
+  it('cannot reach the control plane, the host or another sandbox from inside', async () => {
+    const neighbour = await create();
+    const server = await api('POST', `/api/v1/sandboxes/${neighbour}/exec`, {
+      cmd: ['sh', '-c', 'nohup python3 -m http.server 8000 > /dev/null 2>&1 &'],
+    });
+    expect(lines(server.text).at(-1)).toMatchObject({ exit_code: 0 });
+    const neighbourAddress = leaseOf(neighbour);
+    const bridge = agentNetworkEnv(String(stack.env.TERN_HOME)).AGENT_NETWORK_SUBNET.replace(/0\/24$/, '1');
+    const state = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'state.json'), 'utf8')) as { ports: Record<string, number> };
+    const services = [portOf(TEST_NATS_URL), portOf(TEST_DATABASE_URL), portOf(stack.gateway), state.ports.agent];
+    // Controls: each is there, seen from the host.
+    await waitFor('the neighbour serves', () => reachable(neighbourAddress, 8000), 30_000, 500);
+    for (const p of services) expect([p, await reachable('127.0.0.1', p)]).toEqual([p, true]);
+
+    const prober = await create();
+    expect(
+      (await api('PUT', `/api/v1/sandboxes/${prober}/files?path=probe.py`, undefined, stack.token, Buffer.from(PROBE_MODULE))).status,
+    ).toBe(201);
+    const targets = [
+      ...services.map((p) => `127.0.0.1:${p}`),
+      ...services.map((p) => `${bridge}:${p}`),
+      ...(ProbeTargets.hostAddress ? services.map((p) => `${ProbeTargets.hostAddress}:${p}`) : []),
+      `${neighbourAddress}:8000`,
+    ];
+    const probed = await api('POST', `/api/v1/sandboxes/${prober}/exec`, { cmd: ['python3', 'probe.py', JSON.stringify(targets)] });
+    const result = JSON.parse(stdoutOf(lines(probed.text))) as Record<string, string>;
+    expect(Object.keys(result).sort()).toEqual([...targets].sort());
+    expect(targets.filter((t) => result[t] === 'open')).toEqual([]);
+    for (const id of [neighbour, prober]) expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  }, 120_000);
+
+  it('keeps a sandbox and its files across a restart of its agent', async () => {
+    const id = await create();
+    expect(
+      (await api('PUT', `/api/v1/sandboxes/${id}/files?path=kept.txt`, undefined, stack.token, Buffer.from('still here'))).status,
+    ).toBe(201);
+    // `up` supervises the agent: killed, it is started again, and adopts the sandbox's container.
+    process.kill(agentPid(), 'SIGKILL');
+    const back = await waitFor(
+      'the sandbox answers again',
+      async () => {
+        const r = await api('GET', `/api/v1/sandboxes/${id}/files?path=kept.txt`);
+        if (r.status === 409) throw new Error(`the sandbox ended instead: ${JSON.stringify(r.body)}`);
+        return r.status === 200 ? r : undefined;
+      },
+      120_000,
+      1000,
+    );
+    expect(back.text).toBe('still here');
+    expect(stdoutOf(lines((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['cat', 'kept.txt'] })).text))).toBe('still here');
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  }, 180_000);
+
   it('reports a sandbox lost, not running, when its machine goes offline', async () => {
     const id = await create();
-    const run = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as {
-      services: Record<string, { pid: number }>;
-    };
-    process.kill(run.services.agent.pid, 'SIGKILL');
-    await waitFor('the sandbox lost', async () => (await api('GET', `/api/v1/sandboxes/${id}`)).body.state === 'lost', 90_000, 500);
+    // Frozen rather than killed (a killed agent is restarted): its heartbeats stop, the machine goes offline.
+    const pid = agentPid();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor('the sandbox lost', async () => (await api('GET', `/api/v1/sandboxes/${id}`)).body.state === 'lost', 90_000, 500);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
     expect((await api('GET', `/api/v1/sandboxes/${id}`)).body.state_reason).toMatch(/went offline/);
     expect((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['true'] })).status).toBe(409);
   }, 120_000);

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
-import { Injectable, Logger } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
-import { type HttpMethod, SANDBOX_CALL, SANDBOX_WORKDIR } from '#tern/contracts';
+import { BadRequestException, Injectable, Logger, NotFoundException } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HTTP_METHODS, type HttpMethod, SANDBOX_CALL, SANDBOX_WORKDIR } from '#tern/contracts';
 import { invoke, InvokeError, Messaging } from '#tern/messaging';
+import type { Sandbox } from '#tern/persistence';
+import { forwardable } from '../endpoints/headers.js';
+import { originalContentType } from '../endpoints/raw-body.js';
 import type { Principal } from '../auth/principal.js';
 import { SandboxesService } from './sandboxes.service.js';
 
@@ -20,6 +23,8 @@ export interface SandboxCall {
   body?: Uint8Array;
   /** exec: how long the process may run (its own timeout, bounded by the sandbox's lifetime). */
   timeoutMs?: number;
+  /** A port's request: the caller's headers go in, and all of the answer's come back. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -36,8 +41,26 @@ export class SandboxCallsService {
     private readonly messaging: Messaging,
   ) {}
 
-  async forward(p: Principal, id: string, call: SandboxCall, reply: FastifyReply): Promise<void> {
+  /** `ANY /sandbox/<id>/<port>/<rest>` to the sandbox's port (exposed first: 404 otherwise). */
+  async forwardToPort(p: Principal, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const m = /^\/sandbox\/([^/?]+)\/([^/?]+)(.*)$/.exec(request.url);
+    if (!m) throw new NotFoundException('expected /sandbox/<id>/<port>/<path>');
+    const [, id, port, rest] = m;
+    const method = request.method.toUpperCase() as HttpMethod;
+    if (!HTTP_METHODS.includes(method)) throw new BadRequestException(`method ${request.method} is not supported on sandbox ports`);
     const sandbox = await this.sandboxes.running(p, id);
+    if (!sandbox.ports.includes(Number(port)))
+      throw new NotFoundException(`port ${port} of sandbox ${id} is not exposed (POST /api/v1/sandboxes/${id}/ports {"port": ${port}})`);
+    const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type']);
+    const contentType = originalContentType(request);
+    if (contentType) headers['content-type'] = contentType;
+    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const path = rest.startsWith('/') || rest === '' ? rest : `/${rest}`;
+    return this.forward(p, id, { method, route: `/ports/${port}${path}`, body, headers }, reply, sandbox);
+  }
+
+  async forward(p: Principal, id: string, call: SandboxCall, reply: FastifyReply, known?: Sandbox): Promise<void> {
+    const sandbox = known ?? (await this.sandboxes.running(p, id));
     const workdir = typeof sandbox.spec.workdir === 'string' ? sandbox.spec.workdir : SANDBOX_WORKDIR;
     const query = call.path === undefined ? '' : `?path=${encodeURIComponent(posix.resolve(workdir, call.path))}`;
     const lifetimeLeftMs = new Date(sandbox.createdAt).getTime() + sandbox.timeoutSeconds * 1000 - Date.now();
@@ -55,7 +78,7 @@ export class SandboxCallsService {
           deploymentId: id,
           method: call.method,
           path: `${call.route}${query}`,
-          headers: {},
+          headers: call.headers ?? {},
           timeoutMs: Math.max(1000, Math.min(call.timeoutMs ?? CALL_TIMEOUT_MS, lifetimeLeftMs)),
         },
         call.body ?? new Uint8Array(),
@@ -80,7 +103,7 @@ export class SandboxCallsService {
         }
       })(),
     );
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = call.headers ? forwardable(response.headers) : {};
     for (const name of ['content-type', 'x-tern-process-id']) if (response.headers[name]) headers[name] = response.headers[name];
     void reply.code(response.status).headers(headers).send(body);
   }

@@ -18,6 +18,7 @@ export function sandboxView(s: Sandbox): SandboxView {
     gpu_count: s.requested.gpuCount,
     timeout: s.timeoutSeconds,
     idle_timeout: s.idleTimeoutSeconds,
+    ports: s.ports ?? [],
     created_at: created.toISOString(),
     started_at: iso(s.startedAt),
     active_at: iso(s.activeAt)!,

@@ -1,6 +1,8 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { SandboxSpec } from '#tern/contracts';
+import type { FastifyRequest } from 'fastify';
+import { ExposePortRequest, SandboxSpec } from '#tern/contracts';
+import { publicGatewayUrl } from '../machines/public-url.js';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { ListSandboxesQuery } from './dto/list-sandboxes.query.js';
 import { SandboxesService } from './sandboxes.service.js';
@@ -37,6 +39,16 @@ export class SandboxesController {
   @ApiOperation({ summary: 'Terminate the sandbox: its processes are killed, its container and files removed' })
   terminate(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.sandboxes.terminate(p, id);
+  }
+
+  @Post(':id/ports')
+  @ApiOperation({
+    summary: 'Expose a port the sandbox listens on',
+    description:
+      'Answers `{port, url}`: requests to `<gateway>/sandbox/<id>/<port>/…` with the workspace token reach that port inside the sandbox, carried over NATS to its agent (the machine needs no inbound port). HTTP only.',
+  })
+  exposePort(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() body: ExposePortRequest, @Req() req: FastifyRequest) {
+    return this.sandboxes.exposePort(p, id, body.port, publicGatewayUrl(req.headers));
   }
 
   @Post(':id/keepalive')

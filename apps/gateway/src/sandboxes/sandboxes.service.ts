@@ -10,6 +10,7 @@ import {
   SANDBOX_DEFAULT_TIMEOUT_SECONDS,
   SANDBOX_WORKDIR,
   type SandboxList,
+  type SandboxPortView,
   SandboxSpec,
   type SandboxView,
   SpecError,
@@ -129,6 +130,13 @@ export class SandboxesService {
     return this.get(p, id);
   }
 
+  /** Exposes a port at `<gateway>/sandbox/<id>/<port>/`, reached with the workspace's token. */
+  async exposePort(p: Principal, id: string, port: number, gatewayUrl: string): Promise<SandboxPortView> {
+    await this.running(p, id);
+    if (!(await this.sandboxes.exposePort(id, port))) throw new ConflictException(`sandbox ${id} is no longer running`);
+    return { port, url: `${gatewayUrl}/sandbox/${id}/${port}/` };
+  }
+
   async keepalive(p: Principal, id: string): Promise<SandboxView> {
     await this.running(p, id);
     return this.get(p, id);
@@ -144,7 +152,7 @@ export class SandboxesService {
     return sandbox;
   }
 
-  /** After its row ended: metering hears of it, and its machine removes it (unless the machine is lost). */
+  /** After its row ended: metering hears of it, and its machine is told to remove it. */
   async ended(s: EndingSandbox): Promise<void> {
     if (s.startedAt && s.machineId && s.state !== 'placing' && s.state !== 'running')
       await this.announce(SANDBOX_ENDED, `${s.id}:ended`, {
@@ -156,7 +164,10 @@ export class SandboxesService {
         reason: s.reason,
         at: new Date(s.endedAt).toISOString(),
       });
-    if (s.machineId && s.state !== 'lost') await this.remove(s.machineId, s.id, s.reason);
+    if (!s.machineId) return;
+    // A lost machine may still hear (a partition, a frozen agent): asked, without waiting on it.
+    if (s.state === 'lost') this.removeOnMachine(s.machineId, s.id, s.reason);
+    else await this.remove(s.machineId, s.id, s.reason);
   }
 
   /**

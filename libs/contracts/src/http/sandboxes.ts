@@ -12,12 +12,21 @@ export interface SandboxView {
   gpu_count: number;
   timeout: number;
   idle_timeout: number | null;
+  /** Ports exposed through the gateway at `/sandbox/<id>/<port>/`. */
+  ports: number[];
   created_at: string;
   started_at: string | null;
   active_at: string;
   ended_at: string | null;
   /** When the lifetime ends it. */
   expires_at: string;
+}
+
+/** `POST /api/v1/sandboxes/<id>/ports`. */
+export interface SandboxPortView {
+  port: number;
+  /** Where the port answers, with the workspace's token (HTTP). */
+  url: string;
 }
 
 export interface SandboxList {

@@ -88,3 +88,8 @@ export class StdinRequest {
   /** Close stdin after writing. */
   @IsOptional() @IsBoolean() close?: boolean;
 }
+
+/** `POST /api/v1/sandboxes/<id>/ports`: expose a port the sandbox listens on. */
+export class ExposePortRequest {
+  @IsInt({ message: 'port must be a whole number' }) @Min(1) @Max(65535) port!: number;
+}

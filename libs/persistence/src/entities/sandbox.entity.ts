@@ -46,6 +46,10 @@ export class Sandbox {
   @Column({ name: 'idle_timeout_seconds', type: 'integer', nullable: true })
   idleTimeoutSeconds!: number | null;
 
+  /** Ports exposed through the gateway (`/sandbox/<id>/<port>/…`). */
+  @Column({ name: 'ports', type: 'integer', array: true, default: () => "'{}'" })
+  ports!: number[];
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

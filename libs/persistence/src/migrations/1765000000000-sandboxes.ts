@@ -17,6 +17,7 @@ export class Sandboxes1765000000000 implements MigrationInterface {
         requested jsonb NOT NULL,
         timeout_seconds integer NOT NULL,
         idle_timeout_seconds integer,
+        ports integer[] NOT NULL DEFAULT '{}',
         created_at timestamptz NOT NULL DEFAULT now(),
         started_at timestamptz,
         active_at timestamptz NOT NULL DEFAULT now(),

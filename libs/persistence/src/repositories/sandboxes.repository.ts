@@ -29,7 +29,7 @@ export interface EndingSandbox {
 }
 
 const SELECT = `id, workspace_id AS "workspaceId", machine_id AS "machineId", pool, state, state_reason AS "stateReason", spec, requested,
-  timeout_seconds AS "timeoutSeconds", idle_timeout_seconds AS "idleTimeoutSeconds", created_at AS "createdAt",
+  timeout_seconds AS "timeoutSeconds", idle_timeout_seconds AS "idleTimeoutSeconds", ports, created_at AS "createdAt",
   started_at AS "startedAt", active_at AS "activeAt", ended_at AS "endedAt"`;
 
 /** Every statement on sandboxes. Ends are conditional updates: a sandbox ends once. */
@@ -81,6 +81,16 @@ export class SandboxesRepository extends TransactionalRepository {
        ORDER BY created_at DESC LIMIT $3`,
       [workspaceId, live, limit],
     );
+  }
+
+  /** Exposes a port of a running sandbox (again: nothing changes); undefined when it is not running. */
+  async exposePort(id: string, port: number): Promise<number[] | undefined> {
+    const [row] = await this.rows<{ ports: number[] }>(
+      `UPDATE sandboxes SET ports = CASE WHEN $2 = ANY(ports) THEN ports ELSE array_append(ports, $2) END
+       WHERE id = $1 AND state = 'running' RETURNING ports`,
+      [id, port],
+    );
+    return row?.ports;
   }
 
   /** A call reached the sandbox: its idle timeout starts again. false when it is not running. */
