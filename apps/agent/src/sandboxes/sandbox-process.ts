@@ -1,5 +1,5 @@
 import { EventEmitter, on } from 'node:events';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecEvent, SandboxProcessView } from '#tern/contracts';
 import { Logger } from '@nestjs/common';
@@ -114,13 +114,19 @@ export class SandboxProcess extends EventEmitter {
     if (!this.running) return false;
     this.killedBy ??= why;
     const hostPid = this.options.spec.pidFile ? Number(await readFile(this.options.spec.pidFile, 'utf8').catch(() => '')) : NaN;
-    try {
-      if (Number.isInteger(hostPid) && hostPid > 0) process.kill(hostPid, signal);
-      else this.child.kill(signal);
-    } catch {
-      return false; // it ended meanwhile
+    if (!Number.isInteger(hostPid) || hostPid <= 0) return this.child.kill(signal);
+    // Its descendants too: a shell's children would otherwise keep its output open after it died.
+    const tree = [hostPid, ...(await descendants(hostPid))];
+    let signalled = false;
+    for (const pid of tree.reverse()) {
+      try {
+        process.kill(pid, signal);
+        signalled = true;
+      } catch {
+        // ended meanwhile
+      }
     }
-    return true;
+    return signalled;
   }
 
   view(withOutput: boolean): SandboxProcessView {
@@ -148,4 +154,15 @@ export class SandboxProcess extends EventEmitter {
     }
     this.emit('output', event);
   }
+}
+
+/** Every process below `pid` on this machine, from /proc (`task/<tid>/children`), parents first. */
+async function descendants(pid: number): Promise<number[]> {
+  const found: number[] = [];
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const tid of tasks) {
+    const children = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
+    for (const child of children.split(/\s+/).filter(Boolean).map(Number)) found.push(child, ...(await descendants(child)));
+  }
+  return found;
 }

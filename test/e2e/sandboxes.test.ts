@@ -132,10 +132,13 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     expect(stdoutOf(lines(quick.text))).toBe('beside it\n');
     const processes = await api('GET', `/api/v1/sandboxes/${id}/processes`);
     expect(processes.body.processes).toEqual(expect.arrayContaining([expect.objectContaining({ pid, state: 'running' })]));
+    const killedAt = Date.now();
     const killed = await api('DELETE', `/api/v1/sandboxes/${id}/processes/${pid}`);
     expect(killed.status).toBe(200);
     expect(killed.body).toMatchObject({ pid, state: 'killed', exit_code: null, signal: 'SIGKILL' });
     const longEvents = lines(await longRes.text());
+    // Its child (the sleep) went with it: the output ended at once, not after the minute.
+    expect(Date.now() - killedAt).toBeLessThan(20_000);
     expect(stdoutOf(longEvents)).toBe('started\n');
     expect(longEvents.at(-1)).toMatchObject({ exit_code: null, signal: 'SIGKILL' });
     const one = await api('GET', `/api/v1/sandboxes/${id}/processes/${pid}`);
