@@ -17,6 +17,7 @@ const TABLES = [
   'pools',
   'reputation_machines',
   'reputation_scores',
+  'sandboxes',
   'tasks',
   'usage_intervals',
   'workspaces',

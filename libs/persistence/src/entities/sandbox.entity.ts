@@ -1,5 +1,6 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
 import { type ContainerResources } from './container.entity.js';
+import { Workspace } from './workspace.entity.js';
 
 export const SANDBOX_STATES = ['placing', 'running', 'terminated', 'failed', 'lost'] as const;
 export type SandboxState = (typeof SANDBOX_STATES)[number];
@@ -20,6 +21,10 @@ export class Sandbox {
 
   @Column({ name: 'workspace_id', type: 'uuid' })
   workspaceId!: string;
+
+  @ManyToOne(() => Workspace, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'workspace_id', foreignKeyConstraintName: 'fk_sandboxes_workspace' })
+  workspace?: Relation<Workspace>;
 
   @Column({ name: 'machine_id', type: 'text', nullable: true })
   machineId!: string | null;
@@ -57,7 +62,7 @@ export class Sandbox {
   startedAt!: Date | null;
 
   /** The last call through the API or keepalive: the idle timeout counts from here. */
-  @Column({ name: 'active_at', type: 'timestamptz' })
+  @Column({ name: 'active_at', type: 'timestamptz', default: () => 'now()' })
   activeAt!: Date;
 
   @Column({ name: 'ended_at', type: 'timestamptz', nullable: true })

@@ -8,7 +8,7 @@ export class Sandboxes1765000000000 implements MigrationInterface {
     await queryRunner.query(`
       CREATE TABLE sandboxes (
         id text PRIMARY KEY,
-        workspace_id uuid NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        workspace_id uuid NOT NULL,
         machine_id text,
         pool text NOT NULL,
         state varchar(32) NOT NULL,
@@ -21,11 +21,11 @@ export class Sandboxes1765000000000 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         started_at timestamptz,
         active_at timestamptz NOT NULL DEFAULT now(),
-        ended_at timestamptz
+        ended_at timestamptz,
+        CONSTRAINT fk_sandboxes_workspace FOREIGN KEY (workspace_id) REFERENCES workspaces (id) ON DELETE CASCADE
       )`);
     await queryRunner.query(`CREATE INDEX ix_sandboxes_workspace_created ON sandboxes (workspace_id, created_at)`);
     await queryRunner.query(`CREATE INDEX ix_sandboxes_state ON sandboxes (state)`);
-    await queryRunner.query(`CREATE INDEX ix_sandboxes_machine ON sandboxes (machine_id) WHERE state IN ('placing', 'running')`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
