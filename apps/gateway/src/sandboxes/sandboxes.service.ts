@@ -94,9 +94,8 @@ export class SandboxesService {
       reason = `machine ${placed.machineId} did not start it: ${e.message}`;
     }
     if (reason) {
-      await this.sandboxes.end(id, 'failed', reason);
-      // It may have started after the timeout: it must not stay behind.
-      this.removeOnMachine(placed.machineId, id, 'start failed');
+      const failed = await this.sandboxes.end(id, 'failed', reason);
+      if (failed) await this.ended(failed);
       throw new ServiceUnavailableException(reason);
     }
     const running = await this.sandboxes.markRunning(id);
@@ -154,7 +153,8 @@ export class SandboxesService {
 
   /** After its row ended: metering hears of it, and its machine is told to remove it. */
   async ended(s: EndingSandbox): Promise<void> {
-    if (s.startedAt && s.machineId && s.state !== 'placing' && s.state !== 'running')
+    // A failed one never ran (reputation counts the failed start); the others are metered up to here.
+    if ((s.startedAt || s.state === 'failed') && s.machineId && s.state !== 'placing' && s.state !== 'running')
       await this.announce(SANDBOX_ENDED, `${s.id}:ended`, {
         sandboxId: s.id,
         workspaceId: s.workspaceId,
@@ -165,8 +165,9 @@ export class SandboxesService {
         at: new Date(s.endedAt).toISOString(),
       });
     if (!s.machineId) return;
-    // A lost machine may still hear (a partition, a frozen agent): asked, without waiting on it.
-    if (s.state === 'lost') this.removeOnMachine(s.machineId, s.id, s.reason);
+    // A lost machine may still hear (a partition, a frozen agent), and a failed start may yet
+    // succeed after the timeout: asked, without waiting on it.
+    if (s.state === 'lost' || s.state === 'failed') this.removeOnMachine(s.machineId, s.id, s.reason);
     else await this.remove(s.machineId, s.id, s.reason);
   }
 

@@ -23,6 +23,7 @@ export class SandboxUsageEventsController {
 
   @OnMessage(SANDBOX_ENDED, CONSUMER)
   async ended(@Payload() event: SandboxEnded) {
+    if (event.state === 'failed') return; // it never ran: nothing to meter
     await this.ledger.ended(facts(event), new Date(event.at), event.state === 'lost' ? 'machine-lost' : 'stopped');
     meteringEventsTotal.inc({ kind: 'sandbox.ended' });
   }

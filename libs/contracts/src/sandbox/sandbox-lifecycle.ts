@@ -30,7 +30,7 @@ export const SANDBOX_STARTED = defineContract({
   payload: SandboxLifecycle,
   stream: 'EVENTS',
   description:
-    "A sandbox's container runs (its agent answered the create). Sent by the gateway, from its own record; read by metering (the sandbox's usage starts here).",
+    "A sandbox's container runs (its agent answered the create). Sent by the gateway, from its own record; read by metering (the sandbox's usage starts here) and reputation (a successful start on that machine).",
 });
 
 export const SANDBOX_ENDED = defineContract({
@@ -39,5 +39,5 @@ export const SANDBOX_ENDED = defineContract({
   payload: SandboxEnded,
   stream: 'EVENTS',
   description:
-    "A running sandbox ended: terminated (DELETE, lifetime, idle timeout) or lost with its machine (`at` is then when the gateway's sweeper saw the machine offline). Sent by the gateway; read by metering (usage ends here).",
+    "A sandbox ended: terminated (DELETE, lifetime, idle timeout), lost with its machine (`at` is then when the gateway's sweeper saw the machine offline), or failed (its machine could not start it). Sent by the gateway; read by metering (usage ends here; a failed one never ran) and reputation (a failed start on that machine).",
 });
