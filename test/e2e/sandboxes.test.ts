@@ -144,6 +144,10 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     const one = await api('GET', `/api/v1/sandboxes/${id}/processes/${pid}`);
     expect(one.body).toMatchObject({ state: 'killed', output: [{ stream: 'stdout', data: 'started\n' }] });
 
+    const kept = await api('POST', `/api/v1/sandboxes/${id}/keepalive`);
+    expect(kept).toMatchObject({ status: 200, body: { id, state: 'running' } });
+    expect(Date.parse(kept.body.active_at)).toBeGreaterThanOrEqual(Date.parse(created.body.active_at));
+
     const gone = await api('DELETE', `/api/v1/sandboxes/${id}`);
     expect(gone.status).toBe(200);
     expect(gone.body).toMatchObject({ state: 'terminated' });
@@ -151,6 +155,11 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     expect(after.status).toBe(409);
     expect(after.body.message).toMatch(/is terminated/);
     expect((await api('GET', '/api/v1/sandboxes')).body.sandboxes.map((s: { id: string }) => s.id)).not.toContain(id);
+    expect((await api('GET', '/api/v1/sandboxes?live=false')).body.sandboxes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id, state: 'terminated', state_reason: 'deleted through the API' })]),
+    );
+    expect((await api('POST', `/api/v1/sandboxes/${id}/keepalive`)).status).toBe(409);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).body).toMatchObject({ state: 'terminated' });
   }, 180_000);
 
   it('writes, stats, creates directories, deletes, and refuses bad input', async () => {

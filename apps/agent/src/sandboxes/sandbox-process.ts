@@ -115,10 +115,11 @@ export class SandboxProcess extends EventEmitter {
     this.killedBy ??= why;
     const hostPid = this.options.spec.pidFile ? Number(await readFile(this.options.spec.pidFile, 'utf8').catch(() => '')) : NaN;
     if (!Number.isInteger(hostPid) || hostPid <= 0) return this.child.kill(signal);
-    // Its descendants too: a shell's children would otherwise keep its output open after it died.
+    // Its descendants too (a shell's children would otherwise keep its output open after it
+    // died), found first and signalled after it: a shell that saw its child die first would go on.
     const tree = [hostPid, ...(await descendants(hostPid))];
     let signalled = false;
-    for (const pid of tree.reverse()) {
+    for (const pid of tree) {
       try {
         process.kill(pid, signal);
         signalled = true;
