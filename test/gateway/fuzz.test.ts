@@ -27,6 +27,8 @@ const EXPECTED_5XX = [
   { path: /^\/health\/ready(\?|$)/, status: 503, message: /degraded/ },
   // A random POST …/fuzzq/stop stops the queue.
   { path: /^\/taskqueue\//, status: 503, message: /^task queue "fuzzq" is stopped: start it/ },
+  // No machine joined: a sandbox has nowhere to run.
+  { path: /^\/api\/v1\/sandboxes\/?(\?|$)/, status: 503, message: /^no machine in pool "[^"]+" can take the sandbox now/ },
 ];
 
 /** mulberry32: small, seedable, good enough to pick inputs. */

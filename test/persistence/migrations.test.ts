@@ -20,6 +20,7 @@ const TABLES = [
   'pools',
   'reputation_machines',
   'reputation_scores',
+  'sandboxes',
   'scale_events',
   'tasks',
   'usage_intervals',

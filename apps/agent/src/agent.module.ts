@@ -11,6 +11,8 @@ import { JoinService } from './join.service.js';
 import { NatsLink } from './nats-link.js';
 import { NetworkProbe } from './network-test/network-probe.js';
 import { RegistrationWatch } from './registration/registration-watch.js';
+import { SandboxCommandsController } from './sandboxes/sandbox-commands.controller.js';
+import { SandboxesService } from './sandboxes/sandboxes.service.js';
 import { TaskDispatcher } from './tasks/task-dispatcher.js';
 
 /** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */
@@ -27,13 +29,14 @@ export class AgentModule {
           presence: { machineId: ctx.registration.machineId, pool: ctx.registration.pool },
         }),
       ],
-      controllers: [ContainerCommandsController],
+      controllers: [ContainerCommandsController, SandboxCommandsController],
       providers: [
         { provide: AGENT_CONTEXT, useValue: ctx },
         NatsLink,
         containerRuntimeProvider,
         InvokeRoutes,
         TaskDispatcher,
+        SandboxesService,
         ContainersService,
         NetworkProbe,
         HeartbeatService,

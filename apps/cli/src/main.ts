@@ -8,6 +8,7 @@ import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
 import { natsCommand } from './commands/nats.js';
 import { poolCommand } from './commands/pool.js';
+import { sandboxCommand } from './commands/sandbox.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
@@ -27,7 +28,8 @@ const program = new Command('tern')
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
   .addCommand(natsCommand())
-  .addCommand(usageCommand());
+  .addCommand(usageCommand())
+  .addCommand(sandboxCommand());
 
 try {
   await program.parseAsync(process.argv);

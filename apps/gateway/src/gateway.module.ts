@@ -15,6 +15,7 @@ import { PoolsModule } from './pools/pools.module.js';
 import { NatsUsersModule } from './nats-users/nats-users.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
+import { SandboxesModule } from './sandboxes/sandboxes.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -40,6 +41,7 @@ export class GatewayModule {
         EndpointsModule,
         TasksModule,
         UsageModule,
+        SandboxesModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],
     };

@@ -22,7 +22,7 @@ const DAY = 24 * 3600;
 export const STREAMS: Record<StreamName, StreamSpec> = {
   EVENTS: {
     name: 'EVENTS',
-    subjects: ['tern.machine.>', 'tern.container.>', 'tern.task.>', 'tern.scale.>', 'tern.usage.>', 'tern.reputation.>'],
+    subjects: ['tern.machine.>', 'tern.container.>', 'tern.task.>', 'tern.scale.>', 'tern.usage.>', 'tern.reputation.>', 'tern.sandbox.>'],
     retention: 'limits',
     maxAgeSeconds: 30 * DAY,
     duplicateWindowSeconds: 120,

@@ -3,3 +3,4 @@ export * from './place.js';
 export * from './resources.js';
 export * from './usage.js';
 export * from './backoff.js';
+export * from './machine-views.js';

@@ -24,6 +24,7 @@ import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
 import { findRunnersDir } from '../code/runners-dir.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
+import { SandboxesService } from '../sandboxes/sandboxes.service.js';
 import { TaskDispatcher } from '../tasks/task-dispatcher.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
@@ -91,6 +92,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
     private readonly invokes: InvokeRoutes,
     private readonly tasks: TaskDispatcher,
+    private readonly sandboxes: SandboxesService,
   ) {
     this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), () => ({
       gatewayUrl: ctx.settings.gatewayUrl,
@@ -121,7 +123,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     const runtime = this.handle.runtime;
     if (!runtime) return;
     const report = await reconcile(runtime, {
-      decide: (c) => (recordFromLabels(c.id, c.labels, this.machineId) ? 'adopt' : 'kill'),
+      decide: (c) => (recordFromLabels(c.id, c.labels, this.machineId) || this.sandboxes.isSandbox(c) ? 'adopt' : 'kill'),
       // Not ours: no one is waiting for a clean exit.
       graceMs: 2000,
     });
@@ -131,6 +133,10 @@ export class ContainersService implements BeforeApplicationShutdown {
         `killed container ${container.id}: not one of this machine's`,
       );
     for (const c of report.adopted) {
+      if (this.sandboxes.isSandbox(c)) {
+        this.sandboxes.adopt(c);
+        continue;
+      }
       const record = recordFromLabels(c.id, c.labels, this.machineId)!;
       const endpoint = endpointOf(c);
       const t = this.track(record, Date.parse(c.startedAt) || Date.now(), 'running', endpoint);
@@ -148,7 +154,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       this.logger.log({ containerId: c.id, deploymentId: record.deploymentId }, `adopted container ${c.id} after a restart`);
     }
     for (const { container, exit, removed } of report.exited) {
-      if (removed) continue;
+      if (removed || this.sandboxes.isSandbox(container)) continue;
       // Ours, and it ended while no agent watched: report it, then clean up.
       const record = recordFromLabels(container.id, container.labels, this.machineId)!;
       const t = this.track(record, Date.parse(container.startedAt) || Date.now(), 'running', endpointOf(container));

@@ -23,7 +23,7 @@ export class InvokeRoutes implements OnApplicationShutdown {
   ) {}
 
   /** A large request body, from the gateway (which serves it once, to this machine only). */
-  private readonly fetchBody: BodyFetcher = async (requestId) => {
+  readonly fetchBody: BodyFetcher = async (requestId) => {
     const { gatewayUrl, token } = this.ctx.settings;
     const response = await callGateway({ gatewayUrl, token }, `${AGENT_BODIES_PATH}/${encodeURIComponent(requestId)}`, 60_000);
     if (response.status === 404) return null;

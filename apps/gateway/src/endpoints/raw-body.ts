@@ -17,6 +17,8 @@ export const MAX_ENDPOINT_BODY_BYTES = HTTP_BODY_LIMIT;
 export interface RawBodyRoute {
   /** URL prefix, e.g. `/endpoint/`. */
   readonly prefix: string;
+  /** Narrows the prefix: only requests this accepts get raw bodies. */
+  readonly matches?: (method: string, url: string) => boolean;
   /** Distinguishes the private content type of this prefix. */
   readonly name: string;
   readonly maxBytes: number;
@@ -43,7 +45,7 @@ export function installRawBody(fastify: FastifyInstance, route: RawBodyRoute): v
   const rawType = `application/x-tern-${route.name}-body`;
   if (fastify.hasContentTypeParser(rawType)) return;
   fastify.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith(route.prefix)) return;
+    if (!request.url.startsWith(route.prefix) || (route.matches && !route.matches(request.method, request.url))) return;
     const tagged = request as Tagged;
     if (route.requestIds) {
       tagged[REQUEST_ID] = randomUUID().replace(/-/g, '');

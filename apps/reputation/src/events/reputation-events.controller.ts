@@ -13,6 +13,11 @@ import {
   MachineHeartbeat,
   MachineNetworkTested,
   MachineStateChanged,
+  SANDBOX_ENDED,
+  SANDBOX_STARTED,
+  SANDBOX_USAGE_DEPLOYMENT,
+  SandboxEnded,
+  SandboxLifecycle,
   TASK_ATTEMPT_ENDED,
   TaskAttemptEnded,
 } from '#tern/contracts';
@@ -127,6 +132,24 @@ export class ReputationEventsController {
       delete r.commands?.[e.containerId];
       applyStartOutcome(r, e.containerId, e.deploymentId, outcome, at, this.params);
     });
+  }
+
+  /** A sandbox's start counts like a container's (the gateway saw it run; no latency of the agent's own). */
+  @OnMessage(SANDBOX_STARTED, { concurrency: MANY })
+  sandboxStarted(@Payload() e: SandboxLifecycle) {
+    return this.change(e.machineId, undefined, (r) =>
+      applyStartOutcome(r, e.sandboxId, SANDBOX_USAGE_DEPLOYMENT, 'success', Date.parse(e.at), this.params),
+    );
+  }
+
+  /** A sandbox that never ran, or lost with its machine (after a start, already counted: as for containers). */
+  @OnMessage(SANDBOX_ENDED, { concurrency: MANY })
+  sandboxEnded(@Payload() e: SandboxEnded) {
+    if (e.state === 'terminated') return;
+    const outcome = startFailureOutcome(e.state === 'lost' ? 'machine-lost' : 'create');
+    return this.change(e.machineId, undefined, (r) =>
+      applyStartOutcome(r, e.sandboxId, SANDBOX_USAGE_DEPLOYMENT, outcome, Date.parse(e.at), this.params),
+    );
   }
 
   /**

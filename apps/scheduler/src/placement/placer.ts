@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { type ContainerResources, ContainersRepository, ReputationRepository } from '#tern/persistence';
-import { capacityOf, isPlaced, type MachineView, place, type PlacementRequest, type PlacementResult, usageOf } from '#tern/placement';
+import {
+  HOLDING_STATES,
+  isPlaced,
+  machineViews,
+  type MachineView,
+  place,
+  type PlacementRequest,
+  type PlacementResult,
+} from '#tern/placement';
 import { ReputationScores } from './reputation-scores.js';
-
-/** States in which a container holds its machine's resources. */
-export const HOLDING_STATES = ['pending', 'scheduled', 'starting', 'running', 'stopping'] as const;
 
 export type PlaceOutcome =
   { placed: true; containerId: string; machineId: string; gpuIndexes: number[]; gpuType?: string } | { placed: false; reason: string };
@@ -55,26 +60,7 @@ export class Placer {
     const ids = rows.map((r) => r.id);
     const held = await tx.resourcesHeldOn(ids, HOLDING_STATES);
     const score = this.reputation.scores() ?? (await this.storedScores(ids));
-    return rows.map((r) => {
-      const capacity = capacityOf({ cpuThreads: r.cpuThreads, memoryBytes: r.memoryBytes, gpus: r.gpus });
-      const mine = held.filter((h) => h.machineId === r.id).map((h) => h.requested ?? {});
-      const used = usageOf(mine);
-      // A container recorded from events alone has a GPU count but no indexes: count it against the lowest free ones.
-      const unindexed = mine.reduce((n, h) => n + (h.gpuIndexes ? 0 : (h.gpuCount ?? 0)), 0);
-      const taken = new Set(used.gpuIndexes);
-      const extra = capacity.gpus
-        .map((g) => g.index)
-        .filter((i) => !taken.has(i))
-        .slice(0, unindexed);
-      return {
-        id: r.id,
-        pool: r.pool,
-        state: r.state,
-        capacity,
-        used: { ...used, gpuIndexes: [...used.gpuIndexes, ...extra] },
-        ...(score.has(r.id) ? { reputation: score.get(r.id) } : {}),
-      };
-    });
+    return machineViews(rows, held, score);
   }
 
   /**

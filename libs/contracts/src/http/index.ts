@@ -13,3 +13,4 @@ export * from './usage.js';
 export * from './tokens.js';
 export * from './health.js';
 export * from './nats-users.js';
+export * from './sandboxes.js';

@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { createInbox, headers as natsHeaders, type Msg } from '@nats-io/transport-node';
-import { INVOKE, INVOKE_HEADERS, type InvokeHead, InvokeResponseHead } from '#tern/contracts';
+import { type Contract, INVOKE, INVOKE_HEADERS, type InvokeHead, InvokeResponseHead } from '#tern/contracts';
 import { type Decoded, describeValidationErrors } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { bodyObjectName, putBody } from './bodies.js';
@@ -19,6 +19,8 @@ export interface InvokeOptions {
   signal?: AbortSignal;
   /** Longest silence from the server, keepalives included (default 3 keepalive periods); the request's own timeout is the server's to enforce. */
   idleTimeoutMs?: number;
+  /** The subject family: INVOKE (an endpoint's container) by default, SANDBOX_CALL for a sandbox's API. */
+  contract?: Contract<InvokeHead, InvokeResponseHead>;
 }
 
 /** What the caller says about a request; the body's size and where it travels are filled in. */
@@ -133,7 +135,7 @@ export async function invoke(
   h.set(INVOKE_HEADERS.head, headerJson(head));
   armTimer();
   try {
-    nc.publish(messaging.subject(INVOKE, [target.machineId, containerId]), data, { reply: inbox, headers: h });
+    nc.publish(messaging.subject(opts.contract ?? INVOKE, [target.machineId, containerId]), data, { reply: inbox, headers: h });
   } catch (e) {
     fail(new InvokeError(502, `cannot send to container ${containerId}: ${(e as Error).message}`));
   }

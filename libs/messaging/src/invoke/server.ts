@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { headers as natsHeaders, type Msg, type Subscription } from '@nats-io/transport-node';
-import { INVOKE, INVOKE_HEADERS, InvokeHead } from '#tern/contracts';
+import { type Contract, INVOKE, INVOKE_HEADERS, InvokeHead, type InvokeResponseHead } from '#tern/contracts';
 import { validatePayload } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { bodyObjectName, takeBody } from './bodies.js';
@@ -38,18 +38,27 @@ export function serveInvoke(
   target: InvokeTarget,
   handler: InvokeHandler,
   fetchBody: BodyFetcher = (ref) => takeBody(messaging, bodyObjectName(target.machineId, ref)),
+  contract: Contract<InvokeHead, InvokeResponseHead> = INVOKE,
+  maxResponseBytes = MAX_RESPONSE_BYTES,
 ): Subscription {
-  const subject = messaging.subject(INVOKE, [target.machineId, target.containerId]);
+  const subject = messaging.subject(contract, [target.machineId, target.containerId]);
   return messaging.nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return logger.error(`subscription ${subject} failed: ${err.message}`);
       if (!msg.reply) return logger.warn(`request on ${subject} without a reply subject dropped`);
-      fireAndForget(`answering on ${subject}`, logger, answer(messaging, msg, msg.reply, handler, fetchBody));
+      fireAndForget(`answering on ${subject}`, logger, answer(messaging, msg, msg.reply, handler, fetchBody, maxResponseBytes));
     },
   });
 }
 
-async function answer(messaging: Messaging, msg: Msg, reply: string, handler: InvokeHandler, fetchBody: BodyFetcher): Promise<void> {
+async function answer(
+  messaging: Messaging,
+  msg: Msg,
+  reply: string,
+  handler: InvokeHandler,
+  fetchBody: BodyFetcher,
+  maxResponseBytes: number,
+): Promise<void> {
   const nc = messaging.nc;
   let seq = 0;
   let ended = false;
@@ -104,8 +113,8 @@ async function answer(messaging: Messaging, msg: Msg, reply: string, handler: In
     };
 
     if (result.body instanceof Uint8Array) {
-      if (result.body.length > MAX_RESPONSE_BYTES)
-        return sendError(502, `response body of ${result.body.length} bytes is over the ${MAX_RESPONSE_BYTES}-byte limit`);
+      if (result.body.length > maxResponseBytes)
+        return sendError(502, `response body of ${result.body.length} bytes is over the ${maxResponseBytes}-byte limit`);
       const parts = split(result.body);
       parts.forEach((part, i) => {
         send(part, (h) => {
@@ -123,9 +132,9 @@ async function answer(messaging: Messaging, msg: Msg, reply: string, handler: In
     for await (const piece of result.body) {
       if (ended) return;
       total += piece.length;
-      if (total > MAX_RESPONSE_BYTES) {
+      if (total > maxResponseBytes) {
         abort.abort();
-        return sendError(502, `response body is over the ${MAX_RESPONSE_BYTES}-byte limit`);
+        return sendError(502, `response body is over the ${maxResponseBytes}-byte limit`);
       }
       for (const part of split(piece)) send(part, () => undefined);
     }

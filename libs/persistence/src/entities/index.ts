@@ -10,6 +10,7 @@ import { NatsUser } from './nats-user.entity.js';
 import { Pool } from './pool.entity.js';
 import { ReputationScore } from './reputation-score.entity.js';
 import { ReputationMachine } from './reputation-machine.entity.js';
+import { Sandbox } from './sandbox.entity.js';
 import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
 import { Workspace } from './workspace.entity.js';
@@ -26,6 +27,7 @@ export * from './nats-user.entity.js';
 export * from './pool.entity.js';
 export * from './reputation-score.entity.js';
 export * from './reputation-machine.entity.js';
+export * from './sandbox.entity.js';
 export * from './task.entity.js';
 export * from './usage-interval.entity.js';
 export * from './workspace.entity.js';
@@ -47,4 +49,5 @@ export const ENTITIES = [
   MeteredTask,
   ReputationMachine,
   NatsUser,
+  Sandbox,
 ] as const;

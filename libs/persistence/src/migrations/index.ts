@@ -14,6 +14,7 @@ import { ScaleEvents1764990000000 } from './1764990000000-scale-events.js';
 import { MachineStateChanges1764991000000 } from './1764991000000-machine-state-changes.js';
 import { EndpointRequestMinutes1764992000000 } from './1764992000000-endpoint-request-minutes.js';
 import { NatsUsers1765000000000 } from './1765000000000-nats-users.js';
+import { Sandboxes1765010000000 } from './1765010000000-sandboxes.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   MachineStateChanges1764991000000,
   EndpointRequestMinutes1764992000000,
   NatsUsers1765000000000,
+  Sandboxes1765010000000,
 ] as const;

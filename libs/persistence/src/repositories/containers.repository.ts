@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { type ContainerState, type DeploymentKind } from '#tern/contracts';
 import { type ContainerResources } from '../entities/container.entity.js';
 import { type MachineGpu } from '../entities/machine.entity.js';
+import { SANDBOX_HOLDING_STATES } from '../entities/sandbox.entity.js';
 import { queryRows } from '../query-rows.js';
 
 /** What one lifecycle event says about a container's row (the scheduler's ContainerProgress). */
@@ -389,11 +390,16 @@ export class ContainersRepository extends TransactionalRepository {
     return rows.map((r) => ({ ...r, memoryBytes: r.memoryBytes === null ? null : Number(r.memoryBytes) }));
   }
 
-  /** What the containers in one of `holding` states hold on these machines. */
+  /**
+   * What the containers in one of `holding` states hold on these machines, and the sandboxes
+   * placed or running there (a sandbox is a container the API drives; it holds what it asked for).
+   */
   resourcesHeldOn(machineIds: readonly string[], holding: readonly string[]): Promise<HeldResources[]> {
     return this.rows<HeldResources>(
-      `SELECT machine_id AS "machineId", requested FROM containers WHERE machine_id = ANY($1::text[]) AND state = ANY($2::text[])`,
-      [machineIds, holding],
+      `SELECT machine_id AS "machineId", requested FROM containers WHERE machine_id = ANY($1::text[]) AND state = ANY($2::text[])
+       UNION ALL
+       SELECT machine_id AS "machineId", requested FROM sandboxes WHERE machine_id = ANY($1::text[]) AND state = ANY($3::text[])`,
+      [machineIds, holding, SANDBOX_HOLDING_STATES],
     );
   }
 

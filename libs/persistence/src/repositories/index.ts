@@ -4,6 +4,7 @@ import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
 import { NatsUsersRepository } from './nats-users.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
+import { SandboxesRepository } from './sandboxes.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
@@ -41,6 +42,7 @@ export const REPOSITORIES = [
   MachinesRepository,
   NatsUsersRepository,
   ReputationRepository,
+  SandboxesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -53,6 +55,7 @@ export {
   MachinesRepository,
   NatsUsersRepository,
   ReputationRepository,
+  SandboxesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -62,4 +65,5 @@ export {
 export type * from './containers.repository.js';
 export type * from './machines.repository.js';
 export type * from './reputation.repository.js';
+export type * from './sandboxes.repository.js';
 export type * from './usage.repository.js';

@@ -21,6 +21,14 @@ export abstract class TransactionalRepository {
     });
   }
 
+  /** Another repository whose statements run in this one's transaction (when this is transaction()'s copy). */
+  joining<R extends TransactionalRepository>(other: R): R {
+    if (!this.manager) return other;
+    const tx = Object.create(other) as R;
+    tx.manager = this.manager;
+    return tx;
+  }
+
   /** Rows of a statement, in the transaction when this is transaction()'s copy. */
   protected rows<T>(sql: string, parameters: unknown[] = []): Promise<T[]> {
     return this.manager ? queryRows<T>(this.manager.queryRunner!, sql, parameters) : queryRowsOn<T>(this.db, sql, parameters);

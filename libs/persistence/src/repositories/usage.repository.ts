@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { SANDBOX_USAGE_DEPLOYMENT } from '#tern/contracts';
 import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
 import { type MeteredContainer } from '../entities/metered-container.entity.js';
@@ -389,6 +390,8 @@ export class UsageRepository extends TransactionalRepository {
       [ids],
     );
     const byId = new Map(names.map((n) => [n.id, n.name]));
-    for (const r of rows) r.name = byId.get(r.group) ?? null;
+    // Sandboxes are metered under one deployment id of their own (SANDBOX_USAGE_DEPLOYMENT).
+    for (const r of rows)
+      r.name = byId.get(r.group) ?? (groupBy === 'deployment' && r.group === SANDBOX_USAGE_DEPLOYMENT ? 'sandboxes' : null);
   }
 }

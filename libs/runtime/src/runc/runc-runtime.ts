@@ -41,6 +41,7 @@ import { annotationsFor, Bundle, parseAnnotations, SHIM_SCRIPT } from './bundle.
 import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
 import { exitFromStatus } from './exit-status.js';
 import { RuncCli, type RuncState } from './runc-cli.js';
+import { type ExecSpec, runcExecArgs } from './runc-exec.js';
 import { userNamespaceRefusal } from './user-namespace.js';
 import type { BridgeNetwork } from '../net/bridge-network.js';
 
@@ -117,6 +118,22 @@ export class RuncRuntime implements ContainerRuntime {
   /** runc's --root: `runc --root <this> list` shows what Tern runs here. */
   get runcRoot(): string {
     return this.runc.root;
+  }
+
+  /**
+   * Starts a process inside a running container; stdin, stdout and stderr are pipes. It ends
+   * with the process (exit code, or 128+n for signal n); killing it kills only the runc
+   * client, so signal the pid in `spec.pidFile` to stop the process itself.
+   */
+  exec(id: string, spec: ExecSpec) {
+    return execa(this.runc.binary, runcExecArgs(this.runc.root, id, spec), {
+      reject: false,
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      encoding: 'buffer',
+    });
   }
 
   bundle(id: string): Bundle {

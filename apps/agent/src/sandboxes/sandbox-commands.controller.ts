@@ -1,0 +1,28 @@
+import { Controller } from '@nestjs/common';
+import { Payload } from '@nestjs/microservices';
+import {
+  AGENT_SANDBOX_CREATE,
+  AGENT_SANDBOX_REMOVE,
+  SandboxCreate,
+  type SandboxCreateReply,
+  SandboxRemove,
+  type SandboxRemoveReply,
+} from '#tern/contracts';
+import { OnRequest } from '#tern/messaging';
+import { SandboxesService } from './sandboxes.service.js';
+
+/** Sandbox commands for this machine only: `<ns>.agent.<own machine id>.sandbox.{create,remove}.v1`. */
+@Controller()
+export class SandboxCommandsController {
+  constructor(private readonly sandboxes: SandboxesService) {}
+
+  @OnRequest(AGENT_SANDBOX_CREATE, { tokens: ['machineId'] })
+  create(@Payload() cmd: SandboxCreate): Promise<SandboxCreateReply> {
+    return this.sandboxes.create(cmd);
+  }
+
+  @OnRequest(AGENT_SANDBOX_REMOVE, { tokens: ['machineId'] })
+  remove(@Payload() cmd: SandboxRemove): Promise<SandboxRemoveReply> {
+    return this.sandboxes.remove(cmd);
+  }
+}

@@ -1,0 +1,157 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  SANDBOX_CALL,
+  SANDBOX_FILE_MAX_BYTES,
+  SANDBOX_WORKDIR,
+  type SandboxCreate,
+  type SandboxCreateReply,
+  type SandboxRemove,
+  type SandboxRemoveReply,
+} from '#tern/contracts';
+import { Messaging, serveInvoke } from '#tern/messaging';
+import { type ContainerSpec, type ManagedContainer, RuncRuntime } from '#tern/runtime';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { CONTAINER_PIDS_LIMIT, RUNTIME_ID } from '../containers/container-spec.js';
+import { CONTAINER_RUNTIME, type RuntimeHandle } from '../containers/container-runtime.provider.js';
+import { InvokeRoutes } from '../invoke/invoke-routes.js';
+import { HostedSandbox } from './hosted-sandbox.js';
+import { sandboxFromLabels, sandboxLabels, type SandboxRecord } from './sandbox-labels.js';
+import { sandboxRouter } from './sandbox-router.js';
+
+/** Room beside a file's bytes in a response (the stream's framing). */
+const RESPONSE_ROOM = 1024 * 1024;
+
+/**
+ * This machine's sandboxes: a container per sandbox whose first process only keeps it alive
+ * (`sleep infinity`), a writable /workspace (the volume `sandboxes/<id>`, removed with it), and
+ * the sandbox API served on `tern.agent.<machineId>.sandbox.call.<sandboxId>.v1`. Containers
+ * survive the agent; a new one adopts them (ContainersService's reconcile hands them over).
+ */
+@Injectable()
+export class SandboxesService implements OnApplicationShutdown {
+  private readonly logger = new Logger('sandboxes');
+  private readonly hosted = new Map<string, HostedSandbox>();
+  private readonly starting = new Map<string, Promise<SandboxCreateReply>>();
+
+  constructor(
+    private readonly messaging: Messaging,
+    @Inject(CONTAINER_RUNTIME) private readonly handle: RuntimeHandle,
+    @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
+    private readonly invokes: InvokeRoutes,
+  ) {}
+
+  private get machineId(): string {
+    return this.ctx.registration.machineId;
+  }
+
+  private runtime(): RuncRuntime | string {
+    const runtime = this.handle.runtime;
+    if (!runtime) return `no container runtime on this machine: ${this.handle.problem}`;
+    if (!(runtime instanceof RuncRuntime)) return `sandboxes need the runc runtime (this machine runs ${runtime.kind})`;
+    return runtime;
+  }
+
+  /** Whether a container found in the runtime is one of this machine's sandboxes (reconcile adopts those). */
+  isSandbox(c: Pick<ManagedContainer, 'id' | 'labels'>): boolean {
+    return !!sandboxFromLabels(c.id, c.labels, this.machineId);
+  }
+
+  runningIds(): string[] {
+    return [...this.hosted.keys()];
+  }
+
+  create(cmd: SandboxCreate): Promise<SandboxCreateReply> {
+    if (this.hosted.has(cmd.sandboxId)) return Promise.resolve({ running: true });
+    const pending = this.starting.get(cmd.sandboxId) ?? this.start(cmd).finally(() => this.starting.delete(cmd.sandboxId));
+    this.starting.set(cmd.sandboxId, pending);
+    return pending;
+  }
+
+  private async start(cmd: SandboxCreate): Promise<SandboxCreateReply> {
+    const runtime = this.runtime();
+    if (typeof runtime === 'string') return { running: false, reason: runtime };
+    if (!RUNTIME_ID.test(cmd.sandboxId))
+      return { running: false, reason: `sandbox id "${cmd.sandboxId}" must start with a letter or digit` };
+    if (cmd.resources.gpuCount > 0) return { running: false, reason: 'sandboxes with GPUs are not offered yet' };
+    const record: SandboxRecord = { sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId, workdir: cmd.workdir };
+    const network = this.handle.isolation?.network ?? 'host';
+    const spec: ContainerSpec = {
+      id: cmd.sandboxId,
+      image: cmd.image,
+      args: ['sleep', 'infinity'],
+      env: { ...cmd.env, TERN_SANDBOX_ID: cmd.sandboxId, TERN_WORKSPACE_ID: cmd.workspaceId, TERN_MACHINE_ID: this.machineId },
+      cwd: SANDBOX_WORKDIR,
+      memoryBytes: cmd.resources.memoryBytes,
+      cpuMillicores: cmd.resources.cpuMillicores,
+      pidsLimit: CONTAINER_PIDS_LIMIT,
+      volumes: [{ name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR }],
+      network,
+      ...(network === 'private'
+        ? { egress: cmd.network?.block ? { block: true } : cmd.network?.allow ? { allow: [...cmd.network.allow] } : {} }
+        : {}),
+      labels: sandboxLabels(record, this.machineId),
+    };
+    let address: string | undefined;
+    try {
+      address = (await runtime.start(spec)).address;
+    } catch (e) {
+      this.logger.warn({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} did not start: ${(e as Error).message}`);
+      await this.removeVolume(cmd.sandboxId);
+      return { running: false, reason: (e as Error).message };
+    }
+    this.host(record, runtime, network === 'private' ? address : undefined);
+    this.logger.log({ sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId }, `sandbox ${cmd.sandboxId} running`);
+    return { running: true };
+  }
+
+  /** A sandbox container found after a restart: served again (its processes did not survive the old agent's pipes). */
+  adopt(c: Pick<ManagedContainer, 'id' | 'labels' | 'address'>): void {
+    const runtime = this.runtime();
+    const record = sandboxFromLabels(c.id, c.labels, this.machineId);
+    if (typeof runtime === 'string' || !record) return;
+    this.host(record, runtime, this.handle.isolation?.network === 'private' ? c.address : undefined);
+    this.logger.log({ sandboxId: c.id }, `adopted sandbox ${c.id} after a restart`);
+  }
+
+  async remove(cmd: SandboxRemove): Promise<SandboxRemoveReply> {
+    await this.starting.get(cmd.sandboxId);
+    const sandbox = this.hosted.get(cmd.sandboxId);
+    this.hosted.delete(cmd.sandboxId);
+    sandbox?.sub?.unsubscribe();
+    await sandbox?.killAll();
+    const runtime = this.runtime();
+    if (typeof runtime !== 'string') await runtime.remove(cmd.sandboxId);
+    await this.removeVolume(cmd.sandboxId);
+    this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} removed (${cmd.reason})`);
+    return { removed: true };
+  }
+
+  private host(record: SandboxRecord, runtime: RuncRuntime, address: string | undefined): void {
+    const sandbox = new HostedSandbox(record, runtime, join(this.ctx.settings.stateDir, 'sandboxes', record.sandboxId), address);
+    sandbox.sub = serveInvoke(
+      this.messaging,
+      { machineId: this.machineId, containerId: record.sandboxId },
+      sandboxRouter(sandbox),
+      this.invokes.fetchBody,
+      SANDBOX_CALL,
+      SANDBOX_FILE_MAX_BYTES + RESPONSE_ROOM,
+    );
+    this.hosted.set(record.sandboxId, sandbox);
+  }
+
+  private volumeName(sandboxId: string): string {
+    return `sandboxes/${sandboxId}`;
+  }
+
+  private async removeVolume(sandboxId: string): Promise<void> {
+    await rm(join(this.ctx.settings.stateDir, 'volumes', this.volumeName(sandboxId)), { recursive: true, force: true });
+  }
+
+  /** The containers stay (as containers do): the next agent adopts them. */
+  onApplicationShutdown(): void {
+    for (const s of this.hosted.values()) s.sub?.unsubscribe();
+    this.hosted.clear();
+  }
+}

@@ -1,0 +1,40 @@
+import { Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { SANDBOX_FILE_MAX_BYTES } from '#tern/contracts';
+import { installRawBody, MAX_ENDPOINT_BODY_BYTES } from '../endpoints/raw-body.js';
+import { SandboxCallsController } from './sandbox-calls.controller.js';
+import { SandboxCallsService } from './sandbox-calls.service.js';
+import { SandboxPlacer } from './sandbox-placer.js';
+import { SandboxPortsController } from './sandbox-ports.controller.js';
+import { SandboxSweeper } from './sandbox-sweeper.js';
+import { SandboxesController } from './sandboxes.controller.js';
+import { SandboxesService } from './sandboxes.service.js';
+
+/** Sandboxes: containers a workspace drives over the API (see docs/architecture.md, Sandboxes). */
+@Module({
+  controllers: [SandboxesController, SandboxCallsController, SandboxPortsController],
+  providers: [SandboxPlacer, SandboxesService, SandboxCallsService, SandboxSweeper],
+})
+export class SandboxesModule implements OnModuleInit {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  onModuleInit() {
+    const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
+    // A file's bytes arrive as they are, whatever their content type, up to the files API's limit.
+    if (!fastify) return;
+    installRawBody(fastify, {
+      prefix: '/sandbox/',
+      name: 'sandbox-port',
+      maxBytes: MAX_ENDPOINT_BODY_BYTES,
+      tooLarge: 'a request to a sandbox port may carry at most 16 MiB',
+    });
+    installRawBody(fastify, {
+      prefix: '/api/v1/sandboxes/',
+      matches: (method, url) => method === 'PUT' && /^\/api\/v1\/sandboxes\/[^/?]+\/files(\?|$)/.test(url),
+      name: 'sandbox-file',
+      maxBytes: SANDBOX_FILE_MAX_BYTES,
+      tooLarge: `a sandbox file may hold at most ${SANDBOX_FILE_MAX_BYTES / 2 ** 20} MiB`,
+    });
+  }
+}

@@ -1,0 +1,95 @@
+// class-transformer's @Type reads design:type metadata: the Reflect polyfill must load first.
+import 'reflect-metadata';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { DEPLOYMENT_IMAGE_RULE, DEPLOYMENT_IMAGES, NetworkPolicy } from '../deployment/deployment-spec.js';
+import { IsRecordOf } from '../validation.js';
+
+/** The writable directory of every sandbox, and its processes' default working directory. */
+export const SANDBOX_WORKDIR = '/workspace';
+/** Lifetime when the create names none (Modal's and beta9's default). */
+export const SANDBOX_DEFAULT_TIMEOUT_SECONDS = 300;
+/** The most one file of the files API may hold. */
+export const SANDBOX_FILE_MAX_BYTES = 64 * 2 ** 20;
+
+/** `POST /api/v1/sandboxes`. */
+export class SandboxSpec {
+  @IsOptional() @IsIn(DEPLOYMENT_IMAGES, { message: DEPLOYMENT_IMAGE_RULE }) image?: string;
+  /** Cores, e.g. 0.5 or 2; default 1. */
+  @IsOptional() @IsNumber() @Min(0.05) @Max(512) cpu?: number;
+  /** "512Mi", "2Gi", or a number of MiB; default 512Mi. */
+  @IsOptional() memory?: string | number;
+  /** A GPU type ("A100") or "any". */
+  @IsOptional() @IsString() gpu?: string;
+  @IsOptional() @IsInt() @Min(0) @Max(16) gpu_count?: number;
+  @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
+  /** Absolute; default /workspace (the sandbox's writable directory). */
+  @IsOptional() @Matches(/^\/[^\0]*$/, { message: 'workdir must be an absolute path' }) @MaxLength(1024) workdir?: string;
+  /** Seconds it may live at most; default 300. */
+  @IsOptional() @IsInt() @Min(1) @Max(86_400) timeout?: number;
+  /** Seconds without an API call (or keepalive) after which it ends; default none. */
+  @IsOptional() @IsInt() @Min(1) @Max(86_400) idle_timeout?: number;
+  /** `{ block: true }` or `{ allow: [CIDR, …] }`; default: the public internet. */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
+  @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
+}
+
+export const EXEC_LANGUAGES = ['python', 'node', 'bash'] as const;
+export type ExecLanguage = (typeof EXEC_LANGUAGES)[number];
+
+/** `POST /api/v1/sandboxes/<id>/exec`: a command, or code in a language. */
+export class ExecRequest {
+  @IsOptional()
+  @IsArray({ message: 'cmd must be a list of strings, e.g. ["python3", "-c", "print(1)"]' })
+  @ArrayMinSize(1, { message: 'cmd must name a program' })
+  @ArrayMaxSize(4096)
+  @IsString({ each: true, message: 'cmd must be a list of strings, e.g. ["python3", "-c", "print(1)"]' })
+  cmd?: string[];
+  @IsOptional() @IsString() @MaxLength(1_000_000) code?: string;
+  @IsOptional() @IsIn(EXEC_LANGUAGES, { message: `language must be one of ${EXEC_LANGUAGES.join(', ')}` }) language?: ExecLanguage;
+  @IsOptional() @Matches(/^\/[^\0]*$/, { message: 'cwd must be an absolute path' }) @MaxLength(1024) cwd?: string;
+  @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
+  /** Written to the process's stdin, which is then closed unless keep_stdin_open is true. */
+  @IsOptional() @IsString() @MaxLength(1_000_000) stdin?: string;
+  @IsOptional() @IsBoolean() keep_stdin_open?: boolean;
+  /** Seconds before the process is killed; default: the sandbox's remaining lifetime. */
+  @IsOptional() @IsInt() @Min(1) @Max(86_400) timeout?: number;
+}
+
+/** The program an exec runs: its cmd, or its code in the language's interpreter; a reason when neither or both. */
+export function execArgs(req: ExecRequest): { ok: true; args: string[] } | { ok: false; reason: string } {
+  if (req.cmd && req.code !== undefined) return { ok: false, reason: 'give cmd or code, not both' };
+  if (req.cmd) return { ok: true, args: req.cmd };
+  if (req.code === undefined) return { ok: false, reason: 'cmd (a list of strings) or code (with language) is required' };
+  const language = req.language ?? 'python';
+  const interpreter: Record<ExecLanguage, string[]> = { python: ['python3', '-c'], node: ['node', '-e'], bash: ['bash', '-c'] };
+  return { ok: true, args: [...interpreter[language], req.code] };
+}
+
+/** `POST /api/v1/sandboxes/<id>/processes/<pid>/stdin`. */
+export class StdinRequest {
+  @IsString() @MaxLength(1_000_000) data!: string;
+  /** Close stdin after writing. */
+  @IsOptional() @IsBoolean() close?: boolean;
+}
+
+/** `POST /api/v1/sandboxes/<id>/ports`: expose a port the sandbox listens on. */
+export class ExposePortRequest {
+  @IsInt({ message: 'port must be a whole number' }) @Min(1) @Max(65535) port!: number;
+}

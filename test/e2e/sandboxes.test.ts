@@ -1,0 +1,368 @@
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { agentNetworkEnv } from '../support/agent-network.js';
+import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
+import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
+import { startStack, type Stack } from '../support/stack.js';
+import { waitFor } from '../support/processes.js';
+import { describeNeeding } from '../support/real-parts.js';
+
+let stack: Stack;
+
+interface Answer {
+  status: number;
+  text: string;
+  body: any;
+  headers: Headers;
+}
+
+async function api(method: string, path: string, body?: unknown, token = stack.token, raw?: Uint8Array): Promise<Answer> {
+  const res = await fetch(`${stack.gateway}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(raw ? { 'content-type': 'application/octet-stream' } : body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(raw ? { body: raw } : body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, text, body: parsed, headers: res.headers };
+}
+
+const portOf = (url: string) => Number(new URL(url).port);
+
+/** A sandbox's address on the agent's bridge, from the agent's lease of it. */
+function leaseOf(sandboxId: string): string {
+  const agents = join(String(stack.env.TERN_HOME), 'agent');
+  for (const dir of readdirSync(agents)) {
+    const leases = join(agents, dir, 'network');
+    for (const f of existsSync(leases) ? readdirSync(leases) : []) {
+      const lease = JSON.parse(readFileSync(join(leases, f), 'utf8')) as { containerId: string; address: string };
+      if (lease.containerId === sandboxId) return lease.address;
+    }
+  }
+  throw new Error(`no lease for sandbox ${sandboxId}`);
+}
+
+/** The pid of the stack's agent, as `up` recorded it. */
+function agentPid(): number {
+  const run = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as {
+    services: Record<string, { pid: number }>;
+  };
+  return run.services.agent.pid;
+}
+
+/** A running sandbox's id; small, so that the tests' sandboxes fit on a 2-core machine together. */
+async function create(spec: Record<string, unknown> = {}): Promise<string> {
+  const created = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', ...spec });
+  expect(created).toMatchObject({ status: 201, body: { state: 'running' } });
+  return created.body.id as string;
+}
+
+/** An exec's NDJSON lines, parsed. */
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const stdoutOf = (events: Record<string, unknown>[]) =>
+  events
+    .filter((e) => e.stream === 'stdout')
+    .map((e) => e.data)
+    .join('');
+
+/** The sandboxes issue's "done when", through the HTTP API, against the whole stack with a real agent and runc. */
+(await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sandboxes over the API', () => {
+  beforeAll(async () => {
+    // A restarted agent heartbeats again only after its network test: the TTL outlasts a restart on a loaded machine.
+    stack = await startStack('sandbox', { env: { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '2', MACHINE_HEARTBEAT_TTL_SECONDS: '30' } });
+    // `up` returns once the services run; the machine is ready after its network test.
+    await waitFor(
+      'a ready machine',
+      async () => ((await api('GET', '/api/v1/machines')).body as { state: string }[]).some((m) => m.state === 'ready'),
+      120_000,
+      500,
+    );
+  }, 300_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+  }, 60_000);
+
+  it('creates a sandbox, runs Python that writes a file, reads it back, lists, runs two processes, kills one, terminates', async () => {
+    const id = await create({ timeout: 600 });
+    const created = await api('GET', `/api/v1/sandboxes/${id}`);
+    expect(created.body).toMatchObject({ state: 'running', workdir: '/workspace', cpu: 0.25, memory_bytes: 256 * 2 ** 20, timeout: 600 });
+    expect(created.body.machine).toBeTruthy();
+
+    const run = await api('POST', `/api/v1/sandboxes/${id}/exec`, {
+      code: "print('I am running remotely')\nopen('out.txt', 'w').write('written inside')\n",
+      language: 'python',
+    });
+    expect(run.status).toBe(200);
+    expect(run.headers.get('content-type')).toMatch(/ndjson/);
+    const events = lines(run.text);
+    expect(events[0]).toEqual({ pid: expect.any(String) });
+    expect(stdoutOf(events)).toBe('I am running remotely\n');
+    expect(events.at(-1)).toMatchObject({ exit_code: 0 });
+
+    const file = await api('GET', `/api/v1/sandboxes/${id}/files?path=out.txt`);
+    expect(file.status).toBe(200);
+    expect(file.text).toBe('written inside');
+    const listed = await api('GET', `/api/v1/sandboxes/${id}/files/list?path=/workspace`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.entries).toEqual([expect.objectContaining({ name: 'out.txt', type: 'file', size: 14 })]);
+
+    // Two at once: one that would run a minute, one that answers; kill the first.
+    const long = fetch(`${stack.gateway}/api/v1/sandboxes/${id}/exec`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ cmd: ['sh', '-c', 'echo started; sleep 60; echo never'] }),
+    });
+    const longRes = await long;
+    const pid = longRes.headers.get('x-tern-process-id')!;
+    expect(pid).toBeTruthy();
+    const quick = await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['echo', 'beside it'] });
+    expect(stdoutOf(lines(quick.text))).toBe('beside it\n');
+    const processes = await api('GET', `/api/v1/sandboxes/${id}/processes`);
+    expect(processes.body.processes).toEqual(expect.arrayContaining([expect.objectContaining({ pid, state: 'running' })]));
+    const killedAt = Date.now();
+    const killed = await api('DELETE', `/api/v1/sandboxes/${id}/processes/${pid}`);
+    expect(killed.status).toBe(200);
+    expect(killed.body).toMatchObject({ pid, state: 'killed', exit_code: null, signal: 'SIGKILL' });
+    const longEvents = lines(await longRes.text());
+    // Its child (the sleep) went with it: the output ended at once, not after the minute.
+    expect(Date.now() - killedAt).toBeLessThan(20_000);
+    expect(stdoutOf(longEvents)).toBe('started\n');
+    expect(longEvents.at(-1)).toMatchObject({ exit_code: null, signal: 'SIGKILL' });
+    const one = await api('GET', `/api/v1/sandboxes/${id}/processes/${pid}`);
+    expect(one.body).toMatchObject({ state: 'killed', output: [{ stream: 'stdout', data: 'started\n' }] });
+
+    const kept = await api('POST', `/api/v1/sandboxes/${id}/keepalive`);
+    expect(kept).toMatchObject({ status: 200, body: { id, state: 'running' } });
+    expect(Date.parse(kept.body.active_at)).toBeGreaterThanOrEqual(Date.parse(created.body.active_at));
+
+    const gone = await api('DELETE', `/api/v1/sandboxes/${id}`);
+    expect(gone.status).toBe(200);
+    expect(gone.body).toMatchObject({ state: 'terminated' });
+    const after = await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['true'] });
+    expect(after.status).toBe(409);
+    expect(after.body.message).toMatch(/is terminated/);
+    expect((await api('GET', '/api/v1/sandboxes')).body.sandboxes.map((s: { id: string }) => s.id)).not.toContain(id);
+    expect((await api('GET', '/api/v1/sandboxes?live=false')).body.sandboxes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id, state: 'terminated', state_reason: 'deleted through the API' })]),
+    );
+    expect((await api('POST', `/api/v1/sandboxes/${id}/keepalive`)).status).toBe(409);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).body).toMatchObject({ state: 'terminated' });
+  }, 180_000);
+
+  it('writes, stats, creates directories, deletes, and refuses bad input', async () => {
+    const id = await create();
+    const bytes = new Uint8Array(3 * 2 ** 20).map((_, i) => i % 251);
+    expect((await api('PUT', `/api/v1/sandboxes/${id}/files?path=/workspace/data/blob.bin`, undefined, stack.token, bytes)).status).toBe(
+      201,
+    );
+    const back = await fetch(`${stack.gateway}/api/v1/sandboxes/${id}/files?path=data/blob.bin`, {
+      headers: { authorization: `Bearer ${stack.token}` },
+    });
+    expect(Buffer.from(await back.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
+    const stat = await api('GET', `/api/v1/sandboxes/${id}/files/stat?path=data/blob.bin`);
+    expect(stat.body).toMatchObject({ name: 'blob.bin', path: '/workspace/data/blob.bin', type: 'file', size: bytes.length });
+    expect((await api('POST', `/api/v1/sandboxes/${id}/files/mkdir?path=a/b/c`)).status).toBe(201);
+    expect((await api('GET', `/api/v1/sandboxes/${id}/files/stat?path=a/b/c`)).body).toMatchObject({ type: 'directory' });
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}/files?path=data`)).status).toBe(200);
+    expect((await api('GET', `/api/v1/sandboxes/${id}/files?path=data/blob.bin`)).status).toBe(404);
+
+    // Escapes: `..` is refused outright; a symlink resolves inside the sandbox, never to the machine's files.
+    const dotdot = await api('GET', `/api/v1/sandboxes/${id}/files?path=/workspace/../../etc/shadow`);
+    expect(dotdot.status).toBe(400);
+    expect(dotdot.body.message).toEqual(expect.arrayContaining([expect.stringMatching(/\.\./)]));
+    const secret = join(stack.scratch('host-secret'), 'secret.txt');
+    writeFileSync(secret, 'the machine’s own file');
+    chmodSync(dirname(secret), 0o755);
+    const link = await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['ln', '-s', secret, '/workspace/secret'] });
+    expect(lines(link.text).at(-1)).toMatchObject({ exit_code: 0 });
+    const followed = await api('GET', `/api/v1/sandboxes/${id}/files?path=secret`);
+    expect(followed.status).toBe(404);
+    expect(followed.text).not.toContain('own file');
+    expect((await api('GET', `/api/v1/sandboxes/${id}/files/stat?path=secret`)).body).toMatchObject({ type: 'symlink' });
+
+    const tooBig = await api('PUT', `/api/v1/sandboxes/${id}/files?path=big`, undefined, stack.token, new Uint8Array(64 * 2 ** 20 + 1));
+    expect(tooBig.status).toBe(413);
+    const notList = await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: 'ls -l' });
+    expect(notList.status).toBe(400);
+    expect(notList.body.message.join(' ')).toMatch(/cmd must be a list of strings/);
+    expect((await api('GET', '/api/v1/sandboxes/sb-nope')).status).toBe(404);
+    expect((await api('POST', '/api/v1/sandboxes/sb-nope/exec', { cmd: ['true'] })).status).toBe(404);
+
+    const other = await api('POST', '/api/v1/workspaces', { name: 'sandbox-other' });
+    expect(other.status).toBe(201);
+    expect((await api('GET', `/api/v1/sandboxes/${id}`, undefined, other.body.token)).status).toBe(404);
+    expect((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['true'] }, other.body.token)).status).toBe(404);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`, undefined, other.body.token)).status).toBe(404);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  }, 180_000);
+
+  it('ends a sandbox at its idle timeout and at its lifetime', async () => {
+    const idle = await create({ idle_timeout: 3 });
+    const short = await create({ timeout: 4 });
+    await waitFor(
+      'both ended',
+      async () => {
+        const states = await Promise.all([idle, short].map(async (id) => (await api('GET', `/api/v1/sandboxes/${id}`)).body.state));
+        return states.every((s) => s === 'terminated');
+      },
+      60_000,
+      500,
+    );
+    expect((await api('GET', `/api/v1/sandboxes/${idle}`)).body.state_reason).toMatch(/idle for 3 s/);
+    expect((await api('GET', `/api/v1/sandboxes/${short}`)).body.state_reason).toMatch(/lifetime of 4 s/);
+
+    // Metered as containers are, as their own line; every sandbox here held 0.25 cores and 256 MiB.
+    const usage = await waitFor(
+      'sandbox usage',
+      async () => {
+        const report = await api('GET', '/api/v1/usage?group_by=deployment');
+        const row = (report.body.rows as { group: string; name: string; containerSeconds: number }[]).find((r) => r.group === 'sandbox');
+        return row && row.containerSeconds >= 7 ? row : undefined;
+      },
+      60_000,
+      1000,
+    );
+    expect(usage).toMatchObject({ name: 'sandboxes', gpuSeconds: 0 });
+    expect((usage as unknown as { cpuCoreSeconds: number }).cpuCoreSeconds).toBeCloseTo(usage.containerSeconds * 0.25, 1);
+    expect((usage as unknown as { memoryGibSeconds: number }).memoryGibSeconds).toBeCloseTo(usage.containerSeconds * 0.25, 1);
+  }, 120_000);
+
+  it('does the same through the CLI', async () => {
+    const created = await stack.tern('sandbox', 'create', '--cpu', '0.25', '--memory', '256Mi', '--timeout', '600');
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const id = created.stdout.trim();
+    expect(id).toMatch(/^sb-[\w-]+$/);
+
+    const run = await stack.tern('sandbox', 'exec', id, '--code', "print('hi from the cli')\nopen('cli.txt', 'w').write('cli file')");
+    expect(run).toMatchObject({ code: 0, stdout: 'hi from the cli\n', stderr: '' });
+    const failing = await stack.tern('sandbox', 'exec', id, '--', 'sh', '-c', 'echo oops >&2; exit 3');
+    expect(failing).toMatchObject({ code: 3, stdout: '', stderr: 'oops\n' });
+
+    const dir = stack.scratch('sandbox-cp');
+    expect((await stack.tern('sandbox', 'cp', `${id}:cli.txt`, join(dir, 'back.txt'))).code).toBe(0);
+    expect(readFileSync(join(dir, 'back.txt'), 'utf8')).toBe('cli file');
+    writeFileSync(join(dir, 'up.txt'), 'from the laptop');
+    expect((await stack.tern('sandbox', 'cp', join(dir, 'up.txt'), `${id}:/workspace/up.txt`)).code).toBe(0);
+    const listed = await stack.tern('sandbox', 'ls', id);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/file\s+8\s+\S+\s+cli\.txt/);
+    expect(listed.stdout).toMatch(/file\s+15\s+\S+\s+up\.txt/);
+    expect((await stack.tern('sandbox', 'list')).stdout).toMatch(new RegExp(`${id}\\s+running`));
+
+    expect(await stack.tern('sandbox', 'rm', id)).toMatchObject({ code: 0, stdout: `Sandbox ${id} terminated.\n` });
+    const after = await stack.tern('sandbox', 'exec', id, '--', 'true');
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/409 sandbox .* is terminated/);
+  }, 180_000);
+
+  it('answers through an exposed port on the gateway', async () => {
+    const id = await create();
+    const page = new TextEncoder().encode('hello from inside');
+    expect((await api('PUT', `/api/v1/sandboxes/${id}/files?path=site/index.html`, undefined, stack.token, page)).status).toBe(201);
+    const server = await api('POST', `/api/v1/sandboxes/${id}/exec`, {
+      cmd: ['sh', '-c', 'cd site && nohup python3 -m http.server 8000 > /dev/null 2>&1 &'],
+    });
+    expect(lines(server.text).at(-1)).toMatchObject({ exit_code: 0 });
+
+    expect((await api('GET', `/sandbox/${id}/8000/index.html`)).status).toBe(404);
+    const exposed = await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 8000 });
+    expect(exposed.status).toBe(201);
+    expect(exposed.body.url).toBe(`${stack.gateway}/sandbox/${id}/8000/`);
+    expect((await api('GET', `/api/v1/sandboxes/${id}`)).body.ports).toEqual([8000]);
+    const answer = await waitFor(
+      'the server in the sandbox answers',
+      async () => {
+        const r = await api('GET', `/sandbox/${id}/8000/index.html?x=1`);
+        return r.status === 200 ? r : undefined;
+      },
+      30_000,
+      500,
+    );
+    expect(answer.text).toBe('hello from inside');
+    expect(answer.headers.get('content-type')).toMatch(/text\/html/);
+    expect((await api('GET', `/sandbox/${id}/8000/missing.html`)).status).toBe(404);
+    expect((await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 'eighty' })).status).toBe(400);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    expect((await api('GET', `/sandbox/${id}/8000/index.html`)).status).toBe(409);
+  }, 120_000);
+
+  it('cannot reach the control plane, the host or another sandbox from inside', async () => {
+    const neighbour = await create();
+    const server = await api('POST', `/api/v1/sandboxes/${neighbour}/exec`, {
+      cmd: ['sh', '-c', 'nohup python3 -m http.server 8000 > /dev/null 2>&1 &'],
+    });
+    expect(lines(server.text).at(-1)).toMatchObject({ exit_code: 0 });
+    const neighbourAddress = leaseOf(neighbour);
+    const bridge = agentNetworkEnv(String(stack.env.TERN_HOME)).AGENT_NETWORK_SUBNET.replace(/0\/24$/, '1');
+    const state = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'state.json'), 'utf8')) as { ports: Record<string, number> };
+    const services = [portOf(TEST_NATS_URL), portOf(TEST_DATABASE_URL), portOf(stack.gateway), state.ports.agent];
+    // Controls: each is there, seen from the host.
+    await waitFor('the neighbour serves', () => reachable(neighbourAddress, 8000), 30_000, 500);
+    for (const p of services) expect([p, await reachable('127.0.0.1', p)]).toEqual([p, true]);
+
+    const prober = await create();
+    expect(
+      (await api('PUT', `/api/v1/sandboxes/${prober}/files?path=probe.py`, undefined, stack.token, Buffer.from(PROBE_MODULE))).status,
+    ).toBe(201);
+    const targets = [
+      ...services.map((p) => `127.0.0.1:${p}`),
+      ...services.map((p) => `${bridge}:${p}`),
+      ...(ProbeTargets.hostAddress ? services.map((p) => `${ProbeTargets.hostAddress}:${p}`) : []),
+      `${neighbourAddress}:8000`,
+    ];
+    const probed = await api('POST', `/api/v1/sandboxes/${prober}/exec`, { cmd: ['python3', 'probe.py', JSON.stringify(targets)] });
+    const result = JSON.parse(stdoutOf(lines(probed.text))) as Record<string, string>;
+    expect(Object.keys(result).sort()).toEqual([...targets].sort());
+    expect(targets.filter((t) => result[t] === 'open')).toEqual([]);
+    for (const id of [neighbour, prober]) expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  }, 120_000);
+
+  it('keeps a sandbox and its files across a restart of its agent', async () => {
+    const id = await create();
+    expect(
+      (await api('PUT', `/api/v1/sandboxes/${id}/files?path=kept.txt`, undefined, stack.token, Buffer.from('still here'))).status,
+    ).toBe(201);
+    // `up` supervises the agent: killed, it is started again, and adopts the sandbox's container.
+    process.kill(agentPid(), 'SIGKILL');
+    const back = await waitFor(
+      'the sandbox answers again',
+      async () => {
+        const r = await api('GET', `/api/v1/sandboxes/${id}/files?path=kept.txt`);
+        if (r.status === 409) throw new Error(`the sandbox ended instead: ${JSON.stringify(r.body)}`);
+        return r.status === 200 ? r : undefined;
+      },
+      120_000,
+      1000,
+    );
+    expect(back.text).toBe('still here');
+    expect(stdoutOf(lines((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['cat', 'kept.txt'] })).text))).toBe('still here');
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  }, 180_000);
+
+  it('reports a sandbox lost, not running, when its machine goes offline', async () => {
+    const id = await create();
+    // Frozen rather than killed (a killed agent is restarted): its heartbeats stop, the machine goes offline.
+    const pid = agentPid();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitFor('the sandbox lost', async () => (await api('GET', `/api/v1/sandboxes/${id}`)).body.state === 'lost', 90_000, 500);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect((await api('GET', `/api/v1/sandboxes/${id}`)).body.state_reason).toMatch(/went offline/);
+    expect((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['true'] })).status).toBe(409);
+  }, 120_000);
+});
