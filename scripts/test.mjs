@@ -35,7 +35,20 @@ await main(async () => {
       // The runtime and agent tests run real containers on private networks (ip, nft), the TLS tests
       // make certificates (openssl), and every integration run its own nats-server; under CI=true
       // the tests that need a part still missing after this fail (test/support/real-parts.ts).
-      await ensureSystemPackages({ optional: ['runc', 'umoci', 'nats-server', 'nftables', 'iproute2', 'openssl'] });
+      await ensureSystemPackages({
+        optional: [
+          'runc',
+          'umoci',
+          'nats-server',
+          'nftables',
+          'iproute2',
+          'openssl',
+          'docker-registry',
+          'apache2-utils',
+          'skopeo',
+          'debootstrap',
+        ],
+      });
       await provideInfra(env, f, infra);
     }
     if (jestArgs.length) return await jest(jestArgs, env);

@@ -15,6 +15,11 @@ const PACKAGES = {
   nftables: () => which('nft'),
   iproute2: () => which('ip'),
   openssl: () => which('openssl'),
+  // Images: the private registry (and htpasswd for its users), pulls and pushes, the Debian base.
+  'docker-registry': () => which('docker-registry'),
+  'apache2-utils': () => which('htpasswd'),
+  skopeo: () => which('skopeo'),
+  debootstrap: () => which('debootstrap'),
 };
 
 /**

@@ -5,7 +5,8 @@ import { execa } from 'execa';
  * developer's machine a missing part skips the suite with a warning; under CI=true it fails the
  * run with the reason and the fix, because a suite that passes by skipping proves nothing.
  */
-export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl';
+export type RealPart =
+  'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl' | 'skopeo' | 'docker-registry' | 'debootstrap';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -16,6 +17,9 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   ip: 'apt-get install iproute2',
   nft: 'apt-get install nftables',
   openssl: 'apt-get install openssl',
+  skopeo: 'apt-get install skopeo',
+  'docker-registry': 'apt-get install docker-registry apache2-utils',
+  debootstrap: 'apt-get install debootstrap',
 };
 
 /** How a part tells its version (`ip` and `openssl` have no --version). */

@@ -95,7 +95,12 @@ export const containerRuntimeProvider: Provider = {
       const runtime = await detectRuntime({
         prefer: ctx.settings.runtime,
         stateDir: join(dir, 'runtime'),
-        images: new ImageStore({ root: join(dir, 'images') }),
+        images: new ImageStore({
+          root: join(dir, 'images'),
+          // The registry user the gateway handed over at registration (pull only).
+          registries: ctx.registration.registry ? [ctx.registration.registry] : [],
+          onPullProgress: (ref, line) => logger.log(`image ${ref}: ${line}`),
+        }),
         volumeRoot: join(dir, 'volumes'),
         logger: runtimeLogger(),
         ...(network ? { network } : {}),
