@@ -1,11 +1,11 @@
-import { open, readdir, rm, stat } from 'node:fs/promises';
+import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ImageError, buildBaseImage, skopeoCopy } from '#tern/runtime';
 import { describeNeeding } from '../support/real-parts.js';
 import { collectLogs, containerId, RuntimeSandbox } from '../runtime/support.js';
-import { pushTestBase, TEST_IMAGE_CACHE, TestRegistry } from './support.js';
+import { pushTestBase, TEST_BASE_PACKAGES, TEST_IMAGE_CACHE, TestRegistry } from './support.js';
 
 const describeImages = await describeNeeding(['root', 'runc', 'umoci', 'skopeo', 'docker-registry', 'debootstrap']);
 
@@ -51,7 +51,7 @@ describeImages('images in an OCI registry', () => {
       const id = containerId('base');
       await sandbox.runtime.start({ id, image: ref, args: ['/bin/sh', '-c', 'cat /etc/tern-base /etc/debian_version'] });
       const out = (await collectLogs(sandbox.runtime, id)).map((l) => l.line);
-      expect(out[0]).toBe('debian bookworm minbase ');
+      expect(out[0]).toBe('debian bookworm minbase python3');
       expect(out[1]).toMatch(/^12\./);
       expect(await sandbox.runtime.wait(id)).toMatchObject({ exitCode: 0 });
       await sandbox.runtime.remove(id);
@@ -65,14 +65,45 @@ describeImages('images in an OCI registry', () => {
     }
   }, 300_000);
 
+  let again: string;
+
   it('a second push of the same base reuses the cached root filesystem', async () => {
     const lines: string[] = [];
-    await buildBaseImage(`${registry.host}/tern/base:again`, [registry.builder], {
+    again = await buildBaseImage(`${registry.host}/tern/base:again`, [registry.builder], {
       cacheDir: TEST_IMAGE_CACHE,
-      include: [],
+      include: TEST_BASE_PACKAGES,
       onProgress: (l) => lines.push(l),
     });
     expect(lines.some((l) => l.startsWith('debootstrap bookworm: cached'))).toBe(true);
+  }, 300_000);
+
+  it('keeps the unpacked images under the size limit, least recently used out first, never one in use', async () => {
+    expect(again).not.toBe(base.digest); // a second manifest (its own config time), the same layer
+    const refA = `${registry.host}/tern/base@${base.digest}`;
+    const refB = `${registry.host}/tern/base@${again}`;
+    const inUse: string[] = [];
+    const evicted: string[] = [];
+    const sandbox = await RuntimeSandbox.create(
+      {},
+      { registries: [registry.puller], maxBytes: 1, inUse: async () => inUse, onEvict: (d) => evicted.push(d) },
+    );
+    try {
+      const a = await sandbox.images.resolve(refA);
+      inUse.push(base.digest);
+      const b = await sandbox.images.resolve(refB);
+      expect(evicted).toEqual([]); // A is in use, B was just pulled
+      inUse.length = 0;
+      await sandbox.images.resolve(refB); // B used again: A is the least recently used
+      expect(evicted).toEqual([base.digest]);
+      await expect(stat(a.rootfs)).rejects.toThrow(/ENOENT/);
+      expect((await stat(b.rootfs)).isDirectory()).toBe(true);
+      const index = await readFile(join(sandbox.dir, 'images', 'layout', 'index.json'), 'utf8');
+      expect(index).not.toContain(base.digest.slice('sha256:'.length));
+      // Pulled again on demand.
+      expect((await sandbox.images.resolve(refA)).digest).toBe(base.digest);
+    } finally {
+      await sandbox.destroy();
+    }
   }, 300_000);
 
   it('refuses wrong credentials, a pull without any, an unreachable registry and a tag-only reference, naming the image', async () => {

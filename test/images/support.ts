@@ -40,9 +40,15 @@ export class TestRegistry {
   }
 }
 
-/** Tern's base (minbase only: the smallest debootstrap), pushed once per registry. */
-export async function pushTestBase(registry: TestRegistry, repo = 'tern/base:test'): Promise<{ ref: string; digest: string }> {
+/** The base every image test uses: minbase and python3 (Tern's Python runner), one debootstrap shared by all. */
+export const TEST_BASE_PACKAGES = ['python3'];
+
+/** Tern's base, debootstrapped once (TEST_IMAGE_CACHE) and pushed to `registry`. */
+export async function pushTestBase(
+  registry: { host: string; builder: RegistryAccess },
+  repo = 'tern/base:test',
+): Promise<{ ref: string; digest: string }> {
   const ref = `${registry.host}/${repo}`;
-  const digest = await buildBaseImage(ref, [registry.builder], { cacheDir: TEST_IMAGE_CACHE, include: [] });
+  const digest = await buildBaseImage(ref, [registry.builder], { cacheDir: TEST_IMAGE_CACHE, include: TEST_BASE_PACKAGES });
   return { ref, digest };
 }

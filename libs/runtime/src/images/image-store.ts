@@ -1,5 +1,6 @@
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type HostImageOptions, prepareHostImage } from './host-image.js';
+import { evictImages, touchImage } from './image-cache.js';
 import { HOST_IMAGE, parseImageRef } from './image-ref.js';
 import { prepareOciImage } from './oci-image.js';
 import type { PreparedImage } from './prepared-image.js';
@@ -16,6 +17,15 @@ export interface ImageStoreOptions {
   /** Pull progress (`Copying blob sha256:… done`), for the container's logs and the dashboard. */
   onPullProgress?: (ref: string, line: string) => void;
   skopeo?: string;
+  /**
+   * Most bytes the unpacked registry images may take: past it, the least recently used ones not
+   * in use are removed after a pull. Absent: no limit.
+   */
+  maxBytes?: number;
+  /** The digests of the images containers use now (never evicted). */
+  inUse?: () => Promise<Iterable<string>>;
+  /** Called with each digest evicted. */
+  onEvict?: (digest: string) => void;
 }
 
 /**
@@ -62,14 +72,23 @@ export class ImageStore {
 
   /** A registry image by digest, into the shared layout `<root>/layout`, unpacked under `<root>/oci`. */
   private pull(ref: string): Promise<PreparedImage> {
-    const { onPullProgress, registries = [], skopeo, umoci } = this.options;
-    const p = this.pulls.then(() =>
-      pullRegistryImage(ref, join(this.options.root, 'layout'), join(this.options.root, 'oci'), registries, {
+    const { onPullProgress, registries = [], skopeo, umoci, maxBytes, inUse, onEvict } = this.options;
+    const layout = join(this.options.root, 'layout');
+    const ociDir = join(this.options.root, 'oci');
+    const p = this.pulls.then(async () => {
+      const image = await pullRegistryImage(ref, layout, ociDir, registries, {
         ...(skopeo ? { skopeo } : {}),
         ...(umoci ? { umoci } : {}),
         ...(onPullProgress ? { onProgress: (line: string) => onPullProgress(ref, line) } : {}),
-      }),
-    );
+      });
+      await touchImage(dirname(image.rootfs));
+      if (maxBytes !== undefined) {
+        const keep = new Set([image.digest]);
+        for (const used of (await inUse?.()) ?? []) keep.add(used);
+        for (const digest of await evictImages(ociDir, layout, maxBytes, keep, umoci)) onEvict?.(digest);
+      }
+      return image;
+    });
     this.pulls = p.catch(() => undefined);
     return p;
   }

@@ -1,0 +1,98 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pushTestBase } from '../images/support.js';
+import { describeNeeding } from '../support/real-parts.js';
+import { startStack, type Stack } from '../support/stack.js';
+
+const describeImages = await describeNeeding(['root', 'runc', 'umoci', 'python3', 'skopeo', 'docker-registry', 'debootstrap']);
+
+let stack: Stack & { output: string };
+
+/** The images issue as a newcomer meets it after `npm run up`: a registry is there, a deployment names an image in it. */
+describeImages('registry images end to end', () => {
+  let registry: { url: string; host: string; builder: { host: string; insecure: boolean; username: string; password: string } };
+
+  beforeAll(async () => {
+    stack = await startStack('images');
+    expect(stack.output).toMatch(/Registry: +http:\/\/127\.0\.0\.1:\d+/);
+    const config = JSON.parse(readFileSync(join(stack.env.HOME!, '.tern', 'config.json'), 'utf8')) as {
+      contexts: { local: { registry: { url: string; insecure: boolean; username: string; password: string } } };
+    };
+    const r = config.contexts.local.registry;
+    const host = new URL(r.url).host;
+    registry = { url: r.url, host, builder: { host, insecure: r.insecure, username: r.username, password: r.password } };
+  }, 180_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  function app(image: string): string {
+    const dir = stack.scratch('image-app');
+    writeFileSync(
+      join(dir, 'app.py'),
+      [
+        'import platform',
+        'def predict(body):',
+        '    with open("/etc/tern-base") as f:',
+        '        base = f.read().strip()',
+        '    return {"base": base, "python": platform.python_version(), "n": body.get("n", 0) * 2}',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'tern.yaml'),
+      `name: in-image\nkind: endpoint\nhandler: app.py:predict\nimage: ${image}\nkeep_warm_seconds: 5\n`,
+    );
+    return join(dir, 'tern.yaml');
+  }
+
+  it('deploys a handler on an image from the private registry: the tag is pinned to its digest and the agent pulls it', async () => {
+    const base = await pushTestBase(registry);
+    const deployed = await stack.tern('deploy', app(base.ref));
+    expect(deployed.stderr).toBe('');
+    expect(deployed.code).toBe(0);
+
+    const detail = await fetch(`${stack.gateway}/api/v1/deployments/in-image`, { headers: { authorization: `Bearer ${stack.token}` } });
+    expect(((await detail.json()) as { spec: { image: string } }).spec.image).toBe(`${registry.host}/tern/base@${base.digest}`);
+
+    const res = await fetch(`${stack.gateway}/endpoint/in-image`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ n: 21 }),
+      signal: AbortSignal.timeout(170_000),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      base: 'debian bookworm minbase python3',
+      n: 42,
+      python: expect.stringMatching(/^3\.11\./) as unknown,
+    });
+
+    const listed = await stack.tern('image', 'show', 'tern/base:test');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`tern/base@${base.digest}`);
+    expect(listed.stdout).toContain('debootstrap bookworm');
+  }, 400_000);
+
+  it('fails the deploy naming the reference when the registry is unreachable, the tag missing or the reference malformed', async () => {
+    const unreachable = await stack.tern('deploy', app('127.0.0.1:1/team/model:1'));
+    expect(unreachable.code).not.toBe(0);
+    expect(unreachable.stderr).toMatch(
+      /image: image 127\.0\.0\.1:1\/team\/model:1: cannot resolve in its registry: .*(connection refused|dial tcp)/s,
+    );
+
+    const missing = await stack.tern('deploy', app(`${registry.host}/tern/nothing:here`));
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(
+      new RegExp(
+        `image ${registry.host.replace(/\./g, '\\.')}/tern/nothing:here: cannot resolve in its registry: .*(unknown|not found)`,
+        'is',
+      ),
+    );
+
+    const malformed = await stack.tern('deploy', app('python:3.12'));
+    expect(malformed.code).not.toBe(0);
+    expect(malformed.stderr).toContain('image "python:3.12" names no registry');
+  }, 120_000);
+});
