@@ -119,6 +119,7 @@ try {
     await rm(root, { recursive: true, force: true });
 
     const hand = join(dir, `hand-${i}`);
+    await mkdir(hand);
     t0 = performance.now();
     await execa('skopeo', [
       'copy',
