@@ -1,5 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pushTestBase } from '../images/support.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { startStack, type Stack } from '../support/stack.js';
@@ -7,6 +8,22 @@ import { startStack, type Stack } from '../support/stack.js';
 const describeImages = await describeNeeding(['root', 'runc', 'umoci', 'python3', 'skopeo', 'docker-registry', 'debootstrap']);
 
 let stack: Stack & { output: string };
+
+const EXAMPLES = fileURLToPath(new URL('../../examples', import.meta.url));
+
+/** The numpy example's answer, computed here without numpy. */
+function expectedChecksum(n: number): { checksum: number; trace: number } {
+  let checksum = 0;
+  let trace = 0;
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++) {
+      let c = 0;
+      for (let k = 0; k < n; k++) c += ((i * n + k) % 7) * ((j * n + k) % 5);
+      checksum += c;
+      if (i === j) trace += c;
+    }
+  return { checksum, trace };
+}
 
 /** The images issue as a newcomer meets it after `npm run up`: a registry is there, a deployment names an image in it. */
 describeImages('registry images end to end', () => {
@@ -74,6 +91,34 @@ describeImages('registry images end to end', () => {
     expect(listed.stdout).toContain(`tern/base@${base.digest}`);
     expect(listed.stdout).toContain('debootstrap bookworm');
   }, 400_000);
+
+  it('deploys examples/numpy-endpoint: builds its image (progress per step), answers the checksum, and a second deploy builds nothing', async () => {
+    await pushTestBase(registry, 'tern/base:bookworm');
+    const dir = stack.scratch('numpy');
+    cpSync(join(EXAMPLES, 'numpy-endpoint'), dir, { recursive: true });
+    const first = await stack.tern('deploy', join(dir, 'tern.yaml'));
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/step 1\/1 apt: running: apt-get update/);
+    expect(first.stdout).toMatch(/built in [\d.]+s \(0\/1 steps from the cache\)/);
+    expect(first.stdout).toContain('Deployed numpy version 1');
+
+    const res = await fetch(`${stack.gateway}/endpoint/numpy`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ n: 50 }),
+      signal: AbortSignal.timeout(170_000),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ n: 50, ...expectedChecksum(50) });
+
+    const t0 = Date.now();
+    const second = await stack.tern('deploy', join(dir, 'tern.yaml'), '--no-wait');
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/step 1\/1 apt: cached/);
+    expect(second.stdout).toMatch(/\(1\/1 steps from the cache\)/);
+    // No step runs: what remains is the CLI's start, a registry round trip and the deploy call.
+    expect(Date.now() - t0).toBeLessThan(20_000);
+  }, 900_000);
 
   it('fails the deploy naming the reference when the registry is unreachable, the tag missing or the reference malformed', async () => {
     const unreachable = await stack.tern('deploy', app('127.0.0.1:1/team/model:1'));

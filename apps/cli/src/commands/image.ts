@@ -2,12 +2,16 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { execa } from 'execa';
-import { buildBaseImage, type RegistryAccess } from '#tern/runtime';
+import { dirname, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { deploymentImageProblem, type ImageBuild, isImageBuild } from '#tern/contracts';
+import { buildBaseImage, buildImage, type RegistryAccess } from '#tern/runtime';
+import { readSpecFile } from './deploy-bundle.js';
 import { resolveContext } from '../cli-config.js';
 import { table } from '../table.js';
 
 /** The registry from the context, as skopeo reaches it with the builders' user. */
-function registryAccess(): RegistryAccess & { url: string } {
+export function registryAccess(): RegistryAccess & { url: string } {
   const { registry } = resolveContext();
   if (!registry)
     throw new Error(
@@ -20,6 +24,49 @@ function registryAccess(): RegistryAccess & { url: string } {
     insecure: registry.insecure ?? url.protocol === 'http:',
     ...(registry.username ? { username: registry.username, password: registry.password ?? '' } : {}),
   };
+}
+
+/**
+ * Builds the spec's `image:` build here (root: runc and umoci) on its base (default: Tern's
+ * base, tern/base:bookworm in the registry), a layer per step cached in ~/.cache/tern/build,
+ * and pushes it as builds/<name>:<spec hash>. Resolves the pinned reference.
+ */
+export async function buildSpecImage(file: string, log: (line: string) => void): Promise<string> {
+  const spec = readSpecFile(file);
+  const problem = deploymentImageProblem(spec.image);
+  if (problem) throw new Error(problem);
+  if (!isImageBuild(spec.image)) throw new Error(`${file} names an image (${String(spec.image)}) rather than a build: nothing to build`);
+  if (process.getuid?.() !== 0) throw new Error('building an image runs its steps in runc, which needs root: run it with sudo');
+  const build: ImageBuild = spec.image;
+  const access = registryAccess();
+  const base = !build.base || build.base === 'tern' ? `${access.host}/tern/base:bookworm` : build.base;
+  const hash = createHash('sha256').update(JSON.stringify({ base, build })).digest('hex').slice(0, 16);
+  const name = typeof spec.name === 'string' && /^[a-z0-9][a-z0-9-]*$/.test(spec.name) ? spec.name : 'image';
+  const target = `${access.host}/builds/${name}:${hash}`;
+  const cache = join(homedir(), '.cache', 'tern', 'build');
+  const t0 = Date.now();
+  const result = await buildImage(build, {
+    base,
+    target,
+    access: [access],
+    layout: join(cache, 'layout'),
+    workDir: join(cache, 'scratch'),
+    context: dirname(resolve(file)),
+    onLog: log,
+  });
+  const cached = result.steps.filter((s) => s.cached).length;
+  log(`built in ${((Date.now() - t0) / 1000).toFixed(1)}s (${cached}/${result.steps.length} steps from the cache)`);
+  return `${access.host}/builds/${name}@${result.digest}`;
+}
+
+function buildCommand(): Command {
+  return new Command('build')
+    .description("Build the spec's image: (apt, pip, npm, commands, env, workdir) here and push it, without deploying (needs root)")
+    .argument('<spec>', 'tern.yaml')
+    .action(async (file: string) => {
+      const ref = await buildSpecImage(file, (l) => process.stderr.write(`${l}\n`));
+      process.stdout.write(`${ref}\n`);
+    });
 }
 
 function human(bytes: number): string {
@@ -113,7 +160,8 @@ function showCommand(): Command {
 
 export function imageCommand(): Command {
   return new Command('image')
-    .description('Images in the registry: build the Debian base, show one')
+    .description("Images in the registry: build the Debian base, build a spec's image, show one")
     .addCommand(baseCommand())
+    .addCommand(buildCommand())
     .addCommand(showCommand());
 }

@@ -227,8 +227,10 @@ describe('resolveSpec: task queues and the predictive policy', () => {
     expect(reason).toContain('image.base: "debian:bookworm" names no registry');
   });
 
-  it('refuses to resolve a build while no builder exists, saying what to do instead', () => {
-    expect(specError(() => resolve({ image: { apt: ['python3-numpy'] } }))).toMatch(/^image builds .* need a builder machine/);
+  it('refuses to resolve a build (the CLI builds it and sends the reference), saying so', () => {
+    expect(specError(() => resolve({ image: { apt: ['python3-numpy'] } }))).toMatch(
+      /^image builds .* are made by tern deploy or tern image build/,
+    );
   });
 
   it('accepts the host image, named or by default', async () => {

@@ -108,7 +108,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (isImageBuild(spec.image))
     throw new SpecError(
       'image',
-      "builds (base, apt, pip, npm, commands) need a builder machine, which this installation does not offer yet: push the image to a registry (tern image base builds Tern's Debian base) and name its reference",
+      'builds (base, apt, pip, npm, commands) are made by tern deploy or tern image build where they run (root), then deployed by reference: the gateway takes a registry reference, not a build',
     );
   if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
   if (!spec.handler && !spec.command)
