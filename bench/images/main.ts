@@ -18,6 +18,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { buildBaseImage, freePort, ImageStore, type OciSpec, RuncRuntime, skopeoCopy, waitForHealth } from '#tern/runtime';
+import { bareRuncStart, SERVERS } from '../container-start/bare-runc.js';
+import { quantile } from '../invoke/stack.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,17 +33,7 @@ const pulls = Number(values.pulls);
 const starts = Number(values.starts);
 const extraMb = Number(values['extra-mb']);
 
-const SERVER = [
-  'python3',
-  '-c',
-  [
-    'import http.server, os',
-    'class H(http.server.BaseHTTPRequestHandler):',
-    '  def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b"ok")',
-    '  def log_message(self, *a): pass',
-    'http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()',
-  ].join('\n'),
-];
+const SERVER = SERVERS.python!;
 
 const dir = await mkdtemp(join(tmpdir(), 'tern-bench-images-'));
 const port = await freePort();
@@ -49,12 +41,6 @@ const registryProc = execa('node', ['scripts/lib/registry.mjs', join(dir, 'regis
 const host = `127.0.0.1:${port}`;
 const id = (kind: string) => `bench-${kind}-${randomBytes(3).toString('hex')}`;
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const pos = (s.length - 1) * q;
-  const lo = Math.floor(pos);
-  return s[lo]! + (s[Math.ceil(pos)]! - s[lo]!) * (pos - lo);
-};
 const row = (name: string, xs: number[], unit = 1) =>
   `${name.padEnd(34)}${[quantile(xs, 0.5), Math.min(...xs), Math.max(...xs)].map((v) => (v / unit).toFixed(1).padStart(9)).join('')}`;
 
@@ -155,27 +141,7 @@ try {
       await runtime.remove(cid);
     }
   };
-  const bare = async (template: OciSpec): Promise<number> => {
-    const cid = id('bare');
-    const bundle = join(dir, 'bare', cid);
-    const p = await freePort();
-    const config: OciSpec = {
-      ...template,
-      process: { ...template.process, env: template.process.env.map((e) => (e.startsWith('PORT=') ? `PORT=${p}` : e)) },
-      linux: { ...template.linux, cgroupsPath: `/tern/${cid}` },
-    };
-    await mkdir(bundle, { recursive: true });
-    await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
-    const t0 = performance.now();
-    try {
-      await execa('runc', ['--root', bareRoot, 'run', '--detach', '--bundle', bundle, cid], { stdio: 'ignore' });
-      await waitForHealth({ port: p, timeoutMs: 30_000, intervalMs: 2 });
-      return performance.now() - t0;
-    } finally {
-      await execa('runc', ['--root', bareRoot, 'delete', '--force', cid], { reject: false });
-      await rm(bundle, { recursive: true, force: true });
-    }
-  };
+  const bare = (template: OciSpec): Promise<number> => bareRuncStart(template, dir, bareRoot);
   try {
     const { config } = await viaRuntime(); // warm-up: pulls and unpacks, untimed
     await bare(config);
