@@ -115,6 +115,13 @@ describeBuild('building images from a spec, a layer per step', () => {
     ]);
   }, 300_000);
 
+  it('builds two identical specs started at once only once', async () => {
+    const twin: ImageBuild = { commands: [`echo twin-${Date.now()} > /opt/twin`] };
+    const [a, b] = await Promise.all([build(twin, 'twin-a'), build(twin, 'twin-b')]);
+    expect(a.digest).toBe(b.digest);
+    expect([a.steps[0]!.cached, b.steps[0]!.cached].sort()).toEqual([false, true]);
+  }, 300_000);
+
   it('fails naming the step and the tail of its log, and pushes nothing', async () => {
     await expect(build({ commands: ['echo before; exit 3'] }, 'bad')).rejects.toThrow(
       /step commands\[0\] failed \(exit 3\): echo before; exit 3\nbefore/,

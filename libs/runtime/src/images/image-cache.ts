@@ -1,10 +1,11 @@
-import { readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { sha256Hex } from './digest.js';
 
 /** The file whose mtime is an unpacked image's last use: survives agent restarts, unlike an in-memory LRU. */
 const LAST_USED = 'last-used';
+const SIZE = 'bytes';
 
 export interface CachedEntry {
   hex: string;
@@ -19,6 +20,16 @@ export async function touchImage(dir: string, now = new Date()): Promise<void> {
   await utimes(path, now, now).catch(async () => writeFile(path, ''));
 }
 
+/** An unpacked image's size on disk, measured once (it never changes) and kept beside it: evictions run on every resolve. */
+async function sizeOf(dir: string): Promise<number> {
+  const kept = Number(await readFile(join(dir, SIZE), 'utf8').catch(() => ''));
+  if (kept > 0) return kept;
+  const du = await execa('du', ['-sb', join(dir, 'rootfs')], { reject: false });
+  const bytes = Number(du.stdout.split('\t')[0]) || 0;
+  if (bytes > 0) await writeFile(join(dir, SIZE), String(bytes)).catch(() => undefined);
+  return bytes;
+}
+
 /** Every registry image unpacked under `ociDir` (`sha256-<hex>` whose hex is a tag of the layout), with its size on disk. */
 export async function cachedImages(ociDir: string): Promise<CachedEntry[]> {
   const out: CachedEntry[] = [];
@@ -28,8 +39,7 @@ export async function cachedImages(ociDir: string): Promise<CachedEntry[]> {
     const dir = join(ociDir, name);
     const lastUsed = (await stat(join(dir, LAST_USED)).catch(() => undefined))?.mtimeMs;
     if (lastUsed === undefined) continue; // not pulled from a registry (an oci: layout of the agent's own)
-    const du = await execa('du', ['-sb', dir], { reject: false });
-    out.push({ hex, dir, bytes: Number(du.stdout.split('\t')[0]) || 0, lastUsed });
+    out.push({ hex, dir, bytes: await sizeOf(dir), lastUsed });
   }
   return out;
 }

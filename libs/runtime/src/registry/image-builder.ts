@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { ImageBuild } from '#tern/contracts';
@@ -141,15 +142,62 @@ async function runStep(target: string, bundle: string, step: BuildStep, options:
     );
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One build at a time per layout, across processes (`<layout>.lock`, holding the builder's pid;
+ * a dead holder's lock is taken over). Two builds of the same spec thereby build once: the
+ * second finds every layer in the cache.
+ */
+async function withLayoutLock<T>(layout: string, say: (line: string) => void, fn: () => Promise<T>): Promise<T> {
+  const path = `${layout}.lock`;
+  await mkdir(dirname(path), { recursive: true });
+  for (let waited = false; ;) {
+    try {
+      const fh = await open(path, 'wx');
+      await fh.writeFile(String(process.pid));
+      await fh.close();
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const holder = Number(await readFile(path, 'utf8').catch(() => '0'));
+      if (holder && !alive(holder)) {
+        await rm(path, { force: true });
+        continue;
+      }
+      if (!waited) say('waiting for another build on this builder to finish (its layers will be reused)');
+      waited = true;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(path, { force: true });
+  }
+}
+
 /**
  * Builds `build` on `options.base`, one layer per step, and pushes it to `options.target`. A
  * step whose key (hash of its parent's manifest digest and the step) is in the layout already is
  * not run: an unchanged spec runs nothing, a changed step rebuilds from there on. A failed step
- * leaves no tag behind, so nothing half-built is ever used or pushed.
+ * leaves no tag behind, so nothing half-built is ever used or pushed. Concurrent builds on one
+ * layout run one after the other, so identical ones build once.
  */
 export async function buildImage(build: ImageBuild, options: BuildOptions): Promise<BuildResult> {
-  const umoci = options.umoci ?? 'umoci';
   const say = options.onLog ?? (() => undefined);
+  return withLayoutLock(options.layout, say, () => buildLocked(build, options, say));
+}
+
+async function buildLocked(build: ImageBuild, options: BuildOptions, say: (line: string) => void): Promise<BuildResult> {
+  const umoci = options.umoci ?? 'umoci';
   await mkdir(options.workDir, { recursive: true });
   const baseTag = `base-${createHash('sha256').update(options.base).digest('hex').slice(0, 32)}`;
   say(`step base: ${options.base}`);
