@@ -120,6 +120,33 @@ describeImages('registry images end to end', () => {
     expect(Date.now() - t0).toBeLessThan(20_000);
   }, 900_000);
 
+  it('deploys a Node handler whose npm: dependency the build fetched', async () => {
+    const dir = stack.scratch('npm-app');
+    writeFileSync(
+      join(dir, 'app.cjs'),
+      "const _ = require('lodash');\nexports.predict = (input) => ({ sum: _.sum(input.xs), lodash: _.VERSION, node: process.version });\n",
+    );
+    writeFileSync(
+      join(dir, 'tern.yaml'),
+      'name: with-npm\nkind: endpoint\nhandler: app.cjs:predict\nkeep_warm_seconds: 5\nimage:\n  apt: [nodejs]\n  npm: [lodash@4]\n',
+    );
+    const deployed = await stack.tern('deploy', join(dir, 'tern.yaml'));
+    expect(deployed.code).toBe(0);
+    expect(deployed.stdout).toMatch(/step 2\/2 npm: running/);
+    const res = await fetch(`${stack.gateway}/endpoint/with-npm`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ xs: [1, 2, 39] }),
+      signal: AbortSignal.timeout(170_000),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      sum: 42,
+      lodash: expect.stringMatching(/^4\./) as unknown,
+      node: expect.stringMatching(/^v18\./) as unknown,
+    });
+  }, 900_000);
+
   it('fails the deploy naming the reference when the registry is unreachable, the tag missing or the reference malformed', async () => {
     const unreachable = await stack.tern('deploy', app('127.0.0.1:1/team/model:1'));
     expect(unreachable.code).not.toBe(0);

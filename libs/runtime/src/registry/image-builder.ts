@@ -13,7 +13,15 @@ export interface BuildStep {
   name: string;
   /** The shell command run in the image (as root, with the build's network). */
   run: string;
+  /**
+   * Work on the builder before the step, into a directory bound read-only at /tern/stage: npm
+   * packages are fetched with the builder's npm (an image need not carry npm to use them).
+   */
+  stage?: (dir: string) => Promise<void>;
 }
+
+/** Where `npm:` packages go in the image; the image's NODE_PATH, so a handler's require() finds them. */
+export const NPM_MODULES = '/usr/local/lib/node_modules';
 
 export interface BuildOptions {
   /** The registry reference of the base (`host/repo:tag` or `@sha256:`). */
@@ -60,7 +68,22 @@ export function buildSteps(build: ImageBuild): BuildStep[] {
       run: `python3 -m pip install --no-cache-dir --break-system-packages ${from} ${build.pip.map(quote).join(' ')}`.replace(/ +/g, ' '),
     });
   }
-  if (build.npm?.length) steps.push({ name: 'npm', run: `npm install -g --no-fund --no-audit ${build.npm.map(quote).join(' ')}` });
+  if (build.npm?.length) {
+    const packages = build.npm;
+    steps.push({
+      name: 'npm',
+      // The packages are part of the command, so they are part of the layer's cache key.
+      run: `# npm install ${packages.map(quote).join(' ')}\nmkdir -p ${NPM_MODULES} && cp -a /tern/stage/node_modules/. ${NPM_MODULES}/`,
+      stage: async (dir) => {
+        await writeFile(join(dir, 'package.json'), '{"private":true}');
+        const r = await execa('npm', ['install', '--no-fund', '--no-audit', '--omit=dev', '--prefix', dir, ...packages], {
+          reject: false,
+          all: true,
+        });
+        if (r.exitCode !== 0) throw new Error(`npm install failed:\n${String(r.all).split('\n').slice(-15).join('\n')}`);
+      },
+    });
+  }
   (build.commands ?? []).forEach((c, i) => steps.push({ name: `commands[${i}]`, run: c }));
   return steps;
 }
@@ -95,7 +118,7 @@ const CAPS = [
 ].map((c) => `CAP_${c}`);
 
 /** Runs one step in the bundle umoci unpacked; rejects with the step and the tail of its output. */
-async function runStep(target: string, bundle: string, step: BuildStep, options: BuildOptions): Promise<void> {
+async function runStep(target: string, bundle: string, step: BuildStep, options: BuildOptions, stage?: string): Promise<void> {
   const configPath = join(bundle, 'config.json');
   const config = JSON.parse(await readFile(configPath, 'utf8')) as {
     process: { terminal: boolean; args: string[]; env: string[]; capabilities: Record<string, string[]>; cwd: string };
@@ -114,6 +137,10 @@ async function runStep(target: string, bundle: string, step: BuildStep, options:
   if (options.context)
     config.mounts.push({ destination: '/tern/context', type: 'bind', source: options.context, options: ['rbind', 'ro'] });
   await mkdir(join(bundle, 'rootfs', 'tern', 'context'), { recursive: true });
+  if (stage) {
+    config.mounts.push({ destination: '/tern/stage', type: 'bind', source: stage, options: ['rbind', 'ro'] });
+    await mkdir(join(bundle, 'rootfs', 'tern', 'stage'), { recursive: true });
+  }
   await writeFile(join(bundle, 'rootfs', 'etc', 'resolv.conf'), '').catch(() => undefined);
   await writeFile(configPath, JSON.stringify(config));
 
@@ -218,7 +245,20 @@ async function buildLocked(build: ImageBuild, options: BuildOptions, say: (line:
       try {
         const u = await execa(umoci, ['unpack', '--image', `${options.layout}:${parentTag}`, bundle], { reject: false, all: true });
         if (u.exitCode !== 0) throw new ImageError(options.target, `umoci unpack failed: ${u.all}`);
-        await runStep(options.target, bundle, step, options);
+        let stage: string | undefined;
+        if (step.stage) {
+          stage = `${bundle}-stage`;
+          await mkdir(stage, { recursive: true });
+        }
+        try {
+          if (step.stage && stage)
+            await step.stage(stage).catch((e: Error) => {
+              throw new ImageError(options.target, `step ${step.name} failed: ${e.message}`);
+            });
+          await runStep(options.target, bundle, step, options, stage);
+        } finally {
+          if (stage) await rm(stage, { recursive: true, force: true });
+        }
         const p = await execa(
           umoci,
           ['repack', '--image', `${options.layout}:${tag}`, '--history.created_by', `${step.name}: ${step.run}`, bundle],
@@ -237,12 +277,13 @@ async function buildLocked(build: ImageBuild, options: BuildOptions, say: (line:
     parentTag = tag;
   }
   // env and workdir: a config-only change on top of the last layer, under a tag of its own.
+  const env = { ...(build.npm?.length ? { NODE_PATH: NPM_MODULES } : {}), ...(build.env ?? {}) };
   const finalTag = `final-${createHash('sha256')
-    .update(`${parent}\n${JSON.stringify({ env: build.env ?? {}, workdir: build.workdir ?? null })}`)
+    .update(`${parent}\n${JSON.stringify({ env, workdir: build.workdir ?? null })}`)
     .digest('hex')}`;
   if (!(await manifestDigest(options.layout, finalTag))) {
     const args = ['config', '--image', `${options.layout}:${parentTag}`, '--tag', finalTag];
-    for (const [k, v] of Object.entries(build.env ?? {})) args.push('--config.env', `${k}=${v}`);
+    for (const [k, v] of Object.entries(env)) args.push('--config.env', `${k}=${v}`);
     if (build.workdir) args.push('--config.workingdir', build.workdir);
     const c = await execa(umoci, args, { reject: false, all: true });
     if (c.exitCode !== 0) throw new ImageError(options.target, `umoci config failed: ${c.all}`);
