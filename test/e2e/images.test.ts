@@ -86,6 +86,9 @@ describeImages('registry images end to end', () => {
       python: expect.stringMatching(/^3\.11\./) as unknown,
     });
 
+    const images = await stack.tern('image', 'list');
+    expect(images.stdout).toMatch(new RegExp(`${registry.host.replace(/\./g, '\\.')}/tern/base\\s+test`));
+
     const listed = await stack.tern('image', 'show', 'tern/base:test');
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain(`tern/base@${base.digest}`);

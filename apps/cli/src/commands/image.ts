@@ -69,6 +69,33 @@ function buildCommand(): Command {
     });
 }
 
+function listCommand(): Command {
+  return new Command('list')
+    .description("The repositories and tags in the registry (Tern's base, builds/<name>, pushed images)")
+    .action(async () => {
+      const access = registryAccess();
+      const headers: Record<string, string> = access.username
+        ? { authorization: `Basic ${Buffer.from(`${access.username}:${access.password ?? ''}`).toString('base64')}` }
+        : {};
+      const get = async <T>(path: string): Promise<T> => {
+        const res = await fetch(`${access.url.replace(/\/+$/, '')}${path}`, { headers }).catch((e: Error) => {
+          throw new Error(`cannot reach the registry at ${access.url} (${String(e.cause ?? e.message)})`);
+        });
+        if (!res.ok) throw new Error(`${res.status} from the registry for ${path}`);
+        return (await res.json()) as T;
+      };
+      const { repositories = [] } = await get<{ repositories?: string[] }>('/v2/_catalog?n=1000');
+      const rows: string[][] = [];
+      for (const repo of repositories) {
+        const { tags } = await get<{ tags?: string[] | null }>(`/v2/${repo}/tags/list`);
+        for (const tag of tags ?? []) rows.push([`${access.host}/${repo}`, tag]);
+      }
+      process.stdout.write(
+        rows.length ? `${table(['REPOSITORY', 'TAG'], rows)}\n` : `no images in ${access.url} yet (tern image base pushes Tern's base)\n`,
+      );
+    });
+}
+
 function human(bytes: number): string {
   const units = ['B', 'KB', 'MB', 'GB'];
   let v = bytes;
@@ -163,5 +190,6 @@ export function imageCommand(): Command {
     .description("Images in the registry: build the Debian base, build a spec's image, show one")
     .addCommand(baseCommand())
     .addCommand(buildCommand())
+    .addCommand(listCommand())
     .addCommand(showCommand());
 }
