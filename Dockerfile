@@ -1,7 +1,8 @@
 # One image for every Tern service; the command picks which one runs:
 #   docker run tern node dist/apps/scheduler/src/main.js
-# The agent needs runc (and umoci to unpack OCI images), nftables and iproute2 (its private
-# container network), so they are in the runtime stage too.
+# The agent needs runc (umoci and skopeo to pull and unpack OCI images; the gateway pins image
+# tags with skopeo), nftables and iproute2 (its private container network), so they are in the
+# runtime stage too.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -17,7 +18,7 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends runc umoci nftables iproute2 ca-certificates tini \
+ && apt-get install -y --no-install-recommends runc umoci skopeo nftables iproute2 ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production LOG_FORMAT=json

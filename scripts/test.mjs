@@ -37,7 +37,20 @@ await main(async () => {
       // browser test drives Chromium and the metrics test runs Prometheus; under CI=true
       // the tests that need a part still missing after this fail (test/support/real-parts.ts).
       await ensureSystemPackages({
-        optional: ['runc', 'umoci', 'nats-server', 'nftables', 'iproute2', 'openssl', 'chromium', 'prometheus'],
+        optional: [
+          'runc',
+          'umoci',
+          'nats-server',
+          'nftables',
+          'iproute2',
+          'openssl',
+          'docker-registry',
+          'apache2-utils',
+          'skopeo',
+          'debootstrap',
+          'chromium',
+          'prometheus',
+        ],
       });
       await provideInfra(env, f, infra);
     }

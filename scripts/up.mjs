@@ -7,12 +7,13 @@ import { join, relative } from 'node:path';
 import { bold, cyan, dim, error, green, main, ok, step, UserError, warn, yellow } from './lib/log.mjs';
 import { CONTROL_PLANE, REPO_ROOT, SERVICES, SERVICE_MAIN, WITH_DATABASE, stateDir } from './lib/paths.mjs';
 import { files, loadCredentials, newPassword, readJson, updateJson, writeJson } from './lib/state.mjs';
-import { signal } from './lib/proc.mjs';
+import { signal, which } from './lib/proc.mjs';
 import { ensureNodeModules, ensureSystemPackages, build } from './lib/setup.mjs';
 import { acquireLock, releaseLock, runningSupervisor } from './lib/lock.mjs';
 import { stopRecorded } from './lib/teardown.mjs';
 import { isPortFree, pickPort } from './lib/net.mjs';
 import { startNats, stopNats } from './lib/nats.mjs';
+import { startRegistry, stopRegistry } from './lib/registry.mjs';
 import { natsAuthFiles, writeCreds } from './lib/nats-auth.mjs';
 import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
 import { Supervisor } from './lib/supervisor.mjs';
@@ -42,6 +43,11 @@ them in the foreground. Ctrl-C (or npm run down) stops everything.
 
 The private NATS runs in operator mode: its operator, accounts and one user per service are
 generated once under .tern/nats/ (secrets mode 600); nothing connects without a user.
+
+Images: a private OCI registry (Debian's docker-registry) runs under .tern/registry/ unless
+REGISTRY_URL names one (with REGISTRY_PUSH_USERNAME/PASSWORD for builders and
+REGISTRY_PULL_USERNAME/PASSWORD for machines); its users \`builder\` and \`puller\` are generated
+once in .tern/registry/credentials.json (mode 600).
 
 Environment: NATS_URL (with TERN_NATS_AUTH_DIR when that NATS is in operator mode: the directory
 \`node scripts/nats-auth.mjs init\` made for it), NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
@@ -94,21 +100,22 @@ function alreadyRunning(f, holder) {
 
 async function up(f, exposed) {
   const t0 = Date.now();
-  const external = { nats: Boolean(env.NATS_URL), postgres: Boolean(env.DATABASE_URL) };
+  const external = { nats: Boolean(env.NATS_URL), postgres: Boolean(env.DATABASE_URL), registry: Boolean(env.REGISTRY_URL) };
   const run = { supervisor: { pid: process.pid }, startedAt: new Date().toISOString(), ready: false, services: {} };
   const record = () => writeJson(f.run, run);
 
   // A signal only records the request; the flow below notices at its next step, so starting
   // NATS or Postgres is never cut in half and whatever was started gets stopped.
-  const it = { sup: undefined, nats: undefined, pgDir: undefined, stopping: undefined, signalled: undefined };
+  const it = { sup: undefined, nats: undefined, registry: undefined, pgDir: undefined, stopping: undefined, signalled: undefined };
   let wake;
   const stopRequested = new Promise((resolve) => (wake = resolve));
   const stopAll = (why, exitCode) => {
     it.stopping ??= (async () => {
-      if (!it.sup && !it.nats && !it.pgDir) return exitCode; // nothing started yet
+      if (!it.sup && !it.nats && !it.registry && !it.pgDir) return exitCode; // nothing started yet
       console.log(`\n${cyan('›')} Stopping Tern (${why})`);
       if (it.sup) await it.sup.stopAll(10_000);
       if (it.nats) await stopNats(it.nats);
+      if (it.registry) await stopRegistry(it.registry);
       if (it.pgDir) await stopPostgres(it.pgDir);
       rmSync(f.run, { force: true });
       ok('Stopped');
@@ -121,6 +128,7 @@ async function up(f, exposed) {
       warn('second signal: killing everything now');
       it.sup?.killAll();
       if (it.nats) signal(it.nats.pid, 'SIGKILL');
+      if (it.registry) signal(it.registry.pid, 'SIGKILL');
       return;
     }
     it.signalled = sig;
@@ -135,7 +143,7 @@ async function up(f, exposed) {
     if (env.TERN_SKIP_INSTALL !== '1') {
       await ensureSystemPackages({
         required: [...(external.nats ? [] : ['nats-server']), ...(external.postgres ? [] : ['postgresql'])],
-        optional: ['runc', 'umoci', 'nftables', 'iproute2'],
+        optional: ['runc', 'umoci', 'nftables', 'iproute2', 'docker-registry', 'apache2-utils', 'skopeo', 'debootstrap'],
       });
       await ensureNodeModules();
     }
@@ -170,6 +178,33 @@ async function up(f, exposed) {
       run.nats = { pid: it.nats.pid, start: it.nats.start, port, url: natsUrl, private: true };
       updateJson(f.state, (s) => ({ ...s, natsPort: port }));
       record();
+      if (it.signalled) return stopAll(it.signalled, 0);
+    }
+
+    // Images: a private OCI registry unless REGISTRY_URL names one (REGISTRY_PUSH_* / REGISTRY_PULL_* its users).
+    let registry = registryFromEnv();
+    if (!external.registry) {
+      if (!which('docker-registry')) warn('docker-registry is missing: no private image registry (deployments run the host image only)');
+      else {
+        const port = await pickPort(state.registryPort, claimed);
+        step(`Starting a private OCI registry on ${urlHost(exposed.bindHost)}:${port}`);
+        it.registry = await startRegistry({
+          dir: f.registry,
+          port,
+          logFile: `${f.logs}/registry.log`,
+          host: exposed.bindHost,
+          localHost: exposed.localHost,
+          tls: exposed.tls,
+        });
+        it.registry.child.once('exit', (code, sig) => {
+          if (!it.stopping) error(`private registry exited (${sig ?? code}); see ${f.logs}/registry.log`);
+        });
+        const { url, host, insecure, credentials } = it.registry;
+        registry = { url, host, insecure, push: credentials.builder, pull: credentials.puller };
+        run.registry = { pid: it.registry.pid, start: it.registry.start, port, url, private: true };
+        updateJson(f.state, (s) => ({ ...s, registryPort: port }));
+        record();
+      }
       if (it.signalled) return stopAll(it.signalled, 0);
     }
 
@@ -229,6 +264,7 @@ async function up(f, exposed) {
           agentDir: agentStateDir(f, external),
           exposed,
           advertised,
+          registry,
         }),
         port: ports[svc],
         fixedPort: svc === 'gateway',
@@ -253,7 +289,12 @@ async function up(f, exposed) {
     run.ready = true;
     run.readyAt = new Date().toISOString();
     record();
-    const cliConfig = writeCliContext('local', { gateway: gatewayUrl, token: adminToken });
+    const cliConfig = writeCliContext('local', {
+      gateway: gatewayUrl,
+      token: adminToken,
+      // `tern image base` pushes with the builders' user.
+      ...(registry ? { registry: { url: registry.url, insecure: registry.insecure, ...registry.push } } : {}),
+    });
     const agents = result.last.body.agents.length;
     console.log(`
 ${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toFixed(1)}s: 5 services, ${agents} agent${agents === 1 ? '' : 's'}`)}
@@ -263,7 +304,7 @@ ${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toF
   Operator token: ${adminToken} ${dim('(platform operator: pools, machines, workspaces)')}
   CLI config:     ${cliConfig} ${dim('(context "local")')}
   Logs:           ${f.logs}/
-${reachability(exposed, advertised)}
+${registry ? `  Registry:       ${registry.url}${it.registry ? dim(' (private; users in .tern/registry/credentials.json)') : ''}\n` : ''}${reachability(exposed, advertised)}
 
 Next: ${bold('npx tern status')}
 ${env.TERN_UP_DETACHED ? `Stop with ${bold('npm run down')}.` : `Stop with Ctrl-C, or ${bold('npm run down')} from another terminal.`}
@@ -360,7 +401,18 @@ function reachability(exposed, advertised) {
 }
 
 /** The environment of one service: ours, plus only the variables that service reads. */
-function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUrl, agentDir, exposed, advertised }) {
+/** REGISTRY_URL and its users from the environment, when the operator runs their own registry. */
+function registryFromEnv() {
+  if (!env.REGISTRY_URL) return undefined;
+  const url = new URL(env.REGISTRY_URL);
+  const user = (role) =>
+    env[`REGISTRY_${role}_USERNAME`]
+      ? { username: env[`REGISTRY_${role}_USERNAME`], password: env[`REGISTRY_${role}_PASSWORD`] ?? '' }
+      : undefined;
+  return { url: env.REGISTRY_URL, host: url.host, insecure: url.protocol === 'http:', push: user('PUSH'), pull: user('PULL') };
+}
+
+function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUrl, agentDir, exposed, advertised, registry }) {
   const e = { ...env };
   for (const k of [
     'HTTP_PORT',
@@ -375,6 +427,8 @@ function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUr
   ])
     delete e[k];
   for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
+  // Registry users go to the gateway only (machines get theirs at registration).
+  for (const k of Object.keys(e)) if (k.startsWith('REGISTRY_')) delete e[k];
   Object.assign(e, { NATS_URL: natsUrl, HTTP_HOST: BIND_HOST });
   if (exposed.tls?.caFile) e.NATS_TLS_CA_FILE = exposed.tls.caFile;
   if (natsAuth.creds[svc]) e.NATS_CREDS = natsAuth.creds[svc];
@@ -387,6 +441,15 @@ function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUr
   }
   if (svc === 'gateway') {
     e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
+    // The gateway hands the pull user to every machine and the push user to builders at registration.
+    if (registry) {
+      e.REGISTRY_URL = registry.url;
+      for (const [role, creds] of [
+        ['PUSH', registry.push],
+        ['PULL', registry.pull],
+      ])
+        if (creds) Object.assign(e, { [`REGISTRY_${role}_USERNAME`]: creds.username, [`REGISTRY_${role}_PASSWORD`]: creds.password });
+    }
     if (exposed.tls) Object.assign(e, { TLS_CERT_FILE: exposed.tls.certFile, TLS_KEY_FILE: exposed.tls.keyFile });
     if (exposed.address) {
       // Only the gateway faces other machines; the other services' health and metrics stay on loopback.

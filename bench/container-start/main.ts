@@ -8,27 +8,12 @@
  * Needs root and runc (the runtime's own requirements).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { execa } from 'execa';
-import { freePort, ImageStore, type OciSpec, RuncRuntime, waitForHealth } from '#tern/runtime';
-
-const SERVERS: Record<string, string[]> = {
-  node: ['node', '-e', "require('http').createServer((q, s) => s.end('ok')).listen(+process.env.PORT, '127.0.0.1')"],
-  python: [
-    'python3',
-    '-c',
-    [
-      'import http.server, os',
-      'class H(http.server.BaseHTTPRequestHandler):',
-      '  def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b"ok")',
-      '  def log_message(self, *a): pass',
-      'http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()',
-    ].join('\n'),
-  ],
-};
+import { ImageStore, type OciSpec, RuncRuntime, waitForHealth } from '#tern/runtime';
+import { bareRuncStart, SERVERS } from './bare-runc.js';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '15' }, server: { type: 'string', default: 'node' } },
@@ -62,27 +47,7 @@ async function viaRuntime(): Promise<{ ms: number; config: OciSpec }> {
 }
 
 /** The same config.json (own port and cgroup), started by `runc run --detach` directly. */
-async function bareRunc(template: OciSpec): Promise<number> {
-  const cid = id('bare');
-  const bundle = join(dir, 'bare', cid);
-  const port = await freePort();
-  const config: OciSpec = {
-    ...template,
-    process: { ...template.process, env: template.process.env.map((e) => (e.startsWith('PORT=') ? `PORT=${port}` : e)) },
-    linux: { ...template.linux, cgroupsPath: `/tern/${cid}` },
-  };
-  await mkdir(bundle, { recursive: true });
-  await writeFile(join(bundle, 'config.json'), JSON.stringify(config));
-  const t0 = performance.now();
-  try {
-    await execa('runc', ['--root', bareRoot, 'run', '--detach', '--bundle', bundle, cid], { stdio: 'ignore' });
-    await waitForHealth({ port, timeoutMs: 30_000, intervalMs: 2 });
-    return performance.now() - t0;
-  } finally {
-    await execa('runc', ['--root', bareRoot, 'delete', '--force', cid], { reject: false });
-    await rm(bundle, { recursive: true, force: true });
-  }
-}
+const bareRunc = (template: OciSpec): Promise<number> => bareRuncStart(template, dir, bareRoot);
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);

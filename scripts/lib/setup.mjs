@@ -18,6 +18,11 @@ const PACKAGES = {
   // Tests only: the dashboard's browser test drives Chromium, the metrics test runs Prometheus.
   chromium: () => which('chromium'),
   prometheus: () => which('prometheus') && which('promtool'),
+  // Images: the private registry (and htpasswd for its users), pulls and pushes, the Debian base.
+  'docker-registry': () => which('docker-registry'),
+  'apache2-utils': () => which('htpasswd'),
+  skopeo: () => which('skopeo'),
+  debootstrap: () => which('debootstrap'),
 };
 
 /**

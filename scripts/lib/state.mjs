@@ -41,6 +41,7 @@ export function files(dir) {
     logs: join(dir, 'logs'),
     nats: join(dir, 'nats'),
     postgres: join(dir, 'postgres'),
+    registry: join(dir, 'registry'), // the private OCI registry: config.yml, htpasswd, credentials.json, storage/
   };
 }
 

@@ -38,6 +38,10 @@ export async function stopRecorded(f, log = () => {}) {
     stopped.push('nats');
     log(`private NATS (pid ${nats.pid}) stopped`);
   }
+  if (run.registry?.pid && (await stopProcess(run.registry, 10_000)) !== 'gone') {
+    stopped.push('registry');
+    log(`private registry (pid ${run.registry.pid}) stopped`);
+  }
   const pgDir = run.postgres?.dir ?? state.postgresDir;
   if (pgDir && (await stopPostgres(pgDir))) {
     stopped.push('postgres');

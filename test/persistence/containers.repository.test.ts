@@ -312,6 +312,22 @@ describe('ContainersRepository', () => {
       expect(await containers.resourcesHeldOn([m], ['running'])).toEqual([]);
     });
 
+    it('names the machines where a container of the image has started, never one where it only was placed', async () => {
+      const image = `r.example.com/team/model@sha256:${randomUUID().replace(/-/g, '').padEnd(64, '0')}`;
+      const ran = await machine();
+      const placedOnly = await machine();
+      const otherImage = await machine();
+      const v = await version(1, { image });
+      const started = await container(v.id, ran, 'stopped');
+      await db.getRepository(Container).update({ id: started }, { startedAt: new Date() });
+      await container(v.id, placedOnly, 'scheduled');
+      const w = await version(1, { image: 'host' });
+      const elsewhere = await container(w.id, otherImage, 'running');
+      await db.getRepository(Container).update({ id: elsewhere }, { startedAt: new Date() });
+      expect(await containers.machinesThatRanImage([ran, placedOnly, otherImage], image)).toEqual([ran]);
+      expect(await containers.machinesThatRanImage([placedOnly], image)).toEqual([]);
+    });
+
     it("holds the pool's machine rows until the placing transaction ends", async () => {
       const pool = `p-${randomUUID().slice(0, 8)}`;
       await db.getRepository(Pool).save({ name: pool });

@@ -3,7 +3,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { ImageStore, RuncRuntime, type ContainerRuntime, type LogLine, type RuncRuntimeOptions } from '#tern/runtime';
+import {
+  ImageStore,
+  RuncRuntime,
+  type ContainerRuntime,
+  type ImageStoreOptions,
+  type LogLine,
+  type RuncRuntimeOptions,
+} from '#tern/runtime';
 
 // Which of these tests may run here (root, runc, umoci, python3) is decided by describeNeeding
 // (test/support/real-parts.ts): skipped on a developer's machine, failed under CI=true.
@@ -20,9 +27,12 @@ export class RuntimeSandbox {
     readonly runtime: RuncRuntime,
   ) {}
 
-  static async create(options: Partial<RuncRuntimeOptions> = {}): Promise<RuntimeSandbox> {
+  static async create(
+    options: Partial<RuncRuntimeOptions> = {},
+    imageOptions: Omit<ImageStoreOptions, 'root'> = {},
+  ): Promise<RuntimeSandbox> {
     const dir = await mkdtemp(join(tmpdir(), 'tern-rt-'));
-    const images = new ImageStore({ root: join(dir, 'images') });
+    const images = new ImageStore({ ...imageOptions, root: join(dir, 'images') });
     return new RuntimeSandbox(dir, images, new RuncRuntime({ ...options, stateDir: join(dir, 'state'), images }));
   }
 

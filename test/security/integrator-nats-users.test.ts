@@ -10,7 +10,7 @@ import { Messaging, Namespace } from '#tern/messaging';
 import { inboxPrefix, newUserKey } from '#tern/nats-auth';
 import { runningGateway } from '../support/gateway.js';
 import { TEST_NATS_URL } from '../support/isolation.js';
-import { machineCreds, refused } from '../support/nats-users.js';
+import { machineCreds, refused, taskPermitCreds } from '../support/nats-users.js';
 import { waitFor } from '../support/processes.js';
 import { tern } from '../machines/harness.js';
 
@@ -139,8 +139,15 @@ describe('integrator NATS users', () => {
       inboxPrefix: inboxPrefix(ns, 'agent', 'm-int'),
       reconnect: false,
     });
-    open.push(machine);
-    const consumer = await jetstream(machine).consumers.get(`${ns}_TASKS`, taskConsumerName(a.queueId, 1));
+    // It pulls through the permit the gateway gives a machine for a version placed on it.
+    const permit = await connect({
+      servers: TEST_NATS_URL,
+      authenticator: credsAuthenticator(enc.encode(await taskPermitCreds(ns, 'm-int', a.queueId, 1))),
+      inboxPrefix: inboxPrefix(ns, 'agent', 'm-int'),
+      reconnect: false,
+    });
+    open.push(machine, permit);
+    const consumer = await jetstream(permit).consumers.get(`${ns}_TASKS`, taskConsumerName(a.queueId, 1));
     const delivery = await waitFor('the task delivered', async () => (await consumer.next({ expires: 2000 })) ?? undefined, 30_000, 0);
     const item = delivery.json<TaskItem>();
     expect(item).toMatchObject({ taskId, workspaceId: a.id, payload: { prompt: 'hi' } });

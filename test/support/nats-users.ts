@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, credsAuthenticator, type NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
-import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
+import { type AccountSigner, formatCreds, issueMachineJwt, issueTaskPermitJwt, newUserKey } from '#tern/nats-auth';
 import { TEST_NATS_URL } from './isolation.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -26,6 +26,21 @@ export async function machineCreds(namespace: string, machineId: string, expires
   const signer = JSON.parse(readFileSync(join(natsAuthDir(), 'signer.json'), 'utf8')) as AccountSigner;
   const key = newUserKey();
   const jwt = await issueMachineJwt(signer, { namespace, machineId, publicKey: key.publicKey, expiresInSeconds });
+  return formatCreds(jwt, key.seed);
+}
+
+/** A machine's task permit for one task-queue version, issued the way the gateway issues it: the .creds text. */
+export async function taskPermitCreds(namespace: string, machineId: string, deploymentId: string, version: number): Promise<string> {
+  const signer = JSON.parse(readFileSync(join(natsAuthDir(), 'signer.json'), 'utf8')) as AccountSigner;
+  const key = newUserKey();
+  const jwt = await issueTaskPermitJwt(signer, {
+    namespace,
+    machineId,
+    publicKey: key.publicKey,
+    deploymentId,
+    version,
+    expiresInSeconds: 600,
+  });
   return formatCreds(jwt, key.seed);
 }
 

@@ -6,7 +6,20 @@ import { execa } from 'execa';
  * warning; under CI=true it fails the run with the reason and the fix, because a suite that
  * passes by skipping proves nothing.
  */
-export type RealPart = 'root' | 'runc' | 'umoci' | 'python3' | 'nats-server' | 'ip' | 'nft' | 'openssl' | 'chromium' | 'prometheus';
+export type RealPart =
+  | 'root'
+  | 'runc'
+  | 'umoci'
+  | 'python3'
+  | 'nats-server'
+  | 'ip'
+  | 'nft'
+  | 'openssl'
+  | 'chromium'
+  | 'prometheus'
+  | 'skopeo'
+  | 'docker-registry'
+  | 'debootstrap';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -19,6 +32,9 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   openssl: 'apt-get install openssl',
   chromium: 'apt-get install chromium',
   prometheus: 'apt-get install prometheus',
+  skopeo: 'apt-get install skopeo',
+  'docker-registry': 'apt-get install docker-registry apache2-utils',
+  debootstrap: 'apt-get install debootstrap',
 };
 
 /** How a part tells its version (`ip` and `openssl` have no --version). */

@@ -3,6 +3,7 @@ import { TERN_VERSION } from '#tern/config';
 import { ApiError } from './api-client.js';
 import { deployCommand } from './commands/deploy.js';
 import { deploymentCommand, deploymentsCommand } from './commands/deployments.js';
+import { imageCommand } from './commands/image.js';
 import { invokeCommand } from './commands/invoke.js';
 import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
@@ -23,6 +24,7 @@ const program = new Command('tern')
   .addCommand(deployCommand())
   .addCommand(deploymentsCommand())
   .addCommand(deploymentCommand())
+  .addCommand(imageCommand())
   .addCommand(invokeCommand())
   .addCommand(taskCommand())
   .addCommand(logsCommand())

@@ -37,6 +37,16 @@ export interface TernConfig {
     readonly heartbeatIntervalSeconds: number;
     readonly heartbeatTtlSeconds: number;
   };
+  /** The image registry (REGISTRY_URL) and its users; absent: deployments run the host image only. */
+  readonly registry?: {
+    readonly url: string;
+    /** `host[:port]`, as image references name it. */
+    readonly host: string;
+    /** http:// (a loopback registry): no TLS to verify. */
+    readonly insecure: boolean;
+    readonly pull?: { readonly username: string; readonly password: string };
+    readonly push?: { readonly username: string; readonly password: string };
+  };
   readonly endpoints: { readonly bufferSize: number };
   readonly tasks: { readonly leaseWaitSeconds: number };
   /** Log streams one API token may hold open at once (per gateway). */
@@ -221,6 +231,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
+    ...(raw.REGISTRY_URL ? { registry: registryConfig(raw) } : {}),
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
@@ -237,5 +248,22 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       runtime: (raw.AGENT_RUNTIME ?? 'runc') as 'runc' | 'nerdctl',
       dashboard: (raw.AGENT_DASHBOARD ?? 'auto') as 'auto' | 'on' | 'off',
     },
+  };
+}
+
+function registryConfig(raw: Record<string, unknown>): NonNullable<TernConfig['registry']> {
+  const url = new URL(String(raw.REGISTRY_URL));
+  const user = (role: 'PULL' | 'PUSH') =>
+    raw[`REGISTRY_${role}_USERNAME`]
+      ? { username: String(raw[`REGISTRY_${role}_USERNAME`]), password: String(raw[`REGISTRY_${role}_PASSWORD`] ?? '') }
+      : undefined;
+  const pull = user('PULL');
+  const push = user('PUSH');
+  return {
+    url: url.href.replace(/\/+$/, ''),
+    host: url.host,
+    insecure: url.protocol === 'http:',
+    ...(pull ? { pull } : {}),
+    ...(push ? { push } : {}),
   };
 }

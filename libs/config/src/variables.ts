@@ -205,6 +205,37 @@ export const VARIABLES = [
       'The gateway URL machines elsewhere reach (printed in the tern-agent init line of tern machine create); default: the URL the caller used (proxy headers, Host). npm run up --public sets it.',
   },
   {
+    name: 'REGISTRY_URL',
+    kind: 'url',
+    services: ['gateway'],
+    description:
+      'The OCI registry images live in (http:// only on loopback or a trusted network); npm run up starts a private one under .tern/registry/ when unset. The gateway pins tags to digests there and hands machines its users at registration.',
+  },
+  {
+    name: 'REGISTRY_PULL_USERNAME',
+    kind: 'string',
+    services: ['gateway'],
+    description: 'Registry user handed to every machine at registration (pull).',
+  },
+  {
+    name: 'REGISTRY_PULL_PASSWORD',
+    kind: 'string',
+    services: ['gateway'],
+    description: 'Password of REGISTRY_PULL_USERNAME.',
+  },
+  {
+    name: 'REGISTRY_PUSH_USERNAME',
+    kind: 'string',
+    services: ['gateway'],
+    description: 'Registry user for builders and `tern image base` (push); never handed to a machine that does not build.',
+  },
+  {
+    name: 'REGISTRY_PUSH_PASSWORD',
+    kind: 'string',
+    services: ['gateway'],
+    description: 'Password of REGISTRY_PUSH_USERNAME.',
+  },
+  {
     name: 'MACHINE_JOIN_TOKEN_TTL_SECONDS',
     kind: 'int',
     default: '86400',

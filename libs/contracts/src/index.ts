@@ -13,6 +13,7 @@ export * from './http/agent-task-permit.js';
 export * from './http/index.js';
 export * from './buckets.js';
 export * from './deployment/deployment-spec.js';
+export * from './deployment/image-spec.js';
 export * from './deployment/resolved-spec.js';
 export * from './deployment/records.js';
 export * from './deployment/task-policy.js';

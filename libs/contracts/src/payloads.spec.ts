@@ -165,9 +165,10 @@ describe('payload validation', () => {
 
   it('refuses a start order naming an oci: path on the machine', async () => {
     expect(await problems(AGENT_CONTAINER_START, { ...containerStart, image: 'oci:/etc:latest' })).toEqual([
-      'image: image must not be an oci:<path> on the machine; deployments run the "host" image',
+      'image: image must not be an oci:<path> on the machine; deployments run "host" or a registry image',
     ]);
     expect(await problems(AGENT_CONTAINER_START, { ...containerStart, image: 'host' })).toEqual([]);
+    expect(await problems(AGENT_CONTAINER_START, { ...containerStart, image: `r.example.com/a/b@sha256:${'e'.repeat(64)}` })).toEqual([]);
   });
 
   it('checks the values of string and number records', async () => {

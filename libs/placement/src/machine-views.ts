@@ -25,6 +25,8 @@ export function machineViews(
   rows: readonly PoolMachineRow[],
   held: readonly HeldOnMachine[],
   scores: ReadonlyMap<string, number>,
+  /** Machines where a container of the image being placed has started already (the control plane's record). */
+  holdingImage: ReadonlySet<string> = new Set(),
 ): MachineView[] {
   return rows.map((r) => {
     const capacity = capacityOf({ cpuThreads: r.cpuThreads, memoryBytes: r.memoryBytes, gpus: r.gpus });
@@ -44,6 +46,7 @@ export function machineViews(
       capacity,
       used: { ...used, gpuIndexes: [...used.gpuIndexes, ...extra] },
       ...(scores.has(r.id) ? { reputation: scores.get(r.id) } : {}),
+      ...(holdingImage.has(r.id) ? { holdsImage: true } : {}),
     };
   });
 }

@@ -145,6 +145,22 @@ describe('place: ranking', () => {
     expect(place({ ...cpuOnly, cpuMillicores: 500 }, [idle, half, almost])).toEqual({ machineId: 'm-3', gpuIndexes: [] });
   });
 
+  it('prefers a machine that holds the image over a fuller one, but not over the GPU rules', () => {
+    const image = `r.example.com/a/b@sha256:${'c'.repeat(64)}`;
+    const fuller = machine('m-1', { used: { cpuMillicores: 12_000, memoryBytes: GiB, gpuIndexes: [] } });
+    const holder = machine('m-2', { holdsImage: true });
+    expect(place({ ...cpuOnly, image }, [fuller, holder])).toEqual({ machineId: 'm-2', gpuIndexes: [] });
+    expect(place(cpuOnly, [fuller, machine('m-2')])).toEqual({ machineId: 'm-1', gpuIndexes: [] });
+    // A CPU-only container still stays off a GPU machine that holds its image.
+    const gpuHolder = machine('m-3', { gpus: [h100(0)], holdsImage: true });
+    expect(place({ ...cpuOnly, image }, [gpuHolder, machine('m-4')])).toEqual({ machineId: 'm-4', gpuIndexes: [] });
+    // The user's GPU preference comes first.
+    const a100Holder = machine('m-5', { gpus: [a100(0)], holdsImage: true });
+    expect(place({ ...oneGpu('H100', 'A100'), image }, [a100Holder, machine('m-6', { gpus: [h100(0)] })])).toMatchObject({
+      machineId: 'm-6',
+    });
+  });
+
   it('measures fullness by the resource closest to running out', () => {
     const request = { ...cpuOnly, memoryBytes: 0, cpuMillicores: 0 };
     const m = machine('m-1', {

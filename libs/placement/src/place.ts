@@ -24,7 +24,8 @@ interface Candidate {
  *
  * Ranks what is left by: the user's GPU preference (an earlier type wins); for CPU-only
  * containers, machines without GPUs first (a GPU is the scarce thing: CPU work must not
- * strand it); best fit (the fullest machine after placing, see fullnessAfter); reputation
+ * strand it); a machine that holds the image already (it starts without a pull, as RunPod
+ * places near cached models); best fit (the fullest machine after placing, see fullnessAfter); reputation
  * (unscored counts as 0 here, so a proven machine wins a tie); then id, so the answer is
  * deterministic.
  */
@@ -98,6 +99,7 @@ function compare(a: Candidate, b: Candidate, request: PlacementRequest): number 
   return (
     a.gpus.rank - b.gpus.rank ||
     (request.gpuCount === 0 ? Number(a.machine.capacity.gpus.length > 0) - Number(b.machine.capacity.gpus.length > 0) : 0) ||
+    Number(Boolean(b.machine.holdsImage)) - Number(Boolean(a.machine.holdsImage)) ||
     b.fullness - a.fullness ||
     (b.machine.reputation ?? 0) - (a.machine.reputation ?? 0) ||
     (a.machine.id < b.machine.id ? -1 : a.machine.id > b.machine.id ? 1 : 0)

@@ -8,6 +8,8 @@ export interface PlacementRequest {
   readonly pool: string;
   /** Machines with a score below this are skipped; machines without a score pass. */
   readonly minReputation?: number;
+  /** The image (`host/repo@sha256:…`): machines that hold it already are preferred (no pull). */
+  readonly image?: string;
 }
 
 export interface MachineGpuView {
@@ -38,6 +40,8 @@ export interface MachineView {
   readonly used: MachineUsage;
   /** 0 to 1; absent until the reputation service has scored it. */
   readonly reputation?: number;
+  /** Whether the machine holds the request's image (a container of it started there). */
+  readonly holdsImage?: boolean;
 }
 
 export interface PlacementOptions {

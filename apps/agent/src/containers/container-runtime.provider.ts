@@ -1,5 +1,6 @@
 import { Logger, type Provider } from '@nestjs/common';
 import { lookup } from 'node:dns/promises';
+import { EventEmitter } from 'node:events';
 import { chmod, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -14,8 +15,11 @@ export const CONTAINER_RUNTIME = Symbol('CONTAINER_RUNTIME');
  * refuses container starts with that reason).
  */
 export type RuntimeHandle =
-  | { runtime: ContainerRuntime; isolation: ContainerIsolation; problem?: undefined }
-  | { runtime?: undefined; isolation?: undefined; problem: string };
+  | { runtime: ContainerRuntime; isolation: ContainerIsolation; pulls: ImagePulls; problem?: undefined }
+  | { runtime?: undefined; isolation?: undefined; pulls?: undefined; problem: string };
+
+/** Pull progress of registry images, by reference: the containers waiting on a pull show it in their logs. */
+export class ImagePulls extends EventEmitter<{ progress: [ref: string, line: string] }> {}
 
 /**
  * Container root is host uid/gid USER_NAMESPACE_HOST_ID + 0 …: a range no account on the host
@@ -92,15 +96,30 @@ export const containerRuntimeProvider: Provider = {
             })
           : undefined;
       if (ctx.settings.userNamespaces === 'auto') await letMappedRootIn(dir, logger);
+      // The image store asks the runtime which images its containers use (never evicted).
+      const runtimeRef: { current?: ContainerRuntime } = {};
+      const pulls = new ImagePulls();
       const runtime = await detectRuntime({
         prefer: ctx.settings.runtime,
         stateDir: join(dir, 'runtime'),
-        images: new ImageStore({ root: join(dir, 'images') }),
+        images: new ImageStore({
+          root: join(dir, 'images'),
+          // The registry user the gateway handed over at registration (pull only).
+          registries: ctx.registration.registry ? [ctx.registration.registry] : [],
+          onPullProgress: (ref, line) => {
+            logger.log(`image ${ref}: ${line}`);
+            pulls.emit('progress', ref, line);
+          },
+          maxBytes: ctx.settings.imageCacheBytes,
+          inUse: async () => ((await runtimeRef.current?.list()) ?? []).map((c) => c.image.digest),
+          onEvict: (digest) => logger.log(`image ${digest} evicted from the cache (over ${ctx.settings.imageCacheBytes} bytes)`),
+        }),
         volumeRoot: join(dir, 'volumes'),
         logger: runtimeLogger(),
         ...(network ? { network } : {}),
         ...(ctx.settings.userNamespaces === 'auto' ? { userNamespace: USER_NAMESPACE } : {}),
       });
+      runtimeRef.current = runtime;
       // nerdctl brings its own networking: the bridge is runc's.
       const isolation: ContainerIsolation = {
         runtime: runtime.kind,
@@ -112,7 +131,7 @@ export const containerRuntimeProvider: Provider = {
       );
       if (isolation.network === 'host')
         logger.warn('containers share the host network namespace (network: host): they can reach everything the host can');
-      return { runtime, isolation };
+      return { runtime, isolation, pulls };
     } catch (e) {
       const problem = (e as Error).message;
       new Logger('containers').warn(`no container runtime (${problem}); container starts will be refused`);

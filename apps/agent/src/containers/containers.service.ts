@@ -220,7 +220,14 @@ export class ContainersService implements BeforeApplicationShutdown {
     let endpoint: ContainerEndpoint | undefined;
     try {
       const mounts = await this.mounts(cmd);
-      const running = await runtime.start(toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network));
+      // A pull shows in the container's logs (tern logs) and on the dashboard while it runs.
+      const onPull = (ref: string, line: string) => {
+        if (ref === cmd.image) this.emitLine(id, t, 'stdout', `[tern] image: ${line}`, new Date());
+      };
+      this.handle.pulls?.on('progress', onPull);
+      const running = await runtime
+        .start(toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network))
+        .finally(() => this.handle.pulls?.off('progress', onPull));
       endpoint = endpointOf(running);
       t.endpoint = endpoint;
     } catch (e) {
@@ -309,24 +316,28 @@ export class ContainersService implements BeforeApplicationShutdown {
 
   private async followLogs(id: string, t: Tracked): Promise<void> {
     try {
-      for await (const l of this.handle.runtime!.logs(id, { follow: true, signal: t.abort.signal })) {
-        this.ctx.state.appendLog(id, l.stream === 'stderr' ? `! ${l.line}` : l.line);
-        this.messaging.emit(
-          CONTAINER_LOG_LINE,
-          {
-            containerId: id,
-            deploymentId: t.record.deploymentId,
-            stream: l.stream,
-            line: l.line.length > MAX_LOG_LINE ? l.line.slice(0, MAX_LOG_LINE) : l.line,
-            sequence: t.logSequence++,
-            at: l.time.toISOString(),
-          },
-          [this.machineId, t.record.deploymentId, id],
-        );
-      }
+      for await (const l of this.handle.runtime!.logs(id, { follow: true, signal: t.abort.signal }))
+        this.emitLine(id, t, l.stream, l.line, l.time);
     } catch (e) {
       if (!t.abort.signal.aborted) this.logger.warn(`log stream of ${id} ended: ${(e as Error).message}`);
     }
+  }
+
+  /** One log line of a container: on the dashboard and on its log subject (tern logs). */
+  private emitLine(id: string, t: Tracked, stream: 'stdout' | 'stderr', line: string, at: Date): void {
+    this.ctx.state.appendLog(id, stream === 'stderr' ? `! ${line}` : line);
+    this.messaging.emit(
+      CONTAINER_LOG_LINE,
+      {
+        containerId: id,
+        deploymentId: t.record.deploymentId,
+        stream,
+        line: line.length > MAX_LOG_LINE ? line.slice(0, MAX_LOG_LINE) : line,
+        sequence: t.logSequence++,
+        at: at.toISOString(),
+      },
+      [this.machineId, t.record.deploymentId, id],
+    );
   }
 
   private async finish(id: string, t: Tracked, exit: ExitResult) {

@@ -16,6 +16,7 @@ describe('resolveSettings', () => {
       dashboard: 'auto',
       network: 'private',
       userNamespaces: 'auto',
+      imageCacheBytes: 50e9,
     });
   });
 

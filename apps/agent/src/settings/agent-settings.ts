@@ -21,6 +21,8 @@ export interface AgentSettings {
   networkSubnet?: string;
   bridge?: string;
   userNamespaces: 'auto' | 'off';
+  /** Most bytes the unpacked registry images may take. */
+  imageCacheBytes: number;
   /** The CA pinned for the gateway's HTTPS and NATS's TLS; undefined: the system's roots, NATS as the server offers. */
   ca?: string;
 }
@@ -36,6 +38,7 @@ const ENV_KEYS = {
   AGENT_NETWORK_SUBNET: 'networkSubnet',
   AGENT_BRIDGE: 'bridge',
   AGENT_USER_NAMESPACES: 'userNamespaces',
+  AGENT_IMAGE_CACHE_GB: 'imageCacheGb',
   AGENT_CA_FILE: 'ca',
 } as const;
 
@@ -88,6 +91,7 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     ...(merged.networkSubnet ? { networkSubnet: merged.networkSubnet } : {}),
     ...(merged.bridge ? { bridge: merged.bridge } : {}),
     userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
+    imageCacheBytes: Math.round(Number(merged.imageCacheGb ?? 50) * 1e9),
     ...(merged.ca ? { ca: merged.ca } : {}),
   };
 }

@@ -27,6 +27,8 @@ export interface AgentConfigFile {
   bridge?: string;
   /** `auto` (default): containers in user namespaces where the kernel allows; `off`: never. */
   userNamespaces?: 'auto' | 'off';
+  /** Most GB the unpacked registry images may take (default 50): least recently used ones not in use go first. */
+  imageCacheGb?: string;
   /** PEM file of the CA the agent pins for the gateway's HTTPS and NATS's TLS (tern-agent init --ca). */
   ca?: string;
   /**
@@ -129,6 +131,11 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     required: false,
     check: (v) => (['auto', 'off'].includes(v) ? undefined : `userNamespaces must be auto or off, not "${v}"`),
     description: "auto (default): container root is an unprivileged host user where the kernel allows; off: the host's ids",
+  },
+  imageCacheGb: {
+    required: false,
+    check: (v) => (/^\d+(\.\d+)?$/.test(v) && Number(v) > 0 ? undefined : `imageCacheGb must be a positive number of GB, not "${v}"`),
+    description: 'most GB the unpacked registry images may take (default 50); least recently used ones not in use are removed first',
   },
   ca: {
     required: false,

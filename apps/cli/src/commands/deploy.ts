@@ -1,11 +1,12 @@
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
-import type { DeploymentDetail, DeployResult } from '#tern/contracts';
+import { type DeploymentDetail, type DeployResult, isImageBuild } from '#tern/contracts';
 import { secondsArgument } from '../arguments.js';
 import { ApiClient, ApiError } from '../api-client.js';
 import { type CliContext, resolveContext } from '../cli-config.js';
 import { bytes } from '../format.js';
 import { type Bundle, packFolder, readSpecFile } from './deploy-bundle.js';
+import { buildSpecImage } from './image.js';
 
 /** HEAD first, so an unchanged folder is not sent again. */
 async function upload(ctx: CliContext, bundle: Bundle, log: (s: string) => void): Promise<void> {
@@ -53,6 +54,8 @@ export function deployCommand(): Command {
       const api = new ApiClient(ctx);
       const log = (s: string) => (opts.json ? process.stderr : process.stdout).write(`${s}\n`);
       const spec = readSpecFile(file);
+      // A build in the spec: built here, a layer per step (unchanged steps come from the cache), then deployed by digest.
+      if (isImageBuild(spec.image)) spec.image = await buildSpecImage(file, log);
       if (spec.handler !== undefined && spec.code === undefined) {
         const bundle = await packFolder(dirname(resolve(file)));
         await upload(ctx, bundle, log);

@@ -9,6 +9,7 @@ import {
   MachinesRepository,
 } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
+import { ImagePins } from '../images/image-pins.service.js';
 import { TasksService } from '../tasks/tasks.service.js';
 import { DeploymentRecords } from './deployment-records.js';
 import { type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
@@ -25,6 +26,7 @@ export class DeploymentsService {
     private readonly records: DeploymentRecords,
     private readonly tasks: TasksService,
     private readonly codeBundles: CodeBundlesRepository,
+    private readonly imagePins: ImagePins,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
@@ -145,7 +147,7 @@ export class DeploymentsService {
       machines.map((m) => ({ pool: m.pool, gpuModels: (m.gpus ?? []).map((g) => g.model) })),
     );
     if (problem) throw new BadRequestException([problem.message]);
-    return resolved;
+    return { ...resolved, image: await this.imagePins.pin(resolved.image) };
   }
 
   private async publish(deploymentId: string, what: string): Promise<void> {

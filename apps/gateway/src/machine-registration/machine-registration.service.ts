@@ -182,7 +182,7 @@ export class MachineRegistrationService {
     body: MachineRegisterRequest,
     machineToken?: string,
   ): Promise<MachineRegisterResponse> {
-    const { nats, machines } = this.config;
+    const { nats, machines, registry } = this.config;
     // Operator mode: the machine's own user, never the control plane's credentials.
     const jwt = this.natsUsers.enabled && body.natsPublicKey ? await this.natsUsers.issue(machineId, body.natsPublicKey) : undefined;
     return {
@@ -200,6 +200,8 @@ export class MachineRegistrationService {
       },
       heartbeatIntervalSeconds: machines.heartbeatIntervalSeconds,
       heartbeatTtlSeconds: machines.heartbeatTtlSeconds,
+      // Over the registration's HTTPS answer, like the NATS user: pull only (push stays with builders).
+      ...(registry ? { registry: { host: registry.host, insecure: registry.insecure, ...(registry.pull ?? {}) } } : {}),
       ...(pool.minNetworkMbps !== null ? { minNetworkMbps: pool.minNetworkMbps } : {}),
     };
   }

@@ -97,8 +97,10 @@ describe('start command', () => {
       gpuCount: 1,
       pool: 'gpu',
       minReputation: 0.8,
+      image: 'ghcr.io/acme/llm:1',
     });
     expect(placementRequest({ ...spec, minReputation: undefined })).not.toHaveProperty('minReputation');
+    expect(placementRequest({ ...spec, image: 'host' })).not.toHaveProperty('image');
   });
 
   it('recognises a resolved spec and sizes routes', () => {

@@ -31,7 +31,7 @@ export class Placer {
 
   async reserve(versionId: string, request: PlacementRequest, reason: string): Promise<PlaceOutcome> {
     return this.containers.transaction(async (tx) => {
-      const machines = await this.machines(tx, request.pool);
+      const machines = await this.machines(tx, request);
       const result: PlacementResult = place(await this.withPoolMinimum(tx, request), machines);
       if (!isPlaced(result)) return { placed: false, reason: result.reason };
       const containerId = `c-${randomUUID()}`;
@@ -54,13 +54,14 @@ export class Placer {
   }
 
   /** The pool's machines, row-locked until the transaction ends, with what they hold and their scores. */
-  private async machines(tx: ContainersRepository, pool: string): Promise<MachineView[]> {
-    const rows = await tx.lockMachinesOfPool(pool);
+  private async machines(tx: ContainersRepository, request: PlacementRequest): Promise<MachineView[]> {
+    const rows = await tx.lockMachinesOfPool(request.pool);
     if (!rows.length) return [];
     const ids = rows.map((r) => r.id);
     const held = await tx.resourcesHeldOn(ids, HOLDING_STATES);
+    const holding = new Set(request.image ? await tx.machinesThatRanImage(ids, request.image) : []);
     const score = this.reputation.scores() ?? (await this.storedScores(ids));
-    return machineViews(rows, held, score);
+    return machineViews(rows, held, score, holding);
   }
 
   /**

@@ -12,6 +12,7 @@ export function placementRequest(spec: ResolvedSpec): PlacementRequest {
     gpuTypes: spec.gpuTypes ?? [],
     gpuCount: spec.gpuCount ?? 0,
     pool: spec.pool,
+    ...(spec.image !== 'host' ? { image: spec.image } : {}),
     ...(spec.minReputation !== undefined && spec.minReputation !== null ? { minReputation: spec.minReputation } : {}),
   };
 }

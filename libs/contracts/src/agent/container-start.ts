@@ -34,12 +34,14 @@ export class ContainerStart {
   @IsIn(DEPLOYMENT_KINDS) deploymentKind!: DeploymentKind;
 
   /**
-   * The image: `host` today. Never `oci:<path>`: a start order carries what a tenant's spec asked
-   * for, and a path on this machine is not the tenant's to name (deployments created before that
-   * rule are refused here too). The runtime itself still takes `oci:` layouts from the agent's code.
+   * The image: `host`, or a registry image (the gateway pins a tag to its digest when the
+   * deployment is made, so every container of a version runs the same bytes; agents pull by
+   * digest only and refuse a bare tag).
+   * Never `oci:<path>`: a start order carries what a tenant's spec asked for, and a path on this
+   * machine is not the tenant's to name. The runtime itself still takes `oci:` layouts from the agent's code.
    */
   @IsString()
-  @Matches(/^(?!oci:)/, { message: 'image must not be an oci:<path> on the machine; deployments run the "host" image' })
+  @Matches(/^(?!oci:)/, { message: 'image must not be an oci:<path> on the machine; deployments run "host" or a registry image' })
   image!: string;
 
   /** Either a handler run by a Tern runner ("app.py:predict") or a command that serves the container contract itself. */

@@ -18,6 +18,7 @@ import {
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
 import { IsIpv4Cidr, IsRecordOf } from '../validation.js';
+import { type ImageBuild, IsDeploymentImage } from './image-spec.js';
 import { SpecTaskPolicy } from './task-policy.js';
 
 /**
@@ -64,11 +65,6 @@ export class PredictivePolicy {
   @IsOptional() @IsBoolean() prewarm?: boolean;
 }
 
-/** The images a deployment may name. */
-export const DEPLOYMENT_IMAGES = ['host'] as const;
-export const DEPLOYMENT_IMAGE_RULE =
-  'image must be "host" (the default): a deployment cannot name a path on the worker such as oci:<path>; ship your code in a bundle with "code" (tern deploy uploads it) and run it on the host image';
-
 export class SpecVolume {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'volumes.name must be lower-case letters, digits or -' }) name!: string;
   @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path must be an absolute path' }) mount_path!: string;
@@ -93,13 +89,14 @@ export class DeploymentSpec {
   @IsIn(DEPLOYMENT_KINDS) kind!: DeploymentKind;
 
   /**
-   * `host` (the host's /usr, runs its Python and Node), the default and for now the only image a
-   * deployment may name. `oci:<path>` stays the runtime's (the agent's and tests'): a tenant's
-   * spec never names a path on the worker.
+   * `host` (the host's /usr, runs its Python and Node; the default, for development), an image in
+   * a registry (`registry.example.com/team/model:1.2` or `…@sha256:<digest>`), or a build
+   * (ImageBuild). `oci:<path>` stays the runtime's (the agent's and tests'): a tenant's spec
+   * never names a path on the worker.
    */
   @IsOptional()
-  @IsIn(DEPLOYMENT_IMAGES, { message: DEPLOYMENT_IMAGE_RULE })
-  image?: string;
+  @IsDeploymentImage()
+  image?: string | ImageBuild;
 
   /** `app.py:predict` (Python runner) or `app.js:predict` / `app.mjs:predict` (Node runner). */
   @IsOptional()

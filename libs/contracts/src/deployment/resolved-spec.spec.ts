@@ -167,16 +167,71 @@ describe('resolveSpec: task queues and the predictive policy', () => {
     expect((await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'predictive' } })).ok).toBe(true);
   });
 
-  it.each(['oci:/etc', 'oci:/var/lib/tern-agent/images/x:latest', 'oci:../../x', '/usr', 'docker.io/library/python:3.12'])(
-    'refuses image %s with a 400 reason saying what to use instead',
+  it.each([
+    ['oci:/etc', 'image: image cannot name a path on the worker (oci:<path>)'],
+    ['oci:../../x', 'image: image cannot name a path on the worker (oci:<path>)'],
+    ['/usr', 'image: image "/usr" is not a registry reference: "" is not a registry host'],
+    ['python:3.12', 'image: image "python:3.12" names no registry'],
+    ['registry.example.com/Team/model:1', 'is not a registry reference: repository part "Team" must be lower-case'],
+    ['registry.example.com/team/model', 'names no tag and no digest'],
+    ['registry.example.com/team/model@sha256:abc', 'digest "sha256:abc" is not sha256:<64 lower-case hex digits>'],
+    [42, 'image must be "host", a registry reference'],
+  ])('refuses image %s with a 400 reason saying what is wrong', async (image, reason) => {
+    const result = await validatePayload(DeploymentSpec, { ...base, image });
+    expect(result.ok).toBe(false);
+    expect(result.ok ? '' : result.reason).toContain(reason);
+  });
+
+  it.each(['registry.example.com/team/model:1.2', `127.0.0.1:5000/tern/base@sha256:${'a'.repeat(64)}`, 'localhost:5000/a/b_c-d:v1'])(
+    'accepts the registry reference %s',
     async (image) => {
-      const result = await validatePayload(DeploymentSpec, { ...base, image });
-      expect(result.ok).toBe(false);
-      expect(result.ok ? '' : result.reason).toContain(
-        'image: image must be "host" (the default): a deployment cannot name a path on the worker',
-      );
+      expect((await validatePayload(DeploymentSpec, { ...base, image })).ok).toBe(true);
     },
   );
+
+  it('validates a build field by field, naming each field and its rule', async () => {
+    const build = {
+      base: 'tern',
+      apt: ['python3-numpy', 'libgomp1=12.2.0-14'],
+      pip: ['requests==2.32.3'],
+      npm: ['lodash@4', '@scope/x@^1.2'],
+    };
+    expect(
+      (
+        await validatePayload(DeploymentSpec, {
+          ...base,
+          image: { ...build, commands: ['echo built > /opt/marker'], env: { HF_HOME: '/models' }, workdir: '/app' },
+        })
+      ).ok,
+    ).toBe(true);
+    const bad = await validatePayload(DeploymentSpec, {
+      ...base,
+      image: {
+        base: 'debian:bookworm',
+        env: { 'BAD-NAME': 'x' },
+        apt: ['Python3 numpy'],
+        pip: ['git+https://x'],
+        npm: ['BAD NAME'],
+        workdir: 'app',
+        colour: 'red',
+      },
+    });
+    expect(bad.ok).toBe(false);
+    const reason = bad.ok ? '' : bad.reason;
+    expect(reason).toContain('image.apt: apt must list Debian package names');
+    expect(reason).toContain('image.pip: pip must list requirements');
+    expect(reason).toContain('image.npm: npm must list packages');
+    expect(reason).toContain('image.workdir: workdir must be an absolute path');
+    expect(reason).toContain('image.colour is not a build field');
+    expect(reason).toContain('image.env: "BAD-NAME" is not a variable name');
+    expect(reason).toContain('image.base: "debian:bookworm" names no registry');
+  });
+
+  it('refuses to resolve a build (the CLI builds it and sends the reference), saying so', () => {
+    expect(specError(() => resolve({ image: { apt: ['python3-numpy'] } }))).toMatch(
+      /^image builds .* are made by tern deploy or tern image build/,
+    );
+  });
 
   it('accepts the host image, named or by default', async () => {
     expect((await validatePayload(DeploymentSpec, { ...base, image: 'host' })).ok).toBe(true);

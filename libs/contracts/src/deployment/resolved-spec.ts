@@ -1,5 +1,6 @@
 import { type DeploymentKind, SCALE_POLICIES, type ScalePolicy } from '../domain.js';
 import type { DeploymentSpec, PredictivePolicy } from './deployment-spec.js';
+import { isImageBuild } from './image-spec.js';
 import { DEFAULT_MAX_PENDING_TASKS, DEFAULT_TASK_RETRIES, type ResolvedTaskPolicy } from './task-policy.js';
 
 /** A deployment spec with every default filled and units made explicit: what services act on. */
@@ -104,6 +105,11 @@ function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
 
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
 export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
+  if (isImageBuild(spec.image))
+    throw new SpecError(
+      'image',
+      'builds (base, apt, pip, npm, commands) are made by tern deploy or tern image build where they run (root), then deployed by reference: the gateway takes a registry reference, not a build',
+    );
   if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
   if (!spec.handler && !spec.command)
     throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
@@ -131,7 +137,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   return {
     name: spec.name,
     kind: spec.kind,
-    image: spec.image ?? 'host',
+    image: (spec.image as string | undefined) ?? 'host',
     handler: spec.handler,
     onStart: spec.on_start,
     command: spec.command,

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
 import { MachineInventory } from '../machine/machine-discovered.js';
 import { IsId } from '../validation.js';
 
@@ -43,6 +43,16 @@ export class NatsConnectionInfo {
   @IsOptional() @IsString() jwt?: string;
 }
 
+/** The image registry and this machine's user there (pull only, unless the machine builds). */
+export class MachineRegistryAccess {
+  /** `host[:port]`, as image references name it. */
+  @IsString() host!: string;
+  /** Plain HTTP: a registry on loopback beside the control plane. */
+  @IsBoolean() insecure!: boolean;
+  @IsOptional() @IsString() username?: string;
+  @IsOptional() @IsString() password?: string;
+}
+
 export class MachineRegisterResponse {
   @IsId() machineId!: string;
   @IsString() pool!: string;
@@ -57,6 +67,12 @@ export class MachineRegisterResponse {
   nats!: NatsConnectionInfo;
   @IsInt() @Min(1) heartbeatIntervalSeconds!: number;
   @IsInt() @Min(1) heartbeatTtlSeconds!: number;
+  /** Where images come from: the agent pulls `host/…@sha256:…` with these credentials. */
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => MachineRegistryAccess)
+  registry?: MachineRegistryAccess;
   /** The pool's minimum network throughput, so the agent can say why it is unschedulable. */
   @IsOptional() @IsInt() @Min(0) minNetworkMbps?: number;
 }

@@ -18,7 +18,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { DEPLOYMENT_IMAGE_RULE, DEPLOYMENT_IMAGES, NetworkPolicy } from '../deployment/deployment-spec.js';
+import { NetworkPolicy } from '../deployment/deployment-spec.js';
 import { IsRecordOf } from '../validation.js';
 
 /** The writable directory of every sandbox, and its processes' default working directory. */
@@ -28,9 +28,13 @@ export const SANDBOX_DEFAULT_TIMEOUT_SECONDS = 300;
 /** The most one file of the files API may hold. */
 export const SANDBOX_FILE_MAX_BYTES = 64 * 2 ** 20;
 
+/** Sandboxes run the development image; registry images come to them with the images' pull path. */
+const SANDBOX_IMAGES = ['host'] as const;
+const SANDBOX_IMAGE_RULE = 'image must be "host" (the default): sandboxes do not run registry images yet';
+
 /** `POST /api/v1/sandboxes`. */
 export class SandboxSpec {
-  @IsOptional() @IsIn(DEPLOYMENT_IMAGES, { message: DEPLOYMENT_IMAGE_RULE }) image?: string;
+  @IsOptional() @IsIn(SANDBOX_IMAGES, { message: SANDBOX_IMAGE_RULE }) image?: string;
   /** Cores, e.g. 0.5 or 2; default 1. */
   @IsOptional() @IsNumber() @Min(0.05) @Max(512) cpu?: number;
   /** "512Mi", "2Gi", or a number of MiB; default 512Mi. */

@@ -403,6 +403,20 @@ export class ContainersRepository extends TransactionalRepository {
     );
   }
 
+  /**
+   * Of these machines, those where a container of a version running `image` has started: the
+   * control plane's own record that the machine pulled it (it may have evicted it since; the
+   * answer only steers placement).
+   */
+  async machinesThatRanImage(machineIds: readonly string[], image: string): Promise<string[]> {
+    const rows = await this.rows<{ machineId: string }>(
+      `SELECT DISTINCT c.machine_id AS "machineId" FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+       WHERE c.machine_id = ANY($1::text[]) AND c.started_at IS NOT NULL AND dv.spec->>'image' = $2`,
+      [machineIds, image],
+    );
+    return rows.map((r) => r.machineId);
+  }
+
   /** The pool's minimum reputation; undefined when it has none (or there is no such pool). */
   async poolMinReputation(pool: string): Promise<number | undefined> {
     const [row] = await this.rows<{ min_reputation: number | null }>(`SELECT min_reputation FROM pools WHERE name = $1`, [pool]);

@@ -1,0 +1,166 @@
+/**
+ * Images: (1) first pull + unpack of a registry image onto an empty cache through the agent's
+ * ImageStore, next to the floor — `skopeo copy` + `umoci raw unpack` of the same image by hand;
+ * (2) cold start of a Python server on that image, cached, until GET /health answers, next to a
+ * bare `runc run --detach` of the same config.json (as bench/container-start). Prints figures;
+ * not a test.
+ *
+ *   npm run build && node dist/bench/images/main.js [--pulls 3] [--starts 10] [--extra-mb 200] [--cache DIR]
+ *
+ * Needs root, runc, umoci, skopeo, debootstrap, docker-registry and htpasswd. Starts its own
+ * registry (scripts/lib/registry.mjs); the base (minbase + python3) is debootstrapped once into
+ * --cache; --extra-mb adds a layer of incompressible bytes so the image passes 300 MB.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { execa } from 'execa';
+import { buildBaseImage, freePort, ImageStore, type OciSpec, RuncRuntime, skopeoCopy, waitForHealth } from '#tern/runtime';
+import { bareRuncStart, SERVERS } from '../container-start/bare-runc.js';
+import { quantile } from '../invoke/stack.js';
+
+const { values } = parseArgs({
+  options: {
+    pulls: { type: 'string', default: '3' },
+    starts: { type: 'string', default: '10' },
+    'extra-mb': { type: 'string', default: '200' },
+    cache: { type: 'string', default: join(tmpdir(), 'tern-test-image-cache') },
+  },
+});
+const pulls = Number(values.pulls);
+const starts = Number(values.starts);
+const extraMb = Number(values['extra-mb']);
+
+const SERVER = SERVERS.python!;
+
+const dir = await mkdtemp(join(tmpdir(), 'tern-bench-images-'));
+const port = await freePort();
+const registryProc = execa('node', ['scripts/lib/registry.mjs', join(dir, 'registry'), String(port)], { reject: false });
+const host = `127.0.0.1:${port}`;
+const id = (kind: string) => `bench-${kind}-${randomBytes(3).toString('hex')}`;
+
+const row = (name: string, xs: number[], unit = 1) =>
+  `${name.padEnd(34)}${[quantile(xs, 0.5), Math.min(...xs), Math.max(...xs)].map((v) => (v / unit).toFixed(1).padStart(9)).join('')}`;
+
+/** Pushes base (+ a layer of random bytes) and returns the pinned reference and its size in the registry. */
+async function pushBenchImage(access: {
+  host: string;
+  insecure: boolean;
+  username: string;
+  password: string;
+}): Promise<{ ref: string; bytes: number }> {
+  const base = `${host}/tern/base:bench`;
+  await buildBaseImage(base, [access], { cacheDir: values.cache!, include: ['python3'] });
+  const layout = join(dir, 'build-layout');
+  await skopeoCopy(base, `docker://${base}`, `oci:${layout}:big`, [access]);
+  if (extraMb > 0) {
+    const fill = join(dir, 'fill');
+    await mkdir(fill);
+    await writeFile(join(fill, 'blob'), randomBytes(extraMb * 1024 * 1024));
+    await execa('umoci', ['insert', '--image', `${layout}:big`, fill, '/opt/bench-fill']);
+  }
+  const digest = await skopeoCopy(base, `oci:${layout}:big`, `docker://${host}/tern/bench:big`, [access]);
+  const manifest = JSON.parse(
+    (
+      await execa('skopeo', [
+        'inspect',
+        '--raw',
+        '--tls-verify=false',
+        '--creds',
+        `${access.username}:${access.password}`,
+        `docker://${host}/tern/bench@${digest}`,
+      ])
+    ).stdout,
+  ) as {
+    layers: { size: number }[];
+  };
+  return { ref: `${host}/tern/bench@${digest}`, bytes: manifest.layers.reduce((n, l) => n + l.size, 0) };
+}
+
+try {
+  for (let i = 0; ; i++) {
+    if ((await fetch(`http://${host}/v2/`).catch(() => undefined))?.status === 401) break;
+    if (i > 300) throw new Error('the registry did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const creds = JSON.parse(await readFile(join(dir, 'registry', 'credentials.json'), 'utf8')) as Record<
+    string,
+    { username: string; password: string }
+  >;
+  const builder = { host, insecure: true, ...creds.builder! };
+  const puller = { host, insecure: true, ...creds.puller! };
+  const image = await pushBenchImage(builder);
+  console.log(`image ${image.ref}: ${(image.bytes / 1e6).toFixed(0)} MB compressed in the registry`);
+
+  // (1) first pull + unpack onto an empty cache, interleaved with the floor.
+  const tern: number[] = [];
+  const floor: number[] = [];
+  for (let i = 0; i < pulls; i++) {
+    const root = join(dir, `store-${i}`);
+    let t0 = performance.now();
+    await new ImageStore({ root, registries: [puller] }).resolve(image.ref);
+    tern.push(performance.now() - t0);
+    await rm(root, { recursive: true, force: true });
+
+    const hand = join(dir, `hand-${i}`);
+    await mkdir(hand);
+    t0 = performance.now();
+    await execa('skopeo', [
+      'copy',
+      '--src-tls-verify=false',
+      '--src-creds',
+      `${puller.username}:${puller.password}`,
+      `docker://${image.ref}`,
+      `oci:${hand}/layout:x`,
+    ]);
+    await execa('umoci', ['raw', 'unpack', '--image', `${hand}/layout:x`, `${hand}/rootfs`]);
+    floor.push(performance.now() - t0);
+    await rm(hand, { recursive: true, force: true });
+  }
+  console.log(`\nfirst pull + unpack onto an empty cache, ${pulls} runs each, interleaved`);
+  console.log(`${''.padEnd(34)}${['median', 'min', 'max'].map((h) => h.padStart(9)).join('')}   (s)`);
+  console.log(row('tern ImageStore.resolve', tern, 1000));
+  console.log(row('skopeo copy + umoci unpack (floor)', floor, 1000));
+  console.log(`ratio (median tern / floor): ${(quantile(tern, 0.5) / quantile(floor, 0.5)).toFixed(2)}x`);
+
+  // (2) cold start with the image cached.
+  const images = new ImageStore({ root: join(dir, 'images'), registries: [puller] });
+  const runtime = new RuncRuntime({ stateDir: join(dir, 'state'), images });
+  const bareRoot = join(dir, 'bare-runc');
+  const viaRuntime = async (): Promise<{ ms: number; config: OciSpec }> => {
+    const cid = id('tern');
+    const t0 = performance.now();
+    try {
+      const c = await runtime.start({ id: cid, image: image.ref, args: SERVER });
+      await waitForHealth({ port: c.port!, timeoutMs: 30_000, intervalMs: 2 });
+      const ms = performance.now() - t0;
+      return { ms, config: JSON.parse(await readFile(join(runtime.bundle(cid).dir, 'config.json'), 'utf8')) as OciSpec };
+    } finally {
+      await runtime.remove(cid);
+    }
+  };
+  const bare = (template: OciSpec): Promise<number> => bareRuncStart(template, dir, bareRoot);
+  try {
+    const { config } = await viaRuntime(); // warm-up: pulls and unpacks, untimed
+    await bare(config);
+    const t: number[] = [];
+    const b: number[] = [];
+    for (let i = 0; i < starts; i++) {
+      t.push((await viaRuntime()).ms);
+      b.push(await bare(config));
+    }
+    console.log(`\ncold start of a Python server on the image (cached) until GET /health answers, ${starts} runs each, interleaved`);
+    console.log(`${''.padEnd(34)}${['median', 'min', 'max'].map((h) => h.padStart(9)).join('')}   (ms)`);
+    console.log(row('tern runtime start()', t));
+    console.log(row('bare runc run --detach', b));
+    console.log(`ratio (median tern / bare): ${(quantile(t, 0.5) / quantile(b, 0.5)).toFixed(2)}x`);
+  } finally {
+    for (const c of await runtime.list()) await runtime.remove(c.id);
+  }
+} finally {
+  registryProc.kill('SIGTERM');
+  await registryProc;
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import type { ImageBuild } from '#tern/contracts';
+import { buildImage, ImageError } from '#tern/runtime';
+import { collectLogs, containerId, RuntimeSandbox } from '../runtime/support.js';
+import { describeNeeding } from '../support/real-parts.js';
+import { pushTestBase, TestRegistry } from './support.js';
+
+const describeBuild = await describeNeeding(['root', 'runc', 'umoci', 'skopeo', 'docker-registry', 'debootstrap']);
+
+/** A wheel made by hand (a zip with its dist-info): PyPI is not reachable here. */
+async function writeWheel(dir: string): Promise<void> {
+  const stage = join(dir, 'stage');
+  const info = join(stage, 'ternwheel-1.0.dist-info');
+  await mkdir(join(stage, 'ternwheel'), { recursive: true });
+  await mkdir(info, { recursive: true });
+  const files: Record<string, string> = {
+    'ternwheel/__init__.py': 'ANSWER = 42\n',
+    'ternwheel-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: ternwheel\nVersion: 1.0\n',
+    'ternwheel-1.0.dist-info/WHEEL': 'Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
+  };
+  const record: string[] = [];
+  for (const [path, text] of Object.entries(files)) {
+    await writeFile(join(stage, path), text);
+    const hash = createHash('sha256').update(text).digest('base64url');
+    record.push(`${path},sha256=${hash},${Buffer.byteLength(text)}`);
+  }
+  record.push('ternwheel-1.0.dist-info/RECORD,,');
+  await writeFile(join(info, 'RECORD'), `${record.join('\n')}\n`);
+  await mkdir(join(dir, 'wheels'), { recursive: true });
+  await execa(
+    'python3',
+    ['-m', 'zipfile', '-c', join(dir, 'wheels', 'ternwheel-1.0-py3-none-any.whl'), 'ternwheel', 'ternwheel-1.0.dist-info'],
+    { cwd: stage },
+  );
+}
+
+describeBuild('building images from a spec, a layer per step', () => {
+  let work: string;
+  let registry: TestRegistry;
+  let base: string;
+  const layout = () => join(work, 'layout');
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'tern-build-'));
+    registry = await TestRegistry.start(join(work, 'registry'));
+    base = (await pushTestBase(registry)).ref;
+    await writeWheel(join(work, 'context'));
+  }, 900_000);
+
+  afterAll(async () => {
+    await registry?.stop();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  const build = (spec: ImageBuild, tag: string, log: string[] = []) =>
+    buildImage(spec, {
+      base,
+      target: `${registry.host}/team/app:${tag}`,
+      access: [registry.builder],
+      layout: layout(),
+      workDir: join(work, 'scratch'),
+      context: join(work, 'context'),
+      onLog: (l) => log.push(l),
+    });
+
+  const spec: ImageBuild = {
+    apt: ['hello', 'python3-pip'],
+    pip: ['ternwheel==1.0'],
+    pip_wheels: 'wheels',
+    commands: ['echo built > /opt/marker'],
+    env: { GREETING: 'hi' },
+    workdir: '/opt',
+  };
+
+  it('builds each step as a layer, runs the result, then resolves an unchanged spec without running anything', async () => {
+    const log: string[] = [];
+    const first = await build(spec, 'v1', log);
+    expect(first.steps.map((s) => [s.name, s.cached])).toEqual([
+      ['apt', false],
+      ['pip', false],
+      ['commands[0]', false],
+    ]);
+    expect(log.filter((l) => /^step \d\/3 /.test(l))).toHaveLength(3);
+
+    const sandbox = await RuntimeSandbox.create({}, { registries: [registry.puller] });
+    try {
+      const id = containerId('built');
+      const ref = `${registry.host}/team/app@${first.digest}`;
+      await sandbox.runtime.start({
+        id,
+        image: ref,
+        args: ['/bin/sh', '-c', 'hello; cat marker; echo "$GREETING $(pwd)"; python3 -c "import ternwheel; print(ternwheel.ANSWER)"'],
+      });
+      expect((await collectLogs(sandbox.runtime, id)).map((l) => l.line)).toEqual(['Hello, world!', 'built', 'hi /opt', '42']);
+      expect(await sandbox.runtime.wait(id)).toMatchObject({ exitCode: 0 });
+    } finally {
+      await sandbox.destroy();
+    }
+
+    const again = await build(spec, 'v1');
+    expect(again.digest).toBe(first.digest);
+    expect(again.steps.every((s) => s.cached)).toBe(true);
+  }, 900_000);
+
+  it('rebuilds only from a changed step on', async () => {
+    const changed = await build({ ...spec, commands: ['echo changed > /opt/marker'] }, 'v2');
+    expect(changed.steps.map((s) => [s.name, s.cached])).toEqual([
+      ['apt', true],
+      ['pip', true],
+      ['commands[0]', false],
+    ]);
+  }, 300_000);
+
+  it('builds two identical specs started at once only once', async () => {
+    const twin: ImageBuild = { commands: [`echo twin-${Date.now()} > /opt/twin`] };
+    const [a, b] = await Promise.all([build(twin, 'twin-a'), build(twin, 'twin-b')]);
+    expect(a.digest).toBe(b.digest);
+    expect([a.steps[0]!.cached, b.steps[0]!.cached].sort()).toEqual([false, true]);
+  }, 300_000);
+
+  it('fails naming the step and the tail of its log, and pushes nothing', async () => {
+    await expect(build({ commands: ['echo before; exit 3'] }, 'bad')).rejects.toThrow(
+      /step commands\[0\] failed \(exit 3\): echo before; exit 3\nbefore/,
+    );
+    await expect(build({ apt: ['no-such-package-tern'] }, 'bad')).rejects.toThrow(
+      /step apt failed \(exit 100\).*Unable to locate package no-such-package-tern/s,
+    );
+    const r = await execa(
+      'skopeo',
+      [
+        'inspect',
+        '--tls-verify=false',
+        '--creds',
+        `${registry.puller.username}:${registry.puller.password}`,
+        `docker://${registry.host}/team/app:bad`,
+      ],
+      {
+        reject: false,
+      },
+    );
+    expect(r.exitCode).not.toBe(0);
+  }, 300_000);
+
+  it('refuses an unreachable base naming it', async () => {
+    await expect(
+      buildImage(
+        { commands: ['true'] },
+        { base: '127.0.0.1:1/x/y:1', target: `${registry.host}/team/app:x`, access: [], layout: layout(), workDir: join(work, 'scratch') },
+      ),
+    ).rejects.toThrow(ImageError);
+  }, 120_000);
+});
