@@ -11,6 +11,7 @@ import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
 import { usageCommand } from './commands/usage.js';
+import { volumeCommand } from './commands/volume.js';
 
 const program = new Command('tern')
   .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
@@ -25,7 +26,8 @@ const program = new Command('tern')
   .addCommand(taskCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
-  .addCommand(usageCommand());
+  .addCommand(usageCommand())
+  .addCommand(volumeCommand());
 
 try {
   await program.parseAsync(process.argv);

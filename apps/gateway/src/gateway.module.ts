@@ -16,6 +16,7 @@ import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
+import { VolumesModule } from './volumes/volumes.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
 
 @Module({})
@@ -38,6 +39,7 @@ export class GatewayModule {
         EndpointsModule,
         TasksModule,
         UsageModule,
+        VolumesModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],
     };

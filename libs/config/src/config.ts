@@ -41,6 +41,8 @@ export interface TernConfig {
   readonly tasks: { readonly leaseWaitSeconds: number };
   /** Log streams one API token may hold open at once (per gateway). */
   readonly logs: { readonly followsPerToken: number };
+  /** Per workspace, over all its volumes. */
+  readonly volumes: { readonly quotaBytes: number; readonly quotaFiles: number };
   readonly metering: { readonly checkpointIntervalMs: number };
   readonly reputation: { readonly recomputeIntervalMs: number; readonly historyIntervalSeconds: number; readonly halfLifeHours: number };
   readonly agent: {
@@ -224,6 +226,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
+    volumes: { quotaBytes: Number(raw.VOLUME_QUOTA_BYTES ?? 100 * 2 ** 30), quotaFiles: Number(raw.VOLUME_QUOTA_FILES ?? 1_000_000) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     reputation: {
       recomputeIntervalMs: Number(raw.REPUTATION_RECOMPUTE_INTERVAL_MS ?? 5000),

@@ -16,3 +16,4 @@ export * from './deployment/resolved-spec.js';
 export * from './deployment/records.js';
 export * from './deployment/task-policy.js';
 export * from './permissions.js';
+export * from './volume/volumes.js';

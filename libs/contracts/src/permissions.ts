@@ -10,6 +10,7 @@ import {
   REPUTATION_BUCKET,
   ROUTES_BUCKET,
 } from './buckets.js';
+import { VOLUME_CHUNKS_BUCKET } from './volume/volumes.js';
 import {
   AGENT_CONTAINER_START,
   AGENT_CONTAINER_STOP,
@@ -144,6 +145,8 @@ export const BUCKET_ACCESS: readonly BucketAccess[] = [
   { bucket: BODIES_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: CODE_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: RESULTS_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
+  // Volume chunks too: an agent fetches and commits them over agentVolumePath (placement checked).
+  { bucket: VOLUME_CHUNKS_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
 ];
 
 /**

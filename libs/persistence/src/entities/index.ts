@@ -11,6 +11,7 @@ import { ReputationScore } from './reputation-score.entity.js';
 import { ReputationMachine } from './reputation-machine.entity.js';
 import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
+import { Volume, VolumeChunk, VolumeFile } from './volume.entity.js';
 import { Workspace } from './workspace.entity.js';
 
 export * from './api-token.entity.js';
@@ -26,6 +27,7 @@ export * from './reputation-score.entity.js';
 export * from './reputation-machine.entity.js';
 export * from './task.entity.js';
 export * from './usage-interval.entity.js';
+export * from './volume.entity.js';
 export * from './workspace.entity.js';
 
 /** Listed by hand: globs and ESM do not mix, and a list shows what the DataSource knows. */
@@ -44,4 +46,7 @@ export const ENTITIES = [
   MeteredContainer,
   MeteredTask,
   ReputationMachine,
+  Volume,
+  VolumeFile,
+  VolumeChunk,
 ] as const;

@@ -6,6 +6,7 @@ import { ReputationRepository } from './reputation.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
+import { VolumesRepository } from './volumes.repository.js';
 
 export type {
   CallbackClaim,
@@ -33,6 +34,7 @@ export const REPOSITORIES = [
   TasksRepository,
   TokensRepository,
   UsageRepository,
+  VolumesRepository,
 ];
 
 export {
@@ -44,6 +46,7 @@ export {
   TasksRepository,
   TokensRepository,
   UsageRepository,
+  VolumesRepository,
 };
 
 // The view types repositories return and take.
@@ -51,3 +54,4 @@ export type * from './containers.repository.js';
 export type * from './machines.repository.js';
 export type * from './reputation.repository.js';
 export type * from './usage.repository.js';
+export type * from './volumes.repository.js';
