@@ -48,8 +48,10 @@ function declaredPut(url: string, token: string, length: number): Promise<{ stat
     req.on('response', (res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-      req.destroy();
+      res.on('end', () => {
+        resolve({ status: res.statusCode!, body });
+        req.destroy();
+      });
     });
     req.on('error', reject);
     req.write(Buffer.alloc(10));
@@ -73,7 +75,7 @@ describe('volumes API', () => {
   const tokens = { a: '', b: '' };
   let dir: string;
 
-  const put = (token: string, volume: string, path: string, body: BodyInit, headers: Record<string, string> = {}) =>
+  const put = (token: string, volume: string, path: string, body: RequestInit['body'], headers: Record<string, string> = {}) =>
     fetch(`${gateway.base}/api/v1/volumes/${volume}/files?path=${encodeURIComponent(path)}`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', ...headers },

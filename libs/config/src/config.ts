@@ -50,6 +50,7 @@ export interface TernConfig {
     readonly gatewayUrl?: string;
     readonly token?: string;
     readonly runtime: 'runc' | 'nerdctl';
+    readonly volumeCacheBytes: number;
     readonly dashboard: 'auto' | 'on' | 'off';
   };
 }
@@ -238,6 +239,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       gatewayUrl: raw.AGENT_GATEWAY_URL as string | undefined,
       token: raw.AGENT_TOKEN as string | undefined,
       runtime: (raw.AGENT_RUNTIME ?? 'runc') as 'runc' | 'nerdctl',
+      volumeCacheBytes: Number(raw.AGENT_VOLUME_CACHE_BYTES ?? 20 * 2 ** 30),
       dashboard: (raw.AGENT_DASHBOARD ?? 'auto') as 'auto' | 'on' | 'off',
     },
   };

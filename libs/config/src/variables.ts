@@ -365,6 +365,16 @@ export const VARIABLES = [
     description: 'Container runtime the agent drives.',
   },
   {
+    name: 'AGENT_VOLUME_CACHE_BYTES',
+    kind: 'int',
+    default: String(20 * 2 ** 30),
+    min: 0,
+    max: 2 ** 52,
+    services: ['agent'],
+    description:
+      'Bytes of volume chunks the agent keeps under its state directory (volumes/chunks/), least recently used evicted first; a container mounting cached chunks downloads nothing.',
+  },
+  {
     name: 'AGENT_RUNNERS_DIR',
     kind: 'string',
     services: ['agent'],

@@ -59,6 +59,8 @@ export interface AgentMounts {
   codeDir?: string;
   /** The repository's `runners/`, bound read-only at /tern/runners when a handler runs. */
   runnersDir?: string;
+  /** Volumes materialized from the gateway (VolumeMounts), by volume name. */
+  volumeDirs?: Record<string, string>;
 }
 
 /**
@@ -80,7 +82,7 @@ export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
  * container has its own namespace and address on the agent's bridge, listens on $PORT there,
  * and may reach what the command's `network` allows; with `host` (an operator's setting) the
  * runtime picks a free port on the machine and the agent health-checks it on loopback.
- * Volumes live per workspace: `<volume root>/<workspace>/<volume>`.
+ * Volumes are the directories VolumeMounts materialized from the gateway.
  */
 export function toContainerSpec(
   cmd: ContainerStart,
@@ -133,7 +135,12 @@ export function toContainerSpec(
     memoryBytes: cmd.resources.memoryBytes,
     cpuMillicores: cmd.resources.cpuMillicores,
     pidsLimit: CONTAINER_PIDS_LIMIT,
-    volumes: cmd.volumes.map((v) => ({ name: `${cmd.workspaceId}/${v.volume}`, containerPath: v.mountPath, readOnly: v.readOnly })),
+    volumes: cmd.volumes.map((v) => ({
+      name: `${cmd.workspaceId}/${v.volume}`,
+      containerPath: v.mountPath,
+      readOnly: v.readOnly,
+      ...(mounts.volumeDirs?.[v.volume] ? { hostPath: mounts.volumeDirs[v.volume] } : {}),
+    })),
     ...(binds.length ? { binds } : {}),
     ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
     network,
