@@ -9,8 +9,8 @@ import {
   RESULTS_BUCKET,
   REPUTATION_BUCKET,
   ROUTES_BUCKET,
+  VOLUME_CHUNKS_BUCKET,
 } from './buckets.js';
-import { VOLUME_CHUNKS_BUCKET } from './volume/volumes.js';
 import {
   AGENT_CONTAINER_START,
   AGENT_CONTAINER_STOP,

@@ -1,5 +1,3 @@
-import type { BucketSpec } from '../buckets.js';
-
 /**
  * Volumes: named, workspace-scoped file trees stored content-addressed. A volume's state is its
  * manifest (path → chunk digests, size, mode, mtime) in Postgres; the chunks are objects of the
@@ -12,14 +10,6 @@ export const VOLUME_CHUNK_BYTES = 4 * 1024 * 1024;
 /** A volume's name, as a spec's `volumes[].name` writes it. */
 export const VOLUME_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const VOLUME_NAME_RULE = 'lower-case letters, digits or -, starting with a letter or digit, at most 63 characters';
-
-/** Object store (not KV): the chunks of every volume. */
-export const VOLUME_CHUNKS_BUCKET: BucketSpec = {
-  name: 'volume-chunks',
-  owner: 'gateway',
-  description:
-    "Object store of volume chunks (object name: `<workspace id>.<sha256 hex>` — at most VOLUME_CHUNK_BYTES of a file's bytes). Put by the gateway only, after hashing what it received: on PUT /api/v1/volumes/<name>/files (a user's upload, streamed chunk by chunk) and on PUT /api/v1/agent/containers/<id>/volumes/<name>/chunks/<hex> (a commit from the machine of a container mounting the volume read-write). Read by the gateway only, which serves a chunk to a machine while a container placed on it mounts a volume holding it. Identical chunks are stored once per workspace; chunks no file refers to are swept an hour after their last use.",
-};
 
 /** `<prefix>/<containerId>/volumes/<name>/…`: the volumes of a container placed on the calling machine. */
 export const AGENT_CONTAINERS_PATH = '/api/v1/agent/containers';
