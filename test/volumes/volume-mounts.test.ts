@@ -1,5 +1,7 @@
 import { readdirSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   AGENT_CONTAINER_START,
@@ -20,7 +22,9 @@ import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
 
-/** Writes WRITE's `path=text;…`, prints READ's files, serves /health, exits after LIFETIME seconds. */
+const execFileAsync = promisify(execFile);
+
+/** Writes WRITE's `path=text;…`, prints READ's files, commits through its agent socket with COMMIT, serves /health, exits after LIFETIME seconds. */
 const PROGRAM = `
 import os, threading, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -30,6 +34,18 @@ for spec in filter(None, os.environ.get("WRITE", "").split(";")):
     open(path, "w").write(text)
 for path in filter(None, os.environ.get("READ", "").split(";")):
     print("read " + path + ": " + open(path, "rb").read().decode("latin1")[:64], flush=True)
+if os.environ.get("COMMIT"):
+    import socket
+    agent = socket.socket(socket.AF_UNIX)
+    agent.connect(os.environ["TERN_AGENT_SOCKET"])
+    agent.sendall(b"POST /volumes/commit HTTP/1.0\\r\\nHost: agent\\r\\n\\r\\n")
+    answer = b""
+    while True:
+        part = agent.recv(65536)
+        if not part:
+            break
+        answer += part
+    print("commit: " + answer.decode().split("\\r\\n\\r\\n", 1)[1], flush=True)
 class Health(BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200)
@@ -208,6 +224,44 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
     const report = await agents.B.waitForLog(/commit of volume data from container c-b-both overwrote/, 10_000);
     expect(report.msg).toMatch(/: shared\.txt$/);
     expect(agents.A.records().some((r) => /from container c-a-both overwrote/.test(String(r.msg)))).toBe(false);
+  }, 240_000);
+
+  it('commits on request from inside the container (its agent socket) and through the runners’ clients', async () => {
+    await start('A', 'c-a-live', 'writer', [{ volume: 'data', mountPath: '/data', readOnly: false }], {
+      WRITE: '/data/live.txt=committed while running',
+      COMMIT: '1',
+      LIFETIME: '600',
+    });
+    await waitFor('c-a-live commit', async () => linesOf('c-a-live').some((l) => l.startsWith('commit: ')), 90_000);
+    const fromInside = JSON.parse(
+      linesOf('c-a-live')
+        .find((l) => l.startsWith('commit: '))!
+        .slice('commit: '.length),
+    );
+    expect(fromInside.volumes.data).toMatchObject({ written: 1, removed: 0, overwritten: [] });
+    expect(String(await fileOf('data', 'live.txt'))).toBe('committed while running');
+
+    // The runners' clients, against the same socket (as a handler calls them).
+    const socket = join(agents.A.stateDir, 'volumes', 'sockets', 'c-a-live', 'agent.sock');
+    const python = await execFileAsync('python3', ['-c', 'import json, tern; print(json.dumps(tern.volume.commit()))'], {
+      env: { ...process.env, PYTHONPATH: 'runners/python', TERN_AGENT_SOCKET: socket },
+    });
+    expect(JSON.parse(python.stdout)).toEqual({ volumes: { data: 'unchanged' } });
+    const node = await execFileAsync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const { volume } = await import('./runners/node/tern.mjs'); console.log(JSON.stringify(await volume.commit('data')));",
+      ],
+      { env: { ...process.env, TERN_AGENT_SOCKET: socket } },
+    );
+    expect(JSON.parse(node.stdout)).toEqual({ volumes: { data: 'unchanged' } });
+    const missing = await execFileAsync('python3', ['-c', 'import tern; tern.volume.commit("models")'], {
+      env: { ...process.env, PYTHONPATH: 'runners/python', TERN_AGENT_SOCKET: socket },
+    }).catch((e: { stderr: string }) => e);
+    expect(missing.stderr).toMatch(/volume models is not mounted read-write in this container/);
+    await stop('A', 'c-a-live');
   }, 240_000);
 
   it('mounts a read-only volume from the chunk cache: a second container on the machine downloads nothing', async () => {

@@ -52,6 +52,9 @@ export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
 /** Where the agent's own directories appear inside a container. */
 export const APP_DIR = '/app';
 export const RUNNERS_MOUNT = '/tern/runners';
+/** Where a container finds its agent socket (CommitSockets; bound read-only: connecting needs no write). */
+export const AGENT_SOCKET_MOUNT = '/tern/agent';
+export const AGENT_SOCKET_NAME = 'agent.sock';
 
 /** Host directories the agent binds into a container: the code bundle and Tern's runners. */
 export interface AgentMounts {
@@ -61,6 +64,8 @@ export interface AgentMounts {
   runnersDir?: string;
   /** Volumes materialized from the gateway (VolumeMounts), by volume name. */
   volumeDirs?: Record<string, string>;
+  /** The directory of the container's agent socket (CommitSockets), bound at AGENT_SOCKET_MOUNT. */
+  agentSocketDir?: string;
 }
 
 /**
@@ -111,6 +116,10 @@ export function toContainerSpec(
   const binds: HostBind[] = [];
   if (mounts.codeDir) binds.push({ hostPath: mounts.codeDir, containerPath: APP_DIR });
   if (runner) binds.push({ hostPath: mounts.runnersDir!, containerPath: RUNNERS_MOUNT });
+  if (mounts.agentSocketDir) {
+    binds.push({ hostPath: mounts.agentSocketDir, containerPath: AGENT_SOCKET_MOUNT });
+    env.TERN_AGENT_SOCKET = `${AGENT_SOCKET_MOUNT}/${AGENT_SOCKET_NAME}`;
+  }
   const cwd = cmd.cwd ?? (mounts.codeDir || runner ? APP_DIR : undefined);
   const labels: Record<string, string> = {
     [LABEL.container]: cmd.containerId,

@@ -40,6 +40,7 @@ import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provi
 import { fireAndForget } from '#tern/timing';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { ChunkCache } from '../volumes/chunk-cache.js';
+import { CommitSockets } from '../volumes/commit-sockets.js';
 import { VolumeMountError, VolumeMounts } from '../volumes/volume-mounts.js';
 
 /** One container this agent looks after. */
@@ -87,6 +88,7 @@ export class ContainersService implements BeforeApplicationShutdown {
   private readonly tracked = new Map<string, Tracked>();
   private readonly code: CodeBundles;
   readonly volumes: VolumeMounts;
+  private readonly commitSockets: CommitSockets;
   private readonly runnersDir = findRunnersDir();
 
   constructor(
@@ -101,6 +103,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), gateway);
     const volumesDir = join(ctx.settings.stateDir, 'volumes');
     this.volumes = new VolumeMounts(volumesDir, new ChunkCache(join(volumesDir, 'chunks'), config.agent.volumeCacheBytes), gateway);
+    this.commitSockets = new CommitSockets(join(volumesDir, 'sockets'), this.volumes);
   }
 
   private get machineId(): string {
@@ -282,6 +285,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     const mounts: AgentMounts = {};
     if (digest) mounts.codeDir = await this.code.ensure(digest);
     if (cmd.volumes.length) mounts.volumeDirs = await this.volumes.mount(cmd);
+    if (cmd.volumes.some((v) => !v.readOnly)) mounts.agentSocketDir = await this.commitSockets.open(cmd.containerId);
     if (cmd.handler && !cmd.command?.length) {
       if (!this.runnersDir)
         throw new CodeBundleError(
@@ -343,6 +347,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how }, ended);
     const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
     // Before container.stopped: the gateway takes a commit only while the container is placed here.
+    await this.commitSockets.close(id);
     await this.volumes
       .release(id)
       .catch((e: Error) => this.logger.error({ containerId: id }, `volumes of container ${id} not committed: ${e.message}`));
