@@ -18,14 +18,8 @@ import { VolumeChunkStore } from './volume-chunk-store.js';
 /** How long an unheld chunk stays before the sweeper removes it: an upload or commit in progress may be about to hold it. */
 const SWEEP_IDLE_SECONDS = 3600;
 
-export interface VolumeView {
-  name: string;
-  version: number;
-  files: number;
-  bytes: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
+/** A volume as the API shows it: its summary without the internal id. */
+export type VolumeView = Omit<VolumeSummary, 'id'>;
 
 export interface VolumeFileView {
   path: string;
@@ -108,14 +102,22 @@ export class VolumesService {
     if (existing.some((f) => f.path !== path))
       throw new ConflictException(`${path} is a directory of volume ${name}: rm it first or choose another path`);
     const digests: string[] = [];
+    const stored: string[] = [];
     let size = 0;
     let added = 0;
-    // Not destroyed on a throw: the request intake drains the rest so the client reads the 413.
-    for await (const chunk of chunksOf(body.iterator({ destroyOnReturn: false }), VOLUME_CHUNK_BYTES)) {
-      const stored = await this.storeChunk(workspaceId, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
-      added += stored.added;
-      size += chunk.length;
-      digests.push(stored.hex);
+    try {
+      // Not destroyed on a throw: the request intake drains the rest so the client reads the 413.
+      for await (const chunk of chunksOf(body.iterator({ destroyOnReturn: false }), VOLUME_CHUNK_BYTES)) {
+        const chunkStored = await this.storeChunk(workspaceId, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
+        if (chunkStored.added) stored.push(chunkStored.hex);
+        added += chunkStored.added;
+        size += chunk.length;
+        digests.push(chunkStored.hex);
+      }
+    } catch (e) {
+      // What a refused or broken upload stored counts against nobody's quota.
+      this.sweepNow(workspaceId, stored);
+      throw e;
     }
     const committed = await this.volumes.commit(volume.id, undefined, [{ path, size, mode, mtime: new Date(), chunks: digests }], []);
     return { path, size, chunks: digests.length, version: committed.version };
@@ -256,8 +258,17 @@ export class VolumesService {
 
   /** Removes the objects of chunks nothing holds any more (after SWEEP_IDLE_SECONDS untouched). */
   private sweepLater(workspaceId: string): void {
+    this.sweep(workspaceId, SWEEP_IDLE_SECONDS);
+  }
+
+  /** Removes at once the given chunks that no file holds. */
+  private sweepNow(workspaceId: string, digests: string[]): void {
+    if (digests.length) this.sweep(workspaceId, 0, digests);
+  }
+
+  private sweep(workspaceId: string, idleSeconds: number, only?: string[]): void {
     const sweep = async () => {
-      for (const hex of await this.volumes.forgetUnheldChunks(workspaceId, SWEEP_IDLE_SECONDS)) await this.chunks.delete(workspaceId, hex);
+      for (const hex of await this.volumes.forgetUnheldChunks(workspaceId, idleSeconds, only)) await this.chunks.delete(workspaceId, hex);
     };
     sweep().catch((err: unknown) => this.logger.warn(`sweeping the volume chunks of workspace ${workspaceId} failed: ${String(err)}`));
   }
@@ -275,8 +286,8 @@ function modeOf(raw: string | undefined): number {
   return parseInt(raw, 8);
 }
 
-function viewOf(v: VolumeSummary): VolumeView {
-  return { name: v.name, version: v.version, files: v.files, bytes: v.bytes, createdAt: v.createdAt, updatedAt: v.updatedAt };
+function viewOf({ id: _id, ...view }: VolumeSummary): VolumeView {
+  return view;
 }
 
 function fileView(f: VolumeFileRow): VolumeFileView {

@@ -177,14 +177,16 @@ export class VolumesRepository extends TransactionalRepository {
   /**
    * Chunks of the workspace no file holds any more and untouched for `idleSeconds` (an upload in
    * progress touches what it stores or reuses), forgotten here; the caller deletes their objects.
+   * `only` narrows it to those digests (what a refused upload stored).
    */
-  async forgetUnheldChunks(workspaceId: string, idleSeconds: number): Promise<string[]> {
+  async forgetUnheldChunks(workspaceId: string, idleSeconds: number, only?: string[]): Promise<string[]> {
     const rows = await this.rows<{ digest: string }>(
-      `DELETE FROM volume_chunks c WHERE c.workspace_id = $1 AND c.touched_at < now() - make_interval(secs => $2)
+      `DELETE FROM volume_chunks c WHERE c.workspace_id = $1 AND c.touched_at <= now() - make_interval(secs => $2)
+         AND ($3::text[] IS NULL OR c.digest = ANY($3::text[]))
          AND NOT EXISTS (SELECT 1 FROM volume_files f JOIN volumes v ON v.id = f.volume_id
                           WHERE v.workspace_id = $1 AND c.digest = ANY(f.chunks))
        RETURNING c.digest`,
-      [workspaceId, idleSeconds],
+      [workspaceId, idleSeconds, only ?? null],
     );
     return rows.map((r) => r.digest);
   }
