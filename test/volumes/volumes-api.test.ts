@@ -1,4 +1,4 @@
-import { createCipheriv, createHash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { request as httpRequest } from 'node:http';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
 import { runningGateway } from '../support/gateway.js';
 import { waitFor } from '../support/processes.js';
+import { generated, memoryOf } from '../support/volume-bytes.js';
 import { client, tern } from '../machines/harness.js';
 
 const OPERATOR = `tern_${'v'.repeat(43)}`;
@@ -14,22 +15,6 @@ const MiB = 2 ** 20;
 const BIG_BYTES = Number(process.env.VOLUME_TEST_BIG_MIB ?? 300) * MiB;
 const QUOTA_BYTES = BIG_BYTES + 100 * MiB;
 const QUOTA_FILES = 12;
-
-/** `total` pseudo-random bytes of `seed` (AES-CTR: no chunk repeats, so none dedups), in 1 MiB pieces, made as they are read. */
-function generated(total: number, seed: string): ReadableStream<Uint8Array> {
-  const key = createHash('sha256').update(seed).digest();
-  const cipher = createCipheriv('aes-256-ctr', key, Buffer.alloc(16));
-  const zeros = Buffer.alloc(MiB);
-  let sent = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (sent >= total) return controller.close();
-      const piece = cipher.update(zeros.subarray(0, Math.min(MiB, total - sent)));
-      sent += piece.length;
-      controller.enqueue(piece);
-    },
-  });
-}
 
 async function sha256Of(stream: ReadableStream<Uint8Array>): Promise<{ hex: string; size: number }> {
   const hash = createHash('sha256');
@@ -59,13 +44,6 @@ function declaredPut(url: string, token: string, length: number): Promise<{ stat
     req.on('error', reject);
     req.write(Buffer.alloc(10));
   });
-}
-
-/** Peak and current resident memory of a process, from /proc. */
-async function memoryOf(pid: number): Promise<{ peak: number; now: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) * 1024;
-  return { peak: kib('VmHWM'), now: kib('VmRSS') };
 }
 
 /**
