@@ -20,6 +20,10 @@ import cluster from 'node:cluster';
 import http from 'node:http';
 import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import tern from './tern.mjs';
+
+// Handlers reach Tern's helpers without an import: tern.volume.commit().
+globalThis.tern = tern;
 
 const IDLE_TIMEOUT_MS = 75_000;
 

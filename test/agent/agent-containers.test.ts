@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
@@ -19,15 +19,12 @@ import { describeNeeding } from '../support/real-parts.js';
 import { AgentProcess, ControlPlane, removeStateDir } from './harness.js';
 
 /**
- * A tiny container-contract program: prints its env and a file from its volume, writes one
- * back, serves GET /health on $PORT, and exits with EXIT_CODE after LIFETIME seconds.
+ * A tiny container-contract program: prints its env, serves GET /health on $PORT, and exits with EXIT_CODE after LIFETIME seconds.
  */
 const APP = `
 import os, sys, threading, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 print("greeting:", os.environ.get("GREETING"), flush=True)
-print("volume says:", open("/data/hello.txt").read().strip(), flush=True)
-open("/data/out-" + os.environ["TERN_CONTAINER_ID"] + ".txt", "w").write("written by " + os.environ["TERN_CONTAINER_ID"])
 print("a warning", file=sys.stderr, flush=True)
 class Health(BaseHTTPRequestHandler):
     def do_GET(self):
@@ -53,10 +50,11 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
     workspaceId: WORKSPACE,
     deploymentKind: 'endpoint',
     image: 'host',
-    command: ['python3', '/data/app.py'],
+    command: ['python3', '-c', APP],
     env,
     resources: { cpuMillicores: 500, memoryBytes: 256 * 1024 * 1024, gpuCount: 0 },
-    volumes: [{ volume: 'data', mountPath: '/data', readOnly: false }],
+    // Volumes come from the gateway's volume store (test/volumes/volume-mounts.test.ts).
+    volumes: [],
     ports: [8000],
     workers: 1,
     concurrency: 1,
@@ -70,7 +68,6 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
   let nc: NatsConnection;
   let messaging: Messaging;
   let agent: AgentProcess;
-  let volume: string;
   const events: { subject: string; data: Record<string, unknown> }[] = [];
   const logs: ContainerLogLine[] = [];
   const beats: MachineHeartbeat[] = [];
@@ -105,11 +102,6 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
       nc.subscribe(messaging.subject(MACHINE_HEARTBEAT, [MACHINE]), { callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()) }),
     );
     agent = AgentProcess.forPlane(plane, { MACHINE_ID: MACHINE });
-    // The workspace volume, with the program and a file for it to read.
-    volume = join(agent.stateDir, 'volumes', WORKSPACE, 'data');
-    mkdirSync(volume, { recursive: true });
-    writeFileSync(join(volume, 'app.py'), APP);
-    writeFileSync(join(volume, 'hello.txt'), 'hi from the host\n');
     chmodSync(agent.stateDir, 0o755);
     agent.start();
     await agent.joined();
@@ -129,7 +121,7 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
     if (agent) removeStateDir(agent.stateDir);
   });
 
-  it('runs a start command: env and a bind-mounted volume reach the program, its log lines arrive over NATS, its exit code is reported', async () => {
+  it('runs a start command: env reaches the program, its log lines arrive over NATS, its exit code is reported', async () => {
     const reply = await messaging.request(
       AGENT_CONTAINER_START,
       startCommand('c-hello', { GREETING: 'hello tern', LIFETIME: '2', EXIT_CODE: '3' }),
@@ -155,13 +147,11 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
     expect(lines.map((l) => [l.stream, l.line])).toEqual(
       expect.arrayContaining([
         ['stdout', 'greeting: hello tern'],
-        ['stdout', 'volume says: hi from the host'],
         ['stderr', 'a warning'],
         ['stdout', 'bye'],
       ]),
     );
     expect(lines.map((l) => l.sequence).sort((a, b) => a - b)).toEqual(lines.map((_, i) => i));
-    expect(readFileSync(join(volume, 'out-c-hello.txt'), 'utf8')).toBe('written by c-hello');
     // Reported, then removed from the runtime.
     await waitFor('removed', async () => !(await runtime().list()).some((c) => c.id === 'c-hello'));
   });

@@ -40,6 +40,7 @@ interface Objects {
   machineId: string;
   digest: string;
   natsUserId: string;
+  volume: string;
 }
 
 const spec = (a: Objects, name: string, kind = 'endpoint') => ({ name, kind, handler: 'app.py:predict', code: a.digest });
@@ -60,6 +61,10 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/agent/bodies/{requestId}': { access: 'machine' },
   'PUT /api/v1/agent/tasks/{taskId}/attempts/{attempt}/result': { access: 'machine' },
   'GET /api/v1/agent/task-permits/{deploymentId}/versions/{version}': { access: 'machine' },
+  'GET /api/v1/agent/containers/{containerId}/volumes/{name}/manifest': { access: 'machine' },
+  'GET /api/v1/agent/containers/{containerId}/volumes/{name}/chunks/{hex}': { access: 'machine' },
+  'PUT /api/v1/agent/containers/{containerId}/volumes/{name}/chunks/{hex}': { access: 'machine' },
+  'POST /api/v1/agent/containers/{containerId}/volumes/{name}/commit': { access: 'machine' },
 
   'GET /api/v1/workspaces': { access: 'operator' },
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },
@@ -109,6 +114,15 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/tasks/{id}': { access: 'workspace' },
   'GET /api/v1/tasks/{id}/wait': { access: 'workspace' },
   'DELETE /api/v1/tasks/{id}': { access: 'workspace' },
+  // B creates a volume of its own (never in A's workspace); A's by name is 404 to B everywhere.
+  'POST /api/v1/volumes': { access: 'workspace', body: () => ({ name: `b-volume-${Date.now()}` }), also: [201] },
+  'GET /api/v1/volumes': { access: 'workspace' },
+  'GET /api/v1/volumes/{name}': { access: 'workspace' },
+  'DELETE /api/v1/volumes/{name}': { access: 'workspace' },
+  'GET /api/v1/volumes/{name}/ls': { access: 'workspace' },
+  'PUT /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
+  'GET /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
+  'DELETE /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
   'POST /taskqueue/{name}': { access: 'workspace', body: () => ({ x: 1 }) },
   'POST /taskqueue/{name}/{version}': { access: 'workspace', body: () => ({ x: 1 }) },
 };
@@ -129,6 +143,9 @@ function fill(path: string, a: Objects): string {
     if (param === 'requestId') return 'req-of-a';
     if (param === 'attempt') return '1';
     if (param === 'deploymentId') return a.deploymentId;
+    if (param === 'containerId') return 'c-a';
+    if (param === 'hex') return 'a'.repeat(64);
+    if (path.startsWith('/api/v1/volumes/') || path.startsWith('/api/v1/agent/containers/')) return a.volume;
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
     if (path.startsWith('/taskqueue/')) return a.queue;
     if (path.startsWith('/api/v1/tasks/') || path.startsWith('/api/v1/agent/tasks/')) return a.taskId;
@@ -215,6 +232,17 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
       [version.id],
     );
 
+    // A volume of A's with a file in it.
+    expect((await call('POST', '/api/v1/volumes', wa.admin, { name: 'a-secret-volume' })).status).toBe(201);
+    const file = await call(
+      'PUT',
+      '/api/v1/volumes/a-secret-volume/files?path=weights.bin',
+      wa.admin,
+      Buffer.from('a weights'),
+      'application/octet-stream',
+    );
+    expect(file.status).toBe(200);
+
     a = {
       workspaceId: wa.workspaceId,
       deployment: 'a-secret-app',
@@ -227,6 +255,7 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
       natsUserId: (
         await call('POST', '/api/v1/nats/users', wa.admin, { name: 'a-bridge', allow: ['events'], publicKey: newUserKey().publicKey })
       ).body.id,
+      volume: 'a-secret-volume',
     };
 
     const doc = (await call('GET', '/docs-json', OPERATOR)).body as { paths: Record<string, Record<string, unknown>> };
@@ -249,6 +278,7 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
     a.tokenId,
     a.machineId,
     a.natsUserId,
+    a.volume,
     'tenant-a',
     '10.1.2.3',
   ];
@@ -293,6 +323,8 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
     expect((await call('GET', `/api/v1/tasks/${a.taskId}`, tokens.aMember)).status).toBe(200);
     expect((await call('GET', '/api/v1/tokens', tokens.aAdmin)).body.map((t: { id: string }) => t.id)).toContain(a.tokenId);
     expect((await call('HEAD', `/api/v1/code/${a.digest}`, tokens.aMember)).status).toBe(200);
+    const weights = await call('GET', `/api/v1/volumes/${a.volume}/files?path=weights.bin`, tokens.aMember);
+    expect(weights.text).toBe('a weights');
   });
 
   it("A's own tokens reach A's objects (the matrix above is not vacuous)", async () => {

@@ -15,10 +15,10 @@ export interface RunningGateway {
 
 /**
  * Starts a real gateway (built, from dist/) on a free port with its own Postgres schema and NATS
- * namespace and `token` as its bootstrap operator token, in a beforeAll registered here (so
+ * namespace and `token` as its bootstrap operator token (and `env` over the test defaults), in a beforeAll registered here (so
  * before the file's own); stops it and removes both after the file's tests.
  */
-export function runningGateway(label: string, token: string): RunningGateway {
+export function runningGateway(label: string, token: string, env: Record<string, string> = {}): RunningGateway {
   const handle = {} as { -readonly [K in keyof RunningGateway]: RunningGateway[K] };
   let namespace: string | undefined;
   beforeAll(async () => {
@@ -29,7 +29,7 @@ export function runningGateway(label: string, token: string): RunningGateway {
     handle.base = `http://127.0.0.1:${handle.port}`;
     handle.process = new ServiceProcess(
       'gateway',
-      testEnv(handle.schema, namespace, { HTTP_PORT: String(handle.port), BOOTSTRAP_ADMIN_TOKEN: token }),
+      testEnv(handle.schema, namespace, { HTTP_PORT: String(handle.port), BOOTSTRAP_ADMIN_TOKEN: token, ...env }),
     ).start();
     await handle.process.ready();
   });

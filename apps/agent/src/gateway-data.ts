@@ -5,7 +5,7 @@ export interface GatewayAccess {
 }
 
 /**
- * One call of the agent's data plane on the gateway (code bundles, large request bodies, large task results), with
+ * One call of the agent's data plane on the gateway (code bundles, large request bodies, large task results, volumes), with
  * the machine token; the pinned CA applies through the global fetch dispatcher. Throws when the
  * gateway cannot be reached; any answer, refusals included, is returned.
  */
@@ -14,14 +14,19 @@ export async function callGateway(
   path: string,
   timeoutMs: number,
   fetchImpl: typeof fetch = fetch,
-  put?: Uint8Array,
+  /** Bytes to PUT, or a JSON value to POST; a GET without. */
+  send?: Uint8Array | { json: unknown },
 ): Promise<Response> {
   const url = `${access.gatewayUrl.replace(/\/+$/, '')}${path}`;
+  const json = send && 'json' in send;
   try {
     return await fetchImpl(url, {
-      method: put ? 'PUT' : 'GET',
-      headers: { authorization: `Bearer ${access.token}`, ...(put ? { 'content-type': 'application/octet-stream' } : {}) },
-      body: put,
+      method: json ? 'POST' : send ? 'PUT' : 'GET',
+      headers: {
+        authorization: `Bearer ${access.token}`,
+        ...(send ? { 'content-type': json ? 'application/json' : 'application/octet-stream' } : {}),
+      },
+      body: json ? JSON.stringify(send.json) : send,
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (e) {

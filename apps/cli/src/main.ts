@@ -14,6 +14,7 @@ import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
 import { usageCommand } from './commands/usage.js';
+import { volumeCommand } from './commands/volume.js';
 
 const program = new Command('tern')
   .description('Tern: serverless GPU runtime. Configure with ~/.tern/config.json (npm run up writes it) or TERN_GATEWAY / TERN_TOKEN.')
@@ -31,7 +32,8 @@ const program = new Command('tern')
   .addCommand(tokenCommand())
   .addCommand(natsCommand())
   .addCommand(usageCommand())
-  .addCommand(sandboxCommand());
+  .addCommand(sandboxCommand())
+  .addCommand(volumeCommand());
 
 try {
   await program.parseAsync(process.argv);

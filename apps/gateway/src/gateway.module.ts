@@ -18,6 +18,7 @@ import { ObjectStoresDeclaration } from './object-stores.js';
 import { SandboxesModule } from './sandboxes/sandboxes.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
+import { VolumesModule } from './volumes/volumes.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
 
 @Module({})
@@ -42,6 +43,7 @@ export class GatewayModule {
         TasksModule,
         UsageModule,
         SandboxesModule,
+        VolumesModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],
     };

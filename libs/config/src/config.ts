@@ -51,6 +51,8 @@ export interface TernConfig {
   readonly tasks: { readonly leaseWaitSeconds: number };
   /** Log streams one API token may hold open at once (per gateway). */
   readonly logs: { readonly followsPerToken: number };
+  /** Per workspace, over all its volumes. */
+  readonly volumes: { readonly quotaBytes: number; readonly quotaFiles: number };
   readonly metering: { readonly checkpointIntervalMs: number };
   readonly reputation: { readonly recomputeIntervalMs: number; readonly historyIntervalSeconds: number; readonly halfLifeHours: number };
   readonly agent: {
@@ -58,6 +60,7 @@ export interface TernConfig {
     readonly gatewayUrl?: string;
     readonly token?: string;
     readonly runtime: 'runc' | 'nerdctl';
+    readonly volumeCacheBytes: number;
     readonly dashboard: 'auto' | 'on' | 'off';
   };
 }
@@ -235,6 +238,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
+    volumes: { quotaBytes: Number(raw.VOLUME_QUOTA_BYTES ?? 100 * 2 ** 30), quotaFiles: Number(raw.VOLUME_QUOTA_FILES ?? 1_000_000) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },
     reputation: {
       recomputeIntervalMs: Number(raw.REPUTATION_RECOMPUTE_INTERVAL_MS ?? 5000),
@@ -246,6 +250,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       gatewayUrl: raw.AGENT_GATEWAY_URL as string | undefined,
       token: raw.AGENT_TOKEN as string | undefined,
       runtime: (raw.AGENT_RUNTIME ?? 'runc') as 'runc' | 'nerdctl',
+      volumeCacheBytes: Number(raw.AGENT_VOLUME_CACHE_BYTES ?? 20 * 2 ** 30),
       dashboard: (raw.AGENT_DASHBOARD ?? 'auto') as 'auto' | 'on' | 'off',
     },
   };

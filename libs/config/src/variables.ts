@@ -325,6 +325,25 @@ export const VARIABLES = [
     description: 'Log streams (GET /api/v1/deployments/<name>/logs) one API token may hold open at once on a gateway; one more gets 429.',
   },
   {
+    name: 'VOLUME_QUOTA_BYTES',
+    kind: 'int',
+    default: String(100 * 2 ** 30),
+    min: 0,
+    max: 2 ** 52,
+    services: ['gateway'],
+    description:
+      "Bytes a workspace's volumes may store (chunks counted once however many files hold them); a put or commit beyond it is 413.",
+  },
+  {
+    name: 'VOLUME_QUOTA_FILES',
+    kind: 'int',
+    default: '1000000',
+    min: 0,
+    max: 1000000000,
+    services: ['gateway'],
+    description: "Files a workspace's volumes may hold in all; a put or commit beyond it is 413.",
+  },
+  {
     name: 'ENDPOINT_BUFFER_SIZE',
     kind: 'int',
     default: '1000',
@@ -376,6 +395,16 @@ export const VARIABLES = [
     values: ['runc', 'nerdctl'],
     services: ['agent'],
     description: 'Container runtime the agent drives.',
+  },
+  {
+    name: 'AGENT_VOLUME_CACHE_BYTES',
+    kind: 'int',
+    default: String(20 * 2 ** 30),
+    min: 0,
+    max: 2 ** 52,
+    services: ['agent'],
+    description:
+      'Bytes of volume chunks the agent keeps under its state directory (volumes/chunks/), least recently used evicted first; a container mounting cached chunks downloads nothing.',
   },
   {
     name: 'AGENT_RUNNERS_DIR',

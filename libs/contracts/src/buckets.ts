@@ -54,6 +54,14 @@ export const RESULTS_BUCKET: BucketSpec = {
     'Object store of task results over TASK_RESULT_INLINE_BYTES (object name: `<task id>.<attempt>`, see taskResultName; up to TASK_RESULT_MAX_BYTES). Put once per task and attempt by the gateway on PUT /api/v1/agent/tasks/<taskId>/attempts/<n>/result from the machine holding the lease of the attempt (a second PUT is 409; agents have no access to the store), before that machine publishes tern.task.<machine id>.completed.v1 with resultRef; the gateway takes a resultRef only when it names that object, and reads it when a caller asks for the result. No TTL: results live as long as their task.',
 };
 
+/** Object store (not KV): the chunks of every volume. */
+export const VOLUME_CHUNKS_BUCKET: BucketSpec = {
+  name: 'volume-chunks',
+  owner: 'gateway',
+  description:
+    "Object store of volume chunks (object name: `<workspace id>.<sha256 hex>` — at most VOLUME_CHUNK_BYTES of a file's bytes). Put by the gateway only, after hashing what it received: on PUT /api/v1/volumes/<name>/files (a user's upload, streamed chunk by chunk) and on PUT /api/v1/agent/containers/<id>/volumes/<name>/chunks/<hex> (a commit from the machine of a container mounting the volume read-write). Read by the gateway only, which serves a chunk to a machine while a container placed on it mounts a volume holding it. Identical chunks are stored once per workspace; chunks no file refers to are swept an hour after their last use.",
+};
+
 /** The results object of one attempt of a task: the only resultRef the gateway accepts for it. */
 export function taskResultName(taskId: string, attempt: number): string {
   return `${taskId}.${attempt}`;

@@ -19,3 +19,4 @@ export * from './deployment/records.js';
 export * from './deployment/task-policy.js';
 export * from './permissions.js';
 export * from './sandbox/sandbox-spec.js';
+export * from './volume/volumes.js';

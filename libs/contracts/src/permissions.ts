@@ -9,6 +9,7 @@ import {
   RESULTS_BUCKET,
   REPUTATION_BUCKET,
   ROUTES_BUCKET,
+  VOLUME_CHUNKS_BUCKET,
 } from './buckets.js';
 import {
   AGENT_CONTAINER_START,
@@ -180,6 +181,8 @@ export const BUCKET_ACCESS: readonly BucketAccess[] = [
   { bucket: BODIES_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: CODE_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
   { bucket: RESULTS_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
+  // Volume chunks too: an agent fetches and commits them over agentVolumePath (placement checked).
+  { bucket: VOLUME_CHUNKS_BUCKET, kind: 'object', write: ['gateway'], read: ['gateway'] },
 ];
 
 /**

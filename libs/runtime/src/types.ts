@@ -18,6 +18,11 @@ export interface VolumeSpec {
   name: string;
   containerPath: string;
   readOnly?: boolean;
+  /**
+   * The directory to mount instead of `<volume root>/<name>`: a volume the agent materialized
+   * from the gateway (absolute). A writable one is handed to the container's user whole.
+   */
+  hostPath?: string;
 }
 
 /**

@@ -55,6 +55,8 @@ export function validateSpec(spec: ContainerSpec): void {
     if (!isAbsolute(target) || target === '/' || v.containerPath.split('/').includes('..'))
       fail(`volume path "${v.containerPath}" must be an absolute path below /`);
     if (RESERVED_TARGETS.some((r) => target === r || target.startsWith(`${r}/`))) fail(`volume path "${v.containerPath}" is reserved`);
+    if (v.hostPath !== undefined && (typeof v.hostPath !== 'string' || !isAbsolute(v.hostPath)))
+      fail(`volume source "${v.hostPath}" must be an absolute path`);
   }
   for (const b of spec.binds ?? []) {
     if (typeof b.hostPath !== 'string' || !isAbsolute(b.hostPath)) fail(`bind source "${b.hostPath}" must be an absolute path`);

@@ -52,6 +52,9 @@ export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
 /** Where the agent's own directories appear inside a container. */
 export const APP_DIR = '/app';
 export const RUNNERS_MOUNT = '/tern/runners';
+/** Where a container finds its agent socket (CommitSockets; bound read-only: connecting needs no write). */
+export const AGENT_SOCKET_MOUNT = '/tern/agent';
+export const AGENT_SOCKET_NAME = 'agent.sock';
 
 /** Host directories the agent binds into a container: the code bundle and Tern's runners. */
 export interface AgentMounts {
@@ -59,6 +62,10 @@ export interface AgentMounts {
   codeDir?: string;
   /** The repository's `runners/`, bound read-only at /tern/runners when a handler runs. */
   runnersDir?: string;
+  /** Volumes materialized from the gateway (VolumeMounts), by volume name. */
+  volumeDirs?: Record<string, string>;
+  /** The directory of the container's agent socket (CommitSockets), bound at AGENT_SOCKET_MOUNT. */
+  agentSocketDir?: string;
 }
 
 /**
@@ -80,7 +87,7 @@ export const RUNTIME_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
  * container has its own namespace and address on the agent's bridge, listens on $PORT there,
  * and may reach what the command's `network` allows; with `host` (an operator's setting) the
  * runtime picks a free port on the machine and the agent health-checks it on loopback.
- * Volumes live per workspace: `<volume root>/<workspace>/<volume>`.
+ * Volumes are the directories VolumeMounts materialized from the gateway.
  */
 export function toContainerSpec(
   cmd: ContainerStart,
@@ -109,6 +116,10 @@ export function toContainerSpec(
   const binds: HostBind[] = [];
   if (mounts.codeDir) binds.push({ hostPath: mounts.codeDir, containerPath: APP_DIR });
   if (runner) binds.push({ hostPath: mounts.runnersDir!, containerPath: RUNNERS_MOUNT });
+  if (mounts.agentSocketDir) {
+    binds.push({ hostPath: mounts.agentSocketDir, containerPath: AGENT_SOCKET_MOUNT });
+    env.TERN_AGENT_SOCKET = `${AGENT_SOCKET_MOUNT}/${AGENT_SOCKET_NAME}`;
+  }
   const cwd = cmd.cwd ?? (mounts.codeDir || runner ? APP_DIR : undefined);
   const labels: Record<string, string> = {
     [LABEL.container]: cmd.containerId,
@@ -133,7 +144,12 @@ export function toContainerSpec(
     memoryBytes: cmd.resources.memoryBytes,
     cpuMillicores: cmd.resources.cpuMillicores,
     pidsLimit: CONTAINER_PIDS_LIMIT,
-    volumes: cmd.volumes.map((v) => ({ name: `${cmd.workspaceId}/${v.volume}`, containerPath: v.mountPath, readOnly: v.readOnly })),
+    volumes: cmd.volumes.map((v) => ({
+      name: `${cmd.workspaceId}/${v.volume}`,
+      containerPath: v.mountPath,
+      readOnly: v.readOnly,
+      ...(mounts.volumeDirs?.[v.volume] ? { hostPath: mounts.volumeDirs[v.volume] } : {}),
+    })),
     ...(binds.length ? { binds } : {}),
     ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
     network,

@@ -39,6 +39,10 @@ import {
 } from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
 import { fireAndForget } from '#tern/timing';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { ChunkCache } from '../volumes/chunk-cache.js';
+import { CommitSockets } from '../volumes/commit-sockets.js';
+import { VolumeMountError, VolumeMounts } from '../volumes/volume-mounts.js';
 
 /** One container this agent looks after. */
 interface Tracked {
@@ -84,6 +88,8 @@ export class ContainersService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('containers');
   private readonly tracked = new Map<string, Tracked>();
   private readonly code: CodeBundles;
+  readonly volumes: VolumeMounts;
+  private readonly commitSockets: CommitSockets;
   private readonly runnersDir = findRunnersDir();
 
   constructor(
@@ -93,11 +99,13 @@ export class ContainersService implements BeforeApplicationShutdown {
     private readonly invokes: InvokeRoutes,
     private readonly tasks: TaskDispatcher,
     private readonly sandboxes: SandboxesService,
+    @Inject(TERN_CONFIG) config: TernConfig,
   ) {
-    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), () => ({
-      gatewayUrl: ctx.settings.gatewayUrl,
-      token: ctx.settings.token,
-    }));
+    const gateway = () => ({ gatewayUrl: ctx.settings.gatewayUrl, token: ctx.settings.token });
+    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), gateway);
+    const volumesDir = join(ctx.settings.stateDir, 'volumes');
+    this.volumes = new VolumeMounts(volumesDir, new ChunkCache(join(volumesDir, 'chunks'), config.agent.volumeCacheBytes), gateway);
+    this.commitSockets = new CommitSockets(join(volumesDir, 'sockets'), this.volumes);
   }
 
   private get machineId(): string {
@@ -232,7 +240,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       t.endpoint = endpoint;
     } catch (e) {
       const phase: ContainerFailurePhase =
-        e instanceof ImageError || e instanceof CodeBundleError
+        e instanceof ImageError || e instanceof CodeBundleError || e instanceof VolumeMountError
           ? 'image'
           : e instanceof InvalidContainerSpecError
             ? 'create'
@@ -289,6 +297,8 @@ export class ContainersService implements BeforeApplicationShutdown {
     const digest = cmd.code ?? cmd.env.TERN_CODE;
     const mounts: AgentMounts = {};
     if (digest) mounts.codeDir = await this.code.ensure(digest);
+    if (cmd.volumes.length) mounts.volumeDirs = await this.volumes.mount(cmd);
+    if (cmd.volumes.some((v) => !v.readOnly)) mounts.agentSocketDir = await this.commitSockets.open(cmd.containerId);
     if (cmd.handler && !cmd.command?.length) {
       if (!this.runnersDir)
         throw new CodeBundleError(
@@ -353,6 +363,11 @@ export class ContainersService implements BeforeApplicationShutdown {
     const ended = { at: exit.finishedAt, untilSent: true };
     if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how }, ended);
     const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
+    // Before container.stopped: the gateway takes a commit only while the container is placed here.
+    await this.commitSockets.close(id);
+    await this.volumes
+      .release(id)
+      .catch((e: Error) => this.logger.error({ containerId: id }, `volumes of container ${id} not committed: ${e.message}`));
     await this.publish(
       CONTAINER_STOPPED,
       t.record,

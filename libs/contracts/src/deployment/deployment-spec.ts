@@ -14,6 +14,7 @@ import {
   Matches,
   Max,
   Min,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
@@ -65,10 +66,15 @@ export class PredictivePolicy {
   @IsOptional() @IsBoolean() prewarm?: boolean;
 }
 
+/** A volume of the workspace mounted at `path` (or `mount_path`), `mode: ro` (or `read_only: true`) or rw (the default). */
 export class SpecVolume {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'volumes.name must be lower-case letters, digits or -' }) name!: string;
-  @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path must be an absolute path' }) mount_path!: string;
+  @ValidateIf((v: SpecVolume) => v.path === undefined)
+  @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path (or path) must be an absolute path' })
+  mount_path?: string;
+  @IsOptional() @Matches(/^\/[^\0]*$/, { message: 'volumes.path must be an absolute path' }) path?: string;
   @IsOptional() read_only?: boolean;
+  @IsOptional() @IsIn(['rw', 'ro'], { message: 'volumes.mode must be rw or ro' }) mode?: 'rw' | 'ro';
 }
 
 /**

@@ -161,7 +161,11 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
     },
     env: spec.env ?? {},
-    volumes: (spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.mount_path, readOnly: v.read_only ?? false })),
+    volumes: (spec.volumes ?? []).map((v) => ({
+      name: v.name,
+      mountPath: (v.path ?? v.mount_path)!,
+      readOnly: v.read_only ?? v.mode === 'ro',
+    })),
     pool: spec.pool ?? 'default',
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
     minReputation: spec.min_reputation,

@@ -13,6 +13,7 @@ import { ReputationMachine } from './reputation-machine.entity.js';
 import { Sandbox } from './sandbox.entity.js';
 import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
+import { Volume, VolumeChunk, VolumeFile } from './volume.entity.js';
 import { Workspace } from './workspace.entity.js';
 
 export * from './api-token.entity.js';
@@ -30,6 +31,7 @@ export * from './reputation-machine.entity.js';
 export * from './sandbox.entity.js';
 export * from './task.entity.js';
 export * from './usage-interval.entity.js';
+export * from './volume.entity.js';
 export * from './workspace.entity.js';
 
 /** Listed by hand: globs and ESM do not mix, and a list shows what the DataSource knows. */
@@ -50,4 +52,7 @@ export const ENTITIES = [
   ReputationMachine,
   NatsUser,
   Sandbox,
+  Volume,
+  VolumeFile,
+  VolumeChunk,
 ] as const;

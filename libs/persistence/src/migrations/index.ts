@@ -15,6 +15,7 @@ import { MachineStateChanges1764991000000 } from './1764991000000-machine-state-
 import { EndpointRequestMinutes1764992000000 } from './1764992000000-endpoint-request-minutes.js';
 import { NatsUsers1765000000000 } from './1765000000000-nats-users.js';
 import { Sandboxes1765010000000 } from './1765010000000-sandboxes.js';
+import { Volumes1765020000000 } from './1765020000000-volumes.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   EndpointRequestMinutes1764992000000,
   NatsUsers1765000000000,
   Sandboxes1765010000000,
+  Volumes1765020000000,
 ] as const;

@@ -8,6 +8,7 @@ import { SandboxesRepository } from './sandboxes.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
+import { VolumesRepository } from './volumes.repository.js';
 
 export type {
   CallbackClaim,
@@ -46,6 +47,7 @@ export const REPOSITORIES = [
   TasksRepository,
   TokensRepository,
   UsageRepository,
+  VolumesRepository,
 ];
 
 export {
@@ -59,6 +61,7 @@ export {
   TasksRepository,
   TokensRepository,
   UsageRepository,
+  VolumesRepository,
 };
 
 // The view types repositories return and take.
@@ -67,3 +70,4 @@ export type * from './machines.repository.js';
 export type * from './reputation.repository.js';
 export type * from './sandboxes.repository.js';
 export type * from './usage.repository.js';
+export type * from './volumes.repository.js';

@@ -136,7 +136,7 @@ export class NerdctlRuntime implements ContainerRuntime {
     const port = spec.port ?? ((spec.network ?? 'host') === 'host' ? await freePort() : undefined);
     const volumes = [];
     for (const v of spec.volumes ?? []) {
-      const source = join(this.options.volumeRoot, v.name);
+      const source = v.hostPath ?? join(this.options.volumeRoot, v.name);
       await mkdir(source, { recursive: true, mode: 0o755 });
       if (!v.readOnly) await chown(source, user.uid, user.gid);
       volumes.push({ source, destination: v.containerPath, readOnly: !!v.readOnly });

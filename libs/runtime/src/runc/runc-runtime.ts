@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { access, chown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chown, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
@@ -260,12 +260,14 @@ export class RuncRuntime implements ContainerRuntime {
   private async prepareVolumes(spec: ContainerSpec, user: UserSpec, userns?: UserNamespaceMapping): Promise<VolumeBind[]> {
     const binds: VolumeBind[] = [];
     for (const v of spec.volumes ?? []) {
-      const source = join(this.volumeRoot, v.name);
+      const source = v.hostPath ?? join(this.volumeRoot, v.name);
       await mkdir(source, { recursive: true, mode: 0o755 });
       // The container's user must be able to write its writable volumes; the last writer's
       // user owns a volume shared by containers running as different users.
       const shift = userns?.hostId ?? 0;
       if (!v.readOnly) await chown(source, shift + user.uid, shift + user.gid);
+      // A materialized volume is the container's own copy: every file of it is its user's.
+      if (!v.readOnly && v.hostPath) await chownTree(source, shift + user.uid, shift + user.gid);
       binds.push({ source, destination: v.containerPath, readOnly: !!v.readOnly });
     }
     for (const b of spec.binds ?? []) binds.push({ source: b.hostPath, destination: b.containerPath, readOnly: true });
@@ -480,5 +482,12 @@ export class RuncRuntime implements ContainerRuntime {
     await rm(bundle.dir, { recursive: true, force: true });
     if (port !== undefined) this.portsInUse.delete(port);
     this.log.info({ containerId: id }, 'container removed');
+  }
+}
+
+/** Hands a directory tree to uid:gid (links themselves, never what they point at). */
+async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    await lchown(join(entry.parentPath, entry.name), uid, gid);
   }
 }

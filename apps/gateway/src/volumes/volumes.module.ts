@@ -1,0 +1,21 @@
+import { Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { acceptBinaryBodies } from '../binary-bodies.js';
+import { MachineRegistrationModule } from '../machine-registration/machine-registration.module.js';
+import { AgentVolumesController } from './agent-volumes.controller.js';
+import { VolumeChunkStore } from './volume-chunk-store.js';
+import { VolumesController } from './volumes.controller.js';
+import { VolumesService } from './volumes.service.js';
+
+@Module({
+  imports: [MachineRegistrationModule],
+  controllers: [VolumesController, AgentVolumesController],
+  providers: [VolumeChunkStore, VolumesService],
+})
+export class VolumesModule implements OnModuleInit {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  onModuleInit() {
+    acceptBinaryBodies(this.adapterHost);
+  }
+}

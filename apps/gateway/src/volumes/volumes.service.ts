@@ -1,0 +1,295 @@
+import {
+  BadRequestException,
+  ConflictException,
+  Inject,
+  Injectable,
+  Logger,
+  NotFoundException,
+  PayloadTooLargeException,
+  UnsupportedMediaTypeException,
+} from '@nestjs/common';
+import { Readable } from 'node:stream';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { VOLUME_CHUNK_BYTES, VOLUME_NAME, VOLUME_NAME_RULE, type VolumeCommitResult, type VolumeManifest } from '#tern/contracts';
+import { type VolumeFileRow, type VolumeFileWrite, VolumesRepository, type VolumeSummary } from '#tern/persistence';
+import { chunksOf, entriesBelow, sha256Hex, volumePath } from '#tern/volumes';
+import { VolumeChunkStore } from './volume-chunk-store.js';
+
+/** How long an unheld chunk stays before the sweeper removes it: an upload or commit in progress may be about to hold it. */
+const SWEEP_IDLE_SECONDS = 3600;
+
+/** A volume as the API shows it: its summary without the internal id. */
+export type VolumeView = Omit<VolumeSummary, 'id'>;
+
+export interface VolumeFileView {
+  path: string;
+  size: number;
+  mode: string;
+  mtime: Date;
+}
+
+/** A workspace's use of its volume quota. */
+export interface VolumeUsage {
+  bytes: number;
+  files: number;
+  quotaBytes: number;
+  quotaFiles: number;
+}
+
+/** The volumes of the caller's workspace: another workspace's volume of the same name is not found. */
+@Injectable()
+export class VolumesService {
+  private readonly logger = new Logger('volumes');
+
+  constructor(
+    private readonly volumes: VolumesRepository,
+    private readonly chunks: VolumeChunkStore,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+  ) {}
+
+  async create(workspaceId: string, name: string): Promise<VolumeView> {
+    if (!VOLUME_NAME.test(name)) throw new BadRequestException([`volume name "${name}" is not a name: use ${VOLUME_NAME_RULE}`]);
+    const created = await this.volumes.create(workspaceId, name);
+    if (!created) throw new ConflictException(`volume ${name} exists already in this workspace`);
+    return viewOf(created);
+  }
+
+  async list(workspaceId: string): Promise<{ volumes: VolumeView[]; usage: VolumeUsage }> {
+    const volumes = await this.volumes.list(workspaceId);
+    return { volumes: volumes.map(viewOf), usage: await this.usage(workspaceId) };
+  }
+
+  async get(workspaceId: string, name: string): Promise<VolumeView> {
+    return viewOf(await this.find(workspaceId, name));
+  }
+
+  /** The files and directories right below `rawPath` (the root when empty). */
+  async ls(workspaceId: string, name: string, rawPath = '') {
+    const volume = await this.find(workspaceId, name);
+    const path = pathOf(rawPath, true);
+    const files = await this.volumes.files(volume.id, path);
+    const exact = files.find((f) => f.path === path);
+    if (exact) return { volume: name, path, directories: [], files: [fileView(exact)] };
+    if (path && !files.length) throw new NotFoundException(`volume ${name} has nothing at ${path}`);
+    const below = entriesBelow(files, path);
+    return { volume: name, path, directories: below.directories, files: below.files.map(fileView) };
+  }
+
+  /**
+   * Streams the body into the volume at `rawPath` chunk by chunk (one chunk in memory at a
+   * time), storing only chunks the workspace lacks, then commits the file as the next version.
+   */
+  async put(
+    workspaceId: string,
+    name: string,
+    rawPath: string,
+    body: unknown,
+    headers: { contentType?: string; contentLength?: string; mode?: string },
+  ): Promise<{ path: string; size: number; chunks: number; version: number }> {
+    const volume = await this.find(workspaceId, name);
+    const path = pathOf(rawPath);
+    if (!(body instanceof Readable)) {
+      throw new UnsupportedMediaTypeException(
+        `send the file as application/octet-stream (got ${headers.contentType ?? 'no content type'})`,
+      );
+    }
+    const mode = modeOf(headers.mode);
+    const usage = await this.usage(workspaceId);
+    const declared = Number(headers.contentLength);
+    if (Number.isFinite(declared)) this.assertRoom(usage, declared, 0);
+    const existing = await this.volumes.files(volume.id, path);
+    if (!existing.some((f) => f.path === path)) this.assertRoom(usage, 0, 1);
+    if (existing.some((f) => f.path !== path))
+      throw new ConflictException(`${path} is a directory of volume ${name}: rm it first or choose another path`);
+    const digests: string[] = [];
+    const stored: string[] = [];
+    let size = 0;
+    let added = 0;
+    try {
+      // Not destroyed on a throw: the request intake drains the rest so the client reads the 413.
+      for await (const chunk of chunksOf(body.iterator({ destroyOnReturn: false }), VOLUME_CHUNK_BYTES)) {
+        const chunkStored = await this.storeChunk(workspaceId, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
+        if (chunkStored.added) stored.push(chunkStored.hex);
+        added += chunkStored.added;
+        size += chunk.length;
+        digests.push(chunkStored.hex);
+      }
+    } catch (e) {
+      // What a refused or broken upload stored counts against nobody's quota.
+      this.sweepNow(workspaceId, stored);
+      throw e;
+    }
+    const committed = await this.volumes.commit(volume.id, undefined, [{ path, size, mode, mtime: new Date(), chunks: digests }], []);
+    return { path, size, chunks: digests.length, version: committed.version };
+  }
+
+  /** The file's bytes as a stream that reads one chunk from the store at a time. */
+  async download(workspaceId: string, name: string, rawPath: string): Promise<{ size: number; stream: Readable }> {
+    const volume = await this.find(workspaceId, name);
+    const path = pathOf(rawPath);
+    const file = (await this.volumes.files(volume.id, path)).find((f) => f.path === path);
+    if (!file) throw new NotFoundException(`volume ${name} has no file ${path}`);
+    const chunks = this.chunks;
+    async function* bytes() {
+      for (const hex of file!.chunks) {
+        const chunk = await chunks.get(workspaceId, hex);
+        if (!chunk) throw new Error(`chunk ${hex} of ${name}/${path} is missing from the store`);
+        yield chunk;
+      }
+    }
+    // Bytes mode: the stream holds one chunk ahead, not the 16 an object-mode stream would.
+    return { size: file.size, stream: Readable.from(bytes(), { objectMode: false }) };
+  }
+
+  /** Removes a file, or a directory with everything below it. */
+  async rm(workspaceId: string, name: string, rawPath: string): Promise<VolumeCommitResult> {
+    const volume = await this.find(workspaceId, name);
+    const path = pathOf(rawPath);
+    const files = await this.volumes.files(volume.id, path);
+    if (!files.length) throw new NotFoundException(`volume ${name} has nothing at ${path}`);
+    const result = await this.volumes.commit(
+      volume.id,
+      undefined,
+      [],
+      files.map((f) => f.path),
+    );
+    this.sweepLater(workspaceId);
+    return result;
+  }
+
+  async delete(workspaceId: string, name: string): Promise<void> {
+    const volume = await this.find(workspaceId, name);
+    await this.volumes.remove(volume.id);
+    this.sweepLater(workspaceId);
+  }
+
+  async manifest(volumeId: string, name: string): Promise<VolumeManifest> {
+    const { version, files } = await this.volumes.manifest(volumeId);
+    return {
+      volume: name,
+      version,
+      files: files.map((f) => ({ path: f.path, size: f.size, mode: f.mode, mtime: new Date(f.mtime).toISOString(), chunks: f.chunks })),
+    };
+  }
+
+  /**
+   * Stores one chunk for the workspace unless it has it (then only touches it, so the sweeper
+   * leaves it); `check` runs before a new chunk is stored (the quota).
+   */
+  async storeChunk(
+    workspaceId: string,
+    chunk: Uint8Array,
+    check: () => void | Promise<void> = () => undefined,
+  ): Promise<{ hex: string; added: number }> {
+    const hex = sha256Hex(chunk);
+    if (await this.volumes.touchChunk(workspaceId, hex)) return { hex, added: 0 };
+    await check();
+    await this.chunks.put(workspaceId, hex, chunk);
+    await this.volumes.recordChunk(workspaceId, hex, chunk.length);
+    return { hex, added: chunk.length };
+  }
+
+  /** The quota check for a new chunk a machine commits. */
+  async roomFor(workspaceId: string, bytes: number, files: number): Promise<void> {
+    this.assertRoom(await this.usage(workspaceId), bytes, files);
+  }
+
+  /**
+   * A commit from a machine: sizes come from the chunks the workspace stores (not the machine's
+   * word), and every chunk must be stored already (uploaded before the commit).
+   */
+  async commit(
+    volumeId: string,
+    workspaceId: string,
+    baseVersion: number,
+    writes: { path: string; mode: number; mtime: string; chunks: string[] }[],
+    removals: string[],
+  ): Promise<VolumeCommitResult> {
+    const sizes = await this.volumes.chunkSizes(
+      workspaceId,
+      writes.flatMap((w) => w.chunks),
+    );
+    const files: VolumeFileWrite[] = writes.map((w) => {
+      const missing = w.chunks.find((hex) => !sizes.has(hex));
+      if (missing) throw new BadRequestException([`chunk ${missing} of ${w.path} is not stored: upload it before the commit`]);
+      return {
+        path: pathOf(w.path),
+        mode: w.mode,
+        mtime: new Date(w.mtime),
+        chunks: w.chunks,
+        size: w.chunks.reduce((n, hex) => n + sizes.get(hex)!, 0),
+      };
+    });
+    const current = new Set((await this.volumes.files(volumeId)).map((f) => f.path));
+    this.assertRoom(await this.usage(workspaceId), 0, files.filter((f) => !current.has(f.path)).length - removals.length);
+    const result = await this.volumes.commit(
+      volumeId,
+      baseVersion,
+      files,
+      removals.map((r) => pathOf(r)),
+    );
+    if (removals.length) this.sweepLater(workspaceId);
+    return result;
+  }
+
+  async usage(workspaceId: string): Promise<VolumeUsage> {
+    const used = await this.volumes.usage(workspaceId);
+    return { ...used, quotaBytes: this.config.volumes.quotaBytes, quotaFiles: this.config.volumes.quotaFiles };
+  }
+
+  private assertRoom(usage: VolumeUsage, bytes: number, files: number): void {
+    if (usage.bytes + bytes > usage.quotaBytes) {
+      throw new PayloadTooLargeException(
+        `the workspace's volumes would store ${usage.bytes + bytes} bytes, over its quota of ${usage.quotaBytes} (VOLUME_QUOTA_BYTES): rm files or delete volumes first`,
+      );
+    }
+    if (files > 0 && usage.files + files > usage.quotaFiles) {
+      throw new PayloadTooLargeException(
+        `the workspace's volumes would hold ${usage.files + files} files, over its quota of ${usage.quotaFiles} (VOLUME_QUOTA_FILES): rm files or delete volumes first`,
+      );
+    }
+  }
+
+  private async find(workspaceId: string, name: string): Promise<VolumeSummary> {
+    const volume = VOLUME_NAME.test(name) ? await this.volumes.find(workspaceId, name) : undefined;
+    if (!volume) throw new NotFoundException(`volume ${name} not found in this workspace (tern volume list shows yours)`);
+    return volume;
+  }
+
+  /** Removes the objects of chunks nothing holds any more (after SWEEP_IDLE_SECONDS untouched). */
+  private sweepLater(workspaceId: string): void {
+    this.sweep(workspaceId, SWEEP_IDLE_SECONDS);
+  }
+
+  /** Removes at once the given chunks that no file holds. */
+  private sweepNow(workspaceId: string, digests: string[]): void {
+    if (digests.length) this.sweep(workspaceId, 0, digests);
+  }
+
+  private sweep(workspaceId: string, idleSeconds: number, only?: string[]): void {
+    const sweep = async () => {
+      for (const hex of await this.volumes.forgetUnheldChunks(workspaceId, idleSeconds, only)) await this.chunks.delete(workspaceId, hex);
+    };
+    sweep().catch((err: unknown) => this.logger.warn(`sweeping the volume chunks of workspace ${workspaceId} failed: ${String(err)}`));
+  }
+}
+
+function pathOf(raw: string, rootAllowed = false): string {
+  const checked = volumePath(raw, { rootAllowed });
+  if ('problem' in checked) throw new BadRequestException([checked.problem]);
+  return checked.path;
+}
+
+function modeOf(raw: string | undefined): number {
+  if (raw === undefined) return 0o644;
+  if (!/^[0-7]{3,4}$/.test(raw)) throw new BadRequestException([`mode "${raw}" must be octal permission bits such as 644 or 0755`]);
+  return parseInt(raw, 8);
+}
+
+function viewOf({ id: _id, ...view }: VolumeSummary): VolumeView {
+  return view;
+}
+
+function fileView(f: VolumeFileRow): VolumeFileView {
+  return { path: f.path, size: f.size, mode: f.mode.toString(8).padStart(4, '0'), mtime: f.mtime };
+}

@@ -1,0 +1,2 @@
+export * from './chunks.js';
+export * from './volume-path.js';
