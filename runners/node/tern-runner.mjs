@@ -23,7 +23,8 @@ import { pathToFileURL } from 'node:url';
 
 const IDLE_TIMEOUT_MS = 75_000;
 
-const TASK_QUEUE = process.env.TERN_DEPLOYMENT_KIND === 'task_queue';
+// Functions pull tasks too (one call, or one chunk of a map, per task).
+const TASK_QUEUE = ['task_queue', 'function'].includes(process.env.TERN_DEPLOYMENT_KIND);
 
 function envInt(name, fallback) {
   const raw = process.env[name] ?? '';

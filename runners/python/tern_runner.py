@@ -120,7 +120,8 @@ class State:
 
 
 STATE = State(1)
-TASK_QUEUE = os.environ.get("TERN_DEPLOYMENT_KIND", "") == "task_queue"
+# Functions pull tasks too (one call, or one chunk of a map, per task).
+TASK_QUEUE = os.environ.get("TERN_DEPLOYMENT_KIND", "") in ("task_queue", "function")
 
 
 class Handler(BaseHTTPRequestHandler):

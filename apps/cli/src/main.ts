@@ -7,6 +7,7 @@ import { invokeCommand } from './commands/invoke.js';
 import { logsCommand } from './commands/logs.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
+import { runCommand } from './commands/run.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
@@ -23,6 +24,7 @@ const program = new Command('tern')
   .addCommand(deploymentCommand())
   .addCommand(invokeCommand())
   .addCommand(taskCommand())
+  .addCommand(runCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
   .addCommand(usageCommand());

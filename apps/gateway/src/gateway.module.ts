@@ -14,6 +14,7 @@ import { MachinesModule } from './machines/machines.module.js';
 import { PoolsModule } from './pools/pools.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
+import { FunctionsModule } from './functions/functions.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -37,6 +38,7 @@ export class GatewayModule {
         DeploymentsModule,
         EndpointsModule,
         TasksModule,
+        FunctionsModule,
         UsageModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],

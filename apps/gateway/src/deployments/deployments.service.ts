@@ -1,5 +1,5 @@
 import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
-import { type DeploymentSpec, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
+import { type DeploymentSpec, pullsTasks, type ResolvedSpec, resolveSpec, SpecError } from '#tern/contracts';
 import {
   ACTIVE_CONTAINER_STATES,
   CodeBundlesRepository,
@@ -97,7 +97,7 @@ export class DeploymentsService {
         : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`,
     );
     await this.publish(d.id, `${action} ${name}`);
-    if (action === 'delete' && d.kind === 'task_queue') await this.tasks.dropQueue(d.id, d.latestVersion);
+    if (action === 'delete' && pullsTasks(d.kind)) await this.tasks.dropQueue(d.id, d.latestVersion);
     return d;
   }
 

@@ -49,8 +49,14 @@ export class EndpointsService {
     if (!found.known) throw new EndpointHttpError(404, `deployment "${target.name}" not found`);
     const record = found.record;
     if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${target.version}`);
-    if (record.spec.kind === 'task_queue' || record.spec.kind === 'cron') {
-      throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint`);
+    if (record.spec.kind !== 'endpoint') {
+      const where =
+        record.spec.kind === 'function'
+          ? `: call it at /function/${target.name}`
+          : record.spec.kind === 'task_queue'
+            ? `: submit to /taskqueue/${target.name}`
+            : '';
+      throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint${where}`);
     }
     if (record.state === 'stopped') throw new EndpointHttpError(503, `deployment "${target.name}" stopped: start it to serve requests`);
 

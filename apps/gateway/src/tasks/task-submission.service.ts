@@ -7,10 +7,14 @@ import { bodyTextProblem, jsonValueProblem } from '#tern/service';
 import { fireAndForget } from '#tern/timing';
 import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
+import { deploymentUrl } from '../deployments/deployment-views.js';
 import { RoutesMirror } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
 import { callbackAddressCheck } from './callback-target.js';
 import { TaskHttpError } from './task-errors.js';
+
+/** The kinds whose deployments take tasks, and the route each is called at. */
+export type TaskKind = 'task_queue' | 'function';
 
 export interface SubmittedTask {
   task_id: string;
@@ -50,8 +54,9 @@ export class TaskSubmissionService {
     version: number | undefined,
     body: Buffer,
     query: SubmitTaskQuery,
+    kind: TaskKind = 'task_queue',
   ): Promise<SubmittedTask> {
-    const record = await this.queue(principal, name, version);
+    const record = await this.queue(principal, name, version, kind);
     const payload = parsePayload(body);
     const policy = record.spec.taskPolicy!;
     const callbackUrl = query.callback_url ?? policy.callbackUrl ?? null;
@@ -124,18 +129,25 @@ export class TaskSubmissionService {
     );
   }
 
-  /** The task-queue version a submit names; 404/400/503 with what to fix. */
-  private async queue(principal: Principal, name: string, version: number | undefined): Promise<DeploymentRecord> {
+  /** The task-queue (or function) version a submit names; 404/400/503 with what to fix. */
+  async queue(principal: Principal, name: string, version: number | undefined, kind: TaskKind): Promise<DeploymentRecord> {
+    const what = kind === 'function' ? 'function' : 'task queue';
     await this.table.ready();
     const found = this.table.find(principal.workspaceId, name, version);
-    if (!found.known) throw new TaskHttpError(404, `task queue "${name}" not found: deploy it with kind: task_queue first`);
+    if (!found.known) throw new TaskHttpError(404, `${what} "${name}" not found: deploy it with kind: ${kind} first`);
     const record = found.record;
-    if (!record) throw new TaskHttpError(404, `task queue "${name}" has no version ${version}`);
-    if (record.spec.kind !== 'task_queue' || !record.spec.taskPolicy) {
-      throw new TaskHttpError(400, `deployment "${name}" is a ${record.spec.kind}, not a task_queue: call it at /endpoint/${name}`);
+    if (!record) throw new TaskHttpError(404, `${what} "${name}" has no version ${version}`);
+    if (record.spec.kind !== kind || !record.spec.taskPolicy) {
+      throw new TaskHttpError(
+        400,
+        `deployment "${name}" is a ${record.spec.kind}, not a ${kind}: call it at ${deploymentUrl('', name, record.spec.kind)}`,
+      );
     }
     if (record.state === 'stopped')
-      throw new TaskHttpError(503, `task queue "${name}" is stopped: start it (tern deployment start ${name}) to accept tasks`);
+      throw new TaskHttpError(
+        503,
+        `${what} "${name}" is stopped: start it (tern deployment start ${name}) to accept ${kind === 'function' ? 'calls' : 'tasks'}`,
+      );
     return record;
   }
 

@@ -9,6 +9,9 @@ import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
 import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
 
+/** What the caller calls the task in messages: a task of a queue, or a call of a function. */
+export type TaskNoun = 'task' | 'call';
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Reading, listing, waiting for and cancelling the tasks of the caller's workspace. */
@@ -23,8 +26,8 @@ export class TasksService {
     private readonly waiters: TaskWaiters,
   ) {}
 
-  async get(principal: Principal, id: string): Promise<TaskView> {
-    const row = await this.row(principal, id, true);
+  async get(principal: Principal, id: string, noun: TaskNoun = 'task'): Promise<TaskView> {
+    const row = await this.row(principal, id, true, noun);
     return taskView(row, await this.result(row));
   }
 
@@ -45,12 +48,12 @@ export class TasksService {
   }
 
   /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */
-  async wait(principal: Principal, id: string, timeoutSeconds: number): Promise<TaskView> {
+  async wait(principal: Principal, id: string, timeoutSeconds: number, noun: TaskNoun = 'task'): Promise<TaskView> {
     const deadline = Date.now() + timeoutSeconds * 1000;
-    let row = await this.row(principal, id, true);
+    let row = await this.row(principal, id, true, noun);
     while (!isFinal(row.state) && Date.now() < deadline) {
       await this.waiters.next(id, deadline - Date.now());
-      row = await this.row(principal, id, true);
+      row = await this.row(principal, id, true, noun);
     }
     return taskView(row, await this.result(row));
   }
@@ -105,11 +108,11 @@ export class TasksService {
     return cancelled;
   }
 
-  private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskWithDeployment> {
-    if (!UUID.test(id))
-      throw new TaskHttpError(400, `"${id}" is not a task id (task ids are UUIDs, as POST /taskqueue/<name> returns them)`);
+  private async row(principal: Principal, id: string, withResult: boolean, noun: TaskNoun = 'task'): Promise<TaskWithDeployment> {
+    const from = noun === 'call' ? 'POST /function/<name>' : 'POST /taskqueue/<name>';
+    if (!UUID.test(id)) throw new TaskHttpError(400, `"${id}" is not a ${noun} id (${noun} ids are UUIDs, as ${from} returns them)`);
     const task = await this.tasks.findInWorkspace(id, principal.workspaceId, withResult);
-    if (!task) throw new TaskHttpError(404, `task ${id} not found in workspace ${principal.workspaceName}`);
+    if (!task) throw new TaskHttpError(404, `${noun} ${id} not found in workspace ${principal.workspaceName}`);
     return task;
   }
 

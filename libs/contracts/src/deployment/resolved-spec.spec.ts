@@ -38,6 +38,17 @@ describe('resolveSpec', () => {
     expect(resolve({ kind: 'task_queue' }).keepWarmSeconds).toBe(10);
   });
 
+  it('gives functions a task policy like task queues, and refuses one on an endpoint', () => {
+    const f = resolve({ kind: 'function', task_policy: { max_retries: 1, timeout: 30 } });
+    expect(f.keepWarmSeconds).toBe(10);
+    expect(f.taskPolicy).toMatchObject({ maxRetries: 1, timeoutSeconds: 30 });
+    expect(resolve({ kind: 'function' }).taskPolicy).toMatchObject({ timeoutSeconds: 3600 });
+    expect(resolve({}).taskPolicy).toBeUndefined();
+    expect(specError(() => resolve({ task_policy: { max_retries: 1 } }))).toBe(
+      'task_policy applies to task_queue and function deployments only (this is a endpoint)',
+    );
+  });
+
   it('derives per-container load from workers and concurrency unless given', () => {
     expect(resolve({ workers: 2, concurrent_requests: 4 }).autoscaler.tasksPerContainer).toBe(8);
     expect(resolve({ autoscaler: { type: 'queue_depth', tasks_per_container: 30, max_containers: 5 } }).autoscaler).toMatchObject({
