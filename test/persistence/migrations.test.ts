@@ -11,6 +11,8 @@ const TABLES = [
   'deployment_versions',
   'deployments',
   'machines',
+  'map_chunks',
+  'maps',
   'metered_containers',
   'metered_tasks',
   'migrations',

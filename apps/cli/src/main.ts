@@ -5,6 +5,7 @@ import { deployCommand } from './commands/deploy.js';
 import { deploymentCommand, deploymentsCommand } from './commands/deployments.js';
 import { invokeCommand } from './commands/invoke.js';
 import { logsCommand } from './commands/logs.js';
+import { mapCommand } from './commands/map.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { runCommand } from './commands/run.js';
@@ -25,6 +26,7 @@ const program = new Command('tern')
   .addCommand(invokeCommand())
   .addCommand(taskCommand())
   .addCommand(runCommand())
+  .addCommand(mapCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
   .addCommand(usageCommand());

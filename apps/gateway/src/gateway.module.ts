@@ -15,6 +15,7 @@ import { PoolsModule } from './pools/pools.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
 import { FunctionsModule } from './functions/functions.module.js';
+import { MapsModule } from './maps/maps.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -39,6 +40,7 @@ export class GatewayModule {
         EndpointsModule,
         TasksModule,
         FunctionsModule,
+        MapsModule,
         UsageModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],

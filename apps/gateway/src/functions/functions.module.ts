@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { TASK_PAYLOAD_MAX_BYTES } from '#tern/contracts';
 import { installRawBody } from '../endpoints/raw-body.js';
 import { payloadTooLarge } from '../tasks/task-submission.service.js';
+import { MAP_URL } from '../maps/maps.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { CallsController } from './calls.controller.js';
 import { CallsService } from './calls.service.js';
@@ -22,6 +23,12 @@ export class FunctionsModule implements OnModuleInit {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
     // As for tasks: any content type, checked as JSON by the call with a message that says so.
     if (fastify)
-      installRawBody(fastify, { prefix: '/function/', name: 'call', maxBytes: TASK_PAYLOAD_MAX_BYTES, tooLarge: payloadTooLarge() });
+      installRawBody(fastify, {
+        prefix: '/function/',
+        name: 'call',
+        maxBytes: TASK_PAYLOAD_MAX_BYTES,
+        tooLarge: payloadTooLarge(),
+        except: MAP_URL,
+      });
   }
 }

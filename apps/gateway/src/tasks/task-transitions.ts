@@ -148,7 +148,7 @@ export class TaskTransitions {
   }
 
   /** Tells every gateway replica's waiters (core NATS; a lost one is caught by their re-read). */
-  private announce(taskId: string, state: TaskState, endedAt: string) {
+  announce(taskId: string, state: TaskState, endedAt: string) {
     this.messaging.emit(TASK_ENDED, { taskId, state, endedAt });
   }
 }

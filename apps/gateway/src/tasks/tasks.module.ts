@@ -22,7 +22,7 @@ import { TasksService } from './tasks.service.js';
   imports: [EndpointsModule, MachineRegistrationModule],
   controllers: [TaskQueueController, TasksController, TaskEventsController, AgentResultsController],
   providers: [TaskSubmissionService, TaskTransitions, TasksService, TaskWaiters, TaskOutboxRelay, TaskExpiry, CallbackDelivery],
-  exports: [TasksService, TaskSubmissionService],
+  exports: [TasksService, TaskSubmissionService, TaskTransitions, TaskWaiters],
 })
 export class TasksModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
-import { TasksRepository, type TaskWithDeployment } from '#tern/persistence';
+import { type CancelledTask, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
@@ -67,6 +67,15 @@ export class TasksService {
     const row = await this.row(principal, id, false);
     const done = await this.transitions.cancel(row.id, principal.workspaceId);
     if (!done) throw new TaskHttpError(409, `task ${id} already ended (${row.state}): nothing to cancel`);
+    await this.stopCancelled(done, principal.workspaceId, 'cancelled by the user');
+    return this.get(principal, id);
+  }
+
+  /**
+   * After a task's row became CANCELLED: its TASKS message is deleted (a pending task never
+   * runs), task.cancelled is published, and the agent holding a running one is told to stop it.
+   */
+  async stopCancelled(done: CancelledTask, workspaceId: string, reason: string): Promise<void> {
     if (done.streamSeq !== null) {
       const jsm = await this.messaging.jsm();
       await jsm.streams
@@ -77,21 +86,20 @@ export class TasksService {
       .publish(
         TASK_CANCELLED,
         {
-          taskId: row.id,
+          taskId: done.id,
           deploymentId: done.deploymentId,
           deploymentVersion: done.version,
-          workspaceId: principal.workspaceId,
-          reason: 'cancelled by the user',
+          workspaceId,
+          reason,
           wasRunning: done.was === 'RUNNING',
           cancelledAt: new Date().toISOString(),
         },
-        { msgId: `${row.id}:cancelled` },
+        { msgId: `${done.id}:cancelled` },
       )
-      .catch((e: Error) => this.logger.warn({ taskId: row.id, err: e.message }, 'could not publish task.cancelled'));
+      .catch((e: Error) => this.logger.warn({ taskId: done.id, err: e.message }, 'could not publish task.cancelled'));
     // Only the lease holder hears it: no other machine learns of the task.
     if (done.was === 'RUNNING' && done.machineId)
-      this.messaging.emit(AGENT_TASK_CANCEL, { taskId: row.id, attempt: done.attempts, reason: 'cancelled by the user' }, [done.machineId]);
-    return this.get(principal, id);
+      this.messaging.emit(AGENT_TASK_CANCEL, { taskId: done.id, attempt: done.attempts, reason }, [done.machineId]);
   }
 
   /**

@@ -8,6 +8,7 @@ export * from './json.js';
 export * from './deployments.js';
 export * from './tasks.js';
 export * from './functions.js';
+export * from './maps.js';
 export * from './machines.js';
 export * from './pools.js';
 export * from './usage.js';

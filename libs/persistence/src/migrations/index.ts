@@ -10,6 +10,7 @@ import { OperatorRole1764600000000 } from './1764600000000-operator-role.js';
 import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
 import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
 import { MachineNatsKey1764900000000 } from './1764900000000-machine-nats-key.js';
+import { FunctionMaps1765100000000 } from './1765100000000-function-maps.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   CodeBundles1764700000000,
   TokenExpiry1764840000000,
   MachineNatsKey1764900000000,
+  FunctionMaps1765100000000,
 ] as const;

@@ -2,6 +2,7 @@ import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
+import { MapsRepository } from './maps.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
@@ -29,6 +30,7 @@ export const REPOSITORIES = [
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
+  MapsRepository,
   ReputationRepository,
   TasksRepository,
   TokensRepository,
@@ -40,6 +42,7 @@ export {
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
+  MapsRepository,
   ReputationRepository,
   TasksRepository,
   TokensRepository,
@@ -49,5 +52,7 @@ export {
 // The view types repositories return and take.
 export type * from './containers.repository.js';
 export type * from './machines.repository.js';
+export type * from './maps.repository.js';
+export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';
 export type * from './reputation.repository.js';
 export type * from './usage.repository.js';
