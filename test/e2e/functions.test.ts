@@ -108,4 +108,36 @@ describe('functions end to end', () => {
     expect(asEndpoint.status).toBe(400);
     expect(await message(asEndpoint)).toMatch(/call it at \/function\/checked/);
   }, 120_000);
+
+  it('runs a scheduled function on its ticks, lists it, and pauses it while stopped', async () => {
+    const dir = stack.scratch('nightly');
+    cpSync(join(EXAMPLES, 'nightly'), dir, { recursive: true });
+    const spec = readFileSync(join(dir, 'tern.yaml'), 'utf8')
+      .replace(/^ {2}cron:.*$/m, '  every: 2s')
+      .replace(/^ {2}timezone:.*$/m, '')
+      .replace(/^name:.*$/m, 'name: ticker');
+    writeFileSync(join(dir, 'tern.yaml'), spec);
+    expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);
+    const runs = async () =>
+      (
+        (await (await fetch(`${stack.gateway}/api/v1/tasks?deployment=ticker&limit=500`, { headers: auth() })).json()) as {
+          tasks: { status: string; task_id: string }[];
+        }
+      ).tasks;
+    await waitFor('two runs complete', async () => (await runs()).filter((t) => t.status === 'COMPLETE').length >= 2, 120_000, 500);
+    const done = (await runs()).find((t) => t.status === 'COMPLETE')!;
+    const read = (await (await fetch(`${stack.gateway}/api/v1/calls/${done.task_id}`, { headers: auth() })).json()) as Call & {
+      result: { report: string };
+    };
+    expect(read.result.report).toBe('nightly');
+    const listed = await stack.tern('schedule', 'list');
+    expect(listed.stdout).toMatch(/ticker v1\s+every 2s\s+UTC\s+active\s+\d{4}-/);
+
+    expect((await stack.tern('deployment', 'stop', 'ticker')).code).toBe(0);
+    await new Promise((r) => setTimeout(r, 1_500)); // a tick claimed as the stop landed
+    const stoppedAt = (await runs()).length;
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect((await runs()).length).toBe(stoppedAt);
+    expect((await stack.tern('schedule', 'list')).stdout).toMatch(/ticker v1\s+every 2s\s+UTC\s+paused/);
+  }, 240_000);
 });

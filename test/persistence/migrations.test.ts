@@ -19,6 +19,7 @@ const TABLES = [
   'pools',
   'reputation_machines',
   'reputation_scores',
+  'schedule_ticks',
   'tasks',
   'usage_intervals',
   'workspaces',

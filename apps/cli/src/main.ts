@@ -9,6 +9,7 @@ import { mapCommand } from './commands/map.js';
 import { machineCommand } from './commands/machine.js';
 import { poolCommand } from './commands/pool.js';
 import { runCommand } from './commands/run.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
@@ -27,6 +28,7 @@ const program = new Command('tern')
   .addCommand(taskCommand())
   .addCommand(runCommand())
   .addCommand(mapCommand())
+  .addCommand(scheduleCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
   .addCommand(usageCommand());

@@ -16,6 +16,7 @@ import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
 import { FunctionsModule } from './functions/functions.module.js';
 import { MapsModule } from './maps/maps.module.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
 import { WorkspacesModule } from './workspaces/workspaces.module.js';
@@ -41,6 +42,7 @@ export class GatewayModule {
         TasksModule,
         FunctionsModule,
         MapsModule,
+        SchedulesModule,
         UsageModule,
       ],
       providers: [{ provide: APP_GUARD, useClass: ApiTokenGuard }, ObjectStoresDeclaration],

@@ -15,4 +15,5 @@ export * from './deployment/deployment-spec.js';
 export * from './deployment/resolved-spec.js';
 export * from './deployment/records.js';
 export * from './deployment/task-policy.js';
+export * from './deployment/schedule.js';
 export * from './permissions.js';

@@ -110,7 +110,7 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(TASK_FAILED, ['agent', 'gateway'], ['gateway', 'metering', 'reputation'], true),
   access(TASK_ENDED, ['gateway'], ['gateway']),
   // The autoscaler reads the queue's consumer state (pending tasks); agents pull from it.
-  access(TASK_ITEM, ['gateway'], ['agent', 'autoscaler']),
+  access(TASK_ITEM, ['gateway', 'scheduler'], ['agent', 'autoscaler']),
   access(USAGE_INTERVAL, ['metering'], []),
 ];
 

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, type TaskItem } from '#tern/contracts';
+import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, taskItemOf } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
 import { bodyTextProblem, jsonValueProblem } from '#tern/service';
 import { fireAndForget } from '#tern/timing';
@@ -93,18 +93,10 @@ export class TaskSubmissionService {
   /** Publishes a saved task to TASKS and records where it went. Safe to repeat (same message id). */
   async enqueue(task: UnsentTask): Promise<void> {
     await this.ensureConsumer(task.deploymentId, task.version);
-    const item: TaskItem = {
-      taskId: task.id,
-      deploymentId: task.deploymentId,
-      deploymentVersion: task.version,
-      workspaceId: task.workspaceId,
-      payload: task.payload,
-      maxRetries: task.maxRetries,
-      timeoutSeconds: task.timeoutSeconds,
-      ...(task.ttlSeconds ? { expiresAt: new Date(task.createdAt.getTime() + task.ttlSeconds * 1000).toISOString() } : {}),
-      enqueuedAt: new Date().toISOString(),
-    };
-    const ack = await this.messaging.publish(TASK_ITEM, item, { tokens: [task.deploymentId, String(task.version)], msgId: task.id });
+    const ack = await this.messaging.publish(TASK_ITEM, taskItemOf(task), {
+      tokens: [task.deploymentId, String(task.version)],
+      msgId: task.id,
+    });
     // Not awaited: the task is safe on TASKS already. Should this write be lost, the relay sends
     // the task again (one message within the duplicate window) and records it then.
     fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, ack.seq));

@@ -1,5 +1,6 @@
 import { type DeploymentKind, pullsTasks, SCALE_POLICIES, type ScalePolicy } from '../domain.js';
 import type { DeploymentSpec, PredictivePolicy } from './deployment-spec.js';
+import { type ResolvedSchedule, resolveSchedule } from './schedule.js';
 import { DEFAULT_MAX_PENDING_TASKS, DEFAULT_TASK_RETRIES, type ResolvedTaskPolicy } from './task-policy.js';
 
 /** A deployment spec with every default filled and units made explicit: what services act on. */
@@ -42,6 +43,8 @@ export interface ResolvedSpec {
   readonly minReputation?: number;
   /** task_queue and function only (absent on specs stored before task queues). */
   readonly taskPolicy?: ResolvedTaskPolicy;
+  /** function and task_queue only, when the spec has one. */
+  readonly schedule?: ResolvedSchedule;
 }
 
 /** A rule a spec breaks, named so the API can answer 400 with it. */
@@ -102,6 +105,15 @@ function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
   };
 }
 
+function checkedSchedule(spec: DeploymentSpec): ResolvedSchedule {
+  try {
+    return resolveSchedule(spec.schedule!);
+  } catch (e) {
+    const m = /^(schedule(?:\.\w+)?) ([\s\S]*)$/.exec((e as Error).message);
+    throw m ? new SpecError(m[1], m[2]) : new SpecError('schedule', (e as Error).message);
+  }
+}
+
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
 export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
@@ -109,7 +121,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
   if (!pullsTasks(spec.kind)) {
-    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url'] as const) {
+    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url', 'schedule'] as const) {
       if (spec[field] !== undefined)
         throw new SpecError(field, `applies to task_queue and function deployments only (this is a ${spec.kind})`);
     }
@@ -161,5 +173,6 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
     minReputation: spec.min_reputation,
     ...(pullsTasks(spec.kind) ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
+    ...(spec.schedule ? { schedule: checkedSchedule(spec) } : {}),
   };
 }

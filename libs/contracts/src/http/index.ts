@@ -9,6 +9,7 @@ export * from './deployments.js';
 export * from './tasks.js';
 export * from './functions.js';
 export * from './maps.js';
+export * from './schedules.js';
 export * from './machines.js';
 export * from './pools.js';
 export * from './usage.js';

@@ -11,6 +11,7 @@ import { CodeBundles1764700000000 } from './1764700000000-code-bundles.js';
 import { TokenExpiry1764840000000 } from './1764840000000-token-expiry.js';
 import { MachineNatsKey1764900000000 } from './1764900000000-machine-nats-key.js';
 import { FunctionMaps1765100000000 } from './1765100000000-function-maps.js';
+import { ScheduleTicks1765200000000 } from './1765200000000-schedule-ticks.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   TokenExpiry1764840000000,
   MachineNatsKey1764900000000,
   FunctionMaps1765100000000,
+  ScheduleTicks1765200000000,
 ] as const;

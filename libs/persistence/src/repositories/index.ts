@@ -4,6 +4,7 @@ import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
 import { MapsRepository } from './maps.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
+import { SchedulesRepository } from './schedules.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
@@ -32,6 +33,7 @@ export const REPOSITORIES = [
   MachinesRepository,
   MapsRepository,
   ReputationRepository,
+  SchedulesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -44,6 +46,7 @@ export {
   MachinesRepository,
   MapsRepository,
   ReputationRepository,
+  SchedulesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -55,4 +58,5 @@ export type * from './machines.repository.js';
 export type * from './maps.repository.js';
 export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';
 export type * from './reputation.repository.js';
+export type * from './schedules.repository.js';
 export type * from './usage.repository.js';
