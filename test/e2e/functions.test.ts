@@ -103,6 +103,17 @@ describe('functions end to end', () => {
     const malformed = await fetch(`${stack.gateway}/api/v1/calls/not-a-call`, { headers: auth() });
     expect(malformed.status).toBe(400);
     expect(await message(malformed)).toMatch(/not a call id/);
+    // A schedule the scheduler could not fire is refused at deploy.
+    const scheduled = (schedule: string) => {
+      const path = fn('badly-scheduled');
+      writeFileSync(path, `${readFileSync(path, 'utf8')}\nschedule:\n${schedule}\n`);
+      return stack.tern('deploy', path);
+    };
+    const badCron = await scheduled('  cron: "every tuesday"');
+    expect(badCron.code).not.toBe(0);
+    expect(badCron.stderr).toMatch(/400 .*schedule\.cron "every tuesday" is not a cron expression/);
+    const badZone = await scheduled('  cron: "0 9 * * *"\n  timezone: Mars/Olympus');
+    expect(badZone.stderr).toMatch(/schedule\.timezone "Mars\/Olympus" is not an IANA timezone/);
     // A function is not an endpoint, and an endpoint's URL says where to call it.
     const asEndpoint = await fetch(`${stack.gateway}/endpoint/checked`, { method: 'POST', headers: auth(), body: '{}' });
     expect(asEndpoint.status).toBe(400);
