@@ -1,10 +1,8 @@
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { EXAMPLES, exampleSpec } from '../support/examples.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
-
-const EXAMPLES = fileURLToPath(new URL('../../examples', import.meta.url));
 
 interface Call {
   call_id: string;
@@ -15,15 +13,7 @@ interface Call {
   error: string | null;
 }
 
-/** The map-chunks example deployed under another name, with some spec lines changed. */
-function fn(name: string, replace: Record<string, string> = {}): string {
-  const dir = stack.scratch(name);
-  cpSync(join(EXAMPLES, 'map-chunks'), dir, { recursive: true });
-  let spec = readFileSync(join(dir, 'tern.yaml'), 'utf8').replace(/^name:.*$/m, `name: ${name}`);
-  for (const [from, to] of Object.entries(replace)) spec = spec.replace(new RegExp(`^(\\s*)${from}:.*$`, 'm'), `$1${from}: ${to}`);
-  writeFileSync(join(dir, 'tern.yaml'), spec);
-  return join(dir, 'tern.yaml');
-}
+const fn = (name: string, replace: Record<string, string> = {}) => exampleSpec(stack, 'map-chunks', name, replace);
 
 /** The functions issue's "done when" for one call, as a newcomer does it after `npm run up`. */
 let stack: Stack;

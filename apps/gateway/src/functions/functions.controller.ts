@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CallView } from '#tern/contracts';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
-import { TaskHttpError } from '../tasks/task-errors.js';
+import { versionPin } from '../tasks/version-pin.js';
 import { CallsService } from './calls.service.js';
 import { CallFunctionQuery } from './dto/call-function.query.js';
 
@@ -39,9 +39,8 @@ export class FunctionsController {
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const pin = /^v(\d{1,9})$/.exec(version);
-    if (!pin) throw new TaskHttpError(404, `expected /function/<name>, /function/<name>/v<N> or /function/<name>/map, got "${version}"`);
-    return answered(reply, this.calls.call(p, name, Number(pin[1]), bodyOf(req), q));
+    const pinned = versionPin(version, '/function/<name>, /function/<name>/v<N> or /function/<name>/map');
+    return answered(reply, this.calls.call(p, name, pinned, bodyOf(req), q));
   }
 }
 

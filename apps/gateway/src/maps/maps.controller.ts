@@ -3,7 +3,7 @@ import { Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res } from 
 import { ApiBearerAuth, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
-import { TaskHttpError } from '../tasks/task-errors.js';
+import { versionPin } from '../tasks/version-pin.js';
 import { MapResultsQuery, StartMapQuery } from './dto/start-map.query.js';
 import { MapsService } from './maps.service.js';
 
@@ -34,9 +34,7 @@ export class MapsController {
     @Query() q: StartMapQuery,
     @Req() req: FastifyRequest,
   ) {
-    const pin = /^v(\d{1,9})$/.exec(version);
-    if (!pin) throw new TaskHttpError(404, `expected /function/<name>/map or /function/<name>/v<N>/map, got version "${version}"`);
-    return this.maps.start(p, name, Number(pin[1]), bodyStream(req), q);
+    return this.maps.start(p, name, versionPin(version, '/function/<name>/map or /function/<name>/v<N>/map'), bodyStream(req), q);
   }
 
   @Get('api/v1/maps/:id')

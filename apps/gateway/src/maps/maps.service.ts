@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { TASK_PAYLOAD_MAX_BYTES, type MapResultLine, type MapStarted, type MapView, type TaskState } from '#tern/contracts';
-import { type InputOutcome, type MapRow, MapsRepository, type SettledChunk, type StagedChunk } from '#tern/persistence';
+import { type InputOutcome, type MapRow, MapsRepository, type SettledChunk, type StagedChunk, TasksRepository } from '#tern/persistence';
 import { fireAndForget } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
 import { TaskHttpError } from '../tasks/task-errors.js';
@@ -36,6 +36,7 @@ export class MapsService {
 
   constructor(
     private readonly maps: MapsRepository,
+    private readonly tasks: TasksRepository,
     private readonly submissions: TaskSubmissionService,
     private readonly settler: MapSettler,
     private readonly waiters: TaskWaiters,
@@ -117,8 +118,16 @@ export class MapsService {
     for (let after = -1; ;) {
       const unsent = await this.maps.unsentTasks(mapId, after, 500);
       if (!unsent.length) return;
-      for (let i = 0; i < unsent.length; i += PUBLISH_AT_ONCE)
-        await Promise.all(unsent.slice(i, i + PUBLISH_AT_ONCE).map((t) => this.submissions.enqueue(t)));
+      for (let i = 0; i < unsent.length; i += PUBLISH_AT_ONCE) {
+        const batch = unsent.slice(i, i + PUBLISH_AT_ONCE);
+        const seqs = await Promise.all(batch.map((t) => this.submissions.send(t)));
+        // One write per batch: a write queued per chunk would hold the connection pool from
+        // recording the very results the map's readers wait for.
+        await this.tasks.markEnqueuedMany(
+          batch.map((t) => t.id),
+          seqs,
+        );
+      }
       after = unsent[unsent.length - 1].chunk;
     }
   }

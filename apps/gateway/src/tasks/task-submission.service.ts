@@ -92,14 +92,22 @@ export class TaskSubmissionService {
 
   /** Publishes a saved task to TASKS and records where it went. Safe to repeat (same message id). */
   async enqueue(task: UnsentTask): Promise<void> {
+    const seq = await this.send(task);
+    // Not awaited: the task is safe on TASKS already. Should this write be lost, the relay sends
+    // the task again (one message within the duplicate window) and records it then.
+    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, seq));
+  }
+
+  /**
+   * Publishes a saved task to TASKS and answers its stream sequence, for a caller that records
+   * many at once (a map's chunks: one write per batch, not one queued per task). Safe to repeat.
+   */
+  async send(task: UnsentTask): Promise<number> {
     await this.ensureConsumer(task.deploymentId, task.version);
     const ack = await this.messaging.publish(TASK_ITEM, taskItemOf(task), {
       tokens: [task.deploymentId, String(task.version)],
       msgId: task.id,
     });
-    // Not awaited: the task is safe on TASKS already. Should this write be lost, the relay sends
-    // the task again (one message within the duplicate window) and records it then.
-    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, ack.seq));
     fireAndForget(
       `publishing task.submitted of task ${task.id}`,
       this.logger,
@@ -119,6 +127,7 @@ export class TaskSubmissionService {
         { msgId: `${task.id}:submitted` },
       ),
     );
+    return ack.seq;
   }
 
   /** The task-queue (or function) version a submit names; 404/400/503 with what to fix. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
-import type { CancelledTask, UnsentTask } from './tasks.repository.js';
+import { type CancelledTask, UNSENT_COLUMNS, type UnsentTask } from './tasks.repository.js';
 import { TransactionalRepository } from './transactional.repository.js';
 
 export const MAP_STATES = ['accepting', 'running', 'complete', 'failed', 'cancelled'] as const;
@@ -151,11 +151,9 @@ export class MapsRepository extends TransactionalRepository {
   /** The map's tasks not yet on TASKS after chunk `afterChunk`, in chunk order (so results in input order start early). */
   unsentTasks(mapId: string, afterChunk: number, limit: number): Promise<(UnsentTask & { chunk: number })[]> {
     return this.rows<UnsentTask & { chunk: number }>(
-      `SELECT t.id, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId", t.deployment_version AS version, t.payload,
-              t.max_retries AS "maxRetries", t.timeout_seconds AS "timeoutSeconds", t.ttl_seconds AS "ttlSeconds", t.callback_url AS "callbackUrl",
-              t.created_at AS "createdAt", c.chunk
-       FROM map_chunks c JOIN tasks t ON t.id = c.task_id
-       WHERE c.map_id = $1 AND c.chunk > $2 AND t.enqueued_at IS NULL AND t.state = 'PENDING' ORDER BY c.chunk LIMIT $3`,
+      `SELECT t.*, c.chunk FROM map_chunks c
+       JOIN LATERAL (SELECT ${UNSENT_COLUMNS} FROM tasks WHERE id = c.task_id AND enqueued_at IS NULL AND state = 'PENDING') t ON true
+       WHERE c.map_id = $1 AND c.chunk > $2 ORDER BY c.chunk LIMIT $3`,
       [mapId, afterChunk, limit],
     );
   }

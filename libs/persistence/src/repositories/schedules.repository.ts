@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { DeploymentState, TaskState } from '#tern/contracts';
-import type { NewTask, UnsentTask } from './tasks.repository.js';
+import { type NewTask, newTaskValues, UNSENT_COLUMNS, type UnsentTask } from './tasks.repository.js';
 import { TransactionalRepository } from './transactional.repository.js';
 
 /** A deployment whose latest version has a schedule: its spec as stored at deploy (resolved, the submitted one beside). */
@@ -54,20 +54,8 @@ export class SchedulesRepository extends TransactionalRepository {
       if (!claimed.length) return undefined;
       const rows = await tx.rows<UnsentTask>(
         `INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds, ttl_seconds, callback_url)
-         VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9)
-         RETURNING id, workspace_id AS "workspaceId", deployment_id AS "deploymentId", deployment_version AS version, payload,
-                   max_retries AS "maxRetries", timeout_seconds AS "timeoutSeconds", ttl_seconds AS "ttlSeconds", callback_url AS "callbackUrl", created_at AS "createdAt"`,
-        [
-          task.id,
-          task.workspaceId,
-          task.deploymentId,
-          task.version,
-          JSON.stringify(task.payload),
-          task.maxRetries,
-          task.timeoutSeconds,
-          task.ttlSeconds,
-          task.callbackUrl,
-        ],
+         VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9) RETURNING ${UNSENT_COLUMNS}`,
+        newTaskValues(task),
       );
       return rows[0];
     });

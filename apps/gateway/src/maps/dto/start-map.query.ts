@@ -1,6 +1,7 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
-import { MAX_TASK_RETRIES } from '#tern/contracts';
+import { PickType } from '@nestjs/swagger';
+import { SubmitTaskQuery } from '../../tasks/dto/submit-task.query.js';
 
 const int = ({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);
 const bool = ({ value }: { value: unknown }) =>
@@ -9,8 +10,8 @@ const bool = ({ value }: { value: unknown }) =>
 /** Inputs one chunk may hold: a chunk is one task, and its payload stays under the task payload limit. */
 export const MAX_CHUNK_SIZE = 10_000;
 
-/** How a map runs (the body is its inputs: a JSON array, or NDJSON with one input per line). */
-export class StartMapQuery {
+/** How a map runs (the body is its inputs: a JSON array, or NDJSON with one input per line); max_retries and timeout apply to each chunk. */
+export class StartMapQuery extends PickType(SubmitTaskQuery, ['max_retries', 'timeout'] as const) {
   /** Inputs per task (default 1): the handler is called once per input inside the container. */
   @IsOptional()
   @Transform(int)
@@ -22,15 +23,6 @@ export class StartMapQuery {
   @IsOptional() @Transform(bool) @IsBoolean({ message: 'return_exceptions must be true or false' }) return_exceptions?: boolean;
   /** Order of /results: input (default; each line once all before it are out) or completion. */
   @IsOptional() @IsIn(['input', 'completion'], { message: 'order must be input or completion' }) order?: 'input' | 'completion';
-  /** Retries of each chunk (default: the function's task policy). */
-  @IsOptional()
-  @Transform(int)
-  @IsInt({ message: 'max_retries must be a whole number' })
-  @Min(0)
-  @Max(MAX_TASK_RETRIES)
-  max_retries?: number;
-  /** Seconds one attempt of a chunk may run (default: the function's task policy). */
-  @IsOptional() @Transform(int) @IsInt({ message: 'timeout must be a whole number of seconds' }) @Min(1) @Max(86400) timeout?: number;
 }
 
 export class MapResultsQuery {
