@@ -165,7 +165,12 @@ const APP = `def predict(payload):\n    return {"hello": payload.get("name", "wo
 export const BENCH_APP = APP;
 
 /** Deploys a one-file Python endpoint (or task queue) through the CLI (`tern deploy`), as a user would. */
-export async function deploy(s: Stack, name: string, yaml: string, kind: 'endpoint' | 'task_queue' = 'endpoint'): Promise<void> {
+export async function deploy(
+  s: Stack,
+  name: string,
+  yaml: string,
+  kind: 'endpoint' | 'task_queue' | 'function' = 'endpoint',
+): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tern-bench-app-'));
   try {
     await writeFile(join(dir, 'app.py'), APP);

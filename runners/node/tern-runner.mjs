@@ -27,7 +27,40 @@ globalThis.tern = tern;
 
 const IDLE_TIMEOUT_MS = 75_000;
 
-const TASK_QUEUE = process.env.TERN_DEPLOYMENT_KIND === 'task_queue';
+// Functions pull tasks too (one call, or one chunk of a map, per task).
+const TASK_QUEUE = ['task_queue', 'function'].includes(process.env.TERN_DEPLOYMENT_KIND);
+
+const MAP_CHUNK_KEY = '__tern_map_chunk__';
+
+/**
+ * A map's chunk (one task): the handler once per input; [{status: 'ok', result} | {status: 'error', error}].
+ * With return_exceptions an input's error is kept in its place; without, the first one fails the
+ * chunk (its task is retried, then the map fails), naming the input's place in the chunk.
+ */
+async function runChunk(handler, chunk) {
+  const outcomes = [];
+  for (const [i, input] of (chunk.inputs ?? []).entries()) {
+    try {
+      let value = await handler(input);
+      if (isStream(value)) {
+        const items = [];
+        for await (const item of value) items.push(item);
+        value = items;
+      }
+      outcomes.push({ status: 'ok', result: JSON.parse(JSON.stringify(value ?? null)) });
+    } catch (e) {
+      const message = `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`;
+      if (!chunk.return_exceptions) {
+        const failed = new Error(`input ${i} of the chunk: ${message}`);
+        failed.name = 'MapInputError';
+        throw failed;
+      }
+      console.error(e?.stack ?? String(e));
+      outcomes.push({ status: 'error', error: message });
+    }
+  }
+  return outcomes;
+}
 
 function envInt(name, fallback) {
   const raw = process.env[name] ?? '';
@@ -160,10 +193,11 @@ async function serve() {
         process.exit(3);
       });
     }
+    const chunk = TASK_QUEUE && req.headers['x-tern-task-id'] ? payload?.[MAP_CHUNK_KEY] : undefined;
     await slots.run(async () => {
       let result;
       try {
-        result = await handler(payload);
+        result = chunk && typeof chunk === 'object' ? await runChunk(handler, chunk) : await handler(payload);
       } catch (e) {
         console.error(e?.stack ?? String(e));
         return sendJson(res, 500, errorBody(e));

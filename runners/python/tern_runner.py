@@ -101,6 +101,36 @@ def iterate_async(agen):
         loop.close()
 
 
+MAP_CHUNK_KEY = "__tern_map_chunk__"
+
+
+class MapInputError(Exception):
+    """An input of a map's chunk failed and the map does not keep errors in place: the chunk fails."""
+
+
+def run_chunk(chunk):
+    """A map's chunk (one task): the handler once per input; [{"status": "ok", "result"} | {"status": "error", "error"}].
+
+    With return_exceptions an input's error is kept in its place; without, the first one fails the
+    chunk (its task is retried, then the map fails), naming the input's place in the chunk.
+    """
+    outcomes = []
+    for i, item in enumerate(chunk.get("inputs") or []):
+        try:
+            value = settle(STATE.handler(item))
+            if is_stream(value):
+                value = list(value)
+            json.dumps(value)
+            outcomes.append({"status": "ok", "result": value})
+        except Exception as e:
+            message = f"{type(e).__name__}: {e}"
+            if not chunk.get("return_exceptions"):
+                raise MapInputError(f"input {i} of the chunk: {message}") from e
+            log_err("".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip())
+            outcomes.append({"status": "error", "error": message})
+    return outcomes
+
+
 def is_stream(result):
     # Strings, bytes, dicts and lists are values; only real iterators (generators) stream.
     return isinstance(result, collections.abc.Iterator)
@@ -120,7 +150,8 @@ class State:
 
 
 STATE = State(1)
-TASK_QUEUE = os.environ.get("TERN_DEPLOYMENT_KIND", "") == "task_queue"
+# Functions pull tasks too (one call, or one chunk of a map, per task).
+TASK_QUEUE = os.environ.get("TERN_DEPLOYMENT_KIND", "") in ("task_queue", "function")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -211,8 +242,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         task_id = self.headers.get("X-Tern-Task-Id") if TASK_QUEUE else None
         watch = watch_caller(self.connection, task_id) if task_id else None
+        chunk = payload.get(MAP_CHUNK_KEY) if task_id and isinstance(payload, dict) else None
         try:
-            result = settle(STATE.handler(payload))
+            result = run_chunk(chunk) if isinstance(chunk, dict) else settle(STATE.handler(payload))
         except Exception as e:
             self.fail(e)
             return

@@ -125,6 +125,16 @@ const ROUTES: Record<string, Route> = {
   'DELETE /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
   'POST /taskqueue/{name}': { access: 'workspace', body: () => ({ x: 1 }) },
   'POST /taskqueue/{name}/{version}': { access: 'workspace', body: () => ({ x: 1 }) },
+  'POST /function/{name}': { access: 'workspace', body: () => ({ x: 1 }) },
+  'POST /function/{name}/{version}': { access: 'workspace', body: () => ({ x: 1 }) },
+  'POST /function/{name}/map': { access: 'workspace', body: () => [{ x: 1 }] },
+  'POST /function/{name}/{version}/map': { access: 'workspace', body: () => [{ x: 1 }] },
+  'GET /api/v1/calls/{id}': { access: 'workspace' },
+  'GET /api/v1/calls/{id}/wait': { access: 'workspace' },
+  'GET /api/v1/maps/{id}': { access: 'workspace' },
+  'GET /api/v1/maps/{id}/results': { access: 'workspace' },
+  'DELETE /api/v1/maps/{id}': { access: 'workspace' },
+  'GET /api/v1/schedules': { access: 'workspace' },
 };
 /** Every method @All answers, as the OpenAPI document lists them. */
 for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'SEARCH']) {
@@ -147,7 +157,8 @@ function fill(path: string, a: Objects): string {
     if (param === 'hex') return 'a'.repeat(64);
     if (path.startsWith('/api/v1/volumes/') || path.startsWith('/api/v1/agent/containers/')) return a.volume;
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
-    if (path.startsWith('/taskqueue/')) return a.queue;
+    if (path.startsWith('/taskqueue/') || path.startsWith('/function/')) return a.queue;
+    if (path.startsWith('/api/v1/calls/') || path.startsWith('/api/v1/maps/')) return a.taskId;
     if (path.startsWith('/api/v1/tasks/') || path.startsWith('/api/v1/agent/tasks/')) return a.taskId;
     if (path.startsWith('/api/v1/tokens/')) return a.tokenId;
     if (path.startsWith('/api/v1/nats/users/')) return a.natsUserId;

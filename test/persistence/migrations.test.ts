@@ -13,6 +13,8 @@ const TABLES = [
   'endpoint_request_minutes',
   'machine_state_changes',
   'machines',
+  'map_chunks',
+  'maps',
   'metered_containers',
   'metered_tasks',
   'migrations',
@@ -22,8 +24,12 @@ const TABLES = [
   'reputation_scores',
   'sandboxes',
   'scale_events',
+  'schedule_ticks',
   'tasks',
   'usage_intervals',
+  'volume_chunks',
+  'volume_files',
+  'volumes',
   'workspaces',
 ];
 

@@ -95,6 +95,25 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
     expect((await r.post('{}')).status).toBe(200);
   });
 
+  it("runs a map's chunk as one task: the handler once per input, errors in place or the first one failing the chunk", async () => {
+    const r = await start({ TERN_HANDLER: app.handler, TERN_DEPLOYMENT_KIND: 'function' });
+    await r.waitForHealth(200);
+    const task = { 'x-tern-task-id': '00000000-0000-4000-8000-000000000001', 'x-tern-attempt': '1' };
+    const chunk = (inputs: unknown[], returnExceptions: boolean) =>
+      JSON.stringify({ __tern_map_chunk__: { inputs, return_exceptions: returnExceptions } });
+    const kept = await r.post(chunk([{ x: 1 }, { fail: 'two' }, { x: 3 }], true), task);
+    expect(kept.status).toBe(200);
+    const outcomes = (await kept.json()) as { status: string; result?: { echo: unknown }; error?: string }[];
+    expect(outcomes.map((o) => o.status)).toEqual(['ok', 'error', 'ok']);
+    expect(outcomes[0].result?.echo).toEqual({ x: 1 });
+    expect(outcomes[1].error).toBe(`${ERROR_TYPE[language]}: bad input: two`);
+    const failed = await r.post(chunk([{ x: 1 }, { fail: 'two' }, { x: 3 }], false), task);
+    expect(failed.status).toBe(500);
+    expect(((await failed.json()) as { error: string }).error).toBe(`input 1 of the chunk: ${ERROR_TYPE[language]}: bad input: two`);
+    // Without a task id (an endpoint's request) the marker is just input.
+    expect(((await (await r.post(chunk([{ x: 1 }], true))).json()) as { echo: unknown }).echo).toMatchObject({ __tern_map_chunk__: {} });
+  });
+
   it('runs two slow requests in parallel with 2 workers, on_start once per container (python) or per worker (node)', async () => {
     const r = await start({ TERN_HANDLER: app.handler, TERN_ON_START: app.onStart, TERN_WORKERS: '2', TERN_CONCURRENCY: '1' });
     await r.waitForHealth(200);

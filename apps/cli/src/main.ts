@@ -6,10 +6,13 @@ import { deploymentCommand, deploymentsCommand } from './commands/deployments.js
 import { imageCommand } from './commands/image.js';
 import { invokeCommand } from './commands/invoke.js';
 import { logsCommand } from './commands/logs.js';
+import { mapCommand } from './commands/map.js';
 import { machineCommand } from './commands/machine.js';
 import { natsCommand } from './commands/nats.js';
 import { poolCommand } from './commands/pool.js';
 import { sandboxCommand } from './commands/sandbox.js';
+import { runCommand } from './commands/run.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
@@ -28,6 +31,9 @@ const program = new Command('tern')
   .addCommand(imageCommand())
   .addCommand(invokeCommand())
   .addCommand(taskCommand())
+  .addCommand(runCommand())
+  .addCommand(mapCommand())
+  .addCommand(scheduleCommand())
   .addCommand(logsCommand())
   .addCommand(tokenCommand())
   .addCommand(natsCommand())

@@ -15,6 +15,9 @@ import { PoolsModule } from './pools/pools.module.js';
 import { NatsUsersModule } from './nats-users/nats-users.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
 import { ObjectStoresDeclaration } from './object-stores.js';
+import { FunctionsModule } from './functions/functions.module.js';
+import { MapsModule } from './maps/maps.module.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 import { SandboxesModule } from './sandboxes/sandboxes.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
@@ -41,6 +44,9 @@ export class GatewayModule {
         DeploymentsModule,
         EndpointsModule,
         TasksModule,
+        FunctionsModule,
+        MapsModule,
+        SchedulesModule,
         UsageModule,
         SandboxesModule,
         VolumesModule,

@@ -4,6 +4,7 @@ import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
 import { ContainersModule } from './containers/containers.module.js';
 import { MachineRegistryModule } from './machines/machine-registry.module.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 
 @Module({})
 export class SchedulerModule {
@@ -14,6 +15,7 @@ export class SchedulerModule {
         CoreModule.forRoot(config, { database: true, streams: [...STREAM_DECLARERS.scheduler] }),
         MachineRegistryModule,
         ContainersModule,
+        SchedulesModule,
       ],
     };
   }

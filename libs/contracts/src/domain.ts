@@ -20,9 +20,17 @@ export const API_TOKEN_PREFIX = 'tern_';
 export const JOIN_TOKEN_PREFIX = 'tern_join_';
 export const MACHINE_TOKEN_PREFIX = 'tern_machine_';
 
-/** endpoint: HTTP requests; task_queue: pulls tasks; function: one call, then exits; cron: a function on a schedule. */
+/**
+ * endpoint: HTTP requests; task_queue: pulls tasks; function: pulls tasks too, each one call (or
+ * one chunk of a map) answered to a caller who may wait for it; cron: kept for specs stored with it.
+ */
 export const DEPLOYMENT_KINDS = ['endpoint', 'task_queue', 'function', 'cron'] as const;
 export type DeploymentKind = (typeof DEPLOYMENT_KINDS)[number];
+
+/** Kinds whose containers pull tasks from TASKS (a task policy, a task consumer, backlog scaling). */
+export function pullsTasks(kind: string | undefined): boolean {
+  return kind === 'task_queue' || kind === 'function';
+}
 
 /** deleted: hidden from the API, rows kept for history and metering; deploying the name again revives it. */
 export const DEPLOYMENT_STATES = ['pending', 'building', 'ready', 'failed', 'stopped', 'deleted'] as const;

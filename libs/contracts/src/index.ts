@@ -17,6 +17,7 @@ export * from './deployment/image-spec.js';
 export * from './deployment/resolved-spec.js';
 export * from './deployment/records.js';
 export * from './deployment/task-policy.js';
+export * from './deployment/schedule.js';
 export * from './permissions.js';
 export * from './sandbox/sandbox-spec.js';
 export * from './volume/volumes.js';

@@ -145,9 +145,9 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(TASK_FAILED, ['agent', 'gateway'], ['gateway'], true),
   access(TASK_ATTEMPT_ENDED, ['gateway'], ['metering', 'reputation']),
   forIntegrators(access(TASK_ENDED, ['gateway'], ['gateway']), 'events'),
-  // The autoscaler reads the queue's consumer state (pending tasks). Machines never subscribe to
+  // The scheduler publishes schedule ticks' tasks. The autoscaler reads the queue's consumer state (pending tasks). Machines never subscribe to
   // task subjects: they pull one version's consumer through a task permit (TASK_PERMIT below).
-  access(TASK_ITEM, ['gateway'], ['autoscaler']),
+  access(TASK_ITEM, ['gateway', 'scheduler'], ['autoscaler']),
   access(USAGE_INTERVAL, ['metering'], []),
 ];
 

@@ -15,6 +15,7 @@ import {
   type Contract,
   type GpuInventory,
   type ContainerIsolation,
+  pullsTasks,
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { backoffMs, sleep } from '#tern/timing';
@@ -392,7 +393,7 @@ export class ContainersService implements BeforeApplicationShutdown {
   /** A ready container takes work: invokes always, tasks when it is a task queue's. */
   private serve(t: Tracked, endpoint: ContainerEndpoint) {
     this.invokes.serve(t.record.containerId, endpoint);
-    if (t.record.kind === 'task_queue') this.tasks.serve(t.record, endpoint);
+    if (pullsTasks(t.record.kind)) this.tasks.serve(t.record, endpoint);
   }
 
   private unserve(id: string) {

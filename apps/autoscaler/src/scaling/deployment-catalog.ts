@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { DEPLOYMENTS_BUCKET, type DeploymentRecord } from '#tern/contracts';
+import { DEPLOYMENTS_BUCKET, type DeploymentRecord, pullsTasks } from '#tern/contracts';
 import { KvMirror, Messaging } from '#tern/messaging';
 
 /** A version the autoscaler acts on; removed once its key is deleted from the bucket. */
@@ -62,8 +62,8 @@ export class DeploymentCatalog implements OnApplicationBootstrap, OnApplicationS
   }
 }
 
-/** Endpoints scale on gateway load reports, task queues on their TASKS backlog; functions and cron are not scaled. */
+/** Endpoints scale on gateway load reports, task queues and functions on their TASKS backlog; cron is not scaled. */
 function scaled(record: DeploymentRecord): DeploymentRecord | undefined {
-  if (record?.spec?.kind !== 'endpoint' && record?.spec?.kind !== 'task_queue') return undefined;
+  if (record?.spec?.kind !== 'endpoint' && !pullsTasks(record?.spec?.kind)) return undefined;
   return typeof record.version === 'number' && record.spec.autoscaler ? record : undefined;
 }

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { type Decision, decide, decideStopped, type Observation, policyFor, ScalingMemory } from '#tern/autoscaling';
-import { SCALE_COMMAND, SCALE_DECISION } from '#tern/contracts';
+import { pullsTasks, SCALE_COMMAND, SCALE_DECISION } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { fireAndForget, Ticker } from '#tern/timing';
 import { DeploymentCatalog, type TrackedVersion } from './deployment-catalog.js';
@@ -93,13 +93,12 @@ export class ScalingLoop implements OnApplicationBootstrap, OnApplicationShutdow
     const now = Date.now();
     const { record } = v;
     const reported = this.board.observe(v.key, now);
-    const observation =
-      record.spec.kind === 'task_queue'
-        ? {
-            ...withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)),
-            arrived: this.tasks.takeArrivals(v.key),
-          }
-        : reported;
+    const observation = pullsTasks(record.spec.kind)
+      ? {
+          ...withTaskBacklog(reported, await this.tasks.unsettled(record.deploymentId, record.version)),
+          arrived: this.tasks.takeArrivals(v.key),
+        }
+      : reported;
     const d =
       v.removed || record.state !== 'active'
         ? decideStopped(loop.previous, observation, v.removed ? 'deployment removed' : 'deployment stopped', now)

@@ -1,5 +1,13 @@
 import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
-import { type DeploymentSpec, type RequestHistory, type ResolvedSpec, resolveSpec, type ScaleHistory, SpecError } from '#tern/contracts';
+import {
+  type DeploymentSpec,
+  pullsTasks,
+  type RequestHistory,
+  type ResolvedSpec,
+  resolveSpec,
+  type ScaleHistory,
+  SpecError,
+} from '#tern/contracts';
 import {
   ACTIVE_CONTAINER_STATES,
   CodeBundlesRepository,
@@ -115,7 +123,7 @@ export class DeploymentsService {
         : `${action === 'stop' ? 'stopped' : 'deleted'} by token ${principal.tokenId} at ${new Date().toISOString()}`,
     );
     await this.publish(d.id, `${action} ${name}`);
-    if (action === 'delete' && d.kind === 'task_queue') await this.tasks.dropQueue(d.id, d.latestVersion);
+    if (action === 'delete' && pullsTasks(d.kind)) await this.tasks.dropQueue(d.id, d.latestVersion);
     return d;
   }
 

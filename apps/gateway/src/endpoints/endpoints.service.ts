@@ -52,8 +52,14 @@ export class EndpointsService {
     const record = found.record;
     if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${target.version}`);
     this.stats.observe(record, reply.raw);
-    if (record.spec.kind === 'task_queue' || record.spec.kind === 'cron') {
-      throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint`);
+    if (record.spec.kind !== 'endpoint') {
+      const where =
+        record.spec.kind === 'function'
+          ? `: call it at /function/${target.name}`
+          : record.spec.kind === 'task_queue'
+            ? `: submit to /taskqueue/${target.name}`
+            : '';
+      throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint${where}`);
     }
     if (record.state === 'stopped') throw new EndpointHttpError(503, `deployment "${target.name}" stopped: start it to serve requests`);
 

@@ -26,6 +26,8 @@ export interface RawBodyRoute {
   readonly tooLarge: string;
   /** Give every request (and its response, errors included) an `x-tern-request-id`. */
   readonly requestIds?: boolean;
+  /** URLs under the prefix that keep their body as a stream (installStreamBody) instead. */
+  readonly except?: RegExp;
 }
 
 const ORIGINAL_TYPE = Symbol('ternOriginalContentType');
@@ -45,7 +47,12 @@ export function installRawBody(fastify: FastifyInstance, route: RawBodyRoute): v
   const rawType = `application/x-tern-${route.name}-body`;
   if (fastify.hasContentTypeParser(rawType)) return;
   fastify.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith(route.prefix) || (route.matches && !route.matches(request.method, request.url))) return;
+    if (
+      !request.url.startsWith(route.prefix) ||
+      (route.matches && !route.matches(request.method, request.url)) ||
+      route.except?.test(request.url)
+    )
+      return;
     const tagged = request as Tagged;
     if (route.requestIds) {
       tagged[REQUEST_ID] = randomUUID().replace(/-/g, '');
@@ -85,3 +92,18 @@ export const ENDPOINT_BODY: RawBodyRoute = {
   tooLarge: `request body is over the ${MAX_ENDPOINT_BODY_BYTES / 1024 / 1024} MiB limit for endpoints: pass large inputs by reference (a URL or a volume)`,
   requestIds: true,
 };
+
+/**
+ * Requests whose URL matches `pattern` get their body as the request stream itself, read by the
+ * route as it arrives (a map's inputs: far more than one buffer should hold), whatever its type.
+ */
+export function installStreamBody(fastify: FastifyInstance, route: { pattern: RegExp; name: string }): void {
+  const streamType = `application/x-tern-${route.name}-stream`;
+  if (fastify.hasContentTypeParser(streamType)) return;
+  fastify.addHook('onRequest', async (request) => {
+    if (!route.pattern.test(request.url)) return;
+    (request as Tagged)[ORIGINAL_TYPE] = request.headers['content-type'];
+    request.headers['content-type'] = streamType;
+  });
+  fastify.addContentTypeParser(streamType, (_request, payload, done) => done(null, payload));
+}

@@ -1,16 +1,20 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, type TaskItem } from '#tern/contracts';
+import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, taskItemOf } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
 import { bodyTextProblem, jsonValueProblem } from '#tern/service';
 import { fireAndForget } from '#tern/timing';
 import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
+import { deploymentUrl } from '../deployments/deployment-views.js';
 import { RoutesMirror } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
 import { callbackAddressCheck } from './callback-target.js';
 import { TaskHttpError } from './task-errors.js';
+
+/** The kinds whose deployments take tasks, and the route each is called at. */
+export type TaskKind = 'task_queue' | 'function';
 
 export interface SubmittedTask {
   task_id: string;
@@ -50,8 +54,9 @@ export class TaskSubmissionService {
     version: number | undefined,
     body: Buffer,
     query: SubmitTaskQuery,
+    kind: TaskKind = 'task_queue',
   ): Promise<SubmittedTask> {
-    const record = await this.queue(principal, name, version);
+    const record = await this.queue(principal, name, version, kind);
     const payload = parsePayload(body);
     const policy = record.spec.taskPolicy!;
     const callbackUrl = query.callback_url ?? policy.callbackUrl ?? null;
@@ -87,22 +92,22 @@ export class TaskSubmissionService {
 
   /** Publishes a saved task to TASKS and records where it went. Safe to repeat (same message id). */
   async enqueue(task: UnsentTask): Promise<void> {
-    await this.ensureConsumer(task.deploymentId, task.version);
-    const item: TaskItem = {
-      taskId: task.id,
-      deploymentId: task.deploymentId,
-      deploymentVersion: task.version,
-      workspaceId: task.workspaceId,
-      payload: task.payload,
-      maxRetries: task.maxRetries,
-      timeoutSeconds: task.timeoutSeconds,
-      ...(task.ttlSeconds ? { expiresAt: new Date(task.createdAt.getTime() + task.ttlSeconds * 1000).toISOString() } : {}),
-      enqueuedAt: new Date().toISOString(),
-    };
-    const ack = await this.messaging.publish(TASK_ITEM, item, { tokens: [task.deploymentId, String(task.version)], msgId: task.id });
+    const seq = await this.send(task);
     // Not awaited: the task is safe on TASKS already. Should this write be lost, the relay sends
     // the task again (one message within the duplicate window) and records it then.
-    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, ack.seq));
+    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, seq));
+  }
+
+  /**
+   * Publishes a saved task to TASKS and answers its stream sequence, for a caller that records
+   * many at once (a map's chunks: one write per batch, not one queued per task). Safe to repeat.
+   */
+  async send(task: UnsentTask): Promise<number> {
+    await this.ensureConsumer(task.deploymentId, task.version);
+    const ack = await this.messaging.publish(TASK_ITEM, taskItemOf(task), {
+      tokens: [task.deploymentId, String(task.version)],
+      msgId: task.id,
+    });
     fireAndForget(
       `publishing task.submitted of task ${task.id}`,
       this.logger,
@@ -122,20 +127,33 @@ export class TaskSubmissionService {
         { msgId: `${task.id}:submitted`, tokens: [task.workspaceId] },
       ),
     );
+    return ack.seq;
   }
 
-  /** The task-queue version a submit names; 404/400/503 with what to fix. */
-  private async queue(principal: Pick<Principal, 'workspaceId'>, name: string, version: number | undefined): Promise<DeploymentRecord> {
+  /** The task-queue (or function) version a submit names; 404/400/503 with what to fix. */
+  async queue(
+    principal: Pick<Principal, 'workspaceId'>,
+    name: string,
+    version: number | undefined,
+    kind: TaskKind,
+  ): Promise<DeploymentRecord> {
+    const what = kind === 'function' ? 'function' : 'task queue';
     await this.table.ready();
     const found = this.table.find(principal.workspaceId, name, version);
-    if (!found.known) throw new TaskHttpError(404, `task queue "${name}" not found: deploy it with kind: task_queue first`);
+    if (!found.known) throw new TaskHttpError(404, `${what} "${name}" not found: deploy it with kind: ${kind} first`);
     const record = found.record;
-    if (!record) throw new TaskHttpError(404, `task queue "${name}" has no version ${version}`);
-    if (record.spec.kind !== 'task_queue' || !record.spec.taskPolicy) {
-      throw new TaskHttpError(400, `deployment "${name}" is a ${record.spec.kind}, not a task_queue: call it at /endpoint/${name}`);
+    if (!record) throw new TaskHttpError(404, `${what} "${name}" has no version ${version}`);
+    if (record.spec.kind !== kind || !record.spec.taskPolicy) {
+      throw new TaskHttpError(
+        400,
+        `deployment "${name}" is a ${record.spec.kind}, not a ${kind}: call it at ${deploymentUrl('', name, record.spec.kind)}`,
+      );
     }
     if (record.state === 'stopped')
-      throw new TaskHttpError(503, `task queue "${name}" is stopped: start it (tern deployment start ${name}) to accept tasks`);
+      throw new TaskHttpError(
+        503,
+        `${what} "${name}" is stopped: start it (tern deployment start ${name}) to accept ${kind === 'function' ? 'calls' : 'tasks'}`,
+      );
     return record;
   }
 

@@ -225,7 +225,7 @@ export class TaskTransitions {
    * Tells every gateway replica's waiters and the workspace's integrators (core NATS, the
    * workspace id a token; a lost one is caught by the waiters' re-read).
    */
-  private announce(taskId: string, workspaceId: string, state: TaskState, endedAt: string) {
+  announce(taskId: string, workspaceId: string, state: TaskState, endedAt: string) {
     this.messaging.emit(TASK_ENDED, { taskId, workspaceId, state, endedAt }, [workspaceId]);
   }
 }

@@ -19,12 +19,17 @@ export class TaskWaiters implements OnApplicationBootstrap, OnApplicationShutdow
 
   onApplicationBootstrap() {
     this.subscription = this.messaging.listen(TASK_ENDED, (ended) => {
-      for (const wake of this.waiting.get(ended.taskId) ?? []) wake();
+      this.wake(ended.taskId);
     });
   }
 
   onApplicationShutdown() {
     this.subscription?.unsubscribe();
+  }
+
+  /** Wakes whoever waits on `key` now (a map's readers when one of its chunks settled on this replica). */
+  wake(key: string) {
+    for (const wake of this.waiting.get(key) ?? []) wake();
   }
 
   /** Resolves when the task's end is announced, or after at most `ms` (then the caller re-reads). */

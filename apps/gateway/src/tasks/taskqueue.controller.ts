@@ -3,8 +3,8 @@ import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { SubmitTaskQuery } from './dto/submit-task.query.js';
-import { TaskHttpError } from './task-errors.js';
 import { TaskSubmissionService } from './task-submission.service.js';
+import { versionPin } from './version-pin.js';
 
 @ApiTags('tasks')
 @ApiBearerAuth()
@@ -33,9 +33,7 @@ export class TaskQueueController {
     @Query() q: SubmitTaskQuery,
     @Req() req: FastifyRequest,
   ) {
-    const pin = /^v(\d{1,9})$/.exec(version);
-    if (!pin) throw new TaskHttpError(404, `expected /taskqueue/<name> or /taskqueue/<name>/v<N>, got version "${version}"`);
-    return this.submissions.submit(p, name, Number(pin[1]), bodyOf(req), q);
+    return this.submissions.submit(p, name, versionPin(version, '/taskqueue/<name> or /taskqueue/<name>/v<N>'), bodyOf(req), q);
   }
 }
 

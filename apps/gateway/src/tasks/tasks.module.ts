@@ -23,7 +23,7 @@ import { TasksService } from './tasks.service.js';
   imports: [EndpointsModule, MachineRegistrationModule],
   controllers: [TaskQueueController, TasksController, TaskEventsController, AgentResultsController, TaskSubmitRequestsController],
   providers: [TaskSubmissionService, TaskTransitions, TasksService, TaskWaiters, TaskOutboxRelay, TaskExpiry, CallbackDelivery],
-  exports: [TasksService],
+  exports: [TasksService, TaskSubmissionService, TaskTransitions, TaskWaiters],
 })
 export class TasksModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

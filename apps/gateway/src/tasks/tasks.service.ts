@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf, type TaskStats } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
-import { DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
+import { type CancelledTask, DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
@@ -9,6 +9,9 @@ import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
 import { statsWindow, taskStats } from './task-stats.js';
 import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
+
+/** What the caller calls the task in messages: a task of a queue, or a call of a function. */
+export type TaskNoun = 'task' | 'call';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -25,8 +28,8 @@ export class TasksService {
     private readonly deployments: DeploymentsRepository,
   ) {}
 
-  async get(principal: Principal, id: string): Promise<TaskView> {
-    const row = await this.row(principal, id, true);
+  async get(principal: Principal, id: string, noun: TaskNoun = 'task'): Promise<TaskView> {
+    const row = await this.row(principal, id, true, noun);
     return taskView(row, await this.result(row));
   }
 
@@ -61,12 +64,12 @@ export class TasksService {
   }
 
   /** Waits up to timeoutSeconds for the task to end; answers its state either way (done tells which). */
-  async wait(principal: Principal, id: string, timeoutSeconds: number): Promise<TaskView> {
+  async wait(principal: Principal, id: string, timeoutSeconds: number, noun: TaskNoun = 'task'): Promise<TaskView> {
     const deadline = Date.now() + timeoutSeconds * 1000;
-    let row = await this.row(principal, id, true);
+    let row = await this.row(principal, id, true, noun);
     while (!isFinal(row.state) && Date.now() < deadline) {
       await this.waiters.next(id, deadline - Date.now());
-      row = await this.row(principal, id, true);
+      row = await this.row(principal, id, true, noun);
     }
     return taskView(row, await this.result(row));
   }
@@ -80,6 +83,15 @@ export class TasksService {
     const row = await this.row(principal, id, false);
     const done = await this.transitions.cancel(row.id, principal.workspaceId);
     if (!done) throw new TaskHttpError(409, `task ${id} already ended (${row.state}): nothing to cancel`);
+    await this.stopCancelled(done, principal.workspaceId, 'cancelled by the user');
+    return this.get(principal, id);
+  }
+
+  /**
+   * After a task's row became CANCELLED: its TASKS message is deleted (a pending task never
+   * runs), task.cancelled is published, and the agent holding a running one is told to stop it.
+   */
+  async stopCancelled(done: CancelledTask, workspaceId: string, reason: string): Promise<void> {
     if (done.streamSeq !== null) {
       const jsm = await this.messaging.jsm();
       await jsm.streams
@@ -90,21 +102,20 @@ export class TasksService {
       .publish(
         TASK_CANCELLED,
         {
-          taskId: row.id,
+          taskId: done.id,
           deploymentId: done.deploymentId,
           deploymentVersion: done.version,
-          workspaceId: principal.workspaceId,
-          reason: 'cancelled by the user',
+          workspaceId,
+          reason,
           wasRunning: done.was === 'RUNNING',
           cancelledAt: new Date().toISOString(),
         },
-        { msgId: `${row.id}:cancelled`, tokens: [principal.workspaceId] },
+        { msgId: `${done.id}:cancelled`, tokens: [workspaceId] },
       )
-      .catch((e: Error) => this.logger.warn({ taskId: row.id, err: e.message }, 'could not publish task.cancelled'));
+      .catch((e: Error) => this.logger.warn({ taskId: done.id, err: e.message }, 'could not publish task.cancelled'));
     // Only the lease holder hears it: no other machine learns of the task.
     if (done.was === 'RUNNING' && done.machineId)
-      this.messaging.emit(AGENT_TASK_CANCEL, { taskId: row.id, attempt: done.attempts, reason: 'cancelled by the user' }, [done.machineId]);
-    return this.get(principal, id);
+      this.messaging.emit(AGENT_TASK_CANCEL, { taskId: done.id, attempt: done.attempts, reason }, [done.machineId]);
   }
 
   /**
@@ -121,11 +132,11 @@ export class TasksService {
     return cancelled;
   }
 
-  private async row(principal: Principal, id: string, withResult: boolean): Promise<TaskWithDeployment> {
-    if (!UUID.test(id))
-      throw new TaskHttpError(400, `"${id}" is not a task id (task ids are UUIDs, as POST /taskqueue/<name> returns them)`);
+  private async row(principal: Principal, id: string, withResult: boolean, noun: TaskNoun = 'task'): Promise<TaskWithDeployment> {
+    const from = noun === 'call' ? 'POST /function/<name>' : 'POST /taskqueue/<name>';
+    if (!UUID.test(id)) throw new TaskHttpError(400, `"${id}" is not a ${noun} id (${noun} ids are UUIDs, as ${from} returns them)`);
     const task = await this.tasks.findInWorkspace(id, principal.workspaceId, withResult);
-    if (!task) throw new TaskHttpError(404, `task ${id} not found in workspace ${principal.workspaceName}`);
+    if (!task) throw new TaskHttpError(404, `${noun} ${id} not found in workspace ${principal.workspaceName}`);
     return task;
   }
 

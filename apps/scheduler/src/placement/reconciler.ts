@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import { CONTAINER_FAILED, CONTAINER_SCHEDULED, type ResolvedSpec } from '#tern/contracts';
+import { CONTAINER_FAILED, CONTAINER_SCHEDULED, pullsTasks, type ResolvedSpec } from '#tern/contracts';
 import { Messaging, RequestError, taskConsumerSpec } from '#tern/messaging';
 import { ContainersRepository, type LostContainer, type VersionToReconcile } from '#tern/persistence';
 import { PLACEMENT_BACKOFF } from '#tern/placement';
@@ -125,7 +125,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     };
     const command = startCommand(spec, target, new Date());
     // The version's task consumer exists before any of its containers pulls from it: agents do not declare it.
-    if (v.kind === 'task_queue') {
+    if (pullsTasks(v.kind)) {
       try {
         await this.messaging.ensureConsumer(taskConsumerSpec(v.deploymentId, v.version));
       } catch (e) {

@@ -20,6 +20,7 @@ import {
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
 import { IsIpv4Cidr, IsRecordOf } from '../validation.js';
 import { type ImageBuild, IsDeploymentImage } from './image-spec.js';
+import { SpecSchedule } from './schedule.js';
 import { SpecTaskPolicy } from './task-policy.js';
 
 /**
@@ -155,6 +156,8 @@ export class DeploymentSpec {
 
   /** task_queue: retries, timeout and ttl of its tasks (a submit may override each). */
   @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecTaskPolicy) task_policy?: SpecTaskPolicy;
+  /** function, task_queue: run on a cron schedule or a fixed period, once per tick whatever the number of scheduler replicas. */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecSchedule) schedule?: SpecSchedule;
   /** task_queue: tasks that may wait at once; a submit beyond it gets 429. Default 10000. */
   @IsOptional() @IsInt() @Min(1) @Max(10_000_000) max_pending_tasks?: number;
   /** task_queue: where the result of each task is POSTed when it ends (a submit may give its own). */

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { validatePayload } from '#tern/messaging';
 import { DeploymentSpec } from './deployment-spec.js';
 import { parseMemory, resolveSpec, SpecError } from './resolved-spec.js';
+import { nextTick, ticksBetween } from './schedule.js';
 
 const base = { name: 'hello', kind: 'endpoint', handler: 'app.py:predict', code: `sha256:${'a'.repeat(64)}` } as const;
 
@@ -36,6 +37,17 @@ describe('resolveSpec', () => {
       autoscaler: { type: 'queue_depth', minContainers: 0, maxContainers: 1, tasksPerContainer: 1 },
     });
     expect(resolve({ kind: 'task_queue' }).keepWarmSeconds).toBe(10);
+  });
+
+  it('gives functions a task policy like task queues, and refuses one on an endpoint', () => {
+    const f = resolve({ kind: 'function', task_policy: { max_retries: 1, timeout: 30 } });
+    expect(f.keepWarmSeconds).toBe(10);
+    expect(f.taskPolicy).toMatchObject({ maxRetries: 1, timeoutSeconds: 30 });
+    expect(resolve({ kind: 'function' }).taskPolicy).toMatchObject({ timeoutSeconds: 3600 });
+    expect(resolve({}).taskPolicy).toBeUndefined();
+    expect(specError(() => resolve({ task_policy: { max_retries: 1 } }))).toBe(
+      'task_policy applies to task_queue and function deployments only (this is a endpoint)',
+    );
   });
 
   it('derives per-container load from workers and concurrency unless given', () => {
@@ -257,5 +269,46 @@ describe('network policy', () => {
     expect(resolve({ network: { block: true } }).network).toEqual({ block: true });
     expect(resolve({ network: { allow: ['203.0.113.0/24'] } }).network).toEqual({ allow: ['203.0.113.0/24'] });
     expect(specError(() => resolve({ network: { block: true, allow: [] } }))).toBe('network takes block or allow, not both');
+  });
+});
+
+describe('schedules', () => {
+  const fn = (schedule: Record<string, unknown>) => resolve({ kind: 'function', schedule });
+
+  it('takes a cron expression (seconds allowed) in a timezone, or a period', () => {
+    expect(fn({ cron: '*/5 * * * *', timezone: 'Europe/Paris' }).schedule).toEqual({
+      cron: '*/5 * * * *',
+      timezone: 'Europe/Paris',
+      input: {},
+      catchUp: 'none',
+    });
+    expect(fn({ cron: '*/1 * * * * *', catch_up: 'latest', input: { n: 1 } }).schedule).toMatchObject({
+      timezone: 'UTC',
+      catchUp: 'latest',
+    });
+    expect(fn({ every: '30s' }).schedule).toMatchObject({ everySeconds: 30 });
+    expect(fn({ every: '2h' }).schedule).toMatchObject({ everySeconds: 7200 });
+  });
+
+  it('refuses what it cannot fire, saying what to fix', () => {
+    expect(specError(() => fn({ cron: 'every day' }))).toMatch(/^schedule\.cron "every day" is not a cron expression/);
+    expect(specError(() => fn({ cron: '* * * * *', timezone: 'Mars/Base' }))).toMatch(
+      /^schedule\.timezone "Mars\/Base" is not an IANA timezone/,
+    );
+    expect(specError(() => fn({}))).toMatch(/^schedule needs exactly one of cron .* or every/);
+    expect(specError(() => fn({ cron: '* * * * *', every: '1m' }))).toMatch(/exactly one/);
+    expect(specError(() => resolve({ schedule: { every: '1m' } }))).toMatch(
+      /^schedule applies to task_queue and function deployments only/,
+    );
+  });
+
+  it('computes the same ticks on every replica', () => {
+    const every = fn({ every: '10s' }).schedule!;
+    const ticks = ticksBetween(every, new Date('2026-01-01T00:00:05Z'), new Date('2026-01-01T00:00:30Z'));
+    expect(ticks.map((t) => t.toISOString())).toEqual(['2026-01-01T00:00:10.000Z', '2026-01-01T00:00:20.000Z', '2026-01-01T00:00:30.000Z']);
+    const paris = fn({ cron: '0 9 * * *', timezone: 'Europe/Paris' }).schedule!;
+    expect(nextTick(paris, new Date('2026-01-01T00:00:00Z'))?.toISOString()).toBe('2026-01-01T08:00:00.000Z');
+    const seconds = fn({ cron: '*/1 * * * * *' }).schedule!;
+    expect(ticksBetween(seconds, new Date('2026-01-01T00:00:00.500Z'), new Date('2026-01-01T00:00:03Z'))).toHaveLength(3);
   });
 });

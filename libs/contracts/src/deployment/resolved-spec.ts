@@ -1,6 +1,7 @@
-import { type DeploymentKind, SCALE_POLICIES, type ScalePolicy } from '../domain.js';
+import { type DeploymentKind, pullsTasks, SCALE_POLICIES, type ScalePolicy } from '../domain.js';
 import type { DeploymentSpec, PredictivePolicy } from './deployment-spec.js';
 import { isImageBuild } from './image-spec.js';
+import { type ResolvedSchedule, resolveSchedule } from './schedule.js';
 import { DEFAULT_MAX_PENDING_TASKS, DEFAULT_TASK_RETRIES, type ResolvedTaskPolicy } from './task-policy.js';
 
 /** A deployment spec with every default filled and units made explicit: what services act on. */
@@ -41,8 +42,10 @@ export interface ResolvedSpec {
   /** Absent: the public internet (see NetworkPolicy). */
   readonly network?: { readonly block: true } | { readonly allow: string[] };
   readonly minReputation?: number;
-  /** task_queue only (absent on specs stored before task queues). */
+  /** task_queue and function only (absent on specs stored before task queues). */
   readonly taskPolicy?: ResolvedTaskPolicy;
+  /** function and task_queue only, when the spec has one. */
+  readonly schedule?: ResolvedSchedule;
 }
 
 /** A rule a spec breaks, named so the API can answer 400 with it. */
@@ -88,8 +91,8 @@ function predictiveKnobs(p: PredictivePolicy) {
   };
 }
 
-/** Defaults per kind: endpoints stay warm 180 s, task queues 10 s (Beam's defaults). */
-const KEEP_WARM: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 10, function: 0, cron: 0 };
+/** Defaults per kind: endpoints stay warm 180 s, task queues and functions 10 s (Beam's defaults). */
+const KEEP_WARM: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 10, function: 10, cron: 0 };
 const TIMEOUT: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 3600, function: 3600, cron: 3600 };
 
 function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
@@ -103,6 +106,15 @@ function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
   };
 }
 
+function checkedSchedule(spec: DeploymentSpec): ResolvedSchedule {
+  try {
+    return resolveSchedule(spec.schedule!);
+  } catch (e) {
+    const m = /^(schedule(?:\.\w+)?) ([\s\S]*)$/.exec((e as Error).message);
+    throw m ? new SpecError(m[1], m[2]) : new SpecError('schedule', (e as Error).message);
+  }
+}
+
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
 export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (isImageBuild(spec.image))
@@ -114,9 +126,10 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (!spec.handler && !spec.command)
     throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
-  if (spec.kind !== 'task_queue') {
-    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url'] as const) {
-      if (spec[field] !== undefined) throw new SpecError(field, `applies to task_queue deployments only (this is a ${spec.kind})`);
+  if (!pullsTasks(spec.kind)) {
+    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url', 'schedule'] as const) {
+      if (spec[field] !== undefined)
+        throw new SpecError(field, `applies to task_queue and function deployments only (this is a ${spec.kind})`);
     }
   }
   if (spec.network?.block && spec.network.allow) throw new SpecError('network', 'takes block or allow, not both');
@@ -169,6 +182,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     pool: spec.pool ?? 'default',
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
     minReputation: spec.min_reputation,
-    ...(spec.kind === 'task_queue' ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
+    ...(pullsTasks(spec.kind) ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
+    ...(spec.schedule ? { schedule: checkedSchedule(spec) } : {}),
   };
 }

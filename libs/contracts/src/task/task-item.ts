@@ -19,13 +19,38 @@ export class TaskItem {
   @IsISO8601() enqueuedAt!: string;
 }
 
+/** A saved task as TASKS carries it (expiresAt from its ttl), from the gateway's submit and the scheduler's tick alike. */
+export function taskItemOf(task: {
+  id: string;
+  deploymentId: string;
+  version: number;
+  workspaceId: string;
+  payload: Record<string, unknown>;
+  maxRetries: number;
+  timeoutSeconds: number;
+  ttlSeconds: number | null;
+  createdAt: Date;
+}): TaskItem {
+  return {
+    taskId: task.id,
+    deploymentId: task.deploymentId,
+    deploymentVersion: task.version,
+    workspaceId: task.workspaceId,
+    payload: task.payload,
+    maxRetries: task.maxRetries,
+    timeoutSeconds: task.timeoutSeconds,
+    ...(task.ttlSeconds ? { expiresAt: new Date(task.createdAt.getTime() + task.ttlSeconds * 1000).toISOString() } : {}),
+    enqueuedAt: new Date().toISOString(),
+  };
+}
+
 export const TASK_ITEM = defineContract({
   subject: 'tern.tasks.*.*.v1',
   kind: 'command',
   payload: TaskItem,
   stream: 'TASKS',
   description:
-    "A task waiting to run. Tokens: deployment id, version. Sent by the gateway (Nats-Msg-Id = task id, so a retried submit is stored once); pulled through the durable consumer of that version (`taskConsumerName`) by the agents running its containers, one pull per free worker; acked when the task completed or failed for good, nak'd with a back-off to retry.",
+    "A task waiting to run. Tokens: deployment id, version. Sent by the gateway, and by the scheduler for a schedule's tick (Nats-Msg-Id = task id, so a retried submit is stored once); pulled through the durable consumer of that version (`taskConsumerName`) by the agents running its containers, one pull per free worker; acked when the task completed or failed for good, nak'd with a back-off to retry.",
 });
 
 /** The durable pull consumer that hands out one task-queue version's tasks (shared by every agent). */

@@ -16,6 +16,8 @@ import { EndpointRequestMinutes1764992000000 } from './1764992000000-endpoint-re
 import { NatsUsers1765000000000 } from './1765000000000-nats-users.js';
 import { Sandboxes1765010000000 } from './1765010000000-sandboxes.js';
 import { Volumes1765020000000 } from './1765020000000-volumes.js';
+import { FunctionMaps1765100000000 } from './1765100000000-function-maps.js';
+import { ScheduleTicks1765200000000 } from './1765200000000-schedule-ticks.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -37,4 +39,6 @@ export const MIGRATIONS = [
   NatsUsers1765000000000,
   Sandboxes1765010000000,
   Volumes1765020000000,
+  FunctionMaps1765100000000,
+  ScheduleTicks1765200000000,
 ] as const;

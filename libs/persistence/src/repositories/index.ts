@@ -2,9 +2,11 @@ import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachinesRepository } from './machines.repository.js';
+import { MapsRepository } from './maps.repository.js';
 import { NatsUsersRepository } from './nats-users.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
 import { SandboxesRepository } from './sandboxes.repository.js';
+import { SchedulesRepository } from './schedules.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
@@ -41,9 +43,11 @@ export const REPOSITORIES = [
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
+  MapsRepository,
   NatsUsersRepository,
   ReputationRepository,
   SandboxesRepository,
+  SchedulesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -55,9 +59,11 @@ export {
   ContainersRepository,
   DeploymentsRepository,
   MachinesRepository,
+  MapsRepository,
   NatsUsersRepository,
   ReputationRepository,
   SandboxesRepository,
+  SchedulesRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -67,7 +73,10 @@ export {
 // The view types repositories return and take.
 export type * from './containers.repository.js';
 export type * from './machines.repository.js';
+export type * from './maps.repository.js';
+export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';
 export type * from './reputation.repository.js';
 export type * from './sandboxes.repository.js';
+export type * from './schedules.repository.js';
 export type * from './usage.repository.js';
 export type * from './volumes.repository.js';

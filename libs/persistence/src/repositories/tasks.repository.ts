@@ -142,7 +142,22 @@ const PLACED = `EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON
 const leaseHeldBy = (a: number, m: number, c: number) =>
   `attempts = $${a} AND machine_id = $${m} AND container_id IS NOT DISTINCT FROM $${c}`;
 const TASK_FROM = `tasks t JOIN deployments d ON d.id = t.deployment_id`;
-const UNSENT_COLUMNS = `id, workspace_id AS "workspaceId", deployment_id AS "deploymentId", deployment_version AS version, payload, max_retries AS "maxRetries",
+/** $1…$9 of an INSERT of a new task, in the column order of its INSERTs (the submit's and a schedule tick's). */
+export function newTaskValues(task: NewTask): unknown[] {
+  return [
+    task.id,
+    task.workspaceId,
+    task.deploymentId,
+    task.version,
+    JSON.stringify(task.payload),
+    task.maxRetries,
+    task.timeoutSeconds,
+    task.ttlSeconds,
+    task.callbackUrl,
+  ];
+}
+
+export const UNSENT_COLUMNS = `id, workspace_id AS "workspaceId", deployment_id AS "deploymentId", deployment_version AS version, payload, max_retries AS "maxRetries",
   timeout_seconds AS "timeoutSeconds", ttl_seconds AS "ttlSeconds", callback_url AS "callbackUrl", created_at AS "createdAt"`;
 
 /** bigint arrives as text (see numberFromText); stream sequences stay far below 2^53. */
@@ -178,20 +193,19 @@ export class TasksRepository {
        SELECT $1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9
        WHERE (SELECT count(*) FROM tasks WHERE deployment_id = $3 AND state IN ('PENDING', 'RETRY')) < $10
        RETURNING ${UNSENT_COLUMNS}`,
-      [
-        task.id,
-        task.workspaceId,
-        task.deploymentId,
-        task.version,
-        JSON.stringify(task.payload),
-        task.maxRetries,
-        task.timeoutSeconds,
-        task.ttlSeconds,
-        task.callbackUrl,
-        maxPending,
-      ],
+      [...newTaskValues(task), maxPending],
     );
     return rows[0];
+  }
+
+  /** markEnqueued for many tasks in one statement. */
+  async markEnqueuedMany(taskIds: string[], streamSeqs: number[]): Promise<void> {
+    await queryRowsOn(
+      this.db,
+      `UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)
+       WHERE t.id = x.id AND t.enqueued_at IS NULL`,
+      [taskIds, streamSeqs],
+    );
   }
 
   /** Records where TASKS stored the task, once (a second send of the same task changes nothing). */
