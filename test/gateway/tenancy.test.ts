@@ -41,6 +41,7 @@ interface Objects {
   digest: string;
   natsUserId: string;
   volume: string;
+  sandbox: string;
 }
 
 const spec = (a: Objects, name: string, kind = 'endpoint') => ({ name, kind, handler: 'app.py:predict', code: a.digest });
@@ -135,6 +136,24 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/maps/{id}/results': { access: 'workspace' },
   'DELETE /api/v1/maps/{id}': { access: 'workspace' },
   'GET /api/v1/schedules': { access: 'workspace' },
+  // B creates a sandbox of its own (no machine here: 503); A's by id is 404 to B everywhere.
+  'POST /api/v1/sandboxes': { access: 'workspace', body: () => ({ cpu: 0.1 }), also: [503] },
+  'GET /api/v1/sandboxes': { access: 'workspace' },
+  'GET /api/v1/sandboxes/{id}': { access: 'workspace' },
+  'DELETE /api/v1/sandboxes/{id}': { access: 'workspace' },
+  'POST /api/v1/sandboxes/{id}/ports': { access: 'workspace', body: () => ({ port: 8080 }) },
+  'POST /api/v1/sandboxes/{id}/keepalive': { access: 'workspace' },
+  'POST /api/v1/sandboxes/{id}/exec': { access: 'workspace', body: () => ({ cmd: ['cat', '/workspace/secret'] }) },
+  'GET /api/v1/sandboxes/{id}/processes': { access: 'workspace' },
+  'GET /api/v1/sandboxes/{id}/processes/{pid}': { access: 'workspace' },
+  'DELETE /api/v1/sandboxes/{id}/processes/{pid}': { access: 'workspace' },
+  'POST /api/v1/sandboxes/{id}/processes/{pid}/stdin': { access: 'workspace', body: () => ({ data: 'x' }) },
+  'GET /api/v1/sandboxes/{id}/files': { access: 'workspace', query: () => 'path=secret' },
+  'PUT /api/v1/sandboxes/{id}/files': { access: 'workspace', query: () => 'path=secret' },
+  'DELETE /api/v1/sandboxes/{id}/files': { access: 'workspace', query: () => 'path=secret' },
+  'GET /api/v1/sandboxes/{id}/files/list': { access: 'workspace', query: () => 'path=.' },
+  'GET /api/v1/sandboxes/{id}/files/stat': { access: 'workspace', query: () => 'path=secret' },
+  'POST /api/v1/sandboxes/{id}/files/mkdir': { access: 'workspace', query: () => 'path=dir' },
 };
 /** Every method @All answers, as the OpenAPI document lists them. */
 for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'SEARCH']) {
@@ -142,6 +161,10 @@ for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'
   const also = method === 'SEARCH' ? [405] : [];
   ROUTES[`${method} /endpoint/{name}`] = { access: 'workspace', also };
   ROUTES[`${method} /endpoint/{name}/{path}`] = { access: 'workspace', also };
+  // The sandbox port route reads any body raw and refuses a SEARCH's before looking the sandbox up.
+  const sandboxAlso = method === 'SEARCH' ? [400, 405] : [];
+  ROUTES[`${method} /sandbox/{id}/{port}`] = { access: 'workspace', also: sandboxAlso };
+  ROUTES[`${method} /sandbox/{id}/{port}/{path}`] = { access: 'workspace', also: sandboxAlso };
 }
 
 /** A path of the document with A's objects in it. */
@@ -155,6 +178,9 @@ function fill(path: string, a: Objects): string {
     if (param === 'deploymentId') return a.deploymentId;
     if (param === 'containerId') return 'c-a';
     if (param === 'hex') return 'a'.repeat(64);
+    if (param === 'port') return '8080';
+    if (param === 'pid') return '1';
+    if (path.startsWith('/api/v1/sandboxes/') || path.startsWith('/sandbox/')) return a.sandbox;
     if (path.startsWith('/api/v1/volumes/') || path.startsWith('/api/v1/agent/containers/')) return a.volume;
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
     if (path.startsWith('/taskqueue/') || path.startsWith('/function/')) return a.queue;
@@ -243,6 +269,13 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
       [version.id],
     );
 
+    // A running sandbox of A's (its machine is a-box).
+    await db.query(
+      `INSERT INTO sandboxes (id, workspace_id, machine_id, pool, state, spec, requested, timeout_seconds, started_at)
+       VALUES ('sb-a-secret', $1, 'a-box', 'default', 'running', '{}', '{}', 300, now())`,
+      [wa.workspaceId],
+    );
+
     // A volume of A's with a file in it.
     expect((await call('POST', '/api/v1/volumes', wa.admin, { name: 'a-secret-volume' })).status).toBe(201);
     const file = await call(
@@ -267,6 +300,7 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
         await call('POST', '/api/v1/nats/users', wa.admin, { name: 'a-bridge', allow: ['events'], publicKey: newUserKey().publicKey })
       ).body.id,
       volume: 'a-secret-volume',
+      sandbox: 'sb-a-secret',
     };
 
     const doc = (await call('GET', '/docs-json', OPERATOR)).body as { paths: Record<string, Record<string, unknown>> };
@@ -290,6 +324,7 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
     a.machineId,
     a.natsUserId,
     a.volume,
+    a.sandbox,
     'tenant-a',
     '10.1.2.3',
   ];

@@ -70,7 +70,11 @@ export class SandboxesService {
       },
       { cpuMillicores: requested.cpuMillicores, memoryBytes, gpuTypes: [], gpuCount: 0, pool },
     );
-    if (!placed.placed) throw new ServiceUnavailableException(`no machine in pool "${pool}" can take the sandbox now: ${placed.reason}`);
+    // The reason without the machine ids placement names: a workspace does not learn a shared pool's machines.
+    if (!placed.placed)
+      throw new ServiceUnavailableException(
+        `no machine in pool "${pool}" can take the sandbox now: ${placed.reason.replace(/ \([^)]*\)$/, '')}`,
+      );
 
     let reason: string | undefined;
     try {
