@@ -27,10 +27,7 @@ describe('endpoints end to end', () => {
       body: typeof body === 'string' ? body : JSON.stringify(body),
       ...init,
     });
-  const actual = async (name: string) => {
-    const res = await fetch(`${stack.gateway}/api/v1/deployments/${name}`, { headers: { authorization: `Bearer ${stack.token}` } });
-    return ((await res.json()) as { actual: number }).actual;
-  };
+  const actual = (name: string) => stack.actual(name);
 
   beforeAll(async () => {
     stack = await startStack('e2e');

@@ -26,8 +26,7 @@ describe('functions end to end', () => {
       headers: { ...auth(), 'content-type': 'application/json' },
       body: typeof input === 'string' ? input : JSON.stringify(input),
     });
-  const actual = async (name: string) =>
-    ((await (await fetch(`${stack.gateway}/api/v1/deployments/${name}`, { headers: auth() })).json()) as { actual: number }).actual;
+  const actual = (name: string) => stack.actual(name);
   const message = async (res: Response) => String(((await res.json()) as { message: string | string[] }).message);
 
   beforeAll(async () => {

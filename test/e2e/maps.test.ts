@@ -33,12 +33,9 @@ describe('maps end to end', () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l) as MapResultLine);
   };
-  const actual = async (name: string) =>
-    ((await (await fetch(`${stack.gateway}/api/v1/deployments/${name}`, { headers: auth() })).json()) as { actual: number }).actual;
+  const actual = (name: string) => stack.actual(name);
   const message = async (res: Response) => String(((await res.json()) as { message: string | string[] }).message);
-  const services = () =>
-    (JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> })
-      .services;
+  const services = () => stack.services();
 
   beforeAll(async () => {
     stack = await startStack('maps');

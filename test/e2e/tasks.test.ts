@@ -54,17 +54,14 @@ describe('task queues end to end', () => {
       if (t.done || Date.now() > deadline) return t;
     }
   };
-  const actual = async (name: string) =>
-    ((await (await fetch(`${stack.gateway}/api/v1/deployments/${name}`, { headers: auth() })).json()) as { actual: number }).actual;
+  const actual = (name: string) => stack.actual(name);
   const putMany = async (name: string, count: number, payload: (i: number) => unknown) => {
     const ids: string[] = [];
     for (let i = 0; i < count; i += 50)
       ids.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, k) => put(name, payload(i + k))))));
     return ids;
   };
-  const services = () =>
-    (JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> })
-      .services;
+  const services = () => stack.services();
 
   beforeAll(async () => {
     stack = await startStack('tasks');

@@ -18,6 +18,10 @@ export interface Stack {
   tern(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
   /** A fresh temporary directory (a deployment's folder, say) that stop() removes. */
   scratch(label: string): string;
+  /** The services `up` started and their pids, as its run.json lists them (to kill -9 one). */
+  services(): Record<string, { pid: number }>;
+  /** A deployment's running containers, as the API counts them. */
+  actual(name: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -128,6 +132,12 @@ export async function startStack(
       const dir = mkdtempSync(join(tmpdir(), `tern-${label}-`));
       scratches.push(dir);
       return dir;
+    },
+    services: () =>
+      (JSON.parse(readFileSync(join(sandbox.ternHome, 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> }).services,
+    async actual(name) {
+      const res = await fetch(`${gateway}/api/v1/deployments/${name}`, { headers: { authorization: `Bearer ${token}` } });
+      return ((await res.json()) as { actual: number }).actual;
     },
     async stop() {
       await run([join(ROOT, 'scripts', 'down.mjs')], env);
