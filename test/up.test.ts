@@ -111,7 +111,22 @@ describe('npm run up', () => {
     expect(JSON.parse(readFileSync(credentials, 'utf8')).adminToken).toBe(token);
     expect(statSync(credentials).mode & 0o777).toBe(0o600);
     const cliConfig = join(home, '.tern', 'config.json');
-    expect(JSON.parse(readFileSync(cliConfig, 'utf8'))).toEqual({ current: 'local', contexts: { local: { gateway, token } } });
+    // The private registry's builder user rides along, so `tern deploy` can push the images it builds.
+    expect(JSON.parse(readFileSync(cliConfig, 'utf8'))).toEqual({
+      current: 'local',
+      contexts: {
+        local: {
+          gateway,
+          token,
+          registry: {
+            url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+            username: 'builder',
+            password: expect.any(String),
+            insecure: true,
+          },
+        },
+      },
+    });
     expect(statSync(cliConfig).mode & 0o777).toBe(0o600);
     const run = runFile();
     expect(run.supervisor.pid).toBe(up.pid);

@@ -123,9 +123,15 @@ describeDashboard('the operators dashboard at /ui', () => {
       'the state changes listed',
       async () => (await page.locator('[data-testid=state-change-table] tbody tr').count()) === states.changes.length,
     );
-    const detail = await api<{ heartbeat: { runningContainers: string[] } }>(`/api/v1/machines/${machine.id}`);
-    const running = detail.heartbeat.runningContainers;
-    expect(running.length).toBeGreaterThan(0);
+    // The queue's warm container, once a heartbeat has listed it (heartbeats lag a start by seconds).
+    const running = await waitFor(
+      'a running container in a heartbeat',
+      async () => {
+        const detail = await api<{ heartbeat: { runningContainers: string[] } }>(`/api/v1/machines/${machine.id}`);
+        return detail.heartbeat.runningContainers.length ? detail.heartbeat.runningContainers : undefined;
+      },
+      60_000,
+    );
     await waitFor('the running container listed', async () =>
       (await page.getByTestId('running-containers').textContent())?.includes(running[0]),
     );
