@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tern/**', 'coverage/**', '**/*.d.ts', 'runners/**', 'examples/**', 'sdk/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.tern/**', 'coverage/**', '**/*.d.ts', 'runners/**', 'examples/**', 'sdk/python/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

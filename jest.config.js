@@ -3,6 +3,7 @@
 const shared = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
+    '^#tern/client$': '<rootDir>/sdk/typescript/src/index.ts',
     '^#tern/(.*)$': '<rootDir>/libs/$1/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
@@ -20,7 +21,7 @@ export default {
   // Integration tests start real processes; unit tests finish far inside this.
   testTimeout: 60_000,
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,scripts}/**/*.spec.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,scripts,sdk}/**/*.spec.ts'] },
     {
       ...shared,
       displayName: 'integration',

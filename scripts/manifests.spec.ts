@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { ConfigError, isPlaceholderSecret, loadConfig, PLACEHOLDER_SECRETS } from '../libs/config/src/config.js';
@@ -78,7 +78,7 @@ describe('docker-compose.yml', () => {
 
   it('has no default secret: each one is required with a message saying what to set', () => {
     const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
-    for (const secret of ['TERN_ADMIN_TOKEN', 'POSTGRES_PASSWORD']) {
+    for (const secret of ['TERN_ADMIN_TOKEN', 'POSTGRES_PASSWORD', 'TERN_SECRETS_KEY']) {
       expect(text).not.toMatch(new RegExp(`\\$\\{${secret}:?-`));
       expect(text).toMatch(new RegExp(`\\$\\{${secret}:\\?set ${secret} to a random secret`));
     }
@@ -91,9 +91,29 @@ describe('docker-compose.yml', () => {
     for (const p of PLACEHOLDER_SECRETS.filter((p) => p.includes('-'))) expect(values).not.toContain(p);
     for (const s of Object.values(services)) {
       for (const [k, v] of Object.entries(s.environment ?? {})) {
-        if (/TOKEN|PASSWORD/.test(k)) expect(`${k}=${String(v)}`).toMatch(/\$\{/);
+        // A path to a key file, or the registry's token settings, is not itself a secret.
+        if (/TOKEN|PASSWORD|SECRET/.test(k) && !/_FILE$|^REGISTRY_AUTH_TOKEN_/.test(k)) expect(`${k}=${String(v)}`).toMatch(/\$\{/);
       }
     }
+  });
+
+  it("runs a registry that takes only the gateway's tokens: the gateway mounts the key, the registry the certificate alone", () => {
+    const registry = services.registry;
+    expect(registry.image).toMatch(/^registry:2\.8/);
+    expect(registry.environment).toMatchObject({
+      REGISTRY_AUTH: 'token',
+      REGISTRY_AUTH_TOKEN_SERVICE: 'tern-registry',
+      REGISTRY_AUTH_TOKEN_ISSUER: 'tern',
+      REGISTRY_AUTH_TOKEN_ROOTCERTBUNDLE: '/etc/tern-registry/token-cert.pem',
+    });
+    expect(registry.environment.REGISTRY_AUTH_TOKEN_REALM).toContain('http://gateway:1994/api/v1/registry/token');
+    expect(registry.volumes).toEqual(['registry-auth-cert:/etc/tern-registry:ro', 'registry-data:/var/lib/registry']);
+    const init: string[] = services['registry-auth'].command;
+    expect(init.slice(0, 2)).toEqual(['node', 'scripts/registry-token-key.mjs']);
+    const gateway = services.gateway;
+    expect(gateway.environment.REGISTRY_URL).toBe('http://registry:5000');
+    expect(gateway.volumes).toContain(`registry-auth-key:${dirname(gateway.environment.REGISTRY_TOKEN_KEY_FILE)}:ro`);
+    expect(gateway.depends_on.registry.condition).toBe('service_healthy');
   });
 
   it('runs the agent privileged as root with /dev and /run/runc from the host', () => {
@@ -222,7 +242,8 @@ describe('k8s/', () => {
 
   it('ships no usable secret: every value in tern-secrets is refused by the services that read it', () => {
     const secret = find('Secret', 'tern-secrets').stringData;
-    expect(Object.keys(secret).sort()).toEqual(['BOOTSTRAP_ADMIN_TOKEN', 'DATABASE_URL', 'POSTGRES_PASSWORD']);
+    expect(Object.keys(secret).sort()).toEqual(['BOOTSTRAP_ADMIN_TOKEN', 'DATABASE_URL', 'POSTGRES_PASSWORD', 'SECRETS_KEY']);
+    expect(refusal('gateway', { SECRETS_KEY: secret.SECRETS_KEY })).toContain('SECRETS_KEY must be 32 random bytes in base64');
     expect(isPlaceholderSecret(secret.POSTGRES_PASSWORD)).toBe(true);
     expect(refusal('gateway', { BOOTSTRAP_ADMIN_TOKEN: secret.BOOTSTRAP_ADMIN_TOKEN })).toContain(
       'BOOTSTRAP_ADMIN_TOKEN is a published placeholder',
@@ -258,6 +279,38 @@ describe('k8s/', () => {
     const service = find('Service', svc);
     expect(service.spec.selector).toEqual(dep.spec.selector.matchLabels);
     expect(service.spec.ports[0]).toMatchObject({ port: PORTS[svc], targetPort: 'http' });
+  });
+
+  it.each(CONTROL_PLANE)('%s: two replicas, and a PodDisruptionBudget that keeps one through a drain', (svc) => {
+    const dep = find('Deployment', svc);
+    expect(dep.spec.replicas).toBeGreaterThanOrEqual(2);
+    expect(dep.spec.strategy?.type).not.toBe('Recreate');
+    const pdb = find('PodDisruptionBudget', svc);
+    expect(pdb.apiVersion).toBe('policy/v1');
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.selector.matchLabels).toEqual(dep.spec.selector.matchLabels);
+  });
+
+  it("runs a registry that takes only the gateway's tokens: the key in the gateway alone, the certificate in the registry", () => {
+    const pod = find('Deployment', 'registry').spec.template.spec;
+    const env = Object.fromEntries((pod.containers[0].env as Any[]).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({
+      REGISTRY_AUTH: 'token',
+      REGISTRY_AUTH_TOKEN_REALM: 'http://gateway:1994/api/v1/registry/token',
+      REGISTRY_AUTH_TOKEN_SERVICE: 'tern-registry',
+      REGISTRY_AUTH_TOKEN_ISSUER: 'tern',
+      REGISTRY_AUTH_TOKEN_ROOTCERTBUNDLE: '/etc/tern-registry/token-cert.pem',
+    });
+    expect((pod.volumes as Any[]).map((v) => v.secret?.secretName).filter(Boolean)).toEqual(['tern-registry-token-cert']);
+    expect(find('Service', 'registry').spec.ports[0].port).toBe(5000);
+    const gateway = find('Deployment', 'gateway').spec.template.spec;
+    const gatewayEnv = Object.fromEntries((gateway.containers[0].env as Any[]).map((e) => [e.name, e.value]));
+    expect(gatewayEnv.REGISTRY_URL).toBe('http://registry:5000');
+    const key = (gateway.volumes as Any[]).find((v) => v.secret?.secretName === 'tern-registry-token-key');
+    const mount = (gateway.containers[0].volumeMounts as Any[]).find((m) => m.name === key.name);
+    expect(gatewayEnv.REGISTRY_TOKEN_KEY_FILE).toBe(`${mount.mountPath}/token-key.pem`);
+    expect(mount.readOnly).toBe(true);
+    expect(readFileSync(join(ROOT, 'k8s', 'registry.yaml'), 'utf8')).toContain('node scripts/registry-token-key.mjs');
   });
 
   it('the gateway Service listens on 1994 only; probes and Prometheus use the ops port', () => {
@@ -321,7 +374,29 @@ describe('k8s/', () => {
     expect(sts.spec.template.spec.containers[0].volumeMounts).toContainEqual({ name: 'data', mountPath: '/data' });
     expect(sts.spec.volumeClaimTemplates).toHaveLength(1);
     expect(find('Service', 'nats').spec.clusterIP).toBe('None');
-    expect(find('ConfigMap', 'tern-config').data.NATS_URL).toBe('nats://nats:4222');
+  });
+
+  it('NATS is a 3-node cluster, routes to every member, R3 streams, one server down at a time', () => {
+    const sts = find('StatefulSet', 'nats');
+    expect(sts.spec.replicas).toBe(3);
+    expect(sts.spec.podManagementPolicy).toBe('Parallel');
+    const args: string[] = sts.spec.template.spec.containers[0].args;
+    const members = [0, 1, 2].map((i) => `nats-${i}.${sts.spec.serviceName}`);
+    expect(args[args.indexOf('--routes') + 1].split(',')).toEqual(members.map((m) => `nats://${m}:6222`));
+    expect(args[args.indexOf('-n') + 1]).toBe('$(POD_NAME)');
+    const ports = (find('Service', 'nats').spec.ports as Any[]).map((p) => [p.name, p.port]);
+    expect(ports).toEqual(
+      expect.arrayContaining([
+        ['client', 4222],
+        ['cluster', 6222],
+        ['leafnodes', 7422],
+      ]),
+    );
+    const config = find('ConfigMap', 'tern-config').data;
+    expect(config.NATS_URL.split(',')).toEqual(members.map((m) => `nats://${m}:4222`));
+    expect(refusal('scheduler', { ...config, DATABASE_URL: 'postgres://x@y/z' })).toBe('started');
+    expect(config.NATS_REPLICAS).toBe('3');
+    expect(find('PodDisruptionBudget', 'nats').spec).toMatchObject({ maxUnavailable: 1, selector: sts.spec.selector });
   });
 
   it.each(CONTROL_PLANE)("%s connects to NATS with its own creds from its Secret tern-nats-<service>, and no other principal's", (svc) => {

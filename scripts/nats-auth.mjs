@@ -6,6 +6,7 @@
 //   node scripts/nats-auth.mjs creds <dir> <namespace> <principal>...
 //       <dir>/creds/<namespace>/<principal>.creds (gateway, scheduler, autoscaler, metering, reputation); prints the paths
 //   node scripts/nats-auth.mjs deploy <dir> [--namespace tern] [--store-dir /data] [--resolver-dir /data/jwt] [--owner UID:GID] [--host H] [--port P]
+//       [--leaf-port P] [--js-domain D] (k8s: 7422 and tern: leaf nodes of remote sites connect there and reach JetStream in domain D)
 //       one folder per reader (docker-compose's nats-auth service): <dir>/operator (every seed), <dir>/server/server.conf,
 //       <dir>/gateway/{nats.creds,signer.json}, <dir>/<service>/nats.creds; keys made once, JWTs re-issued
 //   node scripts/nats-auth.mjs k8s <dir> [--namespace tern] [--k8s-namespace tern] [deploy's options]
@@ -52,6 +53,9 @@ await main(async () => {
       namespace: opt('namespace', 'tern'),
       storeDir: opt('store-dir', '/data'),
       resolverDir: opt('resolver-dir', '/data/jwt'),
+      // k8s runs NATS as a 3-node cluster that remote sites join as leaf nodes (k8s/nats.yaml).
+      leafPort: Number(opt('leaf-port', command === 'k8s' ? '7422' : '0')) || undefined,
+      jetStreamDomain: opt('js-domain', command === 'k8s' ? 'tern' : undefined),
       ...(owner ? { owner: { uid: Number(owner.split(':')[0]), gid: Number(owner.split(':')[1]) } } : {}),
     });
     if (command === 'deploy') console.log(JSON.stringify(out));

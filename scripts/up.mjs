@@ -13,7 +13,7 @@ import { acquireLock, releaseLock, runningSupervisor } from './lib/lock.mjs';
 import { stopRecorded } from './lib/teardown.mjs';
 import { isPortFree, pickPort } from './lib/net.mjs';
 import { startNats, stopNats } from './lib/nats.mjs';
-import { startRegistry, stopRegistry } from './lib/registry.mjs';
+import { startRegistry, stopRegistry, TOKEN_ISSUER, TOKEN_REALM_PATH, TOKEN_SERVICE } from './lib/registry.mjs';
 import { natsAuthFiles, writeCreds } from './lib/nats-auth.mjs';
 import { choosePgDir, startPostgres, stopPostgres } from './lib/postgres.mjs';
 import { Supervisor } from './lib/supervisor.mjs';
@@ -46,8 +46,10 @@ generated once under .tern/nats/ (secrets mode 600); nothing connects without a 
 
 Images: a private OCI registry (Debian's docker-registry) runs under .tern/registry/ unless
 REGISTRY_URL names one (with REGISTRY_PUSH_USERNAME/PASSWORD for builders and
-REGISTRY_PULL_USERNAME/PASSWORD for machines); its users \`builder\` and \`puller\` are generated
-once in .tern/registry/credentials.json (mode 600).
+REGISTRY_PULL_USERNAME/PASSWORD for machines). The private one takes only tokens the gateway
+signs (key in .tern/registry/token-key.pem, mode 600): each machine logs in with its own machine
+token and may pull only the images placed on it; the operator's CLI context pushes with its token. The local agent builds
+images (AGENT_BUILDER=true; AGENT_BUILDER=false to leave building to other machines).
 
 Environment: NATS_URL (with TERN_NATS_AUTH_DIR when that NATS is in operator mode: the directory
 \`node scripts/nats-auth.mjs init\` made for it), NATS_NAMESPACE, DATABASE_URL, DATABASE_SCHEMA and the other service
@@ -181,33 +183,6 @@ async function up(f, exposed) {
       if (it.signalled) return stopAll(it.signalled, 0);
     }
 
-    // Images: a private OCI registry unless REGISTRY_URL names one (REGISTRY_PUSH_* / REGISTRY_PULL_* its users).
-    let registry = registryFromEnv();
-    if (!external.registry) {
-      if (!which('docker-registry')) warn('docker-registry is missing: no private image registry (deployments run the host image only)');
-      else {
-        const port = await pickPort(state.registryPort, claimed);
-        step(`Starting a private OCI registry on ${urlHost(exposed.bindHost)}:${port}`);
-        it.registry = await startRegistry({
-          dir: f.registry,
-          port,
-          logFile: `${f.logs}/registry.log`,
-          host: exposed.bindHost,
-          localHost: exposed.localHost,
-          tls: exposed.tls,
-        });
-        it.registry.child.once('exit', (code, sig) => {
-          if (!it.stopping) error(`private registry exited (${sig ?? code}); see ${f.logs}/registry.log`);
-        });
-        const { url, host, insecure, credentials } = it.registry;
-        registry = { url, host, insecure, push: credentials.builder, pull: credentials.puller };
-        run.registry = { pid: it.registry.pid, start: it.registry.start, port, url, private: true };
-        updateJson(f.state, (s) => ({ ...s, registryPort: port }));
-        record();
-      }
-      if (it.signalled) return stopAll(it.signalled, 0);
-    }
-
     // Operator mode: each service its own NATS user (the private NATS always; an external one
     // when TERN_NATS_AUTH_DIR names its material from `node scripts/nats-auth.mjs init`).
     const authDir = external.nats ? env.TERN_NATS_AUTH_DIR : f.nats;
@@ -244,6 +219,35 @@ async function up(f, exposed) {
     run.gatewayUrl = gatewayUrl;
     const advertised = advertisedUrls(exposed, ports.gateway, run.nats);
 
+    // Images: a private OCI registry unless REGISTRY_URL names one (REGISTRY_PUSH_* / REGISTRY_PULL_* its users).
+    // The private one takes the gateway's tokens (its realm is the gateway's URL, hence started here).
+    let registry = registryFromEnv();
+    if (!external.registry) {
+      if (!which('docker-registry')) warn('docker-registry is missing: no private image registry (deployments run the host image only)');
+      else {
+        const port = await pickPort(state.registryPort, claimed);
+        step(`Starting a private OCI registry on ${urlHost(exposed.bindHost)}:${port}`);
+        it.registry = await startRegistry({
+          dir: f.registry,
+          port,
+          logFile: `${f.logs}/registry.log`,
+          host: exposed.bindHost,
+          localHost: exposed.localHost,
+          tls: exposed.tls,
+          token: { realm: `${advertised.gateway ?? gatewayUrl}${TOKEN_REALM_PATH}`, service: TOKEN_SERVICE, issuer: TOKEN_ISSUER },
+        });
+        it.registry.child.once('exit', (code, sig) => {
+          if (!it.stopping) error(`private registry exited (${sig ?? code}); see ${f.logs}/registry.log`);
+        });
+        const { url, host, insecure, keyFile } = it.registry;
+        registry = { url, host, insecure, tokenKeyFile: keyFile };
+        run.registry = { pid: it.registry.pid, start: it.registry.start, port, url, private: true };
+        updateJson(f.state, (s) => ({ ...s, registryPort: port }));
+        record();
+      }
+      if (it.signalled) return stopAll(it.signalled, 0);
+    }
+
     const sup = new Supervisor({
       logsDir: f.logs,
       log: (msg) => console.log(`${dim(new Date().toISOString().slice(11, 19))} ${msg}`),
@@ -260,6 +264,7 @@ async function up(f, exposed) {
           natsAuth,
           databaseUrl,
           adminToken,
+          secretsKey: env.SECRETS_KEY || creds.secretsKey,
           gatewayUrl,
           agentDir: agentStateDir(f, external),
           exposed,
@@ -292,8 +297,8 @@ async function up(f, exposed) {
     const cliConfig = writeCliContext('local', {
       gateway: gatewayUrl,
       token: adminToken,
-      // `tern image base` pushes with the builders' user.
-      ...(registry ? { registry: { url: registry.url, insecure: registry.insecure, ...registry.push } } : {}),
+      // `tern image base` pushes as the builders' user, or with this context's (operator) token under token auth.
+      ...(registry ? { registry: cliRegistry(registry) } : {}),
     });
     const agents = result.last.body.agents.length;
     console.log(`
@@ -304,7 +309,7 @@ ${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toF
   Operator token: ${adminToken} ${dim('(platform operator: pools, machines, workspaces)')}
   CLI config:     ${cliConfig} ${dim('(context "local")')}
   Logs:           ${f.logs}/
-${registry ? `  Registry:       ${registry.url}${it.registry ? dim(' (private; users in .tern/registry/credentials.json)') : ''}\n` : ''}${reachability(exposed, advertised)}
+${registry ? `  Registry:       ${registry.url}${it.registry ? dim(' (private; the gateway signs its tokens)') : ''}\n` : ''}${reachability(exposed, advertised)}
 
 Next: ${bold('npx tern status')}
 ${env.TERN_UP_DETACHED ? `Stop with ${bold('npm run down')}.` : `Stop with Ctrl-C, or ${bold('npm run down')} from another terminal.`}
@@ -401,7 +406,16 @@ function reachability(exposed, advertised) {
 }
 
 /** The environment of one service: ours, plus only the variables that service reads. */
-/** REGISTRY_URL and its users from the environment, when the operator runs their own registry. */
+/** The registry in the CLI's context: the builders' user, or log in with the context's token (token auth). */
+function cliRegistry(registry) {
+  const where = { url: registry.url, insecure: registry.insecure };
+  return registry.tokenKeyFile ? { ...where, tokenAuth: true } : { ...where, ...registry.push };
+}
+
+/**
+ * REGISTRY_URL and its users from the environment, when the operator runs their own registry (or
+ * its token key, REGISTRY_TOKEN_KEY_FILE, when that registry takes the gateway's tokens).
+ */
 function registryFromEnv() {
   if (!env.REGISTRY_URL) return undefined;
   const url = new URL(env.REGISTRY_URL);
@@ -409,10 +423,17 @@ function registryFromEnv() {
     env[`REGISTRY_${role}_USERNAME`]
       ? { username: env[`REGISTRY_${role}_USERNAME`], password: env[`REGISTRY_${role}_PASSWORD`] ?? '' }
       : undefined;
-  return { url: env.REGISTRY_URL, host: url.host, insecure: url.protocol === 'http:', push: user('PUSH'), pull: user('PULL') };
+  return {
+    url: env.REGISTRY_URL,
+    host: url.host,
+    insecure: url.protocol === 'http:',
+    push: user('PUSH'),
+    pull: user('PULL'),
+    ...(env.REGISTRY_TOKEN_KEY_FILE ? { tokenKeyFile: env.REGISTRY_TOKEN_KEY_FILE } : {}),
+  };
 }
 
-function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUrl, agentDir, exposed, advertised, registry }) {
+function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, secretsKey, gatewayUrl, agentDir, exposed, advertised, registry }) {
   const e = { ...env };
   for (const k of [
     'HTTP_PORT',
@@ -424,6 +445,7 @@ function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUr
     'MACHINE_ID',
     'NATS_ACCOUNT_SIGNER',
     'TERN_NATS_AUTH_DIR',
+    'SECRETS_KEY', // the gateway's alone
   ])
     delete e[k];
   for (const k of Object.keys(e)) if (k.startsWith('AGENT_') && svc !== 'agent') delete e[k];
@@ -441,9 +463,15 @@ function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUr
   }
   if (svc === 'gateway') {
     e.BOOTSTRAP_ADMIN_TOKEN = adminToken;
-    // The gateway hands the pull user to every machine and the push user to builders at registration.
+    e.SECRETS_KEY = secretsKey;
+    // The gateway signs the private registry's tokens; with static users, it hands the pull user
+    // to every machine and the push user to builders at registration.
     if (registry) {
       e.REGISTRY_URL = registry.url;
+      if (registry.tokenKeyFile) {
+        e.REGISTRY_TOKEN_KEY_FILE = registry.tokenKeyFile;
+        for (const k of ['REGISTRY_TOKEN_TTL_SECONDS', 'REGISTRY_BUILDER_POOLS']) if (env[k]) e[k] = env[k];
+      }
       for (const [role, creds] of [
         ['PUSH', registry.push],
         ['PULL', registry.pull],
@@ -466,6 +494,8 @@ function serviceEnv(svc, { natsUrl, natsAuth, databaseUrl, adminToken, gatewayUr
     if (exposed.tls?.caFile) e.AGENT_CA_FILE = exposed.tls.caFile;
     e.POOL = env.POOL || 'default';
     if (env.MACHINE_ID) e.MACHINE_ID = env.MACHINE_ID;
+    // A one-machine stack must build the images its deployments name: its agent is a builder unless told otherwise.
+    e.AGENT_BUILDER = env.AGENT_BUILDER || 'true';
   }
   return e;
 }

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { decode } from '@nats-io/jwt';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { parse, parseAllDocuments } from 'yaml';
+import { type NatsPrincipal } from '#tern/contracts';
 import { type AccountSigner, formatCreds, inboxPrefix, issueMachineJwt, newUserKey } from '#tern/nats-auth';
 import { describeNeeding } from './support/real-parts.js';
 import { freePort, waitFor } from './support/processes.js';
@@ -14,7 +15,7 @@ import { freePort, waitFor } from './support/processes.js';
 type Any = any;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CONTROL_PLANE = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'];
+const CONTROL_PLANE: NatsPrincipal[] = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'];
 const enc = new TextEncoder();
 
 /** The user JWT's claims in a .creds text. */

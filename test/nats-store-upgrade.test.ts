@@ -50,7 +50,7 @@ import { describeNeeding } from './support/real-parts.js';
         expect((await kv.get('hello'))?.string()).toBe('version 3');
         const jsm = await jetstreamManager(nc);
         expect((await jsm.streams.info('tern_TASKS')).state.messages).toBe(1);
-        expect((await jsm.streams.getMessage('tern_TASKS', { seq: 1 })).string()).toBe('task 1');
+        expect((await jsm.streams.getMessage('tern_TASKS', { seq: 1 }))?.string()).toBe('task 1');
       } finally {
         await nc.close();
       }

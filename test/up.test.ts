@@ -111,7 +111,8 @@ describe('npm run up', () => {
     expect(JSON.parse(readFileSync(credentials, 'utf8')).adminToken).toBe(token);
     expect(statSync(credentials).mode & 0o777).toBe(0o600);
     const cliConfig = join(home, '.tern', 'config.json');
-    // The private registry's builder user rides along, so `tern deploy` can push the images it builds.
+    // The private registry takes the gateway's tokens: the CLI logs in with its own token, so
+    // `tern deploy` can push the images it builds; no registry password is written anywhere.
     expect(JSON.parse(readFileSync(cliConfig, 'utf8'))).toEqual({
       current: 'local',
       contexts: {
@@ -120,8 +121,7 @@ describe('npm run up', () => {
           token,
           registry: {
             url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
-            username: 'builder',
-            password: expect.any(String),
+            tokenAuth: true,
             insecure: true,
           },
         },

@@ -6,16 +6,20 @@
  * concurrency 1 and N, in one run. Prints p50/p99/throughput and the ratios; not a test.
  *
  *   npm run build && node dist/bench/invoke/e2e.js [--requests 2000] [--concurrency 16] [--network private,host]
- *       [--gateway URL --token T [--tern-home DIR | --port P]]
+ *       [--gateway URL --token T [--tern-home DIR | --port P]] [--profile DIR]
  *
  * Own stacks: one per container network mode (the agent's AGENT_NETWORK), back to back.
  *
  * Without --gateway it starts its own stack (scripts/up.mjs --detach, temp TERN_HOME, the shared
  * NATS_URL/DATABASE_URL with its own namespace and schema) and removes it afterwards. Needs root,
  * runc and nginx (apt-get install -y nginx-light).
+ *
+ * --profile DIR (own stack): the gateway's and the agent's CPU profiles of the gateway rows (both
+ * concurrencies), written to DIR through cpu-profile.mjs; summarise with cpu-top.js.
  */
 import 'reflect-metadata';
 import { Agent } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '#tern/runtime';
 import {
@@ -23,12 +27,15 @@ import {
   type BenchNetwork,
   benchNetworks,
   containerConfig,
+  cpuMs,
   deploy,
   type DeploymentView,
   load,
   openStack,
   post,
   type Result,
+  sleep,
+  type Stack,
   startNginx,
   until,
 } from './stack.js';
@@ -43,15 +50,64 @@ const { values } = parseArgs({
     port: { type: 'string' },
     name: { type: 'string', default: 'bench-e2e' },
     network: { type: 'string', default: 'private,host' },
+    profile: { type: 'string' },
   },
 });
 const REQUESTS = Number(values.requests);
 const CONCURRENCY = Number(values.concurrency);
 const NAME = values.name!;
 const BODY = Buffer.from(JSON.stringify({ name: 'Ada' }));
+const PROFILED = ['gateway', 'agent'];
+/** load()'s default warm-up. */
+const WARMUP = 200;
+
+/** The services' environment for --profile: the preload that profiles between two SIGWINCHs. */
+function profilerEnv(dir: string): NodeJS.ProcessEnv {
+  const preload = fileURLToPath(new URL('../../../bench/invoke/cpu-profile.mjs', import.meta.url));
+  return {
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${preload}`.trim(),
+    TERN_CPU_PROFILE_DIR: dir,
+    TERN_CPU_PROFILE_MATCH: PROFILED.map((s) => `apps/${s}/`).join(','),
+  };
+}
+
+/** Starts or stops (and writes) the profiles of the profiled services. */
+async function toggleProfiles(stack: Stack): Promise<void> {
+  const pids = await stack.pids();
+  for (const s of PROFILED) if (pids[s]) process.kill(pids[s], 'SIGWINCH');
+}
+
+type Row = (Result & { cpuUs?: number }) | { label: string; concurrency: number; ratio: [number, number, number] };
+
+/** How long the processes' idle CPU is measured before a row, to take it out of the row's figure. */
+const IDLE_SAMPLE_MS = 2000;
+
+/**
+ * A load's result with the CPU the given processes spent on it, per request (none without
+ * pids): their CPU during the row (warm-up included) less what they use idle (tickers, KV
+ * watches, heartbeats), sampled just before.
+ */
+async function withCpu(pids: number[], run: () => Promise<Result>): Promise<Result & { cpuUs?: number }> {
+  if (!pids.length) return run();
+  const idleFrom = await cpuMs(pids);
+  await sleep(IDLE_SAMPLE_MS);
+  const before = await cpuMs(pids);
+  const idlePerMs = (before - idleFrom) / IDLE_SAMPLE_MS;
+  const t0 = performance.now();
+  const result = await run();
+  const busy = (await cpuMs(pids)) - before - idlePerMs * (performance.now() - t0);
+  return { ...result, cpuUs: (Math.max(0, busy) * 1000) / (REQUESTS + WARMUP) };
+}
 
 async function measure(network: BenchNetwork | undefined): Promise<void> {
-  const stack = await openStack({ gateway: values.gateway, token: values.token, ternHome: values['tern-home'], network });
+  const profile = values.profile && !values.gateway ? values.profile : undefined;
+  const stack = await openStack({
+    gateway: values.gateway,
+    token: values.token,
+    ternHome: values['tern-home'],
+    network,
+    env: profile ? profilerEnv(profile) : undefined,
+  });
   const cleanups: (() => Promise<void>)[] = [];
   try {
     // One container, always warm, allowed to take N requests at once so no path is throttled by
@@ -89,11 +145,20 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
     const direct = { url: `http://${address}:${port}/` };
     const viaNginx = { url: nginx.url };
 
-    const rows: (Result | { label: string; concurrency: number; ratio: [number, number, number] })[] = [];
+    // CPU per request of the proxies (nginx; the gateway and the agent), which the machine's load
+    // does not inflate the way it does latencies. NATS is shared with other stacks: not counted.
+    const tern = values.gateway
+      ? []
+      : Object.entries(await stack.pids())
+          .filter(([s]) => PROFILED.includes(s))
+          .map(([, pid]) => pid);
+    const rows: Row[] = [];
     for (const c of [1, CONCURRENCY]) {
       const d = await load('direct (container port)', direct, BODY, REQUESTS, c);
-      const n = await load('nginx → container', viaNginx, BODY, REQUESTS, c);
-      const g = await load('gateway /endpoint', gw, BODY, REQUESTS, c);
+      const n = await withCpu([nginx.pid], () => load('nginx → container', viaNginx, BODY, REQUESTS, c));
+      if (profile) await toggleProfiles(stack);
+      const g = await withCpu(tern, () => load('gateway /endpoint', gw, BODY, REQUESTS, c));
+      if (profile) await toggleProfiles(stack);
       rows.push(d, n, g);
       rows.push({ label: 'ratio gateway/direct', concurrency: c, ratio: [g.p50 / d.p50, g.p99 / d.p99, g.rps / d.rps] });
       rows.push({ label: 'ratio gateway/nginx', concurrency: c, ratio: [g.p50 / n.p50, g.p99 / n.p99, g.rps / n.rps] });
@@ -103,9 +168,15 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
       `\nend-to-end invoke, warm Python runner container (network ${found?.config.linux.namespaces.some((n: { type: string }) => n.type === 'network') ? 'private' : 'host'}), ${REQUESTS} requests per row (+200 warm-up), body ${BODY.length} B, keep-alive client`,
     );
     console.log(
-      ['path'.padEnd(26), 'conc'.padStart(5), 'p50 ms'.padStart(9), 'p99 ms'.padStart(9), 'req/s'.padStart(9), 'errors'.padStart(7)].join(
-        ' ',
-      ),
+      [
+        'path'.padEnd(26),
+        'conc'.padStart(5),
+        'p50 ms'.padStart(9),
+        'p99 ms'.padStart(9),
+        'req/s'.padStart(9),
+        'errors'.padStart(7),
+        'cpu µs/req'.padStart(11),
+      ].join(' '),
     );
     for (const r of rows) {
       if ('ratio' in r) {
@@ -128,6 +199,7 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
             r.p99.toFixed(2).padStart(9),
             r.rps.toFixed(0).padStart(9),
             String(r.errors).padStart(7),
+            (r.cpuUs === undefined ? '' : r.cpuUs.toFixed(0)).padStart(11),
           ].join(' '),
         );
       }

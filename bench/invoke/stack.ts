@@ -24,8 +24,12 @@ export interface Stack {
   token: string;
   /** TERN_HOME of the stack, where the agent's runtime state lives (for finding containers). */
   ternHome: string;
+  /** Own stack only: its NATS namespace on NATS_URL (benches that read its events or stores). */
+  namespace?: string;
   /** Stops what this bench started (nothing for an existing stack). */
   stop(): Promise<void>;
+  /** Own stack only: the pid of each service (from run.json). */
+  pids(): Promise<Record<string, number>>;
 }
 
 export interface StackOptions {
@@ -35,6 +39,8 @@ export interface StackOptions {
   log?: (msg: string) => void;
   /** Own stack only: the agent's container network (AGENT_NETWORK); default the agent's own default, private. */
   network?: BenchNetwork;
+  /** Own stack only: more environment for the services (a profiler preload, say). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export type BenchNetwork = 'private' | 'host';
@@ -56,6 +62,7 @@ export async function openStack(o: StackOptions): Promise<Stack> {
       token: o.token,
       ternHome: o.ternHome ?? join(ROOT, '.tern'),
       stop: async () => undefined,
+      pids: () => Promise.reject(new Error('service pids are known for an own stack only')),
     };
   }
   const tag = `bench${randomBytes(4).toString('hex')}`;
@@ -81,6 +88,7 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     AGENT_BRIDGE: bridge,
     AGENT_NETWORK_SUBNET: `10.${64 + (parseInt(tag.slice(5, 7), 16) % 64)}.${parseInt(tag.slice(7, 9), 16)}.0/24`,
     ...(o.network ? { AGENT_NETWORK: o.network } : {}),
+    ...o.env,
   };
   const script = (name: string) => execa(process.execPath, [join(ROOT, 'scripts', name)], { cwd: ROOT, env, reject: false, all: true });
   const t0 = performance.now();
@@ -112,7 +120,11 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     await rm(ternHome, { recursive: true, force: true });
     await rm(home, { recursive: true, force: true });
   };
-  return { ternHome, stop, ...(await upDetached(env, ternHome, t0, log, stop)) };
+  const pids = async () => {
+    const run = JSON.parse(await readFile(join(ternHome, 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> };
+    return Object.fromEntries(Object.entries(run.services).map(([name, s]) => [name, s.pid]));
+  };
+  return { ternHome, namespace: tag, stop, pids, ...(await upDetached(env, ternHome, t0, log, stop)) };
 }
 
 async function upDetached(env: NodeJS.ProcessEnv, ternHome: string, t0: number, log: (m: string) => void, stop: () => Promise<void>) {
@@ -306,6 +318,26 @@ export async function load(
   }
 }
 
+/** CPU time (user + system) the processes and their children have used so far, in ms (/proc, clock-tick resolution). */
+export async function cpuMs(pids: number[]): Promise<number> {
+  let ticks = 0;
+  for (const pid of pids) ticks += await cpuTicks(pid);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/** USER_HZ: Linux reports process times in these (100 on every mainstream build). */
+const CLOCK_TICKS = 100;
+
+async function cpuTicks(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  let ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  for (const child of children.split(' ').filter(Boolean)) ticks += await cpuTicks(Number(child));
+  return ticks;
+}
+
 export function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   const pos = (s.length - 1) * q;
@@ -318,7 +350,7 @@ export async function startNginx(
   upstreamPort: number,
   freePort: () => Promise<number>,
   upstreamHost = '127.0.0.1',
-): Promise<{ url: string; stop: () => Promise<void> }> {
+): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const which = await execa('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { reject: false });
   const bin = which.stdout.split('\n')[0]?.trim();
   if (!bin) throw new Error('nginx not found: apt-get install -y nginx-light');
@@ -359,6 +391,7 @@ http {
   );
   return {
     url,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGQUIT');
       await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));

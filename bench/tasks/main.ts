@@ -13,14 +13,19 @@
  * submit → result seen by the client) and throughput (--tasks submitted by --clients
  * concurrent clients, time until all results are seen). Prints ratios; not a test.
  *
+ * BullMQ → runner runs twice: on the Redis given (usually without persistence) and on a second
+ * Redis the bench starts on a free port with `appendonly yes` / `appendfsync everysec`, so a
+ * durable Tern is also compared with a BullMQ that keeps its jobs across a crash (all but the
+ * last second of them, which is as durable as a Redis gets without fsync on every write).
+ *
  *   npm run build && node dist/bench/tasks/main.js [--tasks 2000] [--latency 200] [--clients 32] [--slots 4]
- *       [--redis redis://127.0.0.1:6379] [--gateway URL --token T]
+ *       [--redis redis://127.0.0.1:6379] [--redis-server redis-server] [--gateway URL --token T]
  *
  * Without --gateway it starts its own stack (as bench/invoke/e2e.ts) and removes it afterwards.
  * Needs root, runc and a Redis server.
  */
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
@@ -39,6 +44,7 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '32' },
     slots: { type: 'string', default: '4' },
     redis: { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    'redis-server': { type: 'string', default: 'redis-server' },
     gateway: { type: 'string' },
     token: { type: 'string' },
     name: { type: 'string', default: 'bench-tasks' },
@@ -124,7 +130,7 @@ async function tern(stack: Stack): Promise<System> {
 }
 
 /** BullMQ on Redis; the worker runs the handler in-process or calls the Python runner over HTTP. */
-async function bullmq(redisUrl: string, runnerPort?: number): Promise<System> {
+async function bullmq(redisUrl: string, runnerPort?: number, label?: string): Promise<System> {
   // Native ESM: BullMQ wants client instances, one per queue, worker and event listener.
   const clients: Redis[] = [];
   const connection = () => {
@@ -143,7 +149,7 @@ async function bullmq(redisUrl: string, runnerPort?: number): Promise<System> {
   const worker = new Worker(queueName, async (job) => handler(job.data), { connection: connection(), concurrency: SLOTS });
   await worker.waitUntilReady();
   return {
-    label: runnerPort ? 'bullmq+runner' : 'bullmq',
+    label: label ?? (runnerPort ? 'bullmq+runner' : 'bullmq'),
     async run(payload) {
       // Durable like a Tern task: kept until it has a result, retried on failure.
       const job = await queue.add('task', payload, { attempts: 4, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: 1000 });
@@ -158,6 +164,13 @@ async function bullmq(redisUrl: string, runnerPort?: number): Promise<System> {
       agent.destroy();
     },
   };
+}
+
+/** Ends a helper process the bench started and removes its working directory. */
+async function stopAndRemove(child: ChildProcess, dir: string): Promise<void> {
+  child.kill('SIGTERM');
+  await sleep(300);
+  await rm(dir, { recursive: true, force: true });
 }
 
 /** The Tern Python runner serving the bench handler on loopback, as in a container but bare. */
@@ -178,11 +191,42 @@ async function startRunner(): Promise<{ port: number; stop: () => Promise<void> 
   );
   return {
     port,
-    async stop() {
-      child.kill('SIGTERM');
-      await sleep(300);
-      await rm(dir, { recursive: true, force: true });
+    stop: () => stopAndRemove(child, dir),
+  };
+}
+
+/**
+ * A Redis of the bench's own on a free port that appends every write to its log and fsyncs it
+ * once a second: BullMQ made durable (its jobs survive kill -9 of Redis, less the last second).
+ */
+async function startDurableRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'tern-bench-redis-'));
+  const port = await freePort();
+  const child = spawn(
+    values['redis-server']!,
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  await until(
+    'the durable Redis',
+    30_000,
+    async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined); // not listening yet: connect() rejects, and until() asks again
+      try {
+        await probe.connect();
+        const [, appendonly] = (await probe.config('GET', 'appendonly')) as string[];
+        return appendonly === 'yes' ? true : undefined;
+      } finally {
+        probe.disconnect();
+      }
     },
+    100,
+  );
+  return {
+    url,
+    stop: () => stopAndRemove(child, dir),
   };
 }
 
@@ -195,9 +239,15 @@ async function http(agent: Agent, method: string, url: string, headers: Record<s
 
 const stack = await openStack({ gateway: values.gateway, token: values.token });
 const runner = await startRunner();
+const durableRedis = await startDurableRedis();
 const results: Figures[] = [];
 try {
-  for (const make of [() => tern(stack), () => bullmq(values.redis!, runner.port), () => bullmq(values.redis!)]) {
+  for (const make of [
+    () => tern(stack),
+    () => bullmq(values.redis!, runner.port),
+    () => bullmq(durableRedis.url, runner.port, 'bullmq+runner aof'),
+    () => bullmq(values.redis!),
+  ]) {
     const system = await make();
     try {
       results.push(await measure(system));
@@ -206,20 +256,24 @@ try {
     }
   }
 } finally {
+  await durableRedis.stop();
   await runner.stop();
   await stack.stop();
 }
 
-const [t, viaRunner, inProcess] = results;
+const [t, viaRunner, viaRunnerDurable, inProcess] = results;
 console.log(`\nTasks: ${LATENCY_RUNS} one at a time (latency), then ${TASKS} with ${CLIENTS} clients (throughput); ${SLOTS} slots each`);
-console.log('system          p50 ms   p95 ms   tasks/s');
+console.log('system              p50 ms   p95 ms   tasks/s');
 for (const r of results)
   console.log(
-    `${r.label.padEnd(14)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`,
+    `${r.label.padEnd(18)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`,
   );
 console.log(
-  `\ntern vs bullmq+runner: latency ×${(t.p50 / viaRunner.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunner.throughput).toFixed(2)}`,
+  `\ntern vs bullmq+runner:     latency ×${(t.p50 / viaRunner.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunner.throughput).toFixed(2)}`,
 );
 console.log(
-  `tern vs bullmq:        latency ×${(t.p50 / inProcess.p50).toFixed(2)} (p50), throughput ×${(t.throughput / inProcess.throughput).toFixed(2)}`,
+  `tern vs bullmq+runner aof: latency ×${(t.p50 / viaRunnerDurable.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunnerDurable.throughput).toFixed(2)}`,
+);
+console.log(
+  `tern vs bullmq:            latency ×${(t.p50 / inProcess.p50).toFixed(2)} (p50), throughput ×${(t.throughput / inProcess.throughput).toFixed(2)}`,
 );

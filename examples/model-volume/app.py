@@ -1,7 +1,8 @@
 """Model weights in a volume: downloaded once by a task, served read-only by an endpoint.
 
-fetch (task queue, `weights` mounted read-write at /weights): streams a URL into the volume.
-What it writes is committed back when its container stops (keep_warm_seconds after the task).
+fetch (task queue, `weights` mounted read-write at /weights): streams a URL into the volume and
+commits it at once (tern.volume.commit), so the next endpoint container starts with it; what is
+left uncommitted is committed when the container stops (keep_warm_seconds after the task).
 
 load / predict (endpoint, `weights` mounted read-only at /models): every container, on any
 machine, starts with the committed files; a second container on a machine reuses its cache.
@@ -10,6 +11,8 @@ machine, starts with the committed files; a second container on a machine reuses
 import hashlib
 import os
 import urllib.request
+
+import tern
 
 WEIGHTS = None
 
@@ -26,7 +29,9 @@ def fetch(payload):
                 break
             out.write(block)
     os.replace(partial, target)
-    return {"path": target, "bytes": os.path.getsize(target)}
+    # The commit report: the volume's new version, and any file another writer had changed meanwhile.
+    report = tern.volume.commit("weights")["volumes"]["weights"]
+    return {"path": target, "bytes": os.path.getsize(target), "commit": report}
 
 
 def load():

@@ -2,8 +2,10 @@
 //   import { volume } from '/tern/runners/node/tern.mjs';
 //   await volume.commit();        // every read-write volume of this container
 //   await volume.commit('data');  // one of them
-// Resolves { volumes: { name: { version, written, removed, overwritten } | 'unchanged' } }:
-// `overwritten` names the files this commit replaced that another container had changed since.
+// Resolves { volumes: { name: { outcome: 'committed' | 'unchanged', version, written, removed,
+// overwritten, skipped } } }: `overwritten` names the files this commit replaced that another
+// container had changed since; `skipped` what the copy holds that a volume does not keep (links,
+// empty directories).
 // The agent listens on a Unix socket bound into the container (TERN_AGENT_SOCKET); writes are
 // also committed when the container stops.
 import { request } from 'node:http';

@@ -156,8 +156,8 @@ TASK_QUEUE = os.environ.get("TERN_DEPLOYMENT_KIND", "") in ("task_queue", "funct
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    # Headers and body leave in separate writes: with Nagle's algorithm on, the body waits for
-    # the client's delayed ACK (~40 ms a request on a kept-alive connection).
+    # A stream's head and chunks leave in separate writes: with Nagle's algorithm on, each waits
+    # for the client's delayed ACK (~40 ms a write on a kept-alive connection).
     disable_nagle_algorithm = True
     server_version = "tern-runner"
     sys_version = ""
@@ -295,10 +295,12 @@ class Handler(BaseHTTPRequestHandler):
         if STATE.stopping or not STATE.ready:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
+        # Head and body in one write (end_headers would send the head alone): one segment, so the
+        # caller reads the whole response at once instead of waking up twice.
+        self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
-            self.wfile.write(data)
-        self.wfile.flush()
+            self._headers_buffer.append(data)
+        self.flush_headers()
 
     def stream(self, items):
         sse = "text/event-stream" in self.headers.get("Accept", "")
@@ -510,6 +512,9 @@ def main():
     workers = env_int("TERN_WORKERS", 1)
     STATE = State(env_int("TERN_CONCURRENCY", 1))
     sys.path.insert(0, os.getcwd())
+    # Tern's Python SDK (`import tern`: its decorators, tern.volume), bound beside the runners in a
+    # container (/tern/sdk/python) and found the same way from a checkout.
+    sys.path.insert(1, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk", "python")))
 
     sock = listen(port)
     # Answer 503 on /health while the module loads and on_start runs.

@@ -85,7 +85,7 @@ export async function writeAdminCreds(dir, name = 'admin') {
  * key and rewrites server.conf for the given paths. `owner` (uid:gid) is given the service
  * folders, for services that run unprivileged. Returns { server, principals: { svc: folder } }.
  */
-export async function writeDeployment(dir, { namespace, host, port, storeDir, resolverDir, tls, owner }) {
+export async function writeDeployment(dir, { namespace, host, port, storeDir, resolverDir, tls, owner, leafPort, jetStreamDomain }) {
   const a = await natsAuth();
   const inst = await a.ensureInstallation(join(dir, 'operator'));
   const folder = (name) => {
@@ -94,7 +94,7 @@ export async function writeDeployment(dir, { namespace, host, port, storeDir, re
     return d;
   };
   const server = join(folder('server'), 'server.conf');
-  a.writeSecret(server, a.serverConfig(inst, { host, port, storeDir, resolverDir, tls }));
+  a.writeSecret(server, a.serverConfig(inst, { host, port, storeDir, resolverDir, tls, leafPort, jetStreamDomain }));
   const principals = {};
   for (const svc of CONTROL_PLANE) {
     const d = folder(svc);

@@ -16,6 +16,7 @@ import { adoptAnonymousStreams } from './nats-upgrade.mjs';
  * process group, so Ctrl-C in the terminal reaches only the supervisor, which stops it in order).
  * Resolves { pid, start, port, url, child } once it greets clients; `url` is how this machine
  * reaches it (at `localHost`). With `tls` ({ certFile, keyFile }) every client must speak TLS.
+ * @param {{ dir: string, port: number, logFile: string, host?: string, localHost?: string, tls?: { certFile: string, keyFile: string } }} options
  */
 export async function startNats({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls }) {
   const bin = which('nats-server');

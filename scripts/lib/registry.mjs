@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
@@ -12,25 +12,21 @@ import { newPassword, readJson, writeJson } from './state.mjs';
 
 /**
  * The private OCI registry `npm run up` starts when REGISTRY_URL is not set: Debian's
- * docker-registry (the reference distribution server) with its blobs, config and users under
- * `dir`. Two users, as NATS has per-role identities: `builder` (the agents that build images and
- * `tern image base` push with it) and `puller` (the machines). Their passwords live in
- * `dir/credentials.json` (mode 600); the registry only sees bcrypt hashes (htpasswd -B).
+ * docker-registry (the reference distribution server) with its blobs and config under `dir`.
+ *
+ * With `token` ({ realm, service, issuer }) it takes only tokens the gateway signs (Docker token
+ * auth): the gateway's token service at `realm` decides who may pull or push what (a machine
+ * pulls what is placed on it, builders and the operator push), the registry checks signatures
+ * against the certificate of `dir/token-key.pem` (its rootcertbundle) and never sees a password.
+ * The gateway gets the key: `keyFile` in the answer.
+ *
+ * Without it (tests of the static-credential path, as with an external REGISTRY_URL) two users,
+ * `builder` (push) and `puller`, whose passwords live in `dir/credentials.json` (mode 600); the
+ * registry only sees bcrypt hashes (htpasswd -B), and does not tell the two apart.
  */
-export function prepareRegistry(dir, { host = '127.0.0.1', port, tls } = {}) {
+export function prepareRegistry(dir, { host = '127.0.0.1', port, tls, token } = {}) {
   mkdirSync(join(dir, 'storage'), { recursive: true });
-  const credsFile = join(dir, 'credentials.json');
-  const creds = readJson(credsFile, {}) ?? {};
-  for (const role of ['builder', 'puller']) creds[role] ??= { username: role, password: newPassword() };
-  writeJson(credsFile, creds, 0o600);
-  const htpasswd = which('htpasswd');
-  if (!htpasswd) throw new UserError('htpasswd not found (apt-get install apache2-utils)');
-  const lines = ['builder', 'puller'].map((role) => {
-    const r = spawnSync(htpasswd, ['-nbB', creds[role].username, creds[role].password], { encoding: 'utf8' });
-    if (r.status !== 0) throw new UserError(`htpasswd failed: ${r.stderr}`);
-    return r.stdout.trim();
-  });
-  writeFileSync(join(dir, 'htpasswd'), `${lines.join('\n')}\n`, { mode: 0o600 });
+  const auth = token ? tokenAuth(dir, token) : htpasswdAuth(dir);
   const config = [
     'version: 0.1',
     'log:',
@@ -44,13 +40,75 @@ export function prepareRegistry(dir, { host = '127.0.0.1', port, tls } = {}) {
     `  addr: ${JSON.stringify(`${urlHost(host)}:${port}`)}`,
     ...(tls ? ['  tls:', `    certificate: ${JSON.stringify(tls.certFile)}`, `    key: ${JSON.stringify(tls.keyFile)}`] : []),
     'auth:',
-    '  htpasswd:',
-    '    realm: tern',
-    `    path: ${JSON.stringify(join(dir, 'htpasswd'))}`,
+    ...auth.lines,
     '',
   ].join('\n');
   writeFileSync(join(dir, 'config.yml'), config, { mode: 0o600 });
-  return { config: join(dir, 'config.yml'), credentials: creds, host: `${urlHost(host)}:${port}`, insecure: !tls };
+  return {
+    config: join(dir, 'config.yml'),
+    credentials: auth.credentials,
+    keyFile: auth.keyFile,
+    host: `${urlHost(host)}:${port}`,
+    insecure: !tls,
+  };
+}
+
+/**
+ * The token signing key (EC P-256, what distribution's ES256 wants; mode 600) and its self-signed
+ * certificate, made once with openssl: the gateway signs with the key, the certificate is all
+ * the registry needs (its rootcertbundle). An existing pair is kept.
+ */
+export function makeTokenKey(keyFile, certFile) {
+  if (existsSync(keyFile) && existsSync(certFile)) return;
+  const openssl = which('openssl');
+  if (!openssl) throw new UserError('openssl not found (apt-get install openssl): it makes the registry token key');
+  const r = spawnSync(
+    openssl,
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650'].concat([
+      '-subj',
+      '/CN=tern registry tokens',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ]),
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new UserError(`openssl could not make the registry token key: ${r.stderr}`);
+  chmodSync(keyFile, 0o600);
+}
+
+/** The registry's `auth.token` section, with the key pair under `dir`. */
+function tokenAuth(dir, { realm, service, issuer }) {
+  const keyFile = join(dir, 'token-key.pem');
+  const certFile = join(dir, 'token-cert.pem');
+  makeTokenKey(keyFile, certFile);
+  const lines = [
+    '  token:',
+    `    realm: ${JSON.stringify(realm)}`,
+    `    service: ${JSON.stringify(service)}`,
+    `    issuer: ${JSON.stringify(issuer)}`,
+    `    rootcertbundle: ${JSON.stringify(certFile)}`,
+  ];
+  return { lines, keyFile, credentials: {} };
+}
+
+/** The two static users, `builder` and `puller`, made once (bcrypt hashes in dir/htpasswd). */
+function htpasswdAuth(dir) {
+  const credsFile = join(dir, 'credentials.json');
+  const creds = readJson(credsFile, {}) ?? {};
+  for (const role of ['builder', 'puller']) creds[role] ??= { username: role, password: newPassword() };
+  writeJson(credsFile, creds, 0o600);
+  const htpasswd = which('htpasswd');
+  if (!htpasswd) throw new UserError('htpasswd not found (apt-get install apache2-utils)');
+  const lines = ['builder', 'puller'].map((role) => {
+    const r = spawnSync(htpasswd, ['-nbB', creds[role].username, creds[role].password], { encoding: 'utf8' });
+    if (r.status !== 0) throw new UserError(`htpasswd failed: ${r.stderr}`);
+    return r.stdout.trim();
+  });
+  writeFileSync(join(dir, 'htpasswd'), `${lines.join('\n')}\n`, { mode: 0o600 });
+  const config = ['  htpasswd:', '    realm: tern', `    path: ${JSON.stringify(join(dir, 'htpasswd'))}`];
+  return { lines: config, credentials: creds };
 }
 
 /**
@@ -72,12 +130,12 @@ function registryAnswers(url) {
 
 /**
  * Starts the private registry detached (its own process group) and resolves once it answers:
- * { pid, start, port, url, host, insecure, credentials, child }.
+ * { pid, start, port, url, host, insecure, credentials, keyFile, child }.
  */
-export async function startRegistry({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls }) {
+export async function startRegistry({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls, token }) {
   const bin = which('docker-registry');
   if (!bin) throw new UserError('docker-registry not found (apt-get install docker-registry, or set REGISTRY_URL)');
-  const prepared = prepareRegistry(dir, { host, port, tls });
+  const prepared = prepareRegistry(dir, { host, port, tls, token });
   const out = openSync(logFile, 'a');
   const child = spawn(bin, ['serve', prepared.config], { detached: true, stdio: ['ignore', out, out] });
   closeSync(out);
@@ -100,6 +158,7 @@ export async function startRegistry({ dir, port, logFile, host = '127.0.0.1', lo
     host: `${urlHost(localHost)}:${port}`,
     insecure: !tls,
     credentials: prepared.credentials,
+    keyFile: prepared.keyFile,
     child,
   };
 }
@@ -108,15 +167,23 @@ export async function stopRegistry(rec) {
   if (rec && isSameProcess(rec)) await stopProcess(rec, 10_000);
 }
 
-// `node scripts/lib/registry.mjs <dir> <port>`: prepares the registry and runs it in the
-// foreground (tests start one this way, so that they run the same configuration as `up`).
+/** What `npm run up` tells its registry and its gateway (REGISTRY_TOKEN_SERVICE / _ISSUER's defaults). */
+export const TOKEN_SERVICE = 'tern-registry';
+export const TOKEN_ISSUER = 'tern';
+/** The gateway's token realm (REGISTRY_TOKEN_PATH in libs/contracts). */
+export const TOKEN_REALM_PATH = '/api/v1/registry/token';
+
+// `node scripts/lib/registry.mjs <dir> <port> [<token realm>]`: prepares the registry and runs it
+// in the foreground (tests start one this way, so that they run the same configuration as `up`);
+// with a realm, it takes the tokens of that gateway's token service.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const [dir, port] = process.argv.slice(2);
+  const [dir, port, realm] = process.argv.slice(2);
   if (!dir || !port) {
-    console.error('usage: node scripts/lib/registry.mjs <dir> <port>');
+    console.error('usage: node scripts/lib/registry.mjs <dir> <port> [<token realm>]');
     process.exit(2);
   }
-  const prepared = prepareRegistry(dir, { port: Number(port) });
+  const token = realm ? { realm, service: TOKEN_SERVICE, issuer: TOKEN_ISSUER } : undefined;
+  const prepared = prepareRegistry(dir, { port: Number(port), token });
   if (!existsSync(prepared.config)) process.exit(1);
   const child = spawn(which('docker-registry') ?? 'docker-registry', ['serve', prepared.config], { stdio: 'inherit' });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));

@@ -35,13 +35,13 @@ export function files(dir) {
   return {
     dir,
     state: join(dir, 'state.json'), // ports remembered between runs
-    credentials: join(dir, 'credentials.json'), // operator token (BOOTSTRAP_ADMIN_TOKEN), private Postgres password (mode 600)
+    credentials: join(dir, 'credentials.json'), // operator token (BOOTSTRAP_ADMIN_TOKEN), secrets key, private Postgres password (mode 600)
     run: join(dir, 'run.json'), // what is running now: supervisor and child pids, ports
     lock: join(dir, 'up.pid'), // the supervisor's pid while it runs
     logs: join(dir, 'logs'),
     nats: join(dir, 'nats'),
     postgres: join(dir, 'postgres'),
-    registry: join(dir, 'registry'), // the private OCI registry: config.yml, htpasswd, credentials.json, storage/
+    registry: join(dir, 'registry'), // the private OCI registry: config.yml, token-key.pem, token-cert.pem, storage/
   };
 }
 
@@ -51,6 +51,11 @@ export function loadCredentials(path) {
   let changed = false;
   if (!creds.adminToken) {
     creds.adminToken = newAdminToken();
+    changed = true;
+  }
+  // Seals workspace secrets at rest (the gateway's SECRETS_KEY): losing it loses them.
+  if (!creds.secretsKey) {
+    creds.secretsKey = randomBytes(32).toString('base64');
     changed = true;
   }
   if (changed) writeJson(path, creds, 0o600);

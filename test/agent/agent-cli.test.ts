@@ -26,6 +26,17 @@ describe('tern-agent init / config show / config set', () => {
     expect(again.stdout).toContain('machineId: box-7');
   });
 
+  it('init --builder makes the machine a builder; config set builder takes only true or false', async () => {
+    const dir = tempStateDir();
+    dirs.push(dir);
+    const init = await ternAgent(['init', '--gateway', 'http://127.0.0.1:1994', '--token', 't', '--builder', '--state-dir', dir]);
+    expect(init.code).toBe(0);
+    expect(readFileSync(join(dir, 'config.yaml'), 'utf8')).toContain('builder: "true"\n');
+    const bad = await ternAgent(['config', 'set', 'builder', 'yes', '--state-dir', dir]);
+    expect(bad.code).toBe(78);
+    expect(bad.stderr).toContain('builder must be true or false, not "yes"');
+  });
+
   it('refuses bad values with the reason, and exits 78', async () => {
     const dir = tempStateDir();
     dirs.push(dir);

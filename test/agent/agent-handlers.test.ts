@@ -74,7 +74,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     plane = await ControlPlane.start('agenthd', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1', MACHINE_HEARTBEAT_TTL_SECONDS: '10' });
     nc = await connectNats({ ...TEST_NATS, name: 'agent-handlers-test' });
     messaging = new Messaging(nc, new Namespace(plane.namespace));
-    db = await createDataSource({ url: plane.schema.url, schema: plane.schema.schema }).initialize();
+    db = await createDataSource({ url: plane.schema.url, schema: plane.schema.schema, runMigrations: false }).initialize();
     subs.push(
       nc.subscribe(`${plane.namespace}.container.${MACHINE}.*.v1`, {
         callback: (_e, m) => void events.push({ subject: m.subject, data: m.json() }),

@@ -195,7 +195,9 @@ const ownAddress = () =>
     const internal = [
       'lo',
       'tern0',
-      ...(await site.run('ip', ['-o', 'link', 'show', 'master', 'tern0'])).stdout.split('\n').map((l) => l.split(/[:@]\s*/)[1]),
+      ...String((await site.run('ip', ['-o', 'link', 'show', 'master', 'tern0'])).stdout)
+        .split('\n')
+        .map((l: string) => l.split(/[:@]\s*/)[1]),
     ];
     const routes = (await site.routes()).filter((r) => !internal.includes(/\bdev (\S+)/.exec(r)?.[1] ?? ''));
     const network = site.controlPlane.replace(/\d+$/, (o) => String(Number(o) - 1));

@@ -1,11 +1,17 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
 import { agentNetworkEnv } from '../support/agent-network.js';
 import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
 import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
+import { WEBSOCKET_ECHO_SERVER } from '../support/websocket-echo.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 let stack: Stack;
 
@@ -76,6 +82,57 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     .filter((e) => e.stream === 'stdout')
     .map((e) => e.data)
     .join('');
+
+const wsUrl = (path: string) => `${stack.gateway.replace(/^http/, 'ws')}${path}`;
+const bearer = (token?: string) => ({ headers: token ? { authorization: `Bearer ${token}` } : {} });
+
+/** Sends each message over a WebSocket and collects one answer to each (text as text, binary as bytes). */
+function echo(url: string, token: string | undefined, messages: (string | Buffer)[]): Promise<(string | Buffer)[]> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, bearer(token));
+    const answers: (string | Buffer)[] = [];
+    ws.on('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
+    ws.on('error', reject);
+    ws.on('open', () => messages.forEach((m) => ws.send(m)));
+    ws.on('message', (data: Buffer, binary) => {
+      answers.push(binary ? data : data.toString('utf8'));
+      if (answers.length === messages.length) ws.close();
+    });
+    ws.on('close', () => resolve(answers));
+  });
+}
+
+/** The HTTP status a WebSocket upgrade is refused with, and the refusal's message. */
+function refusal(url: string, token?: string): Promise<{ status: number; message: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, bearer(token));
+    ws.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, message: String((JSON.parse(text) as { message: unknown }).message) }));
+    });
+    ws.on('open', () => reject(new Error(`${url} opened`)));
+    ws.on('error', (e) => reject(e));
+  });
+}
+
+/** `tern sandbox shell <id>` with `input` piped in: its output and exit code. */
+function shell(id: string, input: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [join(ROOT, 'bin', 'tern.js'), 'sandbox', 'shell', id], { env: stack.env, stdio: 'pipe' });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    // A shell that never ends fails the test with what it printed, not at the test's timeout.
+    const timer = setTimeout(() => p.kill('SIGKILL'), 30_000);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    p.stdin.end(input);
+  });
+}
 
 /** The sandboxes issue's "done when", through the HTTP API, against the whole stack with a real agent and runc. */
 (await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sandboxes over the API', () => {
@@ -298,6 +355,95 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
     expect((await api('GET', `/sandbox/${id}/8000/index.html`)).status).toBe(409);
   }, 120_000);
+
+  it('carries a WebSocket through an exposed port, and through a public URL without a token', async () => {
+    const id = await create();
+    expect(
+      (await api('PUT', `/api/v1/sandboxes/${id}/files?path=ws.py`, undefined, stack.token, Buffer.from(WEBSOCKET_ECHO_SERVER))).status,
+    ).toBe(201);
+    const server = await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['sh', '-c', 'nohup python3 ws.py 8765 > ws.log 2>&1 &'] });
+    expect(lines(server.text).at(-1)).toMatchObject({ exit_code: 0 });
+
+    // Refused before any byte reaches the sandbox: a port not exposed, no token, another workspace's token.
+    expect(await refusal(wsUrl(`/sandbox/${id}/8765/chat`), stack.token)).toMatchObject({ status: 404, message: /not exposed/ });
+    expect((await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 8765 })).status).toBe(201);
+    expect((await refusal(wsUrl(`/sandbox/${id}/8765/chat`))).status).toBe(401);
+    const other = await api('POST', '/api/v1/workspaces', { name: 'sandbox-ws-other' });
+    expect((await refusal(wsUrl(`/sandbox/${id}/8765/chat`), other.body.token)).status).toBe(404);
+
+    const echoed = await waitFor(
+      'the echo server answers',
+      () => echo(wsUrl(`/sandbox/${id}/8765/chat?room=1`), stack.token, ['hello', 'again']).catch(() => undefined),
+      30_000,
+      500,
+    );
+    expect(echoed).toEqual(['/chat?room=1 hello', '/chat?room=1 again']);
+    // A message larger than a tunnel's 64 KiB messages comes back whole.
+    const blob = Buffer.from(new Uint8Array(300 * 1024).map((_, i) => i % 253));
+    const [back] = await echo(wsUrl(`/sandbox/${id}/8765/`), stack.token, [blob]);
+    expect(Buffer.isBuffer(back) && back.equals(blob)).toBe(true);
+
+    const exposed = await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 8765, public: true });
+    expect(exposed.status).toBe(201);
+    expect(exposed.body).toMatchObject({ port: 8765, public: true });
+    const url = exposed.body.url as string;
+    expect(url).toMatch(new RegExp(`^${stack.gateway}/sandbox-public/[\\w-]{43}/$`));
+    expect((await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 8765, public: true })).body.url).toBe(url);
+    const path = new URL(url).pathname;
+    expect((await api('GET', `/api/v1/sandboxes/${id}`)).body.public_ports).toEqual([{ port: 8765, path }]);
+    // No token at all: the URL is the credential, for HTTP and for a WebSocket.
+    const plain = await fetch(`${url}page?q=1`);
+    expect([plain.status, await plain.text()]).toEqual([200, 'plain /page?q=1']);
+    expect(await echo(wsUrl(`${path}live`), undefined, ['open'])).toEqual(['/live open']);
+    expect((await fetch(`${stack.gateway}/sandbox-public/${'A'.repeat(43)}/page`)).status).toBe(404);
+    expect((await refusal(wsUrl(`/sandbox-public/${'A'.repeat(43)}/live`))).status).toBe(404);
+
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    expect((await fetch(`${url}page`)).status).toBe(404);
+    expect((await refusal(wsUrl(`${path}live`))).status).toBe(404);
+    expect((await refusal(wsUrl(`/sandbox/${id}/8765/chat`), stack.token)).status).toBe(409);
+  }, 120_000);
+
+  it('opens an interactive shell on a pty over a WebSocket through the CLI', async () => {
+    const id = await create();
+    const session = await shell(id, 'tty\necho "answer $((6 * 7))" > from-shell.txt; cat from-shell.txt\nexit 0\n');
+    expect(session).toEqual({ code: 0, stdout: expect.any(String), stderr: '' });
+    // A terminal: the pty echoes what was typed, and the shell's stdin is a pty.
+    expect(session.stdout).toMatch(/\/dev\/pts\/\d+/);
+    expect(session.stdout).toContain('echo "answer $((6 * 7))" > from-shell.txt');
+    expect(session.stdout).toMatch(/^answer 42\r?$/m);
+    expect((await api('GET', `/api/v1/sandboxes/${id}/files?path=from-shell.txt`)).text).toBe('answer 42\n');
+    // A shell fed from a pipe ends with its input, exit or not.
+    const piped = await shell(id, 'echo still here\n');
+    expect(piped).toEqual({ code: 0, stdout: expect.stringMatching(/^still here\r?$/m), stderr: '' });
+
+    expect((await api('GET', `/api/v1/sandboxes/${id}/shell`)).status).toBe(426);
+    expect((await refusal(wsUrl(`/api/v1/sandboxes/${id}/shell`))).status).toBe(401);
+    const unknown = await stack.tern('sandbox', 'shell', 'sb-nope');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/404 sandbox sb-nope not found/);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    expect((await stack.tern('sandbox', 'shell', id)).stderr).toMatch(/409 sandbox .* is terminated/);
+  }, 120_000);
+
+  it('answers 202 while placing when asked not to wait, and GET follows it to running', async () => {
+    const placing = await api('POST', '/api/v1/sandboxes?wait=0', { cpu: 0.25, memory: '256Mi' });
+    expect(placing).toMatchObject({ status: 202, body: { state: 'placing', machine: expect.any(String) } });
+    const id = placing.body.id as string;
+    expect(placing.headers.get('location')).toBe(`/api/v1/sandboxes/${id}`);
+    await waitFor('running', async () => (await api('GET', `/api/v1/sandboxes/${id}`)).body.state === 'running', 60_000, 200);
+    expect(stdoutOf(lines((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['echo', 'placed'] })).text))).toBe('placed\n');
+    expect((await api('POST', '/api/v1/sandboxes?wait=soon', {})).status).toBe(400);
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+  }, 90_000);
+
+  it('places a sandbox that asks for a GPU only on a machine that has one', async () => {
+    const gpu = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', gpu: 'H100' });
+    expect(gpu.status).toBe(503);
+    expect(gpu.body.message).toMatch(/no ready machine in pool default with .*H100/);
+    expect((await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', gpu_count: 1 })).status).toBe(503);
+    expect((await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', gpu: 'any', gpu_count: 0 })).status).toBe(400);
+  }, 60_000);
 
   it('cannot reach the control plane, the host or another sandbox from inside', async () => {
     const neighbour = await create();

@@ -29,6 +29,8 @@ const EXPECTED_5XX = [
   { path: /^\/taskqueue\//, status: 503, message: /^task queue "fuzzq" is stopped: start it/ },
   // No machine joined: a sandbox has nowhere to run.
   { path: /^\/api\/v1\/sandboxes\/?(\?|$)/, status: 503, message: /^no machine in pool "[^"]+" can take the sandbox now/ },
+  // No registry configured: a valid build has nowhere to go.
+  { path: /^\/api\/v1\/images\/builds\/?(\?|$)/, status: 503, message: /^no image registry: set REGISTRY_URL/ },
 ];
 
 /** mulberry32: small, seedable, good enough to pick inputs. */

@@ -1,5 +1,5 @@
 import { runningGateway } from '../support/gateway.js';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { newUserKey } from '#tern/nats-auth';
 import { registration } from '../machines/harness.js';
@@ -42,6 +42,7 @@ interface Objects {
   natsUserId: string;
   volume: string;
   sandbox: string;
+  secret: string;
 }
 
 const spec = (a: Objects, name: string, kind = 'endpoint') => ({ name, kind, handler: 'app.py:predict', code: a.digest });
@@ -99,6 +100,12 @@ const ROUTES: Record<string, Route> = {
   'HEAD /api/v1/code/{digest}': { access: 'workspace' },
   // B sends other bytes under A's digest: refused as a mismatch, A's bundle untouched.
   'PUT /api/v1/code/{digest}': { access: 'workspace', also: [400, 415] },
+  // This gateway has no registry: refused before anything is read. The folder's own check (B naming A's upload: 404) is in test/images/image-builds-api.test.ts.
+  'POST /api/v1/images/builds': {
+    access: 'workspace',
+    body: (a) => ({ image: { pip: ['x==1'], pip_wheels: 'wheels' }, code: a.digest }),
+    also: [503],
+  },
   'POST /api/v1/deployments': { access: 'workspace', body: (a) => spec(a, a.deployment) },
   'GET /api/v1/deployments': { access: 'workspace' },
   'GET /api/v1/deployments/{name}': { access: 'workspace' },
@@ -124,6 +131,17 @@ const ROUTES: Record<string, Route> = {
   'PUT /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
   'GET /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
   'DELETE /api/v1/volumes/{name}/files': { access: 'workspace', query: () => 'path=weights.bin' },
+  'POST /api/v1/volumes/{name}/commit': { access: 'workspace' },
+  // B's bytes are no secret value (415); a name of B's own would be B's secret, never A's.
+  'PUT /api/v1/secrets/{name}': { access: 'workspace', also: [415] },
+  'DELETE /api/v1/secrets/{name}': { access: 'workspace' },
+  'GET /api/v1/secrets': { access: 'workspace' },
+  // The registry's token service grants only the caller's own rights (test/e2e/registry-auth.test.ts);
+  // this gateway signs none (no REGISTRY_TOKEN_KEY_FILE), so B gets its 404.
+  'GET /api/v1/registry/token': {
+    access: 'workspace',
+    query: (a) => `service=tern-registry&scope=repository:builds/${a.workspaceId}/x:pull`,
+  },
   'POST /taskqueue/{name}': { access: 'workspace', body: () => ({ x: 1 }) },
   'POST /taskqueue/{name}/{version}': { access: 'workspace', body: () => ({ x: 1 }) },
   'POST /function/{name}': { access: 'workspace', body: () => ({ x: 1 }) },
@@ -154,6 +172,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/sandboxes/{id}/files/list': { access: 'workspace', query: () => 'path=.' },
   'GET /api/v1/sandboxes/{id}/files/stat': { access: 'workspace', query: () => 'path=secret' },
   'POST /api/v1/sandboxes/{id}/files/mkdir': { access: 'workspace', query: () => 'path=dir' },
+  'GET /api/v1/sandboxes/{id}/shell': { access: 'workspace' },
 };
 /** Every method @All answers, as the OpenAPI document lists them. */
 for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'SEARCH']) {
@@ -165,6 +184,9 @@ for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'
   const sandboxAlso = method === 'SEARCH' ? [400, 405] : [];
   ROUTES[`${method} /sandbox/{id}/{port}`] = { access: 'workspace', also: sandboxAlso };
   ROUTES[`${method} /sandbox/{id}/{port}/{path}`] = { access: 'workspace', also: sandboxAlso };
+  // A public port's URL is its own credential (sandboxes.test.ts: an unknown token is 404).
+  ROUTES[`${method} /sandbox-public/{token}`] = { access: 'public' };
+  ROUTES[`${method} /sandbox-public/{token}/{path}`] = { access: 'public' };
 }
 
 /** A path of the document with A's objects in it. */
@@ -182,6 +204,7 @@ function fill(path: string, a: Objects): string {
     if (param === 'pid') return '1';
     if (path.startsWith('/api/v1/sandboxes/') || path.startsWith('/sandbox/')) return a.sandbox;
     if (path.startsWith('/api/v1/volumes/') || path.startsWith('/api/v1/agent/containers/')) return a.volume;
+    if (path.startsWith('/api/v1/secrets/')) return a.secret;
     if (path.startsWith('/api/v1/deployments/') || path.startsWith('/endpoint/')) return a.deployment;
     if (path.startsWith('/taskqueue/') || path.startsWith('/function/')) return a.queue;
     if (path.startsWith('/api/v1/calls/') || path.startsWith('/api/v1/maps/')) return a.taskId;
@@ -196,7 +219,7 @@ function fill(path: string, a: Objects): string {
 }
 
 describe('tenancy: workspace B never reaches workspace A, workspace tokens never act as the operator', () => {
-  const gateway = runningGateway('tenancy', OPERATOR);
+  const gateway = runningGateway('tenancy', OPERATOR, { SECRETS_KEY: randomBytes(32).toString('base64') });
   let base: string;
   let db: pg.Client;
   let a: Objects;
@@ -301,7 +324,9 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
       ).body.id,
       volume: 'a-secret-volume',
       sandbox: 'sb-a-secret',
+      secret: 'a_secret_registry',
     };
+    expect((await call('PUT', `/api/v1/secrets/${a.secret}`, wa.admin, { value: 'robot:a-password' })).status).toBe(200);
 
     const doc = (await call('GET', '/docs-json', OPERATOR)).body as { paths: Record<string, Record<string, unknown>> };
     routes = Object.entries(doc.paths).flatMap(([path, methods]) =>
@@ -325,6 +350,8 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
     a.natsUserId,
     a.volume,
     a.sandbox,
+    a.secret,
+    'a-password',
     'tenant-a',
     '10.1.2.3',
   ];
@@ -371,6 +398,7 @@ describe('tenancy: workspace B never reaches workspace A, workspace tokens never
     expect((await call('HEAD', `/api/v1/code/${a.digest}`, tokens.aMember)).status).toBe(200);
     const weights = await call('GET', `/api/v1/volumes/${a.volume}/files?path=weights.bin`, tokens.aMember);
     expect(weights.text).toBe('a weights');
+    expect((await call('GET', '/api/v1/secrets', tokens.aMember)).text).toContain(a.secret);
   });
 
   it("A's own tokens reach A's objects (the matrix above is not vacuous)", async () => {

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -7,36 +6,9 @@ import type { ImageBuild } from '#tern/contracts';
 import { buildImage, ImageError } from '#tern/runtime';
 import { collectLogs, containerId, RuntimeSandbox } from '../runtime/support.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { pushTestBase, TestRegistry } from './support.js';
+import { pushTestBase, TestRegistry, writeWheel } from './support.js';
 
 const describeBuild = await describeNeeding(['root', 'runc', 'umoci', 'skopeo', 'docker-registry', 'debootstrap']);
-
-/** A wheel made by hand (a zip with its dist-info): PyPI is not reachable here. */
-async function writeWheel(dir: string): Promise<void> {
-  const stage = join(dir, 'stage');
-  const info = join(stage, 'ternwheel-1.0.dist-info');
-  await mkdir(join(stage, 'ternwheel'), { recursive: true });
-  await mkdir(info, { recursive: true });
-  const files: Record<string, string> = {
-    'ternwheel/__init__.py': 'ANSWER = 42\n',
-    'ternwheel-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: ternwheel\nVersion: 1.0\n',
-    'ternwheel-1.0.dist-info/WHEEL': 'Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
-  };
-  const record: string[] = [];
-  for (const [path, text] of Object.entries(files)) {
-    await writeFile(join(stage, path), text);
-    const hash = createHash('sha256').update(text).digest('base64url');
-    record.push(`${path},sha256=${hash},${Buffer.byteLength(text)}`);
-  }
-  record.push('ternwheel-1.0.dist-info/RECORD,,');
-  await writeFile(join(info, 'RECORD'), `${record.join('\n')}\n`);
-  await mkdir(join(dir, 'wheels'), { recursive: true });
-  await execa(
-    'python3',
-    ['-m', 'zipfile', '-c', join(dir, 'wheels', 'ternwheel-1.0-py3-none-any.whl'), 'ternwheel', 'ternwheel-1.0.dist-info'],
-    { cwd: stage },
-  );
-}
 
 describeBuild('building images from a spec, a layer per step', () => {
   let work: string;
@@ -84,7 +56,11 @@ describeBuild('building images from a spec, a layer per step', () => {
       ['pip', false],
       ['commands[0]', false],
     ]);
-    expect(log.filter((l) => /^step \d\/3 /.test(l))).toHaveLength(3);
+    expect(log.filter((l) => /^\[\d\/3\] /.test(l))).toEqual([
+      '[1/3] apt: hello python3-pip',
+      '[2/3] pip: ternwheel==1.0',
+      '[3/3] commands[0]: echo built > /opt/marker',
+    ]);
 
     const sandbox = await RuntimeSandbox.create({}, { registries: [registry.puller] });
     try {

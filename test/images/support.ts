@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -51,4 +52,31 @@ export async function pushTestBase(
   const ref = `${registry.host}/${repo}`;
   const digest = await buildBaseImage(ref, [registry.builder], { cacheDir: TEST_IMAGE_CACHE, include: TEST_BASE_PACKAGES });
   return { ref, digest };
+}
+
+/** A wheel made by hand (a zip with its dist-info): PyPI is not reachable here. */
+export async function writeWheel(dir: string): Promise<void> {
+  const stage = join(dir, 'stage');
+  const info = join(stage, 'ternwheel-1.0.dist-info');
+  await mkdir(join(stage, 'ternwheel'), { recursive: true });
+  await mkdir(info, { recursive: true });
+  const files: Record<string, string> = {
+    'ternwheel/__init__.py': 'ANSWER = 42\n',
+    'ternwheel-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: ternwheel\nVersion: 1.0\n',
+    'ternwheel-1.0.dist-info/WHEEL': 'Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
+  };
+  const record: string[] = [];
+  for (const [path, text] of Object.entries(files)) {
+    await writeFile(join(stage, path), text);
+    const hash = createHash('sha256').update(text).digest('base64url');
+    record.push(`${path},sha256=${hash},${Buffer.byteLength(text)}`);
+  }
+  record.push('ternwheel-1.0.dist-info/RECORD,,');
+  await writeFile(join(info, 'RECORD'), `${record.join('\n')}\n`);
+  await mkdir(join(dir, 'wheels'), { recursive: true });
+  await execa(
+    'python3',
+    ['-m', 'zipfile', '-c', join(dir, 'wheels', 'ternwheel-1.0-py3-none-any.whl'), 'ternwheel', 'ternwheel-1.0.dist-info'],
+    { cwd: stage },
+  );
 }

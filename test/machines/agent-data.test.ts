@@ -41,7 +41,7 @@ describe("the agent's data plane on the gateway (code bundles, large request bod
   };
 
   beforeAll(async () => {
-    db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema }).initialize();
+    db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema, runMigrations: false }).initialize();
     containers = new ContainersRepository(db);
     expect((await call('POST', '/api/v1/pools', ADMIN, { name: 'agcode' })).status).toBe(201);
     for (const machineId of ['m-placed', 'm-other']) {

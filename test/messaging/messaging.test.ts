@@ -62,6 +62,13 @@ describe('messaging over JetStream', () => {
     expect(info.config.subjects).toEqual([`${ns.name}.heartbeat.>`]);
   });
 
+  it('says what to set when NATS_REPLICAS asks for more copies than a single server keeps', async () => {
+    const clustered = new Messaging(nc, new Namespace(uniqueName('msgr3')), '_INBOX', true, 3);
+    await expect(clustered.ensureStream(STREAMS.HEARTBEATS)).rejects.toThrow(
+      /NATS_REPLICAS=3 needs a JetStream cluster of at least 3 servers; use 1 on a single server/,
+    );
+  });
+
   it("declares nothing for a machine's agent: no stream, no consumer, no store, but opens what exists", async () => {
     const agent = new Messaging(nc, ns, '_INBOX', false);
     await expect(agent.ensureStream(STREAMS.EVENTS)).rejects.toThrow('declares nothing on NATS');

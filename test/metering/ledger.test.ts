@@ -4,19 +4,20 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { HOUR_MS, hourFloor } from '#tern/metering';
 import { createDataSource, runMigrations } from '#tern/persistence';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
+import { createTestSchema, TEST_NATS, type TestSchema, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
-import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { type ServiceProcess, waitFor } from '../support/processes.js';
 import {
   announcedIntervals,
+  appliedAll,
   expectedUsage,
-  HEARTBEAT_TTL_SECONDS,
   ledger,
   makeScenario,
   progress,
   publishAll,
   placeScenario,
   schemaClient,
+  startMetering,
 } from './scenario.js';
 
 /**
@@ -33,15 +34,9 @@ describe('metering: exact, idempotent, resumable', () => {
   let nc: NatsConnection;
   let messaging: Messaging;
 
-  const startMetering = async (schema: TestSchema) => {
-    const env = testEnv(schema, ns.name, {
-      HTTP_PORT: String(await freePort()),
-      METERING_CHECKPOINT_INTERVAL_MS: '200',
-      MACHINE_HEARTBEAT_TTL_SECONDS: String(HEARTBEAT_TTL_SECONDS),
-    });
-    const p = new ServiceProcess('metering', env).start();
+  const startMeteringOn = async (schema: TestSchema) => {
+    const p = await startMetering(schema, ns.name);
     processes.push(p);
-    await p.ready();
     return p;
   };
 
@@ -67,17 +62,9 @@ describe('metering: exact, idempotent, resumable', () => {
     const base = hourFloor(Date.now()) - 6 * HOUR_MS;
     const scenario = makeScenario(base, [randomUUID(), randomUUID()]);
     const { events, containers, tasks } = scenario;
-    const expectedSeconds = containers.reduce((sum, c) => sum + (c.end - c.start) / 1000, 0);
-    const done = async (db: pg.Client) => {
-      const p = await progress(db);
-      return (
-        p.containers === containers.length &&
-        p.finishedTasks === tasks.completed + tasks.failed &&
-        Math.abs(p.closedSeconds - expectedSeconds) < 1e-6
-      );
-    };
+    const done = (db: pg.Client) => appliedAll(db, scenario);
 
-    let metering = await startMetering(schemas[0]);
+    let metering = await startMeteringOn(schemas[0]);
     const live = await schemaClient(schemas[0]);
     dbs.push(live);
     await placeScenario(live, containers);
@@ -91,7 +78,7 @@ describe('metering: exact, idempotent, resumable', () => {
     await publishAll(messaging, events.slice(half));
     await publishAll(messaging, events.slice(0, 30), { withMsgId: false });
 
-    metering = await startMetering(schemas[0]);
+    metering = await startMeteringOn(schemas[0]);
     await waitFor('every event applied after the restart', async () => (await done(live)) || undefined, 30_000);
 
     const byMachine = await live.query(
@@ -151,7 +138,7 @@ describe('metering: exact, idempotent, resumable', () => {
     const replay = await schemaClient(schemas[1]);
     dbs.push(replay);
     await placeScenario(replay, containers);
-    await startMetering(schemas[1]);
+    await startMeteringOn(schemas[1]);
     await waitFor('the replay to finish', async () => (await done(replay)) || undefined, 30_000);
     const [a, b] = [await ledger(live), await ledger(replay)];
     expect(b.usage.length).toBe(a.usage.length);

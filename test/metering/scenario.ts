@@ -10,7 +10,8 @@ import {
   USAGE_INTERVAL,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
-import { type TestSchema } from '../support/isolation.js';
+import { type TestSchema, testEnv } from '../support/isolation.js';
+import { freePort, ServiceProcess } from '../support/processes.js';
 
 /**
  * A made-up but realistic history of containers and tasks on two machines, as the agents, the
@@ -260,4 +261,28 @@ export async function announcedIntervals(messaging: Messaging): Promise<Map<stri
     if (!seen) break;
   }
   return new Map([...best].filter(([, u]) => u.seconds > 0).map(([id, u]) => [id, u.seconds]));
+}
+
+/** Metering's progress once it wrote every container and task attempt of the scenario, to the microsecond; else undefined. */
+export async function appliedAll(db: pg.Client, { containers, tasks }: Pick<Scenario, 'containers' | 'tasks'>) {
+  const expectedSeconds = containers.reduce((sum, c) => sum + (c.end - c.start) / 1000, 0);
+  const p = await progress(db);
+  return p.containers === containers.length &&
+    p.finishedTasks === tasks.completed + tasks.failed &&
+    Math.abs(p.closedSeconds - expectedSeconds) < 1e-6
+    ? p
+    : undefined;
+}
+
+/** A metering process as these tests run it (checkpoints every 200 ms), `extra` laid over its environment; resolves once ready. */
+export async function startMetering(schema: TestSchema, namespace: string, extra: Record<string, string> = {}): Promise<ServiceProcess> {
+  const env = testEnv(schema, namespace, {
+    HTTP_PORT: String(await freePort()),
+    METERING_CHECKPOINT_INTERVAL_MS: '200',
+    MACHINE_HEARTBEAT_TTL_SECONDS: String(HEARTBEAT_TTL_SECONDS),
+    ...extra,
+  });
+  const p = new ServiceProcess('metering', env).start();
+  await p.ready();
+  return p;
 }

@@ -30,6 +30,7 @@ const TABLES = [
   'volume_chunks',
   'volume_files',
   'volumes',
+  'workspace_secrets',
   'workspaces',
 ];
 

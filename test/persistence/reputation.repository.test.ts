@@ -44,17 +44,87 @@ describe('ReputationRepository', () => {
     expect(await reputation.history('m-none', undefined, 10)).toEqual([]);
   });
 
-  it('stores machine records, replacing them on the next save', async () => {
-    await reputation.saveMachineRecords([]);
-    await reputation.saveMachineRecords([
-      { machineId: 'm-a', pool: 'default', record: { heartbeats: { count: 1 } } },
-      { machineId: 'm-b', pool: null, record: { heartbeats: { count: 2 } } },
+  it('changes machine records under their locks, the document only where it is given', async () => {
+    const before = await reputation.machineRecordsChangedSince(null);
+    await reputation.transaction(async (tx) => {
+      // Created empty when missing; the document of a machine without transitions always comes.
+      const rows = await tx.lockMachineRecords(['m-a', 'm-b'], ['m-a']);
+      expect(rows).toEqual([
+        { machineId: 'm-a', pool: null, record: {}, heartbeats: null, hasTransitions: false },
+        { machineId: 'm-b', pool: null, record: {}, heartbeats: null, hasTransitions: false },
+      ]);
+      await tx.writeMachineRecords([
+        {
+          machineId: 'm-a',
+          pool: 'gpu',
+          record: { transitions: [{ at: 1, online: true }] },
+          heartbeats: { lastSequence: 1 },
+          hasTransitions: true,
+        },
+        { machineId: 'm-b', pool: null, record: { transitions: [{ at: 2, online: true }] }, heartbeats: null, hasTransitions: true },
+      ]);
+    });
+    // A heartbeat-only change: m-b's document is neither read nor written.
+    await reputation.transaction(async (tx) => {
+      const rows = await tx.lockMachineRecords(['m-b'], []);
+      expect(rows).toEqual([{ machineId: 'm-b', pool: null, heartbeats: null, hasTransitions: true }]);
+      await tx.writeMachineRecords([{ machineId: 'm-b', pool: 'cpu', heartbeats: { lastSequence: 7 }, hasTransitions: true }]);
+    });
+    expect(await reputation.machineRecord('m-b')).toEqual({
+      machineId: 'm-b',
+      pool: 'cpu',
+      record: { transitions: [{ at: 2, online: true }] },
+      heartbeats: { lastSequence: 7 },
+      hasTransitions: true,
+    });
+    expect(await reputation.machineRecord('m-none')).toBeUndefined();
+
+    // Read back: everything the first time; then the changed rows, the document only where it changed.
+    const changed = await reputation.machineRecordsChangedSince(before.readAt);
+    expect(changed.records.sort((x, y) => x.machineId.localeCompare(y.machineId))).toEqual([
+      {
+        machineId: 'm-a',
+        pool: 'gpu',
+        record: { transitions: [{ at: 1, online: true }] },
+        heartbeats: { lastSequence: 1 },
+        hasTransitions: true,
+      },
+      {
+        machineId: 'm-b',
+        pool: 'cpu',
+        record: { transitions: [{ at: 2, online: true }] },
+        heartbeats: { lastSequence: 7 },
+        hasTransitions: true,
+      },
     ]);
-    await reputation.saveMachineRecords([{ machineId: 'm-a', pool: 'gpu', record: { heartbeats: { count: 3 } } }]);
-    const records = await reputation.machineRecords();
-    expect(records.sort((x, y) => x.machineId.localeCompare(y.machineId))).toEqual([
-      { machineId: 'm-a', pool: 'gpu', record: { heartbeats: { count: 3 } } },
-      { machineId: 'm-b', pool: null, record: { heartbeats: { count: 2 } } },
-    ]);
+    await reputation.transaction(async (tx) => {
+      await tx.lockMachineRecords(['m-b'], []);
+      await tx.writeMachineRecords([{ machineId: 'm-b', pool: 'cpu', heartbeats: { lastSequence: 8 }, hasTransitions: true }]);
+    });
+    const beats = await reputation.machineRecordsChangedSince(changed.readAt);
+    expect(beats.records).toEqual([{ machineId: 'm-b', pool: 'cpu', heartbeats: { lastSequence: 8 }, hasTransitions: true }]);
+    expect((await reputation.machineRecordsChangedSince(beats.readAt)).records).toEqual([]);
+  });
+
+  it('makes a second replica changing the same machine wait for the first', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const first = reputation.transaction(async (tx) => {
+      await tx.lockMachineRecords(['m-lock'], ['m-lock']);
+      order.push('first locked');
+      await held;
+      await tx.writeMachineRecords([{ machineId: 'm-lock', pool: null, record: { n: 1 }, heartbeats: null, hasTransitions: false }]);
+      order.push('first wrote');
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const second = reputation.transaction(async (tx) => {
+      const [row] = await tx.lockMachineRecords(['m-lock'], ['m-lock']);
+      order.push(`second read n=${(row.record as { n?: number }).n}`);
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first locked', 'first wrote', 'second read n=1']);
   });
 });

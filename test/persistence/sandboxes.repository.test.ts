@@ -64,6 +64,20 @@ describe('SandboxesRepository', () => {
     expect(await sandboxes.listOfWorkspace(s.workspaceId, false, 10)).toHaveLength(1);
   });
 
+  it('makes a port public under one token, found by it only while the sandbox runs', async () => {
+    const s = await placed(await machine());
+    expect(await sandboxes.makePortPublic(s.id, 8000, 'token-a')).toBeUndefined(); // still placing
+    await sandboxes.markRunning(s.id);
+    expect(await sandboxes.makePortPublic(s.id, 8000, 'token-a')).toEqual({ 'token-a': 8000 });
+    // The same port again keeps its first token; another port gets its own.
+    expect(await sandboxes.makePortPublic(s.id, 8000, 'token-b')).toEqual({ 'token-a': 8000 });
+    expect(await sandboxes.makePortPublic(s.id, 9000, 'token-c')).toEqual({ 'token-a': 8000, 'token-c': 9000 });
+    expect(await sandboxes.findByPublicToken('token-c')).toMatchObject({ id: s.id, publicPorts: { 'token-a': 8000, 'token-c': 9000 } });
+    expect(await sandboxes.findByPublicToken('token-b')).toBeUndefined();
+    await sandboxes.end(s.id, 'terminated', 'deleted');
+    expect(await sandboxes.findByPublicToken('token-a')).toBeUndefined();
+  });
+
   it('ends those past their lifetime or idle timeout, and those on an offline or removed machine, once each', async () => {
     const ready = await machine();
     const offline = await machine('offline');

@@ -70,6 +70,26 @@ describe('TasksRepository', () => {
       expect(await db.getRepository(Task).countBy({ deploymentId: own })).toBe(2);
     });
 
+    it('saves submits arriving together in one statement, each deployment taking new tasks in order while they fit under its maxPending', async () => {
+      const [a, b] = [await ownDeployment(), await ownDeployment()];
+      await tasks.createPending(newTask({ deploymentId: a }), 3);
+      const submits = [a, a, b, a, b, a].map((deploymentId) => newTask({ deploymentId, payload: { deploymentId } }));
+      const saved = await Promise.all(submits.map((t) => tasks.createPending(t, 3)));
+      expect(saved.map((s) => s?.id)).toEqual([submits[0].id, submits[1].id, submits[2].id, undefined, submits[4].id, undefined]);
+      expect(saved[4]).toMatchObject({ deploymentId: b, payload: { deploymentId: b } });
+      expect(await db.getRepository(Task).countBy({ deploymentId: a })).toBe(3);
+      expect(await db.getRepository(Task).countBy({ deploymentId: b })).toBe(2);
+    });
+
+    it('saves the good submits of a statement one of them breaks, and refuses only that one', async () => {
+      const own = await ownDeployment();
+      const good = newTask({ deploymentId: own });
+      const gone = newTask({ deploymentId: randomUUID() });
+      const [saved, refused] = await Promise.allSettled([tasks.createPending(good, 10), tasks.createPending(gone, 10)]);
+      expect(saved).toMatchObject({ status: 'fulfilled', value: { id: good.id } });
+      expect(refused.status).toBe('rejected');
+    });
+
     it('records where TASKS stored a task once', async () => {
       const t = await tasks.createPending(newTask(), 1000);
       expect(await tasks.markEnqueued(t!.id, 41)).toBe(true);
@@ -214,9 +234,14 @@ describe('TasksRepository', () => {
       expect(await completion('{"never": "given"}', 'm-1')).toBeUndefined();
       await start(t.id, 1);
       expect(await completion('{"not": "holder"}', 'm-2')).toBeUndefined();
+      // The task as it now is, as its waiters answer it: no read after this write.
       expect(await completion('{"first": true}', 'm-1')).toEqual({
+        ...(await tasks.findInWorkspace(t.id, workspaceId, true)),
         workspaceId,
         deploymentId: t.deploymentId,
+        deploymentName: 'queue',
+        state: 'COMPLETE',
+        result: { first: true },
         machineId: 'm-1',
         containerId: 'c-1',
         startedAt: expect.any(Date),

@@ -80,6 +80,28 @@ describe('UsageRepository', () => {
       });
     });
 
+    it('records many attempts in one statement as one by one, and refuses a statement naming an attempt twice', async () => {
+      const [a, b] = [attempt(`t-${randomUUID()}`), { ...attempt(`t-${randomUUID()}`), containerId: null }];
+      await usage.recordTasksStarted([
+        { attempt: a, startedAt: '2026-01-01T00:00:00Z' },
+        { attempt: b, startedAt: '2026-01-01T00:00:01Z' },
+      ]);
+      const end = { outcome: 'completed' as const, cause: null, durationMs: 1500, endedAt: '2026-01-01T00:00:02Z' };
+      await usage.recordTasksFinished([
+        { attempt: a, end },
+        { attempt: b, end: { ...end, outcome: 'failed', cause: 'timeout' } },
+      ]);
+      expect(await task(a.taskId)).toMatchObject({ outcome: 'completed', durationMs: 1500, startedAt: new Date('2026-01-01T00:00:00Z') });
+      expect(await task(b.taskId)).toMatchObject({ outcome: 'failed', cause: 'timeout', containerId: null, machineId: 'm-1' });
+      // The ledger writes such a batch again one by one (GroupCommit).
+      await expect(
+        usage.recordTasksFinished([
+          { attempt: a, end },
+          { attempt: a, end },
+        ]),
+      ).rejects.toThrow(/cannot affect row a second time/);
+    });
+
     it('merges two reports of the same outcome to the longest duration and latest end', async () => {
       const a = attempt(`t-${randomUUID()}`);
       await usage.recordTaskFinished(a, { outcome: 'failed', cause: 'handler', durationMs: 100, endedAt: '2026-01-01T00:00:05Z' });

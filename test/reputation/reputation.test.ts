@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { REPUTATION_SCORE, type ReputationScoreChanged } from '#tern/contracts';
-import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { connectNats, LEASE_RENEW_MS, LEASE_TTL_MS, Messaging, Namespace } from '#tern/messaging';
 import { DEFAULT_PARAMS, neutral } from '#tern/reputation';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
@@ -203,9 +203,71 @@ describe('reputation service', () => {
       return e && e.score < before.score - 0.01 ? e : undefined;
     });
     expect(after.components.taskSuccess).toBeLessThan(before.components.taskSuccess);
-    const r = await record('m-bad');
+    // The ready may be seen before its start command is stored (they travel on separate consumers): it is asked again.
+    const r = await waitFor('the missed start counted', async () => {
+      const stored = await record('m-bad');
+      return Math.round(stored.starts['dep-model'].attempts.v) === 2 ? stored : undefined;
+    });
     expect(Math.round(r.tasks['dep-model'].attempts.v)).toBe(30);
     expect(Math.round(r.tasks['dep-model'].shared.v)).toBe(20);
     expect(Math.round(r.starts['dep-model'].attempts.v)).toBe(2);
   });
+
+  it('shares the events between two replicas, counting each once, and hands scoring over after a kill -9', async () => {
+    const port = await freePort();
+    const second = new ServiceProcess(
+      'reputation',
+      testEnv(schema, ns.name, { HTTP_PORT: String(port), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' }),
+    ).start();
+    try {
+      await second.ready();
+      await events.joined('m-pair', 'default', new Date(Date.now() - 3600_000));
+      const pair = await events.containerReady('m-pair', 'dep-pair');
+      await events.tasks('m-pair', 'dep-pair', pair, 200, 4);
+      for (let sequence = 1; sequence <= 30; sequence++) await events.heartbeat('m-pair', 'default', sequence);
+      const stored = await waitFor('every task of the pair counted', async () => {
+        const r = await record('m-pair');
+        return r && Math.round(r.tasks['dep-pair']?.attempts.v ?? 0) >= 200 ? r : undefined;
+      });
+      await new Promise((r) => setTimeout(r, 1000)); // a double count would land meanwhile
+      const r = await record('m-pair');
+      expect(Math.round(r.tasks['dep-pair'].attempts.v)).toBe(200);
+      expect(Math.round(r.starts['dep-pair'].attempts.v)).toBe(1);
+      expect(stored.heartbeats).toBeUndefined(); // kept in a column of their own
+      // Heartbeats travel on their own consumer, and come last.
+      await waitFor('the last beat stored', async () => {
+        const { rows } = await db.query(`SELECT heartbeats FROM reputation_machines WHERE machine_id = 'm-pair'`);
+        return rows[0]?.heartbeats?.lastSequence === 30;
+      });
+      // Both replicas handled some of them: the consumers are shared, not each replica's own.
+      const handled = async (p: number) => {
+        const text = await (await fetch(`http://127.0.0.1:${p}/metrics`)).text();
+        return Number(
+          /^tern_messages_settled_total\{[^}]*subject="TaskAttemptEnded"[^}]*outcome="ack"[^}]*\} (\S+)$/m.exec(text)?.[1] ?? 0,
+        );
+      };
+      const [first, other] = [await handled(httpPort), await handled(port)];
+      console.log(`task outcomes handled: ${first} by one replica, ${other} by the other`);
+      expect(first).toBeGreaterThan(0);
+      expect(other).toBeGreaterThan(0);
+
+      // Scoring: one lease holder; after its kill -9 the other scores within the lease's TTL and a renewal.
+      const leading = (p: ServiceProcess) => p.lines.some((l) => /leading: this replica scores/.test(l));
+      const [leader, follower] = leading(service) ? [service, second] : [second, service];
+      expect(leading(follower)).toBe(false);
+      const killedAt = Date.now();
+      await leader.kill('SIGKILL');
+      await follower.waitForLog(/leading: this replica scores/, LEASE_TTL_MS + LEASE_RENEW_MS + 2000);
+      const takeoverMs = Date.now() - killedAt;
+      console.log(`reputation scoring taken over ${takeoverMs} ms after a kill -9 of the lease holder`);
+      // A machine that joins now is scored by the survivor alone. Events the dead replica had
+      // pulled but not acknowledged come back after their ack wait (30 s).
+      expect(await reputationEntry(messaging, 'm-after')).toBeUndefined();
+      await events.joined('m-after', 'default', new Date());
+      await waitFor('the survivor scores a machine that joined after the kill', () => reputationEntry(messaging, 'm-after'), 45_000);
+    } finally {
+      await second.stop();
+      if (!service.running) await start();
+    }
+  }, 150_000);
 });

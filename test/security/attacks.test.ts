@@ -118,7 +118,7 @@ describe('a joined machine attacking the installation', () => {
 
   beforeAll(async () => {
     ns = gateway.namespace;
-    db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema }).initialize();
+    db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema, runMigrations: false }).initialize();
     containers = new ContainersRepository(db);
     meteringPort = await freePort();
     metering = new ServiceProcess('metering', testEnv(gateway.schema, ns, { HTTP_PORT: String(meteringPort) })).start();
@@ -178,8 +178,8 @@ describe('a joined machine attacking the installation', () => {
     expect(nc.isClosed()).toBe(false);
   });
 
-  it('cannot read the object stores (request bodies, results, code) nor the stored events', async () => {
-    for (const store of ['bodies', 'results', 'code']) {
+  it('cannot read the object stores (request bodies, results, code, volume chunks) nor the stored events', async () => {
+    for (const store of ['bodies', 'results', 'code', 'volume-chunks']) {
       await refusedPub(`$JS.API.STREAM.INFO.OBJ_${ns}_${store}`, '');
       await refusedPub(`$JS.API.CONSUMER.CREATE.OBJ_${ns}_${store}`);
       await refusedPub(`$JS.API.STREAM.MSG.GET.OBJ_${ns}_${store}`);

@@ -72,19 +72,19 @@ export class RemoteSite {
       s.setTimeout(2000, () => { console.log('ETIMEDOUT'); process.exit(0); });
       s.on('connect', () => { console.log('open'); process.exit(0); });
       s.on('error', (e) => { console.log(e.code); process.exit(0); });`;
-    return (await this.run(process.execPath, ['-e', program])).stdout.trim();
+    return String((await this.run(process.execPath, ['-e', program])).stdout).trim();
   }
 
   /** The site's routes (main table), IPv4 and IPv6, one line each. */
   async routes(): Promise<string[]> {
-    const v4 = (await this.run('ip', ['-4', 'route', 'show'])).stdout;
-    const v6 = (await this.run('ip', ['-6', 'route', 'show'])).stdout;
+    const v4 = String((await this.run('ip', ['-4', 'route', 'show'])).stdout);
+    const v6 = String((await this.run('ip', ['-6', 'route', 'show'])).stdout);
     return `${v4}\n${v6}`.split('\n').filter((l) => l.trim());
   }
 
   /** The local address:port of every listening TCP and UDP socket inside the site. */
   async listeners(): Promise<string[]> {
-    const out = (await this.run('ss', ['-Hltnu'])).stdout;
+    const out = String((await this.run('ss', ['-Hltnu'])).stdout);
     return out
       .split('\n')
       .filter((l) => l.trim())

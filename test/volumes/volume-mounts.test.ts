@@ -1,7 +1,11 @@
-import { readdirSync, statSync } from 'node:fs';
-import { execFile } from 'node:child_process';
+import { createReadStream, createWriteStream, readdirSync, statSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
@@ -17,18 +21,22 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { ContainersRepository, createDataSource } from '#tern/persistence';
 import type { DataSource } from 'typeorm';
 import { ADMIN, AgentProcess, removeStateDir, tempStateDir } from '../agent/harness.js';
-import { client } from '../machines/harness.js';
+import { client, tern } from '../machines/harness.js';
 import { runningGateway } from '../support/gateway.js';
 import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { generated, memoryOf } from '../support/volume-bytes.js';
+import { digestOf, generated, memoryOf, sampleMemory } from '../support/volume-bytes.js';
 
 const MiB = 2 ** 20;
 
 const execFileAsync = promisify(execFile);
 
-/** Writes WRITE's `path=text;…`, prints READ's files, commits through its agent socket with COMMIT, serves /health, exits after LIFETIME seconds. */
+/**
+ * Writes WRITE's `path=text;…`, makes LINK's `path=target;…` links and MKDIR's directories, prints
+ * HASH's sha256 and READ's files, overwrites the start of PATCH's `path=text` files, commits through
+ * its agent socket with COMMIT, serves /health, exits after LIFETIME seconds.
+ */
 const PROGRAM = `
 import os, threading, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -36,6 +44,11 @@ for spec in filter(None, os.environ.get("WRITE", "").split(";")):
     path, text = spec.split("=", 1)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     open(path, "w").write(text)
+for spec in filter(None, os.environ.get("LINK", "").split(";")):
+    path, target = spec.split("=", 1)
+    os.symlink(target, path)
+for path in filter(None, os.environ.get("MKDIR", "").split(";")):
+    os.makedirs(path, exist_ok=True)
 for path in filter(None, os.environ.get("HASH", "").split(";")):
     import hashlib
     digest = hashlib.sha256()
@@ -43,6 +56,10 @@ for path in filter(None, os.environ.get("HASH", "").split(";")):
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     print("sha256 " + path + ": " + digest.hexdigest(), flush=True)
+for spec in filter(None, os.environ.get("PATCH", "").split(";")):
+    path, text = spec.split("=", 1)
+    with open(path, "r+b") as f:
+        f.write(text.encode())
 for path in filter(None, os.environ.get("READ", "").split(";")):
     print("read " + path + ": " + open(path, "rb").read().decode("latin1")[:64], flush=True)
 if os.environ.get("COMMIT"):
@@ -87,6 +104,30 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
   const events: { kind: string; data: Record<string, unknown> }[] = [];
   const logs: ContainerLogLine[] = [];
   const machineOf = { A: 'vol-machine-a', B: 'vol-machine-b' };
+
+  let scratch: string;
+
+  /** The CLI as a user runs it, its resident memory sampled while it runs. */
+  const ternSampled = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; peak: number }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['bin/tern.js', ...args], {
+        env: {
+          PATH: process.env.PATH,
+          HOME: '/nonexistent',
+          TERN_CONFIG: '/nonexistent/config.json',
+          TERN_GATEWAY: gateway.base,
+          TERN_TOKEN: ADMIN,
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const memory = sampleMemory(child.pid!, 100);
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.on('error', reject);
+      child.on('exit', (code) => {
+        memory.stop().then((peak) => resolve({ code: code ?? 1, stdout, peak }), reject);
+      });
+    });
 
   const kinds = (containerId: string) => events.filter((e) => e.data.containerId === containerId).map((e) => e.kind);
   const linesOf = (containerId: string) => logs.filter((l) => l.containerId === containerId).map((l) => l.line);
@@ -158,6 +199,7 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
   };
 
   beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'tern-volume-mounts-'));
     db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema, runMigrations: false }).initialize();
     containers = new ContainersRepository(db);
     workspaceId = (await call('GET', '/api/v1/workspace', ADMIN)).body.id as string;
@@ -196,6 +238,7 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
     await nc?.close();
     await db?.destroy();
     for (const a of Object.values(agents)) if (a) removeStateDir(a.stateDir);
+    if (scratch) await rm(scratch, { recursive: true, force: true });
   });
 
   it('what a container on machine A writes and commits on stop, a container on machine B reads', async () => {
@@ -234,6 +277,10 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
     expect(String(await fileOf('data', 'shared.txt'))).toBe('from B');
     const report = await agents.B.waitForLog(/commit of volume data from container c-b-both overwrote/, 10_000);
     expect(report.msg).toMatch(/: shared\.txt$/);
+    // The stop's commit report, where the container's owner reads (tern logs).
+    expect(linesOf('c-b-both')).toContain(
+      "tern: commit of volume data on stop overwrote files others changed since this container's base: shared.txt",
+    );
     expect(agents.A.records().some((r) => /from container c-a-both overwrote/.test(String(r.msg)))).toBe(false);
   }, 240_000);
 
@@ -249,15 +296,16 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
         .find((l) => l.startsWith('commit: '))!
         .slice('commit: '.length),
     );
-    expect(fromInside.volumes.data).toMatchObject({ written: 1, removed: 0, overwritten: [] });
+    expect(fromInside.volumes.data).toMatchObject({ outcome: 'committed', written: 1, removed: 0, overwritten: [], skipped: [] });
     expect(String(await fileOf('data', 'live.txt'))).toBe('committed while running');
 
     // The runners' clients, against the same socket (as a handler calls them).
     const socket = join(agents.A.stateDir, 'volumes', 'sockets', 'c-a-live', 'agent.sock');
     const python = await execFileAsync('python3', ['-c', 'import json, tern; print(json.dumps(tern.volume.commit()))'], {
-      env: { ...process.env, PYTHONPATH: 'runners/python', TERN_AGENT_SOCKET: socket },
+      env: { ...process.env, PYTHONPATH: 'sdk/python', TERN_AGENT_SOCKET: socket },
     });
-    expect(JSON.parse(python.stdout)).toEqual({ volumes: { data: 'unchanged' } });
+    const unchanged = { outcome: 'unchanged', overwritten: [], skipped: [] };
+    expect(JSON.parse(python.stdout)).toEqual({ volumes: { data: unchanged } });
     const node = await execFileAsync(
       process.execPath,
       [
@@ -267,13 +315,113 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
       ],
       { env: { ...process.env, TERN_AGENT_SOCKET: socket } },
     );
-    expect(JSON.parse(node.stdout)).toEqual({ volumes: { data: 'unchanged' } });
+    expect(JSON.parse(node.stdout)).toEqual({ volumes: { data: unchanged } });
     const missing = await execFileAsync('python3', ['-c', 'import tern; tern.volume.commit("models")'], {
-      env: { ...process.env, PYTHONPATH: 'runners/python', TERN_AGENT_SOCKET: socket },
+      env: { ...process.env, PYTHONPATH: 'sdk/python', TERN_AGENT_SOCKET: socket },
     }).catch((e: { stderr: string }) => e);
     expect(missing.stderr).toMatch(/volume models is not mounted read-write in this container/);
     await stop('A', 'c-a-live');
   }, 240_000);
+
+  it('commits running containers through the API and the CLI, each with its report; keeps no links or empty directories', async () => {
+    const rw = [{ volume: 'data', mountPath: '/data', readOnly: false }];
+    await start('A', 'c-a-api', 'writer', rw, {
+      WRITE: '/data/api-a.txt=a;/data/api-shared.txt=from A',
+      LINK: '/data/api-link=/etc/passwd',
+      MKDIR: '/data/api-empty',
+      LIFETIME: '600',
+    });
+    await start('B', 'c-b-api', 'writer', rw, { WRITE: '/data/api-shared.txt=from B', LIFETIME: '600' });
+    await waitFor('both ready', async () => kinds('c-a-api').includes('ready') && kinds('c-b-api').includes('ready'), 90_000);
+
+    const committed = await call('POST', '/api/v1/volumes/data/commit', ADMIN);
+    expect(committed.status).toBe(200);
+    const report = (id: string) => (committed.body.containers as { containerId: string }[]).find((c) => c.containerId === id);
+    expect(report('c-a-api')).toEqual({
+      containerId: 'c-a-api',
+      outcome: 'committed',
+      version: expect.any(Number),
+      written: 2,
+      removed: 0,
+      overwritten: [],
+      skipped: [
+        'api-empty/: an empty directory (volumes keep files: put one in it to keep it)',
+        'api-link: a symbolic link (volumes keep regular files only; copy the file instead)',
+      ],
+    });
+    // Committed after A's (containers in id order): B's write of the same file wins and its report names it.
+    expect(report('c-b-api')).toMatchObject({ outcome: 'committed', written: 1, overwritten: ['api-shared.txt'], skipped: [] });
+    expect(committed.body.version).toBe((report('c-b-api') as unknown as { version: number }).version);
+    expect(String(await fileOf('data', 'api-a.txt'))).toBe('a');
+    expect(String(await fileOf('data', 'api-shared.txt'))).toBe('from B');
+    expect(await fileOf('data', 'api-link')).toBe(404);
+
+    // Nothing new: the CLI shows each container unchanged, and what A's copy holds that no volume keeps.
+    const cli = await tern(['volume', 'commit', 'data'], gateway.base, ADMIN);
+    expect(cli.stdout).toMatch(/^c-a-api: unchanged\n {2}left out api-empty\/: an empty directory/m);
+    expect(cli.stdout).toMatch(/^ {2}left out api-link: a symbolic link/m);
+    expect(cli.stdout).toMatch(/^c-b-api: unchanged$/m);
+
+    // Another workspace: the same 404 as a volume that does not exist; a name that is no name too.
+    const other = await call('POST', '/api/v1/workspaces', ADMIN, { name: 'vol-mount-other' });
+    expect(other.status).toBe(201);
+    expect((await call('POST', '/api/v1/volumes/data/commit', other.body.token as string)).status).toBe(404);
+    expect((await call('POST', '/api/v1/volumes/Not_A_Name/commit', ADMIN)).status).toBe(404);
+
+    await stop('A', 'c-a-api');
+    await stop('B', 'c-b-api');
+    expect(linesOf('c-a-api')).toContainEqual(
+      expect.stringMatching(/^tern: commit of volume data on stop left out api-empty\/: an empty directory/),
+    );
+  }, 240_000);
+
+  it(`round-trips a large file through tern volume put, a read-write mount and tern volume get, each process's memory bounded`, async () => {
+    const size = Number(process.env.VOLUME_TEST_HUGE_MIB ?? 2048) * MiB;
+    const local = join(scratch, 'huge.bin');
+    await pipeline(Readable.fromWeb(generated(size, 'huge') as never), createWriteStream(local));
+    const patch = 'patched by the container';
+    expect((await call('POST', '/api/v1/volumes', ADMIN, { name: 'huge' })).status).toBe(201);
+    await deploy('huge-writer', [{ name: 'huge', mount_path: '/huge' }]);
+    const agent = sampleMemory(agents.A.pid!);
+    const gatewayBefore = await memoryOf(gateway.process.pid!);
+
+    const began = Date.now();
+    const put = await ternSampled(['volume', 'put', 'huge', local, 'weights.bin']);
+    expect(put.stdout).toMatch(/^weights\.bin: [\d.]+ [MG]iB written to huge \(version 1\)$/m);
+    const putSeconds = (Date.now() - began) / 1000;
+
+    const mounted = Date.now();
+    // The container patches its copy; the stop commits it (the agent reads and uploads every chunk again).
+    await start('A', 'c-a-huge', 'huge-writer', [{ volume: 'huge', mountPath: '/huge', readOnly: false }], {
+      PATCH: `/huge/weights.bin=${patch}`,
+      LIFETIME: '1',
+    });
+    await waitFor('c-a-huge stopped', async () => kinds('c-a-huge').includes('stopped'), 1_200_000);
+    const mountSeconds = (Date.now() - mounted) / 1000;
+    expect(kinds('c-a-huge')).not.toContain('failed');
+
+    const back = join(scratch, 'huge-back.bin');
+    const gotAt = Date.now();
+    const got = await ternSampled(['volume', 'get', 'huge', 'weights.bin', back]);
+    expect(got.code).toBe(0);
+    const getSeconds = (Date.now() - gotAt) / 1000;
+    const agentPeak = await agent.stop();
+    const gatewayAfter = await memoryOf(gateway.process.pid!);
+    // What comes back is what the container saw through its mount and left: the file with its first bytes patched.
+    expect(await digestOf(Readable.toWeb(createReadStream(back)) as ReadableStream<Uint8Array>)).toBe(
+      await digestOf(generated(size, 'huge', Buffer.from(patch))),
+    );
+    await rm(local, { force: true });
+    await rm(back, { force: true });
+    process.stdout.write(
+      `volumes: ${size / MiB} MiB — put ${putSeconds.toFixed(1)} s, mount + patch + commit on stop ${mountSeconds.toFixed(1)} s, get ${getSeconds.toFixed(1)} s; RSS peaks: agent ${Math.round(agentPeak / MiB)} MiB, CLI put ${Math.round(put.peak / MiB)} MiB, CLI get ${Math.round(got.peak / MiB)} MiB, gateway ${Math.round(gatewayBefore.peak / MiB)} → ${Math.round(gatewayAfter.peak / MiB)} MiB\n`,
+    );
+    expect(agentPeak).toBeLessThan(300 * MiB);
+    expect(put.peak).toBeLessThan(300 * MiB);
+    expect(got.peak).toBeLessThan(300 * MiB);
+    expect(gatewayAfter.peak - Math.max(gatewayBefore.peak, gatewayBefore.now)).toBeLessThan(150 * MiB);
+    expect((await call('DELETE', '/api/v1/volumes/huge', ADMIN)).status).toBe(204);
+  }, 1_800_000);
 
   it('mounts a read-only volume from the chunk cache: a second container on the machine downloads nothing', async () => {
     const chunksDir = join(agents.B.stateDir, 'volumes', 'chunks');

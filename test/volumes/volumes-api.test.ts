@@ -162,6 +162,38 @@ describe('volumes API', () => {
     expect(await mine.text()).toBe('a secret');
   });
 
+  it('refuses a deployment that mounts a volume the workspace lacks, or mounts one where no volume can go', async () => {
+    const deploy = (token: string, volumes: unknown[]) =>
+      call('POST', '/api/v1/deployments', token, { name: 'mounts', kind: 'endpoint', command: ['python3', '-c', 'pass'], volumes });
+    // A's "paths" is not B's to mount: the same answer as a volume nobody has.
+    for (const name of ['nobodys', 'paths']) {
+      const res = await deploy(tokens.b, [{ name, path: '/data' }]);
+      expect(res.status).toBe(400);
+      expect(String(res.body.message)).toMatch(
+        new RegExp(`volume ${name} not found in workspace "vol-b": create it first \\(tern volume create ${name}\\)`),
+      );
+    }
+    expect((await call('POST', '/api/v1/volumes', tokens.b, { name: 'mine' })).status).toBe(201);
+    for (const [volumes, fix] of [
+      [[{ name: 'mine', path: '/' }], /not its root/],
+      [[{ name: 'mine', path: '/a/../etc' }], /without "\." or "\.\." segments/],
+      [[{ name: 'mine', path: 'relative' }], /must be an absolute path/],
+      [[{ name: 'mine', path: '/a', read_only: 'yes' }], /read_only must be true or false/],
+      [
+        [
+          { name: 'mine', path: '/a' },
+          { name: 'mine', path: '/b' },
+        ],
+        /a second time: mount it once/,
+      ],
+    ] as const) {
+      const res = await deploy(tokens.b, [...volumes]);
+      expect(res.status).toBe(400);
+      expect(String(res.body.message)).toMatch(fix);
+    }
+    expect((await deploy(tokens.b, [{ name: 'mine', path: '/data', mode: 'ro' }])).status).toBe(201);
+  });
+
   it(`streams a file much larger than a chunk through put and get with the gateway's memory bounded`, async () => {
     const size = BIG_BYTES;
     expect(size).toBeGreaterThan(50 * VOLUME_CHUNK_BYTES);

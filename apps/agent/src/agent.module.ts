@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { type TernConfig } from '#tern/config';
 import { CoreModule } from '#tern/service';
 import { AGENT_CONTEXT, type AgentContext } from './agent-context.js';
+import { ImageBuilds } from './builds/image-builds.js';
 import { ContainerCommandsController } from './containers/container-commands.controller.js';
 import { containerRuntimeProvider } from './containers/container-runtime.provider.js';
 import { ContainersService } from './containers/containers.service.js';
@@ -14,6 +15,7 @@ import { RegistrationWatch } from './registration/registration-watch.js';
 import { SandboxCommandsController } from './sandboxes/sandbox-commands.controller.js';
 import { SandboxesService } from './sandboxes/sandboxes.service.js';
 import { TaskDispatcher } from './tasks/task-dispatcher.js';
+import { VolumeCommandsController } from './volumes/volume-commands.controller.js';
 
 /** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */
 @Module({})
@@ -29,12 +31,13 @@ export class AgentModule {
           presence: { machineId: ctx.registration.machineId, pool: ctx.registration.pool },
         }),
       ],
-      controllers: [ContainerCommandsController, SandboxCommandsController],
+      controllers: [ContainerCommandsController, SandboxCommandsController, VolumeCommandsController],
       providers: [
         { provide: AGENT_CONTEXT, useValue: ctx },
         NatsLink,
         containerRuntimeProvider,
         InvokeRoutes,
+        ImageBuilds,
         TaskDispatcher,
         SandboxesService,
         ContainersService,

@@ -63,24 +63,28 @@ program
   .option('--pool <pool>', 'pool to join', 'default')
   .option('--machine-id <id>', 'machine id (default: the one the token names, or one derived from the host name)')
   .option('--ca <file>', "CA certificate (PEM) to pin for the gateway's HTTPS and NATS's TLS (kept as <state dir>/ca.pem)")
+  .option('--builder', "this machine builds images from deployments' image specs (needs runc, umoci, skopeo, outbound network)")
   .option(...stateDirOption)
-  .action((opts: { gateway: string; token: string; pool: string; machineId?: string; ca?: string; stateDir?: string }) => {
-    const stateDir = opts.stateDir ?? stateDirOf(program.opts());
-    const problem = opts.ca ? caProblem(opts.ca) : undefined;
-    if (problem) throw new AgentConfigError([`--ca: ${problem}`]);
-    const config = validateConfig(
-      {
-        gateway: opts.gateway,
-        token: opts.token,
-        pool: opts.pool,
-        ...(opts.machineId ? { machineId: opts.machineId } : {}),
-        ...(opts.ca ? { ca: keepCa(stateDir, opts.ca) } : {}),
-      },
-      'init',
-    );
-    const path = writeConfigFile(stateDir, config);
-    process.stdout.write(`wrote ${path}\nstart the agent with: tern-agent${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
-  });
+  .action(
+    (opts: { gateway: string; token: string; pool: string; machineId?: string; ca?: string; builder?: boolean; stateDir?: string }) => {
+      const stateDir = opts.stateDir ?? stateDirOf(program.opts());
+      const problem = opts.ca ? caProblem(opts.ca) : undefined;
+      if (problem) throw new AgentConfigError([`--ca: ${problem}`]);
+      const config = validateConfig(
+        {
+          gateway: opts.gateway,
+          token: opts.token,
+          pool: opts.pool,
+          ...(opts.machineId ? { machineId: opts.machineId } : {}),
+          ...(opts.ca ? { ca: keepCa(stateDir, opts.ca) } : {}),
+          ...(opts.builder ? { builder: 'true' } : {}),
+        },
+        'init',
+      );
+      const path = writeConfigFile(stateDir, config);
+      process.stdout.write(`wrote ${path}\nstart the agent with: tern-agent${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
+    },
+  );
 
 program
   .command('rotate-token')

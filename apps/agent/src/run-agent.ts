@@ -271,6 +271,8 @@ export async function runAgent(options: { stateDir?: string } = {}): Promise<voi
       nats: {
         servers: answer.nats.servers,
         namespace: answer.nats.namespace,
+        // An agent declares nothing on NATS: the control plane's count applies.
+        replicas: base.nats.replicas,
         user: answer.nats.user,
         pass: answer.nats.pass,
         token: answer.nats.token,

@@ -17,6 +17,7 @@ import { statusCommand } from './commands/status.js';
 import { taskCommand } from './commands/task.js';
 import { tokenCommand } from './commands/token.js';
 import { usageCommand } from './commands/usage.js';
+import { secretCommand } from './commands/secret.js';
 import { volumeCommand } from './commands/volume.js';
 
 const program = new Command('tern')
@@ -39,7 +40,8 @@ const program = new Command('tern')
   .addCommand(natsCommand())
   .addCommand(usageCommand())
   .addCommand(sandboxCommand())
-  .addCommand(volumeCommand());
+  .addCommand(volumeCommand())
+  .addCommand(secretCommand());
 
 try {
   await program.parseAsync(process.argv);

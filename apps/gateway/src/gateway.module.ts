@@ -11,6 +11,7 @@ import { EndpointsModule } from './endpoints/endpoints.module.js';
 import { SystemHealthModule } from './health/system-health.module.js';
 import { MachineRegistrationModule } from './machine-registration/machine-registration.module.js';
 import { MachinesModule } from './machines/machines.module.js';
+import { RegistryTokensModule } from './registry-tokens/registry-tokens.module.js';
 import { PoolsModule } from './pools/pools.module.js';
 import { NatsUsersModule } from './nats-users/nats-users.module.js';
 import { NetworkTestModule } from './network-test/network-test.module.js';
@@ -18,6 +19,7 @@ import { ObjectStoresDeclaration } from './object-stores.js';
 import { FunctionsModule } from './functions/functions.module.js';
 import { MapsModule } from './maps/maps.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
+import { SecretsModule } from './secrets/secrets.module.js';
 import { SandboxesModule } from './sandboxes/sandboxes.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 import { UsageModule } from './usage/usage.module.js';
@@ -41,6 +43,8 @@ export class GatewayModule {
         MachinesModule,
         MachineRegistrationModule,
         CodeModule,
+        RegistryTokensModule,
+        SecretsModule,
         DeploymentsModule,
         EndpointsModule,
         TasksModule,

@@ -1,6 +1,7 @@
 import { type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { TERN_VERSION } from '#tern/config';
+import { documentEndpointsRoute } from './endpoints/endpoints.route.js';
 
 /** OpenAPI document at /docs-json, browsable at /docs. */
 export function configureOpenApi(app: NestFastifyApplication): void {
@@ -14,5 +15,6 @@ export function configureOpenApi(app: NestFastifyApplication): void {
       .addSecurityRequirements('bearer')
       .build(),
   );
+  documentEndpointsRoute(document);
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
 }

@@ -60,6 +60,36 @@ describe('loadConfig', () => {
     }
   });
 
+  it('takes registry token auth when the key file is set, with defaults, and static users otherwise', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tern-config-'));
+    try {
+      const key = join(dir, 'token-key.pem');
+      writeFileSync(key, 'pem');
+      const url = 'http://127.0.0.1:5000';
+      expect(
+        loadConfig('gateway', { REGISTRY_URL: url, REGISTRY_TOKEN_KEY_FILE: key, REGISTRY_BUILDER_POOLS: 'build, gpu-build' }).registry,
+      ).toEqual({
+        url,
+        host: '127.0.0.1:5000',
+        insecure: true,
+        token: { keyFile: key, service: 'tern-registry', issuer: 'tern', ttlSeconds: 300, builderPools: ['build', 'gpu-build'] },
+      });
+      const fixed = loadConfig('gateway', { REGISTRY_URL: url, REGISTRY_PULL_USERNAME: 'p', REGISTRY_PULL_PASSWORD: 'x' }).registry;
+      expect(fixed).toEqual({ url, host: '127.0.0.1:5000', insecure: true, pull: { username: 'p', password: 'x' } });
+      expect(() => loadConfig('gateway', { REGISTRY_URL: url, REGISTRY_TOKEN_TTL_SECONDS: '5' })).toThrow('must be at least 30');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('takes a SECRETS_KEY of 32 bytes in base64 only', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(loadConfig('gateway', { SECRETS_KEY: key }).secretsKey).toBe(key);
+    expect(loadConfig('gateway', {}).secretsKey).toBeUndefined();
+    for (const bad of ['change-me', Buffer.alloc(16).toString('base64'), Buffer.alloc(33).toString('base64')])
+      expect(() => loadConfig('gateway', { SECRETS_KEY: bad })).toThrow('SECRETS_KEY must be 32 random bytes in base64');
+  });
+
   it('gives every variable a description', () => {
     for (const v of VARIABLES) expect(v.description.length).toBeGreaterThan(10);
   });

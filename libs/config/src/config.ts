@@ -7,6 +7,8 @@ export interface TernConfig {
   readonly nats: {
     readonly servers: string[];
     readonly namespace: string;
+    /** NATS_REPLICAS: copies of every stream, KV bucket and object store the control plane declares. */
+    readonly replicas: number;
     readonly user?: string;
     readonly pass?: string;
     readonly token?: string;
@@ -37,6 +39,8 @@ export interface TernConfig {
     readonly heartbeatIntervalSeconds: number;
     readonly heartbeatTtlSeconds: number;
   };
+  /** SECRETS_KEY: seals workspace secrets at rest (base64 of 32 bytes); absent: no secrets. */
+  readonly secretsKey?: string;
   /** The image registry (REGISTRY_URL) and its users; absent: deployments run the host image only. */
   readonly registry?: {
     readonly url: string;
@@ -46,6 +50,15 @@ export interface TernConfig {
     readonly insecure: boolean;
     readonly pull?: { readonly username: string; readonly password: string };
     readonly push?: { readonly username: string; readonly password: string };
+    /** Token auth: the gateway signs the registry's tokens (REGISTRY_TOKEN_KEY_FILE set). */
+    readonly token?: {
+      readonly keyFile: string;
+      readonly service: string;
+      readonly issuer: string;
+      readonly ttlSeconds: number;
+      /** Pools whose machines may push builds. */
+      readonly builderPools: readonly string[];
+    };
   };
   readonly endpoints: { readonly bufferSize: number };
   readonly tasks: { readonly leaseWaitSeconds: number };
@@ -179,6 +192,8 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
   const schema = String(raw.DATABASE_SCHEMA ?? 'public');
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) problems.push(`DATABASE_SCHEMA=${JSON.stringify(schema)}: lower-case letters, digits and _ only`);
   problems.push(...placeholderProblems(raw));
+  if (typeof raw.SECRETS_KEY === 'string' && !/^[A-Za-z0-9+/]{43}=$/.test(raw.SECRETS_KEY))
+    problems.push('SECRETS_KEY must be 32 random bytes in base64: set it to a random secret, e.g. openssl rand -base64 32');
   for (const [cert, key] of [
     ['TLS_CERT_FILE', 'TLS_KEY_FILE'],
     ['NATS_TLS_CERT_FILE', 'NATS_TLS_KEY_FILE'],
@@ -195,6 +210,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     nats: {
       servers: splitList(String(raw.NATS_URL)),
       namespace,
+      replicas: Number(raw.NATS_REPLICAS ?? 1),
       user: raw.NATS_USER as string | undefined,
       pass: raw.NATS_PASSWORD as string | undefined,
       token: raw.NATS_TOKEN as string | undefined,
@@ -234,6 +250,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
       heartbeatIntervalSeconds: Number(raw.MACHINE_HEARTBEAT_INTERVAL_SECONDS ?? 10),
       heartbeatTtlSeconds: Number(raw.MACHINE_HEARTBEAT_TTL_SECONDS ?? 30),
     },
+    ...(raw.SECRETS_KEY ? { secretsKey: String(raw.SECRETS_KEY) } : {}),
     ...(raw.REGISTRY_URL ? { registry: registryConfig(raw) } : {}),
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
@@ -270,5 +287,16 @@ function registryConfig(raw: Record<string, unknown>): NonNullable<TernConfig['r
     insecure: url.protocol === 'http:',
     ...(pull ? { pull } : {}),
     ...(push ? { push } : {}),
+    ...(raw.REGISTRY_TOKEN_KEY_FILE
+      ? {
+          token: {
+            keyFile: String(raw.REGISTRY_TOKEN_KEY_FILE),
+            service: String(raw.REGISTRY_TOKEN_SERVICE),
+            issuer: String(raw.REGISTRY_TOKEN_ISSUER),
+            ttlSeconds: Number(raw.REGISTRY_TOKEN_TTL_SECONDS),
+            builderPools: splitList(String(raw.REGISTRY_BUILDER_POOLS ?? '')),
+          },
+        }
+      : {}),
   };
 }

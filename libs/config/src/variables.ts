@@ -43,6 +43,16 @@ export const VARIABLES = [
       'First token of every subject, stream, KV bucket and service name. Several Tern installations (or test runs) can share one NATS server under different namespaces.',
   },
   {
+    name: 'NATS_REPLICAS',
+    kind: 'int',
+    default: '1',
+    min: 1,
+    max: 5,
+    services: CONTROL_PLANE,
+    description:
+      'Copies JetStream keeps of every stream, KV bucket and object store the control plane declares: 1 on one NATS server, 3 in a cluster of three or more (a stream then survives the loss of one server). A stream declared with fewer is raised at the next start; KV buckets and object stores keep the count they were created with.',
+  },
+  {
     name: 'NATS_USER',
     kind: 'string',
     services: 'all',
@@ -236,6 +246,50 @@ export const VARIABLES = [
     description: 'Password of REGISTRY_PUSH_USERNAME.',
   },
   {
+    name: 'SECRETS_KEY',
+    kind: 'string',
+    services: ['gateway'],
+    description:
+      'Workspace secrets (tern secret set) are sealed at rest with this key: 32 bytes in base64 (openssl rand -base64 32). Unset: the secrets API answers 503. npm run up makes one in .tern/credentials.json.',
+  },
+  {
+    name: 'REGISTRY_TOKEN_KEY_FILE',
+    kind: 'file',
+    services: ['gateway'],
+    description:
+      "EC P-256 private key (PEM) the gateway signs registry tokens with: set, the gateway is the registry's token service (GET /api/v1/registry/token) and machines pull with their machine token instead of REGISTRY_PULL_*; the registry trusts the key's certificate (auth.token.rootcertbundle). npm run up sets it for its private registry.",
+  },
+  {
+    name: 'REGISTRY_TOKEN_SERVICE',
+    kind: 'string',
+    default: 'tern-registry',
+    services: ['gateway'],
+    description: "The registry's auth.token.service: the audience of the tokens the gateway signs.",
+  },
+  {
+    name: 'REGISTRY_TOKEN_ISSUER',
+    kind: 'string',
+    default: 'tern',
+    services: ['gateway'],
+    description: "The registry's auth.token.issuer: the issuer of the tokens the gateway signs.",
+  },
+  {
+    name: 'REGISTRY_TOKEN_TTL_SECONDS',
+    kind: 'int',
+    default: '300',
+    min: 30,
+    max: 3600,
+    services: ['gateway'],
+    description: 'How long a registry token lives (clients ask again for each pull or push that outlasts it).',
+  },
+  {
+    name: 'REGISTRY_BUILDER_POOLS',
+    kind: 'string',
+    services: ['gateway'],
+    description:
+      'Comma-separated pools whose machines build images: their registry tokens may push builds/*; every other machine may only pull the images of containers placed on it.',
+  },
+  {
     name: 'MACHINE_JOIN_TOKEN_TTL_SECONDS',
     kind: 'int',
     default: '86400',
@@ -387,6 +441,15 @@ export const VARIABLES = [
     services: ['agent'],
     description:
       "CA certificate (PEM) the agent pins for the gateway's HTTPS and NATS's TLS; overrides config.yaml (tern-agent init --ca).",
+  },
+  {
+    name: 'AGENT_BUILDER',
+    kind: 'enum',
+    default: 'false',
+    values: ['true', 'false'],
+    services: ['agent'],
+    description:
+      "true: the machine builds images from deployments' image specs (the gateway sends it builds with the registry's push user); overrides config.yaml (tern-agent init --builder). npm run up's agent is one.",
   },
   {
     name: 'AGENT_RUNTIME',

@@ -77,6 +77,13 @@ export const AUTOSCALER_LEADER_BUCKET: BucketSpec = {
     "A lease (key: leader; value: the holding replica id) so only one autoscaler replica publishes scale commands. Created if absent and refreshed every second with update(revision) by the holder; bucket-wide TTL of 5 s (NATS 2.9 has no per-key TTL), so a dead leader's lease lapses and another replica takes over.",
 };
 
+export const REPUTATION_LEADER_BUCKET: BucketSpec = {
+  name: 'reputation-leader',
+  owner: 'reputation',
+  description:
+    "A lease (key: leader; value: the holding replica id) so only one reputation replica scores: it recomputes every machine's score, appends the history and puts the `reputation` bucket. Every replica applies events to the records in Postgres. Kept like `autoscaler-leader`: 5 s bucket-wide TTL, renewed every second with update(revision).",
+};
+
 export const REPUTATION_BUCKET: BucketSpec = {
   name: 'reputation',
   owner: 'reputation',

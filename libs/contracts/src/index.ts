@@ -21,3 +21,4 @@ export * from './deployment/schedule.js';
 export * from './permissions.js';
 export * from './sandbox/sandbox-spec.js';
 export * from './volume/volumes.js';
+export * from './secret/secrets.js';

@@ -53,6 +53,7 @@ describe('describeFields', () => {
       'runningContainers',
       'agentVersion',
       'isolation',
+      'builder',
     ]);
     const byName = Object.fromEntries(fields.map((f) => [f.name, f]));
     expect(byName.sequence).toMatchObject({ type: 'integer', required: true, rules: ['≥ 0'] });

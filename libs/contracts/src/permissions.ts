@@ -1,6 +1,7 @@
 import { type Contract, type StreamName } from './contract.js';
 import {
   AUTOSCALER_LEADER_BUCKET,
+  REPUTATION_LEADER_BUCKET,
   type BucketSpec,
   BODIES_BUCKET,
   CODE_BUCKET,
@@ -16,6 +17,7 @@ import {
   AGENT_CONTAINER_STOP,
   AGENT_LOAD_REPORT,
   AGENT_TASK_CANCEL,
+  AGENT_VOLUME_COMMIT,
   CONTAINER_FAILED,
   CONTAINER_LOG_LINE,
   CONTAINER_READY,
@@ -26,9 +28,13 @@ import {
   INVOKE,
   AGENT_SANDBOX_CREATE,
   AGENT_SANDBOX_REMOVE,
+  AGENT_IMAGE_BUILD,
   SANDBOX_CALL,
   SANDBOX_ENDED,
   SANDBOX_STARTED,
+  SANDBOX_TUNNEL_IN,
+  SANDBOX_TUNNEL_OPEN,
+  SANDBOX_TUNNEL_OUT,
   LOAD_REPORT,
   MACHINE_DISCOVERED,
   MACHINE_HEARTBEAT,
@@ -112,9 +118,15 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(CONTAINER_STOPPED, ['agent'], ['scheduler', 'metering'], true),
   access(CONTAINER_LOG_LINE, ['agent'], ['gateway'], true),
   access(INVOKE, ['gateway'], ['agent'], true),
+  access(AGENT_VOLUME_COMMIT, ['gateway'], ['agent'], true),
   access(AGENT_SANDBOX_CREATE, ['gateway'], ['agent'], true),
   access(AGENT_SANDBOX_REMOVE, ['gateway'], ['agent'], true),
   access(SANDBOX_CALL, ['gateway'], ['agent'], true),
+  access(SANDBOX_TUNNEL_OPEN, ['gateway'], ['agent'], true),
+  access(SANDBOX_TUNNEL_IN, ['gateway'], ['agent'], true),
+  access(SANDBOX_TUNNEL_OUT, ['agent'], ['gateway'], true),
+  // Only the chosen builder hears a build (it carries the registry's push user).
+  access(AGENT_IMAGE_BUILD, ['gateway'], ['agent'], true),
   access(SANDBOX_STARTED, ['gateway'], ['metering', 'reputation']),
   access(SANDBOX_ENDED, ['gateway'], ['metering', 'reputation']),
   access(LOAD_REPORT, ['gateway'], ['autoscaler']),
@@ -175,6 +187,7 @@ export const BUCKET_ACCESS: readonly BucketAccess[] = [
   { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'autoscaler'] },
   { bucket: AUTOSCALER_LEADER_BUCKET, kind: 'kv', write: ['autoscaler'], read: ['autoscaler'] },
   { bucket: REPUTATION_BUCKET, kind: 'kv', write: ['reputation'], read: ['gateway', 'scheduler'] },
+  { bucket: REPUTATION_LEADER_BUCKET, kind: 'kv', write: ['reputation'], read: ['reputation'] },
   // Machines have no access to the object stores: they fetch code bundles and large request
   // bodies from the gateway and hand it large task results over HTTPS with their machine token
   // (AGENT_CODE_PATH, AGENT_BODIES_PATH, agentResultPath), which checks placement and leases.

@@ -11,3 +11,5 @@ export * from './messaging.module.js';
 export * from './invoke/index.js';
 export * from './tasks.js';
 export * from './kv-mirror.js';
+export * from './lease.js';
+export * from './tunnel.js';

@@ -33,7 +33,7 @@ export class MessagingModule implements OnApplicationShutdown {
           inject: [NATS_CONNECTION, TERN_CONFIG],
           // An agent is a machine's: it declares nothing, the control plane does.
           useFactory: (nc: NatsConnection, config: TernConfig) =>
-            new Messaging(nc, new Namespace(config.nats.namespace), inboxOf(config), config.service !== 'agent'),
+            new Messaging(nc, new Namespace(config.nats.namespace), inboxOf(config), config.service !== 'agent', config.nats.replicas),
         },
       ],
       exports: [NATS_CONNECTION, Messaging],

@@ -77,6 +77,8 @@ export class Messaging {
     /** The connection's inbox prefix (its NATS user may subscribe no other inbox). */
     readonly inboxPrefix = '_INBOX',
     readonly declares = true,
+    /** Copies of every stream, bucket and store this process declares (NATS_REPLICAS): 3 in a cluster. */
+    readonly replicas = 1,
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
@@ -217,15 +219,26 @@ export class Messaging {
       discard: DiscardPolicy.Old,
       max_age: spec.maxAgeSeconds * SECOND_NS,
       duplicate_window: spec.duplicateWindowSeconds * SECOND_NS,
-      num_replicas: 1,
+      num_replicas: this.replicas,
     };
     try {
       await jsm.streams.add(config);
     } catch (e) {
       if (!(e instanceof JetStreamApiError)) throw e;
       // Already there with other settings (an older version declared it): bring it up to date.
-      await jsm.streams.update(config.name, config);
+      await jsm.streams.update(config.name, config).catch((u: Error) => {
+        throw this.tooManyReplicas(spec.name, e) ?? this.tooManyReplicas(spec.name, u) ?? u;
+      });
     }
+  }
+
+  /** A server that cannot keep NATS_REPLICAS copies: an error that says what to set instead. */
+  private tooManyReplicas(stream: string, e: Error): Error | undefined {
+    if (this.replicas <= 1 || !/replica|cluster|insufficient/i.test(e.message)) return undefined;
+    return new Error(
+      `stream ${stream}: NATS cannot keep ${this.replicas} copies (${e.message}): NATS_REPLICAS=${this.replicas} needs a JetStream cluster of at least ${this.replicas} servers; use 1 on a single server`,
+      { cause: e },
+    );
   }
 
   async ensureStreams(names: StreamName[]): Promise<void> {
@@ -262,7 +275,9 @@ export class Messaging {
    */
   kv(spec: KvSpec): Promise<KV> {
     return this.openOnce(this.buckets, spec.name, (name) =>
-      this.declares ? this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1 }) : this.kvm.open(name),
+      this.declares
+        ? this.kvm.create(name, { ttl: spec.ttlMs ?? 0, history: spec.history ?? 1, replicas: this.replicas })
+        : this.kvm.open(name),
     );
   }
 
@@ -272,6 +287,7 @@ export class Messaging {
       this.declares
         ? new Objm(this.nc).create(name, {
             ttl: (spec.ttlMs ?? 0) * 1_000_000,
+            replicas: this.replicas,
             ...(spec.description ? { description: spec.description } : {}),
           })
         : new Objm(this.nc).open(name),

@@ -125,6 +125,26 @@ export interface ServerConfigOptions {
   serverName?: string;
   /** TLS required of every client, with this certificate and key (PEM files). */
   tls?: { certFile: string; keyFile: string };
+  /**
+   * A member of a cluster: its route port and the routes to the others (`nats-route://host:port`).
+   * Every member needs its own serverName, and the same cluster name.
+   */
+  cluster?: { name: string; port: number; routes: string[] };
+  /**
+   * The JetStream domain of this server's JetStream (the hub's, which leaf nodes name to reach
+   * it); unset: none.
+   */
+  jetStreamDomain?: string;
+  /** Accepts leaf nodes (remote sites' servers) on this port. */
+  leafPort?: number;
+  /**
+   * A leaf node: no JetStream of its own, one connection to the hub (any of `urls`) as a user of
+   * the Tern account from this .creds file. Its clients' messages reach the hub's streams (a
+   * heartbeat is stored and acknowledged as at the hub); the JetStream API itself ($JS.API.>,
+   * KV, object stores) the server does not carry across, as for any JetStream-enabled account
+   * whose leaf does not extend the hub's JetStream.
+   */
+  leafOf?: { urls: string[]; credsFile: string };
 }
 
 /**
@@ -139,7 +159,17 @@ export function serverConfig(inst: Installation, opts: ServerConfigOptions): str
     `server_name: ${q(opts.serverName ?? 'tern')}`,
     `host: ${q(opts.host)}`,
     `port: ${opts.port}`,
-    `jetstream: { store_dir: ${q(opts.storeDir)} }`,
+    ...(opts.leafOf
+      ? [
+          `leafnodes: { remotes: [ { urls: [${opts.leafOf.urls.map(q).join(', ')}], credentials: ${q(opts.leafOf.credsFile)}, account: ${q(inst.account.publicKey)} } ] }`,
+        ]
+      : [`jetstream: { store_dir: ${q(opts.storeDir)}${opts.jetStreamDomain ? `, domain: ${q(opts.jetStreamDomain)}` : ''} }`]),
+    ...(opts.cluster
+      ? [
+          `cluster: { name: ${q(opts.cluster.name)}, host: ${q(opts.host)}, port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map(q).join(', ')}] }`,
+        ]
+      : []),
+    ...(opts.leafPort ? [`leafnodes: { host: ${q(opts.host)}, port: ${opts.leafPort} }`] : []),
     // A user JWT with its permissions travels in the CONNECT line (the gateway's is ~11 KB).
     `max_control_line: ${MAX_CONTROL_LINE}`,
     ...(opts.tls ? [`tls: { cert_file: ${q(opts.tls.certFile)}, key_file: ${q(opts.tls.keyFile)} }`] : []),

@@ -7,3 +7,4 @@ export * from './hash-token.js';
 export * from './database-errors.js';
 export * from './query-rows.js';
 export * from './repositories/index.js';
+export * from './group-commit.js';

@@ -4,3 +4,4 @@ export * from './resources.js';
 export * from './usage.js';
 export * from './backoff.js';
 export * from './machine-views.js';
+export * from './place-many.js';

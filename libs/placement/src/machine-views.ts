@@ -28,9 +28,16 @@ export function machineViews(
   /** Machines where a container of the image being placed has started already (the control plane's record). */
   holdingImage: ReadonlySet<string> = new Set(),
 ): MachineView[] {
+  // Grouped once: a pool of 10,000 machines holding 50,000 containers is read per placement.
+  const heldBy = new Map<string, NonNullable<HeldOnMachine['requested']>[]>();
+  for (const h of held) {
+    const list = heldBy.get(h.machineId);
+    if (list) list.push(h.requested ?? {});
+    else heldBy.set(h.machineId, [h.requested ?? {}]);
+  }
   return rows.map((r) => {
     const capacity = capacityOf({ cpuThreads: r.cpuThreads, memoryBytes: r.memoryBytes, gpus: r.gpus });
-    const mine = held.filter((h) => h.machineId === r.id).map((h) => h.requested ?? {});
+    const mine = heldBy.get(r.id) ?? [];
     const used = usageOf(mine);
     // A container recorded from events alone has a GPU count but no indexes: count it against the lowest free ones.
     const unindexed = mine.reduce((n, h) => n + (h.gpuIndexes ? 0 : (h.gpuCount ?? 0)), 0);

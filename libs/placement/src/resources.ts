@@ -1,5 +1,22 @@
-import { gpuTypeMatches } from '#tern/contracts';
+import { gpuTypeMatches as matchesByWords } from '#tern/contracts';
 import type { MachineGpuView, MachineView, PlacementOptions, PlacementRequest } from './types.js';
+
+const matches = new Map<string, boolean>();
+
+/**
+ * gpuTypeMatches, remembered: placement asks it for every GPU of every machine, and a fleet has
+ * few models and requests few types. Forgotten wholesale past 10,000 pairs (types are user input).
+ */
+function gpuTypeMatches(model: string, type: string): boolean {
+  const key = `${model}\u0000${type}`;
+  let answer = matches.get(key);
+  if (answer === undefined) {
+    if (matches.size >= 10_000) matches.clear();
+    answer = matchesByWords(model, type);
+    matches.set(key, answer);
+  }
+  return answer;
+}
 
 /** Memory kept back for the system: the larger of the share and the floor, at most half the machine. */
 export function memoryHeadroom(memoryBytes: number, options: PlacementOptions): number {

@@ -25,15 +25,18 @@ const LATE_FACTOR = 1.5;
  * not come; a beat whose gap to the previous exceeds 1.5 intervals came late. A sequence that
  * goes back means the agent restarted: the gap across a restart is downtime, which uptime
  * judges, so it is not held against punctuality. A repeat (the same sequence, e.g. a
- * redelivery) is ignored. Keepalives (sequence 0) count as on time.
+ * redelivery) is ignored, and so is a beat that arrived before the last one counted.
+ * Keepalives (sequence 0) count as on time.
  */
 export function recordHeartbeat(h: HeartbeatRecord, sequence: number, arrival: number, params: ReputationParams): HeartbeatRecord {
   const hl = params.halfLifeMs;
   // A keepalive has no sequence of its own: counted on time, and it must not reset the agent's.
   if (sequence === 0) return { ...h, expected: addAt(h.expected, 1, arrival, hl), onTime: addAt(h.onTime, 1, arrival, hl) };
+  // Older than the beat counted last: delivered late (replicas share the consumer, so one may
+  // store a newer beat first), and a restart's first beat arrives after the last one anyway.
+  if (h.lastArrival !== null && arrival < h.lastArrival) return h;
   const restarted = h.lastSequence === null || sequence < h.lastSequence;
   if (!restarted && sequence === h.lastSequence) return h;
-  if (!restarted && h.lastArrival !== null && arrival < h.lastArrival) return h;
   let expected = 1;
   let onTime = 1;
   if (!restarted && h.lastArrival !== null) {

@@ -46,6 +46,25 @@ export function newMachineRecord(machineId: string, pool: string | null = null):
   };
 }
 
+/**
+ * A record as it is stored, put back together: the document (any field missing from an older
+ * one starts empty) and the heartbeats, which are kept apart so a beat rewrites only them.
+ */
+export function machineRecordOf(
+  machineId: string,
+  pool: string | null,
+  document: object | undefined,
+  heartbeats: object | null,
+): MachineRecord {
+  return {
+    ...newMachineRecord(machineId),
+    ...(document as Partial<MachineRecord>),
+    machineId,
+    pool,
+    heartbeats: (heartbeats as HeartbeatRecord | null) ?? EMPTY_HEARTBEATS,
+  };
+}
+
 /** Whether an event was counted already; remembers it if not. */
 export function firstSighting(r: MachineRecord, key: string): boolean {
   if (r.seen.includes(key)) return false;

@@ -70,6 +70,12 @@ describe('heartbeat punctuality', () => {
     const restarted = recordHeartbeat(h, 1, now, P);
     expect(restarted.onTime.v - h.onTime.v).toBeCloseTo(1, 1);
   });
+
+  it('ignores a beat that arrived before the last one counted, whatever its sequence', () => {
+    const h = beats([10_000, 10_000]);
+    expect(recordHeartbeat(h, 1, h.lastArrival! - 5000, P)).toBe(h);
+    expect(recordHeartbeat(h, 4, h.lastArrival! - 5000, P)).toBe(h);
+  });
 });
 
 describe('start latency and network', () => {

@@ -29,4 +29,13 @@ export { parseRegistryRef, pinnedRef, type RegistryRef } from './registry/regist
 export { skopeoCopy, resolveRegistryDigest, type RegistryAccess, type RegistryAccessList, type SkopeoOptions } from './registry/skopeo.js';
 export { pullRegistryImage, type RegistryPullOptions } from './registry/registry-pull.js';
 export { buildBaseImage, BASE_IMAGE_PACKAGES, type BaseImageOptions } from './registry/base-image.js';
-export { buildImage, buildSteps, layerKey, type BuildOptions, type BuildResult, type BuildStep } from './registry/image-builder.js';
+export {
+  buildImage,
+  buildSteps,
+  layerKey,
+  progressLine,
+  type BuildOptions,
+  type BuildProgress,
+  type BuildResult,
+  type BuildStep,
+} from './registry/image-builder.js';

@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { backoffMs, fireAndForget, sleep, Ticker } from './index.js';
+import { backoffMs, fireAndForget, mapLimit, sleep, Ticker } from './index.js';
 
 describe('backoffMs', () => {
   it('doubles from firstMs up to maxMs, and waits nothing before a failure', () => {
@@ -102,5 +102,20 @@ describe('fireAndForget', () => {
     await sleep(10);
     expect(logger.warn).toHaveBeenCalledWith('sending the report failed: no route');
     expect(logger.warn).toHaveBeenCalledWith('a thrown start failed: bad');
+  });
+});
+
+describe('mapLimit', () => {
+  it('keeps the order and never runs more than the limit at once', async () => {
+    let running = 0;
+    let most = 0;
+    const answers = await mapLimit([5, 1, 4, 2, 3], 2, async (n) => {
+      most = Math.max(most, ++running);
+      await new Promise((r) => setTimeout(r, n * 5));
+      running--;
+      return n * 10;
+    });
+    expect(answers).toEqual([50, 10, 40, 20, 30]);
+    expect(most).toBe(2);
   });
 });

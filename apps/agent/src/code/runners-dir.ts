@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -13,4 +14,10 @@ export function findRunnersDir(env: NodeJS.ProcessEnv = process.env): string | u
     ? [env.AGENT_RUNNERS_DIR]
     : [new URL('../../../../../runners', import.meta.url), new URL('../../../../runners', import.meta.url)].map((u) => fileURLToPath(u));
   return candidates.find((dir) => existsSync(`${dir}/python/tern_runner.py`) && existsSync(`${dir}/node/tern-runner.mjs`));
+}
+
+/** The Python SDK beside the runners (`<root>/sdk/python`), which handler containers import as `tern`; undefined when absent. */
+export function findPythonSdkDir(runnersDir: string | undefined): string | undefined {
+  const dir = runnersDir && join(runnersDir, '..', 'sdk', 'python');
+  return dir && existsSync(join(dir, 'tern', '__init__.py')) ? dir : undefined;
 }

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import type { ContainerIsolation } from '#tern/contracts';
 import { BridgeNetwork, type ContainerRuntime, detectRuntime, ImageStore, RuncRuntime, type RuntimeLogger } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { registryCredentials } from './registry-credentials.js';
 
 export const CONTAINER_RUNTIME = Symbol('CONTAINER_RUNTIME');
 
@@ -104,8 +105,7 @@ export const containerRuntimeProvider: Provider = {
         stateDir: join(dir, 'runtime'),
         images: new ImageStore({
           root: join(dir, 'images'),
-          // The registry user the gateway handed over at registration (pull only).
-          registries: ctx.registration.registry ? [ctx.registration.registry] : [],
+          registries: () => registryCredentials(ctx),
           onPullProgress: (ref, line) => {
             logger.log(`image ${ref}: ${line}`);
             pulls.emit('progress', ref, line);

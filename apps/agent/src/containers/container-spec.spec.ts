@@ -77,9 +77,10 @@ describe('container specs', () => {
     expect(spec.gpus).toBeUndefined();
   });
 
-  it('runs a handler in the runner for its language, with the code at /app and the runners bound read-only', () => {
+  it('runs a handler in the runner for its language, with the code at /app and the runners and the Python SDK bound read-only', () => {
     const handlerStart = { ...start, command: undefined, args: undefined, handler: 'app.py:predict', onStart: 'app.py:load' };
-    const spec = toContainerSpec(handlerStart, 'm-1', [], { codeDir: '/state/code/abc', runnersDir: '/opt/tern/runners' });
+    const mounts = { codeDir: '/state/code/abc', runnersDir: '/opt/tern/runners', pythonSdkDir: '/opt/tern/sdk/python' };
+    const spec = toContainerSpec(handlerStart, 'm-1', [], mounts);
     expect(spec.args).toEqual(['python3', '/tern/runners/python/tern_runner.py']);
     expect(spec.env).toMatchObject({
       TERN_HANDLER: 'app.py:predict',
@@ -91,7 +92,11 @@ describe('container specs', () => {
     expect(spec.binds).toEqual([
       { hostPath: '/state/code/abc', containerPath: '/app' },
       { hostPath: '/opt/tern/runners', containerPath: '/tern/runners' },
+      { hostPath: '/opt/tern/sdk/python', containerPath: '/tern/sdk/python' },
     ]);
+    // A Node handler has no use for the Python SDK.
+    const node = toContainerSpec({ ...handlerStart, handler: 'app.mjs:predict', onStart: undefined }, 'm-1', [], mounts);
+    expect(node.binds?.map((b) => b.containerPath)).toEqual(['/app', '/tern/runners']);
     expect(runnerArgs('src/app.mjs:predict')).toEqual(['node', '/tern/runners/node/tern-runner.mjs']);
     expect(runnerArgs('app.js:handlers.predict')).toEqual(['node', '/tern/runners/node/tern-runner.mjs']);
     expect(runnerArgs('pkg.app:predict')).toEqual(['python3', '/tern/runners/python/tern_runner.py']);

@@ -52,6 +52,8 @@ export function gpuKey(g: Pick<GpuInventory, 'vendor' | 'index'>): string {
 /** Where the agent's own directories appear inside a container. */
 export const APP_DIR = '/app';
 export const RUNNERS_MOUNT = '/tern/runners';
+/** Where the Python SDK sits in a container, so a handler's `import tern` (its decorators, tern.volume) works in any image. */
+export const PYTHON_SDK_MOUNT = '/tern/sdk/python';
 /** Where a container finds its agent socket (CommitSockets; bound read-only: connecting needs no write). */
 export const AGENT_SOCKET_MOUNT = '/tern/agent';
 export const AGENT_SOCKET_NAME = 'agent.sock';
@@ -62,6 +64,8 @@ export interface AgentMounts {
   codeDir?: string;
   /** The repository's `runners/`, bound read-only at /tern/runners when a handler runs. */
   runnersDir?: string;
+  /** The repository's `sdk/python`, bound read-only at PYTHON_SDK_MOUNT when a Python handler runs (the runner puts it on sys.path). */
+  pythonSdkDir?: string;
   /** Volumes materialized from the gateway (VolumeMounts), by volume name. */
   volumeDirs?: Record<string, string>;
   /** The directory of the container's agent socket (CommitSockets), bound at AGENT_SOCKET_MOUNT. */
@@ -116,6 +120,8 @@ export function toContainerSpec(
   const binds: HostBind[] = [];
   if (mounts.codeDir) binds.push({ hostPath: mounts.codeDir, containerPath: APP_DIR });
   if (runner) binds.push({ hostPath: mounts.runnersDir!, containerPath: RUNNERS_MOUNT });
+  if (runner && mounts.pythonSdkDir && args[0] === 'python3')
+    binds.push({ hostPath: mounts.pythonSdkDir, containerPath: PYTHON_SDK_MOUNT });
   if (mounts.agentSocketDir) {
     binds.push({ hostPath: mounts.agentSocketDir, containerPath: AGENT_SOCKET_MOUNT });
     env.TERN_AGENT_SOCKET = `${AGENT_SOCKET_MOUNT}/${AGENT_SOCKET_NAME}`;

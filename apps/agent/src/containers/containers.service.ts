@@ -16,13 +16,14 @@ import {
   type GpuInventory,
   type ContainerIsolation,
   pullsTasks,
+  type VolumeCommitAnswer,
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { backoffMs, sleep } from '#tern/timing';
 import { ContainerStartError, type ExitResult, ImageError, InvalidContainerSpecError, reconcile, waitForHealth } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
-import { findRunnersDir } from '../code/runners-dir.js';
+import { findPythonSdkDir, findRunnersDir } from '../code/runners-dir.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { SandboxesService } from '../sandboxes/sandboxes.service.js';
@@ -92,6 +93,7 @@ export class ContainersService implements BeforeApplicationShutdown {
   readonly volumes: VolumeMounts;
   private readonly commitSockets: CommitSockets;
   private readonly runnersDir = findRunnersDir();
+  private readonly pythonSdkDir = findPythonSdkDir(this.runnersDir);
 
   constructor(
     private readonly messaging: Messaging,
@@ -306,6 +308,7 @@ export class ContainersService implements BeforeApplicationShutdown {
           `cannot run handler "${cmd.handler}": Tern's runners are not installed with this agent (set AGENT_RUNNERS_DIR)`,
         );
       mounts.runnersDir = this.runnersDir;
+      mounts.pythonSdkDir = this.pythonSdkDir;
     }
     return mounts;
   }
@@ -351,6 +354,19 @@ export class ContainersService implements BeforeApplicationShutdown {
     );
   }
 
+  /** What a stop's commit overwrote or left out, in the container's own log (`tern logs`), where its owner looks. */
+  private reportStopCommits(id: string, t: Tracked, reports: Record<string, VolumeCommitAnswer>): void {
+    for (const [volume, report] of Object.entries(reports)) {
+      const said = [
+        ...(report.overwritten.length
+          ? [`overwrote files others changed since this container's base: ${report.overwritten.join(', ')}`]
+          : []),
+        ...(report.skipped.length ? [`left out ${report.skipped.join('; ')}`] : []),
+      ];
+      if (said.length) this.emitLine(id, t, 'stderr', `tern: commit of volume ${volume} on stop ${said.join('; ')}`, new Date());
+    }
+  }
+
   private async finish(id: string, t: Tracked, exit: ExitResult) {
     // Let the tail drain what the process wrote last before the container goes away.
     await Promise.race([t.logs, new Promise((r) => setTimeout(r, 2000))]);
@@ -368,6 +384,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     await this.commitSockets.close(id);
     await this.volumes
       .release(id)
+      .then((reports) => this.reportStopCommits(id, t, reports))
       .catch((e: Error) => this.logger.error({ containerId: id }, `volumes of container ${id} not committed: ${e.message}`));
     await this.publish(
       CONTAINER_STOPPED,

@@ -76,6 +76,7 @@ export class HeartbeatService implements BeforeApplicationShutdown {
         runningContainers: this.containers.runningIds(),
         agentVersion: TERN_VERSION,
         ...(this.containers.isolation() ? { isolation: this.containers.isolation() } : {}),
+        ...(this.ctx.settings.builder ? { builder: true } : {}),
       };
       await this.messaging.publish(MACHINE_HEARTBEAT, beat, {
         tokens: [registration.machineId],

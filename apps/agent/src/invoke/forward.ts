@@ -1,6 +1,6 @@
-import { Agent, request, type IncomingHttpHeaders } from 'node:http';
+import { Agent, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { InvokeHead } from '#tern/contracts';
-import { InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
+import { CHUNK_BYTES, InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
 
 /** Where a container's runner listens: its own address on the agent's bridge, or loopback with host networking. */
 export interface ContainerEndpoint {
@@ -10,6 +10,9 @@ export interface ContainerEndpoint {
 
 /** Kept-alive connections to the containers: no TCP handshake per request. */
 export const containerAgent = new Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64 });
+
+/** Bodies up to one response message are read whole and sent with the head; longer ones stream. */
+const WHOLE_BODY_BYTES = CHUNK_BYTES;
 
 // Connection-level headers that describe the hop to the container, not the response.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
@@ -57,9 +60,26 @@ export function forwardToContainer(
     });
     req.on('response', (res) => {
       res.on('close', () => signal.removeEventListener('abort', onAbort));
-      resolve({ status: res.statusCode ?? 502, headers: flatten(res.headers), body: chunks(res, signal, timedOut) });
+      const status = res.statusCode ?? 502;
+      const headers = flatten(res.headers);
+      // A body of known, small length goes whole, in one message with the head (NaN: no length).
+      if (!res.headers['transfer-encoding'] && Number(res.headers['content-length']) <= WHOLE_BODY_BYTES) {
+        whole(res).then((body) => resolve({ status, headers, body }), reject);
+        return;
+      }
+      resolve({ status, headers, body: chunks(res, signal, timedOut) });
     });
     req.end(body);
+  });
+}
+
+/** The response body read to its end: the one chunk it came in as is, or the chunks joined. */
+function whole(res: IncomingMessage): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    res.on('data', (chunk: Buffer) => parts.push(chunk));
+    res.on('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+    res.on('error', (e) => reject(e instanceof InvokeError ? e : new InvokeError(502, `the container's response broke off: ${e.message}`)));
   });
 }
 

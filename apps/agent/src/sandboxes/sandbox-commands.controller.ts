@@ -7,11 +7,14 @@ import {
   type SandboxCreateReply,
   SandboxRemove,
   type SandboxRemoveReply,
+  SANDBOX_TUNNEL_OPEN,
+  TunnelOpen,
+  type TunnelOpenReply,
 } from '#tern/contracts';
 import { OnRequest } from '#tern/messaging';
 import { SandboxesService } from './sandboxes.service.js';
 
-/** Sandbox commands for this machine only: `<ns>.agent.<own machine id>.sandbox.{create,remove}.v1`. */
+/** Sandbox commands for this machine only: `<ns>.agent.<own machine id>.sandbox.{create,remove,tunnel}.v1`. */
 @Controller()
 export class SandboxCommandsController {
   constructor(private readonly sandboxes: SandboxesService) {}
@@ -24,5 +27,10 @@ export class SandboxCommandsController {
   @OnRequest(AGENT_SANDBOX_REMOVE, { tokens: ['machineId'] })
   remove(@Payload() cmd: SandboxRemove): Promise<SandboxRemoveReply> {
     return this.sandboxes.remove(cmd);
+  }
+
+  @OnRequest(SANDBOX_TUNNEL_OPEN, { tokens: ['machineId'] })
+  openTunnel(@Payload() cmd: TunnelOpen): Promise<TunnelOpenReply> {
+    return this.sandboxes.openTunnel(cmd);
   }
 }

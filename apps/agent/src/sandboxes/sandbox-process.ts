@@ -1,4 +1,5 @@
 import { EventEmitter, on } from 'node:events';
+import { Duplex } from 'node:stream';
 import { readdir, readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecEvent, SandboxProcessView } from '#tern/contracts';
@@ -99,7 +100,30 @@ export class SandboxProcess extends EventEmitter {
     if (this.exit) yield this.exit;
   }
 
-  write(data: string): boolean {
+  /**
+   * Its stdin and its output as one byte stream (a shell's terminal): what was produced so far,
+   * then output as it comes; the stream ends when the process does.
+   */
+  terminal(): Duplex {
+    const duplex = new Duplex({
+      write: (chunk: Buffer, _encoding, done) => {
+        this.write(chunk);
+        done();
+      },
+      final: (done) => {
+        this.closeStdin();
+        done();
+      },
+      read: () => undefined,
+    });
+    fireAndForget(`carrying the terminal of process ${this.pid}`, logger, async () => {
+      for await (const event of this.events()) if ('data' in event) duplex.push(Buffer.from(event.data, 'utf8'));
+      duplex.push(null);
+    });
+    return duplex;
+  }
+
+  write(data: string | Uint8Array): boolean {
     if (!this.running || !this.child.stdin!.writable) return false;
     this.child.stdin!.write(data);
     return true;

@@ -1,24 +1,13 @@
 import { ExecRequest, execArgs, type InvokeHead, type SandboxProcessView, StdinRequest } from '#tern/contracts';
-import { type InvokeHandler, type InvokeHandlerResult, InvokeError, validatePayload } from '#tern/messaging';
+import { type InvokeHandler, type InvokeHandlerResult, InvokeError } from '#tern/messaging';
 import { forwardToContainer } from '../invoke/forward.js';
+import { bodyOf } from '../invoke/json-body.js';
 import type { HostedSandbox } from './hosted-sandbox.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 function json(status: number, value: unknown): InvokeHandlerResult {
   return { status, headers: JSON_HEADERS, body: Buffer.from(JSON.stringify(value)) };
-}
-
-async function bodyOf<T extends object>(cls: new () => T, body: Uint8Array): Promise<T> {
-  let plain: unknown;
-  try {
-    plain = body.length ? JSON.parse(Buffer.from(body).toString('utf8')) : {};
-  } catch (e) {
-    throw new InvokeError(400, `body is not JSON: ${(e as Error).message}`);
-  }
-  const decoded = await validatePayload(cls, plain);
-  if (!decoded.ok) throw new InvokeError(400, decoded.reason);
-  return decoded.value;
 }
 
 function pathParam(url: URL): string {

@@ -9,6 +9,8 @@ import {
   type SandboxCreateReply,
   type SandboxRemove,
   type SandboxRemoveReply,
+  type TunnelOpen,
+  type TunnelOpenReply,
 } from '#tern/contracts';
 import { Messaging, serveInvoke } from '#tern/messaging';
 import { type ContainerSpec, type ManagedContainer, RuncRuntime } from '#tern/runtime';
@@ -19,6 +21,7 @@ import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { HostedSandbox } from './hosted-sandbox.js';
 import { sandboxFromLabels, sandboxLabels, type SandboxRecord } from './sandbox-labels.js';
 import { sandboxRouter } from './sandbox-router.js';
+import { openSandboxTunnel } from './sandbox-tunnels.js';
 
 /** Room beside a file's bytes in a response (the stream's framing). */
 const RESPONSE_ROOM = 1024 * 1024;
@@ -126,6 +129,12 @@ export class SandboxesService implements OnApplicationShutdown {
     await this.removeVolume(cmd.sandboxId);
     this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} removed (${cmd.reason})`);
     return { removed: true };
+  }
+
+  openTunnel(cmd: TunnelOpen): Promise<TunnelOpenReply> {
+    const sandbox = this.hosted.get(cmd.sandboxId);
+    if (!sandbox) return Promise.resolve({ opened: false, reason: `sandbox ${cmd.sandboxId} does not run on this machine` });
+    return openSandboxTunnel(this.messaging, this.machineId, sandbox, cmd);
   }
 
   private host(record: SandboxRecord, runtime: RuncRuntime, address: string | undefined): void {

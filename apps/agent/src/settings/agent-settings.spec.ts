@@ -17,7 +17,13 @@ describe('resolveSettings', () => {
       network: 'private',
       userNamespaces: 'auto',
       imageCacheBytes: 50e9,
+      builder: false,
     });
+  });
+
+  it('makes the machine a builder with AGENT_BUILDER=true, and refuses other values', () => {
+    expect(resolveSettings(file, { AGENT_BUILDER: 'true' }, '/s').builder).toBe(true);
+    expect(() => resolveSettings(file, { AGENT_BUILDER: 'yes' }, '/s')).toThrow('AGENT_BUILDER: builder must be true or false, not "yes"');
   });
 
   it('lets AGENT_* variables override the file', () => {

@@ -23,6 +23,8 @@ export interface AgentSettings {
   userNamespaces: 'auto' | 'off';
   /** Most bytes the unpacked registry images may take. */
   imageCacheBytes: number;
+  /** The machine offers building images (AGENT_BUILDER=true): it answers AGENT_IMAGE_BUILD. */
+  builder: boolean;
   /** The CA pinned for the gateway's HTTPS and NATS's TLS; undefined: the system's roots, NATS as the server offers. */
   ca?: string;
 }
@@ -40,6 +42,7 @@ const ENV_KEYS = {
   AGENT_USER_NAMESPACES: 'userNamespaces',
   AGENT_IMAGE_CACHE_GB: 'imageCacheGb',
   AGENT_CA_FILE: 'ca',
+  AGENT_BUILDER: 'builder',
 } as const;
 
 /**
@@ -92,6 +95,7 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     ...(merged.bridge ? { bridge: merged.bridge } : {}),
     userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
     imageCacheBytes: Math.round(Number(merged.imageCacheGb ?? 50) * 1e9),
+    builder: merged.builder === 'true',
     ...(merged.ca ? { ca: merged.ca } : {}),
   };
 }

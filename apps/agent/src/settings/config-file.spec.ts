@@ -43,6 +43,14 @@ describe('config.yaml', () => {
     expect(problems(() => validateConfig(['x']))[0]).toContain('expected a mapping');
   });
 
+  it('takes builder as YAML writes it (true, unquoted) or as a string, and nothing else', () => {
+    expect(parseConfigYaml(`gateway: https://g\ntoken: t\npool: p\nbuilder: true\n`).builder).toBe('true');
+    expect(validateConfig({ ...good, builder: 'false' }).builder).toBe('false');
+    expect(problems(() => validateConfig({ ...good, builder: 'sometimes' }))[0]).toContain(
+      'builder must be true or false, not "sometimes"',
+    );
+  });
+
   it('round-trips through YAML and reports syntax errors', () => {
     const config = validateConfig({ ...good, machineId: 'm-1', dashboard: 'off' });
     expect(parseConfigYaml(renderConfigYaml(config))).toEqual(config);

@@ -29,6 +29,8 @@ export interface AgentConfigFile {
   userNamespaces?: 'auto' | 'off';
   /** Most GB the unpacked registry images may take (default 50): least recently used ones not in use go first. */
   imageCacheGb?: string;
+  /** `true`: this machine builds images for the control plane (it is handed the registry's push user per build). */
+  builder?: string;
   /** PEM file of the CA the agent pins for the gateway's HTTPS and NATS's TLS (tern-agent init --ca). */
   ca?: string;
   /**
@@ -137,6 +139,11 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     check: (v) => (/^\d+(\.\d+)?$/.test(v) && Number(v) > 0 ? undefined : `imageCacheGb must be a positive number of GB, not "${v}"`),
     description: 'most GB the unpacked registry images may take (default 50); least recently used ones not in use are removed first',
   },
+  builder: {
+    required: false,
+    check: (v) => (['true', 'false'].includes(v) ? undefined : `builder must be true or false, not "${v}"`),
+    description: "true: this machine builds images from deployments' image specs (runc, umoci, skopeo and outbound network needed)",
+  },
   ca: {
     required: false,
     check: (v) => caProblem(v),
@@ -172,7 +179,8 @@ export function validateConfig(raw: unknown, source = 'config.yaml'): AgentConfi
       continue;
     }
     if (value === null || value === undefined) continue;
-    if (typeof value !== 'string' && typeof value !== 'number') {
+    // `builder: true` reads as a boolean in YAML: taken as its word.
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
       problems.push(`${source}: ${key} must be a string`);
       continue;
     }

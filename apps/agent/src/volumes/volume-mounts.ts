@@ -1,13 +1,29 @@
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { chmod, copyFile, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  copyFile,
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  stat,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import {
   agentVolumePath,
   type ContainerStart,
   VOLUME_CHUNK_BYTES,
+  type VolumeCommitAnswer,
   type VolumeCommitResult,
   type VolumeFileEntry,
   type VolumeManifest,
@@ -46,6 +62,8 @@ const CALL_TIMEOUT_MS = 300_000;
 export class VolumeMounts {
   private readonly logger = new Logger('volumes');
   private readonly building = new Map<string, Promise<string>>();
+  /** The commit under way per container, which the next one waits for. */
+  private readonly committing = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly root: string,
@@ -79,30 +97,61 @@ export class VolumeMounts {
    * Commits the read-write mounts of the container (all, or `only`) as their next versions,
    * each from the version it started with; a committed mount's base moves to the new version.
    */
-  async commit(containerId: string, only?: string): Promise<Record<string, VolumeCommitResult | 'unchanged'>> {
+  async commit(containerId: string, only?: string): Promise<Record<string, VolumeCommitAnswer>> {
+    // One commit of a container at a time (its socket, the API and its stop may ask at once):
+    // each starts from the base the one before it left, so none reports the other's files as overwritten.
+    const commitNow = () => this.commitNow(containerId, only);
+    const next = (this.committing.get(containerId) ?? Promise.resolve()).then(commitNow, commitNow);
+    const forget = () => {
+      if (this.committing.get(containerId) === settled) this.committing.delete(containerId);
+    };
+    const settled = next.then(forget, forget);
+    this.committing.set(containerId, settled);
+    return next;
+  }
+
+  private async commitNow(containerId: string, only?: string): Promise<Record<string, VolumeCommitAnswer>> {
     const records = await this.readRecords(containerId);
-    const results: Record<string, VolumeCommitResult | 'unchanged'> = {};
+    const results: Record<string, VolumeCommitAnswer> = {};
     for (const record of records) {
       if (record.readOnly || (only && record.name !== only)) continue;
-      const outcome = await this.commitOne(containerId, record);
-      results[record.name] = outcome ?? 'unchanged';
-      if (outcome?.overwritten.length)
+      const answer = await this.commitOne(containerId, record);
+      results[record.name] = answer;
+      if (answer.overwritten.length)
         this.logger.warn(
-          `commit of volume ${record.name} from container ${containerId} overwrote files changed by others since version ${record.baseVersion}: ${outcome.overwritten.join(', ')}`,
+          `commit of volume ${record.name} from container ${containerId} overwrote files changed by others since version ${record.baseVersion}: ${answer.overwritten.join(', ')}`,
         );
     }
     if (records.length) await this.writeRecords(containerId, records);
     return results;
   }
 
-  /** After the container stopped: commits its read-write mounts, then removes its copies. */
-  async release(containerId: string): Promise<void> {
+  /** The commit a NATS request asks for (POST /api/v1/volumes/<name>/commit): its report, or why there is none. */
+  async commitAsked(containerId: string, volume: string): Promise<VolumeCommitAnswer> {
+    try {
+      const answer = (await this.commit(containerId, volume))[volume];
+      return (
+        answer ?? {
+          outcome: 'not-mounted',
+          overwritten: [],
+          skipped: [],
+          reason: `container ${containerId} has no read-write copy of ${volume} here`,
+        }
+      );
+    } catch (e) {
+      return { outcome: 'failed', overwritten: [], skipped: [], reason: (e as Error).message };
+    }
+  }
+
+  /** After the container stopped: commits its read-write mounts, then removes its copies; the commit reports by volume. */
+  async release(containerId: string): Promise<Record<string, VolumeCommitAnswer>> {
     const records = await this.readRecords(containerId);
-    if (!records.length) return;
-    await this.commit(containerId);
+    if (!records.length) return {};
+    const reports = await this.commit(containerId);
     await rm(join(this.root, 'rw', containerId), { recursive: true, force: true });
     await rm(this.recordFile(containerId), { force: true });
     await this.pruneSharedTrees();
+    return reports;
   }
 
   // --- materializing -------------------------------------------------------------------
@@ -180,76 +229,79 @@ export class VolumeMounts {
 
   // --- committing ----------------------------------------------------------------------
 
-  /** The commit of one read-write mount; undefined when nothing changed. */
-  private async commitOne(containerId: string, record: MountRecord): Promise<VolumeCommitResult | undefined> {
+  /** The commit of one read-write mount and its report. */
+  private async commitOne(containerId: string, record: MountRecord): Promise<VolumeCommitAnswer> {
     const base = new Map(record.base.map((f) => [f.path, f]));
     const writes: { path: string; mode: number; mtime: string; chunks: string[] }[] = [];
-    const present = new Set<string>();
-    const entries = (await exists(record.dir)) ? await readdir(record.dir, { withFileTypes: true, recursive: true }) : [];
-    for (const entry of entries) {
-      // Regular files only: links could point anywhere on the host, directories follow from paths.
-      if (!entry.isFile()) continue;
-      const full = join(entry.parentPath, entry.name);
-      const path = relative(record.dir, full).split(sep).join('/');
-      present.add(path);
-      const s = await stat(full);
-      const was = base.get(path);
-      const mode = s.mode & 0o777;
-      if (was && was.size === s.size && Date.parse(was.mtime) === Math.round(s.mtimeMs) && was.mode === mode) continue;
-      const chunks = await this.uploadChunks(containerId, record.name, full);
-      writes.push({ path, mode, mtime: new Date(Math.round(s.mtimeMs)).toISOString(), chunks });
+    const { files, skipped } = await walkCopy(record.dir);
+    const seen: VolumeFileEntry[] = [];
+    for (const path of files) {
+      const read = await this.readFileOfCopy(containerId, record, path, base.get(path));
+      if ('skipped' in read) skipped.push(read.skipped);
+      else {
+        seen.push(read.entry);
+        if (read.chunks) writes.push({ path, mode: read.entry.mode, mtime: read.entry.mtime, chunks: read.chunks });
+      }
     }
+    const present = new Set(seen.map((f) => f.path));
     const removals = record.base.map((f) => f.path).filter((p) => !present.has(p));
-    if (!writes.length && !removals.length) return undefined;
+    if (!writes.length && !removals.length) return { outcome: 'unchanged', overwritten: [], skipped };
     const response = await this.call(`${agentVolumePath(containerId, record.name)}/commit`, {
       json: { baseVersion: record.baseVersion, writes, removals },
     });
     if (!response.ok) throw new Error(`commit of volume ${record.name} refused: ${await refusalOf(response)}`);
     const result = (await response.json()) as VolumeCommitResult;
-    // The copy now matches the new version: a later commit starts from it.
+    // The copy now matches the new version (as read): a later commit starts from it.
     record.baseVersion = result.version;
-    record.base = await this.snapshot(record.dir);
-    return result;
+    record.base = seen;
+    return { outcome: 'committed', ...result, overwritten: [...result.overwritten], skipped };
   }
 
-  /** Reads the file a chunk at a time (one buffer) and uploads each chunk; their digests in order. */
-  private async uploadChunks(containerId: string, volume: string, file: string): Promise<string[]> {
-    const digests: string[] = [];
-    const handle = await open(file, 'r');
+  /**
+   * One regular file of a read-write copy as the commit sees it, its chunks uploaded when it
+   * differs from `was`. Opened without following a link and checked to lie inside the copy: the
+   * container may swap a file or a directory for a link to the host's files while a commit runs.
+   */
+  private async readFileOfCopy(
+    containerId: string,
+    record: MountRecord,
+    path: string,
+    was: VolumeFileEntry | undefined,
+  ): Promise<{ entry: VolumeFileEntry; chunks?: string[] } | { skipped: string }> {
+    const handle = await open(join(record.dir, ...path.split('/')), constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+    if (!handle) return { skipped: `${path}: changed into a link or removed while committing` };
     try {
-      const buffer = Buffer.allocUnsafe(VOLUME_CHUNK_BYTES);
-      for (;;) {
-        let filled = 0;
-        while (filled < buffer.length) {
-          const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled);
-          if (!bytesRead) break;
-          filled += bytesRead;
-        }
-        if (!filled) break;
-        const chunk = buffer.subarray(0, filled);
-        const hex = sha256Hex(chunk);
-        const response = await this.call(`${agentVolumePath(containerId, volume)}/chunks/${hex}`, chunk);
-        if (!response.ok) throw new Error(`volume ${volume}: the gateway refused chunk ${hex}: ${await refusalOf(response)}`);
-        digests.push(hex);
-        if (filled < buffer.length) break;
-      }
+      const [s, where, root] = await Promise.all([handle.stat(), readlink(`/proc/self/fd/${handle.fd}`), realpath(record.dir)]);
+      if (!s.isFile() || !where.startsWith(`${root}/`)) return { skipped: `${path}: changed into a link while committing` };
+      const entry = { path, size: s.size, mode: s.mode & 0o777, mtime: new Date(Math.round(s.mtimeMs)).toISOString(), chunks: [] };
+      if (was && was.size === entry.size && Date.parse(was.mtime) === Date.parse(entry.mtime) && was.mode === entry.mode) return { entry };
+      return { entry, chunks: await this.uploadChunks(containerId, record.name, handle) };
     } finally {
       await handle.close();
     }
-    return digests;
   }
 
-  /** The files of a tree as a commit compares them (chunks are not needed: size, mode and mtime tell changes). */
-  private async snapshot(dir: string): Promise<VolumeFileEntry[]> {
-    const files: VolumeFileEntry[] = [];
-    for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-      if (!entry.isFile()) continue;
-      const full = join(entry.parentPath, entry.name);
-      const s = await stat(full);
-      const path = relative(dir, full).split(sep).join('/');
-      files.push({ path, size: s.size, mode: s.mode & 0o777, mtime: new Date(Math.round(s.mtimeMs)).toISOString(), chunks: [] });
+  /** Reads the file a chunk at a time (one buffer) and uploads each chunk; their digests in order. */
+  private async uploadChunks(containerId: string, volume: string, handle: FileHandle): Promise<string[]> {
+    const digests: string[] = [];
+    const buffer = Buffer.allocUnsafe(VOLUME_CHUNK_BYTES);
+    for (let position = 0; ;) {
+      let filled = 0;
+      while (filled < buffer.length) {
+        const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
+        if (!bytesRead) break;
+        filled += bytesRead;
+      }
+      if (!filled) break;
+      position += filled;
+      const chunk = buffer.subarray(0, filled);
+      const hex = sha256Hex(chunk);
+      const response = await this.call(`${agentVolumePath(containerId, volume)}/chunks/${hex}`, chunk);
+      if (!response.ok) throw new Error(`volume ${volume}: the gateway refused chunk ${hex}: ${await refusalOf(response)}`);
+      digests.push(hex);
+      if (filled < buffer.length) break;
     }
-    return files;
+    return digests;
   }
 
   // --- records -------------------------------------------------------------------------
@@ -298,6 +350,30 @@ export class VolumeMounts {
   private call(path: string, send?: Uint8Array | { json: unknown }): Promise<Response> {
     return callGateway(this.gateway(), path, CALL_TIMEOUT_MS, fetch, send);
   }
+}
+
+/**
+ * The regular files of a read-write copy (volume paths) and what a volume does not keep, with
+ * why: links could point anywhere (on the host too), and a manifest holds files, so an empty
+ * directory is not kept.
+ */
+export async function walkCopy(dir: string): Promise<{ files: string[]; skipped: string[] }> {
+  const files: string[] = [];
+  const skipped: string[] = [];
+  const directories: string[] = [];
+  const entries = (await exists(dir)) ? await readdir(dir, { withFileTypes: true, recursive: true }) : [];
+  for (const entry of entries) {
+    const path = relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/');
+    if (entry.isFile()) files.push(path);
+    else if (entry.isDirectory()) directories.push(path);
+    else if (entry.isSymbolicLink()) skipped.push(`${path}: a symbolic link (volumes keep regular files only; copy the file instead)`);
+    else skipped.push(`${path}: not a regular file (volumes keep regular files only)`);
+  }
+  for (const d of directories) {
+    if (!files.some((f) => f.startsWith(`${d}/`)) && !directories.some((o) => o.startsWith(`${d}/`)))
+      skipped.push(`${d}/: an empty directory (volumes keep files: put one in it to keep it)`);
+  }
+  return { files: files.sort(), skipped: skipped.sort() };
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -2,28 +2,12 @@ import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { type DeploymentDetail, type DeployResult, isImageBuild } from '#tern/contracts';
 import { secondsArgument } from '../arguments.js';
-import { ApiClient, ApiError } from '../api-client.js';
-import { type CliContext, resolveContext } from '../cli-config.js';
-import { bytes } from '../format.js';
-import { type Bundle, packFolder, readSpecFile } from './deploy-bundle.js';
-import { buildSpecImage } from './image.js';
-
-/** HEAD first, so an unchanged folder is not sent again. */
-async function upload(ctx: CliContext, bundle: Bundle, log: (s: string) => void): Promise<void> {
-  const url = `${ctx.gateway}/api/v1/code/${bundle.digest}`;
-  const auth: Record<string, string> = ctx.token ? { authorization: `Bearer ${ctx.token}` } : {};
-  const head = await fetch(url, { method: 'HEAD', headers: auth }).catch((e: Error) => {
-    throw new ApiError(0, `cannot reach the gateway at ${ctx.gateway} (${e.cause ?? e.message}); is it running? (npm run up)`);
-  });
-  if (head.ok) return log(`Code ${bundle.digest.slice(0, 19)}… already uploaded.`);
-  if (head.status !== 404) throw new ApiError(head.status, `${head.status} checking code ${bundle.digest}`);
-  log(`Uploading code (${bytes(bundle.bytes.length)})…`);
-  const put = await fetch(url, { method: 'PUT', headers: { ...auth, 'content-type': 'application/gzip' }, body: bundle.bytes });
-  if (!put.ok) {
-    const body = (await put.json().catch(() => ({}))) as { message?: string | string[] };
-    throw new ApiError(put.status, `${put.status} uploading code: ${[body.message ?? put.statusText].flat().join('; ')}`);
-  }
-}
+import { TernClient } from '#tern/client';
+import { type ApiClient } from '../api-client.js';
+import { resolveContext } from '../cli-config.js';
+import { packFolder, readSpecFile } from './deploy-bundle.js';
+import { buildSpecImage, uploadFolder } from './image-build.js';
+import { pythonHandler, readPythonSpec } from './python-spec.js';
 
 /** Polls until the version's min_containers run, or says that it scales from zero. */
 async function waitForContainers(api: ApiClient, result: DeployResult, timeoutS: number, log: (s: string) => void): Promise<void> {
@@ -44,24 +28,30 @@ async function waitForContainers(api: ApiClient, result: DeployResult, timeoutS:
 
 export function deployCommand(): Command {
   return new Command('deploy')
-    .description("Deploy a spec (tern.yaml): uploads the spec's folder when it has a handler, then creates a new version")
-    .argument('<file>', 'the spec, YAML or JSON')
+    .description(
+      "Deploy a spec (tern.yaml), or a handler declared with the Python SDK's decorators (app.py:predict): uploads the folder when it has a handler, then creates a new version",
+    )
+    .argument('<file>', 'the spec, YAML or JSON, or app.py:<decorated handler>')
     .option('--no-wait', 'do not wait for min_containers to be ready')
     .option('--timeout <seconds>', 'how long to wait for containers', secondsArgument, 120)
     .option('--json', 'print the raw JSON of the new version')
     .action(async (file: string, opts: { wait: boolean; timeout: number; json?: boolean }) => {
-      const ctx = resolveContext();
-      const api = new ApiClient(ctx);
+      const client = new TernClient(resolveContext());
+      const api = client.http;
       const log = (s: string) => (opts.json ? process.stderr : process.stdout).write(`${s}\n`);
-      const spec = readSpecFile(file);
-      // A build in the spec: built here, a layer per step (unchanged steps come from the cache), then deployed by digest.
-      if (isImageBuild(spec.image)) spec.image = await buildSpecImage(file, log);
+      const python = pythonHandler(file);
+      const spec = python ? await readPythonSpec(python) : readSpecFile(file);
+      // The folder the spec speaks for: the spec file's, or the decorated handler's.
+      const specFile = python?.file ?? file;
       if (spec.handler !== undefined && spec.code === undefined) {
-        const bundle = await packFolder(dirname(resolve(file)));
-        await upload(ctx, bundle, log);
+        const bundle = await packFolder(dirname(resolve(specFile)));
+        await uploadFolder(client, bundle, log);
         spec.code = bundle.digest;
       }
-      const { body } = await api.request<DeployResult>('POST', '/api/v1/deployments', spec);
+      // A build in the spec: built on a builder machine, a layer per step (unchanged steps come from its cache), then deployed by digest.
+      if (isImageBuild(spec.image))
+        spec.image = await buildSpecImage(client, specFile, log, typeof spec.code === 'string' ? spec.code : undefined, spec);
+      const body = await client.deploy(spec);
       if (opts.json) console.log(JSON.stringify(body, null, 2));
       else log(`Deployed ${body.name} version ${body.version}: ${body.url}`);
       if (opts.wait) await waitForContainers(api, body, opts.timeout, log);

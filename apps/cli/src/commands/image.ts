@@ -2,17 +2,19 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { execa } from 'execa';
-import { dirname, resolve } from 'node:path';
-import { createHash } from 'node:crypto';
-import { deploymentImageProblem, type ImageBuild, isImageBuild } from '#tern/contracts';
-import { buildBaseImage, buildImage, type RegistryAccess } from '#tern/runtime';
-import { readSpecFile } from './deploy-bundle.js';
+import { buildBaseImage, type RegistryAccess } from '#tern/runtime';
+import { TernClient } from '#tern/client';
 import { resolveContext } from '../cli-config.js';
+import { buildSpecImage } from './image-build.js';
+import { registryGet } from '../registry-client.js';
 import { table } from '../table.js';
 
-/** The registry from the context, as skopeo reaches it with the builders' user. */
+/**
+ * The registry from the context, as skopeo reaches it: with the builders' user, or under token
+ * auth with this context's API token as the password (the gateway's token service decides what it may push).
+ */
 export function registryAccess(): RegistryAccess & { url: string } {
-  const { registry } = resolveContext();
+  const { registry, token } = resolveContext();
   if (!registry)
     throw new Error(
       'no image registry: run npm run up (it starts one) or set REGISTRY_URL with REGISTRY_PUSH_USERNAME / REGISTRY_PUSH_PASSWORD',
@@ -22,49 +24,19 @@ export function registryAccess(): RegistryAccess & { url: string } {
     url: registry.url,
     host: url.host,
     insecure: registry.insecure ?? url.protocol === 'http:',
+    ...(registry.tokenAuth && token ? { username: 'tern', password: token } : {}),
     ...(registry.username ? { username: registry.username, password: registry.password ?? '' } : {}),
   };
 }
 
-/**
- * Builds the spec's `image:` build here (root: runc and umoci) on its base (default: Tern's
- * base, tern/base:bookworm in the registry), a layer per step cached in ~/.cache/tern/build,
- * and pushes it as builds/<name>:<spec hash>. Resolves the pinned reference.
- */
-export async function buildSpecImage(file: string, log: (line: string) => void): Promise<string> {
-  const spec = readSpecFile(file);
-  const problem = deploymentImageProblem(spec.image);
-  if (problem) throw new Error(problem);
-  if (!isImageBuild(spec.image)) throw new Error(`${file} names an image (${String(spec.image)}) rather than a build: nothing to build`);
-  if (process.getuid?.() !== 0) throw new Error('building an image runs its steps in runc, which needs root: run it with sudo');
-  const build: ImageBuild = spec.image;
-  const access = registryAccess();
-  const base = !build.base || build.base === 'tern' ? `${access.host}/tern/base:bookworm` : build.base;
-  const hash = createHash('sha256').update(JSON.stringify({ base, build })).digest('hex').slice(0, 16);
-  const name = typeof spec.name === 'string' && /^[a-z0-9][a-z0-9-]*$/.test(spec.name) ? spec.name : 'image';
-  const target = `${access.host}/builds/${name}:${hash}`;
-  const cache = join(homedir(), '.cache', 'tern', 'build');
-  const t0 = Date.now();
-  const result = await buildImage(build, {
-    base,
-    target,
-    access: [access],
-    layout: join(cache, 'layout'),
-    workDir: join(cache, 'scratch'),
-    context: dirname(resolve(file)),
-    onLog: log,
-  });
-  const cached = result.steps.filter((s) => s.cached).length;
-  log(`built in ${((Date.now() - t0) / 1000).toFixed(1)}s (${cached}/${result.steps.length} steps from the cache)`);
-  return `${access.host}/builds/${name}@${result.digest}`;
-}
-
 function buildCommand(): Command {
   return new Command('build')
-    .description("Build the spec's image: (apt, pip, npm, commands, env, workdir) here and push it, without deploying (needs root)")
+    .description(
+      "Build the spec's image: (apt, pip, npm, commands, env, workdir) on a builder machine and push it, without deploying; prints the reference",
+    )
     .argument('<spec>', 'tern.yaml')
     .action(async (file: string) => {
-      const ref = await buildSpecImage(file, (l) => process.stderr.write(`${l}\n`));
+      const ref = await buildSpecImage(new TernClient(resolveContext()), file, (l) => process.stderr.write(`${l}\n`));
       process.stdout.write(`${ref}\n`);
     });
 }
@@ -74,16 +46,7 @@ function listCommand(): Command {
     .description("The repositories and tags in the registry (Tern's base, builds/<name>, pushed images)")
     .action(async () => {
       const access = registryAccess();
-      const headers: Record<string, string> = access.username
-        ? { authorization: `Basic ${Buffer.from(`${access.username}:${access.password ?? ''}`).toString('base64')}` }
-        : {};
-      const get = async <T>(path: string): Promise<T> => {
-        const res = await fetch(`${access.url.replace(/\/+$/, '')}${path}`, { headers }).catch((e: Error) => {
-          throw new Error(`cannot reach the registry at ${access.url} (${String(e.cause ?? e.message)})`);
-        });
-        if (!res.ok) throw new Error(`${res.status} from the registry for ${path}`);
-        return (await res.json()) as T;
-      };
+      const get = <T>(path: string): Promise<T> => registryGet<T>(access, path);
       const { repositories = [] } = await get<{ repositories?: string[] }>('/v2/_catalog?n=1000');
       const rows: string[][] = [];
       for (const repo of repositories) {

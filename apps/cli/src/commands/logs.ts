@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { ContainerLogLine, DeploymentLogsInfo } from '#tern/contracts';
-import { ApiError } from '../api-client.js';
+import { ApiClient, ApiError } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 
 function positive(value: string): number {
@@ -44,15 +44,8 @@ export function logsCommand(): Command {
       const query = new URLSearchParams({ follow: String(Boolean(opts.follow)) });
       if (opts.tail) query.set('tail', String(opts.tail));
       if (opts.wait) query.set('wait', String(opts.wait));
-      const response = await fetch(`${ctx.gateway}/api/v1/deployments/${encodeURIComponent(name)}/logs?${query}`, {
-        headers: ctx.token ? { authorization: `Bearer ${ctx.token}` } : ({} as Record<string, string>),
-      }).catch((e: Error) => {
-        throw new ApiError(0, `cannot reach the gateway at ${ctx.gateway} (${e.cause ?? e.message}); is it running? (npm run up)`);
-      });
-      if (!response.ok || !response.body) {
-        const body = (await response.json().catch(() => ({}))) as { message?: string | string[] };
-        throw new ApiError(response.status, `${response.status} ${[body.message ?? response.statusText].flat().join('; ')}`);
-      }
+      const response = await new ApiClient(ctx).stream('GET', `/api/v1/deployments/${encodeURIComponent(name)}/logs?${query}`);
+      if (!response.body) throw new ApiError(response.status, `${response.status} the gateway sent no log stream`);
       for await (const { event, data } of events(response.body)) {
         if (event === 'info') {
           const info = JSON.parse(data) as DeploymentLogsInfo;

@@ -1,12 +1,10 @@
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { Command, InvalidArgumentError } from 'commander';
-import type { MapResultLine, MapStarted, MapView } from '#tern/contracts';
+import { TernClient } from '#tern/client';
 import { countArgument, versionArgument } from '../arguments.js';
-import { ApiClient, ApiError } from '../api-client.js';
-import { type CliContext, resolveContext } from '../cli-config.js';
+import { resolveContext } from '../cli-config.js';
 
-const RECONNECT_MS = 1_000;
 const REDRAW_MS = 250;
 
 /** done/total, rate, ETA and failures, as one line. */
@@ -16,56 +14,6 @@ export function progressLine(done: number, total: number, failures: number, elap
   const rate = elapsedSeconds > 0 ? done / elapsedSeconds : 0;
   const eta = rate > 0 && done < total ? `${Math.ceil((total - done) / rate)}s` : done >= total ? '0s' : '?';
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${(share * 100).toFixed(0)}% ${rate.toFixed(0)}/s ETA ${eta} failures ${failures}`;
-}
-
-function headers(ctx: CliContext): Record<string, string> {
-  return ctx.token ? { authorization: `Bearer ${ctx.token}` } : {};
-}
-
-/** Streams the inputs file up (never whole in memory); answers once the gateway accepted every input. */
-async function startMap(ctx: CliContext, path: string, input: string): Promise<MapStarted> {
-  const source = input === '-' ? process.stdin : createReadStream(input);
-  const response = await fetch(`${ctx.gateway}${path}`, {
-    method: 'POST',
-    headers: { ...headers(ctx), 'content-type': 'application/x-ndjson' },
-    body: Readable.toWeb(source) as ReadableStream<Uint8Array>,
-    duplex: 'half',
-  } as RequestInit & { duplex: 'half' }).catch((e: Error) => {
-    throw new ApiError(0, `cannot reach the gateway at ${ctx.gateway} (${String(e.cause ?? e.message)}); is it running? (npm run up)`);
-  });
-  const body = (await response.json().catch(() => ({}))) as MapStarted & { message?: string | string[] };
-  if (response.status !== 202) {
-    const message = Array.isArray(body.message) ? body.message.join('; ') : (body.message ?? response.statusText);
-    throw new ApiError(response.status, `${response.status} ${message}`);
-  }
-  return body;
-}
-
-/**
- * Follows /results to the last line, reconnecting with from=<lines so far> when the connection
- * drops, so each line is written once; `onLine` sees every line.
- */
-export async function followResults(ctx: CliContext, mapId: string, total: number, onLine: (text: string, line: MapResultLine) => void) {
-  let received = 0;
-  while (received < total) {
-    try {
-      const response = await fetch(`${ctx.gateway}/api/v1/maps/${mapId}/results?from=${received}`, { headers: headers(ctx) });
-      if (!response.ok) throw new ApiError(response.status, `${response.status} ${await response.text()}`);
-      let partial = '';
-      for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
-        const lines = (partial + Buffer.from(bytes).toString('utf8')).split('\n');
-        partial = lines.pop()!;
-        for (const text of lines) {
-          if (!text) continue;
-          onLine(text, JSON.parse(text) as MapResultLine);
-          received++;
-        }
-      }
-    } catch (e) {
-      if (e instanceof ApiError && e.status >= 400 && e.status < 500) throw e;
-    }
-    if (received < total) await new Promise((r) => setTimeout(r, RECONNECT_MS));
-  }
 }
 
 export function mapCommand(): Command {
@@ -95,15 +43,15 @@ export function mapCommand(): Command {
           detach?: boolean;
         },
       ) => {
-        const ctx = resolveContext();
-        const query = new URLSearchParams({ chunk_size: String(o.chunkSize) });
-        if (o.returnExceptions) query.set('return_exceptions', 'true');
-        if (o.order) query.set('order', o.order);
-        const started = await startMap(
-          ctx,
-          `/function/${encodeURIComponent(name)}${o.version ? `/v${o.version}` : ''}/map?${query}`,
-          o.input,
-        );
+        const { maps } = new TernClient(resolveContext());
+        // The inputs file is streamed up as it is read, never whole in memory.
+        const source = o.input === '-' ? process.stdin : createReadStream(o.input);
+        const started = await maps.start(name, Readable.toWeb(source) as ReadableStream<Uint8Array>, {
+          version: o.version,
+          chunk_size: o.chunkSize,
+          ...(o.returnExceptions ? { return_exceptions: true } : {}),
+          ...(o.order ? { order: o.order as 'input' | 'completion' } : {}),
+        });
         process.stderr.write(`map ${started.map_id}: ${started.total} input(s) in ${started.chunks} chunk(s) of ${started.chunk_size}\n`);
         if (o.detach) {
           process.stdout.write(`${started.map_id}\n`);
@@ -120,18 +68,18 @@ export function mapCommand(): Command {
         };
         const redraw = setInterval(draw, live ? REDRAW_MS : 5_000);
         try {
-          await followResults(ctx, started.map_id, started.total, (text, line) => {
-            out.write(`${text}\n`);
+          for await (const line of maps.results(started.map_id, started.total)) {
+            out.write(`${JSON.stringify(line)}\n`);
             done++;
             if (line.status !== 'ok') failures++;
-          });
+          }
         } finally {
           clearInterval(redraw);
           draw();
           if (live) process.stderr.write('\n');
           if (o.out) await new Promise((r) => (out as WriteStream).end(r));
         }
-        const map = (await new ApiClient(ctx).get<MapView>(`/api/v1/maps/${started.map_id}`)).body;
+        const map = await maps.get(started.map_id);
         process.stderr.write(
           `map ${map.map_id} ${map.status}: ${map.counts.succeeded} succeeded, ${map.counts.failed} failed, ${map.counts.cancelled} cancelled${map.error ? ` (${map.error})` : ''}\n`,
         );

@@ -1,11 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
-import type { ExecEvent, SandboxFileList, SandboxList, SandboxView } from '#tern/contracts';
+import { sleep } from '#tern/timing';
+import type { ExecEvent, SandboxFileList, SandboxList, SandboxPortView, SandboxView } from '#tern/contracts';
 import { secondsArgument } from '../arguments.js';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { ago, bytes } from '../format.js';
 import { table } from '../table.js';
+import { sandboxShell } from './sandbox-shell.js';
 
 function client() {
   return new ApiClient(resolveContext());
@@ -93,7 +95,14 @@ export function sandboxCommand(): Command {
         ...(o.pool ? { pool: o.pool } : {}),
         ...(o.blockNetwork ? { network: { block: true } } : {}),
       };
-      const { body } = await client().request<SandboxView>('POST', '/api/v1/sandboxes', spec);
+      const api = client();
+      let { body } = await api.request<SandboxView>('POST', '/api/v1/sandboxes', spec);
+      // 202: still placing (a slow first start); followed until it runs or fails.
+      while (body.state === 'placing') {
+        await sleep(500);
+        ({ body } = await api.get<SandboxView>(sandboxPath(body.id)));
+      }
+      if (body.state !== 'running') throw new Error(`sandbox ${body.id} ${body.state}: ${body.state_reason ?? 'no reason given'}`);
       process.stdout.write(`${body.id}\n`);
     });
 
@@ -159,6 +168,26 @@ export function sandboxCommand(): Command {
       const { body } = await client().get<SandboxFileList>(sandboxPath(id, `/files/list?path=${encodeURIComponent(path)}`));
       const rows = body.entries.map((e) => [e.mode, e.type, String(e.size), e.mtime, e.name]);
       process.stdout.write(`${rows.length ? table(['MODE', 'TYPE', 'SIZE', 'MODIFIED', 'NAME'], rows) : `${body.path} is empty.`}\n`);
+    });
+
+  cmd
+    .command('shell')
+    .description('An interactive shell in a sandbox, on a pty, over a WebSocket (exit or Ctrl-D ends it)')
+    .argument('<id>', 'the sandbox')
+    .action((id: string) => sandboxShell(resolveContext(), id));
+
+  cmd
+    .command('expose')
+    .description('Expose a port the sandbox listens on and print its URL on the gateway (HTTP and WebSocket)')
+    .argument('<id>', 'the sandbox')
+    .argument('<port>', 'the port inside the sandbox')
+    .option('--public', 'reachable without a token, at an unguessable URL')
+    .action(async (id: string, port: string, o) => {
+      const { body } = await client().request<SandboxPortView>('POST', sandboxPath(id, '/ports'), {
+        port: Number(port),
+        ...(o.public ? { public: true } : {}),
+      });
+      process.stdout.write(`${body.url}\n`);
     });
 
   cmd

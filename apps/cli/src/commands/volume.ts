@@ -27,6 +27,21 @@ interface Listing {
   files: { path: string; size: number; mode: string; mtime: string }[];
 }
 
+interface CommitReport {
+  volume: string;
+  version: number;
+  containers: {
+    containerId: string;
+    outcome: string;
+    version?: number;
+    written?: number;
+    removed?: number;
+    overwritten: string[];
+    skipped: string[];
+    reason?: string;
+  }[];
+}
+
 function filesPath(name: string, remote: string): string {
   return `/api/v1/volumes/${encodeURIComponent(name)}/files?path=${encodeURIComponent(remote)}`;
 }
@@ -67,41 +82,35 @@ function progress(label: string, total: number | undefined): Transform {
   });
 }
 
-async function refusal(response: Response): Promise<ApiError> {
-  const body = (await response.json().catch(() => undefined)) as { message?: unknown } | undefined;
-  const message = Array.isArray(body?.message) ? body.message.join('; ') : String(body?.message ?? response.statusText);
-  return new ApiError(response.status, `${response.status} ${message}`, body);
-}
-
-async function send(ctx: CliContext, method: string, path: string, init: RequestInit = {}): Promise<Response> {
-  try {
-    return await fetch(`${ctx.gateway}${path}`, {
-      ...init,
-      method,
-      headers: { ...(ctx.token ? { authorization: `Bearer ${ctx.token}` } : {}), ...(init.headers as Record<string, string>) },
-    });
-  } catch (e) {
-    throw new ApiError(0, `cannot reach the gateway at ${ctx.gateway} (${String((e as Error).cause ?? (e as Error).message)})`);
+/** One line per container, then what each overwrote or left out: the commit report. */
+export function renderCommit(report: CommitReport): string {
+  if (!report.containers.length)
+    return `no running container mounts ${report.volume} read-write: nothing to commit (version ${report.version})`;
+  const lines: string[] = [];
+  for (const c of report.containers) {
+    const what =
+      c.outcome === 'committed'
+        ? `committed version ${c.version}: ${c.written} written, ${c.removed} removed`
+        : `${c.outcome}${c.reason ? `: ${c.reason}` : ''}`;
+    lines.push(`${c.containerId}: ${what}`);
+    if (c.overwritten.length) lines.push(`  overwrote files others changed since its base: ${c.overwritten.join(', ')}`);
+    for (const s of c.skipped) lines.push(`  left out ${s}`);
   }
+  return lines.join('\n');
 }
 
-/** Streams a local file into the volume (the gateway stores it chunk by chunk). */
+/** Streams a local file into the volume (the gateway stores it chunk by chunk), read as fast as the socket drains. */
 export async function putFile(ctx: CliContext, name: string, local: string, remote: string, mode?: string): Promise<unknown> {
   const { size } = await stat(local);
-  const body = Readable.toWeb(createReadStream(local).pipe(progress(`put ${remote}`, size))) as ReadableStream<Uint8Array>;
-  const response = await send(ctx, 'PUT', `${filesPath(name, remote)}${mode ? `&mode=${mode}` : ''}`, {
-    body,
-    headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
-    duplex: 'half',
-  } as RequestInit);
-  if (!response.ok) throw await refusal(response);
+  const path = `${filesPath(name, remote)}${mode ? `&mode=${mode}` : ''}`;
+  const response = await new ApiClient(ctx).upload('PUT', path, createReadStream(local).pipe(progress(`put ${remote}`, size)), size);
   return response.json();
 }
 
 /** Streams a file of the volume to `local` (written beside it, then renamed: no half file on failure). */
 export async function getFile(ctx: CliContext, name: string, remote: string, local: string): Promise<number> {
-  const response = await send(ctx, 'GET', filesPath(name, remote));
-  if (!response.ok || !response.body) throw await refusal(response);
+  const response = await new ApiClient(ctx).stream('GET', filesPath(name, remote));
+  if (!response.body) throw new ApiError(response.status, `${response.status} the gateway sent no bytes for ${remote}`);
   const total = Number(response.headers.get('content-length')) || undefined;
   const partial = `${local}.tern-partial`;
   await pipeline(Readable.fromWeb(response.body as never), progress(`get ${remote}`, total), createWriteStream(partial));
@@ -166,6 +175,16 @@ export function volumeCommand(): Command {
     .action(async (name: string, remote: string, local: string) => {
       const size = await getFile(ctx(), name, remote, local);
       console.log(`${local}: ${bytes(size)}`);
+    });
+
+  volume
+    .command('commit')
+    .argument('<name>')
+    .option('--json', 'print the raw JSON')
+    .description("Commit now what the workspace's running containers wrote to the volume (they also commit when they stop)")
+    .action(async (name: string, opts: { json?: boolean }) => {
+      const { body } = await client().request<CommitReport>('POST', `/api/v1/volumes/${encodeURIComponent(name)}/commit`);
+      console.log(opts.json ? JSON.stringify(body, null, 2) : renderCommit(body));
     });
 
   volume

@@ -27,6 +27,21 @@ export class AuthService implements OnApplicationBootstrap {
   ) {}
 
   /**
+   * The caller of a request with this `Authorization` header; a 401 that says what to send
+   * otherwise. ApiTokenGuard and the routes served outside Nest (endpoints) both ask here.
+   */
+  async authenticate(header: string | undefined): Promise<Principal> {
+    if (!header) {
+      throw new UnauthorizedException('missing token: send "Authorization: Bearer <token>" (the operator token is printed by npm run up)');
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw new UnauthorizedException('malformed Authorization header: expected "Bearer <token>"');
+    const principal = await this.verify(match[1]!);
+    if (!principal) throw new UnauthorizedException('invalid or revoked token');
+    return principal;
+  }
+
+  /**
    * Every request is authenticated, so a verified token is remembered for VERIFIED_TTL_MS:
    * without it each endpoint call paid a database round trip (and a write). Revoking through
    * this gateway forgets at once; another gateway replica stops accepting within the TTL. An

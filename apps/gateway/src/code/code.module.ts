@@ -11,7 +11,7 @@ import { CodeService } from './code.service.js';
   imports: [MachineRegistrationModule],
   controllers: [CodeController, AgentCodeController],
   providers: [CodeStore, CodeService],
-  exports: [CodeStore],
+  exports: [CodeStore, CodeService],
 })
 export class CodeModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ImagePins } from '../images/image-pins.service.js';
+import { ImagesModule } from '../images/images.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { DeploymentLogsService } from './deployment-logs.service.js';
 import { DeploymentRecords } from './deployment-records.js';
@@ -7,9 +7,9 @@ import { DeploymentsController } from './deployments.controller.js';
 import { DeploymentsService } from './deployments.service.js';
 
 @Module({
-  imports: [TasksModule],
+  imports: [TasksModule, ImagesModule],
   controllers: [DeploymentsController],
-  providers: [DeploymentsService, DeploymentRecords, DeploymentLogsService, ImagePins],
+  providers: [DeploymentsService, DeploymentRecords, DeploymentLogsService],
   exports: [DeploymentsService],
 })
 export class DeploymentsModule {}

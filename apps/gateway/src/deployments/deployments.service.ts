@@ -15,6 +15,7 @@ import {
   DeploymentsRepository,
   type DeploymentWithCounts,
   MachinesRepository,
+  VolumesRepository,
 } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { ImagePins } from '../images/image-pins.service.js';
@@ -35,16 +36,18 @@ export class DeploymentsService {
     private readonly tasks: TasksService,
     private readonly codeBundles: CodeBundlesRepository,
     private readonly imagePins: ImagePins,
+    private readonly volumes: VolumesRepository,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
-    const resolved = await this.check(spec);
+    const resolved = await this.check(principal, spec);
     // Digests are not secrets: naming another workspace's bundle must not run its code.
     if (spec.code && !(await this.codeBundles.isOwnedBy(principal.workspaceId, spec.code))) {
       throw new NotFoundException(
         `code ${spec.code} not found in workspace "${principal.workspaceName}": upload it first (PUT /api/v1/code/<digest>; tern deploy does)`,
       );
     }
+    await this.requireVolumes(principal, resolved);
     const { deployment, version } = await this.deployments.addVersion(
       principal.workspaceId,
       spec.name,
@@ -139,7 +142,7 @@ export class DeploymentsService {
   }
 
   /** The spec's own rules, then whether the cluster could ever run it. Both answer 400 naming the field. */
-  private async check(spec: DeploymentSpec): Promise<ResolvedSpec> {
+  private async check(principal: Principal, spec: DeploymentSpec): Promise<ResolvedSpec> {
     let resolved: ResolvedSpec;
     try {
       resolved = resolveSpec(spec);
@@ -155,7 +158,18 @@ export class DeploymentsService {
       machines.map((m) => ({ pool: m.pool, gpuModels: (m.gpus ?? []).map((g) => g.model) })),
     );
     if (problem) throw new BadRequestException([problem.message]);
-    return { ...resolved, image: await this.imagePins.pin(resolved.image) };
+    const credentials = spec.registry_secret ? { workspaceId: principal.workspaceId, secret: spec.registry_secret } : undefined;
+    return { ...resolved, image: await this.imagePins.pin(resolved.image, principal.workspaceId, credentials) };
+  }
+
+  /** Every volume the spec mounts must be one of the workspace's: a container would otherwise fail at every start. */
+  private async requireVolumes(principal: Principal, resolved: ResolvedSpec): Promise<void> {
+    for (const [i, v] of resolved.volumes.entries()) {
+      if (!(await this.volumes.find(principal.workspaceId, v.name)))
+        throw new BadRequestException([
+          `volumes[${i}].name: volume ${v.name} not found in workspace "${principal.workspaceName}": create it first (tern volume create ${v.name})`,
+        ]);
+    }
   }
 
   private async publish(deploymentId: string, what: string): Promise<void> {

@@ -137,6 +137,13 @@ export class EndpointsService {
   }
 
   private respond(reply: FastifyReply, response: InvokeResponse, containerId: string, lane: Lane, started: number): void {
+    reply.code(response.status).headers({ ...forwardable(response.headers), 'x-tern-container-id': containerId });
+    if (response.whole) {
+      // Head and body came in one message: answer with the bytes, no stream to pump.
+      lane.release(containerId, Date.now() - started);
+      void reply.send(Buffer.from(response.whole.buffer, response.whole.byteOffset, response.whole.byteLength));
+      return;
+    }
     let released = false;
     const release = () => {
       if (released) return;
@@ -158,7 +165,6 @@ export class EndpointsService {
       })(),
     );
     stream.on('close', release);
-    reply.code(response.status).headers({ ...forwardable(response.headers), 'x-tern-container-id': containerId });
     void reply.send(stream);
   }
 }

@@ -1,29 +1,65 @@
-import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { BadRequestException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { ImageError, parseRegistryRef, pinnedRef, type RegistryAccess, resolveRegistryDigest } from '#tern/runtime';
+import {
+  ImageError,
+  parseRegistryRef,
+  pinnedRef,
+  type RegistryAccess,
+  type RegistryRef,
+  resolveRegistryDigest,
+  skopeoCopy,
+} from '#tern/runtime';
+import { RegistryTokens } from '../registry-tokens/registry-tokens.service.js';
+import { BUILD_REPOSITORIES, workspaceBuilds } from '../registry-tokens/registry-rights.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import { ownRegistryAccess } from './registry-users.js';
+
+/** Where Tern's registry keeps copies of images pulled with a workspace's credentials. */
+const MIRROR = 'mirror/';
+
+/** An image in another registry, reached with a workspace secret holding `<username>:<password>`. */
+export interface RegistrySecretRef {
+  workspaceId: string;
+  secret: string;
+}
 
 /**
  * Pins a deployment's registry image to the digest its tag names now, so that every container
  * of the version runs the same bytes and agents pull by digest. Asking the registry at deploy
  * time is also where an unreachable registry, a wrong credential or a missing image fails the
  * deploy, with the reference and the registry's answer, instead of a container start later.
+ *
+ * An image behind a workspace's registry credentials (`registry_secret:`) is copied, by digest,
+ * into Tern's registry under `mirror/`, and the version runs the copy: the credentials stay in
+ * the control plane, and machines (strangers' computers) pull the copy with their own tokens.
  */
 @Injectable()
 export class ImagePins {
-  constructor(@Inject(TERN_CONFIG) private readonly config: TernConfig) {}
-
-  /** The registry users the control plane has: Tern's registry's pull user. */
-  private access(): RegistryAccess[] {
-    const r = this.config.registry;
-    return r ? [{ host: r.host, insecure: r.insecure, ...(r.pull ?? {}) }] : [];
-  }
+  constructor(
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+    private readonly registryTokens: RegistryTokens,
+    private readonly secrets: SecretsService,
+  ) {}
 
   /** `host` stays `host`; a registry reference becomes `host/repo@sha256:…`. Throws a 400 naming the reference. */
-  async pin(image: string): Promise<string> {
-    if (image === 'host') return image;
+  async pin(image: string, workspaceId: string, credentials?: RegistrySecretRef): Promise<string> {
+    if (image === 'host') {
+      if (credentials) throw new BadRequestException(['registry_secret: only an image in a registry takes registry credentials']);
+      return image;
+    }
     try {
       const ref = parseRegistryRef(image);
-      const digest = await resolveRegistryDigest(image, this.access());
+      const own = this.config.registry?.host === ref.registry;
+      if (own && ref.repository.startsWith(MIRROR))
+        throw new ImageError(
+          image,
+          `${MIRROR} holds Tern's copies of images from other registries: name the original image (with registry_secret)`,
+        );
+      if (own && BUILD_REPOSITORIES.test(ref.repository) && !ref.repository.startsWith(workspaceBuilds(workspaceId)))
+        throw new ImageError(image, `builds/ holds each workspace's own builds under ${workspaceBuilds(workspaceId)}: name one of yours`);
+      if (credentials) return await this.mirror(image, ref, own, credentials);
+      const access = this.ownAccess(ref.repository, ['pull']);
+      const digest = await resolveRegistryDigest(image, access);
       if (ref.digest && digest !== ref.digest)
         throw new ImageError(image, `the registry holds manifest ${digest} under this reference, not ${ref.digest}`);
       return pinnedRef(ref, digest);
@@ -32,4 +68,51 @@ export class ImagePins {
       throw e;
     }
   }
+
+  /** Resolves the image with the workspace's credentials and copies it by digest into `mirror/`. */
+  private async mirror(image: string, ref: RegistryRef, own: boolean, from: RegistrySecretRef): Promise<string> {
+    if (own) throw new BadRequestException([`registry_secret: ${ref.registry} is Tern's own registry, which needs no secret`]);
+    if (!this.config.registry)
+      throw new BadRequestException([
+        "registry_secret: this installation has no registry of its own to copy the image into (REGISTRY_URL), and machines never get a workspace's credentials",
+      ]);
+    const source: RegistryAccess = { host: ref.registry, insecure: onLoopback(ref.registry), ...(await this.login(from)) };
+    const digest = await resolveRegistryDigest(image, [source]);
+    if (ref.digest && digest !== ref.digest)
+      throw new ImageError(image, `the registry holds manifest ${digest} under this reference, not ${ref.digest}`);
+    const repository = `${MIRROR}${ref.registry
+      .toLowerCase()
+      .replace(/[^a-z0-9.]+/g, '-')
+      .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '')}/${ref.repository}`;
+    const target = `${this.config.registry.host}/${repository}`;
+    const copied = await skopeoCopy(image, `docker://${pinnedRef(ref, digest)}`, `docker://${target}:${digest.replace(':', '-')}`, [
+      source,
+      ...this.ownAccess(repository, ['pull', 'push']),
+    ]);
+    return `${target}@${copied}`;
+  }
+
+  /** The secret's `<username>:<password>`; a 400 naming the field when it is missing or malformed. */
+  private async login(from: RegistrySecretRef): Promise<{ username: string; password: string }> {
+    let value: string;
+    try {
+      value = await this.secrets.reveal(from.workspaceId, from.secret);
+    } catch (e) {
+      if (e instanceof NotFoundException) throw new BadRequestException([`registry_secret: ${e.message}`]);
+      throw e;
+    }
+    const colon = value.indexOf(':');
+    if (colon <= 0) throw new BadRequestException([`registry_secret: secret "${from.secret}" must hold <username>:<password>`]);
+    return { username: value.slice(0, colon), password: value.slice(colon + 1) };
+  }
+
+  private ownAccess(repository: string, actions: ('pull' | 'push')[]): RegistryAccess[] {
+    return ownRegistryAccess(this.config, this.registryTokens, [{ repository, actions }]);
+  }
+}
+
+/** Plain HTTP is for a registry on this machine only (a test's, a developer's). */
+function onLoopback(host: string): boolean {
+  const name = host.replace(/:\d+$/, '');
+  return name === 'localhost' || name === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(name);
 }

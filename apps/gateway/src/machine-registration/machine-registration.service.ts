@@ -15,6 +15,7 @@ import {
   MACHINE_REGISTERED,
   MACHINE_STATE_CHANGED,
   type MachineRegisterRequest,
+  type MachineRegistryAccess,
   type MachineRegisterResponse,
   type MachineState,
   type MachineStateChanged,
@@ -200,11 +201,20 @@ export class MachineRegistrationService {
       },
       heartbeatIntervalSeconds: machines.heartbeatIntervalSeconds,
       heartbeatTtlSeconds: machines.heartbeatTtlSeconds,
-      // Over the registration's HTTPS answer, like the NATS user: pull only (push stays with builders).
-      ...(registry ? { registry: { host: registry.host, insecure: registry.insecure, ...(registry.pull ?? {}) } } : {}),
+      ...(registry ? { registry: machineRegistryAccess(registry) } : {}),
       ...(pool.minNetworkMbps !== null ? { minNetworkMbps: pool.minNetworkMbps } : {}),
     };
   }
+}
+
+/**
+ * How a machine reaches the registry. With token auth it logs in with its own machine token and
+ * the gateway's token service grants it pull of what is placed on it; else the shared pull user
+ * comes over the registration's HTTPS answer, like the NATS user (push stays with builders).
+ */
+function machineRegistryAccess(registry: NonNullable<TernConfig['registry']>): MachineRegistryAccess {
+  const where = { host: registry.host, insecure: registry.insecure };
+  return registry.token ? { ...where, tokenAuth: true } : { ...where, ...(registry.pull ?? {}) };
 }
 
 /** A join or machine token is bound to one machine in one pool; the body may repeat them but not change them. */

@@ -61,6 +61,7 @@ export function machineDetail(m: Machine, beat?: HeartbeatSnapshot, reputation?:
           sequence: beat.sequence,
           runningContainers: beat.runningContainers,
           ...(beat.isolation ? { isolation: beat.isolation } : {}),
+          ...(beat.builder ? { builder: true } : {}),
         }
       : null,
     createdAt: m.createdAt.toISOString(),

@@ -27,6 +27,22 @@ export interface SandboxCall {
   headers?: Record<string, string>;
 }
 
+function portMethod(request: FastifyRequest): HttpMethod {
+  const method = request.method.toUpperCase() as HttpMethod;
+  if (!HTTP_METHODS.includes(method)) throw new BadRequestException(`method ${request.method} is not supported on sandbox ports`);
+  return method;
+}
+
+/** A request to a sandbox's port as the agent passes it on: the caller's headers less Tern's credential, its body as it came. */
+function portCall(request: FastifyRequest, method: HttpMethod, port: number, rest: string): SandboxCall {
+  const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type']);
+  const contentType = originalContentType(request);
+  if (contentType) headers['content-type'] = contentType;
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  const path = rest.startsWith('/') || rest === '' ? rest : `/${rest}`;
+  return { method, route: `/ports/${port}${path}`, body, headers };
+}
+
 /**
  * Carries a call of the sandbox API to the sandbox's agent (SANDBOX_CALL over NATS: the machine
  * needs no inbound port) once the caller's workspace is known to own a running sandbox, and
@@ -46,21 +62,28 @@ export class SandboxCallsService {
     const m = /^\/sandbox\/([^/?]+)\/([^/?]+)(.*)$/.exec(request.url);
     if (!m) throw new NotFoundException('expected /sandbox/<id>/<port>/<path>');
     const [, id, port, rest] = m;
-    const method = request.method.toUpperCase() as HttpMethod;
-    if (!HTTP_METHODS.includes(method)) throw new BadRequestException(`method ${request.method} is not supported on sandbox ports`);
+    const method = portMethod(request);
     const sandbox = await this.sandboxes.running(p, id);
     if (!sandbox.ports.includes(Number(port)))
       throw new NotFoundException(`port ${port} of sandbox ${id} is not exposed (POST /api/v1/sandboxes/${id}/ports {"port": ${port}})`);
-    const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type']);
-    const contentType = originalContentType(request);
-    if (contentType) headers['content-type'] = contentType;
-    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const path = rest.startsWith('/') || rest === '' ? rest : `/${rest}`;
-    return this.forward(p, id, { method, route: `/ports/${port}${path}`, body, headers }, reply, sandbox);
+    return this.send(sandbox, portCall(request, method, Number(port), rest), reply);
   }
 
-  async forward(p: Principal, id: string, call: SandboxCall, reply: FastifyReply, known?: Sandbox): Promise<void> {
-    const sandbox = known ?? (await this.sandboxes.running(p, id));
+  /** `ANY /sandbox-public/<token>/<rest>`: a public port, no workspace token asked (404 for an unknown token). */
+  async forwardToPublicPort(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const m = /^\/sandbox-public\/([^/?]+)(.*)$/.exec(request.url);
+    if (!m) throw new NotFoundException('expected /sandbox-public/<token>/<path>');
+    const method = portMethod(request);
+    const { sandbox, port } = await this.sandboxes.publicPort(m[1]);
+    return this.send(sandbox, portCall(request, method, port, m[2]), reply);
+  }
+
+  async forward(p: Principal, id: string, call: SandboxCall, reply: FastifyReply): Promise<void> {
+    return this.send(await this.sandboxes.running(p, id), call, reply);
+  }
+
+  private async send(sandbox: Sandbox, call: SandboxCall, reply: FastifyReply): Promise<void> {
+    const id = sandbox.id;
     const workdir = typeof sandbox.spec.workdir === 'string' ? sandbox.spec.workdir : SANDBOX_WORKDIR;
     const query = call.path === undefined ? '' : `?path=${encodeURIComponent(posix.resolve(workdir, call.path))}`;
     const lifetimeLeftMs = new Date(sandbox.createdAt).getTime() + sandbox.timeoutSeconds * 1000 - Date.now();

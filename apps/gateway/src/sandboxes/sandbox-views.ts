@@ -3,6 +3,9 @@ import type { Sandbox } from '#tern/persistence';
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
+/** The path of a public port (the gateway's URL goes before it). */
+export const publicPortPath = (token: string) => `/sandbox-public/${token}/`;
+
 export function sandboxView(s: Sandbox): SandboxView {
   const created = new Date(s.createdAt);
   return {
@@ -19,6 +22,7 @@ export function sandboxView(s: Sandbox): SandboxView {
     timeout: s.timeoutSeconds,
     idle_timeout: s.idleTimeoutSeconds,
     ports: s.ports ?? [],
+    public_ports: Object.entries(s.publicPorts ?? {}).map(([token, port]) => ({ port, path: publicPortPath(token) })),
     created_at: created.toISOString(),
     started_at: iso(s.startedAt),
     active_at: iso(s.activeAt)!,

@@ -1,11 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, HttpException, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ExposePortRequest, SandboxSpec } from '#tern/contracts';
 import { publicGatewayUrl } from '../machines/public-url.js';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
-import { ListSandboxesQuery } from './dto/list-sandboxes.query.js';
-import { SandboxesService } from './sandboxes.service.js';
+import { CreateSandboxQuery, ListSandboxesQuery } from './dto/sandbox-queries.js';
+import { CREATE_WAIT_SECONDS, SandboxesService } from './sandboxes.service.js';
 
 @ApiTags('sandboxes')
 @ApiBearerAuth()
@@ -17,10 +17,17 @@ export class SandboxesController {
   @ApiOperation({
     summary: 'Create a sandbox',
     description:
-      'Places a container on a machine of the pool and answers 201 once it runs: `{id, state, machine, …}`. Its processes start in `workdir` (default /workspace, its writable directory). It ends after `timeout` s (default 300), after `idle_timeout` s without a call, on DELETE, or is reported lost with its machine. 503 when no machine can take it now.',
+      'Places a container on a machine of the pool and answers 201 once it runs: `{id, state, machine, …}`; or 202 with `state: placing` (and `Location`) when it does not run within `?wait=` s (default 60, 0 answers at once): GET follows it to running, or to failed with the reason. Its processes start in `workdir` (default /workspace, its writable directory). It ends after `timeout` s (default 300), after `idle_timeout` s without a call, on DELETE, or is reported lost with its machine. 503 when no machine can take it now.',
   })
-  create(@CurrentPrincipal() p: Principal, @Body() spec: SandboxSpec) {
-    return this.sandboxes.create(p, spec);
+  async create(
+    @CurrentPrincipal() p: Principal,
+    @Body() spec: SandboxSpec,
+    @Query() q: CreateSandboxQuery,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const view = await this.sandboxes.create(p, spec, (q.wait ?? CREATE_WAIT_SECONDS) * 1000);
+    if (view.state === 'placing') void reply.code(202).header('location', `/api/v1/sandboxes/${view.id}`);
+    return view;
   }
 
   @Get()
@@ -45,10 +52,21 @@ export class SandboxesController {
   @ApiOperation({
     summary: 'Expose a port the sandbox listens on',
     description:
-      'Answers `{port, url}`: requests to `<gateway>/sandbox/<id>/<port>/…` with the workspace token reach that port inside the sandbox, carried over NATS to its agent (the machine needs no inbound port). HTTP only.',
+      'Answers `{port, url, public}`: requests to `<gateway>/sandbox/<id>/<port>/…` with the workspace token (HTTP and WebSocket) reach that port inside the sandbox, carried over NATS to its agent (the machine needs no inbound port). With `public: true` the url is `<gateway>/sandbox-public/<token>/…`, reached with no token: the unguessable URL is the credential, until the sandbox ends.',
   })
   exposePort(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() body: ExposePortRequest, @Req() req: FastifyRequest) {
-    return this.sandboxes.exposePort(p, id, body.port, publicGatewayUrl(req.headers));
+    return this.sandboxes.exposePort(p, id, body.port, body.public ?? false, publicGatewayUrl(req.headers));
+  }
+
+  @Get(':id/shell')
+  @ApiOperation({
+    summary: 'A shell in the sandbox, on a pty, over a WebSocket',
+    description:
+      "A WebSocket upgrade (`?cols=&rows=` sizes the terminal): binary messages in are keystrokes, binary messages out are the terminal's output; it closes when the shell exits. Carried over NATS to the sandbox's agent. A plain GET answers 426.",
+  })
+  async shell(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<never> {
+    await this.sandboxes.running(p, id);
+    throw new HttpException('the shell is a WebSocket: send an upgrade request (tern sandbox shell <id>)', 426);
   }
 
   @Post(':id/keepalive')

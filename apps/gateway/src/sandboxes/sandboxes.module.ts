@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
@@ -6,25 +8,32 @@ import { installRawBody, MAX_ENDPOINT_BODY_BYTES } from '../endpoints/raw-body.j
 import { SandboxCallsController } from './sandbox-calls.controller.js';
 import { SandboxCallsService } from './sandbox-calls.service.js';
 import { SandboxPlacer } from './sandbox-placer.js';
-import { SandboxPortsController } from './sandbox-ports.controller.js';
+import { SandboxPortsController, SandboxPublicPortsController } from './sandbox-ports.controller.js';
 import { SandboxSweeper } from './sandbox-sweeper.js';
+import { SandboxTunnels } from './sandbox-tunnels.js';
 import { SandboxesController } from './sandboxes.controller.js';
 import { SandboxesService } from './sandboxes.service.js';
 
 /** Sandboxes: containers a workspace drives over the API (see docs/architecture.md, Sandboxes). */
 @Module({
-  controllers: [SandboxesController, SandboxCallsController, SandboxPortsController],
-  providers: [SandboxPlacer, SandboxesService, SandboxCallsService, SandboxSweeper],
+  controllers: [SandboxesController, SandboxCallsController, SandboxPortsController, SandboxPublicPortsController],
+  providers: [SandboxPlacer, SandboxesService, SandboxCallsService, SandboxSweeper, SandboxTunnels],
 })
 export class SandboxesModule implements OnModuleInit {
-  constructor(private readonly adapterHost: HttpAdapterHost) {}
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly tunnels: SandboxTunnels,
+  ) {}
 
   onModuleInit() {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
     // A file's bytes arrive as they are, whatever their content type, up to the files API's limit.
     if (!fastify) return;
+    // WebSockets to sandbox ports and shells: the upgrade never reaches a route.
+    fastify.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.tunnels.upgrade(req, socket, head));
     installRawBody(fastify, {
-      prefix: '/sandbox/',
+      prefix: '/sandbox',
+      matches: (_method, url) => /^\/sandbox(-public)?\//.test(url),
       name: 'sandbox-port',
       maxBytes: MAX_ENDPOINT_BODY_BYTES,
       tooLarge: 'a request to a sandbox port may carry at most 16 MiB',

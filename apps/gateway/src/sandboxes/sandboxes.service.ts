@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { BadRequestException, ConflictException, Injectable, Logger, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import {
   AGENT_SANDBOX_CREATE,
@@ -9,6 +9,7 @@ import {
   SANDBOX_STARTED,
   SANDBOX_DEFAULT_TIMEOUT_SECONDS,
   SANDBOX_WORKDIR,
+  type SandboxCreate,
   type SandboxList,
   type SandboxPortView,
   SandboxSpec,
@@ -17,15 +18,24 @@ import {
 } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import { type EndingSandbox, type Sandbox, SandboxesRepository } from '#tern/persistence';
-import { fireAndForget } from '#tern/timing';
+import { fireAndForget, sleep } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
 import { SandboxPlacer } from './sandbox-placer.js';
-import { sandboxView } from './sandbox-views.js';
+import { publicPortPath, sandboxView } from './sandbox-views.js';
 
 /** How long an agent may take to start a sandbox's container (a first start prepares the image). */
 const CREATE_TIMEOUT_MS = 60_000;
+/** How long a create waits for the sandbox to run before it answers 202 (placing) when the caller names no `wait`. */
+export const CREATE_WAIT_SECONDS = 60;
 const REMOVE_TIMEOUT_MS = 30_000;
 const LIST_LIMIT = 100;
+
+/** The GPUs a sandbox asks for: `gpu` a type or "any" (one unless gpu_count says more), `gpu_count` alone any type. */
+function sandboxGpus(spec: SandboxSpec): { count: number; type?: string } {
+  const count = spec.gpu_count ?? (spec.gpu ? 1 : 0);
+  if (spec.gpu && count === 0) throw new BadRequestException('gpu_count must be at least 1 when gpu is set');
+  return { count, ...(spec.gpu && spec.gpu !== 'any' ? { type: spec.gpu } : {}) };
+}
 
 /**
  * Sandboxes' lives: placed (SandboxPlacer), started by their machine's agent (a request that
@@ -42,7 +52,12 @@ export class SandboxesService {
     private readonly messaging: Messaging,
   ) {}
 
-  async create(p: Principal, spec: SandboxSpec): Promise<SandboxView> {
+  /**
+   * Places the sandbox and has its machine start it. Answers once it runs, or after `waitMs`
+   * with it still placing (the start goes on: GET follows it); 503 when no machine can take it
+   * or its machine could not start it within the wait.
+   */
+  async create(p: Principal, spec: SandboxSpec, waitMs: number): Promise<SandboxView> {
     let memoryBytes: number;
     try {
       memoryBytes = parseMemory(spec.memory ?? '512Mi');
@@ -51,13 +66,17 @@ export class SandboxesService {
       throw e;
     }
     if (spec.network?.block && spec.network.allow) throw new BadRequestException('network takes block or allow, not both');
-    if ((spec.gpu_count ?? 0) > 0 || (spec.gpu && spec.gpu !== 'any'))
-      throw new BadRequestException('gpu: sandboxes with GPUs are not offered yet; leave gpu and gpu_count out');
+    const gpu = sandboxGpus(spec);
     const id = `sb-${randomUUID()}`;
     const image = spec.image ?? 'host';
     const workdir = spec.workdir ?? SANDBOX_WORKDIR;
     const pool = spec.pool ?? 'default';
-    const requested = { cpuMillicores: Math.round((spec.cpu ?? 1) * 1000), memoryBytes, gpuCount: 0 };
+    const requested = {
+      cpuMillicores: Math.round((spec.cpu ?? 1) * 1000),
+      memoryBytes,
+      gpuCount: gpu.count,
+      ...(gpu.type ? { gpuType: gpu.type } : {}),
+    };
     const placed = await this.placer.reserve(
       {
         id,
@@ -68,7 +87,7 @@ export class SandboxesService {
         timeoutSeconds: spec.timeout ?? SANDBOX_DEFAULT_TIMEOUT_SECONDS,
         idleTimeoutSeconds: spec.idle_timeout ?? null,
       },
-      { cpuMillicores: requested.cpuMillicores, memoryBytes, gpuTypes: [], gpuCount: 0, pool },
+      { cpuMillicores: requested.cpuMillicores, memoryBytes, gpuTypes: gpu.type ? [gpu.type] : [], gpuCount: gpu.count, pool },
     );
     // The reason without the machine ids placement names: a workspace does not learn a shared pool's machines.
     if (!placed.placed)
@@ -76,26 +95,34 @@ export class SandboxesService {
         `no machine in pool "${pool}" can take the sandbox now: ${placed.reason.replace(/ \([^)]*\)$/, '')}`,
       );
 
+    const command: SandboxCreate = {
+      sandboxId: id,
+      workspaceId: p.workspaceId,
+      image,
+      env: spec.env ?? {},
+      workdir,
+      resources: requested,
+      ...(spec.network ? { network: spec.network } : {}),
+      requestedAt: new Date().toISOString(),
+    };
+    const starting = this.start(command, placed.machineId);
+    const answered = new AbortController();
+    const view = await Promise.race([starting, sleep(waitMs, answered.signal).then(() => undefined)]).finally(() => answered.abort());
+    if (view) return view;
+    fireAndForget(`starting sandbox ${id}`, this.logger, starting);
+    return sandboxView((await this.sandboxes.findOfWorkspace(p.workspaceId, id))!);
+  }
+
+  /** Asks its machine's agent to start a placed sandbox; the row follows (running, or failed with the reason). */
+  private async start(command: SandboxCreate, machineId: string): Promise<SandboxView> {
+    const id = command.sandboxId;
     let reason: string | undefined;
     try {
-      const reply = await this.messaging.request(
-        AGENT_SANDBOX_CREATE,
-        {
-          sandboxId: id,
-          workspaceId: p.workspaceId,
-          image,
-          env: spec.env ?? {},
-          workdir,
-          resources: requested,
-          ...(spec.network ? { network: spec.network } : {}),
-          requestedAt: new Date().toISOString(),
-        },
-        { tokens: [placed.machineId], timeoutMs: CREATE_TIMEOUT_MS },
-      );
-      if (!reply.running) reason = `machine ${placed.machineId} could not start it: ${reply.reason ?? 'no reason given'}`;
+      const reply = await this.messaging.request(AGENT_SANDBOX_CREATE, command, { tokens: [machineId], timeoutMs: CREATE_TIMEOUT_MS });
+      if (!reply.running) reason = `machine ${machineId} could not start it: ${reply.reason ?? 'no reason given'}`;
     } catch (e) {
       if (!(e instanceof RequestError)) throw e;
-      reason = `machine ${placed.machineId} did not start it: ${e.message}`;
+      reason = `machine ${machineId} did not start it: ${e.message}`;
     }
     if (reason) {
       const failed = await this.sandboxes.end(id, 'failed', reason);
@@ -104,14 +131,14 @@ export class SandboxesService {
     }
     const running = await this.sandboxes.markRunning(id);
     if (!running) {
-      this.removeOnMachine(placed.machineId, id, 'ended while starting');
-      return sandboxView((await this.sandboxes.findOfWorkspace(p.workspaceId, id))!);
+      this.removeOnMachine(machineId, id, 'ended while starting');
+      return sandboxView((await this.sandboxes.findOfWorkspace(command.workspaceId, id))!);
     }
     await this.announce(SANDBOX_STARTED, `${id}:started`, {
       sandboxId: id,
-      workspaceId: p.workspaceId,
-      machineId: placed.machineId,
-      resources: requested,
+      workspaceId: command.workspaceId,
+      machineId,
+      resources: command.resources,
       at: new Date(running.startedAt!).toISOString(),
     });
     return sandboxView(running);
@@ -133,11 +160,26 @@ export class SandboxesService {
     return this.get(p, id);
   }
 
-  /** Exposes a port at `<gateway>/sandbox/<id>/<port>/`, reached with the workspace's token. */
-  async exposePort(p: Principal, id: string, port: number, gatewayUrl: string): Promise<SandboxPortView> {
+  /**
+   * Exposes a port at `<gateway>/sandbox/<id>/<port>/`, reached with the workspace's token; a
+   * public one also at `<gateway>/sandbox-public/<token>/`, reached by whoever holds the URL.
+   */
+  async exposePort(p: Principal, id: string, port: number, isPublic: boolean, gatewayUrl: string): Promise<SandboxPortView> {
     await this.running(p, id);
-    if (!(await this.sandboxes.exposePort(id, port))) throw new ConflictException(`sandbox ${id} is no longer running`);
-    return { port, url: `${gatewayUrl}/sandbox/${id}/${port}/` };
+    const gone = () => new ConflictException(`sandbox ${id} is no longer running`);
+    if (!(await this.sandboxes.exposePort(id, port))) throw gone();
+    if (!isPublic) return { port, url: `${gatewayUrl}/sandbox/${id}/${port}/`, public: false };
+    const publicPorts = await this.sandboxes.makePortPublic(id, port, randomBytes(32).toString('base64url'));
+    const token = Object.entries(publicPorts ?? {}).find(([, p]) => p === port)?.[0];
+    if (!token) throw gone();
+    return { port, url: `${gatewayUrl}${publicPortPath(token)}`, public: true };
+  }
+
+  /** The running sandbox and port a public port's token names; 404 for any other token (unknown, or its sandbox ended). */
+  async publicPort(token: string): Promise<{ sandbox: Sandbox; port: number }> {
+    const sandbox = /^[\w-]{43}$/.test(token) ? await this.sandboxes.findByPublicToken(token) : undefined;
+    if (!sandbox || !(await this.sandboxes.touch(sandbox.id))) throw new NotFoundException('no public sandbox port at this URL');
+    return { sandbox, port: sandbox.publicPorts[token] };
   }
 
   async keepalive(p: Principal, id: string): Promise<SandboxView> {

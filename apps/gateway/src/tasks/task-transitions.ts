@@ -19,6 +19,7 @@ import { boundAttempt } from '#tern/metering';
 import { type CancelledTask, type EndedTask, type LeaseClaim, type SettledAttempt, TasksRepository } from '#tern/persistence';
 import { type LeaseRefusal, whyRefused } from './task-leases.js';
 import { isFinal } from './task-views.js';
+import { TaskWaiters } from './task-waiters.js';
 
 /** Whether a task event changed the task, and if not why. */
 export type TaskVerdict = { accepted: true } | { accepted: false; why: LeaseRefusal; detail: string };
@@ -36,10 +37,17 @@ const ACCEPTED: TaskVerdict = { accepted: true };
 @Injectable()
 export class TaskTransitions {
   private readonly logger = new Logger('task-transitions');
+  /**
+   * Starts being recorded now, by task and attempt. A task that finishes at once has its outcome
+   * read beside its start (one consumer each): the outcome waits here for the start instead of
+   * finding no lease and being asked again later through JetStream.
+   */
+  private readonly starting = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly tasks: TasksRepository,
     private readonly messaging: Messaging,
+    private readonly waiters: TaskWaiters,
   ) {}
 
   /**
@@ -48,7 +56,12 @@ export class TaskTransitions {
    * agent's startedAt: the attempt's time runs from what the control plane saw.
    */
   async started(e: TaskStarted, observedAt: Date): Promise<TaskVerdict> {
-    const before = await this.tasks.markStarted({ ...e, startedAt: observedAt.toISOString() });
+    const key = `${e.taskId}:${e.attempt}`;
+    const marking = this.tasks.markStarted({ ...e, startedAt: observedAt.toISOString() });
+    this.starting.set(key, marking);
+    const before = await marking.finally(() => {
+      if (this.starting.get(key) === marking) this.starting.delete(key);
+    });
     if (!before) {
       const lease = await this.tasks.leaseOf(e.taskId);
       if (lease && lease.attempts < e.attempt && !isFinal(lease.state))
@@ -93,6 +106,7 @@ export class TaskTransitions {
 
   /** An attempt's failure, believed from the holder of its lease (or, for a last attempt lost, from a machine placed to be handed it). */
   async failed(e: TaskFailed, observedAt: Date): Promise<TaskVerdict> {
+    await this.startOf(e);
     const error = e.cause === 'error' ? e.error : `${e.cause}: ${e.error}`;
     const outcome = { taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'failed' as const, cause: e.cause };
     const claim = { claimedEndedAt: Date.parse(e.failedAt), claimedDurationMs: e.durationMs };
@@ -112,7 +126,7 @@ export class TaskTransitions {
       if (settled?.machineId)
         await this.attemptEnded({ ...outcome, machineId: settled.machineId }, { ...settled, startedAt: null }, observedAt);
     }
-    if (settled) await this.announceAgentOutcome(e.taskId, state, e.failedAt);
+    if (settled) this.announce(e.taskId, settled.workspaceId, state, e.failedAt);
     return this.verdict(TASK_FAILED, e, Boolean(settled));
   }
 
@@ -127,6 +141,7 @@ export class TaskTransitions {
     const inline = e.resultRef ? null : e.result === undefined ? null : JSON.stringify(e.result);
     if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES)
       this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
+    await this.startOf(e);
     const settled = await this.tasks.complete({
       taskId: e.taskId,
       resultJson: inline,
@@ -139,8 +154,11 @@ export class TaskTransitions {
     const ended = { taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'completed' as const };
     const claim = { claimedEndedAt: Date.parse(e.completedAt), claimedDurationMs: e.durationMs };
     if (settled) {
+      // The caller hears first: the fact for metering follows, and should this gateway die in
+      // between, the event is delivered again and the fact told then (tellAgain).
+      this.waiters.wake(e.taskId, settled);
+      this.announce(e.taskId, settled.workspaceId, 'COMPLETE', e.completedAt);
       await this.attemptEnded(ended, settled, observedAt, claim);
-      await this.announceAgentOutcome(e.taskId, 'COMPLETE', e.completedAt);
     } else await this.tellAgain(e, ['COMPLETE'], (repeat) => this.attemptEnded(ended, repeat, observedAt, claim));
     return this.verdict(TASK_COMPLETED, e, Boolean(settled));
   }
@@ -215,10 +233,9 @@ export class TaskTransitions {
     return expired;
   }
 
-  /** An outcome a lease holder reported, announced to the task's workspace as recorded, never the payload's. */
-  private async announceAgentOutcome(taskId: string, state: TaskState, endedAt: string) {
-    const workspaceId = await this.tasks.workspaceOf(taskId);
-    if (workspaceId) this.announce(taskId, workspaceId, state, endedAt);
+  /** Waits for the start of the outcome's attempt when this replica is recording it now. */
+  private async startOf(claim: LeaseClaim): Promise<void> {
+    await this.starting.get(`${claim.taskId}:${claim.attempt}`)?.catch(() => undefined);
   }
 
   /**

@@ -2,17 +2,19 @@ import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } f
 import type { Subscription } from '@nats-io/transport-node';
 import { TASK_ENDED } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import type { TaskWithDeployment } from '#tern/persistence';
 
 /** How often a waiter re-reads its task anyway, in case the notice was missed. */
 export const WAIT_RECHECK_MS = 2_000;
 
 /**
  * Callers waiting for a task to end, woken by TASK_ENDED notices from whichever replica
- * recorded the end. A waiter never trusts the notice alone: it re-reads the row.
+ * recorded the end. A waiter never trusts the notice alone: it re-reads the row, unless this
+ * replica recorded the end itself and hands over the row its write answered.
  */
 @Injectable()
 export class TaskWaiters implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly waiting = new Map<string, Set<() => void>>();
+  private readonly waiting = new Map<string, Set<(ended?: TaskWithDeployment) => void>>();
   private subscription?: Subscription;
 
   constructor(private readonly messaging: Messaging) {}
@@ -27,21 +29,27 @@ export class TaskWaiters implements OnApplicationBootstrap, OnApplicationShutdow
     this.subscription?.unsubscribe();
   }
 
-  /** Wakes whoever waits on `key` now (a map's readers when one of its chunks settled on this replica). */
-  wake(key: string) {
-    for (const wake of this.waiting.get(key) ?? []) wake();
+  /**
+   * Wakes whoever waits on `key` now (a map's readers when one of its chunks settled on this
+   * replica), handing over the task as this replica just wrote it when it has it.
+   */
+  wake(key: string, ended?: TaskWithDeployment) {
+    for (const wake of this.waiting.get(key) ?? []) wake(ended);
   }
 
-  /** Resolves when the task's end is announced, or after at most `ms` (then the caller re-reads). */
-  next(taskId: string, ms: number): Promise<void> {
+  /**
+   * Resolves when the task's end is announced, or after at most `ms`: with the ended task when
+   * this replica recorded the end, else with nothing (the caller re-reads).
+   */
+  next(taskId: string, ms: number): Promise<TaskWithDeployment | undefined> {
     return new Promise((resolve) => {
       let set = this.waiting.get(taskId);
       if (!set) this.waiting.set(taskId, (set = new Set()));
-      const wake = () => {
+      const wake = (ended?: TaskWithDeployment) => {
         clearTimeout(timer);
         set!.delete(wake);
         if (!set!.size) this.waiting.delete(taskId);
-        resolve();
+        resolve(ended);
       };
       const timer = setTimeout(wake, Math.max(0, Math.min(ms, WAIT_RECHECK_MS)));
       set.add(wake);

@@ -68,8 +68,9 @@ export class TasksService {
     const deadline = Date.now() + timeoutSeconds * 1000;
     let row = await this.row(principal, id, true, noun);
     while (!isFinal(row.state) && Date.now() < deadline) {
-      await this.waiters.next(id, deadline - Date.now());
-      row = await this.row(principal, id, true, noun);
+      // The same task the first read found in the caller's workspace, as this replica wrote its end.
+      const ended = await this.waiters.next(id, deadline - Date.now());
+      row = ended ?? (await this.row(principal, id, true, noun));
     }
     return taskView(row, await this.result(row));
   }

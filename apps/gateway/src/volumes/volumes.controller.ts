@@ -37,6 +37,16 @@ export class VolumesController {
     await this.volumes.delete(p.workspaceId, name);
   }
 
+  @Post(':name/commit')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      "Commit now what the workspace's running containers wrote to their read-write copies of the volume; per container: its report (files it overwrote that others changed since its base, entries it skipped)",
+  })
+  commit(@CurrentPrincipal() p: Principal, @Param('name') name: string) {
+    return this.volumes.commitMounts(p.workspaceId, name);
+  }
+
   @Get(':name/ls')
   @ApiOperation({ summary: 'The files and directories right below ?path= (the root by default)' })
   ls(@CurrentPrincipal() p: Principal, @Param('name') name: string, @Query() query: VolumePathQuery) {

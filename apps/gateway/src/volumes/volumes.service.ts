@@ -10,10 +10,22 @@ import {
 } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { VOLUME_CHUNK_BYTES, VOLUME_NAME, VOLUME_NAME_RULE, type VolumeCommitResult, type VolumeManifest } from '#tern/contracts';
-import { type VolumeFileRow, type VolumeFileWrite, VolumesRepository, type VolumeSummary } from '#tern/persistence';
+import {
+  AGENT_VOLUME_COMMIT,
+  VOLUME_CHUNK_BYTES,
+  VOLUME_NAME,
+  VOLUME_NAME_RULE,
+  type VolumeCommitAnswer,
+  type VolumeCommitResult,
+  type VolumeManifest,
+} from '#tern/contracts';
+import { Messaging, RequestError } from '#tern/messaging';
+import { type VolumeFileRow, type VolumeFileWrite, VolumesRepository, type VolumeSummary, type VolumeWriter } from '#tern/persistence';
 import { chunksOf, entriesBelow, sha256Hex, volumePath } from '#tern/volumes';
 import { VolumeChunkStore } from './volume-chunk-store.js';
+
+/** How long a machine may take to upload a container's changes and commit them (large files take a while). */
+const MOUNT_COMMIT_TIMEOUT_MS = 600_000;
 
 /** How long an unheld chunk stays before the sweeper removes it: an upload or commit in progress may be about to hold it. */
 const SWEEP_IDLE_SECONDS = 3600;
@@ -27,6 +39,9 @@ export interface VolumeFileView {
   mode: string;
   mtime: Date;
 }
+
+/** One running container's commit of a volume, as `POST /api/v1/volumes/<name>/commit` reports it. */
+export type ContainerCommitView = { containerId: string } & VolumeCommitAnswer;
 
 /** A workspace's use of its volume quota. */
 export interface VolumeUsage {
@@ -44,6 +59,7 @@ export class VolumesService {
   constructor(
     private readonly volumes: VolumesRepository,
     private readonly chunks: VolumeChunkStore,
+    private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -161,6 +177,35 @@ export class VolumesService {
     const volume = await this.find(workspaceId, name);
     await this.volumes.remove(volume.id);
     this.sweepLater(workspaceId);
+  }
+
+  /**
+   * Commits now what every container of the workspace that mounts the volume read-write has
+   * written (each from its own base, as its stop would): each machine uploads and commits its
+   * container's changes and answers with the commit report.
+   */
+  async commitMounts(workspaceId: string, name: string): Promise<{ volume: string; version: number; containers: ContainerCommitView[] }> {
+    const volume = await this.find(workspaceId, name);
+    const containers: ContainerCommitView[] = [];
+    // One at a time: each commit's report then names what the one before it overwrote.
+    for (const writer of await this.volumes.writers(volume.id)) {
+      containers.push({ containerId: writer.containerId, ...(await this.commitOnMachine(writer, name)) });
+    }
+    return { volume: name, version: (await this.find(workspaceId, name)).version, containers };
+  }
+
+  private async commitOnMachine(writer: VolumeWriter, volume: string): Promise<VolumeCommitAnswer> {
+    try {
+      return await this.messaging.request(
+        AGENT_VOLUME_COMMIT,
+        { containerId: writer.containerId, volume },
+        { tokens: [writer.machineId], timeoutMs: MOUNT_COMMIT_TIMEOUT_MS },
+      );
+    } catch (e) {
+      if (!(e instanceof RequestError)) throw e;
+      // The machine's id stays out of the answer: a workspace does not learn a shared pool's machines.
+      return { outcome: 'failed', overwritten: [], skipped: [], reason: `the container's machine did not answer: ${e.message}` };
+    }
   }
 
   async manifest(volumeId: string, name: string): Promise<VolumeManifest> {

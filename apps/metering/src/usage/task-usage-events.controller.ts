@@ -14,7 +14,8 @@ import { TaskUsageLedger } from './task-usage-ledger.js';
 export class TaskUsageEventsController {
   constructor(private readonly ledger: TaskUsageLedger) {}
 
-  @OnMessage(TASK_ATTEMPT_ENDED, CONSUMER)
+  /** Many in flight: the ledger writes the ones that arrive together in one batch. */
+  @OnMessage(TASK_ATTEMPT_ENDED, { ...CONSUMER, concurrency: 64 })
   async ended(@Payload() event: TaskAttemptEnded) {
     await this.ledger.ended(event);
     meteringEventsTotal.inc({ kind: 'task.attempt-ended' });

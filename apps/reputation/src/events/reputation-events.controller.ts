@@ -23,7 +23,6 @@ import {
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
 import {
-  applyHeartbeat,
   applyNetworkTest,
   applyObservedReady,
   applyStartCommand,
@@ -41,8 +40,8 @@ import { REPUTATION_PARAMS } from '../scores/reputation-params.js';
 import { Scorer } from '../scores/scorer.js';
 
 /**
- * Handlers apply their change synchronously and then wait for it to be stored (batched every
- * 50 ms), so many in flight keep throughput up while records still change in delivery order.
+ * Handlers queue their change and wait for it to be stored (changes of 50 ms in one
+ * transaction), so many in flight keep throughput up while records still change in delivery order.
  */
 const MANY = 64;
 
@@ -55,8 +54,9 @@ const COMMAND_WAIT_MS = 30_000;
 /**
  * The facts a reputation is built from, each through its own durable consumer replayed from
  * the start of its stream when first created (EVENTS keeps 30 days, HEARTBEATS one hour), so a
- * new installation of the service learns the history it missed. Handlers return once the
- * change is stored; the message is acknowledged then.
+ * new installation of the service learns the history it missed. Every replica binds the same
+ * consumers, so each event is handled by one of them. Handlers return once the change is
+ * stored; the message is acknowledged then.
  */
 @Controller()
 export class ReputationEventsController {
@@ -79,9 +79,10 @@ export class ReputationEventsController {
    * backlog replayed after a restart, so the restart does not look like late beats either.
    */
   @OnMessage(MACHINE_HEARTBEAT, { concurrency: MANY })
-  heartbeat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
+  async heartbeat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
     const arrival = ctx.delivery!.storedAt.getTime();
-    return this.change(beat.machineId, beat.pool, (r) => applyHeartbeat(r, beat.sequence, arrival, this.params));
+    await this.book.heartbeat(beat.machineId, beat.pool, beat.sequence, arrival);
+    this.scorer.nudge();
   }
 
   @OnMessage(MACHINE_NETWORK_TESTED)
@@ -112,7 +113,8 @@ export class ReputationEventsController {
   async containerReady(@Payload() e: ContainerReady, @Ctx() ctx: JetStreamContext) {
     const delivery = ctx.delivery!;
     const readyAt = delivery.storedAt.getTime();
-    if (commandedAt(this.book.get(e.machineId), e.containerId) === undefined) {
+    // Read from the table: another replica may have handled the start command.
+    if (commandedAt(await this.book.read(e.machineId), e.containerId) === undefined) {
       if (Date.now() - readyAt < COMMAND_WAIT_MS) return delivery.retryLater(Math.min(5000, 500 * delivery.deliveryCount));
       readiesRefused.inc({ reason: 'not-commanded' });
       return delivery.reject(`container ${e.containerId} was never commanded to start on machine ${e.machineId}`);

@@ -1,10 +1,23 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { REPUTATION_BUCKET, REPUTATION_BUCKET_TTL_MS, REPUTATION_SCORE, type ReputationEntry } from '#tern/contracts';
-import { Messaging } from '#tern/messaging';
+import {
+  REPUTATION_BUCKET,
+  REPUTATION_BUCKET_TTL_MS,
+  REPUTATION_LEADER_BUCKET,
+  REPUTATION_SCORE,
+  type ReputationEntry,
+} from '#tern/contracts';
+import { Lease, Messaging } from '#tern/messaging';
 import { ReputationRepository } from '#tern/persistence';
-import { changedMeaningfully, DAY_MS, type MachineScore, type ReputationParams, scoreMachines } from '#tern/reputation';
-import { MachineBook } from './machine-book.js';
+import {
+  changedMeaningfully,
+  DAY_MS,
+  type MachineRecord,
+  machineRecordOf,
+  type MachineScore,
+  type ReputationParams,
+  scoreMachines,
+} from '#tern/reputation';
 import { recomputeSeconds, reputationScore } from './metrics.js';
 import { REPUTATION_PARAMS } from './reputation-params.js';
 import { Ticker } from '#tern/timing';
@@ -15,6 +28,11 @@ const AFTER_EVENT_MS = 200;
 const KV_REFRESH_MS = 10 * 60_000;
 /** A machine with no event for this long (the longest uptime period) is no longer scored. */
 const FORGET_AFTER_MS = 30 * DAY_MS;
+/**
+ * Each pass reads the records changed since the previous read less this: a change stamped when
+ * its transaction began but committed after that read is read on the next one.
+ */
+const COMMIT_LAG_MS = 5000;
 
 interface Published {
   score: number;
@@ -28,28 +46,34 @@ interface Published {
  * meaningfully (or whose last history row is REPUTATION_HISTORY_INTERVAL_SECONDS old) gets a
  * history row in reputation_scores, a REPUTATION_SCORE event and a fresh entry in the
  * `reputation` KV bucket, which the scheduler reads.
+ *
+ * Only the replica holding the `reputation-leader` lease scores, so a score is published once.
+ * It keeps a copy of the records, brought up to date from the table at each pass (what any
+ * replica changed since the last); a replica that takes the lease over starts with every record.
  */
 @Injectable()
 export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('scorer');
+  private readonly lease: Lease;
+  private readonly records = new Map<string, MachineRecord>();
   private readonly published = new Map<string, Published>();
+  /** The database time of the last read of changed records; undefined while not scoring. */
+  private readAt?: Date;
   private ticker?: Ticker;
   private soon?: NodeJS.Timeout;
   private stopped = false;
 
   constructor(
-    private readonly book: MachineBook,
     private readonly reputation: ReputationRepository,
     private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
     @Inject(REPUTATION_PARAMS) private readonly params: ReputationParams,
-  ) {}
+  ) {
+    this.lease = new Lease(messaging, REPUTATION_LEADER_BUCKET, 'scores machines');
+  }
 
   async onApplicationBootstrap() {
-    const last = await this.reputation.latestScores();
-    // kvAt 0: every entry is put again on the first pass, in case the bucket lost it meanwhile.
-    for (const r of last)
-      this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
+    await this.lease.start();
     const everyMs = this.config.reputation.recomputeIntervalMs;
     this.ticker = new Ticker({ name: 'recomputing scores', everyMs, logger: this.logger, immediate: true }, () => this.recompute()).start();
   }
@@ -58,6 +82,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     this.stopped = true;
     clearTimeout(this.soon);
     await this.ticker?.stop();
+    await this.lease.stop();
   }
 
   /** Asks for a pass shortly (an event changed a record). */
@@ -69,9 +94,11 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     }, AFTER_EVENT_MS);
   }
 
-  /** One pass over every machine. */
+  /** One pass over every machine, by the lease holder. */
   private async recompute(now = Date.now()): Promise<void> {
-    const records = this.book.all().filter((r) => {
+    if (!this.lease.held()) return this.forget();
+    await this.catchUp();
+    const records = [...this.records.values()].filter((r) => {
       const last = Math.max(r.transitions.at(-1)?.at ?? 0, r.heartbeats.lastArrival ?? 0, r.network?.testedAt ?? 0);
       return now - last < FORGET_AFTER_MS;
     });
@@ -109,5 +136,35 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     );
     timer();
     if (history.length) this.logger.debug({ machines: history.map((s) => `${s.machineId}=${s.score}`) }, 'scores changed');
+  }
+
+  /**
+   * Brings the copy of the records up to date. On the first pass after taking the lease: every
+   * record, and the scores another replica published last (kvAt 0: every entry is put again
+   * on this pass, in case the bucket lost it meanwhile).
+   */
+  private async catchUp(): Promise<void> {
+    if (!this.readAt) {
+      for (const r of await this.reputation.latestScores())
+        this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
+    }
+    const since = this.readAt && new Date(this.readAt.getTime() - COMMIT_LAG_MS);
+    const { records, readAt } = await this.reputation.machineRecordsChangedSince(since ?? null);
+    for (const stored of records) {
+      const known = this.records.get(stored.machineId);
+      if (stored.record || !known)
+        this.records.set(stored.machineId, machineRecordOf(stored.machineId, stored.pool, stored.record, stored.heartbeats));
+      else known.heartbeats = machineRecordOf(stored.machineId, stored.pool, undefined, stored.heartbeats).heartbeats;
+    }
+    if (!this.readAt) this.logger.log(`scoring the records of ${records.length} machine(s)`);
+    this.readAt = readAt;
+  }
+
+  /** Not the lease holder: the copy would go stale; a later lease starts afresh. */
+  private forget(): void {
+    if (!this.readAt) return;
+    this.records.clear();
+    this.published.clear();
+    this.readAt = undefined;
   }
 }

@@ -1,25 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { type ContainerResources, ContainersRepository, ReputationRepository } from '#tern/persistence';
-import {
-  HOLDING_STATES,
-  isPlaced,
-  machineViews,
-  type MachineView,
-  place,
-  type PlacementRequest,
-  type PlacementResult,
-} from '#tern/placement';
+import { ContainersRepository, ReputationRepository } from '#tern/persistence';
+import { HOLDING_STATES, isPlaced, machineViews, type MachineView, placeMany, type PlacementRequest } from '#tern/placement';
 import { ReputationScores } from './reputation-scores.js';
 
-export type PlaceOutcome =
-  { placed: true; containerId: string; machineId: string; gpuIndexes: number[]; gpuType?: string } | { placed: false; reason: string };
+/** A container reserved on a machine, its row inserted as scheduled. */
+export interface Placed {
+  readonly containerId: string;
+  readonly machineId: string;
+  readonly gpuIndexes: number[];
+  readonly gpuType?: string;
+}
+
+/** The containers reserved, and why the rest found no machine. */
+export interface Reservation {
+  readonly placed: Placed[];
+  readonly unplaced?: string;
+}
 
 /**
- * Reserves room for one container: in one transaction, locks the pool's machine rows, sums
- * what their containers hold, runs place() and inserts the container row on the chosen
- * machine. Another placement into the pool (this replica's or another's) waits on the locks
- * and then sees the new row, so a machine is never booked twice over.
+ * Reserves room for containers: in one transaction, locks the pool's machine rows, sums what
+ * their containers hold, places and inserts the container rows on the chosen machines. Another
+ * placement into the pool (this replica's or another's) waits on the locks and then sees the new
+ * rows, so a machine is never booked twice over.
  */
 @Injectable()
 export class Placer {
@@ -29,27 +32,40 @@ export class Placer {
     private readonly reputation: ReputationScores,
   ) {}
 
-  async reserve(versionId: string, request: PlacementRequest, reason: string): Promise<PlaceOutcome> {
+  /**
+   * Reserves room for `count` containers of one version at once: one transaction, one read of
+   * the pool, placeMany() for the lot (the answers place() would give one at a time) and one
+   * insert. What fits is reserved even when the rest does not; `reason` then says why the first
+   * container that found no machine found none.
+   */
+  async reserveMany(versionId: string, request: PlacementRequest, count: number, reason: string): Promise<Reservation> {
     return this.containers.transaction(async (tx) => {
       const machines = await this.machines(tx, request);
-      const result: PlacementResult = place(await this.withPoolMinimum(tx, request), machines);
-      if (!isPlaced(result)) return { placed: false, reason: result.reason };
-      const containerId = `c-${randomUUID()}`;
-      const requested: ContainerResources = {
-        cpuMillicores: request.cpuMillicores,
-        memoryBytes: request.memoryBytes,
-        gpuCount: request.gpuCount,
-        ...(result.gpuType ? { gpu: result.gpuType } : {}),
-        gpuIndexes: result.gpuIndexes,
-      };
-      await tx.insertScheduled({ id: containerId, deploymentVersionId: versionId, machineId: result.machineId, reason, requested });
-      return {
-        placed: true,
-        containerId,
-        machineId: result.machineId,
-        gpuIndexes: result.gpuIndexes,
-        ...(result.gpuType ? { gpuType: result.gpuType } : {}),
-      };
+      const asked = await this.withPoolMinimum(tx, request);
+      const { results } = placeMany(Array<PlacementRequest>(count).fill(asked), machines);
+      const placed = results.filter(isPlaced).map((p): Placed => ({
+        containerId: `c-${randomUUID()}`,
+        machineId: p.machineId,
+        gpuIndexes: p.gpuIndexes,
+        ...(p.gpuType ? { gpuType: p.gpuType } : {}),
+      }));
+      await tx.insertScheduledMany(
+        placed.map((p) => ({
+          id: p.containerId,
+          deploymentVersionId: versionId,
+          machineId: p.machineId,
+          reason,
+          requested: {
+            cpuMillicores: request.cpuMillicores,
+            memoryBytes: request.memoryBytes,
+            gpuCount: request.gpuCount,
+            ...(p.gpuType ? { gpu: p.gpuType } : {}),
+            gpuIndexes: p.gpuIndexes,
+          },
+        })),
+      );
+      const unplaced = results.find((r) => !isPlaced(r));
+      return { placed, ...(unplaced && !isPlaced(unplaced) ? { unplaced: unplaced.reason } : {}) };
     });
   }
 

@@ -4,15 +4,17 @@ import { Messaging, RequestError, taskConsumerSpec } from '#tern/messaging';
 import { ContainersRepository, type LostContainer, type VersionToReconcile } from '#tern/persistence';
 import { PLACEMENT_BACKOFF } from '#tern/placement';
 import { AgentCommands } from '../machines/agent-commands.js';
-import { type PlaceOutcome, Placer } from './placer.js';
+import { type Placed, Placer } from './placer.js';
 import { RoutePublisher } from './route-publisher.js';
 import { containersToStop } from './scale-down.js';
 import { isResolvedSpec, placementRequest, startCommand } from './start-command.js';
-import { backoffMs, Ticker } from '#tern/timing';
+import { backoffMs, mapLimit, Ticker } from '#tern/timing';
 import { countPlacementFailure, countStartFailure } from './placement-metrics.js';
 
 const EVERY_MS = 1000;
 const STOP_GRACE_SECONDS = 10;
+/** Start orders in flight at once for one version's scale-up (each waits for its agent's answer). */
+const STARTS_AT_ONCE = 16;
 /** States that count as a running instance of the version (stopping ones no longer do). */
 const ACTIVE = ['scheduled', 'starting', 'running'];
 
@@ -91,30 +93,46 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     if (wait && wait.nextAt > Date.now()) return;
     const spec = v.spec;
     const request = placementRequest(spec);
-    for (let i = 0; i < missing; i++) {
-      const outcome = await this.placer.reserve(v.id, request, 'scale-up');
-      if (!outcome.placed) {
-        countPlacementFailure(outcome.reason);
-        this.logger.warn({ versionId: v.id, reason: outcome.reason }, `cannot place ${v.deploymentId} v${v.version}: ${outcome.reason}`);
-        return this.fail(v, outcome.reason);
-      }
+    const { placed, unplaced } = await this.placer.reserveMany(v.id, request, missing, 'scale-up');
+    for (const p of placed) {
       this.logger.log(
-        { containerId: outcome.containerId, machineId: outcome.machineId },
-        `placed ${outcome.containerId} of ${v.deploymentId} v${v.version} on ${outcome.machineId}`,
+        { containerId: p.containerId, machineId: p.machineId },
+        `placed ${p.containerId} of ${v.deploymentId} v${v.version} on ${p.machineId}`,
       );
-      const refused = await this.start(v, spec, outcome);
-      if (refused) return this.fail(v, refused);
+    }
+    const noConsumer = await this.declareTaskConsumer(v, placed);
+    if (noConsumer) return this.fail(v, noConsumer);
+    // Every reserved container gets its start order, a few at a time: a refusal fails only its own.
+    const refusals = await mapLimit(placed, STARTS_AT_ONCE, (p) => this.start(v, spec, p));
+    const refused = refusals.find((r) => r !== undefined);
+    if (refused) return this.fail(v, refused);
+    if (unplaced) {
+      countPlacementFailure(unplaced);
+      this.logger.warn({ versionId: v.id, reason: unplaced }, `cannot place ${v.deploymentId} v${v.version}: ${unplaced}`);
+      return this.fail(v, unplaced);
     }
     this.backoff.delete(v.id);
     await this.setReason(v, null);
   }
 
+  /**
+   * The version's task consumer, declared once before any of its containers pulls from it (agents
+   * do not declare it). When it cannot be, the reserved containers are marked failed and why is returned.
+   */
+  private async declareTaskConsumer(v: VersionToReconcile, placed: readonly Placed[]): Promise<string | undefined> {
+    if (!pullsTasks(v.kind) || !placed.length) return undefined;
+    try {
+      await this.messaging.ensureConsumer(taskConsumerSpec(v.deploymentId, v.version));
+      return undefined;
+    } catch (e) {
+      const why = (e as Error).message;
+      for (const p of placed) await this.containers.markStartFailed(p.containerId, `cannot declare its task consumer: ${why}`);
+      return `cannot declare the task consumer of ${v.deploymentId} v${v.version}: ${why}`;
+    }
+  }
+
   /** Sends the start order; on refusal or error marks the container failed and returns why. */
-  private async start(
-    v: VersionToReconcile,
-    spec: ResolvedSpec,
-    placed: Extract<PlaceOutcome, { placed: true }>,
-  ): Promise<string | undefined> {
+  private async start(v: VersionToReconcile, spec: ResolvedSpec, placed: Placed): Promise<string | undefined> {
     const target = {
       containerId: placed.containerId,
       deploymentId: v.deploymentId,
@@ -124,15 +142,6 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       gpuType: placed.gpuType,
     };
     const command = startCommand(spec, target, new Date());
-    // The version's task consumer exists before any of its containers pulls from it: agents do not declare it.
-    if (pullsTasks(v.kind)) {
-      try {
-        await this.messaging.ensureConsumer(taskConsumerSpec(v.deploymentId, v.version));
-      } catch (e) {
-        await this.containers.markStartFailed(placed.containerId, `cannot declare its task consumer: ${(e as Error).message}`);
-        return `cannot declare the task consumer of ${v.deploymentId} v${v.version}: ${(e as Error).message}`;
-      }
-    }
     const event = {
       containerId: placed.containerId,
       deploymentId: v.deploymentId,

@@ -18,6 +18,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
+import { SECRET_NAME, SECRET_NAME_RULE } from '../secret/secrets.js';
 import { IsIpv4Cidr, IsRecordOf } from '../validation.js';
 import { type ImageBuild, IsDeploymentImage } from './image-spec.js';
 import { SpecSchedule } from './schedule.js';
@@ -74,7 +75,7 @@ export class SpecVolume {
   @Matches(/^\/[^\0]*$/, { message: 'volumes.mount_path (or path) must be an absolute path' })
   mount_path?: string;
   @IsOptional() @Matches(/^\/[^\0]*$/, { message: 'volumes.path must be an absolute path' }) path?: string;
-  @IsOptional() read_only?: boolean;
+  @IsOptional() @IsBoolean({ message: 'volumes.read_only must be true or false' }) read_only?: boolean;
   @IsOptional() @IsIn(['rw', 'ro'], { message: 'volumes.mode must be rw or ro' }) mode?: 'rw' | 'ro';
 }
 
@@ -104,6 +105,15 @@ export class DeploymentSpec {
   @IsOptional()
   @IsDeploymentImage()
   image?: string | ImageBuild;
+
+  /**
+   * The workspace secret (`tern secret set NAME`, holding `<username>:<password>`) to pull `image`
+   * from its registry with. The gateway copies the image by digest into Tern's registry and the
+   * machines run the copy: a workspace's credentials never leave the control plane.
+   */
+  @IsOptional()
+  @Matches(SECRET_NAME, { message: `registry_secret must name a secret: ${SECRET_NAME_RULE}` })
+  registry_secret?: string;
 
   /** `app.py:predict` (Python runner) or `app.js:predict` / `app.mjs:predict` (Node runner). */
   @IsOptional()

@@ -21,6 +21,44 @@ function specError(fn: () => unknown): string {
 }
 
 describe('resolveSpec', () => {
+  it('mounts each volume once at its own directory, refusing the root, dot segments and doubles', () => {
+    expect(
+      resolve({
+        volumes: [
+          { name: 'w', path: '/models/', mode: 'ro' },
+          { name: 'd', mount_path: '/data' },
+        ],
+      }).volumes,
+    ).toEqual([
+      { name: 'w', mountPath: '/models', readOnly: true },
+      { name: 'd', mountPath: '/data', readOnly: false },
+    ]);
+    expect(specError(() => resolve({ volumes: [{ name: 'w', path: '/' }] }))).toMatch(
+      /volumes\[0\]\.path must be a directory inside the container, not its root/,
+    );
+    expect(specError(() => resolve({ volumes: [{ name: 'w', path: '/a/../etc' }] }))).toMatch(/without "\." or "\.\." segments/);
+    expect(
+      specError(() =>
+        resolve({
+          volumes: [
+            { name: 'w', path: '/a' },
+            { name: 'w', path: '/b' },
+          ],
+        }),
+      ),
+    ).toMatch(/volumes\[1\]\.name mounts volume w a second time/);
+    expect(
+      specError(() =>
+        resolve({
+          volumes: [
+            { name: 'w', path: '/a' },
+            { name: 'x', path: '/a/' },
+          ],
+        }),
+      ),
+    ).toMatch(/volumes\[1\]\.path is the mount path of another volume/);
+  });
+
   it('fills the defaults users of Beam expect', () => {
     const r = resolve({});
     expect(r).toMatchObject({

@@ -48,6 +48,26 @@ export interface ResolvedSpec {
   readonly schedule?: ResolvedSchedule;
 }
 
+/** The spec's volumes: each mounted once, at its own path, which is a directory inside the container (not its root, no `..`). */
+function resolveVolumes(spec: DeploymentSpec): ResolvedSpec['volumes'] {
+  const volumes = (spec.volumes ?? []).map((v) => ({
+    name: v.name,
+    mountPath: (v.path ?? v.mount_path)!.replace(/\/+$/, ''),
+    readOnly: v.read_only === true || v.mode === 'ro',
+  }));
+  for (const [i, v] of volumes.entries()) {
+    const field = `volumes[${i}]`;
+    if (!v.mountPath) throw new SpecError(`${field}.path`, 'must be a directory inside the container, not its root (e.g. /models)');
+    if (v.mountPath.split('/').some((s) => s === '..' || s === '.'))
+      throw new SpecError(`${field}.path`, `must be written without "." or ".." segments (got ${v.mountPath})`);
+    if (volumes.findIndex((o) => o.name === v.name) !== i)
+      throw new SpecError(`${field}.name`, `mounts volume ${v.name} a second time: mount it once`);
+    if (volumes.findIndex((o) => o.mountPath === v.mountPath) !== i)
+      throw new SpecError(`${field}.path`, `is the mount path of another volume (${v.mountPath}): give each its own`);
+  }
+  return volumes;
+}
+
 /** A rule a spec breaks, named so the API can answer 400 with it. */
 export class SpecError extends Error {
   constructor(
@@ -120,7 +140,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (isImageBuild(spec.image))
     throw new SpecError(
       'image',
-      'builds (base, apt, pip, npm, commands) are made by tern deploy or tern image build where they run (root), then deployed by reference: the gateway takes a registry reference, not a build',
+      'builds (base, apt, pip, npm, commands) are made by tern deploy or tern image build (POST /api/v1/images/builds, on a builder machine), then deployed by the reference the build answers: a deployment takes a registry reference, not a build',
     );
   if (spec.handler && spec.command) throw new SpecError('command', 'cannot be given together with handler: choose one');
   if (!spec.handler && !spec.command)
@@ -174,11 +194,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
     },
     env: spec.env ?? {},
-    volumes: (spec.volumes ?? []).map((v) => ({
-      name: v.name,
-      mountPath: (v.path ?? v.mount_path)!,
-      readOnly: v.read_only ?? v.mode === 'ro',
-    })),
+    volumes: resolveVolumes(spec),
     pool: spec.pool ?? 'default',
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
     minReputation: spec.min_reputation,

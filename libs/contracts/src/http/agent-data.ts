@@ -7,6 +7,12 @@
 export const AGENT_CODE_PATH = '/api/v1/agent/code';
 
 /**
+ * `GET <REGISTRY_TOKEN_PATH>?service=…&scope=repository:<repo>:pull`: the image registry's token
+ * realm (Docker token auth), with the machine token as the Basic-auth password.
+ */
+export const REGISTRY_TOKEN_PATH = '/api/v1/registry/token';
+
+/**
  * `GET <AGENT_BODIES_PATH>/<requestId>`: a request body too large for one invoke message, served
  * once (then deleted) and only to the machine the request was routed to.
  */

@@ -51,6 +51,13 @@ export class MachineRegistryAccess {
   @IsBoolean() insecure!: boolean;
   @IsOptional() @IsString() username?: string;
   @IsOptional() @IsString() password?: string;
+  /**
+   * The registry takes the gateway's tokens: the agent logs in with its machine id and machine
+   * token (no username/password here), and gets pull access to the images placed on it only.
+   */
+  @IsOptional() @IsBoolean() tokenAuth?: boolean;
+  /** A registry token the gateway signed for one piece of work (a build's base and target), instead of a user. */
+  @IsOptional() @IsString() token?: string;
 }
 
 export class MachineRegisterResponse {

@@ -89,6 +89,8 @@ export interface MachineDetail extends MachineSummary {
     runningContainers: string[];
     /** How the agent isolates containers (network mode, user namespaces), as its last heartbeat said. */
     isolation?: { runtime: string; network: 'private' | 'host'; userNamespaces: boolean };
+    /** The machine builds images (its agent runs with AGENT_BUILDER=true). */
+    builder?: boolean;
   } | null;
   createdAt: string;
   updatedAt: string;

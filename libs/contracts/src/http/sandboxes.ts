@@ -14,6 +14,8 @@ export interface SandboxView {
   idle_timeout: number | null;
   /** Ports exposed through the gateway at `/sandbox/<id>/<port>/`. */
   ports: number[];
+  /** Public ports: reached without a token at `/sandbox-public/<token>/` (the workspace's own view shows the paths). */
+  public_ports: { port: number; path: string }[];
   created_at: string;
   started_at: string | null;
   active_at: string;
@@ -25,8 +27,9 @@ export interface SandboxView {
 /** `POST /api/v1/sandboxes/<id>/ports`. */
 export interface SandboxPortView {
   port: number;
-  /** Where the port answers, with the workspace's token (HTTP). */
+  /** Where the port answers (HTTP and WebSocket): with the workspace's token, or with none when public. */
   url: string;
+  public: boolean;
 }
 
 export interface SandboxList {

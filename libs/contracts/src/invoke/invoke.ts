@@ -1,6 +1,6 @@
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
-import { IsId, IsRecordOf } from '../validation.js';
+import { ID_PATTERN, IsId, IsRecordOf } from '../validation.js';
 
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
@@ -28,6 +28,70 @@ export class InvokeHead {
 export class InvokeResponseHead {
   @IsInt() @Min(100) @Max(599) status!: number;
   @IsRecordOf('string') headers!: Record<string, string>;
+}
+
+/** A broken rule of a head: the property and class-validator's message for it. */
+export interface HeadProblem {
+  property: string;
+  message: string;
+}
+
+/** "<property>: <message>; …", as describeValidationErrors words class-validator's errors. */
+export function describeHeadProblems(problems: readonly HeadProblem[]): string {
+  return problems.map((p) => `${p.property}: ${p.message}`).join('; ');
+}
+
+const INVOKE_HEAD_FIELDS = new Set(['requestId', 'deploymentId', 'method', 'path', 'headers', 'timeoutMs', 'bodyBytes', 'bodyRef']);
+
+/**
+ * InvokeHead's rules checked by hand, with class-validator's messages (whitelist and
+ * forbidNonWhitelisted included): the agent checks every request's head, and class-transformer
+ * plus class-validator were its largest cost after the socket writes. invoke.spec.ts holds the
+ * two to agreement.
+ */
+export function invokeHeadProblems(head: Record<string, unknown>): HeadProblem[] {
+  const problems: HeadProblem[] = [];
+  for (const key of Object.keys(head))
+    if (!INVOKE_HEAD_FIELDS.has(key)) problems.push({ property: key, message: `property ${key} should not exist` });
+  for (const key of ['requestId', 'deploymentId'])
+    if (typeof head[key] !== 'string' || !ID_PATTERN.test(head[key]))
+      problems.push({ property: key, message: `${key} must be 1-64 letters, digits, - or _` });
+  if (!(HTTP_METHODS as readonly unknown[]).includes(head.method))
+    problems.push({ property: 'method', message: `method must be one of the following values: ${HTTP_METHODS.join(', ')}` });
+  if (typeof head.path !== 'string' || !head.path.startsWith('/')) problems.push({ property: 'path', message: 'path must start with /' });
+  if (!isRecordOfStrings(head.headers))
+    problems.push({ property: 'headers', message: 'headers must be an object whose values are all strings' });
+  integerAtLeast(head, 'timeoutMs', 1, problems);
+  integerAtLeast(head, 'bodyBytes', 0, problems);
+  if (head.bodyRef !== undefined && head.bodyRef !== null && typeof head.bodyRef !== 'string')
+    problems.push({ property: 'bodyRef', message: 'bodyRef must be a string' });
+  return problems;
+}
+
+function integerAtLeast(head: Record<string, unknown>, key: string, min: number, problems: HeadProblem[]): void {
+  if (!Number.isInteger(head[key])) problems.push({ property: key, message: `${key} must be an integer number` });
+  if (!(typeof head[key] === 'number' && head[key] >= min))
+    problems.push({ property: key, message: `${key} must not be less than ${min}` });
+}
+
+function isRecordOfStrings(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string');
+}
+
+/**
+ * InvokeResponseHead's rules checked by hand, with class-validator's messages: every response
+ * of every invoke passes here, and class-transformer plus class-validator cost more than the
+ * rest of the response's handling on the gateway. invoke.spec.ts holds the two to agreement.
+ */
+export function invokeResponseHeadProblems(head: { status: unknown; headers: unknown }): HeadProblem[] {
+  const problems: HeadProblem[] = [];
+  const { status, headers } = head;
+  if (!Number.isInteger(status)) problems.push({ property: 'status', message: 'status must be an integer number' });
+  if (!(Number(status) >= 100)) problems.push({ property: 'status', message: 'status must not be less than 100' });
+  if (!(Number(status) <= 599)) problems.push({ property: 'status', message: 'status must not be greater than 599' });
+  if (!isRecordOfStrings(headers))
+    problems.push({ property: 'headers', message: 'headers must be an object whose values are all strings' });
+  return problems;
 }
 
 /** NATS headers of the invoke protocol (see INVOKE's description). */

@@ -61,6 +61,9 @@ export class MachineHeartbeat {
 
   /** Absent: no container runtime (or an agent from before the field). */
   @IsOptional() @IsObject() @ValidateNested() @Type(() => ContainerIsolation) isolation?: ContainerIsolation;
+
+  /** The machine builds images (AGENT_BUILDER=true): the gateway sends it builds (AGENT_IMAGE_BUILD). */
+  @IsOptional() @IsBoolean() builder?: boolean;
 }
 
 /** What the scheduler keeps per machine in the heartbeats bucket (HEARTBEATS_BUCKET): the beat, and when it arrived. */

@@ -96,4 +96,6 @@ export class StdinRequest {
 /** `POST /api/v1/sandboxes/<id>/ports`: expose a port the sandbox listens on. */
 export class ExposePortRequest {
   @IsInt({ message: 'port must be a whole number' }) @Min(1) @Max(65535) port!: number;
+  /** true: also reachable without a token, at an unguessable `/sandbox-public/<token>/` URL. */
+  @IsOptional() @IsBoolean({ message: 'public must be true or false' }) public?: boolean;
 }

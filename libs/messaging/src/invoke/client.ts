@@ -1,18 +1,27 @@
-import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
-import { createInbox, headers as natsHeaders, type Msg } from '@nats-io/transport-node';
-import { type Contract, INVOKE, INVOKE_HEADERS, type InvokeHead, InvokeResponseHead } from '#tern/contracts';
-import { type Decoded, describeValidationErrors } from '../codec.js';
+import { headers as natsHeaders, type Msg } from '@nats-io/transport-node';
+import {
+  type Contract,
+  INVOKE,
+  INVOKE_HEADERS,
+  type InvokeHead,
+  type InvokeResponseHead,
+  invokeResponseHeadProblems,
+  describeHeadProblems,
+} from '#tern/contracts';
+import { type Decoded } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { bodyObjectName, putBody } from './bodies.js';
 import { ChunkQueue } from './chunk-queue.js';
 import { headerJson, inlineBodyLimit, InvokeError, KEEPALIVE_MS } from './protocol.js';
+import { ReplyInbox } from './reply-inbox.js';
 
 export interface InvokeResponse {
   readonly status: number;
   readonly headers: Record<string, string>;
   /** Body chunks as the container produces them; throws InvokeError when the stream breaks. */
   readonly body: AsyncIterable<Uint8Array>;
+  /** The whole body, when it came with the head in one message (`body` yields the same bytes). */
+  readonly whole?: Uint8Array;
 }
 
 export interface InvokeOptions {
@@ -46,7 +55,6 @@ export async function invoke(
   opts: InvokeOptions = {},
 ): Promise<InvokeResponse> {
   const { nc } = messaging;
-  const { containerId } = target;
   const head: InvokeHead = { ...request, bodyBytes: body.length };
   let data = body;
   if (body.length > inlineBodyLimit(nc)) {
@@ -55,103 +63,118 @@ export async function invoke(
     data = new Uint8Array();
   }
   if (opts.signal?.aborted) throw new InvokeError(499, 'request aborted');
-
-  // The server sends a keepalive every KEEPALIVE_MS while it works (and enforces the request's
-  // timeout itself), so a few missed ones mean its agent is gone: fail fast instead of hanging.
-  const idleMs = opts.idleTimeoutMs ?? KEEPALIVE_MS * 3;
-  // Under its own inbox prefix: its NATS user may subscribe to no other inbox.
-  const inbox = createInbox(messaging.inboxPrefix);
-  const chunks = new ChunkQueue(() => finish());
-  let nextSeq = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let settled = false;
-  let resolveHead!: (r: InvokeResponse) => void;
-  let rejectHead!: (e: InvokeError) => void;
-  const headPromise = new Promise<InvokeResponse>((resolve, reject) => {
-    resolveHead = resolve;
-    rejectHead = reject;
-  });
-
-  const sub = nc.subscribe(inbox, { callback: (_err, msg) => onMessage(msg) });
-  const onAbort = () => fail(new InvokeError(499, 'request aborted'));
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
-
-  let finished = false;
-  function finish() {
-    clearTimeout(timer);
-    if (finished) return;
-    finished = true;
-    opts.signal?.removeEventListener('abort', onAbort);
-    sub.unsubscribe();
-  }
-  function fail(e: InvokeError) {
-    finish();
-    if (!settled) {
-      settled = true;
-      rejectHead(e);
-    }
-    chunks.fail(e);
-  }
-  function armTimer() {
-    clearTimeout(timer);
-    timer = setTimeout(
-      () => fail(new InvokeError(502, `container ${containerId} stopped answering (nothing for ${idleMs} ms: its agent may be gone)`)),
-      idleMs,
-    );
-  }
-
-  function onMessage(msg: Msg) {
-    const h = msg.headers;
-    if (h && !h.get(INVOKE_HEADERS.seq) && h.code === 503) {
-      return fail(new InvokeError(503, `container ${containerId} is not serving requests (no responders)`));
-    }
-    if (h?.get(INVOKE_HEADERS.keepalive)) return armTimer();
-    const seq = Number(h?.get(INVOKE_HEADERS.seq));
-    if (seq !== nextSeq)
-      return fail(
-        new InvokeError(
-          502,
-          `response from container ${containerId} out of order (got ${h?.get(INVOKE_HEADERS.seq) || 'none'}, expected ${nextSeq})`,
-        ),
-      );
-    nextSeq++;
-    armTimer();
-    const error = h?.get(INVOKE_HEADERS.error);
-    if (error) return fail(new InvokeError(Number(h?.get(INVOKE_HEADERS.errorCode)) || 502, error));
-    if (seq === 0) {
-      const parsed = parseResponseHead(h?.get(INVOKE_HEADERS.status), h?.get(INVOKE_HEADERS.headers));
-      if (!parsed.ok) return fail(new InvokeError(502, `invalid response head from container ${containerId}: ${parsed.reason}`));
-      settled = true;
-      resolveHead({ ...parsed.value, body: chunks });
-    }
-    if (msg.data.length) chunks.push(msg.data);
-    if (h?.get(INVOKE_HEADERS.end)) {
-      finish();
-      chunks.end();
-    }
-  }
-
-  const h = natsHeaders();
-  h.set(INVOKE_HEADERS.head, headerJson(head));
-  armTimer();
-  try {
-    nc.publish(messaging.subject(opts.contract ?? INVOKE, [target.machineId, containerId]), data, { reply: inbox, headers: h });
-  } catch (e) {
-    fail(new InvokeError(502, `cannot send to container ${containerId}: ${(e as Error).message}`));
-  }
-  return headPromise;
+  return new InvokeCall(messaging, target, head, data, opts).response;
 }
 
-/** Validated synchronously (its rules are all synchronous) so messages are handled strictly in order. */
+/**
+ * One invoke in flight: its response messages arrive through the connection's ReplyInbox and
+ * are checked in order; the head settles `response`, the body chunks feed its ChunkQueue.
+ */
+class InvokeCall {
+  readonly response: Promise<InvokeResponse>;
+  private readonly chunks = new ChunkQueue(() => this.finish());
+  private readonly inbox: ReplyInbox;
+  private readonly reply: string;
+  private readonly containerId: string;
+  private readonly signal?: AbortSignal;
+  private readonly onAbort = () => this.fail(new InvokeError(499, 'request aborted'));
+  private nextSeq = 0;
+  private settled = false;
+  private finished = false;
+  private resolveHead!: (r: InvokeResponse) => void;
+  private rejectHead!: (e: InvokeError) => void;
+
+  constructor(messaging: Messaging, target: InvokeTarget, head: InvokeHead, data: Uint8Array, opts: InvokeOptions) {
+    this.containerId = target.containerId;
+    this.signal = opts.signal;
+    this.response = new Promise<InvokeResponse>((resolve, reject) => {
+      this.resolveHead = resolve;
+      this.rejectHead = reject;
+    });
+    this.inbox = ReplyInbox.of(messaging);
+    // The server sends a keepalive every KEEPALIVE_MS while it works (and enforces the request's
+    // timeout itself), so a few missed ones mean its agent is gone: fail fast instead of hanging.
+    const idleMs = opts.idleTimeoutMs ?? KEEPALIVE_MS * 3;
+    this.reply = this.inbox.add({
+      idleMs,
+      lastHeard: performance.now(),
+      onMessage: (msg) => this.onMessage(msg),
+      onIdle: () =>
+        this.fail(
+          new InvokeError(502, `container ${this.containerId} stopped answering (nothing for ${idleMs} ms: its agent may be gone)`),
+        ),
+    });
+    this.signal?.addEventListener('abort', this.onAbort, { once: true });
+    const h = natsHeaders();
+    h.set(INVOKE_HEADERS.head, headerJson(head));
+    try {
+      messaging.nc.publish(messaging.subject(opts.contract ?? INVOKE, [target.machineId, this.containerId]), data, {
+        reply: this.reply,
+        headers: h,
+      });
+    } catch (e) {
+      this.fail(new InvokeError(502, `cannot send to container ${this.containerId}: ${(e as Error).message}`));
+    }
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.inbox.remove(this.reply);
+  }
+
+  private fail(e: InvokeError): void {
+    this.finish();
+    if (!this.settled) {
+      this.settled = true;
+      this.rejectHead(e);
+    }
+    this.chunks.fail(e);
+  }
+
+  private onMessage(msg: Msg): void {
+    const h = msg.headers;
+    const containerId = this.containerId;
+    if (h && !h.get(INVOKE_HEADERS.seq) && h.code === 503) {
+      return this.fail(new InvokeError(503, `container ${containerId} is not serving requests (no responders)`));
+    }
+    if (h?.get(INVOKE_HEADERS.keepalive)) return;
+    const seq = Number(h?.get(INVOKE_HEADERS.seq));
+    if (seq !== this.nextSeq)
+      return this.fail(
+        new InvokeError(
+          502,
+          `response from container ${containerId} out of order (got ${h?.get(INVOKE_HEADERS.seq) || 'none'}, expected ${this.nextSeq})`,
+        ),
+      );
+    this.nextSeq++;
+    const error = h?.get(INVOKE_HEADERS.error);
+    if (error) return this.fail(new InvokeError(Number(h?.get(INVOKE_HEADERS.errorCode)) || 502, error));
+    const end = !!h?.get(INVOKE_HEADERS.end);
+    if (seq === 0) {
+      const parsed = parseResponseHead(h?.get(INVOKE_HEADERS.status), h?.get(INVOKE_HEADERS.headers));
+      if (!parsed.ok) return this.fail(new InvokeError(502, `invalid response head from container ${containerId}: ${parsed.reason}`));
+      this.settled = true;
+      // The whole response in one message, the common case: the caller may answer without a stream.
+      this.resolveHead({ ...parsed.value, body: this.chunks, ...(end ? { whole: msg.data } : {}) });
+    }
+    if (msg.data.length) this.chunks.push(msg.data);
+    if (end) {
+      this.finish();
+      this.chunks.end();
+    }
+  }
+}
+
+/** Checked synchronously so messages are handled strictly in order. */
 function parseResponseHead(status: string | undefined, headers: string | undefined): Decoded<InvokeResponseHead> {
-  let plain: object;
+  let value: InvokeResponseHead;
   try {
-    plain = { status: Number(status), headers: JSON.parse(headers || '{}') };
+    value = { status: Number(status), headers: JSON.parse(headers || '{}') as Record<string, string> };
   } catch (e) {
     return { ok: false, reason: `Tern-Headers is not JSON (${(e as Error).message})` };
   }
-  const value = plainToInstance(InvokeResponseHead, plain);
-  const errors = validateSync(value, { whitelist: true, forbidNonWhitelisted: true });
-  if (errors.length) return { ok: false, reason: describeValidationErrors(errors).join('; ') };
-  return { ok: true, value };
+  const problems = invokeResponseHeadProblems(value);
+  return problems.length ? { ok: false, reason: describeHeadProblems(problems) } : { ok: true, value };
 }

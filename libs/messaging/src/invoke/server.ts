@@ -1,12 +1,21 @@
 import { Logger } from '@nestjs/common';
-import { headers as natsHeaders, type Msg, type Subscription } from '@nats-io/transport-node';
-import { type Contract, INVOKE, INVOKE_HEADERS, InvokeHead, type InvokeResponseHead } from '#tern/contracts';
-import { validatePayload } from '../codec.js';
+import { headers as natsHeaders, type Msg, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import {
+  type Contract,
+  describeHeadProblems,
+  INVOKE,
+  INVOKE_HEADERS,
+  type InvokeHead,
+  invokeHeadProblems,
+  type InvokeResponseHead,
+  subjectFilter,
+} from '#tern/contracts';
+import { type Decoded } from '../codec.js';
 import type { Messaging } from '../messaging.js';
 import { bodyObjectName, takeBody } from './bodies.js';
 import type { InvokeTarget } from './client.js';
 import { CHUNK_BYTES, errorHeaders, headerJson, InvokeError, KEEPALIVE_MS, MAX_RESPONSE_BYTES } from './protocol.js';
-import { fireAndForget } from '#tern/timing';
+import { fireAndForget, Ticker } from '#tern/timing';
 
 export interface InvokeHandlerResult {
   status: number;
@@ -31,136 +40,202 @@ const logger = new Logger('invoke');
 
 /**
  * Serves `tern.agent.<machineId>.invoke.<containerId>.v1` for one container (no queue group: the
- * subject is the container's own). Each request's response is streamed to its reply inbox: see INVOKE.
+ * subject is the container's own), or for every id of the machine when `containerId` is absent
+ * (a builder answers every build sent to it). Each request's response is streamed to its reply
+ * inbox: see INVOKE.
  */
 export function serveInvoke(
   messaging: Messaging,
-  target: InvokeTarget,
+  target: Pick<InvokeTarget, 'machineId'> & Partial<InvokeTarget>,
   handler: InvokeHandler,
   fetchBody: BodyFetcher = (ref) => takeBody(messaging, bodyObjectName(target.machineId, ref)),
   contract: Contract<InvokeHead, InvokeResponseHead> = INVOKE,
   maxResponseBytes = MAX_RESPONSE_BYTES,
 ): Subscription {
-  const subject = messaging.subject(contract, [target.machineId, target.containerId]);
+  const subject = messaging.ns.subject(subjectFilter(contract, target.machineId, target.containerId));
   return messaging.nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return logger.error(`subscription ${subject} failed: ${err.message}`);
       if (!msg.reply) return logger.warn(`request on ${subject} without a reply subject dropped`);
-      fireAndForget(`answering on ${subject}`, logger, answer(messaging, msg, msg.reply, handler, fetchBody, maxResponseBytes));
+      fireAndForget(`answering on ${subject}`, logger, new Answer(messaging.nc, msg, msg.reply).run(handler, fetchBody, maxResponseBytes));
     },
   });
 }
 
-async function answer(
-  messaging: Messaging,
-  msg: Msg,
-  reply: string,
-  handler: InvokeHandler,
-  fetchBody: BodyFetcher,
-  maxResponseBytes: number,
-): Promise<void> {
-  const nc = messaging.nc;
-  let seq = 0;
-  let ended = false;
-  const send = (data: Uint8Array, fill: (h: ReturnType<typeof natsHeaders>) => void) => {
-    const h = natsHeaders();
-    h.set(INVOKE_HEADERS.seq, String(seq++));
-    fill(h);
-    nc.publish(reply, data, { headers: h });
-  };
-  const sendError = (code: number, message: string) => {
-    if (ended) return;
-    ended = true;
-    nc.publish(reply, new Uint8Array(), { headers: errorHeaders(seq++, code, message) });
-  };
+/**
+ * Every request this process is answering, looked at by one sweep (running while there are any)
+ * that sends the keepalives and ends overdue requests: no interval and timeout per request.
+ */
+class AnswerClock {
+  private readonly answering = new Set<Answer>();
+  private running = false;
+  private readonly ticker = new Ticker({ name: 'invoke keepalive sweep', everyMs: SWEEP_MS, logger, unref: true }, () => this.sweep());
 
-  const parsed = await parseHead(msg.headers?.get(INVOKE_HEADERS.head));
-  if (!parsed.ok) return sendError(400, `invalid invoke head: ${parsed.reason}`);
-  const head = parsed.value;
+  add(a: Answer): void {
+    this.answering.add(a);
+    if (this.running) return;
+    this.running = true;
+    this.ticker.start();
+  }
 
-  const abort = new AbortController();
-  const keepalive = setInterval(() => {
-    if (ended) return;
-    const h = natsHeaders();
-    h.set(INVOKE_HEADERS.keepalive, '1');
-    nc.publish(reply, new Uint8Array(), { headers: h });
-  }, KEEPALIVE_MS);
-  const timer = setTimeout(() => {
-    abort.abort();
-    sendError(504, `no complete response within ${head.timeoutMs} ms`);
-  }, head.timeoutMs);
-  try {
-    let body = msg.data;
+  delete(a: Answer): void {
+    this.answering.delete(a);
+  }
+
+  private sweep(): void {
+    if (!this.answering.size) {
+      this.running = false;
+      fireAndForget('stopping the keepalive sweep', logger, this.ticker.stop());
+      return;
+    }
+    const now = performance.now();
+    for (const a of this.answering) a.tick(now);
+  }
+}
+
+/** How often requests being answered are looked at: a timeout's 504 comes at most this much late. */
+const SWEEP_MS = 100;
+const clock = new AnswerClock();
+const EMPTY = new Uint8Array();
+
+/** One request being answered: its response messages, numbered from 0, to its reply inbox. */
+class Answer {
+  private seq = 0;
+  private ended = false;
+  private readonly abort = new AbortController();
+  private deadline = Infinity;
+  private lastSent: number;
+  private timeoutMs = 0;
+
+  constructor(
+    private readonly nc: Messaging['nc'],
+    private readonly msg: Msg,
+    private readonly reply: string,
+  ) {
+    this.lastSent = performance.now();
+  }
+
+  async run(handler: InvokeHandler, fetchBody: BodyFetcher, maxResponseBytes: number): Promise<void> {
+    const parsed = parseHead(this.msg.headers?.get(INVOKE_HEADERS.head));
+    if (!parsed.ok) return this.sendError(400, `invalid invoke head: ${parsed.reason}`);
+    const head = parsed.value;
+    this.timeoutMs = head.timeoutMs;
+    this.deadline = this.lastSent + head.timeoutMs;
+    clock.add(this);
+    try {
+      await this.answer(head, handler, fetchBody, maxResponseBytes);
+    } catch (e) {
+      if (e instanceof InvokeError) return this.sendError(e.code, e.message);
+      if (this.abort.signal.aborted) return this.sendError(504, `no complete response within ${head.timeoutMs} ms`);
+      logger.warn(`request ${head.requestId} failed: ${(e as Error).stack ?? e}`);
+      this.sendError(500, `handler failed: ${(e as Error).message ?? e}`);
+    } finally {
+      clock.delete(this);
+    }
+  }
+
+  /** Called by the sweep: a keepalive while working, a 504 once the head's timeout has passed. */
+  tick(now: number): void {
+    if (this.ended) return;
+    if (now >= this.deadline) {
+      this.abort.abort();
+      this.sendError(504, `no complete response within ${this.timeoutMs} ms`);
+    } else if (now - this.lastSent >= KEEPALIVE_MS) {
+      this.lastSent = now;
+      try {
+        this.nc.publish(this.reply, EMPTY, { headers: keepaliveHeaders() });
+      } catch {
+        // The connection closed: nobody can be told anything more; stop the handler's work.
+        this.ended = true;
+        this.abort.abort();
+      }
+    }
+  }
+
+  private async answer(head: InvokeHead, handler: InvokeHandler, fetchBody: BodyFetcher, maxResponseBytes: number): Promise<void> {
+    let body = this.msg.data;
     if (head.bodyRef) {
       let stored: Uint8Array | null;
       try {
         stored = await fetchBody(head.bodyRef);
       } catch (e) {
-        return sendError(502, `request body ${head.bodyRef} could not be fetched: ${(e as Error).message}`);
+        return this.sendError(502, `request body ${head.bodyRef} could not be fetched: ${(e as Error).message}`);
       }
-      if (!stored) return sendError(400, `request body ${head.bodyRef} is not in the bodies store (expired?)`);
+      if (!stored) return this.sendError(400, `request body ${head.bodyRef} is not in the bodies store (expired?)`);
       body = stored;
     }
-    if (body.length !== head.bodyBytes) return sendError(400, `request body is ${body.length} bytes, head says ${head.bodyBytes}`);
-
-    const result = await handler(head, body, abort.signal);
-    if (ended) return;
+    if (body.length !== head.bodyBytes) return this.sendError(400, `request body is ${body.length} bytes, head says ${head.bodyBytes}`);
+    const result = await handler(head, body, this.abort.signal);
+    if (this.ended) return;
     const status = String(result.status);
     const headers = headerJson(result.headers);
-    const withHead = (h: ReturnType<typeof natsHeaders>) => {
+    const withHead = (h: MsgHdrs) => {
       h.set(INVOKE_HEADERS.status, status);
       h.set(INVOKE_HEADERS.headers, headers);
     };
-
     if (result.body instanceof Uint8Array) {
       if (result.body.length > maxResponseBytes)
-        return sendError(502, `response body of ${result.body.length} bytes is over the ${maxResponseBytes}-byte limit`);
+        return this.sendError(502, `response body of ${result.body.length} bytes is over the ${maxResponseBytes}-byte limit`);
       const parts = split(result.body);
+      this.ended = true;
       parts.forEach((part, i) => {
-        send(part, (h) => {
+        this.send(part, (h) => {
           if (i === 0) withHead(h);
           if (i === parts.length - 1) h.set(INVOKE_HEADERS.end, '1');
         });
       });
-      ended = true;
       return;
     }
-
     // Streaming: the head goes at once so the caller can start its reply before the body exists.
-    send(new Uint8Array(), withHead);
+    this.send(EMPTY, withHead);
     let total = 0;
     for await (const piece of result.body) {
-      if (ended) return;
+      if (this.ended) return;
       total += piece.length;
       if (total > maxResponseBytes) {
-        abort.abort();
-        return sendError(502, `response body is over the ${maxResponseBytes}-byte limit`);
+        this.abort.abort();
+        return this.sendError(502, `response body is over the ${maxResponseBytes}-byte limit`);
       }
-      for (const part of split(piece)) send(part, () => undefined);
+      for (const part of split(piece)) this.send(part, () => undefined);
     }
-    if (ended) return;
-    ended = true;
-    send(new Uint8Array(), (h) => h.set(INVOKE_HEADERS.end, '1'));
-  } catch (e) {
-    if (e instanceof InvokeError) return sendError(e.code, e.message);
-    if (abort.signal.aborted) return sendError(504, `no complete response within ${head.timeoutMs} ms`);
-    logger.warn(`request ${head.requestId} failed: ${(e as Error).stack ?? e}`);
-    sendError(500, `handler failed: ${(e as Error).message ?? e}`);
-  } finally {
-    clearTimeout(timer);
-    clearInterval(keepalive);
+    if (this.ended) return;
+    this.ended = true;
+    this.send(EMPTY, (h) => h.set(INVOKE_HEADERS.end, '1'));
+  }
+
+  private send(data: Uint8Array, fill: (h: MsgHdrs) => void): void {
+    const h = natsHeaders();
+    h.set(INVOKE_HEADERS.seq, String(this.seq++));
+    fill(h);
+    this.lastSent = performance.now();
+    this.nc.publish(this.reply, data, { headers: h });
+  }
+
+  private sendError(code: number, message: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.nc.publish(this.reply, EMPTY, { headers: errorHeaders(this.seq++, code, message) });
   }
 }
 
-async function parseHead(raw: string | undefined) {
-  if (!raw) return { ok: false as const, reason: `missing ${INVOKE_HEADERS.head} header` };
+function keepaliveHeaders(): MsgHdrs {
+  const h = natsHeaders();
+  h.set(INVOKE_HEADERS.keepalive, '1');
+  return h;
+}
+
+/** Checked synchronously by InvokeHead's hand-written rules (see invokeHeadProblems). */
+function parseHead(raw: string | undefined): Decoded<InvokeHead> {
+  if (!raw) return { ok: false, reason: `missing ${INVOKE_HEADERS.head} header` };
   let plain: unknown;
   try {
     plain = JSON.parse(raw);
   } catch (e) {
-    return { ok: false as const, reason: `${INVOKE_HEADERS.head} is not JSON (${(e as Error).message})` };
+    return { ok: false, reason: `${INVOKE_HEADERS.head} is not JSON (${(e as Error).message})` };
   }
-  return validatePayload(InvokeHead, plain);
+  if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) return { ok: false, reason: 'payload must be a JSON object' };
+  const problems = invokeHeadProblems(plain as Record<string, unknown>);
+  return problems.length ? { ok: false, reason: describeHeadProblems(problems) } : { ok: true, value: plain as InvokeHead };
 }
 
 /** Chunks of at most CHUNK_BYTES; always at least one (an empty body is one empty chunk). */

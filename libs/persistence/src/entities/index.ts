@@ -15,6 +15,7 @@ import { Task } from './task.entity.js';
 import { UsageInterval } from './usage-interval.entity.js';
 import { Volume, VolumeChunk, VolumeFile } from './volume.entity.js';
 import { Workspace } from './workspace.entity.js';
+import { WorkspaceSecret } from './workspace-secret.entity.js';
 
 export * from './api-token.entity.js';
 export * from './code-bundle.entity.js';
@@ -33,6 +34,7 @@ export * from './task.entity.js';
 export * from './usage-interval.entity.js';
 export * from './volume.entity.js';
 export * from './workspace.entity.js';
+export * from './workspace-secret.entity.js';
 
 /** Listed by hand: globs and ESM do not mix, and a list shows what the DataSource knows. */
 export const ENTITIES = [
@@ -55,4 +57,5 @@ export const ENTITIES = [
   Volume,
   VolumeFile,
   VolumeChunk,
+  WorkspaceSecret,
 ] as const;

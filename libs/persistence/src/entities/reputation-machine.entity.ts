@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
  * The reputation service's working state for one machine: everything its score is computed
@@ -6,6 +6,8 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * machine's record fades out by itself, and events may name a machine before its row exists.
  */
 @Entity({ name: 'reputation_machines' })
+@Index('ix_reputation_machines_updated_at', ['updatedAt'])
+@Index('ix_reputation_machines_heartbeat_at', ['heartbeatAt'])
 export class ReputationMachine {
   @PrimaryColumn({ name: 'machine_id', type: 'text', primaryKeyConstraintName: 'pk_reputation_machines' })
   machineId!: string;
@@ -16,6 +18,18 @@ export class ReputationMachine {
   @Column({ name: 'record', type: 'jsonb' })
   record!: Record<string, unknown>;
 
+  /** Heartbeat punctuality (libs/reputation's HeartbeatRecord), apart so a beat writes only this. */
+  @Column({ name: 'heartbeats', type: 'jsonb', nullable: true })
+  heartbeats!: Record<string, unknown> | null;
+
+  @Column({ name: 'has_transitions', type: 'boolean', default: false })
+  hasTransitions!: boolean;
+
+  /** When `record` last changed. */
   @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
   updatedAt!: Date;
+
+  /** When `heartbeats` last changed. */
+  @Column({ name: 'heartbeat_at', type: 'timestamptz', default: () => 'now()' })
+  heartbeatAt!: Date;
 }

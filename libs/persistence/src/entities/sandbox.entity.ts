@@ -15,6 +15,9 @@ export const SANDBOX_HOLDING_STATES: readonly SandboxState[] = ['placing', 'runn
 @Entity({ name: 'sandboxes' })
 @Index('ix_sandboxes_workspace_created', ['workspaceId', 'createdAt'])
 @Index('ix_sandboxes_state', ['state'])
+// Finds a public port's sandbox. The migration defines it as GIN over the running rows' public_ports,
+// which @Index cannot express, so schema comparison is told to leave it alone.
+@Index('ix_sandboxes_public_ports', { synchronize: false })
 export class Sandbox {
   @PrimaryColumn({ name: 'id', type: 'text' })
   id!: string;
@@ -54,6 +57,10 @@ export class Sandbox {
   /** Ports exposed through the gateway (`/sandbox/<id>/<port>/…`). */
   @Column({ name: 'ports', type: 'integer', array: true, default: () => "'{}'" })
   ports!: number[];
+
+  /** Ports reached without a token at `/sandbox-public/<token>/…`: `{<token>: <port>}`. */
+  @Column({ name: 'public_ports', type: 'jsonb', default: () => "'{}'" })
+  publicPorts!: Record<string, number>;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;

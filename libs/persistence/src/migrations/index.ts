@@ -18,6 +18,9 @@ import { Sandboxes1765010000000 } from './1765010000000-sandboxes.js';
 import { Volumes1765020000000 } from './1765020000000-volumes.js';
 import { FunctionMaps1765100000000 } from './1765100000000-function-maps.js';
 import { ScheduleTicks1765200000000 } from './1765200000000-schedule-ticks.js';
+import { WorkspaceSecrets1765310000000 } from './1765310000000-workspace-secrets.js';
+import { SandboxPublicPorts1765320000000 } from './1765320000000-sandbox-public-ports.js';
+import { ReputationHeartbeats1765360000000 } from './1765360000000-reputation-heartbeats.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -41,4 +44,7 @@ export const MIGRATIONS = [
   Volumes1765020000000,
   FunctionMaps1765100000000,
   ScheduleTicks1765200000000,
+  WorkspaceSecrets1765310000000,
+  SandboxPublicPorts1765320000000,
+  ReputationHeartbeats1765360000000,
 ] as const;

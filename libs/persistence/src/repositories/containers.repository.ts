@@ -194,6 +194,15 @@ function progressValues(containerId: string, machineId: string, p: ContainerProg
   ];
 }
 
+/** A container row as placement inserts it. */
+export interface ScheduledContainer {
+  readonly id: string;
+  readonly deploymentVersionId: string;
+  readonly machineId: string;
+  readonly reason: string;
+  readonly requested: ContainerResources;
+}
+
 /** Every statement on containers (placement records and their lifecycle). */
 @Injectable()
 export class ContainersRepository extends TransactionalRepository {
@@ -354,6 +363,21 @@ export class ContainersRepository extends TransactionalRepository {
   }
 
   /**
+   * Whether a container whose version's spec names an image of repository `repository`
+   * (`host/repo`, the image reference before its `@sha256:` digest) is placed on `machineId` and
+   * not stopped: the machine may then pull from that repository.
+   */
+  async imageRepositoryPlacedOn(machineId: string, repository: string): Promise<boolean> {
+    const rows = await this.rows<{ id: string }>(
+      `SELECT c.id FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+       WHERE c.machine_id = $1 AND split_part(dv.spec->>'image', '@', 1) = $2 AND ${ON_MACHINE}
+       LIMIT 1`,
+      [machineId, repository],
+    );
+    return rows.length > 0;
+  }
+
+  /**
    * Whether a container of task-queue version `version` of `deploymentId` is placed on
    * `machineId` and not stopped: the machine may then pull that version's tasks (its task lane).
    */
@@ -424,16 +448,24 @@ export class ContainersRepository extends TransactionalRepository {
   }
 
   /** The row of a container just placed on a machine, scheduled. */
-  async insertScheduled(container: {
-    id: string;
-    deploymentVersionId: string;
-    machineId: string;
-    reason: string;
-    requested: ContainerResources;
-  }): Promise<void> {
+  insertScheduled(container: ScheduledContainer): Promise<void> {
+    return this.insertScheduledMany([container]);
+  }
+
+  /** The rows of containers just placed, scheduled: one statement however many. */
+  async insertScheduledMany(containers: readonly ScheduledContainer[]): Promise<void> {
+    if (!containers.length) return;
     await this.rows(
-      `INSERT INTO containers (id, deployment_version_id, machine_id, state, state_reason, requested) VALUES ($1, $2, $3, 'scheduled', $4, $5::jsonb)`,
-      [container.id, container.deploymentVersionId, container.machineId, container.reason, JSON.stringify(container.requested)],
+      `INSERT INTO containers (id, deployment_version_id, machine_id, state, state_reason, requested)
+       SELECT c.id, c.version, c.machine, 'scheduled', c.reason, c.requested
+       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[]) AS c(id, version, machine, reason, requested)`,
+      [
+        containers.map((c) => c.id),
+        containers.map((c) => c.deploymentVersionId),
+        containers.map((c) => c.machineId),
+        containers.map((c) => c.reason),
+        containers.map((c) => JSON.stringify(c.requested)),
+      ],
     );
   }
 }

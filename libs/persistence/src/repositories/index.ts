@@ -7,6 +7,7 @@ import { NatsUsersRepository } from './nats-users.repository.js';
 import { ReputationRepository } from './reputation.repository.js';
 import { SandboxesRepository } from './sandboxes.repository.js';
 import { SchedulesRepository } from './schedules.repository.js';
+import { SecretsRepository } from './secrets.repository.js';
 import { TasksRepository } from './tasks.repository.js';
 import { TokensRepository } from './tokens.repository.js';
 import { UsageRepository } from './usage.repository.js';
@@ -48,6 +49,7 @@ export const REPOSITORIES = [
   ReputationRepository,
   SandboxesRepository,
   SchedulesRepository,
+  SecretsRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -64,6 +66,7 @@ export {
   ReputationRepository,
   SandboxesRepository,
   SchedulesRepository,
+  SecretsRepository,
   TasksRepository,
   TokensRepository,
   UsageRepository,
@@ -78,5 +81,6 @@ export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';
 export type * from './reputation.repository.js';
 export type * from './sandboxes.repository.js';
 export type * from './schedules.repository.js';
+export type * from './secrets.repository.js';
 export type * from './usage.repository.js';
 export type * from './volumes.repository.js';

@@ -1,17 +1,32 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type ReputationScore } from '../entities/reputation-score.entity.js';
-import { queryRowsOn } from '../query-rows.js';
+import { TransactionalRepository } from './transactional.repository.js';
 
 /** A score as it is kept: the newest row per machine is current, older ones its history. */
 export type StoredScore = Pick<ReputationScore, 'machineId' | 'score' | 'components' | 'computedAt'>;
 
-/** The reputation service's working record of one machine (libs/reputation's MachineRecord, as a document). */
+/**
+ * The reputation service's working record of one machine (libs/reputation's MachineRecord, as
+ * a document) with its heartbeat punctuality kept apart, so a heartbeat writes only that.
+ */
 export interface StoredMachineRecord {
   machineId: string;
   pool: string | null;
-  record: object;
+  /** Without `heartbeats`; left out when only the heartbeats are read or written. */
+  record?: object;
+  heartbeats: object | null;
+  /** Whether record.transitions is not empty. */
+  hasTransitions: boolean;
 }
+
+/** Records changed since a time, and the database's time of the read (the next read's `since`). */
+export interface ChangedMachineRecords {
+  records: StoredMachineRecord[];
+  readAt: Date;
+}
+
+const RECORD_COLUMNS = `machine_id AS "machineId", pool, heartbeats, has_transitions AS "hasTransitions"`;
 
 const SCORE_COLUMNS = `machine_id AS "machineId", score, components, computed_at AS "computedAt"`;
 
@@ -19,18 +34,23 @@ function score(r: StoredScore): StoredScore {
   return { ...r, score: Number(r.score) };
 }
 
-/** Every statement on reputation machine records and score history. */
+/**
+ * Every statement on reputation machine records and score history. Records are changed by any
+ * replica of the reputation service: in transaction(), lockMachineRecords() then
+ * writeMachineRecords(), so two replicas changing one machine take turns.
+ */
 @Injectable()
-export class ReputationRepository {
-  constructor(private readonly db: DataSource) {}
+export class ReputationRepository extends TransactionalRepository {
+  constructor(db: DataSource) {
+    super(db);
+  }
 
   /**
    * The newest stored score of each machine in `machineIds`, or of every machine when it is
    * left out. The one way any service reads "the current score" from the table.
    */
   async latestScores(machineIds?: readonly string[]): Promise<StoredScore[]> {
-    const rows = await queryRowsOn<StoredScore>(
-      this.db,
+    const rows = await this.rows<StoredScore>(
       `SELECT DISTINCT ON (machine_id) ${SCORE_COLUMNS} FROM reputation_scores
        WHERE $1::text[] IS NULL OR machine_id = ANY($1::text[])
        ORDER BY machine_id, computed_at DESC`,
@@ -41,8 +61,7 @@ export class ReputationRepository {
 
   /** Stored scores of one machine, newest first, from `from` on when given. */
   async history(machineId: string, from: Date | undefined, limit: number): Promise<StoredScore[]> {
-    const rows = await queryRowsOn<StoredScore>(
-      this.db,
+    const rows = await this.rows<StoredScore>(
       `SELECT ${SCORE_COLUMNS} FROM reputation_scores
        WHERE machine_id = $1 AND ($2::timestamptz IS NULL OR computed_at >= $2::timestamptz)
        ORDER BY computed_at DESC LIMIT $3`,
@@ -58,28 +77,77 @@ export class ReputationRepository {
   ): Promise<void> {
     if (!scores.length) return;
     const at = computedAt.toISOString();
-    await queryRowsOn(
-      this.db,
+    await this.rows(
       `INSERT INTO reputation_scores (machine_id, score, components, computed_at)
        SELECT x.machine_id, x.score, x.components, x.computed_at FROM jsonb_to_recordset($1::jsonb) AS x(machine_id text, score double precision, components jsonb, computed_at timestamptz)`,
       [JSON.stringify(scores.map((s) => ({ machine_id: s.machineId, score: s.score, components: s.components, computed_at: at })))],
     );
   }
 
-  /** Every machine's stored record. */
-  machineRecords(): Promise<StoredMachineRecord[]> {
-    return queryRowsOn<StoredMachineRecord>(this.db, `SELECT machine_id AS "machineId", pool, record FROM reputation_machines`);
+  /**
+   * Locks the records of `machineIds` until the transaction ends, creating empty ones for
+   * machines without. The document itself is read for `withRecord` and for machines with no
+   * transitions yet (their next beat starts their uptime); the others come with their heartbeats only.
+   */
+  async lockMachineRecords(machineIds: readonly string[], withRecord: readonly string[]): Promise<StoredMachineRecord[]> {
+    if (!machineIds.length) return [];
+    await this.rows(
+      `INSERT INTO reputation_machines (machine_id, record) SELECT id, '{}'::jsonb FROM unnest($1::text[]) AS id ON CONFLICT (machine_id) DO NOTHING`,
+      [machineIds],
+    );
+    const rows = await this.rows<StoredMachineRecord & { record: object | null }>(
+      `SELECT ${RECORD_COLUMNS}, CASE WHEN machine_id = ANY($2::text[]) OR NOT has_transitions THEN record END AS record
+       FROM reputation_machines WHERE machine_id = ANY($1::text[]) ORDER BY machine_id FOR UPDATE`,
+      [machineIds, withRecord],
+    );
+    return rows.map(withoutNullRecord);
   }
 
-  /** Inserts or replaces the records, in one statement. */
-  async saveMachineRecords(records: readonly StoredMachineRecord[]): Promise<void> {
+  /** Stores changed records: the document where given, the heartbeats always. */
+  async writeMachineRecords(records: readonly StoredMachineRecord[]): Promise<void> {
     if (!records.length) return;
-    await queryRowsOn(
-      this.db,
-      `INSERT INTO reputation_machines (machine_id, pool, record, updated_at)
-       SELECT x.machine_id, x.pool, x.record, now() FROM jsonb_to_recordset($1::jsonb) AS x(machine_id text, pool text, record jsonb)
-       ON CONFLICT (machine_id) DO UPDATE SET pool = EXCLUDED.pool, record = EXCLUDED.record, updated_at = now()`,
-      [JSON.stringify(records.map((r) => ({ machine_id: r.machineId, pool: r.pool, record: r.record })))],
+    await this.rows(
+      `UPDATE reputation_machines m SET pool = x.pool, heartbeats = x.heartbeats, has_transitions = x.has_transitions, heartbeat_at = now(),
+         record = COALESCE(x.record, m.record), updated_at = CASE WHEN x.record IS NULL THEN m.updated_at ELSE now() END
+       FROM jsonb_to_recordset($1::jsonb) AS x(machine_id text, pool text, record jsonb, heartbeats jsonb, has_transitions boolean)
+       WHERE m.machine_id = x.machine_id`,
+      [
+        JSON.stringify(
+          records.map((r) => ({
+            machine_id: r.machineId,
+            pool: r.pool,
+            record: r.record ?? null,
+            heartbeats: r.heartbeats,
+            has_transitions: r.hasTransitions,
+          })),
+        ),
+      ],
     );
   }
+
+  /** One machine's stored record, if it has one. */
+  async machineRecord(machineId: string): Promise<StoredMachineRecord | undefined> {
+    const rows = await this.rows<StoredMachineRecord>(`SELECT ${RECORD_COLUMNS}, record FROM reputation_machines WHERE machine_id = $1`, [
+      machineId,
+    ]);
+    return rows[0];
+  }
+
+  /**
+   * Records whose heartbeats or document changed after `since` (every record when null), the
+   * document only where it changed. Times are the database's, so replicas on other hosts agree.
+   */
+  async machineRecordsChangedSince(since: Date | null): Promise<ChangedMachineRecords> {
+    const [{ readAt }] = await this.rows<{ readAt: Date }>(`SELECT now() AS "readAt"`);
+    const rows = await this.rows<StoredMachineRecord & { record: object | null }>(
+      `SELECT ${RECORD_COLUMNS}, CASE WHEN $1::timestamptz IS NULL OR updated_at > $1::timestamptz THEN record END AS record
+       FROM reputation_machines WHERE $1::timestamptz IS NULL OR updated_at > $1::timestamptz OR heartbeat_at > $1::timestamptz`,
+      [since],
+    );
+    return { records: rows.map(withoutNullRecord), readAt };
+  }
+}
+
+function withoutNullRecord({ record, ...rest }: StoredMachineRecord & { record: object | null }): StoredMachineRecord {
+  return record === null ? rest : { ...rest, record };
 }

@@ -29,7 +29,7 @@ export interface EndingSandbox {
 }
 
 const SELECT = `id, workspace_id AS "workspaceId", machine_id AS "machineId", pool, state, state_reason AS "stateReason", spec, requested,
-  timeout_seconds AS "timeoutSeconds", idle_timeout_seconds AS "idleTimeoutSeconds", ports, created_at AS "createdAt",
+  timeout_seconds AS "timeoutSeconds", idle_timeout_seconds AS "idleTimeoutSeconds", ports, public_ports AS "publicPorts", created_at AS "createdAt",
   started_at AS "startedAt", active_at AS "activeAt", ended_at AS "endedAt"`;
 
 /** Every statement on sandboxes. Ends are conditional updates: a sandbox ends once. */
@@ -91,6 +91,24 @@ export class SandboxesRepository extends TransactionalRepository {
       [id, port],
     );
     return row?.ports;
+  }
+
+  /** Makes an exposed port public under `token` (a port public already keeps its token); undefined when not running. */
+  async makePortPublic(id: string, port: number, token: string): Promise<Record<string, number> | undefined> {
+    const [row] = await this.rows<{ publicPorts: Record<string, number> }>(
+      `UPDATE sandboxes SET public_ports = CASE
+           WHEN EXISTS (SELECT 1 FROM jsonb_each(public_ports) e WHERE e.value = to_jsonb($2::integer)) THEN public_ports
+           ELSE public_ports || jsonb_build_object($3::text, $2::integer) END
+       WHERE id = $1 AND state = 'running' RETURNING public_ports AS "publicPorts"`,
+      [id, port, token],
+    );
+    return row?.publicPorts;
+  }
+
+  /** The running sandbox whose public port `token` names, whatever its workspace (the token is the credential). */
+  async findByPublicToken(token: string): Promise<Sandbox | undefined> {
+    const [row] = await this.rows<Sandbox>(`SELECT ${SELECT} FROM sandboxes WHERE state = 'running' AND public_ports ? $1`, [token]);
+    return row;
   }
 
   /** A call reached the sandbox: its idle timeout starts again. false when it is not running. */

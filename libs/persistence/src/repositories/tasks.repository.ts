@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
 import type { Task } from '../entities/task.entity.js';
+import { GroupCommit } from '../group-commit.js';
 import { queryRows, queryRowsOn } from '../query-rows.js';
 
 /** A task as the task API shows it: its row and its deployment's name; `result` only when asked for. */
@@ -131,10 +132,14 @@ const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
 /** On reaching a final state: a callback is due now when the task has a URL. */
 const CALLBACK_DUE = `callback_state = CASE WHEN callback_url IS NULL THEN NULL ELSE 'pending' END, callback_next_at = CASE WHEN callback_url IS NULL THEN NULL ELSE now() END`;
 
-const TASK_COLUMNS = `t.id, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId", d.name AS "deploymentName", t.deployment_version AS version, t.state,
+/** The columns of a TaskWithDeployment, the deployment's name taken from `deploymentName` (an SQL expression). */
+const taskColumns = (
+  deploymentName: string,
+) => `t.id, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId", ${deploymentName} AS "deploymentName", t.deployment_version AS version, t.state,
   t.result_ref AS "resultRef", t.error, t.attempts, t.max_retries AS "maxRetries", t.timeout_seconds AS "timeoutSeconds", t.ttl_seconds AS "ttlSeconds",
   t.callback_url AS "callbackUrl", t.callback_state AS "callbackState", t.callback_attempts AS "callbackAttempts", t.callback_error AS "callbackError", t.container_id AS "containerId",
   t.machine_id AS "machineId", t.stream_seq AS "streamSeq", t.created_at AS "createdAt", t.started_at AS "startedAt", t.ended_at AS "endedAt", t.updated_at AS "updatedAt"`;
+const TASK_COLUMNS = taskColumns('d.name');
 /** The container $4 was placed by the scheduler on machine $5 for the deployment version of the task (row of tasks). */
 const PLACED = `EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
   WHERE c.id = $4 AND c.machine_id = $5 AND v.deployment_id = tasks.deployment_id AND v.version = tasks.deployment_version)`;
@@ -182,40 +187,70 @@ function withSeq<T extends { streamSeq: number | null }>(row: Raw<T>): T {
 export class TasksRepository {
   constructor(private readonly db: DataSource) {}
 
+  /** Submits arriving together are saved by one statement (see createPendingMany). */
+  private readonly pendingSaves = new GroupCommit<{ task: NewTask; maxPending: number }, UnsentTask | undefined>((items) =>
+    this.createPendingMany(items),
+  );
+  /** Sends recorded together: one statement for the tasks that reached TASKS meanwhile. */
+  private readonly enqueuedMarks = new GroupCommit<{ taskId: string; streamSeq: number }, boolean>(async (marks) => {
+    const marked = await this.markEnqueuedMany(
+      marks.map((m) => m.taskId),
+      marks.map((m) => m.streamSeq),
+    );
+    return marks.map((m) => marked.has(m.taskId));
+  });
+
   /**
    * Saves a PENDING task unless its deployment already has maxPending tasks waiting; undefined
-   * then. The bound and the insert in one round trip (concurrent submits may overshoot it by a few).
+   * then. The bound and the insert in one statement, shared with the submits that arrive while
+   * the one before is written (concurrent submits through several gateways may overshoot it by a few).
    */
-  async createPending(task: NewTask, maxPending: number): Promise<UnsentTask | undefined> {
+  createPending(task: NewTask, maxPending: number): Promise<UnsentTask | undefined> {
+    return this.pendingSaves.add({ task, maxPending });
+  }
+
+  /**
+   * createPending for many tasks in one INSERT: per deployment, the tasks waiting are counted
+   * once and the new ones are taken in order while they fit under their maxPending.
+   */
+  private async createPendingMany(items: { task: NewTask; maxPending: number }[]): Promise<(UnsentTask | undefined)[]> {
+    const columns: unknown[][] = Array.from({ length: 10 }, () => []);
+    for (const { task, maxPending } of items) [...newTaskValues(task), maxPending].forEach((v, i) => columns[i].push(v));
     const rows = await queryRowsOn<UnsentTask>(
       this.db,
-      `INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds, ttl_seconds, callback_url)
-       SELECT $1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9
-       WHERE (SELECT count(*) FROM tasks WHERE deployment_id = $3 AND state IN ('PENDING', 'RETRY')) < $10
+      `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::int[], $7::int[], $8::int[], $9::text[], $10::int[])
+                    WITH ORDINALITY AS x(id, workspace_id, deployment_id, version, payload, max_retries, timeout_seconds, ttl_seconds, callback_url, max_pending, n)),
+            waiting AS (SELECT deployment_id, count(*) AS n FROM tasks
+                        WHERE deployment_id IN (SELECT deployment_id FROM x) AND state IN ('PENDING', 'RETRY') GROUP BY deployment_id),
+            ranked AS (SELECT x.*, row_number() OVER (PARTITION BY x.deployment_id ORDER BY x.n) AS k FROM x)
+       INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds, ttl_seconds, callback_url)
+       SELECT r.id, r.workspace_id, r.deployment_id, r.version, 'PENDING', r.payload::jsonb, r.max_retries, r.timeout_seconds, r.ttl_seconds, r.callback_url
+       FROM ranked r LEFT JOIN waiting w ON w.deployment_id = r.deployment_id
+       WHERE coalesce(w.n, 0) + r.k <= r.max_pending
        RETURNING ${UNSENT_COLUMNS}`,
-      [...newTaskValues(task), maxPending],
+      columns,
     );
-    return rows[0];
+    const saved = new Map(rows.map((r) => [r.id, r]));
+    return items.map(({ task }) => saved.get(task.id));
   }
 
-  /** markEnqueued for many tasks in one statement. */
-  async markEnqueuedMany(taskIds: string[], streamSeqs: number[]): Promise<void> {
-    await queryRowsOn(
+  /** markEnqueued for many tasks in one statement; answers the ids it marked (those not marked before). */
+  async markEnqueuedMany(taskIds: string[], streamSeqs: number[]): Promise<Set<string>> {
+    const rows = await queryRowsOn<{ id: string }>(
       this.db,
       `UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)
-       WHERE t.id = x.id AND t.enqueued_at IS NULL`,
+       WHERE t.id = x.id AND t.enqueued_at IS NULL RETURNING t.id`,
       [taskIds, streamSeqs],
     );
+    return new Set(rows.map((r) => r.id));
   }
 
-  /** Records where TASKS stored the task, once (a second send of the same task changes nothing). */
-  async markEnqueued(taskId: string, streamSeq: number): Promise<boolean> {
-    const rows = await queryRowsOn(
-      this.db,
-      `UPDATE tasks SET enqueued_at = now(), stream_seq = $2 WHERE id = $1 AND enqueued_at IS NULL RETURNING id`,
-      [taskId, streamSeq],
-    );
-    return rows.length > 0;
+  /**
+   * Records where TASKS stored the task, once (a second send of the same task changes nothing);
+   * marks arriving while the one before is written share one statement.
+   */
+  markEnqueued(taskId: string, streamSeq: number): Promise<boolean> {
+    return this.enqueuedMarks.add({ taskId, streamSeq });
   }
 
   /** Pending tasks saved over olderThanSeconds ago and never published (their gateway died in between), oldest first. */
@@ -302,6 +337,8 @@ export class TasksRepository {
   /**
    * COMPLETE with its result (inline JSON text, or where it was put), when the reporter holds
    * the lease of the task's current attempt and the task is not final: one completion wins.
+   * Answers the task as it now is, result included (what its waiters answer, with no read after
+   * this write), or undefined when nothing changed.
    */
   async complete(e: {
     taskId: string;
@@ -311,14 +348,15 @@ export class TasksRepository {
     completedAt: string;
     containerId: string;
     machineId: string;
-  }): Promise<SettledAttempt | undefined> {
-    const rows = await queryRowsOn<SettledAttempt>(
+  }): Promise<TaskWithDeployment | undefined> {
+    const rows = await queryRowsOn<Raw<TaskWithDeployment>>(
       this.db,
-      `UPDATE tasks SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, ended_at = $5, error = NULL, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)} RETURNING ${SETTLED}`,
+      `UPDATE tasks t SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, ended_at = $5, error = NULL, ${CALLBACK_DUE}, updated_at = now()
+       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)}
+       RETURNING ${taskColumns('(SELECT name FROM deployments WHERE id = t.deployment_id)')}, t.result`,
       [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId],
     );
-    return rows[0];
+    return rows.length ? withSeq<TaskWithDeployment>(rows[0]) : undefined;
   }
 
   /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
@@ -343,14 +381,6 @@ export class TasksRepository {
       [taskId],
     );
     return rows[0];
-  }
-
-  /** The workspace a task belongs to, as recorded at submission; undefined for an unknown task. */
-  async workspaceOf(taskId: string): Promise<string | undefined> {
-    const rows = await queryRowsOn<{ workspaceId: string }>(this.db, `SELECT workspace_id AS "workspaceId" FROM tasks WHERE id = $1`, [
-      taskId,
-    ]);
-    return rows[0]?.workspaceId;
   }
 
   /** Cancels a task of the workspace not yet final; undefined when it was final already (or is not there). */

@@ -89,7 +89,7 @@ function metered(r: MeteredRow): MeteredContainerState {
  */
 const FINISH_TASK = `
   INSERT INTO metered_tasks AS t (task_id, attempt, workspace_id, deployment_id, container_id, machine_id, outcome, cause, duration_ms, ended_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::timestamptz[])
   ON CONFLICT (task_id, attempt) DO UPDATE SET
     container_id = COALESCE(t.container_id, EXCLUDED.container_id),
     machine_id = COALESCE(t.machine_id, EXCLUDED.machine_id),
@@ -102,6 +102,26 @@ const FINISH_TASK = `
                     WHEN t.outcome = EXCLUDED.outcome THEN GREATEST(t.ended_at, EXCLUDED.ended_at) ELSE t.ended_at END,
     updated_at = now()
   RETURNING (xmax = 0) AS inserted`;
+
+/** How an attempt ended, as the gateway accepted it. */
+export interface TaskEnd {
+  outcome: 'completed' | 'failed';
+  cause: string | null;
+  durationMs: number | null;
+  endedAt: string;
+}
+
+/** $1…$6 of the statements on many attempts: one array per column of TaskAttempt. */
+function attemptColumns(attempts: TaskAttempt[]): unknown[][] {
+  return [
+    attempts.map((a) => a.taskId),
+    attempts.map((a) => a.attempt),
+    attempts.map((a) => a.workspaceId),
+    attempts.map((a) => a.deploymentId),
+    attempts.map((a) => a.containerId),
+    attempts.map((a) => a.machineId),
+  ];
+}
 
 const SLICE_COLUMNS = 13;
 
@@ -129,34 +149,41 @@ export class UsageRepository extends TransactionalRepository {
   // --- Task attempts (metered_tasks) --------------------------------------------------------
 
   async recordTaskStarted(a: TaskAttempt, startedAt: string): Promise<void> {
+    await this.recordTasksStarted([{ attempt: a, startedAt }]);
+  }
+
+  /**
+   * Many attempts' starts in one statement. An attempt named twice makes Postgres refuse the
+   * statement (ON CONFLICT cannot change a row twice): its caller writes such a batch one by one.
+   */
+  async recordTasksStarted(starts: { attempt: TaskAttempt; startedAt: string }[]): Promise<void> {
     await this.rows(
       `INSERT INTO metered_tasks AS t (task_id, attempt, workspace_id, deployment_id, container_id, machine_id, outcome, started_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'running', $7)
+       SELECT x.task_id, x.attempt, x.workspace_id, x.deployment_id, x.container_id, x.machine_id, 'running', x.started_at
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+         AS x(task_id, attempt, workspace_id, deployment_id, container_id, machine_id, started_at)
        ON CONFLICT (task_id, attempt) DO UPDATE SET
          started_at = LEAST(t.started_at, EXCLUDED.started_at),
          container_id = COALESCE(t.container_id, EXCLUDED.container_id),
          machine_id = COALESCE(t.machine_id, EXCLUDED.machine_id),
          updated_at = now()`,
-      [a.taskId, a.attempt, a.workspaceId, a.deploymentId, a.containerId, a.machineId, startedAt],
+      [...attemptColumns(starts.map((s) => s.attempt)), starts.map((s) => s.startedAt)],
     );
   }
 
   /** The attempt's end, merged with what is known by the rules of FINISH_TASK. */
-  async recordTaskFinished(
-    a: TaskAttempt,
-    end: { outcome: 'completed' | 'failed'; cause: string | null; durationMs: number | null; endedAt: string },
-  ): Promise<void> {
+  async recordTaskFinished(a: TaskAttempt, end: TaskEnd): Promise<void> {
+    await this.recordTasksFinished([{ attempt: a, end }]);
+  }
+
+  /** Many attempts' ends in one statement (an attempt named twice: as recordTasksStarted). */
+  async recordTasksFinished(ends: { attempt: TaskAttempt; end: TaskEnd }[]): Promise<void> {
     await this.rows(FINISH_TASK, [
-      a.taskId,
-      a.attempt,
-      a.workspaceId,
-      a.deploymentId,
-      a.containerId,
-      a.machineId,
-      end.outcome,
-      end.cause,
-      end.durationMs,
-      end.endedAt,
+      ...attemptColumns(ends.map((e) => e.attempt)),
+      ends.map((e) => e.end.outcome),
+      ends.map((e) => e.end.cause),
+      ends.map((e) => e.end.durationMs),
+      ends.map((e) => e.end.endedAt),
     ]);
   }
 

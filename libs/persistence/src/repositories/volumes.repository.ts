@@ -46,6 +46,12 @@ export interface PlacedVolume {
   readOnly: boolean;
 }
 
+/** A container that mounts a volume read-write, and the machine it is placed on. */
+export interface VolumeWriter {
+  containerId: string;
+  machineId: string;
+}
+
 /** Container states in which a machine may still read (and, for rw mounts, commit) its volumes. */
 const MOUNTING_STATES = `('pending', 'scheduled', 'starting', 'running', 'stopping')`;
 
@@ -208,6 +214,22 @@ export class VolumesRepository extends TransactionalRepository {
       [machineId, containerId, name],
     );
     return row;
+  }
+
+  /** The containers (not stopped) whose version's spec mounts the volume read-write, with their machines. */
+  writers(volumeId: string): Promise<VolumeWriter[]> {
+    return this.rows<VolumeWriter>(
+      `SELECT c.id AS "containerId", c.machine_id AS "machineId"
+         FROM containers c
+         JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+         JOIN deployments d ON d.id = dv.deployment_id
+         CROSS JOIN LATERAL jsonb_array_elements(coalesce(dv.spec->'volumes', '[]'::jsonb)) m
+         JOIN volumes v ON v.workspace_id = d.workspace_id AND v.name = m->>'name'
+        WHERE v.id = $1 AND c.machine_id IS NOT NULL AND c.state IN ${MOUNTING_STATES}
+          AND NOT coalesce((m->>'readOnly')::boolean, false)
+        ORDER BY c.id`,
+      [volumeId],
+    );
   }
 
   /** Whether a file of the volume holds the chunk. */

@@ -12,8 +12,11 @@ export interface ImageStoreOptions {
   root: string;
   umoci?: string;
   host?: HostImageOptions;
-  /** Registries this machine pulls from (pull credentials); others are reached anonymously. */
-  registries?: RegistryAccessList;
+  /**
+   * Registries this machine pulls from (pull credentials); others are reached anonymously. A
+   * function is asked at each pull, for credentials that change while the agent runs.
+   */
+  registries?: RegistryAccessList | (() => RegistryAccessList);
   /** Pull progress (`Copying blob sha256:… done`), for the container's logs and the dashboard. */
   onPullProgress?: (ref: string, line: string) => void;
   skopeo?: string;
@@ -76,7 +79,8 @@ export class ImageStore {
     const layout = join(this.options.root, 'layout');
     const ociDir = join(this.options.root, 'oci');
     const p = this.pulls.then(async () => {
-      const image = await pullRegistryImage(ref, layout, ociDir, registries, {
+      const access = typeof registries === 'function' ? registries() : registries;
+      const image = await pullRegistryImage(ref, layout, ociDir, access, {
         ...(skopeo ? { skopeo } : {}),
         ...(umoci ? { umoci } : {}),
         ...(onPullProgress ? { onProgress: (line: string) => onPullProgress(ref, line) } : {}),

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { ContainerRuntimeError } from '../errors.js';
 import { type EgressPolicy, type RuntimeLogger, silentLogger } from '../types.js';
+import { BurstTracker } from './burst-tracker.js';
 import { formatNet, intToIp, ipToInt, type Ipv4Net, NEVER_REACHED, netSize, parseIpv4Cidr } from './ipv4.js';
 
 export interface BridgeNetworkOptions {
@@ -33,8 +34,14 @@ export interface Attachment {
 export const DEFAULT_BRIDGE = 'tern0';
 export const DEFAULT_SUBNET = '10.213.0.0/16';
 const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
-/** Namespaces kept ready ahead of the containers that will need them. */
-const SPARES = 2;
+/** Namespaces kept ready ahead of the containers that will need them, at the least… */
+const MIN_SPARES = 2;
+/** …and at the most, however many containers a burst started. */
+const MAX_SPARES = 8;
+/** Attaches this close together count as one burst (containers of one scale-out). */
+const BURST_GAP_MS = 10_000;
+/** How long a burst's size sets the number of spares before it falls back towards MIN_SPARES. */
+const BURST_MEMORY_MS = 10 * 60_000;
 const REPLENISH_DELAY_MS = 2000;
 /** A spare's lease names no container: `:` is in no container id. */
 const SPARE_PREFIX = ':spare:';
@@ -74,6 +81,8 @@ export class BridgeNetwork {
   /** Namespaces made ahead of time, ready to hand to the next containers. */
   private readonly spares: Attachment[] = [];
   private making = 0;
+  /** The scale-out the spares are kept for: the latest burst of attaches and the largest lately. */
+  private readonly demand = new BurstTracker(BURST_GAP_MS, BURST_MEMORY_MS);
   /** nft rewrites and lease changes, one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -135,6 +144,7 @@ export class BridgeNetwork {
    * calls, and no `nft` call unless its egress is narrowed), and another is made behind it.
    */
   attach(containerId: string, egress: EgressPolicy): Promise<Attachment> {
+    this.demand.note(Date.now());
     const attached = this.serialized(async () => {
       if (!this.ready) throw new ContainerRuntimeError('the container network is not set up');
       const existing = (await this.attachments()).find((a) => a.containerId === containerId);
@@ -188,10 +198,17 @@ export class BridgeNetwork {
     }
   }
 
-  /** Keeps SPARES namespaces ready (leased to a spare id, which no container id can be). */
+  /**
+   * Keeps namespaces ready (leased to a spare id, which no container id can be): as many as the
+   * largest burst of containers started lately (a scale-out to 3 leaves 3 for the next one),
+   * MIN_SPARES to MAX_SPARES. A namespace made while containers start waits in the kernel's
+   * locks behind every other namespace being made or removed on the machine (seconds on a busy
+   * one), which is what a spare saves a cold start.
+   */
   private replenish(): void {
     if (!this.ready) return;
-    while (this.spares.length + this.making < SPARES) {
+    const wanted = Math.min(MAX_SPARES, Math.max(MIN_SPARES, this.demand.peak(Date.now())));
+    while (this.spares.length + this.making < wanted) {
       this.making++;
       const id = `${SPARE_PREFIX}${randomBytes(4).toString('hex')}`;
       void this.lease(this.names(id, {}))

@@ -11,6 +11,8 @@ import { type RegistryAccessList, skopeoCopy } from './skopeo.js';
 export interface BuildStep {
   /** `apt`, `pip`, `npm` or `commands`, with its index: what a failure names. */
   name: string;
+  /** What the step installs or runs, for its progress line (`python3-numpy libgomp1`). */
+  summary: string;
   /** The shell command run in the image (as root, with the build's network). */
   run: string;
   /**
@@ -37,8 +39,24 @@ export interface BuildOptions {
   context?: string;
   /** Progress and the steps' output, line by line. */
   onLog?: (line: string) => void;
+  /** Each step as it starts (or is found in the cache); without it, onLog gets `[2/5] apt: python3-numpy`. */
+  onStep?: (step: BuildProgress) => void;
   runc?: string;
   umoci?: string;
+}
+
+/** A step as the build reaches it: 1-based `index` of `total`. */
+export interface BuildProgress {
+  index: number;
+  total: number;
+  name: string;
+  summary: string;
+  cached: boolean;
+}
+
+/** `[2/5] apt: python3-numpy (cached)`: the progress line of a step. */
+export function progressLine(p: BuildProgress): string {
+  return `[${p.index}/${p.total}] ${p.name}: ${p.summary}${p.cached ? ' (cached)' : ''}`;
 }
 
 export interface BuildResult {
@@ -55,6 +73,7 @@ export function buildSteps(build: ImageBuild): BuildStep[] {
   if (build.apt?.length)
     steps.push({
       name: 'apt',
+      summary: build.apt.join(' '),
       run: `apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends ${build.apt.map(quote).join(' ')} && rm -rf /var/lib/apt/lists/*`,
     });
   if (build.pip?.length) {
@@ -65,6 +84,7 @@ export function buildSteps(build: ImageBuild): BuildStep[] {
         : '';
     steps.push({
       name: 'pip',
+      summary: build.pip.join(' '),
       run: `python3 -m pip install --no-cache-dir --break-system-packages ${from} ${build.pip.map(quote).join(' ')}`.replace(/ +/g, ' '),
     });
   }
@@ -72,6 +92,7 @@ export function buildSteps(build: ImageBuild): BuildStep[] {
     const packages = build.npm;
     steps.push({
       name: 'npm',
+      summary: packages.join(' '),
       // The packages are part of the command, so they are part of the layer's cache key.
       run: `# npm install ${packages.map(quote).join(' ')}\nmkdir -p ${NPM_MODULES} && cp -a /tern/stage/node_modules/. ${NPM_MODULES}/`,
       stage: async (dir) => {
@@ -84,7 +105,7 @@ export function buildSteps(build: ImageBuild): BuildStep[] {
       },
     });
   }
-  (build.commands ?? []).forEach((c, i) => steps.push({ name: `commands[${i}]`, run: c }));
+  (build.commands ?? []).forEach((c, i) => steps.push({ name: `commands[${i}]`, summary: c, run: c }));
   return steps;
 }
 
@@ -220,14 +241,20 @@ async function withLayoutLock<T>(layout: string, say: (line: string) => void, fn
  */
 export async function buildImage(build: ImageBuild, options: BuildOptions): Promise<BuildResult> {
   const say = options.onLog ?? (() => undefined);
-  return withLayoutLock(options.layout, say, () => buildLocked(build, options, say));
+  const onStep = options.onStep ?? ((p: BuildProgress) => say(progressLine(p)));
+  return withLayoutLock(options.layout, say, () => buildLocked(build, options, say, onStep));
 }
 
-async function buildLocked(build: ImageBuild, options: BuildOptions, say: (line: string) => void): Promise<BuildResult> {
+async function buildLocked(
+  build: ImageBuild,
+  options: BuildOptions,
+  say: (line: string) => void,
+  onStep: (p: BuildProgress) => void,
+): Promise<BuildResult> {
   const umoci = options.umoci ?? 'umoci';
   await mkdir(options.workDir, { recursive: true });
   const baseTag = `base-${createHash('sha256').update(options.base).digest('hex').slice(0, 32)}`;
-  say(`step base: ${options.base}`);
+  say(`base: ${options.base}`);
   await skopeoCopy(options.base, `docker://${options.base}`, `oci:${options.layout}:${baseTag}`, options.access, {
     onProgress: (l) => say(`  ${l}`),
   });
@@ -239,7 +266,7 @@ async function buildLocked(build: ImageBuild, options: BuildOptions, say: (line:
     const key = layerKey(parent, step);
     const tag = `layer-${key}`;
     const cached = await manifestDigest(options.layout, tag);
-    say(`step ${i + 1}/${all.length} ${step.name}: ${cached ? 'cached' : 'running'}: ${step.run}`);
+    onStep({ index: i + 1, total: all.length, name: step.name, summary: step.summary, cached: Boolean(cached) });
     if (!cached) {
       const bundle = join(options.workDir, `bundle-${randomBytes(4).toString('hex')}`);
       try {
@@ -292,6 +319,5 @@ async function buildLocked(build: ImageBuild, options: BuildOptions, say: (line:
   const digest = await skopeoCopy(options.target, `oci:${options.layout}:${finalTag}`, `docker://${options.target}`, options.access, {
     onProgress: (l) => say(`  ${l}`),
   });
-  say(`built ${options.target}@${digest}`);
   return { digest, steps };
 }

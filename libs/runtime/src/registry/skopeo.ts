@@ -12,6 +12,8 @@ export interface RegistryAccess {
   insecure?: boolean;
   username?: string;
   password?: string;
+  /** A registry bearer token already in hand (the gateway signs its own), instead of a user. */
+  token?: string;
 }
 
 /** Registry access by host; a host not listed is reached anonymously over verified TLS. */
@@ -30,7 +32,8 @@ function accessFor(list: RegistryAccessList, host: string): RegistryAccess | und
 /** skopeo's flags for one side (`src` or `dest`) of a transfer with a registry. */
 function sideFlags(side: 'src' | 'dest', access: RegistryAccess | undefined): string[] {
   const flags = [`--${side}-tls-verify=${access?.insecure ? 'false' : 'true'}`];
-  if (access?.username) flags.push(`--${side}-creds`, `${access.username}:${access.password ?? ''}`);
+  if (access?.token) flags.push(`--${side}-registry-token`, access.token);
+  else if (access?.username) flags.push(`--${side}-creds`, `${access.username}:${access.password ?? ''}`);
   else flags.push(`--${side}-no-creds`);
   return flags;
 }
@@ -42,7 +45,7 @@ function hostOf(ref: string): string {
 /** The last lines skopeo wrote, without credentials it may echo back. */
 function why(r: { stderr?: unknown; stdout?: unknown; shortMessage?: string }, access: RegistryAccess | undefined): string {
   let text = String(r.stderr || r.stdout || r.shortMessage || '').trim();
-  if (access?.password) text = text.split(access.password).join('***');
+  for (const secret of [access?.password, access?.token]) if (secret) text = text.split(secret).join('***');
   // skopeo logs `time="…" level=fatal msg="…"`: the message is what says why.
   const lines = text.split('\n').map((l) => /level=\w+ msg="(.*)"\s*$/.exec(l)?.[1]?.replace(/\\"/g, '"') ?? l);
   return lines.slice(-4).join('\n');
@@ -88,7 +91,8 @@ export async function skopeoCopy(
 export async function resolveRegistryDigest(image: string, access: RegistryAccessList, options: SkopeoOptions = {}): Promise<string> {
   const acc = accessFor(access, hostOf(image));
   const args = ['inspect', '--retry-times', '1', '--format', '{{.Digest}}', `--tls-verify=${acc?.insecure ? 'false' : 'true'}`];
-  if (acc?.username) args.push('--creds', `${acc.username}:${acc.password ?? ''}`);
+  if (acc?.token) args.push('--registry-token', acc.token);
+  else if (acc?.username) args.push('--creds', `${acc.username}:${acc.password ?? ''}`);
   else args.push('--no-creds');
   const r = await execa(options.skopeo ?? 'skopeo', [...args, `docker://${image}`], { reject: false });
   if (r.exitCode !== 0) throw new ImageError(image, `cannot resolve in its registry: ${why(r, acc)}`);

@@ -4,8 +4,10 @@
     tern.volume.commit()           # every read-write volume of this container
     tern.volume.commit("data")     # one of them
 
-Returns {"volumes": {name: {"version", "written", "removed", "overwritten"} or "unchanged"}}:
-`overwritten` names the files this commit replaced that another container had changed since.
+Returns {"volumes": {name: {"outcome": "committed" or "unchanged", "version", "written", "removed",
+"overwritten", "skipped"}}}: `overwritten` names the files this commit replaced that another
+container had changed since; `skipped` what the copy holds that a volume does not keep (links,
+empty directories).
 The agent listens on a Unix socket bound into the container (TERN_AGENT_SOCKET); writes are
 also committed when the container stops.
 """

@@ -1,0 +1,73 @@
+import { STATUS_CODES } from 'node:http';
+import { HttpException, Injectable, Logger } from '@nestjs/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { OpenAPIObject } from '@nestjs/swagger';
+import { AuthService } from '../auth/auth.service.js';
+import { EndpointHttpError, EndpointsService } from './endpoints.service.js';
+
+/** The patterns served, as Nest's `@All([':name', ':name/*'])` had them (metrics label requests by pattern). */
+const PATTERNS = ['/endpoint/:name', '/endpoint/:name/*'];
+
+/** The OpenAPI entry, as the document had it when a Nest controller served the route. */
+const OPERATION = {
+  summary: 'Invoke an endpoint',
+  description:
+    'Forwards the request, body byte-for-byte, to the least-loaded ready container of the deployment (`/endpoint/<name>/v<N>/…` pins a version) and streams its response back. 404 unknown deployment, 413 body over 16 MiB, 429 buffer full, 503 stopped, 504 no container within the timeout. Every response has `x-tern-request-id`.',
+  tags: ['endpoints'],
+  security: [{ bearer: [] }],
+  parameters: [],
+  responses: { 200: { description: '' } },
+};
+const DOCUMENTED_METHODS = ['get', 'post', 'put', 'delete', 'patch', 'options', 'head', 'search'] as const;
+
+/**
+ * `/endpoint/<name>…`, the data plane's hot path, served by Fastify directly: no Nest router,
+ * guard, pipe or interceptor per request. The bearer token is checked by the same AuthService
+ * (same cache, same 401s) as ApiTokenGuard; errors get the same JSON as Nest's exception filter.
+ * Body limits, request ids, raw bodies and the input checks stay the instance-wide hooks they
+ * are for every route (raw-body.ts, request-intake.ts).
+ */
+@Injectable()
+export class EndpointsRoute {
+  private readonly logger = new Logger('endpoints');
+
+  constructor(
+    private readonly auth: AuthService,
+    private readonly endpoints: EndpointsService,
+  ) {}
+
+  install(fastify: FastifyInstance): void {
+    // Returning the reply tells Fastify it is being answered (a stream may still be flowing when
+    // serve resolves): an async handler that resolved with nothing would be answered empty.
+    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+      await this.serve(request, reply);
+      return reply;
+    };
+    for (const url of PATTERNS) fastify.all(url, handler);
+  }
+
+  private async serve(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    try {
+      const principal = await this.auth.authenticate(request.headers.authorization);
+      await this.endpoints.forward(principal, request, reply);
+    } catch (e) {
+      if (reply.sent) return;
+      // A 401 from AuthService: the very answer Nest's exception filter gives it.
+      if (e instanceof HttpException) return void reply.code(e.getStatus()).send(e.getResponse());
+      const status = e instanceof EndpointHttpError ? e.status : 500;
+      const message = e instanceof EndpointHttpError ? e.message : 'internal error';
+      if (status === 500) this.logger.error(`request ${request.url} failed: ${(e as Error).stack ?? e}`);
+      void reply.code(status).send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
+    }
+  }
+}
+
+/** Adds the route's entry to the OpenAPI document, where a Nest controller's would be. */
+export function documentEndpointsRoute(document: OpenAPIObject): void {
+  for (const path of ['/endpoint/{name}', '/endpoint/{name}/{path}']) {
+    document.paths[path] = Object.fromEntries(
+      // The operation ids it had, so clients generated from the document keep their method names.
+      DOCUMENTED_METHODS.map((m) => [m, { ...OPERATION, operationId: `EndpointsController_invoke_${m}` }]),
+    );
+  }
+}

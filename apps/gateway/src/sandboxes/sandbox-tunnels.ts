@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import { HttpException, Injectable, Logger, NotFoundException, UnauthorizedException } from '@nestjs/common';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { Duplex } from 'node:stream';
+import { SANDBOX_TUNNEL_OPEN, type TunnelOpen } from '#tern/contracts';
+import { Messaging, RequestError, TunnelEnd } from '#tern/messaging';
+import type { Sandbox } from '#tern/persistence';
+import { fireAndForget } from '#tern/timing';
+import { AuthService } from '../auth/auth.service.js';
+import type { Principal } from '../auth/principal.js';
+import { SandboxesService } from './sandboxes.service.js';
+
+/** How long an agent may take to open a tunnel (connect to the port, start the shell). */
+const OPEN_TIMEOUT_MS = 10_000;
+
+const SHELL_URL = /^\/api\/v1\/sandboxes\/([^/?]+)\/shell(?:\?(.*))?$/;
+const PORT_URL = /^\/sandbox\/([^/?]+)\/([^/?]+)(.*)$/;
+const PUBLIC_PORT_URL = /^\/sandbox-public\/([^/?]+)(.*)$/;
+
+/** Writes an HTTP error on a socket that asked for an upgrade, then closes it. */
+function refuse(socket: Duplex, status: number, message: string): void {
+  const body = JSON.stringify({ statusCode: status, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The upgrade request as the sandbox's server receives it: its own path, the caller's headers less Tern's credential. */
+function requestHead(req: IncomingMessage, path: string): string {
+  const lines = [`${req.method} ${path.startsWith('/') ? path : `/${path}`} HTTP/1.1`];
+  for (let i = 0; i < req.rawHeaders.length; i += 2)
+    if (req.rawHeaders[i].toLowerCase() !== 'authorization') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/**
+ * A shell's WebSocket as a byte stream: binary messages are the terminal's bytes both ways; the
+ * text message `{"eof":true}` ends the input (the CLI's stdin ended), so the shell reads EOF.
+ */
+function terminalStream(ws: WebSocket): Duplex {
+  let ended = false;
+  const endInput = () => {
+    if (!ended) duplex.push(null);
+    ended = true;
+  };
+  const duplex = new Duplex({
+    write: (chunk: Buffer, _encoding, done) => ws.send(chunk, done),
+    final: (done) => {
+      ws.close(1000);
+      done();
+    },
+    destroy: (error, done) => {
+      ws.close(1000);
+      done(error);
+    },
+    read: () => undefined,
+  });
+  ws.on('message', (data: Buffer, binary) => {
+    if (binary) duplex.push(data);
+    else if (/^\s*\{\s*"eof"\s*:\s*true\s*\}\s*$/.test(data.toString('utf8'))) endInput();
+  });
+  ws.on('close', endInput);
+  ws.on('error', () => duplex.destroy());
+  return duplex;
+}
+
+/**
+ * Upgraded requests (WebSockets) into sandboxes: to an exposed port (`/sandbox/<id>/<port>/…`
+ * with the workspace's token, `/sandbox-public/<token>/…` without), passed on byte for byte, and
+ * the shell (`/api/v1/sandboxes/<id>/shell`, a WebSocket this gateway answers). Either way the
+ * bytes travel in a tunnel over NATS (SANDBOX_TUNNEL_OPEN): the machine needs no inbound port.
+ */
+@Injectable()
+export class SandboxTunnels {
+  private readonly logger = new Logger('sandbox-tunnels');
+  private readonly shells = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+
+  constructor(
+    private readonly auth: AuthService,
+    private readonly sandboxes: SandboxesService,
+    private readonly messaging: Messaging,
+  ) {}
+
+  /** The HTTP server's `upgrade` listener. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    fireAndForget(
+      `upgrade of ${req.url}`,
+      this.logger,
+      this.route(req, socket, head).catch((e: unknown) => {
+        if (e instanceof HttpException) return refuse(socket, e.getStatus(), e.message);
+        refuse(socket, 500, 'the tunnel could not be opened');
+        throw e;
+      }),
+    );
+  }
+
+  private async route(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = req.url ?? '/';
+    const publicPort = PUBLIC_PORT_URL.exec(url);
+    if (publicPort) {
+      const { sandbox, port } = await this.sandboxes.publicPort(publicPort[1]);
+      return this.toPort(sandbox, port, req, publicPort[2], socket, head);
+    }
+    const port = PORT_URL.exec(url);
+    if (port) {
+      const sandbox = await this.sandboxes.running(await this.principal(req), port[1]);
+      if (!sandbox.ports.includes(Number(port[2]))) throw new NotFoundException(`port ${port[2]} of sandbox ${port[1]} is not exposed`);
+      return this.toPort(sandbox, Number(port[2]), req, port[3], socket, head);
+    }
+    const shell = SHELL_URL.exec(url);
+    if (shell) return this.toShell(await this.sandboxes.running(await this.principal(req), shell[1]), shell[2], req, socket, head);
+    throw new NotFoundException(`no WebSocket at ${url.split('?')[0]}: sandbox ports and shells only`);
+  }
+
+  private async principal(req: IncomingMessage): Promise<Principal> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    const principal = match ? await this.auth.verify(match[1]) : undefined;
+    if (!principal) throw new UnauthorizedException('send "Authorization: Bearer <token>" with a valid token');
+    return principal;
+  }
+
+  private async toPort(sandbox: Sandbox, port: number, req: IncomingMessage, path: string, socket: Duplex, head: Buffer) {
+    const end = await this.open(sandbox, { target: 'port', port });
+    socket.unshift(Buffer.concat([Buffer.from(requestHead(req, path || '/')), head]));
+    await end.attach(socket);
+  }
+
+  private async toShell(sandbox: Sandbox, query: string | undefined, req: IncomingMessage, socket: Duplex, head: Buffer) {
+    const size = new URLSearchParams(query ?? '');
+    const dimension = (name: string) => {
+      const n = Number(size.get(name));
+      return Number.isInteger(n) && n >= 1 && n <= 1000 ? { [name]: n } : {};
+    };
+    const end = await this.open(sandbox, { target: 'shell', ...dimension('cols'), ...dimension('rows') });
+    this.shells.handleUpgrade(req, socket, head, (ws) => {
+      fireAndForget(`shell of sandbox ${sandbox.id}`, this.logger, end.attach(terminalStream(ws)));
+    });
+  }
+
+  /** Asks the sandbox's agent to open a tunnel; its end here subscribed first, so no byte is missed. */
+  private async open(sandbox: Sandbox, target: Omit<TunnelOpen, 'sandboxId' | 'tunnelId'>): Promise<TunnelEnd> {
+    const tunnelId = randomUUID().replace(/-/g, '');
+    const end = new TunnelEnd(this.messaging, 'gateway', sandbox.machineId!, tunnelId);
+    try {
+      const reply = await this.messaging.request(
+        SANDBOX_TUNNEL_OPEN,
+        { sandboxId: sandbox.id, tunnelId, ...target },
+        { tokens: [sandbox.machineId!], timeoutMs: OPEN_TIMEOUT_MS },
+      );
+      if (!reply.opened) throw new HttpException(reply.reason ?? 'the sandbox refused the tunnel', 502);
+      return end;
+    } catch (e) {
+      end.close();
+      if (e instanceof RequestError)
+        throw new HttpException(`the agent of sandbox ${sandbox.id} does not answer (machine ${sandbox.machineId}): ${e.message}`, 502);
+      throw e;
+    }
+  }
+}

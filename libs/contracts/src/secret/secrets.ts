@@ -1,0 +1,12 @@
+/** A workspace secret's name (`tern secret set NAME`, a spec's `registry_secret:`). */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,62}$/;
+export const SECRET_NAME_RULE = 'letters, digits, _ . or -, starting with a letter or _, at most 63 characters';
+
+/** What the API says about a secret: never its value. */
+export interface SecretSummary {
+  name: string;
+  /** The value's length. */
+  bytes: number;
+  createdAt: string;
+  updatedAt: string;
+}

@@ -1,0 +1,63 @@
+"""Tern's Python SDK: declare handlers with decorators, call them once deployed, drive sandboxes.
+
+    import tern
+
+    @tern.function(cpu=0.5, memory="256Mi")
+    def square(payload):
+        return {"square": payload["n"] ** 2}
+
+    # tern deploy app.py:square, then:
+    square.remote(n=7)                                       # {"square": 49}
+    for result in square.map({"n": n} for n in range(1000)):  # in order, as they arrive
+        ...
+
+Configuration: TERN_GATEWAY / TERN_TOKEN, else ~/.tern/config.json (the CLI's), or tern.configure().
+Inside a container, `tern.volume.commit()` commits what it wrote to its read-write volumes.
+Standard library only.
+"""
+
+from . import volume
+from .calls import FunctionCall, Task
+from .client import configure
+from .decorators import endpoint, function, task_queue
+from .deployment import Deployment, lookup
+from .errors import (
+    ApiError,
+    AuthError,
+    ConflictError,
+    ConnectionError,
+    InvalidRequestError,
+    NotFoundError,
+    RemoteError,
+    TernError,
+    UnavailableError,
+)
+from .image import Image
+from .sandbox import ExecResult, Sandbox, SandboxFiles
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ApiError",
+    "AuthError",
+    "ConflictError",
+    "ConnectionError",
+    "Deployment",
+    "ExecResult",
+    "FunctionCall",
+    "Image",
+    "InvalidRequestError",
+    "NotFoundError",
+    "RemoteError",
+    "Sandbox",
+    "SandboxFiles",
+    "Task",
+    "TernError",
+    "UnavailableError",
+    "configure",
+    "endpoint",
+    "function",
+    "lookup",
+    "task_queue",
+    "volume",
+]
