@@ -111,6 +111,13 @@ export async function settle<T extends object>(
   return decision;
 }
 
+/**
+ * How long one pull stays open. The client notices a pull lost with a server (a consumer whose
+ * leader moved after a kill -9) only after two missed idle heartbeats at half this, so it bounds
+ * how long a consumer stalls through a NATS server's death: 5 s here, 30 s at the client's default.
+ */
+export const PULL_EXPIRES_MS = 5000;
+
 export interface RunningConsumer {
   stop(): Promise<void>;
 }
@@ -137,7 +144,7 @@ export async function startConsumer<T extends object>(
   const loop = (async () => {
     while (!stopped) {
       try {
-        messages = await consumer.consume({ max_messages: concurrency });
+        messages = await consumer.consume({ max_messages: concurrency, expires: PULL_EXPIRES_MS });
         for await (const msg of messages) {
           const p = settle(msg, opts.payload, messaging.ns.canonical(msg.subject), handler, logger, progressEveryMs).finally(() =>
             inFlight.delete(p),

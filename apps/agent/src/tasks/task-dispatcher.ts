@@ -15,7 +15,7 @@ import {
   taskResultName,
 } from '#tern/contracts';
 import { inboxPrefix } from '#tern/nats-auth';
-import { decode, Messaging, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
+import { decode, Messaging, PULL_EXPIRES_MS, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
@@ -26,8 +26,6 @@ import { lostLastAttempt, willRetry } from './retry-rule.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
 
-/** How long one pull waits for a task before it asks again (and notices a stop). */
-const PULL_EXPIRES_MS = 5_000;
 /** Task ids cancelled lately, so a cancel that overtakes its own delivery still wins. */
 const REMEMBER_CANCELLED = 10_000;
 /** Between tries of a task event: 0.5 s, 1 s, 2 s, 4 s (the fifth failure gives up). */
