@@ -78,7 +78,12 @@ export async function buildBaseImage(target: string, access: RegistryAccessList,
       }
       await writeFile(join(tmp, 'rootfs', 'etc', 'tern-base'), `debian ${suite} ${variant} ${include.join(',')}\n`);
       await mkdir(join(options.cacheDir, `debian-${suite}-${recipe}`), { recursive: true });
-      await rename(join(tmp, 'rootfs'), rootfs);
+      // Another process building the same recipe at once may have renamed its copy first: the
+      // rename is atomic, so the rootfs there is whole, and this one is thrown away.
+      await rename(join(tmp, 'rootfs'), rootfs).catch(async (e: NodeJS.ErrnoException) => {
+        if (!['ENOTEMPTY', 'EEXIST'].includes(e.code ?? '') || !(await exists(rootfs))) throw e;
+        say?.(`debootstrap ${suite}: built at the same time by another process; using its copy`);
+      });
     } finally {
       await rm(tmp, { recursive: true, force: true });
     }
