@@ -102,12 +102,12 @@ describeImages('registry credentials (token auth)', () => {
   }
 
   /** One request to an endpoint, waiting as long as a first start with a pull may take. */
-  function invoke(name: string, body: unknown = {}, timeoutMs = 170_000): Promise<Response> {
+  function invoke(name: string, body: unknown = {}, signal = AbortSignal.timeout(170_000)): Promise<Response> {
     return fetch(`${stack.gateway}/endpoint/${name}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal,
     });
   }
 
@@ -310,8 +310,11 @@ describeImages('registry credentials (token auth)', () => {
 
     const deployed = await stack.tern('deploy', spec('tampered', `${host}/team/tampered:1`), '--no-wait');
     expect(deployed.code).toBe(0); // the manifest is intact: the tag pins
-    // An endpoint starts a container on its first request; that one cannot be answered.
-    const invoked = invoke('tampered', {}, 150_000).then(
+    // An endpoint starts a container on its first request; that one cannot be answered. It waits
+    // for a container until the deployment's timeout (a failed start is retried, not reported to
+    // waiting callers), so the test stops waiting once the failure is on record.
+    const caller = new AbortController();
+    const invoked = invoke('tampered', {}, caller.signal).then(
       (r) => r.status,
       () => 0,
     );
@@ -334,6 +337,7 @@ describeImages('registry credentials (token auth)', () => {
     } finally {
       await db.end();
     }
+    caller.abort();
     expect(await invoked).not.toBe(200);
     // The failed start names the image and why: its blob did not match its digest.
     expect(rows).toEqual(
