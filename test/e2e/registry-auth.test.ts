@@ -102,12 +102,12 @@ describeImages('registry credentials (token auth)', () => {
   }
 
   /** One request to an endpoint, waiting as long as a first start with a pull may take. */
-  function invoke(name: string, body: unknown = {}, signal = AbortSignal.timeout(170_000)): Promise<Response> {
+  function invoke(name: string, body: unknown = {}): Promise<Response> {
     return fetch(`${stack.gateway}/endpoint/${name}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
-      signal,
+      signal: AbortSignal.timeout(170_000),
     });
   }
 
@@ -308,16 +308,14 @@ describeImages('registry credentials (token auth)', () => {
     bytes[bytes.length >> 1] ^= 0xff;
     writeFileSync(blob, bytes);
 
-    const deployed = await stack.tern('deploy', spec('tampered', `${host}/team/tampered:1`), '--no-wait');
+    // A caller waits for a container until the endpoint's timeout, then hears why there was none.
+    const deployed = await stack.tern('deploy', spec('tampered', `${host}/team/tampered:1`, 'timeout: 30\n'), '--no-wait');
     expect(deployed.code).toBe(0); // the manifest is intact: the tag pins
-    // An endpoint starts a container on its first request; that one cannot be answered. It waits
-    // for a container until the deployment's timeout (a failed start is retried, not reported to
-    // waiting callers), so the test stops waiting once the failure is on record.
-    const caller = new AbortController();
-    const invoked = invoke('tampered', {}, caller.signal).then(
-      (r) => r.status,
-      () => 0,
-    );
+    // An endpoint starts a container on its first request; that one cannot be answered.
+    const invoked = invoke('tampered', {}).then(async (r) => ({
+      status: r.status,
+      message: ((await r.json()) as { message: string }).message,
+    }));
     // The control plane's record of the failed start (the API lists live containers only).
     const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();
@@ -337,8 +335,12 @@ describeImages('registry credentials (token auth)', () => {
     } finally {
       await db.end();
     }
-    caller.abort();
-    expect(await invoked).not.toBe(200);
+    expect(await invoked).toEqual({
+      status: 504,
+      message: expect.stringMatching(
+        new RegExp(`within 30 s; its last container start failed: .*team/tampered@${digest}.*digest`, 'is'),
+      ) as unknown,
+    });
     // The failed start names the image and why: its blob did not match its digest.
     expect(rows).toEqual(
       expect.arrayContaining([

@@ -12,7 +12,7 @@ const PATTERNS = ['/endpoint/:name', '/endpoint/:name/*'];
 const OPERATION = {
   summary: 'Invoke an endpoint',
   description:
-    'Forwards the request, body byte-for-byte, to the least-loaded ready container of the deployment (`/endpoint/<name>/v<N>/…` pins a version) and streams its response back. 404 unknown deployment, 413 body over 16 MiB, 429 buffer full, 503 stopped, 504 no container within the timeout. Every response has `x-tern-request-id`.',
+    'Forwards the request, body byte-for-byte, to the least-loaded ready container of the deployment (`/endpoint/<name>/v<N>/…` pins a version) and streams its response back. 404 unknown deployment, 413 body over 16 MiB, 429 buffer full, 503 stopped, 504 no container within the timeout (saying why: the last failed start or why placement is short). Every response has `x-tern-request-id`.',
   tags: ['endpoints'],
   security: [{ bearer: [] }],
   parameters: [],

@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DeploymentRecord, HTTP_METHODS, type HttpMethod } from '#tern/contracts';
 import { invoke, InvokeError, type InvokeResponse, Messaging } from '#tern/messaging';
+import { ContainersRepository } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { parseEndpointUrl } from './endpoint-path.js';
 import { forwardable } from './headers.js';
@@ -37,6 +38,7 @@ export class EndpointsService {
     private readonly table: RoutesMirror,
     private readonly lanes: LanesService,
     private readonly stats: RequestStats,
+    private readonly containers: ContainersRepository,
   ) {}
 
   async forward(principal: Principal, request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -130,9 +132,13 @@ export class EndpointsService {
     const now = this.table.record(record.deploymentId, record.version);
     if (!now) throw new EndpointHttpError(404, `deployment "${record.name}" was deleted`);
     if (now.state === 'stopped') throw new EndpointHttpError(503, `deployment "${record.name}" stopped: start it to serve requests`);
+    // Rare and slow already: the record says why, so the caller need not go looking.
+    const why = await this.containers
+      .whyNoContainer(record.deploymentId, record.version, new Date(deadline - record.spec.timeoutSeconds * 1000))
+      .catch(() => undefined);
     throw new EndpointHttpError(
       504,
-      `no container of "${record.name}" v${record.version} could take the request within ${record.spec.timeoutSeconds} s`,
+      `no container of "${record.name}" v${record.version} could take the request within ${record.spec.timeoutSeconds} s${why ? `; ${why}` : ''}`,
     );
   }
 

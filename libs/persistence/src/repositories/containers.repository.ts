@@ -391,6 +391,25 @@ export class ContainersRepository extends TransactionalRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Why a version had no container to serve a request that waited since `since`: the reason of
+   * its latest start that failed since then, else why placement is short (undefined: neither).
+   */
+  async whyNoContainer(deploymentId: string, version: number, since: Date): Promise<string | undefined> {
+    const rows = await this.rows<{ failed: string | null; placement: string | null }>(
+      `SELECT (SELECT c.state_reason FROM containers c
+                WHERE c.deployment_version_id = dv.id AND c.state = 'failed' AND c.updated_at >= $3
+                ORDER BY c.updated_at DESC LIMIT 1) AS failed,
+              dv.placement_reason AS placement
+       FROM deployment_versions dv WHERE dv.deployment_id::text = $1 AND dv.version = $2`,
+      [deploymentId, version, since],
+    );
+    const row = rows[0];
+    if (row?.failed) return `its last container start failed: ${row.failed}`;
+    if (row?.placement) return `no container could be placed: ${row.placement}`;
+    return undefined;
+  }
+
   // --- Routes -------------------------------------------------------------------------------
 
   async routeSourceOf(containerId: string): Promise<RouteSource | undefined> {
