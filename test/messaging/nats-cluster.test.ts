@@ -132,6 +132,9 @@ describe('a 3-node NATS cluster with a leaf node for a remote site', () => {
   }, 180_000);
 
   it('metering and reputation, two replicas each at R3, count every event once through a kill -9 of a NATS server and of one replica each', async () => {
+    // Each test starts from a whole cluster, even after one that failed before restarting its victim.
+    for (const node of cluster.nodes) if (!node.running) node.start();
+    await cluster.ready();
     const faultsSchema = await createTestSchema('faults');
     const faults = new Namespace(uniqueName('faults'));
     const fdb = new pg.Client({ connectionString: faultsSchema.url, options: `-c search_path=${faultsSchema.schema}` });
