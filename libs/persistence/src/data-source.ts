@@ -32,7 +32,8 @@ export function dataSourceOptions(database: DatabaseConfig): PostgresDataSourceO
     // gen_random_uuid() is built into Postgres 13+, so no extension is needed at all.
     installExtensions: false,
     uuidExtension: 'pgcrypto',
-    extra: { options: `-c search_path=${database.schema}` },
+    // A request waits at most 5 s for a pooled connection (Postgres restarting): then 503, not a hang.
+    extra: { options: `-c search_path=${database.schema}`, connectionTimeoutMillis: 5000 },
   };
 }
 
