@@ -244,31 +244,39 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     const attempts = new Map<number, number>();
     for (const r of rows) attempts.set(r.attempts, (attempts.get(r.attempts) ?? 0) + 1);
 
-    // Metering: each task attempt the gateway announced counted once, equal to a replay of TASK_ATTEMPT_ENDED.
-    const replay = new Map<string, string>();
-    const consumer = await messaging.js.consumers.get(ns.stream('EVENTS'), { filter_subjects: messaging.subject(TASK_ATTEMPT_ENDED) });
-    for (;;) {
-      let seen = 0;
-      for await (const m of await consumer.fetch({ max_messages: 500, expires: 1000 })) {
-        seen++;
-        const e = m.json<TaskAttemptEnded>();
-        if (accepted.has(e.taskId)) replay.set(`${e.taskId}:${e.attempt}`, e.outcome);
+    // Metering: each task attempt the gateway announced counted once, equal to a replay of
+    // TASK_ATTEMPT_ENDED. A gateway killed between settling a task and announcing it announces
+    // it when the agent's event comes back (its ack wait): the replay waits for every task's.
+    const replay = async () => {
+      const facts = new Map<string, string>();
+      const consumer = await messaging.js.consumers.get(ns.stream('EVENTS'), { filter_subjects: messaging.subject(TASK_ATTEMPT_ENDED) });
+      for (;;) {
+        let seen = 0;
+        for await (const m of await consumer.fetch({ max_messages: 500, expires: 1000 })) {
+          seen++;
+          const e = m.json<TaskAttemptEnded>();
+          if (accepted.has(e.taskId)) facts.set(`${e.taskId}:${e.attempt}`, e.outcome);
+        }
+        if (!seen) return facts;
       }
-      if (!seen) break;
-    }
-    const metered = await waitFor(
-      'metering equal to the replay',
+    };
+    const { facts, metered } = await waitFor(
+      'metering equal to the replay of every accepted task',
       async () => {
+        const facts = await replay();
+        if ([...facts.values()].filter((o) => o === 'completed').length !== TASKS) return undefined;
         const m = await db!.query(`SELECT task_id, attempt, outcome FROM metered_tasks WHERE task_id = ANY($1) AND outcome <> 'running'`, [
           ids,
         ]);
-        const got = new Map(m.rows.map((r) => [`${r.task_id}:${r.attempt}`, r.outcome as string]));
-        return got.size === replay.size && [...replay].every(([k, v]) => got.get(k) === v) ? got : undefined;
+        const metered = new Map(m.rows.map((r) => [`${r.task_id}:${r.attempt}`, r.outcome as string]));
+        return metered.size === facts.size && [...facts].every(([k, v]) => metered.get(k) === v) ? { facts, metered } : undefined;
       },
-      30_000,
-      500,
+      60_000,
+      1000,
     );
     expect([...metered.values()].filter((o) => o === 'completed')).toHaveLength(TASKS);
+    expect(new Set([...metered].filter(([, o]) => o === 'completed').map(([k]) => k.split(':')[0])).size).toBe(TASKS);
+    const meteredMs = Date.now() - killedAt;
 
     // The services with a leader lease: when the survivor took it over, after the kill.
     const takeovers = Object.fromEntries(
@@ -285,7 +293,7 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
         `${done - killedAt} ms after the kills; attempts ${JSON.stringify(Object.fromEntries(attempts))}; answers ${JSON.stringify(Object.fromEntries(answers))}; ` +
         `killed NATS ${leaderName} (leader of TASKS) and one replica of ${CONTROL_PLANE.join(', ')}; Postgres down ${pgDownMs} ms, ` +
         `probes ${probes.map((p) => `${p.what} ${p.status} in ${p.ms} ms`).join(', ')}; longest /health/ready gap per surviving replica ` +
-        `${JSON.stringify(gaps)}; lease takeovers (ms after the kill) ${JSON.stringify(takeovers)}; metering ${metered.size} attempts equal to the replay`,
+        `${JSON.stringify(gaps)}; lease takeovers (ms after the kill) ${JSON.stringify(takeovers)}; metering ${metered.size} attempts equal to the replay of ${facts.size} ${meteredMs} ms after the kills`,
     );
     for (const [name, ms] of Object.entries(takeovers))
       expect({ name, ms, within: ms <= TAKEOVER_MS }).toMatchObject({ name, within: true });
