@@ -213,8 +213,8 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     await submitting;
     const submittedMs = Date.now() - t0;
     expect(accepted.size).toBe(TASKS);
-    expect(answers.get(500)).toBeUndefined();
-    expect(answers.get('hang')).toBeUndefined();
+    // Accepted, 503 while Postgres was down, or refused by the killed gateway until it restarted: no 500, no hang.
+    expect([...answers.keys()].filter((k) => ![202, 503, 'refused'].includes(k))).toEqual([]);
 
     db = new pg.Client({
       connectionString: `postgres://postgres:${postgres.password}@127.0.0.1:${postgres.port}/tern`,
