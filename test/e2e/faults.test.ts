@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { TASK_ATTEMPT_ENDED, type TaskAttemptEnded } from '#tern/contracts';
-import { Messaging, Namespace } from '#tern/messaging';
+import { AUTOSCALER_LEADER_BUCKET, REPUTATION_LEADER_BUCKET, TASK_ATTEMPT_ENDED, type TaskAttemptEnded } from '#tern/contracts';
+import { LEASE_RENEW_MS, LEASE_TTL_MS, Messaging, Namespace } from '#tern/messaging';
 import { startPostgres, stopPostgres } from '../../scripts/lib/postgres.mjs';
 import { NatsCluster } from '../support/nats-cluster.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
@@ -16,8 +16,14 @@ const EXAMPLES = fileURLToPath(new URL('../../examples', import.meta.url));
 const CONTROL_PLANE = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'] as const;
 type Service = (typeof CONTROL_PLANE)[number];
 const TASKS = 1000;
-/** docs/operations.md: a surviving replica's /health/ready is out no longer than Postgres is down plus this. */
-const TAKEOVER_MS = 6000;
+/**
+ * docs/operations.md, *Faults held*: a lease passes within LEASE_TTL_MS + LEASE_RENEW_MS, plus a
+ * stream leader election when the killed NATS server also led the lease's KV bucket; a surviving
+ * replica's /health/ready is out at most TAKEOVER_MS before Postgres stops and after it is back.
+ */
+const TAKEOVER_MS = LEASE_TTL_MS + LEASE_RENEW_MS;
+/** The most a stream of the cluster takes to elect a new leader after a kill -9 of its leader (architecture.md: 3.7 to 7.6 s measured). */
+const NATS_ELECTION_MS = 8000;
 /** How long Postgres stays down. */
 const POSTGRES_DOWN_MS = 4000;
 
@@ -31,11 +37,17 @@ function environOf(pid: number): Record<string, string> {
   );
 }
 
-/** Polls a replica's /health/ready every 200 ms and keeps the longest time it was not answering 200. */
+/** A time /health/ready did not answer 200: from the last 200 before it to the first after it. */
+interface Gap {
+  start: number;
+  end: number;
+}
+
+/** Polls a replica's /health/ready every 200 ms and keeps the times it was not answering 200. */
 class ReadinessWatch {
   private lastOk = Date.now();
   private failing = false;
-  longestGapMs = 0;
+  readonly gaps: Gap[] = [];
   private readonly timer: NodeJS.Timeout;
   private busy = false;
 
@@ -58,16 +70,27 @@ class ReadinessWatch {
     this.busy = false;
     const now = Date.now();
     if (ok) {
-      if (this.failing) this.longestGapMs = Math.max(this.longestGapMs, now - this.lastOk);
+      if (this.failing) this.gaps.push({ start: this.lastOk, end: now });
       this.failing = false;
       this.lastOk = now;
     } else this.failing = true;
   }
 
-  stop(): number {
+  /** Stops polling; a gap still open counts up to now. */
+  stop(): Gap[] {
     clearInterval(this.timer);
-    return this.failing ? Math.max(this.longestGapMs, Date.now() - this.lastOk) : this.longestGapMs;
+    if (this.failing) this.gaps.push({ start: this.lastOk, end: Date.now() });
+    return this.gaps;
   }
+}
+
+/**
+ * How much of a gap lies before and after the time Postgres was down (all of it, for a gap
+ * outside it): what the takeover time bounds, Postgres's own downtime being the operator's.
+ */
+function beyondPostgres(gap: Gap, pg: Gap): { before: number; after: number } {
+  if (gap.end <= pg.start || gap.start >= pg.end) return { before: gap.end - gap.start, after: 0 };
+  return { before: Math.max(0, pg.start - gap.start), after: Math.max(0, gap.end - pg.end) };
 }
 
 /**
@@ -173,10 +196,23 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     await waitFor('a third of the tasks accepted', async () => accepted.size >= TASKS / 3, 60_000, 100);
     const ns = new Namespace(stack.env.NATS_NAMESPACE!);
     const messaging = new Messaging(nc, ns);
-    const leaderName = (await (await messaging.jsm()).streams.info(ns.stream('TASKS'))).cluster!.leader!;
+    const jsm = await messaging.jsm();
+    const leaderName = (await jsm.streams.info(ns.stream('TASKS'))).cluster!.leader!;
     const victim = cluster.nodes.find((n) => n.name === leaderName)!;
+    // Whether the victim also leads a lease's bucket: then the lease waits for its election too.
+    const leaseBuckets = { autoscaler: AUTOSCALER_LEADER_BUCKET, reputation: REPUTATION_LEADER_BUCKET };
+    const bucketLedByVictim = Object.fromEntries(
+      await Promise.all(
+        Object.entries(leaseBuckets).map(async ([name, b]) => [
+          name,
+          (await jsm.streams.info(`KV_${ns.bucket(b.name)}`)).cluster?.leader === leaderName,
+        ]),
+      ),
+    ) as Record<keyof typeof leaseBuckets, boolean>;
     const killedAt = Date.now();
     await victim.kill();
+    // The first replicas: likelier to hold the leases. `up`'s supervisor starts them again later,
+    // as a process manager would; the second replicas are the survivors watched.
     for (const s of CONTROL_PLANE) process.kill(first[s].pid, 'SIGKILL');
 
     await new Promise((r) => setTimeout(r, 3000));
@@ -187,7 +223,11 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     const probes: { what: string; status: number; ms: number; retryAfter: string | null; message: string }[] = [];
     const probe = async (what: string, init: RequestInit, path: string) => {
       const started = Date.now();
-      const res = await fetch(`${gateways[1]}${path}`, { ...init, headers: { ...auth, 'content-type': 'application/json' } });
+      const res = await fetch(`${gateways[1]}${path}`, {
+        ...init,
+        headers: { ...auth, 'content-type': 'application/json' },
+        signal: AbortSignal.timeout(15_000),
+      });
       const body = (await res.json().catch(() => ({}))) as { message?: string };
       probes.push({
         what,
@@ -203,11 +243,12 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     await probe('list', {}, '/api/v1/tasks?limit=5');
     await new Promise((r) => setTimeout(r, Math.max(0, POSTGRES_DOWN_MS - (Date.now() - pgDownAt))));
     await startPg();
-    const pgDownMs = Date.now() - pgDownAt;
+    const pgDown: Gap = { start: pgDownAt, end: Date.now() };
+    const pgDownMs = pgDown.end - pgDown.start;
     for (const p of probes) {
       expect(p).toMatchObject({ status: 503, retryAfter: '5' });
       expect(p.message).toMatch(/database is unavailable/);
-      expect(p.ms).toBeLessThan(6000);
+      expect(p.ms).toBeLessThan(6000); // a stopped server refuses at once; the pool's 10 s bound is for a hung one
     }
 
     await submitting;
@@ -234,7 +275,21 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
       90_000,
       500,
     );
-    const gaps = Object.fromEntries(watches.map((w) => [w.name, w.stop()]));
+    // Per surviving replica: its longest gap, and how far its gaps reach before Postgres stopped and after it was back.
+    const gaps = Object.fromEntries(
+      watches.map((w) => {
+        const list = w.stop();
+        const beyond = list.map((g) => beyondPostgres(g, pgDown));
+        return [
+          w.name,
+          {
+            longest: Math.max(0, ...list.map((g) => g.end - g.start)),
+            before: Math.max(0, ...beyond.map((b) => b.before)),
+            after: Math.max(0, ...beyond.map((b) => b.after)),
+          },
+        ];
+      }),
+    );
 
     const { rows } = await db.query(`SELECT id, state, attempts, result FROM tasks WHERE id = ANY($1)`, [ids]);
     expect(rows).toHaveLength(TASKS);
@@ -280,7 +335,7 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
 
     // The services with a leader lease: when the survivor took it over, after the kill.
     const takeovers = Object.fromEntries(
-      (['autoscaler', 'reputation'] as const).map((name) => {
+      (Object.keys(leaseBuckets) as (keyof typeof leaseBuckets)[]).map((name) => {
         const led = second[name].records().filter((x) => /^leading:/.test(String(x.msg)));
         const after = led.find((x) => Date.parse(String(x.time)) >= killedAt);
         if (led.length && !after) return [name, 0]; // the survivor led already: nothing to take over
@@ -292,12 +347,14 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
       `faults: ${TASKS} tasks accepted in ${submittedMs} ms through 2 gateways (${before} before Postgres stopped), every one COMPLETE once ` +
         `${done - killedAt} ms after the kills; attempts ${JSON.stringify(Object.fromEntries(attempts))}; answers ${JSON.stringify(Object.fromEntries(answers))}; ` +
         `killed NATS ${leaderName} (leader of TASKS) and one replica of ${CONTROL_PLANE.join(', ')}; Postgres down ${pgDownMs} ms, ` +
-        `probes ${probes.map((p) => `${p.what} ${p.status} in ${p.ms} ms`).join(', ')}; longest /health/ready gap per surviving replica ` +
-        `${JSON.stringify(gaps)}; lease takeovers (ms after the kill) ${JSON.stringify(takeovers)}; metering ${metered.size} attempts equal to the replay of ${facts.size} ${meteredMs} ms after the kills`,
+        `probes ${probes.map((p) => `${p.what} ${p.status} in ${p.ms} ms`).join(', ')}; /health/ready gaps per surviving replica (ms: longest, before Postgres stopped, after it was back) ` +
+        `${JSON.stringify(gaps)}; lease takeovers (ms after the kill) ${JSON.stringify(takeovers)} (bucket led by the killed server: ${JSON.stringify(bucketLedByVictim)}); metering ${metered.size} attempts equal to the replay of ${facts.size} ${meteredMs} ms after the kills`,
     );
-    for (const [name, ms] of Object.entries(takeovers))
-      expect({ name, ms, within: ms <= TAKEOVER_MS }).toMatchObject({ name, within: true });
+    for (const [name, ms] of Object.entries(takeovers)) {
+      const bound = TAKEOVER_MS + (bucketLedByVictim[name as keyof typeof leaseBuckets] ? NATS_ELECTION_MS : 0);
+      expect({ name, ms, within: ms <= bound }).toMatchObject({ name, within: true });
+    }
     for (const [name, gap] of Object.entries(gaps))
-      expect({ name, gap, within: gap <= pgDownMs + TAKEOVER_MS }).toMatchObject({ name, within: true });
+      expect({ name, gap, within: gap.before <= TAKEOVER_MS && gap.after <= TAKEOVER_MS }).toMatchObject({ name, within: true });
   }, 150_000);
 });
