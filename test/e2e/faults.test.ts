@@ -217,8 +217,8 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
 
     await new Promise((r) => setTimeout(r, 3000));
     const before = accepted.size;
+    const pgDownAt = Date.now(); // from the moment the fast shutdown begins
     await stopPostgres(pgDir);
-    const pgDownAt = Date.now();
     // While Postgres is down the surviving gateway answers 503 with Retry-After, quickly.
     const probes: { what: string; status: number; ms: number; retryAfter: string | null; message: string }[] = [];
     const probe = async (what: string, init: RequestInit, path: string) => {
