@@ -63,10 +63,20 @@ describe('docker-compose.yml', () => {
   });
 
   it('publishes the gateway on 1994 with a bootstrap admin token the operator must set', () => {
-    expect(services.gateway.ports.some((p: string) => String(p).endsWith(':1994:1994') || p === '1994:1994')).toBe(true);
+    expect(services.gateway.ports.some((p: string) => /:1994(-\d+)?:1994$/.test(String(p)))).toBe(true);
     expect(services.gateway.environment.BOOTSTRAP_ADMIN_TOKEN).toMatch(
       /^\$\{TERN_ADMIN_TOKEN:\?set TERN_ADMIN_TOKEN to a random secret.+\}$/,
     );
+  });
+
+  it('scales to two replicas of every control-plane service (--scale): no container_name, no fixed host port per replica', () => {
+    for (const svc of Object.keys(PORTS)) {
+      expect([svc, services[svc].container_name]).toEqual([svc, undefined]);
+      for (const p of services[svc].ports ?? []) {
+        const range = /:(\d+)-(\d+):\d+$/.exec(String(p));
+        expect([svc, p, range && Number(range[2]) - Number(range[1]) >= 1]).toEqual([svc, p, true]);
+      }
+    }
   });
 
   it("keeps the gateway's /metrics and health off the published API port, on loopback", () => {

@@ -32,7 +32,10 @@ export function dataSourceOptions(database: DatabaseConfig): PostgresDataSourceO
     // gen_random_uuid() is built into Postgres 13+, so no extension is needed at all.
     installExtensions: false,
     uuidExtension: 'pgcrypto',
-    extra: { options: `-c search_path=${database.schema}` },
+    // A query waits at most 10 s for a pooled connection (Postgres unreachable, the pool drained):
+    // then an error, which HTTP answers with 503 (database-unavailable.ts), instead of waiting for ever.
+    // Wide enough that a busy pool on a loaded machine does not meet it.
+    extra: { options: `-c search_path=${database.schema}`, connectionTimeoutMillis: 10_000 },
   };
 }
 
