@@ -361,6 +361,9 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
       expect({ name, ms, within: ms <= bound }).toMatchObject({ name, within: true });
     }
     for (const [name, gap] of Object.entries(gaps))
-      expect({ name, gap, within: gap.before <= TAKEOVER_MS + TIMER_SLACK_MS && gap.after <= TAKEOVER_MS + TIMER_SLACK_MS }).toMatchObject({ name, within: true });
+      expect({ name, gap, within: gap.before <= TAKEOVER_MS + TIMER_SLACK_MS && gap.after <= TAKEOVER_MS + TIMER_SLACK_MS }).toMatchObject({
+        name,
+        within: true,
+      });
   }, 150_000);
 });
