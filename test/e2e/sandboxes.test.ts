@@ -102,6 +102,33 @@ function echo(url: string, token: string | undefined, messages: (string | Buffer
   });
 }
 
+/**
+ * A shell over its WebSocket sized `?cols=100&rows=30`: once `stty size` answered that size, a
+ * resize to 132x40 (and one out of range, ignored) and `stty size` again. All it printed.
+ */
+function resizedShell(id: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(wsUrl(`/api/v1/sandboxes/${id}/shell?cols=100&rows=30`), bearer(stack.token));
+    let output = '';
+    let resized = false;
+    const timer = setTimeout(() => ws.terminate(), 30_000);
+    ws.on('error', reject);
+    ws.on('open', () => ws.send(Buffer.from('stty size\n')));
+    ws.on('message', (data: Buffer) => {
+      output += data.toString('utf8');
+      if (resized || !/^30 100\r?$/m.test(output)) return;
+      resized = true;
+      ws.send(JSON.stringify({ resize: { cols: 132, rows: 40 } }));
+      ws.send(JSON.stringify({ resize: { cols: 0, rows: 40 } }));
+      ws.send(Buffer.from('stty size; exit 0\n'));
+    });
+    ws.on('close', () => {
+      clearTimeout(timer);
+      resolve(output);
+    });
+  });
+}
+
 /** The HTTP status a WebSocket upgrade is refused with, and the refusal's message. */
 function refusal(url: string, token?: string): Promise<{ status: number; message: string }> {
   return new Promise((resolve, reject) => {
@@ -416,6 +443,8 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     // A shell fed from a pipe ends with its input, exit or not.
     const piped = await shell(id, 'echo still here\n');
     expect(piped).toEqual({ code: 0, stdout: expect.stringMatching(/^still here\r?$/m), stderr: '' });
+    // The pty follows the terminal's size: `{"resize":…}` between keystrokes, taken in order.
+    expect(await resizedShell(id)).toMatch(/^30 100\r?$[\s\S]*^40 132\r?$/m);
 
     expect((await api('GET', `/api/v1/sandboxes/${id}/shell`)).status).toBe(426);
     expect((await refusal(wsUrl(`/api/v1/sandboxes/${id}/shell`))).status).toBe(401);
