@@ -455,6 +455,43 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     expect((await stack.tern('sandbox', 'shell', id)).stderr).toMatch(/409 sandbox .* is terminated/);
   }, 120_000);
 
+  it('mounts the volumes a sandbox names, read-only or its own copy, and commits the copy when it ends', async () => {
+    for (const name of ['sbx-data', 'sbx-models']) expect((await api('POST', '/api/v1/volumes', { name })).status).toBe(201);
+    const put = await api('PUT', '/api/v1/volumes/sbx-models/files?path=weights.txt', undefined, stack.token, Buffer.from('w1'));
+    expect(put.status).toBeLessThan(300);
+    const refused = async (volumes: unknown) => {
+      const r = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', volumes });
+      expect(r.status).toBe(400);
+      return String(r.body.message);
+    };
+    expect(await refused([{ name: 'sbx-nope', path: '/data' }])).toMatch(/volume sbx-nope not found in this workspace/);
+    expect(await refused([{ name: 'sbx-data', path: '/workspace' }])).toMatch(/sandbox's own \/workspace/);
+    expect(await refused([{ name: 'sbx-data', path: 'data' }])).toMatch(/must be an absolute path/);
+    expect(
+      await refused([
+        { name: 'sbx-data', path: '/a' },
+        { name: 'sbx-models', path: '/a' },
+      ]),
+    ).toMatch(/mount path of another volume/);
+
+    const id = await create({
+      volumes: [
+        { name: 'sbx-data', path: '/data' },
+        { name: 'sbx-models', path: '/models', read_only: true },
+      ],
+    });
+    const run = await api('POST', `/api/v1/sandboxes/${id}/exec`, {
+      cmd: ['sh', '-c', 'cat /models/weights.txt; echo result > /data/out.txt; touch /models/new 2>/dev/null || echo read-only'],
+    });
+    const events = lines(run.text);
+    expect(stdoutOf(events)).toBe('w1read-only\n');
+    expect(events.at(-1)).toMatchObject({ exit_code: 0 });
+    // Committed before the DELETE answers (the agent commits while it removes the sandbox).
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    expect((await api('GET', '/api/v1/volumes/sbx-data/files?path=out.txt')).text).toBe('result\n');
+    expect((await api('GET', '/api/v1/volumes/sbx-models')).body).toMatchObject({ files: 1 });
+  }, 120_000);
+
   it('answers 202 while placing when asked not to wait, and GET follows it to running', async () => {
     const placing = await api('POST', '/api/v1/sandboxes?wait=0', { cpu: 0.25, memory: '256Mi' });
     expect(placing).toMatchObject({ status: 202, body: { state: 'placing', machine: expect.any(String) } });
