@@ -102,6 +102,33 @@ function echo(url: string, token: string | undefined, messages: (string | Buffer
   });
 }
 
+/**
+ * A shell over its WebSocket sized `?cols=100&rows=30`: once `stty size` answered that size, a
+ * resize to 132x40 (and one out of range, ignored) and `stty size` again. All it printed.
+ */
+function resizedShell(id: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(wsUrl(`/api/v1/sandboxes/${id}/shell?cols=100&rows=30`), bearer(stack.token));
+    let output = '';
+    let resized = false;
+    const timer = setTimeout(() => ws.terminate(), 30_000);
+    ws.on('error', reject);
+    ws.on('open', () => ws.send(Buffer.from('stty size\n')));
+    ws.on('message', (data: Buffer) => {
+      output += data.toString('utf8');
+      if (resized || !/^30 100\r?$/m.test(output)) return;
+      resized = true;
+      ws.send(JSON.stringify({ resize: { cols: 132, rows: 40 } }));
+      ws.send(JSON.stringify({ resize: { cols: 0, rows: 40 } }));
+      ws.send(Buffer.from('stty size; exit 0\n'));
+    });
+    ws.on('close', () => {
+      clearTimeout(timer);
+      resolve(output);
+    });
+  });
+}
+
 /** The HTTP status a WebSocket upgrade is refused with, and the refusal's message. */
 function refusal(url: string, token?: string): Promise<{ status: number; message: string }> {
   return new Promise((resolve, reject) => {
@@ -416,6 +443,8 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     // A shell fed from a pipe ends with its input, exit or not.
     const piped = await shell(id, 'echo still here\n');
     expect(piped).toEqual({ code: 0, stdout: expect.stringMatching(/^still here\r?$/m), stderr: '' });
+    // The pty follows the terminal's size: `{"resize":…}` between keystrokes, taken in order.
+    expect(await resizedShell(id)).toMatch(/^30 100\r?$[\s\S]*^40 132\r?$/m);
 
     expect((await api('GET', `/api/v1/sandboxes/${id}/shell`)).status).toBe(426);
     expect((await refusal(wsUrl(`/api/v1/sandboxes/${id}/shell`))).status).toBe(401);
@@ -424,6 +453,43 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     expect(unknown.stderr).toMatch(/404 sandbox sb-nope not found/);
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
     expect((await stack.tern('sandbox', 'shell', id)).stderr).toMatch(/409 sandbox .* is terminated/);
+  }, 120_000);
+
+  it('mounts the volumes a sandbox names, read-only or its own copy, and commits the copy when it ends', async () => {
+    for (const name of ['sbx-data', 'sbx-models']) expect((await api('POST', '/api/v1/volumes', { name })).status).toBe(201);
+    const put = await api('PUT', '/api/v1/volumes/sbx-models/files?path=weights.txt', undefined, stack.token, Buffer.from('w1'));
+    expect(put.status).toBeLessThan(300);
+    const refused = async (volumes: unknown) => {
+      const r = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', volumes });
+      expect(r.status).toBe(400);
+      return String(r.body.message);
+    };
+    expect(await refused([{ name: 'sbx-nope', path: '/data' }])).toMatch(/volume sbx-nope not found in this workspace/);
+    expect(await refused([{ name: 'sbx-data', path: '/workspace' }])).toMatch(/sandbox's own \/workspace/);
+    expect(await refused([{ name: 'sbx-data', path: 'data' }])).toMatch(/must be an absolute path/);
+    expect(
+      await refused([
+        { name: 'sbx-data', path: '/a' },
+        { name: 'sbx-models', path: '/a' },
+      ]),
+    ).toMatch(/mount path of another volume/);
+
+    const id = await create({
+      volumes: [
+        { name: 'sbx-data', path: '/data' },
+        { name: 'sbx-models', path: '/models', read_only: true },
+      ],
+    });
+    const run = await api('POST', `/api/v1/sandboxes/${id}/exec`, {
+      cmd: ['sh', '-c', 'cat /models/weights.txt; echo result > /data/out.txt; touch /models/new 2>/dev/null || echo read-only'],
+    });
+    const events = lines(run.text);
+    expect(stdoutOf(events)).toBe('w1read-only\n');
+    expect(events.at(-1)).toMatchObject({ exit_code: 0 });
+    // Committed before the DELETE answers (the agent commits while it removes the sandbox).
+    expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
+    expect((await api('GET', '/api/v1/volumes/sbx-data/files?path=out.txt')).text).toBe('result\n');
+    expect((await api('GET', '/api/v1/volumes/sbx-models')).body).toMatchObject({ files: 1 });
   }, 120_000);
 
   it('answers 202 while placing when asked not to wait, and GET follows it to running', async () => {

@@ -518,5 +518,26 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
       ).status,
     ).toBe(401);
     await stop('B', 'c-b-hold');
+
+    // A sandbox's volumes, as the gateway records its placement: only its machine reads them, and
+    // commits a read-write one until a little after the sandbox was terminated (its removal commits).
+    const manifestOf = (m: 'A' | 'B', sandbox: string, volume: string) =>
+      fetch(`${gateway.base}/api/v1/agent/containers/${sandbox}/volumes/${volume}/manifest`, {
+        headers: { authorization: `Bearer ${token(m)}` },
+      });
+    await db.query(
+      `INSERT INTO sandboxes (id, workspace_id, machine_id, pool, state, spec, requested, timeout_seconds)
+       VALUES ('sb-vol', $1, $2, 'default', 'running', $3, '{}', 60)`,
+      [workspaceId, machineOf.B, JSON.stringify({ volumes: [{ name: 'models', path: '/models', readOnly: false }] })],
+    );
+    expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(200);
+    expect((await manifestOf('A', 'sb-vol', 'models')).status).toBe(404);
+    expect((await manifestOf('B', 'sb-vol', 'data')).status).toBe(404);
+    await db.query(`UPDATE sandboxes SET state = 'terminated', ended_at = now() WHERE id = 'sb-vol'`);
+    expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(200);
+    await db.query(`UPDATE sandboxes SET ended_at = now() - interval '6 minutes' WHERE id = 'sb-vol'`);
+    expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(404);
+    await db.query(`UPDATE sandboxes SET state = 'lost', ended_at = now() WHERE id = 'sb-vol'`);
+    expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(404);
   }, 240_000);
 });

@@ -16,6 +16,7 @@ import { SandboxCommandsController } from './sandboxes/sandbox-commands.controll
 import { SandboxesService } from './sandboxes/sandboxes.service.js';
 import { TaskDispatcher } from './tasks/task-dispatcher.js';
 import { VolumeCommandsController } from './volumes/volume-commands.controller.js';
+import { volumeMountsProvider } from './volumes/volume-mounts.provider.js';
 
 /** One NATS session of the node agent: NATS only, never Postgres. Built from a registration answer. */
 @Module({})
@@ -39,6 +40,7 @@ export class AgentModule {
         InvokeRoutes,
         ImageBuilds,
         TaskDispatcher,
+        volumeMountsProvider,
         SandboxesService,
         ContainersService,
         NetworkProbe,

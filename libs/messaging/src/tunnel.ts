@@ -36,7 +36,8 @@ export class TunnelEnd {
     private readonly messaging: Messaging,
     side: TunnelSide,
     machineId: string,
-    tunnelId: string,
+    /** Names the tunnel's two subjects, and a shell's pty to resize. */
+    readonly tunnelId: string,
   ) {
     const [inbound, outbound] = side === 'gateway' ? [SANDBOX_TUNNEL_OUT, SANDBOX_TUNNEL_IN] : [SANDBOX_TUNNEL_IN, SANDBOX_TUNNEL_OUT];
     this.sendSubject = messaging.subject(outbound, [machineId, tunnelId]);

@@ -82,9 +82,15 @@ class Sandbox:
         idle_timeout: Optional[int] = None,
         network: Optional[Mapping[str, Any]] = None,
         pool: Optional[str] = None,
+        volumes: Optional[List[Mapping[str, Any]]] = None,
         http: Optional[Http] = None,
     ) -> "Sandbox":
-        """Places a sandbox and answers once it runs; UnavailableError when no machine can take it now."""
+        """Places a sandbox and answers once it runs; UnavailableError when no machine can take it now.
+
+        ``volumes``: the workspace's volumes to mount, ``[{"name": "data", "path": "/data"},
+        {"name": "models", "path": "/models", "read_only": True}]``; a read-write one is the
+        sandbox's own copy, committed back when it ends.
+        """
         spec: Dict[str, Any] = {
             "image": image.to_spec() if isinstance(image, Image) else image,
             "cpu": cpu,
@@ -97,6 +103,7 @@ class Sandbox:
             "idle_timeout": idle_timeout,
             "network": dict(network) if network else None,
             "pool": pool,
+            "volumes": [dict(v) for v in volumes] if volumes else None,
         }
         http = http or default_http()
         return cls(http, http.request("POST", "/api/v1/sandboxes", {k: v for k, v in spec.items() if v is not None}))

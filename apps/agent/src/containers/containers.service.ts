@@ -41,8 +41,6 @@ import {
 } from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
 import { fireAndForget } from '#tern/timing';
-import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { ChunkCache } from '../volumes/chunk-cache.js';
 import { CommitSockets } from '../volumes/commit-sockets.js';
 import { VolumeMountError, VolumeMounts } from '../volumes/volume-mounts.js';
 
@@ -90,7 +88,6 @@ export class ContainersService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('containers');
   private readonly tracked = new Map<string, Tracked>();
   private readonly code: CodeBundles;
-  readonly volumes: VolumeMounts;
   private readonly commitSockets: CommitSockets;
   private readonly runnersDir = findRunnersDir();
   private readonly pythonSdkDir = findPythonSdkDir(this.runnersDir);
@@ -102,13 +99,11 @@ export class ContainersService implements BeforeApplicationShutdown {
     private readonly invokes: InvokeRoutes,
     private readonly tasks: TaskDispatcher,
     private readonly sandboxes: SandboxesService,
-    @Inject(TERN_CONFIG) config: TernConfig,
+    readonly volumes: VolumeMounts,
   ) {
     const gateway = () => ({ gatewayUrl: ctx.settings.gatewayUrl, token: ctx.settings.token });
     this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), gateway);
-    const volumesDir = join(ctx.settings.stateDir, 'volumes');
-    this.volumes = new VolumeMounts(volumesDir, new ChunkCache(join(volumesDir, 'chunks'), config.agent.volumeCacheBytes), gateway);
-    this.commitSockets = new CommitSockets(join(volumesDir, 'sockets'), this.volumes);
+    this.commitSockets = new CommitSockets(join(ctx.settings.stateDir, 'volumes', 'sockets'), this.volumes);
   }
 
   private get machineId(): string {

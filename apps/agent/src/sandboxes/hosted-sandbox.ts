@@ -1,11 +1,13 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Subscription } from '@nats-io/transport-node';
-import type { ExecRequest } from '#tern/contracts';
+import type { ExecRequest, ShellResize } from '#tern/contracts';
+import { InvokeError } from '#tern/messaging';
 import type { RuncRuntime } from '#tern/runtime';
 import { SandboxFiles } from './sandbox-files.js';
 import { SandboxProcess } from './sandbox-process.js';
 import type { SandboxRecord } from './sandbox-labels.js';
+import { RESIZE_SCRIPT } from './sandbox-tunnels.js';
 
 /** Ended processes a sandbox remembers for `GET …/processes`, oldest forgotten first. */
 const ENDED_KEPT = 100;
@@ -58,6 +60,23 @@ export class HostedSandbox {
     this.table.set(pid, p);
     p.once('exit', () => this.forgetOldest());
     return p;
+  }
+
+  /** The pty of the shell opened by tunnel `tunnelId` takes a new size (404 when no such shell runs here). */
+  async resizeShell(tunnelId: string, size: ShellResize): Promise<void> {
+    const child = this.runtime.exec(this.id, { args: ['sh', '-c', RESIZE_SCRIPT, 'sh', tunnelId, String(size.cols), String(size.rows)] });
+    const err: Buffer[] = [];
+    child.stderr!.on('data', (c: Buffer) => err.push(c));
+    child.stdout!.resume();
+    child.stdin!.on('error', () => undefined);
+    child.stdin!.end();
+    const result = await child;
+    if (result.exitCode === 44) throw new InvokeError(404, `no shell ${tunnelId} runs in sandbox ${this.id}`);
+    if (result.exitCode !== 0)
+      throw new InvokeError(
+        409,
+        `the shell's terminal did not take the size: ${Buffer.concat(err).toString('utf8').trim().slice(0, 500) || `status ${result.exitCode}`}`,
+      );
   }
 
   /** Kills what still runs; the container's removal would too, this only makes it prompt. */

@@ -1,4 +1,4 @@
-import { ExecRequest, execArgs, type InvokeHead, type SandboxProcessView, StdinRequest } from '#tern/contracts';
+import { ExecRequest, execArgs, type InvokeHead, type SandboxProcessView, ShellResize, StdinRequest } from '#tern/contracts';
 import { type InvokeHandler, type InvokeHandlerResult, InvokeError } from '#tern/messaging';
 import { forwardToContainer } from '../invoke/forward.js';
 import { bodyOf } from '../invoke/json-body.js';
@@ -31,7 +31,8 @@ export function sandboxRouter(sandbox: HostedSandbox): InvokeHandler {
     const parts = url.pathname.split('/').filter(Boolean);
     const [first, second, third] = parts;
     if (first === 'ports') return forwardToPort(sandbox, second, head, body, signal);
-    const route = `${head.method} /${[first, first === 'processes' && second ? ':pid' : second, third].filter(Boolean).join('/')}`;
+    const param = second && { processes: ':pid', shells: ':tunnel' }[first];
+    const route = `${head.method} /${[first, param || second, third].filter(Boolean).join('/')}`;
     const process = () => {
       const p = sandbox.process(parts[1]);
       if (!p) throw new InvokeError(404, `process ${parts[1]} not found in sandbox ${sandbox.id}`);
@@ -65,6 +66,13 @@ export function sandboxRouter(sandbox: HostedSandbox): InvokeHandler {
         if (!(await p.kill('SIGKILL'))) throw new InvokeError(409, `process ${p.pid} has already ended`);
         await p.ended();
         return json(200, p.view(false));
+      }
+      case 'POST /shells/:tunnel/resize': {
+        const size = await bodyOf(ShellResize, body);
+        const tunnel = second ?? '';
+        if (!/^[\w-]{1,64}$/.test(tunnel)) throw new InvokeError(400, `"${tunnel}" is not a tunnel id`);
+        await sandbox.resizeShell(tunnel, size);
+        return json(200, { tunnel, ...size });
       }
       case 'GET /files':
         return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: await sandbox.files.read(pathParam(url)) };

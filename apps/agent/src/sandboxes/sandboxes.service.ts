@@ -22,6 +22,7 @@ import { HostedSandbox } from './hosted-sandbox.js';
 import { sandboxFromLabels, sandboxLabels, type SandboxRecord } from './sandbox-labels.js';
 import { sandboxRouter } from './sandbox-router.js';
 import { openSandboxTunnel } from './sandbox-tunnels.js';
+import { VolumeMounts } from '../volumes/volume-mounts.js';
 
 /** Room beside a file's bytes in a response (the stream's framing). */
 const RESPONSE_ROOM = 1024 * 1024;
@@ -43,6 +44,7 @@ export class SandboxesService implements OnApplicationShutdown {
     @Inject(CONTAINER_RUNTIME) private readonly handle: RuntimeHandle,
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
     private readonly invokes: InvokeRoutes,
+    private readonly volumes: VolumeMounts,
   ) {}
 
   private get machineId(): string {
@@ -80,6 +82,14 @@ export class SandboxesService implements OnApplicationShutdown {
     if (cmd.resources.gpuCount > 0) return { running: false, reason: 'sandboxes with GPUs are not offered yet' };
     const record: SandboxRecord = { sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId, workdir: cmd.workdir };
     const network = this.handle.isolation?.network ?? 'host';
+    const mounts = cmd.volumes ?? [];
+    let volumeDirs: Record<string, string>;
+    try {
+      volumeDirs = await this.volumes.mount({ containerId: cmd.sandboxId, workspaceId: cmd.workspaceId, volumes: mounts });
+    } catch (e) {
+      await this.releaseVolumes(cmd.sandboxId);
+      return { running: false, reason: `its volumes could not be mounted: ${(e as Error).message}` };
+    }
     const spec: ContainerSpec = {
       id: cmd.sandboxId,
       image: cmd.image,
@@ -89,7 +99,15 @@ export class SandboxesService implements OnApplicationShutdown {
       memoryBytes: cmd.resources.memoryBytes,
       cpuMillicores: cmd.resources.cpuMillicores,
       pidsLimit: CONTAINER_PIDS_LIMIT,
-      volumes: [{ name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR }],
+      volumes: [
+        { name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR },
+        ...mounts.map((v) => ({
+          name: `${cmd.workspaceId}/${v.volume}`,
+          containerPath: v.mountPath,
+          readOnly: v.readOnly,
+          hostPath: volumeDirs[v.volume],
+        })),
+      ],
       network,
       ...(network === 'private'
         ? { egress: cmd.network?.block ? { block: true } : cmd.network?.allow ? { allow: [...cmd.network.allow] } : {} }
@@ -102,6 +120,7 @@ export class SandboxesService implements OnApplicationShutdown {
     } catch (e) {
       this.logger.warn({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} did not start: ${(e as Error).message}`);
       await this.removeVolume(cmd.sandboxId);
+      await this.releaseVolumes(cmd.sandboxId);
       return { running: false, reason: (e as Error).message };
     }
     this.host(record, runtime, network === 'private' ? address : undefined);
@@ -127,6 +146,7 @@ export class SandboxesService implements OnApplicationShutdown {
     const runtime = this.runtime();
     if (typeof runtime !== 'string') await runtime.remove(cmd.sandboxId);
     await this.removeVolume(cmd.sandboxId);
+    await this.releaseVolumes(cmd.sandboxId);
     this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} removed (${cmd.reason})`);
     return { removed: true };
   }
@@ -156,6 +176,19 @@ export class SandboxesService implements OnApplicationShutdown {
 
   private async removeVolume(sandboxId: string): Promise<void> {
     await rm(join(this.ctx.settings.stateDir, 'volumes', this.volumeName(sandboxId)), { recursive: true, force: true });
+  }
+
+  /** Commits its read-write volumes (what changed since they were mounted) and removes its copies; logged, never thrown. */
+  private async releaseVolumes(sandboxId: string): Promise<void> {
+    try {
+      for (const [volume, report] of Object.entries(await this.volumes.release(sandboxId)))
+        this.logger.log(
+          { sandboxId, volume },
+          `volume ${volume} of sandbox ${sandboxId}: ${report.outcome}${report.reason ? ` (${report.reason})` : ''}`,
+        );
+    } catch (e) {
+      this.logger.error({ sandboxId }, `volumes of sandbox ${sandboxId} not committed: ${(e as Error).message}`);
+    }
   }
 
   /** The containers stay (as containers do): the next agent adopts them. */

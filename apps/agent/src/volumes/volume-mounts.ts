@@ -72,7 +72,7 @@ export class VolumeMounts {
   ) {}
 
   /** Host directories by volume name for the start command's volumes. */
-  async mount(cmd: ContainerStart): Promise<Record<string, string>> {
+  async mount(cmd: Pick<ContainerStart, 'containerId' | 'workspaceId' | 'volumes'>): Promise<Record<string, string>> {
     const dirs: Record<string, string> = {};
     const records: MountRecord[] = [];
     for (const v of cmd.volumes) {

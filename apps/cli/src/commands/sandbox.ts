@@ -21,6 +21,15 @@ function envArgument(value: string, previous: Record<string, string> = {}): Reco
   return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
 }
 
+type VolumeOption = { name: string; path: string; read_only?: true };
+
+/** `--volume NAME:/path[:ro]` (repeatable): a workspace volume to mount, read-write unless `:ro`. */
+export function volumeArgument(value: string, previous: VolumeOption[] = []): VolumeOption[] {
+  const m = /^([^:]+):(\/[^:]*)(?::(ro|rw))?$/.exec(value);
+  if (!m) throw new InvalidArgumentError('must be NAME:/path or NAME:/path:ro');
+  return [...previous, { name: m[1], path: m[2], ...(m[3] === 'ro' ? { read_only: true as const } : {}) }];
+}
+
 function cpuArgument(value: string): number {
   if (!/^\d+(\.\d+)?$/.test(value.trim())) throw new InvalidArgumentError('must be a number of cores, e.g. 0.5 or 2');
   return Number(value);
@@ -84,6 +93,11 @@ export function sandboxCommand(): Command {
     .option('--workdir <path>', 'where processes start (default /workspace)')
     .option('--pool <pool>', 'the pool to place it in (default "default")')
     .option('--block-network', 'no network at all beyond the sandbox itself')
+    .option(
+      '--volume <name:/path[:ro]>',
+      'a workspace volume to mount (repeatable); read-write ones are committed when it ends',
+      volumeArgument,
+    )
     .action(async (o) => {
       const spec = {
         ...(o.cpu !== undefined ? { cpu: o.cpu } : {}),
@@ -94,6 +108,7 @@ export function sandboxCommand(): Command {
         ...(o.workdir ? { workdir: o.workdir } : {}),
         ...(o.pool ? { pool: o.pool } : {}),
         ...(o.blockNetwork ? { network: { block: true } } : {}),
+        ...(o.volume ? { volumes: o.volume } : {}),
       };
       const api = client();
       let { body } = await api.request<SandboxView>('POST', '/api/v1/sandboxes', spec);

@@ -3,16 +3,19 @@ import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import { HttpException, Injectable, Logger, NotFoundException, UnauthorizedException } from '@nestjs/common';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { Duplex } from 'node:stream';
-import { SANDBOX_TUNNEL_OPEN, type TunnelOpen } from '#tern/contracts';
-import { Messaging, RequestError, TunnelEnd } from '#tern/messaging';
+import { SANDBOX_CALL, SANDBOX_TUNNEL_OPEN, type ShellResize, type TunnelOpen } from '#tern/contracts';
+import { invoke, InvokeError, Messaging, RequestError, TunnelEnd } from '#tern/messaging';
 import type { Sandbox } from '#tern/persistence';
 import { fireAndForget } from '#tern/timing';
 import { AuthService } from '../auth/auth.service.js';
 import type { Principal } from '../auth/principal.js';
 import { SandboxesService } from './sandboxes.service.js';
+import { shellMessage } from './shell-messages.js';
 
 /** How long an agent may take to open a tunnel (connect to the port, start the shell). */
 const OPEN_TIMEOUT_MS = 10_000;
+/** How long the agent may take to resize a shell's pty. */
+const RESIZE_TIMEOUT_MS = 10_000;
 
 const SHELL_URL = /^\/api\/v1\/sandboxes\/([^/?]+)\/shell(?:\?(.*))?$/;
 const PORT_URL = /^\/sandbox\/([^/?]+)\/([^/?]+)(.*)$/;
@@ -36,9 +39,11 @@ function requestHead(req: IncomingMessage, path: string): string {
 
 /**
  * A shell's WebSocket as a byte stream: binary messages are the terminal's bytes both ways; the
- * text message `{"eof":true}` ends the input (the CLI's stdin ended), so the shell reads EOF.
+ * text message `{"eof":true}` ends the input (the CLI's stdin ended), so the shell reads EOF, and
+ * `{"resize":{"cols":N,"rows":M}}` resizes its pty. Messages are taken in order: keys sent after
+ * a resize reach the shell once its pty has the new size.
  */
-function terminalStream(ws: WebSocket): Duplex {
+function terminalStream(ws: WebSocket, resize: (size: ShellResize) => Promise<void>): Duplex {
   let ended = false;
   const endInput = () => {
     if (!ended) duplex.push(null);
@@ -56,11 +61,19 @@ function terminalStream(ws: WebSocket): Duplex {
     },
     read: () => undefined,
   });
+  let inOrder = Promise.resolve();
   ws.on('message', (data: Buffer, binary) => {
-    if (binary) duplex.push(data);
-    else if (/^\s*\{\s*"eof"\s*:\s*true\s*\}\s*$/.test(data.toString('utf8'))) endInput();
+    inOrder = inOrder.then(async () => {
+      if (ended) return;
+      if (binary) return void duplex.push(data);
+      const message = shellMessage(data.toString('utf8'));
+      if (message && 'eof' in message) endInput();
+      else if (message) await resize(message.resize);
+    });
   });
-  ws.on('close', endInput);
+  ws.on('close', () => {
+    inOrder = inOrder.then(endInput);
+  });
   ws.on('error', () => duplex.destroy());
   return duplex;
 }
@@ -135,8 +148,34 @@ export class SandboxTunnels {
     };
     const end = await this.open(sandbox, { target: 'shell', ...dimension('cols'), ...dimension('rows') });
     this.shells.handleUpgrade(req, socket, head, (ws) => {
-      fireAndForget(`shell of sandbox ${sandbox.id}`, this.logger, end.attach(terminalStream(ws)));
+      const resize = (size: ShellResize) => this.resizeShell(sandbox, end.tunnelId, size);
+      fireAndForget(`shell of sandbox ${sandbox.id}`, this.logger, end.attach(terminalStream(ws, resize)));
     });
+  }
+
+  /** Asks the agent to resize the shell's pty (SANDBOX_CALL); one that fails leaves the old size, logged. */
+  private async resizeShell(sandbox: Sandbox, tunnelId: string, size: ShellResize): Promise<void> {
+    try {
+      const response = await invoke(
+        this.messaging,
+        { machineId: sandbox.machineId!, containerId: sandbox.id },
+        {
+          requestId: randomUUID().replace(/-/g, ''),
+          deploymentId: sandbox.id,
+          method: 'POST',
+          path: `/shells/${tunnelId}/resize`,
+          headers: { 'content-type': 'application/json' },
+          timeoutMs: RESIZE_TIMEOUT_MS,
+        },
+        Buffer.from(JSON.stringify(size)),
+        { contract: SANDBOX_CALL },
+      );
+      for await (const _ of response.body); // the answer is only its status
+      if (response.status !== 200) this.logger.warn(`shell ${tunnelId} of sandbox ${sandbox.id} not resized: status ${response.status}`);
+    } catch (e) {
+      if (!(e instanceof InvokeError)) throw e;
+      this.logger.warn(`shell ${tunnelId} of sandbox ${sandbox.id} not resized: ${e.message}`);
+    }
   }
 
   /** Asks the sandbox's agent to open a tunnel; its end here subscribed first, so no byte is missed. */

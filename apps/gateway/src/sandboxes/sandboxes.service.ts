@@ -5,6 +5,7 @@ import {
   AGENT_SANDBOX_REMOVE,
   type Contract,
   parseMemory,
+  resolveVolumes,
   SANDBOX_ENDED,
   SANDBOX_STARTED,
   SANDBOX_DEFAULT_TIMEOUT_SECONDS,
@@ -17,7 +18,7 @@ import {
   SpecError,
 } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
-import { type EndingSandbox, type Sandbox, SandboxesRepository } from '#tern/persistence';
+import { type EndingSandbox, type Sandbox, SandboxesRepository, VolumesRepository } from '#tern/persistence';
 import { fireAndForget, sleep } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
 import { SandboxPlacer } from './sandbox-placer.js';
@@ -50,7 +51,33 @@ export class SandboxesService {
     private readonly sandboxes: SandboxesRepository,
     private readonly placer: SandboxPlacer,
     private readonly messaging: Messaging,
+    private readonly volumes: VolumesRepository,
   ) {}
+
+  /**
+   * The volumes the spec mounts, each one of the workspace's, none over the sandbox's own
+   * /workspace: 400 with what to fix otherwise.
+   */
+  private async sandboxVolumes(p: Principal, spec: SandboxSpec): Promise<{ volume: string; mountPath: string; readOnly: boolean }[]> {
+    let volumes;
+    try {
+      volumes = resolveVolumes(spec);
+    } catch (e) {
+      if (e instanceof SpecError) throw new BadRequestException(e.message);
+      throw e;
+    }
+    for (const [i, v] of volumes.entries()) {
+      if (v.mountPath === SANDBOX_WORKDIR)
+        throw new BadRequestException(
+          `volumes[${i}].path is the sandbox's own ${SANDBOX_WORKDIR}: mount the volume elsewhere (e.g. /data)`,
+        );
+      if (!(await this.volumes.find(p.workspaceId, v.name)))
+        throw new BadRequestException(
+          `volumes[${i}].name: volume ${v.name} not found in this workspace: create it first (tern volume create ${v.name})`,
+        );
+    }
+    return volumes.map((v) => ({ volume: v.name, mountPath: v.mountPath, readOnly: v.readOnly }));
+  }
 
   /**
    * Places the sandbox and has its machine start it. Answers once it runs, or after `waitMs`
@@ -67,6 +94,7 @@ export class SandboxesService {
     }
     if (spec.network?.block && spec.network.allow) throw new BadRequestException('network takes block or allow, not both');
     const gpu = sandboxGpus(spec);
+    const volumes = await this.sandboxVolumes(p, spec);
     const id = `sb-${randomUUID()}`;
     const image = spec.image ?? 'host';
     const workdir = spec.workdir ?? SANDBOX_WORKDIR;
@@ -82,7 +110,14 @@ export class SandboxesService {
         id,
         workspaceId: p.workspaceId,
         pool,
-        spec: { image, workdir, env: spec.env ?? {}, ...(spec.network ? { network: spec.network } : {}) },
+        spec: {
+          image,
+          workdir,
+          env: spec.env ?? {},
+          ...(spec.network ? { network: spec.network } : {}),
+          // The machine may read (and commit) these volumes while this row says the sandbox is its own.
+          ...(volumes.length ? { volumes: volumes.map((v) => ({ name: v.volume, path: v.mountPath, readOnly: v.readOnly })) } : {}),
+        },
         requested,
         timeoutSeconds: spec.timeout ?? SANDBOX_DEFAULT_TIMEOUT_SECONDS,
         idleTimeoutSeconds: spec.idle_timeout ?? null,
@@ -103,6 +138,7 @@ export class SandboxesService {
       workdir,
       resources: requested,
       ...(spec.network ? { network: spec.network } : {}),
+      ...(volumes.length ? { volumes } : {}),
       requestedAt: new Date().toISOString(),
     };
     const starting = this.start(command, placed.machineId);

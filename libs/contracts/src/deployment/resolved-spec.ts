@@ -49,7 +49,7 @@ export interface ResolvedSpec {
 }
 
 /** The spec's volumes: each mounted once, at its own path, which is a directory inside the container (not its root, no `..`). */
-function resolveVolumes(spec: DeploymentSpec): ResolvedSpec['volumes'] {
+export function resolveVolumes(spec: Pick<DeploymentSpec, 'volumes'>): ResolvedSpec['volumes'] {
   const volumes = (spec.volumes ?? []).map((v) => ({
     name: v.name,
     mountPath: (v.path ?? v.mount_path)!.replace(/\/+$/, ''),

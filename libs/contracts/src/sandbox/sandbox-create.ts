@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
-import { IsBoolean, IsISO8601, IsObject, IsOptional, IsString, Matches, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsISO8601, IsObject, IsOptional, IsString, Matches, ValidateNested } from 'class-validator';
+import { VolumeMount } from '../agent/container-start.js';
 import { defineContract } from '../contract.js';
 import { ContainerResources } from '../container/container-resources.js';
 import { NetworkPolicy } from '../deployment/deployment-spec.js';
@@ -18,6 +19,8 @@ export class SandboxCreate {
   @IsObject() @ValidateNested() @Type(() => ContainerResources) resources!: ContainerResources;
   /** What the sandbox may reach; absent: the public internet (the sealed-container rules always apply). */
   @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
+  /** The workspace's volumes it mounts (absent: none), fetched and committed as a container's are. */
+  @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => VolumeMount) volumes?: VolumeMount[];
   @IsISO8601() requestedAt!: string;
 }
 

@@ -18,7 +18,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { NetworkPolicy } from '../deployment/deployment-spec.js';
+import { NetworkPolicy, SpecVolume } from '../deployment/deployment-spec.js';
 import { IsRecordOf } from '../validation.js';
 
 /** The writable directory of every sandbox, and its processes' default working directory. */
@@ -52,6 +52,16 @@ export class SandboxSpec {
   /** `{ block: true }` or `{ allow: [CIDR, …] }`; default: the public internet. */
   @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
   @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
+  /**
+   * The workspace's volumes, `[{name, path, read_only}]`, mounted as a deployment's are: a
+   * read-write one is the sandbox's own copy, committed back when the sandbox ends.
+   */
+  @IsOptional()
+  @IsArray({ message: 'volumes must be a list of {name, path, read_only}' })
+  @ArrayMaxSize(16)
+  @ValidateNested({ each: true })
+  @Type(() => SpecVolume)
+  volumes?: SpecVolume[];
 }
 
 export const EXEC_LANGUAGES = ['python', 'node', 'bash'] as const;

@@ -26,6 +26,15 @@ export class TunnelOpen {
   @IsOptional() @IsInt() @Min(1) @Max(1000) rows?: number;
 }
 
+/**
+ * A shell's new terminal size: the text message `{"resize":{"cols":N,"rows":M}}` on the shell's
+ * WebSocket, carried to the agent as `POST /shells/<tunnelId>/resize` on SANDBOX_CALL.
+ */
+export class ShellResize {
+  @IsInt({ message: 'cols must be a whole number' }) @Min(1) @Max(1000) cols!: number;
+  @IsInt({ message: 'rows must be a whole number' }) @Min(1) @Max(1000) rows!: number;
+}
+
 export class TunnelOpenReply {
   @IsBoolean() opened!: boolean;
   @IsOptional() @IsString() reason?: string;

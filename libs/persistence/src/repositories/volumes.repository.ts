@@ -55,6 +55,12 @@ export interface VolumeWriter {
 /** Container states in which a machine may still read (and, for rw mounts, commit) its volumes. */
 const MOUNTING_STATES = `('pending', 'scheduled', 'starting', 'running', 'stopping')`;
 
+/**
+ * How long after a sandbox was terminated its machine may still commit its read-write volumes:
+ * the agent commits while it removes the sandbox, which the gateway asks after the row ended.
+ */
+const SANDBOX_COMMIT_GRACE = `interval '5 minutes'`;
+
 const SUMMARY = `SELECT v.id, v.name, v.version, v.created_at AS "createdAt", v.updated_at AS "updatedAt",
     count(f.path)::int AS files, coalesce(sum(f.size), 0)::float8 AS bytes
   FROM volumes v LEFT JOIN volume_files f ON f.volume_id = v.id`;
@@ -199,7 +205,9 @@ export class VolumesRepository extends TransactionalRepository {
 
   /**
    * The volume `name` as mounted by container `containerId` when that container is placed on
-   * `machineId` (and not stopped) and its version's spec mounts it; undefined otherwise.
+   * `machineId` (and not stopped) and its version's spec mounts it, or by sandbox `containerId`
+   * placed there (running, or terminated within SANDBOX_COMMIT_GRACE) whose spec mounts it;
+   * undefined otherwise.
    */
   async placedVolume(machineId: string, containerId: string, name: string): Promise<PlacedVolume | undefined> {
     const [row] = await this.rows<PlacedVolume>(
@@ -210,6 +218,13 @@ export class VolumesRepository extends TransactionalRepository {
          CROSS JOIN LATERAL jsonb_array_elements(coalesce(dv.spec->'volumes', '[]'::jsonb)) m
          JOIN volumes v ON v.workspace_id = d.workspace_id AND v.name = m->>'name'
         WHERE c.id = $2 AND c.machine_id = $1 AND c.state IN ${MOUNTING_STATES} AND m->>'name' = $3
+       UNION ALL
+       SELECT v.id, v.workspace_id, coalesce((m->>'readOnly')::boolean, false)
+         FROM sandboxes s
+         CROSS JOIN LATERAL jsonb_array_elements(coalesce(s.spec->'volumes', '[]'::jsonb)) m
+         JOIN volumes v ON v.workspace_id = s.workspace_id AND v.name = m->>'name'
+        WHERE s.id = $2 AND s.machine_id = $1 AND m->>'name' = $3
+          AND (s.state IN ('placing', 'running') OR (s.state = 'terminated' AND s.ended_at > now() - ${SANDBOX_COMMIT_GRACE}))
         LIMIT 1`,
       [machineId, containerId, name],
     );
