@@ -374,11 +374,11 @@ describe('ContainersRepository', () => {
       expect(await bumps(() => db.getRepository(Container).update({ id: c }, { state: 'stopped' }))).toBe(1);
       expect(await bumps(() => db.getRepository(Container).update({ id: c }, { stateReason: 'not read by placement' }))).toBe(0);
       expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { lastHeartbeatAt: new Date() }))).toBe(0);
-      expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { state: 'draining' }))).toBe(1);
+      expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { state: 'unschedulable' }))).toBe(1);
       expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { cpuThreads: 4 }))).toBe(1);
       expect(await bumps(() => db.getRepository(Container).delete({ id: c }))).toBe(1);
       expect(await containers.placementMachines([m])).toEqual([
-        expect.objectContaining({ id: m, pool, state: 'draining', cpuThreads: 4, generation: await generation() }),
+        expect.objectContaining({ id: m, pool, state: 'unschedulable', cpuThreads: 4, generation: await generation() }),
       ]);
       await containers.transaction(async (tx) => {
         expect((await tx.lockMachines([other, m])).map((g) => g.id)).toEqual([m, other].sort());
