@@ -62,7 +62,8 @@ export class Placer {
       try {
         return await this.tryReserve(versionId, request, count, reason, attempt > OPTIMISTIC_TRIES);
       } catch (e) {
-        if (!(e instanceof Conflict)) throw e;
+        // Locking the whole pool leaves nothing to conflict with: a conflict then is a bug, not contention.
+        if (!(e instanceof Conflict) || attempt > OPTIMISTIC_TRIES) throw e;
         this.indexOf(request.pool).forget(e.machineIds);
       }
     }
