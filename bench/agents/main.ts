@@ -7,7 +7,7 @@
  * the cost per 10,000 agents. Not a test. See README.md for what is simulated and how.
  *
  *   npm run build && node dist/bench/agents/main.js [--steps 1000,2000,5000,10000,20000,50000,100000]
- *       [--step-seconds 40] [--connections 1000] [--container-every 300] [--sample 400] [--max-lag-ms 1000]
+ *       [--measure-seconds 30] [--connections 1000] [--container-every 300] [--sample 400] [--max-lag-ms 1000]
  *       [--database postgres://postgres@127.0.0.1:5432/postgres]
  */
 import 'reflect-metadata';
@@ -32,12 +32,12 @@ import {
 import { Namespace } from '#tern/messaging';
 import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
 import { freePort } from '#tern/runtime';
-import { quantile, ROOT, sleep } from '../invoke/stack.js';
+import { ROOT, sleep } from '../invoke/stack.js';
 
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,2000,5000,10000,20000,50000,100000' },
-    'step-seconds': { type: 'string', default: '40' },
+    'measure-seconds': { type: 'string', default: '30' },
     connections: { type: 'string', default: '1000' },
     'container-every': { type: 'string', default: '300' },
     sample: { type: 'string', default: '400' },
@@ -46,14 +46,14 @@ const { values } = parseArgs({
   },
 });
 const STEPS = values.steps!.split(',').map(Number);
-const STEP_MS = Number(values['step-seconds']) * 1000;
+const MEASURE_MS = Number(values['measure-seconds']) * 1000;
 const CONNECTIONS = Number(values.connections);
 const CONTAINER_EVERY_MS = Number(values['container-every']) * 1000;
 const SAMPLE = Number(values.sample);
 const MAX_LAG_MS = Number(values['max-lag-ms']);
 const BEAT_MS = 10_000;
-/** The first beat period of a step is not measured: agents just added send their first beat then. */
-const WARM_MS = BEAT_MS;
+/** How long a step waits for the newcomers' first beats to be absorbed before measuring anyway. */
+const MAX_JOIN_MS = 180_000;
 const TICK_MS = 20;
 const SERVICES = ['scheduler', 'reputation', 'metering'] as const;
 /** Container events name a deployment the scheduler never placed them for (see README: what they cost). */
@@ -133,8 +133,9 @@ async function main() {
     const sampled = new Map<string, SimAgent>();
     const reputationSeen = new Map<string, Map<number, number>>();
     const bucket = ns.bucket(HEARTBEATS_BUCKET.name);
-    let stepStart = 0;
-    const measuring = (sentAt: number) => sentAt >= stepStart + WARM_MS && sentAt < stepStart + STEP_MS;
+    let windowStart = Infinity;
+    let windowEnd = Infinity;
+    const measuring = (sentAt: number) => sentAt >= windowStart && sentAt < windowEnd;
 
     const addAgents = async (count: number) => {
       const rows: string[] = [];
@@ -239,7 +240,7 @@ async function main() {
         agent.running = undefined;
       } else {
         agent.running = randomUUID();
-        const resources = { cpuMillicores: 2000, memoryBytes: 8 << 30, gpuCount: 1, gpuType: 'H100' };
+        const resources = { cpuMillicores: 2000, memoryBytes: 8 * 2 ** 30, gpuCount: 1, gpuType: 'H100' };
         publish(
           agent,
           ns.subject(subjectFor(CONTAINER_STARTED, agent.id)),
@@ -256,11 +257,8 @@ async function main() {
       schedulerLags.length = 0;
       reputationLags.length = 0;
       for (const m of reputationSeen.values()) m.clear();
-      const before = await usage(services, nats.pid, db, tag);
-      const streamsBefore = await storedMessages(jsm);
-      sentMessages = 0;
-      publishErrors = 0;
-      stepStart = Date.now();
+      windowStart = windowEnd = Infinity;
+      const stepStart = Date.now();
       // Each agent beats at its own offset within the period, and changes a container at its own offset within CONTAINER_EVERY_MS.
       const beats = spread(agents.length, BEAT_MS / TICK_MS);
       const changes = spread(agents.length, CONTAINER_EVERY_MS / TICK_MS);
@@ -272,27 +270,30 @@ async function main() {
           for (const i of changes[slot % changes.length]!) containerEvent(agents[i]!, now);
         }
       }, TICK_MS);
-      await sleep(STEP_MS);
-      clearInterval(ticker);
+      // The agents just added join first (their first beat moves their machine to ready): the
+      // window opens once a period has passed and the heartbeat consumers hold nothing, so it
+      // measures the steady state, and the time to absorb the newcomers is a figure of its own.
+      await sleep(BEAT_MS);
+      while ((await backlog(jsm)) > 0 && Date.now() - stepStart < MAX_JOIN_MS) await sleep(500);
+      const joinSeconds = (Date.now() - stepStart) / 1000;
+      const before = await usage(services, nats.pid, db, tag);
+      const streamsBefore = await storedMessages(jsm);
+      sentMessages = 0;
+      publishErrors = 0;
+      windowStart = Date.now();
+      await sleep(MEASURE_MS);
+      windowEnd = Date.now();
       const after = await usage(services, nats.pid, db, tag);
       const streamsAfter = await storedMessages(jsm);
-      // Beats still unapplied a grace period after the step count as lagging past the limit.
+      const sent = sentMessages;
+      // Beats still unapplied a grace period after the window count as lagging past the limit.
       await sleep(2 * MAX_LAG_MS);
-      const expected = sampled.size * ((STEP_MS - WARM_MS) / BEAT_MS);
-      const r = summarise(
-        count,
-        (STEP_MS - WARM_MS) / 1000,
-        STEP_MS / 1000,
-        sentMessages,
-        streamsAfter - streamsBefore,
-        publishErrors,
-        before,
-        after,
-        {
-          scheduler: padMissing(schedulerLags, expected),
-          reputation: padMissing(reputationLags, expected),
-        },
-      );
+      clearInterval(ticker);
+      const expected = sampled.size * (MEASURE_MS / BEAT_MS);
+      const r = summarise(count, joinSeconds, MEASURE_MS / 1000, sent, streamsAfter - streamsBefore, publishErrors, before, after, {
+        scheduler: padMissing(schedulerLags, expected),
+        reputation: padMissing(reputationLags, expected),
+      });
       results.push(r);
       printStep(r);
       // Whether a lag is the services falling behind: what their heartbeat consumers still hold.
@@ -321,6 +322,12 @@ async function main() {
   }
 }
 
+/** Nearest rank, so beats never applied (Infinity) count as such and never interpolate to NaN. */
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.max(0, Math.ceil(q * s.length) - 1)]!;
+}
+
 /** Agent indexes per slot of a period, the agents spread evenly over the slots whatever their count. */
 function spread(agents: number, slots: number): number[][] {
   const out = Array.from({ length: slots }, () => [] as number[]);
@@ -332,6 +339,13 @@ function spread(agents: number, slots: number): number[][] {
 function padMissing(lags: number[], expected: number): number[] {
   const missing = Math.max(0, Math.round(expected) - lags.length);
   return [...lags, ...Array<number>(missing).fill(Infinity)];
+}
+
+/** Heartbeats the services have not acknowledged yet. */
+async function backlog(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<number> {
+  let n = 0;
+  for await (const c of jsm.consumers.list(ns.stream('HEARTBEATS'))) n += c.num_pending + c.num_ack_pending;
+  return n;
 }
 
 async function storedMessages(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<number> {
@@ -368,6 +382,8 @@ async function proc(pids: number[]): Promise<{ ticks: number; rssKiB: number }> 
 
 interface StepResult {
   agents: number;
+  /** From the step's first beat until the heartbeat consumers held nothing (the newcomers absorbed). */
+  joinSeconds: number;
   sentPerSecond: number;
   storedPerSecond: number;
   publishErrors: number;
@@ -379,7 +395,7 @@ interface StepResult {
 
 function summarise(
   agents: number,
-  measuredSeconds: number,
+  joinSeconds: number,
   stepSeconds: number,
   sent: number,
   stored: number,
@@ -397,9 +413,9 @@ function summarise(
   const lag: StepResult['lag'] = {};
   for (const [k, xs] of Object.entries(lags))
     lag[k] = xs.length ? { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), n: xs.length } : { p50: NaN, p99: Infinity, n: 0 };
-  void measuredSeconds;
   return {
     agents,
+    joinSeconds,
     sentPerSecond: sent / stepSeconds,
     storedPerSecond: stored / stepSeconds,
     publishErrors,
@@ -420,7 +436,7 @@ function printStep(r: StepResult) {
     .map(([k, l]) => `${k} p50 ${ms(l.p50)} / p99 ${ms(l.p99)} ms (n ${l.n})`)
     .join('; ');
   log(
-    `${r.agents} agents: ${r.sentPerSecond.toFixed(0)} msgs/s sent, ${r.storedPerSecond.toFixed(0)} stored, ${r.publishErrors} publish errors; lag ${lags}; ${procs}`,
+    `${r.agents} agents (joined in ${r.joinSeconds.toFixed(0)} s): ${r.sentPerSecond.toFixed(0)} msgs/s sent, ${r.storedPerSecond.toFixed(0)} stored, ${r.publishErrors} publish errors; lag ${lags}; ${procs}`,
   );
 }
 
@@ -432,12 +448,12 @@ function printSummary(results: StepResult[]) {
   const plane = names.filter((n) => n !== 'bench');
   const total = (r: StepResult) => plane.reduce((sum, n) => sum + r.cpu[n]!, 0);
   console.log(
-    `\n| agents | msgs/s | sched p50/p99 ms | rep p50/p99 ms | ${names.map((n) => `${n} CPU% / RSS MiB`).join(' | ')} | control plane CPU% | per 10k agents |`,
+    `\n| agents | join s | msgs/s | sched p50/p99 ms | rep p50/p99 ms | ${names.map((n) => `${n} CPU% / RSS MiB`).join(' | ')} | control plane CPU% | per 10k agents |`,
   );
-  console.log(`| ---: | ---: | ---: | ---: | ${names.map(() => '---:').join(' | ')} | ---: | ---: |`);
+  console.log(`| ---: | ---: | ---: | ---: | ---: | ${names.map(() => '---:').join(' | ')} | ---: | ---: |`);
   for (const r of results)
     console.log(
-      `| ${r.agents} | ${r.sentPerSecond.toFixed(0)} | ${ms(r.lag.scheduler!.p50)} / ${ms(r.lag.scheduler!.p99)} | ${ms(r.lag.reputation!.p50)} / ${ms(r.lag.reputation!.p99)} | ${names.map((n) => `${r.cpu[n]!.toFixed(0)} / ${r.rssMiB[n]!.toFixed(0)}`).join(' | ')} | ${total(r).toFixed(0)} | ${((total(r) * 10_000) / r.agents).toFixed(0)} |`,
+      `| ${r.agents} | ${r.joinSeconds.toFixed(0)} | ${r.sentPerSecond.toFixed(0)} | ${ms(r.lag.scheduler!.p50)} / ${ms(r.lag.scheduler!.p99)} | ${ms(r.lag.reputation!.p50)} / ${ms(r.lag.reputation!.p99)} | ${names.map((n) => `${r.cpu[n]!.toFixed(0)} / ${r.rssMiB[n]!.toFixed(0)}`).join(' | ')} | ${total(r).toFixed(0)} | ${((total(r) * 10_000) / r.agents).toFixed(0)} |`,
     );
   console.log(
     `\nsustained: ${sustained ? sustained.agents : `none (the first step, ${results[0]?.agents}, already lags)`} agents with p99 heartbeat lag ≤ ${MAX_LAG_MS} ms`,
