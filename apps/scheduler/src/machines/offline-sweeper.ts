@@ -2,7 +2,10 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { MachinesRepository } from '#tern/persistence';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { MachineTransitions } from './machine-transitions.js';
-import { Ticker } from '#tern/timing';
+import { mapLimit, Ticker } from '#tern/timing';
+
+/** Publishes of one sweep in flight at once (a sweep takes up to 500 machines). */
+const ANNOUNCE_CONCURRENCY = 32;
 
 /**
  * Moves machines silent for longer than the heartbeat TTL offline (MachinesRepository's
@@ -34,7 +37,9 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   async sweep(): Promise<number> {
     return this.machines.transaction(async (tx) => {
       const swept = await tx.markOfflineOlderThan(this.config.machines.heartbeatTtlSeconds);
-      for (const m of swept) {
+      // Announced concurrently: the swept rows stay locked until the last ack, and heartbeats of
+      // those machines wait on the locks (bench/agents: one by one, 500 acks under load stalled them all).
+      await mapLimit(swept, ANNOUNCE_CONCURRENCY, async (m) => {
         await this.transitions.announce({
           machineId: m.id,
           pool: m.pool,
@@ -44,7 +49,7 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
           changedAt: m.changedAt,
         });
         this.logger.warn({ machineId: m.id, from: m.from, reason: m.reason }, `machine ${m.id}: ${m.from} → offline`);
-      }
+      });
       return swept.length;
     });
   }
