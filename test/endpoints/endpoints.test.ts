@@ -202,7 +202,8 @@ describe('gateway data plane: /endpoint/<name>', () => {
   });
 
   it('answers 429 beyond the buffer and 504 once the timeout passes', async () => {
-    const d = await deploy('full', 1, {}, { timeoutSeconds: 5 });
+    // The timeout leaves the two held requests room to arrive on a loaded machine before it passes.
+    const d = await deploy('full', 1, {}, { timeoutSeconds: 10 });
     const backlog = watch<ScaleBacklog>(messaging.subject(SCALE_BACKLOG));
     const held1 = call('/endpoint/full');
     const held2 = call('/endpoint/full');
@@ -210,7 +211,7 @@ describe('gateway data plane: /endpoint/<name>', () => {
     await waitFor(
       'two held requests',
       async () => backlog.some((e) => e.deploymentId === d.deploymentId && e.heldRequests === 2),
-      4000,
+      9000,
       50,
     );
     const refused = await call('/endpoint/full');
@@ -218,7 +219,7 @@ describe('gateway data plane: /endpoint/<name>', () => {
     expect(((await refused.json()) as { message: string }).message).toMatch(/buffer full/);
     const timedOut = await held1;
     expect(timedOut.status).toBe(504);
-    expect(((await timedOut.json()) as { message: string }).message).toMatch(/within 5 s/);
+    expect(((await timedOut.json()) as { message: string }).message).toMatch(/within 10 s/);
     expect((await held2).status).toBe(504);
   });
 
