@@ -308,6 +308,15 @@ describeImages('registry credentials (token auth)', () => {
     bytes[bytes.length >> 1] ^= 0xff;
     writeFileSync(blob, bytes);
 
+    // The machine's cores free again (the earlier endpoints stay warm for 60 s), so that the
+    // tampered image's container is placed and fails on its pull, not for want of room.
+    for (const name of ['on-base', 'from-elsewhere']) await stack.tern('deployment', 'stop', name);
+    await waitFor(
+      'the earlier endpoints stopped',
+      async () => (await stack.actual('on-base')) + (await stack.actual('from-elsewhere')) === 0,
+      60_000,
+      500,
+    );
     // A caller waits for a container until the endpoint's timeout, then hears why there was none.
     const deployed = await stack.tern('deploy', spec('tampered', `${host}/team/tampered:1`, 'timeout: 30\n'), '--no-wait');
     expect(deployed.code).toBe(0); // the manifest is intact: the tag pins
