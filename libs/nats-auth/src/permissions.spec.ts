@@ -122,6 +122,18 @@ describe('permissionsFor', () => {
     }
   });
 
+  it("lets only the gateway delete a message from TASKS (a cancelled or expired task's), and from no other stream", () => {
+    const gateway = permissionsFor('gateway', { namespace: ns });
+    expect(subjectAllowed(gateway, 'pub', '$JS.API.STREAM.MSG.DELETE.acme_TASKS')).toBe(true);
+    expect(subjectAllowed(gateway, 'pub', '$JS.API.STREAM.MSG.DELETE.acme_EVENTS')).toBe(false);
+    expect(subjectAllowed(gateway, 'pub', '$JS.API.STREAM.PURGE.acme_TASKS')).toBe(false);
+    for (const p of ['scheduler', 'autoscaler', 'metering', 'reputation'] as const)
+      expect(subjectAllowed(permissionsFor(p, { namespace: ns }), 'pub', '$JS.API.STREAM.MSG.DELETE.acme_TASKS')).toBe(false);
+    expect(subjectAllowed(permissionsFor('agent', { namespace: ns, machineId: 'm1' }), 'pub', '$JS.API.STREAM.MSG.DELETE.acme_TASKS')).toBe(
+      false,
+    );
+  });
+
   it("gives a task permit one version's consumer: its info, pulls and acks, into the machine's own inbox, nothing else", () => {
     const permit = taskPermitPermissions({ namespace: ns, machineId: 'm1', deploymentId: 'd1', version: 2 });
     for (const s of [

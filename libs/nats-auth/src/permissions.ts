@@ -102,6 +102,9 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
   } else {
     for (const [name, declare] of streams) for (const s of streamApi(streamName(name), declare)) pub.add(s);
   }
+  // A cancelled or expired task's message is deleted from TASKS, so that it never runs
+  // (TasksService.stopCancelled, TaskExpiry); one message by its sequence, never the stream.
+  if (principal === 'gateway') pub.add(`$JS.API.STREAM.MSG.DELETE.${streamName('TASKS')}`);
 
   for (const b of BUCKET_ACCESS) {
     const writes = b.write.includes(principal);
