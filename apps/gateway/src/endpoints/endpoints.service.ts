@@ -11,7 +11,7 @@ import type { Lane } from './lane.js';
 import { LanesService } from './lanes.service.js';
 import { originalContentType, requestIdOf } from './raw-body.js';
 import { RequestStats } from './request-stats.service.js';
-import { RoutesMirror } from './routes-mirror.js';
+import { RoutesMirror, TABLE_NOT_LOADED } from './routes-mirror.js';
 
 /** How often a request whose container vanished before answering is sent to another one with room. */
 const RETRIES_ON_GONE = 2;
@@ -48,7 +48,7 @@ export class EndpointsService {
     const method = request.method.toUpperCase() as HttpMethod;
     if (!HTTP_METHODS.includes(method)) throw new EndpointHttpError(405, `method ${request.method} is not supported on endpoints`);
 
-    await this.table.ready();
+    if (!(await this.table.ready())) throw new EndpointHttpError(503, TABLE_NOT_LOADED);
     const found = this.table.find(principal.workspaceId, target.name, target.version);
     if (!found.known) throw new EndpointHttpError(404, `deployment "${target.name}" not found`);
     const record = found.record;

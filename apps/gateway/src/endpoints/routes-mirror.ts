@@ -2,8 +2,14 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { DEPLOYMENTS_BUCKET, type DeploymentRecord, ROUTES_BUCKET, type RouteRecord } from '#tern/contracts';
 import { KvMirror, Messaging } from '#tern/messaging';
 
-/** Longest a request waits for the first load of the tables before it is answered from what is there. */
+/**
+ * Longest a request waits for the first load of the tables; past it the request is answered 503
+ * (a gateway started while its NATS server was lost or electing: an empty table would say 404).
+ */
 const FIRST_LOAD_WAIT_MS = 5_000;
+
+/** The 503's message while the tables have not loaded (the caller retries, as with any 503). */
+export const TABLE_NOT_LOADED = 'this gateway is still loading its deployment table from NATS; retry shortly';
 
 type Listener = (deploymentId: string, version: number) => void;
 
@@ -49,10 +55,11 @@ export class RoutesMirror implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /** Resolves once both buckets' current values are in (or after a few seconds, whatever is there). */
-  async ready(): Promise<void> {
+  async ready(): Promise<boolean> {
     // Every request calls this: once loaded, it answers without arming a timer.
-    if (this.deployments.isLoaded && this.routes.isLoaded) return;
-    await Promise.all([this.deployments.ready(FIRST_LOAD_WAIT_MS), this.routes.ready(FIRST_LOAD_WAIT_MS)]);
+    if (this.deployments.isLoaded && this.routes.isLoaded) return true;
+    const loaded = await Promise.all([this.deployments.ready(FIRST_LOAD_WAIT_MS), this.routes.ready(FIRST_LOAD_WAIT_MS)]);
+    return loaded.every(Boolean);
   }
 
   /** Called when the routes or the record of a version change. */

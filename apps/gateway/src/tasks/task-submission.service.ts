@@ -8,7 +8,7 @@ import { fireAndForget } from '#tern/timing';
 import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import { deploymentUrl } from '../deployments/deployment-views.js';
-import { RoutesMirror } from '../endpoints/routes-mirror.js';
+import { RoutesMirror, TABLE_NOT_LOADED } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
 import { callbackAddressCheck } from './callback-target.js';
 import { TaskHttpError } from './task-errors.js';
@@ -138,7 +138,7 @@ export class TaskSubmissionService {
     kind: TaskKind,
   ): Promise<DeploymentRecord> {
     const what = kind === 'function' ? 'function' : 'task queue';
-    await this.table.ready();
+    if (!(await this.table.ready())) throw new TaskHttpError(503, TABLE_NOT_LOADED);
     const found = this.table.find(principal.workspaceId, name, version);
     if (!found.known) throw new TaskHttpError(404, `${what} "${name}" not found: deploy it with kind: ${kind} first`);
     const record = found.record;
