@@ -1,29 +1,19 @@
 import { gpuTypeMatches as matchesByWords } from '#tern/contracts';
 import type { MachineGpuView, MachineView, PlacementOptions, PlacementRequest } from './types.js';
 
-const matches = new Map<string, Map<string, boolean>>();
-let remembered = 0;
+const matches = new Map<string, boolean>();
 
 /**
  * gpuTypeMatches, remembered: placement asks it for every GPU of every machine, and a fleet has
- * few models and requests few types. Two map lookups, no key built per call (the joined-string
- * key was most of placeMany's time at 10,000 machines). Forgotten wholesale past 10,000 pairs
- * (types are user input).
+ * few models and requests few types. Forgotten wholesale past 10,000 pairs (types are user input).
  */
 function gpuTypeMatches(model: string, type: string): boolean {
-  let byType = matches.get(model);
-  if (!byType) matches.set(model, (byType = new Map()));
-  let answer = byType.get(type);
+  const key = `${model}\u0000${type}`;
+  let answer = matches.get(key);
   if (answer === undefined) {
-    if (remembered >= 10_000) {
-      matches.clear();
-      matches.set(model, byType);
-      byType.clear();
-      remembered = 0;
-    }
+    if (matches.size >= 10_000) matches.clear();
     answer = matchesByWords(model, type);
-    byType.set(type, answer);
-    remembered++;
+    matches.set(key, answer);
   }
   return answer;
 }
@@ -43,15 +33,8 @@ export function freeResources(m: MachineView, options: PlacementOptions): { cpuM
 }
 
 export function freeGpus(m: MachineView): MachineGpuView[] {
-  const taken = m.used.gpuIndexes;
-  // A machine has a handful of GPUs: includes() on the few taken beats building a Set per call.
-  const free = taken.length ? m.capacity.gpus.filter((g) => !taken.includes(g.index)) : [...m.capacity.gpus];
-  return sortedByIndex(free) ? free : free.sort((a, b) => a.index - b.index);
-}
-
-function sortedByIndex(gpus: readonly MachineGpuView[]): boolean {
-  for (let i = 1; i < gpus.length; i++) if (gpus[i - 1].index > gpus[i].index) return false;
-  return true;
+  const taken = new Set(m.used.gpuIndexes);
+  return m.capacity.gpus.filter((g) => !taken.has(g.index)).sort((a, b) => a.index - b.index);
 }
 
 export interface GpuPick {
