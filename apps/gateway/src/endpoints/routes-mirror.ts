@@ -54,7 +54,7 @@ export class RoutesMirror implements OnApplicationBootstrap, OnApplicationShutdo
     await Promise.all([this.deployments.stop(), this.routes.stop()]);
   }
 
-  /** Resolves once both buckets' current values are in (or after a few seconds, whatever is there). */
+  /** Whether both buckets' current values are in, waiting up to FIRST_LOAD_WAIT_MS for their first load. */
   async ready(): Promise<boolean> {
     // Every request calls this: once loaded, it answers without arming a timer.
     if (this.deployments.isLoaded && this.routes.isLoaded) return true;
