@@ -355,6 +355,36 @@ describe('ContainersRepository', () => {
       expect(order).toEqual(['first commits', 'second locked']);
     });
 
+    it("bumps a machine's generation on every change placement reads, and on no other", async () => {
+      const pool = `p-${randomUUID().slice(0, 8)}`;
+      await db.getRepository(Pool).save({ name: pool });
+      const m = await machine('ready', pool);
+      const other = await machine('ready', pool);
+      const generation = async () => (await containers.machineGenerations(pool)).find((g) => g.id === m)!.generation;
+      const bumps = async (change: () => Promise<unknown>) => {
+        const before = await generation();
+        await change();
+        return (await generation()) - before;
+      };
+      const v = await version(1);
+      const c = `c-${randomUUID()}`;
+      expect(
+        await bumps(() => containers.insertScheduled({ id: c, deploymentVersionId: v.id, machineId: m, reason: 'scale-up', requested })),
+      ).toBe(1);
+      expect(await bumps(() => db.getRepository(Container).update({ id: c }, { state: 'stopped' }))).toBe(1);
+      expect(await bumps(() => db.getRepository(Container).update({ id: c }, { stateReason: 'not read by placement' }))).toBe(0);
+      expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { lastHeartbeatAt: new Date() }))).toBe(0);
+      expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { state: 'unschedulable' }))).toBe(1);
+      expect(await bumps(() => db.getRepository(Machine).update({ id: m }, { cpuThreads: 4 }))).toBe(1);
+      expect(await bumps(() => db.getRepository(Container).delete({ id: c }))).toBe(1);
+      expect(await containers.placementMachines([m])).toEqual([
+        expect.objectContaining({ id: m, pool, state: 'unschedulable', cpuThreads: 4, generation: await generation() }),
+      ]);
+      await containers.transaction(async (tx) => {
+        expect((await tx.lockMachines([other, m])).map((g) => g.id)).toEqual([m, other].sort());
+      });
+    });
+
     it('rolls the whole placement back when the work fails', async () => {
       const v = await version(1);
       const m = await machine();

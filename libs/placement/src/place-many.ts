@@ -50,8 +50,13 @@ export function placeMany(
     const key = shapeKey(request);
     let shape = shapes.get(key);
     if (!shape) {
-      shape = { request, heap: new Heap(ranksBefore) };
-      current.forEach((view, at) => pushIfFits(shape!, view, at, options));
+      // Every fitting machine at once, then heapified in linear time (pushing one by one costs n log n).
+      const entries: Entry[] = [];
+      current.forEach((view, at) => {
+        const entry = entryIfFits(request, view, at, options);
+        if (entry) entries.push(entry);
+      });
+      shape = { request, heap: new Heap(ranksBefore, entries) };
       shapes.set(key, shape);
     }
     return shape;
@@ -85,10 +90,15 @@ function fits(request: PlacementRequest, m: MachineView, options: PlacementOptio
 }
 
 function pushIfFits(shape: Shape, view: MachineView, at: number, options: PlacementOptions): void {
-  const { request } = shape;
+  const entry = entryIfFits(shape.request, view, at, options);
+  if (entry) shape.heap.push(entry);
+}
+
+/** The machine as a candidate for `request`, when it fits now. */
+function entryIfFits(request: PlacementRequest, view: MachineView, at: number, options: PlacementOptions): Entry | undefined {
   const gpus = fits(request, view, options);
-  if (!gpus) return;
-  shape.heap.push({
+  if (!gpus) return undefined;
+  return {
     at,
     view,
     gpuRank: gpus.rank,
@@ -97,7 +107,7 @@ function pushIfFits(shape: Shape, view: MachineView, at: number, options: Placem
     fullness: fullnessAfter(view, request, options),
     reputation: view.reputation ?? 0,
     id: view.id,
-  });
+  };
 }
 
 /** The best entry still describing its machine as it is; stale entries are dropped on the way. */
@@ -130,9 +140,12 @@ export function withContainer(m: MachineView, request: PlacementRequest, gpuInde
 
 /** A binary min-heap under `before`. */
 class Heap {
-  private readonly items: Entry[] = [];
-
-  constructor(private readonly before: (a: Entry, b: Entry) => boolean) {}
+  constructor(
+    private readonly before: (a: Entry, b: Entry) => boolean,
+    private readonly items: Entry[] = [],
+  ) {
+    for (let i = (items.length >> 1) - 1; i >= 0; i--) this.siftDown(i);
+  }
 
   push(e: Entry): void {
     const items = this.items;
@@ -151,17 +164,22 @@ class Heap {
     const last = items.pop();
     if (items.length && last) {
       items[0] = last;
-      for (let i = 0; ;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let best = i;
-        if (l < items.length && this.before(items[l], items[best])) best = l;
-        if (r < items.length && this.before(items[r], items[best])) best = r;
-        if (best === i) break;
-        [items[i], items[best]] = [items[best], items[i]];
-        i = best;
-      }
+      this.siftDown(0);
     }
     return top;
+  }
+
+  private siftDown(from: number): void {
+    const items = this.items;
+    for (let i = from; ;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let best = i;
+      if (l < items.length && this.before(items[l], items[best])) best = l;
+      if (r < items.length && this.before(items[r], items[best])) best = r;
+      if (best === i) break;
+      [items[i], items[best]] = [items[best], items[i]];
+      i = best;
+    }
   }
 }

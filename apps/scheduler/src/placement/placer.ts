@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { ContainersRepository, ReputationRepository } from '#tern/persistence';
-import { HOLDING_STATES, isPlaced, machineViews, type MachineView, placeMany, type PlacementRequest } from '#tern/placement';
+import { isPlaced, type MachineView, placeMany, type PlacementRequest, type PlacementResult } from '#tern/placement';
+import { type IndexedMachine, PoolIndex } from './pool-index.js';
 import { ReputationScores } from './reputation-scores.js';
 
 /** A container reserved on a machine, its row inserted as scheduled. */
@@ -18,14 +19,32 @@ export interface Reservation {
   readonly unplaced?: string;
 }
 
+/** Optimistic tries before a batch locks the whole pool (which cannot conflict). */
+const OPTIMISTIC_TRIES = 3;
+
+/** Some chosen machines changed between the read and the lock: the batch rolls back and tries again. */
+class Conflict extends Error {
+  constructor(readonly machineIds: string[]) {
+    super(`machines changed while placing: ${machineIds.join(', ')}`);
+  }
+}
+
 /**
- * Reserves room for containers: in one transaction, locks the pool's machine rows, sums what
- * their containers hold, places and inserts the container rows on the chosen machines. Another
- * placement into the pool (this replica's or another's) waits on the locks and then sees the new
- * rows, so a machine is never booked twice over.
+ * Reserves room for containers, optimistically: the pool is read from an in-memory index (only
+ * the machines whose generation moved are re-read, see PoolIndex), the batch is placed, and then,
+ * in the same transaction, only the chosen machines are locked (in id order) and their
+ * generations compared with the ones placed against. Equal: nothing that placement reads changed
+ * on them, so the container rows are inserted (which bumps the generations, for every other
+ * placer). Different: the transaction rolls back and the batch is placed again from a fresh read.
+ * Another placement onto the same machine (this replica's or another's, or a sandbox) waits on
+ * the lock and then sees the new generation, so a machine is never booked twice over; placements
+ * onto different machines no longer wait for each other. After OPTIMISTIC_TRIES conflicts a batch
+ * locks the pool's machine rows first, as every placement used to, so it always gets through.
  */
 @Injectable()
 export class Placer {
+  private readonly pools = new Map<string, PoolIndex>();
+
   constructor(
     private readonly containers: ContainersRepository,
     private readonly storedReputation: ReputationRepository,
@@ -33,16 +52,37 @@ export class Placer {
   ) {}
 
   /**
-   * Reserves room for `count` containers of one version at once: one transaction, one read of
-   * the pool, placeMany() for the lot (the answers place() would give one at a time) and one
-   * insert. What fits is reserved even when the rest does not; `reason` then says why the first
-   * container that found no machine found none.
+   * Reserves room for `count` containers of one version at once: one transaction, placeMany()
+   * for the lot (the answers place() would give one at a time) and one insert. What fits is
+   * reserved even when the rest does not; `reason` then says why the first container that found
+   * no machine found none.
    */
   async reserveMany(versionId: string, request: PlacementRequest, count: number, reason: string): Promise<Reservation> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.tryReserve(versionId, request, count, reason, attempt > OPTIMISTIC_TRIES);
+      } catch (e) {
+        // Locking the whole pool leaves nothing to conflict with: a conflict then is a bug, not contention.
+        if (!(e instanceof Conflict) || attempt > OPTIMISTIC_TRIES) throw e;
+        this.indexOf(request.pool).forget(e.machineIds);
+      }
+    }
+  }
+
+  private async tryReserve(
+    versionId: string,
+    request: PlacementRequest,
+    count: number,
+    reason: string,
+    lockPool: boolean,
+  ): Promise<Reservation> {
     return this.containers.transaction(async (tx) => {
-      const machines = await this.machines(tx, request);
+      if (lockPool) await tx.lockMachinesOfPool(request.pool);
+      const indexed = await this.indexOf(request.pool).refresh(tx, request.pool);
+      const machines = await this.views(tx, request, indexed);
       const asked = await this.withPoolMinimum(tx, request);
       const { results } = placeMany(Array<PlacementRequest>(count).fill(asked), machines);
+      await this.lockChosen(tx, results, indexed);
       const placed = results.filter(isPlaced).map((p): Placed => ({
         containerId: `c-${randomUUID()}`,
         machineId: p.machineId,
@@ -69,15 +109,41 @@ export class Placer {
     });
   }
 
-  /** The pool's machines, row-locked until the transaction ends, with what they hold and their scores. */
-  private async machines(tx: ContainersRepository, request: PlacementRequest): Promise<MachineView[]> {
-    const rows = await tx.lockMachinesOfPool(request.pool);
-    if (!rows.length) return [];
-    const ids = rows.map((r) => r.id);
-    const held = await tx.resourcesHeldOn(ids, HOLDING_STATES);
+  /** Locks the machines the batch chose; throws Conflict when any changed since the index read it. */
+  private async lockChosen(
+    tx: ContainersRepository,
+    results: readonly PlacementResult[],
+    indexed: readonly IndexedMachine[],
+  ): Promise<void> {
+    const chosen = [...new Set(results.filter(isPlaced).map((p) => p.machineId))];
+    if (!chosen.length) return;
+    const readAt = new Map(indexed.map((m) => [m.view.id, m.generation]));
+    const now = new Map((await tx.lockMachines(chosen)).map((m) => [m.id, m.generation]));
+    const changed = chosen.filter((id) => now.get(id) !== readAt.get(id));
+    if (changed.length) throw new Conflict(changed);
+  }
+
+  private indexOf(pool: string): PoolIndex {
+    let index = this.pools.get(pool);
+    if (!index) this.pools.set(pool, (index = new PoolIndex()));
+    return index;
+  }
+
+  /** The pool's machines as place() reads them: the index's views with scores and the image's holders. */
+  private async views(tx: ContainersRepository, request: PlacementRequest, indexed: readonly IndexedMachine[]): Promise<MachineView[]> {
+    if (!indexed.length) return [];
+    const ids = indexed.map((m) => m.view.id);
     const holding = new Set(request.image ? await tx.machinesThatRanImage(ids, request.image) : []);
     const score = this.reputation.scores() ?? (await this.storedScores(ids));
-    return machineViews(rows, held, score, holding);
+    return indexed.map(({ view }) =>
+      score.has(view.id) || holding.has(view.id)
+        ? {
+            ...view,
+            ...(score.has(view.id) ? { reputation: score.get(view.id) } : {}),
+            ...(holding.has(view.id) ? { holdsImage: true } : {}),
+          }
+        : view,
+    );
   }
 
   /**

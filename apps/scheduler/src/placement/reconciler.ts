@@ -21,8 +21,9 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
 /**
  * Desired against actual, every second and at once when woken (a scale command, a machine
  * change). Each version is reconciled under a Postgres advisory lock, so with two scheduler
- * replicas one works on a version while the other skips it; placement itself also locks the
- * pool's machine rows (see Placer), so different versions never overbook a machine either.
+ * replicas one works on a version while the other skips it; placement itself locks the chosen
+ * machines' rows and checks their generations (see Placer), so different versions never
+ * overbook a machine either.
  * A version that found no room waits 1 s, doubling to 30 s, before it tries again.
  */
 @Injectable()

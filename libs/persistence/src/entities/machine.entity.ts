@@ -73,6 +73,7 @@ export interface MachineOs {
  */
 @Entity({ name: 'machines' })
 @Index('ix_machines_pool_state', ['pool', 'state'])
+@Index('ix_machines_pool_generation', ['pool', 'id', 'generation'])
 @Index('ix_machines_state_heartbeat', ['state', 'lastHeartbeatAt'])
 @Unique('uq_machines_join_token_hash', ['joinTokenHash'])
 @Unique('uq_machines_credential_hash', ['credentialHash'])
@@ -126,6 +127,13 @@ export class Machine {
 
   @Column({ name: 'os', type: 'jsonb', nullable: true })
   os!: MachineOs | null;
+
+  /**
+   * Bumped by the database whenever what placement reads of the machine changes (its state,
+   * pool, size, or what its containers and sandboxes hold): see the 1765420000000 migration.
+   */
+  @Column({ name: 'generation', type: 'bigint', default: 0, transformer: numberFromText })
+  generation!: number;
 
   @Column({ name: 'agent_version', type: 'text', nullable: true })
   agentVersion!: string | null;

@@ -79,6 +79,12 @@ export interface PlacementMachine {
   gpus: MachineGpu[] | null;
 }
 
+/** A machine's generation: bumped whenever what placement reads of it changes. */
+export interface MachineGeneration {
+  id: string;
+  generation: number;
+}
+
 /** What one container holds on its machine. */
 export interface HeldResources {
   machineId: string;
@@ -431,6 +437,42 @@ export class ContainersRepository extends TransactionalRepository {
       [pool],
     );
     return rows.map((r) => ({ ...r, memoryBytes: r.memoryBytes === null ? null : Number(r.memoryBytes) }));
+  }
+
+  /**
+   * Each machine of the pool with its generation (bumped by the database whenever what placement
+   * reads of the machine changes): what the scheduler's in-memory pool compares, to re-read only
+   * the machines that changed. Index-only over ix_machines_pool_generation.
+   */
+  async machineGenerations(pool: string): Promise<MachineGeneration[]> {
+    const rows = await this.rows<{ id: string; generation: string }>(`SELECT id, generation FROM machines WHERE pool = $1`, [pool]);
+    return rows.map((r) => ({ id: r.id, generation: Number(r.generation) }));
+  }
+
+  /** These machines as placement reads them, with their generations; no locks. */
+  async placementMachines(ids: readonly string[]): Promise<(PlacementMachine & MachineGeneration)[]> {
+    const rows = await this.rows<Omit<PlacementMachine, 'memoryBytes'> & { memoryBytes: string | null; generation: string }>(
+      `SELECT id, pool, state, cpu_threads AS "cpuThreads", memory_bytes AS "memoryBytes", gpus, generation FROM machines WHERE id = ANY($1::text[])`,
+      [ids],
+    );
+    return rows.map((r) => ({
+      ...r,
+      memoryBytes: r.memoryBytes === null ? null : Number(r.memoryBytes),
+      generation: Number(r.generation),
+    }));
+  }
+
+  /**
+   * These machines' rows locked until the transaction ends, in id order (as the generation
+   * triggers lock them, so no two writers wait on each other in a circle), with their
+   * generations as they stand once the locks are held.
+   */
+  async lockMachines(ids: readonly string[]): Promise<MachineGeneration[]> {
+    const rows = await this.rows<{ id: string; generation: string }>(
+      `SELECT id, generation FROM machines WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+      [ids],
+    );
+    return rows.map((r) => ({ id: r.id, generation: Number(r.generation) }));
   }
 
   /**
