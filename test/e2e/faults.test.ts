@@ -115,6 +115,7 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
   const pgDir = mkdtempSync(join(tmpdir(), 'tern-faults-pg-'));
   const postgres = { port: 0, password: randomBytes(12).toString('hex') };
   const replicas: ServiceProcess[] = [];
+  let watches: ReadinessWatch[] = [];
   const startPg = () =>
     startPostgres({ dir: pgDir, port: postgres.port, database: 'tern', password: postgres.password, logLink: undefined });
 
@@ -127,6 +128,7 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
   }, 120_000);
 
   afterAll(async () => {
+    for (const w of watches) w.stop(); // a failed assertion leaves them polling, and jest would not exit
     for (const r of replicas) await r.stop();
     await db?.end().catch(() => undefined);
     await nc?.close();
@@ -160,7 +162,7 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     rmSync(dir, { recursive: true, force: true });
     expect(deployed.code).toBe(0);
 
-    const watches = CONTROL_PLANE.map((s) => new ReadinessWatch(s, url(second[s].env)));
+    watches = CONTROL_PLANE.map((s) => new ReadinessWatch(s, url(second[s].env)));
     const answers = new Map<number | string, number>();
     const count = (k: number | string) => answers.set(k, (answers.get(k) ?? 0) + 1);
     const accepted = new Map<string, number>(); // task id -> n
