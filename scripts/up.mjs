@@ -161,6 +161,16 @@ async function up(f, exposed) {
     const adminToken = env.BOOTSTRAP_ADMIN_TOKEN || creds.adminToken;
     const claimed = new Set();
 
+    /** A private server up started: its exit reported while up runs, its entry in run.json, its port kept for the next run. */
+    const keepPrivate = (name, label, server, port, advice) => {
+      server.child.once('exit', (code, sig) => {
+        if (!it.stopping) error(`private ${label} exited (${sig ?? code}); see ${f.logs}/${name}.log${advice}`);
+      });
+      run[name] = { pid: server.pid, start: server.start, port, url: server.url, private: true };
+      updateJson(f.state, (s) => ({ ...s, [`${name}Port`]: port }));
+      record();
+    };
+
     let natsUrl = env.NATS_URL;
     if (!external.nats) {
       const port = await pickPort(state.natsPort, claimed);
@@ -173,13 +183,8 @@ async function up(f, exposed) {
         localHost: exposed.localHost,
         tls: exposed.tls,
       });
-      it.nats.child.once('exit', (code, sig) => {
-        if (!it.stopping) error(`private NATS exited (${sig ?? code}); see ${f.logs}/nats.log. Stop with Ctrl-C and run up again.`);
-      });
       natsUrl = it.nats.url;
-      run.nats = { pid: it.nats.pid, start: it.nats.start, port, url: natsUrl, private: true };
-      updateJson(f.state, (s) => ({ ...s, natsPort: port }));
-      record();
+      keepPrivate('nats', 'NATS', it.nats, port, '. Stop with Ctrl-C and run up again.');
       if (it.signalled) return stopAll(it.signalled, 0);
     }
 
@@ -236,14 +241,9 @@ async function up(f, exposed) {
           tls: exposed.tls,
           token: { realm: `${advertised.gateway ?? gatewayUrl}${TOKEN_REALM_PATH}`, service: TOKEN_SERVICE, issuer: TOKEN_ISSUER },
         });
-        it.registry.child.once('exit', (code, sig) => {
-          if (!it.stopping) error(`private registry exited (${sig ?? code}); see ${f.logs}/registry.log`);
-        });
         const { url, host, insecure, keyFile } = it.registry;
         registry = { url, host, insecure, tokenKeyFile: keyFile };
-        run.registry = { pid: it.registry.pid, start: it.registry.start, port, url, private: true };
-        updateJson(f.state, (s) => ({ ...s, registryPort: port }));
-        record();
+        keepPrivate('registry', 'registry', it.registry, port, '');
       }
       if (it.signalled) return stopAll(it.signalled, 0);
     }

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
+  chmodSync,
   chownSync,
   existsSync,
   mkdirSync,
@@ -62,6 +63,9 @@ function asPg(cmd, args) {
  * (a checkout under /root, mode 700) or the socket path would be too long for a Unix socket;
  * then under /var/lib/tern (root) or the temp dir, keyed by the state dir.
  */
+/** Where root's private clusters live when the state directory is closed to the postgres user. */
+const SHARED_PG_PARENT = '/var/lib/tern';
+
 export async function choosePgDir(stateDir, preferred) {
   if (preferred && existsSync(preferred)) return preferred;
   const inside = join(stateDir, 'postgres');
@@ -74,7 +78,12 @@ export async function choosePgDir(stateDir, preferred) {
   }
   if (reachable) return inside;
   const key = createHash('sha256').update(stateDir).digest('hex').slice(0, 10);
-  return isRoot() ? `/var/lib/tern/postgres-${key}` : join('/tmp', `tern-postgres-${key}`);
+  if (!isRoot()) return join('/tmp', `tern-postgres-${key}`);
+  // The postgres user must pass through it to its own (mode 700) directory: without this, the
+  // cluster's directory made below with mode 700 would make /var/lib/tern 700 too, and initdb fails.
+  mkdirSync(SHARED_PG_PARENT, { recursive: true });
+  chmodSync(SHARED_PG_PARENT, 0o711);
+  return join(SHARED_PG_PARENT, `postgres-${key}`);
 }
 
 function pgFiles(dir) {
