@@ -61,7 +61,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
   );
   installRequestIntake(app);
   installHttpMetrics(app);
-  app.useGlobalFilters(new BadInputErrorFilter(app.getHttpAdapter()));
+  app.useGlobalFilters(new BadInputErrorFilter(app.getHttpAdapter(), config.database.url));
   app.useGlobalPipes(new RequestValidationPipe());
   app.enableShutdownHooks();
   await options.configureHttp?.(app, config);

@@ -4,7 +4,7 @@ import { BaseRpcExceptionFilter } from '@nestjs/microservices';
 import type { FastifyReply } from 'fastify';
 import { QueryFailedError } from 'typeorm';
 import { badInputOf } from '#tern/persistence';
-import { databaseUnavailable } from './database-unavailable.js';
+import { databasePort, databaseUnavailable } from './database-unavailable.js';
 
 /** What a caller is told to wait before retrying while Postgres is unreachable (a restart, a failover). */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -21,10 +21,16 @@ export const DATABASE_RETRY_AFTER_SECONDS = 5;
 export class BadInputErrorFilter extends BaseExceptionFilter {
   private readonly logger = new Logger('HTTP');
   private readonly rpc = new BaseRpcExceptionFilter();
+  private readonly database: { port?: number };
+
+  constructor(adapter: ConstructorParameters<typeof BaseExceptionFilter>[0], databaseUrl: string) {
+    super(adapter);
+    this.database = { port: databasePort(databaseUrl) };
+  }
 
   override catch(exception: unknown, host: ArgumentsHost) {
     if (host.getType() !== 'http') return this.rpc.catch(exception, host);
-    const unreachable = databaseUnavailable(exception);
+    const unreachable = databaseUnavailable(exception, this.database);
     if (unreachable) {
       this.logger.warn(`answered 503: the database is unavailable (${unreachable})`);
       host.switchToHttp().getResponse<FastifyReply>().header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));

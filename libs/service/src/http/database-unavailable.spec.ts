@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import pg from 'pg';
 import { QueryFailedError } from 'typeorm';
-import { databaseUnavailable } from './database-unavailable.js';
+import { databasePort, databaseUnavailable } from './database-unavailable.js';
 
 /** A port nothing listens on: bound, then closed. */
 async function closedPort(): Promise<number> {
@@ -14,12 +14,22 @@ async function closedPort(): Promise<number> {
 
 describe('databaseUnavailable', () => {
   it('names a refused connection, as node-postgres reports it for a stopped server', async () => {
-    const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${await closedPort()}/x` });
+    const port = await closedPort();
+    const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/x` });
     const refused = await client.connect().then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(databaseUnavailable(refused)).toMatch(/^ECONNREFUSED/);
+    expect(databaseUnavailable(refused, { port })).toMatch(/^ECONNREFUSED/);
+    // The same refusal from another port (a registry, a runner) is not the database's.
+    expect(databaseUnavailable(refused, { port: port + 1 })).toBeUndefined();
+  });
+
+  it("reads the database's port from its URL", () => {
+    expect(databasePort('postgres://postgres:pw@db.internal:6543/tern')).toBe(6543);
+    expect(databasePort('postgres://postgres@127.0.0.1/tern')).toBe(5432);
+    expect(databasePort('not a url')).toBeUndefined();
   });
 
   it("names a server shutting down under a query, and a pool's connection timeout", () => {

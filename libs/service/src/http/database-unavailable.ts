@@ -16,17 +16,32 @@ const DRIVER_MESSAGES = [
   /Client has encountered a connection error/i,
 ];
 
+/** The port a `postgres://` URL names (5432 when it names none); undefined for a URL that cannot be read. */
+export function databasePort(url: string): number | undefined {
+  try {
+    return Number(new URL(url).port || 5432);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Why `e` (or the driver error a QueryFailedError wraps) means Postgres could not be reached,
- * not that the query was wrong; undefined when it does not.
+ * not that the query was wrong; undefined when it does not. A connect error names the port it
+ * tried: given the database's, one that names another port (a registry, a runner a request
+ * went to) is not the database's.
  */
-export function databaseUnavailable(e: unknown): string | undefined {
+export function databaseUnavailable(e: unknown, database?: { port?: number }): string | undefined {
   const inner = e instanceof QueryFailedError ? (e.driverError as unknown) : e;
   for (const err of [inner, e]) {
     // By shape, not instanceof: socket errors may come from another realm (a vm context, a worker).
     if (typeof err !== 'object' || err === null || typeof (err as Error).message !== 'string') continue;
-    const { code, message } = err as Error & { code?: unknown };
-    if (typeof code === 'string' && (SOCKET_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return `${code}: ${message}`;
+    const { code, message, port } = err as Error & { code?: unknown; port?: unknown };
+    if (typeof code === 'string' && SOCKET_CODES.has(code)) {
+      if (typeof port === 'number' && database?.port !== undefined && port !== database.port) return undefined;
+      return `${code}: ${message}`;
+    }
+    if (typeof code === 'string' && UNAVAILABLE_SQLSTATE.test(code)) return `${code}: ${message}`;
     if (DRIVER_MESSAGES.some((m) => m.test(message))) return message;
   }
   return undefined;
