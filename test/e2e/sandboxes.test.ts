@@ -216,6 +216,13 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     expect(stdoutOf(lines(quick.text))).toBe('beside it\n');
     const processes = await api('GET', `/api/v1/sandboxes/${id}/processes`);
     expect(processes.body.processes).toEqual(expect.arrayContaining([expect.objectContaining({ pid, state: 'running' })]));
+    // Killed once it has printed (on a loaded machine the shell may not have run its echo yet).
+    await waitFor(
+      'the long process printed',
+      async () => JSON.stringify((await api('GET', `/api/v1/sandboxes/${id}/processes/${pid}`)).body.output ?? []).includes('started'),
+      30_000,
+      100,
+    );
     const killedAt = Date.now();
     const killed = await api('DELETE', `/api/v1/sandboxes/${id}/processes/${pid}`);
     expect(killed.status).toBe(200);
