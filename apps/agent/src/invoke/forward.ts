@@ -131,7 +131,10 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
   private failure(e: Error & { code?: string }): InvokeError {
     if (this.status) return new InvokeError(502, `the container's response broke off: ${e.message}`);
     if (e.code === 'ECONNREFUSED')
-      return new InvokeError(502, `the container refused the connection on port ${this.port} (not listening: starting, crashed or stopped)`);
+      return new InvokeError(
+        502,
+        `the container refused the connection on port ${this.port} (not listening: starting, crashed or stopped)`,
+      );
     if (e.code === 'ECONNRESET' || e.code === 'EPIPE' || e.code === 'UND_ERR_SOCKET')
       return new InvokeError(502, `the container closed the connection before answering (${e.code})`);
     return new InvokeError(502, `could not reach the container on port ${this.port}: ${e.message}`);
