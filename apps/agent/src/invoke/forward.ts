@@ -42,6 +42,7 @@ export function forwardToContainer(
   return new Promise((resolve, reject) => {
     const call = new ContainerCall(port, head.timeoutMs, signal, resolve, reject);
     if (signal.aborted) return reject(call.timedOut());
+    call.start();
     const headers: Record<string, string> = { ...head.headers };
     for (const name of NOT_SENT) delete headers[name];
     // The body as the message brought it (a view of NATS's read buffer, not a copy).
@@ -58,7 +59,11 @@ export function forwardToContainer(
  */
 class ContainerCall implements Dispatcher.DispatchHandlers {
   private abortRequest?: (e?: Error) => void;
-  private readonly onAbort = () => this.abortRequest?.(this.timedOut());
+  private readonly onAbort = () => {
+    if (this.abortRequest) return this.abortRequest(this.timedOut());
+    // Still waiting for a connection: answer now; onConnect ends the request if it gets one.
+    this.reject(this.timedOut());
+  };
   private status = 0;
   private headers: Record<string, string> = {};
   private parts?: Buffer[];
@@ -76,10 +81,16 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
     return new InvokeError(504, `the container did not answer within ${this.timeoutMs} ms`);
   }
 
+  /** Listens for the timeout from the moment the request is queued (it may wait for a connection). */
+  start(): void {
+    this.signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
   onConnect(abort: (e?: Error) => void): void {
-    // Called again if undici retries the request on a fresh connection: one listener still.
-    if (!this.abortRequest) this.signal.addEventListener('abort', this.onAbort, { once: true });
+    // Called when the request gets a connection (again if undici retries it on a fresh one): a
+    // timeout that passed while it was queued ends it here.
     this.abortRequest = abort;
+    if (this.signal.aborted) abort(this.timedOut());
   }
 
   onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
