@@ -77,7 +77,7 @@ async function toggleProfiles(stack: Stack): Promise<void> {
   for (const s of PROFILED) if (pids[s]) process.kill(pids[s], 'SIGWINCH');
 }
 
-type Row = (Result & { cpuUs?: number }) | { label: string; concurrency: number; ratio: [number, number, number] };
+type Row = (Result & { cpuUs?: number; cpuEach?: number[] }) | { label: string; concurrency: number; ratio: [number, number, number] };
 
 /** How long the processes' idle CPU is measured before a row, to take it out of the row's figure. */
 const IDLE_SAMPLE_MS = 2000;
@@ -85,18 +85,24 @@ const IDLE_SAMPLE_MS = 2000;
 /**
  * A load's result with the CPU the given processes spent on it, per request (none without
  * pids): their CPU during the row (warm-up included) less what they use idle (tickers, KV
- * watches, heartbeats), sampled just before.
+ * watches, heartbeats), sampled just before; in all and per process, in the order given.
  */
-async function withCpu(pids: number[], run: () => Promise<Result>): Promise<Result & { cpuUs?: number }> {
+async function withCpu(pids: number[], run: () => Promise<Result>): Promise<Result & { cpuUs?: number; cpuEach?: number[] }> {
   if (!pids.length) return run();
-  const idleFrom = await cpuMs(pids);
+  const each = () => Promise.all(pids.map((pid) => cpuMs([pid])));
+  const idleFrom = await each();
   await sleep(IDLE_SAMPLE_MS);
-  const before = await cpuMs(pids);
-  const idlePerMs = (before - idleFrom) / IDLE_SAMPLE_MS;
+  const before = await each();
   const t0 = performance.now();
   const result = await run();
-  const busy = (await cpuMs(pids)) - before - idlePerMs * (performance.now() - t0);
-  return { ...result, cpuUs: (Math.max(0, busy) * 1000) / (REQUESTS + WARMUP) };
+  const elapsed = performance.now() - t0;
+  const after = await each();
+  const cpuEach = pids.map((_, i) => {
+    const idlePerMs = (before[i]! - idleFrom[i]!) / IDLE_SAMPLE_MS;
+    const busy = after[i]! - before[i]! - idlePerMs * elapsed;
+    return (Math.max(0, busy) * 1000) / (REQUESTS + WARMUP);
+  });
+  return { ...result, cpuUs: cpuEach.reduce((a, b) => a + b, 0), cpuEach };
 }
 
 async function measure(network: BenchNetwork | undefined): Promise<void> {
@@ -147,11 +153,9 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
 
     // CPU per request of the proxies (nginx; the gateway and the agent), which the machine's load
     // does not inflate the way it does latencies. NATS is shared with other stacks: not counted.
-    const tern = values.gateway
-      ? []
-      : Object.entries(await stack.pids())
-          .filter(([s]) => PROFILED.includes(s))
-          .map(([, pid]) => pid);
+    const pids: Record<string, number | undefined> = values.gateway ? {} : await stack.pids();
+    // In PROFILED's order (gateway, agent): the split column reads the same way.
+    const tern = PROFILED.map((s) => pids[s]).filter((pid): pid is number => !!pid);
     const rows: Row[] = [];
     for (const c of [1, CONCURRENCY]) {
       const d = await load('direct (container port)', direct, BODY, REQUESTS, c);
@@ -176,6 +180,7 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
         'req/s'.padStart(9),
         'errors'.padStart(7),
         'cpu µs/req'.padStart(11),
+        'gateway + agent'.padStart(16),
       ].join(' '),
     );
     for (const r of rows) {
@@ -200,6 +205,7 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
             r.rps.toFixed(0).padStart(9),
             String(r.errors).padStart(7),
             (r.cpuUs === undefined ? '' : r.cpuUs.toFixed(0)).padStart(11),
+            (r.cpuEach && r.cpuEach.length > 1 ? r.cpuEach.map((u) => u.toFixed(0)).join(' + ') : '').padStart(16),
           ].join(' '),
         );
       }

@@ -1,4 +1,4 @@
-import { Agent, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
 import type { InvokeHead } from '#tern/contracts';
 import { CHUNK_BYTES, InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
 
@@ -8,23 +8,24 @@ export interface ContainerEndpoint {
   port: number;
 }
 
-/** Kept-alive connections to the containers: no TCP handshake per request. */
-export const containerAgent = new Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64 });
+/**
+ * Kept-alive connections to the containers, a pool per container address (undici's: a request
+ * is a call on a parser already in place, where node:http builds a ClientRequest, an
+ * IncomingMessage and their streams each time). No timeouts of its own: the head's timeout
+ * (the signal) governs a request, however long it allows.
+ */
+export const containerAgent = new Agent({ keepAliveTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 });
 
 /** Bodies up to one response message are read whole and sent with the head; longer ones stream. */
 const WHOLE_BODY_BYTES = CHUNK_BYTES;
+/** How many bytes of a streamed body may wait for the caller before the container is read no further. */
+const STREAM_HIGH_WATER_BYTES = 4 * CHUNK_BYTES;
 
 // Connection-level headers that describe the hop to the container, not the response.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
-
-function flatten(headers: IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k)) continue;
-    out[k] = Array.isArray(v) ? v.join(', ') : v;
-  }
-  return out;
-}
+// Request headers undici refuses (they would change how the connection is used) or that would
+// make the container wait for a 100-continue nobody asked for: the agent owns its connections.
+const NOT_SENT = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'host', 'content-length'];
 
 /**
  * Forwards one invoke to `http://<host>:<port><path>`: resolves once the container's status
@@ -39,65 +40,184 @@ export function forwardToContainer(
   signal: AbortSignal,
 ): Promise<InvokeHandlerResult> {
   return new Promise((resolve, reject) => {
-    const timedOut = () => new InvokeError(504, `the container did not answer within ${head.timeoutMs} ms`);
-    if (signal.aborted) return reject(timedOut());
-    const headers: Record<string, string> = { ...head.headers, 'content-length': String(body.length) };
-    delete headers['transfer-encoding'];
-    delete headers.connection;
-    const req = request({ host, port, method: head.method, path: head.path, headers, agent: containerAgent });
-    const onAbort = () => req.destroy(timedOut());
-    signal.addEventListener('abort', onAbort, { once: true });
-    req.on('error', (e: NodeJS.ErrnoException) => {
-      signal.removeEventListener('abort', onAbort);
-      if (e instanceof InvokeError) return reject(e);
-      if (e.code === 'ECONNREFUSED')
-        return reject(
-          new InvokeError(502, `the container refused the connection on port ${port} (not listening: starting, crashed or stopped)`),
-        );
-      if (e.code === 'ECONNRESET' || e.code === 'EPIPE')
-        return reject(new InvokeError(502, `the container closed the connection before answering (${e.code})`));
-      reject(new InvokeError(502, `could not reach the container on port ${port}: ${e.message}`));
-    });
-    req.on('response', (res) => {
-      res.on('close', () => signal.removeEventListener('abort', onAbort));
-      const status = res.statusCode ?? 502;
-      const headers = flatten(res.headers);
-      // A body of known, small length goes whole, in one message with the head (NaN: no length).
-      if (!res.headers['transfer-encoding'] && Number(res.headers['content-length']) <= WHOLE_BODY_BYTES) {
-        whole(res).then((body) => resolve({ status, headers, body }), reject);
-        return;
+    const call = new ContainerCall(port, head.timeoutMs, signal, resolve, reject);
+    if (signal.aborted) return reject(call.timedOut());
+    call.start();
+    const headers: Record<string, string> = { ...head.headers };
+    for (const name of NOT_SENT) delete headers[name];
+    // The body as the message brought it (a view of NATS's read buffer, not a copy).
+    containerAgent.dispatch(
+      { origin: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, method: head.method, path: head.path, headers, body },
+      call,
+    );
+  });
+}
+
+/**
+ * One request to a container, as undici's dispatch handler: the head resolves the forward, the
+ * body is either gathered whole (small, known length) or handed on as a ResponseStream.
+ */
+class ContainerCall implements Dispatcher.DispatchHandlers {
+  private abortRequest?: (e?: Error) => void;
+  private readonly onAbort = () => {
+    if (this.abortRequest) return this.abortRequest(this.timedOut());
+    // Still waiting for a connection: answer now; onConnect ends the request if it gets one.
+    this.reject(this.timedOut());
+  };
+  private status = 0;
+  private headers: Record<string, string> = {};
+  private parts?: Buffer[];
+  private stream?: ResponseStream;
+
+  constructor(
+    private readonly port: number,
+    private readonly timeoutMs: number,
+    private readonly signal: AbortSignal,
+    private readonly resolve: (r: InvokeHandlerResult) => void,
+    private readonly reject: (e: InvokeError) => void,
+  ) {}
+
+  timedOut(): InvokeError {
+    return new InvokeError(504, `the container did not answer within ${this.timeoutMs} ms`);
+  }
+
+  /** Listens for the timeout from the moment the request is queued (it may wait for a connection). */
+  start(): void {
+    this.signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  onConnect(abort: (e?: Error) => void): void {
+    // Called when the request gets a connection (again if undici retries it on a fresh one): a
+    // timeout that passed while it was queued ends it here.
+    this.abortRequest = abort;
+    if (this.signal.aborted) abort(this.timedOut());
+  }
+
+  onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
+    if (status < 200) return true; // 100 Continue and the like: the real head follows
+    this.status = status;
+    let chunked = false;
+    let length = NaN;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toString('latin1').toLowerCase();
+      const value = raw[i + 1]!.toString('latin1');
+      if (name === 'transfer-encoding') chunked = true;
+      else if (name === 'content-length') length = Number(value);
+      if (HOP_BY_HOP.has(name)) continue;
+      const before = this.headers[name];
+      this.headers[name] = before === undefined ? value : `${before}, ${value}`;
+    }
+    // A body of known, small length goes whole, in one message with the head (NaN: no length).
+    if (!chunked && length <= WHOLE_BODY_BYTES) {
+      this.parts = [];
+      return true;
+    }
+    this.stream = new ResponseStream(resume, () => this.abortRequest?.(new InvokeError(499, 'the response is no longer wanted')));
+    this.resolve({ status, headers: this.headers, body: this.stream });
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.parts) {
+      this.parts.push(chunk);
+      return true;
+    }
+    return this.stream!.push(chunk);
+  }
+
+  onComplete(): void {
+    this.done();
+    if (this.stream) return this.stream.end();
+    const parts = this.parts ?? [];
+    this.resolve({ status: this.status, headers: this.headers, body: parts.length === 1 ? parts[0]! : Buffer.concat(parts) });
+  }
+
+  onError(e: Error & { code?: string }): void {
+    this.done();
+    const error = e instanceof InvokeError ? e : this.failure(e);
+    if (this.stream) return this.stream.fail(error);
+    this.reject(error);
+  }
+
+  private failure(e: Error & { code?: string }): InvokeError {
+    if (this.status) return new InvokeError(502, `the container's response broke off: ${e.message}`);
+    if (e.code === 'ECONNREFUSED')
+      return new InvokeError(
+        502,
+        `the container refused the connection on port ${this.port} (not listening: starting, crashed or stopped)`,
+      );
+    if (e.code === 'ECONNRESET' || e.code === 'EPIPE' || e.code === 'UND_ERR_SOCKET')
+      return new InvokeError(502, `the container closed the connection before answering (${e.code})`);
+    return new InvokeError(502, `could not reach the container on port ${this.port}: ${e.message}`);
+  }
+
+  private done(): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/**
+ * A streamed response body: chunks as the container writes them, the connection paused while
+ * more than STREAM_HIGH_WATER_BYTES wait for the caller. Leaving the loop early drops the call.
+ */
+class ResponseStream implements AsyncIterable<Uint8Array> {
+  private readonly chunks: Buffer[] = [];
+  private waiting = 0;
+  private paused = false;
+  private finished = false;
+  private error?: Error;
+  private wake?: () => void;
+
+  constructor(
+    private readonly resume: () => void,
+    private readonly drop: () => void,
+  ) {}
+
+  /** False asks undici to stop reading until `resume`. */
+  push(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.waiting += chunk.length;
+    this.wake?.();
+    this.paused = this.waiting > STREAM_HIGH_WATER_BYTES;
+    return !this.paused;
+  }
+
+  end(): void {
+    this.finished = true;
+    this.wake?.();
+  }
+
+  fail(error: Error): void {
+    this.error = error;
+    this.finished = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    let complete = false;
+    try {
+      for (;;) {
+        const next = this.chunks.shift();
+        if (next) {
+          this.waiting -= next.length;
+          if (this.paused && this.waiting <= STREAM_HIGH_WATER_BYTES) {
+            this.paused = false;
+            this.resume();
+          }
+          yield next;
+          continue;
+        }
+        if (this.error) throw this.error;
+        if (this.finished) {
+          complete = true;
+          return;
+        }
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = undefined;
       }
-      resolve({ status, headers, body: chunks(res, signal, timedOut) });
-    });
-    req.end(body);
-  });
-}
-
-/** The response body read to its end: the one chunk it came in as is, or the chunks joined. */
-function whole(res: IncomingMessage): Promise<Uint8Array> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    res.on('data', (chunk: Buffer) => parts.push(chunk));
-    res.on('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
-    res.on('error', (e) => reject(e instanceof InvokeError ? e : new InvokeError(502, `the container's response broke off: ${e.message}`)));
-  });
-}
-
-/** The response body as it arrives; a timeout or a cut connection mid-body ends it with an error. */
-async function* chunks(
-  res: AsyncIterable<Buffer> & { destroy(e?: Error): void },
-  signal: AbortSignal,
-  timedOut: () => InvokeError,
-): AsyncIterable<Uint8Array> {
-  const onAbort = () => res.destroy(timedOut());
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    for await (const chunk of res) yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  } catch (e) {
-    if (e instanceof InvokeError) throw e;
-    throw new InvokeError(502, `the container's response broke off: ${(e as Error).message}`);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
+    } finally {
+      if (!complete && !this.finished) this.drop();
+    }
   }
 }
 

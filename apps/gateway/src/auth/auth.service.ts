@@ -20,6 +20,7 @@ export function generateToken(): string {
 export class AuthService implements OnApplicationBootstrap {
   private readonly logger = new Logger('auth');
   private readonly verified = new Map<string, { principal: Principal; until: number }>();
+  private readonly looking = new Map<string, Promise<Principal | undefined>>();
 
   constructor(
     private readonly tokens: TokensRepository,
@@ -52,6 +53,16 @@ export class AuthService implements OnApplicationBootstrap {
     const hash = hashToken(token);
     const cached = this.verified.get(hash);
     if (cached && cached.until > Date.now()) return cached.principal;
+    // Under load a token's entry expires with many of its requests in flight: one lookup for all.
+    let lookup = this.looking.get(hash);
+    if (!lookup) {
+      lookup = this.lookUp(hash).finally(() => this.looking.delete(hash));
+      this.looking.set(hash, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookUp(hash: string): Promise<Principal | undefined> {
     const row = await this.tokens.findActiveByHash(hash);
     if (!row || !row.workspace) {
       this.verified.delete(hash);

@@ -17,15 +17,20 @@ const HOP_BY_HOP = new Set([
  * a length the next hop recomputes).
  */
 export function forwardable(headers: Record<string, string | string[] | undefined>, drop: readonly string[] = []): Record<string, string> {
-  const named = String(headers.connection ?? headers.Connection ?? '')
-    .split(',')
-    .map((t) => t.trim().toLowerCase())
-    .filter(Boolean);
-  const skip = new Set([...HOP_BY_HOP, ...named, ...drop]);
+  // Called twice a request: no Set or token list built unless a Connection header names some.
+  const connection = headers.connection ?? headers.Connection;
+  const named = connection
+    ? String(connection)
+        .split(',')
+        .map((t) => t.trim().toLowerCase())
+        .filter(Boolean)
+    : undefined;
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
     const key = name.toLowerCase();
-    if (value === undefined || skip.has(key)) continue;
+    if (HOP_BY_HOP.has(key) || drop.includes(key) || named?.includes(key)) continue;
     out[key] = Array.isArray(value) ? value.join(', ') : String(value);
   }
   return out;

@@ -43,27 +43,37 @@ export function originalContentType(request: FastifyRequest): string | undefined
   return (request as Tagged)[ORIGINAL_TYPE];
 }
 
+/** The raw-body routes of each Fastify instance, looked at by one onRequest hook. */
+const rawRoutes = new WeakMap<FastifyInstance, { route: RawBodyRoute; rawType: string }[]>();
+
 export function installRawBody(fastify: FastifyInstance, route: RawBodyRoute): void {
   const rawType = `application/x-tern-${route.name}-body`;
   if (fastify.hasContentTypeParser(rawType)) return;
-  fastify.addHook('onRequest', async (request, reply) => {
-    if (
-      !request.url.startsWith(route.prefix) ||
-      (route.matches && !route.matches(request.method, request.url)) ||
-      route.except?.test(request.url)
-    )
-      return;
-    const tagged = request as Tagged;
-    if (route.requestIds) {
-      tagged[REQUEST_ID] = randomUUID().replace(/-/g, '');
-      void reply.header('x-tern-request-id', tagged[REQUEST_ID]);
-    }
-    if (Number(request.headers['content-length'] ?? 0) > route.maxBytes) {
-      return reply.code(413).send({ statusCode: 413, error: 'Payload Too Large', message: route.tooLarge });
-    }
-    tagged[ORIGINAL_TYPE] = request.headers['content-type'];
-    request.headers['content-type'] = rawType;
-  });
+  let routes = rawRoutes.get(fastify);
+  if (!routes) {
+    const all: { route: RawBodyRoute; rawType: string }[] = (routes = []);
+    rawRoutes.set(fastify, all);
+    // One synchronous hook for every prefix, not an async one each: it runs on every request of the API.
+    fastify.addHook('onRequest', (request, reply, done) => {
+      const url = request.url;
+      for (const { route, rawType } of all) {
+        if (!url.startsWith(route.prefix) || (route.matches && !route.matches(request.method, url)) || route.except?.test(url)) continue;
+        const tagged = request as Tagged;
+        if (route.requestIds) {
+          tagged[REQUEST_ID] = randomUUID().replace(/-/g, '');
+          void reply.header('x-tern-request-id', tagged[REQUEST_ID]);
+        }
+        // Answered here, the request goes no further: `done` is not called.
+        if (Number(request.headers['content-length'] ?? 0) > route.maxBytes)
+          return void reply.code(413).send({ statusCode: 413, error: 'Payload Too Large', message: route.tooLarge });
+        tagged[ORIGINAL_TYPE] = request.headers['content-type'];
+        request.headers['content-type'] = rawType;
+        break;
+      }
+      done();
+    });
+  }
+  routes.push({ route, rawType });
   fastify.addContentTypeParser(rawType, { bodyLimit: route.maxBytes + 1 }, (_request, payload, done) => {
     const parts: Buffer[] = [];
     let size = 0;

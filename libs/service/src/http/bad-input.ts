@@ -16,6 +16,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /** The problem with a URL's path segments and query parameters (as sent, percent-encoded), or undefined. */
 export function urlInputProblem(url: string): string | undefined {
+  // Only a percent escape can hide a NUL or a non-UTF-8 byte (see textProblem): most URLs stop here.
+  if (!url.includes('%')) return undefined;
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   const segments = path.split('/');
