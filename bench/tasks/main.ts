@@ -35,7 +35,20 @@ import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '#tern/runtime';
-import { api, BENCH_APP, cpuMs, deploy, type DeploymentView, openStack, quantile, ROOT, send, sleep, type Stack, until } from '../invoke/stack.js';
+import {
+  api,
+  BENCH_APP,
+  cpuMs,
+  deploy,
+  type DeploymentView,
+  openStack,
+  quantile,
+  ROOT,
+  send,
+  sleep,
+  type Stack,
+  until,
+} from '../invoke/stack.js';
 
 const { values } = parseArgs({
   options: {

@@ -3,12 +3,16 @@ import { GroupCommit } from './group-commit.js';
 /** A write that records each statement's items and answers them doubled, after a turn of the event loop. */
 function doubling(fail?: (items: number[]) => boolean, keyOf?: (item: number) => string) {
   const statements: number[][] = [];
-  const commit = new GroupCommit<number, number>(async (items) => {
-    statements.push(items);
-    await new Promise((r) => setTimeout(r, 5));
-    if (fail?.(items)) throw new Error(`refused ${items.join(',')}`);
-    return items.map((i) => i * 2);
-  }, 4, keyOf);
+  const commit = new GroupCommit<number, number>(
+    async (items) => {
+      statements.push(items);
+      await new Promise((r) => setTimeout(r, 5));
+      if (fail?.(items)) throw new Error(`refused ${items.join(',')}`);
+      return items.map((i) => i * 2);
+    },
+    4,
+    keyOf,
+  );
   return { statements, commit };
 }
 
