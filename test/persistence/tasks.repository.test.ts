@@ -366,6 +366,22 @@ describe('TasksRepository', () => {
       expect(await tasks.findInWorkspace(t.id, randomUUID(), true)).toBeUndefined();
     });
 
+    it('answers each of the reads asked for together, in the workspace asked for only', async () => {
+      const [a, b] = [await task({ state: 'COMPLETE', result: { a: 1 } }), await task()];
+      const found = await Promise.all([
+        tasks.findInWorkspace(a.id, workspaceId, true),
+        tasks.findInWorkspace(b.id, randomUUID(), true),
+        tasks.findInWorkspace(b.id, workspaceId, true),
+        tasks.findInWorkspace(a.id, workspaceId, true),
+      ]);
+      expect(found.map((f) => f && { id: f.id, result: f.result })).toEqual([
+        { id: a.id, result: { a: 1 } },
+        undefined,
+        { id: b.id, result: null },
+        { id: a.id, result: { a: 1 } },
+      ]);
+    });
+
     it('lists newest first, filtered by deployment name and state, paged by keyset', async () => {
       const ws = (await db.getRepository(Workspace).save({ name: `list-${randomUUID()}` })).id;
       const a = (await db.getRepository(Deployment).save({ workspaceId: ws, name: 'a', kind: 'task_queue' })).id;

@@ -240,6 +240,14 @@ export class TasksRepository {
     (e) => e.taskId,
   );
 
+  /** Task reads (a GroupCommit of reads: the same coalescing, nothing written). */
+  private readonly reads = new GroupCommit<{ taskId: string; workspaceId: string }, TaskWithDeployment | undefined>((asked) =>
+    this.findManyInWorkspaces(asked, false),
+  );
+  private readonly readsWithResult = new GroupCommit<{ taskId: string; workspaceId: string }, TaskWithDeployment | undefined>((asked) =>
+    this.findManyInWorkspaces(asked, true),
+  );
+
   /**
    * Saves a PENDING task unless its deployment already has maxPending tasks waiting; undefined
    * then. The bound and the insert in one statement, shared with the submits that arrive while
@@ -487,14 +495,30 @@ export class TasksRepository {
     return rows.map((r) => withSeq<EndedTask>(r));
   }
 
-  /** One task of the workspace, with its inline result when asked for. */
-  async findInWorkspace(taskId: string, workspaceId: string, withResult: boolean): Promise<TaskWithDeployment | undefined> {
-    const rows = await queryRowsOn<Raw<TaskWithDeployment>>(
+  /**
+   * One task of the workspace, with its inline result when asked for. Reads asked for while one
+   * is in flight (the waits of many callers) share the next statement.
+   */
+  findInWorkspace(taskId: string, workspaceId: string, withResult: boolean): Promise<TaskWithDeployment | undefined> {
+    return (withResult ? this.readsWithResult : this.reads).add({ taskId, workspaceId });
+  }
+
+  /** findInWorkspace for many tasks in one statement. */
+  private async findManyInWorkspaces(
+    asked: { taskId: string; workspaceId: string }[],
+    withResult: boolean,
+  ): Promise<(TaskWithDeployment | undefined)[]> {
+    const rows = await queryRowsOn<Raw<TaskWithDeployment> & { n: string }>(
       this.db,
-      `SELECT ${TASK_COLUMNS}${withResult ? ', t.result' : ''} FROM ${TASK_FROM} WHERE t.id = $1 AND t.workspace_id = $2`,
-      [taskId, workspaceId],
+      `SELECT x.n, ${TASK_COLUMNS}${withResult ? ', t.result' : ''}
+       FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS x(id, workspace_id, n)
+       JOIN tasks t ON t.id = x.id AND t.workspace_id = x.workspace_id JOIN deployments d ON d.id = t.deployment_id`,
+      [asked.map((a) => a.taskId), asked.map((a) => a.workspaceId)],
     );
-    return rows.length ? withSeq<TaskWithDeployment>(rows[0]) : undefined;
+    return inOrder(
+      asked.length,
+      rows.map(({ n, ...row }) => ({ n, ...withSeq<TaskWithDeployment>(row) })),
+    );
   }
 
   /** Tasks of the workspace, newest first, at most `limit` (deleted deployments' left out when filtered by name). */
