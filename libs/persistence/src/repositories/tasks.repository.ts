@@ -282,12 +282,19 @@ export class TasksRepository {
     return items.map(({ task }) => saved.get(task.id));
   }
 
-  /** markEnqueued for many tasks in one statement; answers the ids it marked (those not marked before). */
+  /**
+   * markEnqueued for many tasks in one statement; answers the ids it marked (those not marked
+   * before). The rows are locked in id order, as the batched starts and results lock theirs: a
+   * task's start may be recorded while its mark is, and two batches locking in different orders
+   * would deadlock (Postgres would break it after a second, failing one batch).
+   */
   async markEnqueuedMany(taskIds: string[], streamSeqs: number[]): Promise<Set<string>> {
     const rows = await queryRowsOn<{ id: string }>(
       this.db,
-      `UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)
-       WHERE t.id = x.id AND t.enqueued_at IS NULL RETURNING t.id`,
+      `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)),
+            locked AS (SELECT t.id FROM tasks t JOIN x ON x.id = t.id WHERE t.enqueued_at IS NULL ORDER BY t.id FOR UPDATE OF t)
+       UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM locked JOIN x ON x.id = locked.id
+       WHERE t.id = locked.id AND t.enqueued_at IS NULL RETURNING t.id`,
       [taskIds, streamSeqs],
     );
     return new Set(rows.map((r) => r.id));
