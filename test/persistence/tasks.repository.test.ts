@@ -219,6 +219,36 @@ describe('TasksRepository', () => {
       expect(await row(t.id)).toMatchObject({ state: 'ERROR', attempts: 2, machineId: 'm-1', error: 'container-lost' });
     });
 
+    it('answers each of the starts and results handed in together (one statement, a task named twice in the next) as if alone', async () => {
+      const [a, b, c] = [await task(), await task(), await task()];
+      const starts = await Promise.all([start(a.id, 1), start(b.id, 1, 'm-2', 'c-1'), start(c.id, 1), start(c.id, 2, 'm-2')]);
+      expect(starts.map((s) => s?.wasAttempt)).toEqual([0, undefined, 0, 1]);
+      expect(await tasks.leaseOf(c.id)).toEqual({ state: 'RUNNING', attempts: 2, machineId: 'm-2', containerId: 'c-2' });
+      const completion = (taskId: string, attempt: number, machineId: string, resultJson: string) =>
+        tasks.complete({
+          taskId,
+          resultJson,
+          resultRef: null,
+          attempt,
+          completedAt: new Date().toISOString(),
+          containerId: placed[machineId],
+          machineId,
+        });
+      const results = await Promise.all([
+        completion(a.id, 1, 'm-1', '{"a": 1}'),
+        completion(b.id, 1, 'm-2', '{"b": 1}'),
+        completion(c.id, 1, 'm-1', '{"old": 1}'),
+        completion(c.id, 2, 'm-2', '{"c": "it\'s \\\\ {2}"}'),
+      ]);
+      expect(results.map((r) => r && { id: r.id, result: r.result })).toEqual([
+        { id: a.id, result: { a: 1 } },
+        undefined,
+        undefined,
+        { id: c.id, result: { c: "it's \\ {2}" } },
+      ]);
+      expect(await row(b.id)).toMatchObject({ state: 'PENDING', result: null });
+    });
+
     it('completes once, from the holder of the lease of the current attempt only', async () => {
       const t = await task();
       const completion = (resultJson: string, machineId: string, attempt = 1) =>
@@ -334,6 +364,22 @@ describe('TasksRepository', () => {
       });
       expect((await tasks.findInWorkspace(t.id, workspaceId, false))?.result).toBeUndefined();
       expect(await tasks.findInWorkspace(t.id, randomUUID(), true)).toBeUndefined();
+    });
+
+    it('answers each of the reads asked for together, in the workspace asked for only', async () => {
+      const [a, b] = [await task({ state: 'COMPLETE', result: { a: 1 } }), await task()];
+      const found = await Promise.all([
+        tasks.findInWorkspace(a.id, workspaceId, true),
+        tasks.findInWorkspace(b.id, randomUUID(), true),
+        tasks.findInWorkspace(b.id, workspaceId, true),
+        tasks.findInWorkspace(a.id, workspaceId, true),
+      ]);
+      expect(found.map((f) => f && { id: f.id, result: f.result })).toEqual([
+        { id: a.id, result: { a: 1 } },
+        undefined,
+        { id: b.id, result: null },
+        { id: a.id, result: { a: 1 } },
+      ]);
     });
 
     it('lists newest first, filtered by deployment name and state, paged by keyset', async () => {

@@ -137,6 +137,9 @@ export async function startStack(
       (JSON.parse(readFileSync(join(sandbox.ternHome, 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> }).services,
     async actual(name) {
       const res = await fetch(`${gateway}/api/v1/deployments/${name}`, { headers: { authorization: `Bearer ${token}` } });
+      // A refusal (a busy gateway's 503) is no count: a thrown error that waitFor retries, not an
+      // undefined that turned a peak into NaN on a loaded machine.
+      if (!res.ok) throw new Error(`GET /api/v1/deployments/${name} answered ${res.status}: ${await res.text()}`);
       return ((await res.json()) as { actual: number }).actual;
     },
     async stop() {

@@ -1,3 +1,5 @@
+// Every service validates through these contracts: the rule lookups are kept from the first use.
+import './validation-metadata-cache.js';
 export * from './contract.js';
 export * from './domain.js';
 export * from './gpu-types.js';

@@ -1,14 +1,18 @@
 import { GroupCommit } from './group-commit.js';
 
 /** A write that records each statement's items and answers them doubled, after a turn of the event loop. */
-function doubling(fail?: (items: number[]) => boolean) {
+function doubling(fail?: (items: number[]) => boolean, keyOf?: (item: number) => string) {
   const statements: number[][] = [];
-  const commit = new GroupCommit<number, number>(async (items) => {
-    statements.push(items);
-    await new Promise((r) => setTimeout(r, 5));
-    if (fail?.(items)) throw new Error(`refused ${items.join(',')}`);
-    return items.map((i) => i * 2);
-  }, 4);
+  const commit = new GroupCommit<number, number>(
+    async (items) => {
+      statements.push(items);
+      await new Promise((r) => setTimeout(r, 5));
+      if (fail?.(items)) throw new Error(`refused ${items.join(',')}`);
+      return items.map((i) => i * 2);
+    },
+    4,
+    keyOf,
+  );
   return { statements, commit };
 }
 
@@ -35,6 +39,12 @@ describe('GroupCommit', () => {
       [1, 2, 3, 4],
       [5, 6],
     ]);
+  });
+
+  it('puts items with the same key in separate statements, in the order they came', async () => {
+    const { statements, commit } = doubling(undefined, (i) => String(i % 10));
+    expect(await Promise.all([1, 11, 2, 21, 3].map((i) => commit.add(i)))).toEqual([2, 22, 4, 42, 6]);
+    expect(statements).toEqual([[1, 2, 3], [11], [21]]);
   });
 
   it('fails only the item a failed statement was refused for, writing the others again one by one', async () => {

@@ -5,6 +5,8 @@
  * falls as the load rises instead of growing with it. Each caller gets its own answer.
  *
  * A batch that fails is written again one by one, so one bad item fails only its own caller.
+ * Items with the same key never share a statement (an UPDATE … FROM changes a row once, whatever
+ * the count of items naming it): a later one waits for the next statement, in the order given.
  */
 export class GroupCommit<I, O> {
   private queue: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
@@ -13,10 +15,12 @@ export class GroupCommit<I, O> {
   /**
    * @param write writes the items in one statement and answers one outcome per item, in order.
    * @param maxBatch the most items one statement carries.
+   * @param keyOf what an item changes (a row's id): items with the same key go in separate statements.
    */
   constructor(
     private readonly write: (items: I[]) => Promise<O[]>,
     private readonly maxBatch = 256,
+    private readonly keyOf?: (item: I) => string,
   ) {}
 
   /** Resolves with the item's outcome once the statement carrying it is done. */
@@ -34,7 +38,7 @@ export class GroupCommit<I, O> {
 
   private async drain(): Promise<void> {
     while (this.queue.length) {
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.nextBatch();
       try {
         const outcomes = await this.write(batch.map((b) => b.item));
         batch.forEach((b, i) => b.resolve(outcomes[i]));
@@ -44,5 +48,23 @@ export class GroupCommit<I, O> {
       }
     }
     this.writing = false;
+  }
+
+  /** Up to maxBatch items from the front of the queue, no two with the same key. */
+  private nextBatch() {
+    const keyOf = this.keyOf;
+    if (!keyOf) return this.queue.splice(0, this.maxBatch);
+    const keys = new Set<string>();
+    const batch: typeof this.queue = [];
+    const rest: typeof this.queue = [];
+    for (const queued of this.queue) {
+      const key = keyOf(queued.item);
+      if (batch.length < this.maxBatch && !keys.has(key)) {
+        keys.add(key);
+        batch.push(queued);
+      } else rest.push(queued);
+    }
+    this.queue = rest;
+    return batch;
   }
 }

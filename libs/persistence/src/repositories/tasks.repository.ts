@@ -79,6 +79,26 @@ export interface TaskLease {
   containerId: string | null;
 }
 
+/** An attempt's start as the gateway records it (startedAt: when the event reached NATS). */
+export interface StartedAttempt {
+  taskId: string;
+  attempt: number;
+  startedAt: string;
+  containerId: string;
+  machineId: string;
+}
+
+/** An attempt's result: inline JSON text, or where it was put. */
+export interface Completion {
+  taskId: string;
+  resultJson: string | null;
+  resultRef: string | null;
+  attempt: number;
+  completedAt: string;
+  containerId: string;
+  machineId: string;
+}
+
 /** Who reports an attempt's outcome: it changes the task only when it holds the attempt's lease. */
 export interface LeaseClaim {
   taskId: string;
@@ -173,6 +193,13 @@ function seq(value: string | number | null): number | null {
 /** A row as the driver answers it: stream_seq (bigint) as text. */
 type Raw<T extends { streamSeq: number | null }> = Omit<T, 'streamSeq'> & { streamSeq: string | null };
 
+/** The rows of a batched statement (each with its item's 1-based ordinal `n`) by item; undefined for an item no row answers. */
+function inOrder<T>(count: number, rows: (T & { n: string | number })[]): (Omit<T, 'n'> | undefined)[] {
+  const byItem: (Omit<T, 'n'> | undefined)[] = new Array(count).fill(undefined);
+  for (const { n, ...row } of rows) byItem[Number(n) - 1] = row;
+  return byItem;
+}
+
 function withSeq<T extends { streamSeq: number | null }>(row: Raw<T>): T {
   return { ...row, streamSeq: seq(row.streamSeq) } as T;
 }
@@ -199,6 +226,27 @@ export class TasksRepository {
     );
     return marks.map((m) => marked.has(m.taskId));
   });
+
+  /** Starts recorded together: one statement for the attempts that started meanwhile. */
+  private readonly startMarks = new GroupCommit<StartedAttempt, StartedOver | undefined>(
+    (starts) => this.markStartedMany(starts),
+    256,
+    (e) => e.taskId,
+  );
+  /** Results recorded together: one statement for the attempts that completed meanwhile. */
+  private readonly completions = new GroupCommit<Completion, TaskWithDeployment | undefined>(
+    (completions) => this.completeMany(completions),
+    256,
+    (e) => e.taskId,
+  );
+
+  /** Task reads (a GroupCommit of reads: the same coalescing, nothing written). */
+  private readonly reads = new GroupCommit<{ taskId: string; workspaceId: string }, TaskWithDeployment | undefined>((asked) =>
+    this.findManyInWorkspaces(asked, false),
+  );
+  private readonly readsWithResult = new GroupCommit<{ taskId: string; workspaceId: string }, TaskWithDeployment | undefined>((asked) =>
+    this.findManyInWorkspaces(asked, true),
+  );
 
   /**
    * Saves a PENDING task unless its deployment already has maxPending tasks waiting; undefined
@@ -234,12 +282,19 @@ export class TasksRepository {
     return items.map(({ task }) => saved.get(task.id));
   }
 
-  /** markEnqueued for many tasks in one statement; answers the ids it marked (those not marked before). */
+  /**
+   * markEnqueued for many tasks in one statement; answers the ids it marked (those not marked
+   * before). The rows are locked in id order, as the batched starts and results lock theirs: a
+   * task's start may be recorded while its mark is, and two batches locking in different orders
+   * would deadlock (Postgres would break it after a second, failing one batch).
+   */
   async markEnqueuedMany(taskIds: string[], streamSeqs: number[]): Promise<Set<string>> {
     const rows = await queryRowsOn<{ id: string }>(
       this.db,
-      `UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)
-       WHERE t.id = x.id AND t.enqueued_at IS NULL RETURNING t.id`,
+      `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)),
+            locked AS (SELECT t.id FROM tasks t JOIN x ON x.id = t.id WHERE t.enqueued_at IS NULL ORDER BY t.id FOR UPDATE OF t)
+       UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM locked JOIN x ON x.id = locked.id
+       WHERE t.id = locked.id AND t.enqueued_at IS NULL RETURNING t.id`,
       [taskIds, streamSeqs],
     );
     return new Set(rows.map((r) => r.id));
@@ -268,25 +323,39 @@ export class TasksRepository {
    * An attempt started: RUNNING and its lease recorded (attempt, machine, container), unless the
    * task is final or already on this attempt or a later one, or the container is not one the
    * scheduler placed on that machine for the task's deployment version. Answers the row as it
-   * was before, or undefined when nothing changed.
+   * was before, or undefined when nothing changed. Starts arriving while one statement is in
+   * flight share the next one.
    */
-  async markStarted(e: {
-    taskId: string;
-    attempt: number;
-    startedAt: string;
-    containerId: string;
-    machineId: string;
-  }): Promise<StartedOver | undefined> {
-    const rows = await queryRowsOn<StartedOver>(
+  markStarted(e: StartedAttempt): Promise<StartedOver | undefined> {
+    return this.startMarks.add(e);
+  }
+
+  /**
+   * markStarted for many attempts (of distinct tasks) in one statement, the rows locked in id
+   * order so that two such statements never deadlock on each other.
+   */
+  private async markStartedMany(starts: StartedAttempt[]): Promise<(StartedOver | undefined)[]> {
+    const rows = await queryRowsOn<StartedOver & { n: string }>(
       this.db,
-      `WITH before AS (SELECT id, state, attempts, machine_id, container_id, started_at FROM tasks WHERE id = $1 AND ${PLACED} FOR UPDATE)
-       UPDATE tasks t SET state = 'RUNNING', attempts = $2, started_at = $3, container_id = $4, machine_id = $5, updated_at = now()
-       FROM before WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < $2
-       RETURNING before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer", before.started_at AS "wasStartedAt",
+      `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::text[], $5::text[])
+                    WITH ORDINALITY AS x(id, attempt, started_at, container_id, machine_id, n)),
+            before AS (SELECT t.id, t.state, t.attempts, t.machine_id, t.container_id, t.started_at FROM tasks t JOIN x ON x.id = t.id
+                       WHERE EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+                                     WHERE c.id = x.container_id AND c.machine_id = x.machine_id AND v.deployment_id = t.deployment_id AND v.version = t.deployment_version)
+                       ORDER BY t.id FOR UPDATE OF t)
+       UPDATE tasks t SET state = 'RUNNING', attempts = x.attempt, started_at = x.started_at, container_id = x.container_id, machine_id = x.machine_id, updated_at = now()
+       FROM before JOIN x ON x.id = before.id WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < x.attempt
+       RETURNING x.n, before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer", before.started_at AS "wasStartedAt",
          t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId"`,
-      [e.taskId, e.attempt, e.startedAt, e.containerId, e.machineId],
+      [
+        starts.map((e) => e.taskId),
+        starts.map((e) => e.attempt),
+        starts.map((e) => e.startedAt),
+        starts.map((e) => e.containerId),
+        starts.map((e) => e.machineId),
+      ],
     );
-    return rows[0];
+    return inOrder(starts.length, rows);
   }
 
   /** An attempt failed and another follows: RETRY, when the reporter holds the attempt's lease and the task is not final. */
@@ -338,25 +407,38 @@ export class TasksRepository {
    * COMPLETE with its result (inline JSON text, or where it was put), when the reporter holds
    * the lease of the task's current attempt and the task is not final: one completion wins.
    * Answers the task as it now is, result included (what its waiters answer, with no read after
-   * this write), or undefined when nothing changed.
+   * this write), or undefined when nothing changed. Results arriving while one statement is in
+   * flight share the next one.
    */
-  async complete(e: {
-    taskId: string;
-    resultJson: string | null;
-    resultRef: string | null;
-    attempt: number;
-    completedAt: string;
-    containerId: string;
-    machineId: string;
-  }): Promise<TaskWithDeployment | undefined> {
-    const rows = await queryRowsOn<Raw<TaskWithDeployment>>(
+  complete(e: Completion): Promise<TaskWithDeployment | undefined> {
+    return this.completions.add(e);
+  }
+
+  /** complete for many attempts (of distinct tasks) in one statement. */
+  private async completeMany(completions: Completion[]): Promise<(TaskWithDeployment | undefined)[]> {
+    const rows = await queryRowsOn<Raw<TaskWithDeployment> & { n: string }>(
       this.db,
-      `UPDATE tasks t SET state = 'COMPLETE', result = $2::jsonb, result_ref = $3, ended_at = $5, error = NULL, ${CALLBACK_DUE}, updated_at = now()
-       WHERE id = $1 AND state NOT IN ${FINAL} AND ${leaseHeldBy(4, 7, 6)}
-       RETURNING ${taskColumns('(SELECT name FROM deployments WHERE id = t.deployment_id)')}, t.result`,
-      [e.taskId, e.resultJson, e.resultRef, e.attempt, e.completedAt, e.containerId, e.machineId],
+      `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
+                    WITH ORDINALITY AS x(id, result, result_ref, attempt, completed_at, container_id, machine_id, n)),
+            locked AS (SELECT t.id FROM tasks t JOIN x ON x.id = t.id ORDER BY t.id FOR UPDATE OF t)
+       UPDATE tasks t SET state = 'COMPLETE', result = x.result::jsonb, result_ref = x.result_ref, ended_at = x.completed_at, error = NULL, ${CALLBACK_DUE}, updated_at = now()
+       FROM locked JOIN x ON x.id = locked.id
+       WHERE t.id = locked.id AND t.state NOT IN ${FINAL} AND t.attempts = x.attempt AND t.machine_id = x.machine_id AND t.container_id IS NOT DISTINCT FROM x.container_id
+       RETURNING x.n, ${taskColumns('(SELECT name FROM deployments WHERE id = t.deployment_id)')}, t.result`,
+      [
+        completions.map((e) => e.taskId),
+        completions.map((e) => e.resultJson),
+        completions.map((e) => e.resultRef),
+        completions.map((e) => e.attempt),
+        completions.map((e) => e.completedAt),
+        completions.map((e) => e.containerId),
+        completions.map((e) => e.machineId),
+      ],
     );
-    return rows.length ? withSeq<TaskWithDeployment>(rows[0]) : undefined;
+    return inOrder(
+      completions.length,
+      rows.map(({ n, ...row }) => ({ n, ...withSeq<TaskWithDeployment>(row) })),
+    );
   }
 
   /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
@@ -420,14 +502,30 @@ export class TasksRepository {
     return rows.map((r) => withSeq<EndedTask>(r));
   }
 
-  /** One task of the workspace, with its inline result when asked for. */
-  async findInWorkspace(taskId: string, workspaceId: string, withResult: boolean): Promise<TaskWithDeployment | undefined> {
-    const rows = await queryRowsOn<Raw<TaskWithDeployment>>(
+  /**
+   * One task of the workspace, with its inline result when asked for. Reads asked for while one
+   * is in flight (the waits of many callers) share the next statement.
+   */
+  findInWorkspace(taskId: string, workspaceId: string, withResult: boolean): Promise<TaskWithDeployment | undefined> {
+    return (withResult ? this.readsWithResult : this.reads).add({ taskId, workspaceId });
+  }
+
+  /** findInWorkspace for many tasks in one statement. */
+  private async findManyInWorkspaces(
+    asked: { taskId: string; workspaceId: string }[],
+    withResult: boolean,
+  ): Promise<(TaskWithDeployment | undefined)[]> {
+    const rows = await queryRowsOn<Raw<TaskWithDeployment> & { n: string }>(
       this.db,
-      `SELECT ${TASK_COLUMNS}${withResult ? ', t.result' : ''} FROM ${TASK_FROM} WHERE t.id = $1 AND t.workspace_id = $2`,
-      [taskId, workspaceId],
+      `SELECT x.n, ${TASK_COLUMNS}${withResult ? ', t.result' : ''}
+       FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS x(id, workspace_id, n)
+       JOIN tasks t ON t.id = x.id AND t.workspace_id = x.workspace_id JOIN deployments d ON d.id = t.deployment_id`,
+      [asked.map((a) => a.taskId), asked.map((a) => a.workspaceId)],
     );
-    return rows.length ? withSeq<TaskWithDeployment>(rows[0]) : undefined;
+    return inOrder(
+      asked.length,
+      rows.map(({ n, ...row }) => ({ n, ...withSeq<TaskWithDeployment>(row) })),
+    );
   }
 
   /** Tasks of the workspace, newest first, at most `limit` (deleted deployments' left out when filtered by name). */
