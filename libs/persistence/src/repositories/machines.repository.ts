@@ -39,6 +39,17 @@ export interface OfflineMachine {
   changedAt: Date;
 }
 
+/** A committed move waiting in machine_state_outbox to be announced (id: a bigint, as text). */
+export interface StateOutboxEntry {
+  id: string;
+  machineId: string;
+  pool: string;
+  from: MachineState | null;
+  to: MachineState;
+  reason: string;
+  changedAt: Date;
+}
+
 /** A machine with its pool's rules, as the heartbeat and network-test updates return it for admission. */
 export interface MachineForAdmission {
   id: string;
@@ -77,7 +88,7 @@ const ADMISSION_RETURNING = `m.id, m.pool, m.state, m.state_reason AS "stateReas
 /**
  * One statement finds and moves every machine that has been silent for longer than the TTL.
  * Rows are claimed with FOR UPDATE SKIP LOCKED and re-checked by the UPDATE, so with several
- * scheduler replicas each machine is moved, and announced, by exactly one of them; a machine
+ * scheduler replicas each machine is moved, and its move written to the outbox, by exactly one of them; a machine
  * whose heartbeat is being recorded right now (row locked) is left for the next sweep.
  * A registered machine that never sends a first heartbeat goes offline the same way.
  */
@@ -90,18 +101,23 @@ const SWEEP = `
     ORDER BY id
     LIMIT 500
     FOR UPDATE SKIP LOCKED
+  ), swept AS (
+    UPDATE machines m
+    SET state = 'offline',
+        state_reason = CASE
+          WHEN m.last_heartbeat_at IS NULL THEN format('no heartbeat within %s s of registering', $1::int)
+          ELSE format('no heartbeat for %s s (last at %s)', $1::int, to_char(m.last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+        END,
+        state_changed_at = now(),
+        updated_at = now()
+    FROM stale
+    WHERE m.id = stale.id AND m.state = stale.state
+    RETURNING m.id, m.pool, stale.state AS "from", m.state_reason AS reason, m.state_changed_at AS "changedAt"
+  ), announced AS (
+    INSERT INTO machine_state_outbox (machine_id, pool, from_state, to_state, reason, changed_at)
+    SELECT id, pool, "from", 'offline', reason, "changedAt" FROM swept ORDER BY id
   )
-  UPDATE machines m
-  SET state = 'offline',
-      state_reason = CASE
-        WHEN m.last_heartbeat_at IS NULL THEN format('no heartbeat within %s s of registering', $1::int)
-        ELSE format('no heartbeat for %s s (last at %s)', $1::int, to_char(m.last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
-      END,
-      state_changed_at = now(),
-      updated_at = now()
-  FROM stale
-  WHERE m.id = stale.id AND m.state = stale.state
-  RETURNING m.id, m.pool, stale.state AS "from", m.state_reason AS reason, m.state_changed_at AS "changedAt"`;
+  SELECT * FROM swept`;
 
 /** Every statement on machines and pools (registration, credentials, state, offers). */
 @Injectable()
@@ -347,6 +363,22 @@ export class MachinesRepository extends TransactionalRepository {
     return row;
   }
 
+  /**
+   * recordHeartbeat for many machines in one round trip: their rows locked in id order first, so
+   * two replicas' batches sharing machines never deadlock. Returns the known machines (in id order).
+   */
+  async recordHeartbeats(beats: readonly { machineId: string; agentVersion: string | null }[]): Promise<MachineForAdmission[]> {
+    const ids = beats.map((b) => b.machineId);
+    await this.rows(`SELECT id FROM machines WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [ids]);
+    return this.rows<MachineForAdmission>(
+      `UPDATE machines m SET last_heartbeat_at = now(), agent_version = COALESCE(b.agent_version, m.agent_version)
+       FROM unnest($1::text[], $2::text[]) AS b(id, agent_version), pools p
+       WHERE m.id = b.id AND p.name = m.pool
+       RETURNING ${ADMISSION_RETURNING}`,
+      [ids, beats.map((b) => b.agentVersion)],
+    );
+  }
+
   /** Keeps the test on the machine unless a newer one is stored; undefined when nothing changed (unknown machine, older test). */
   async recordNetworkTest(machineId: string, test: MachineNetworkTest): Promise<MachineForAdmission | undefined> {
     const [row] = await this.rows<MachineForAdmission>(
@@ -365,7 +397,10 @@ export class MachinesRepository extends TransactionalRepository {
     await this.rows(`UPDATE machines SET state_reason = $2, updated_at = now() WHERE id = $1`, [machineId, reason]);
   }
 
-  /** Moves the machine from `from` to `to` only if it is still in `from`; undefined when it was not. */
+  /**
+   * Moves the machine from `from` to `to` only if it is still in `from`, and writes the move to
+   * the outbox for MachineStateRelay to announce once committed; undefined when it was not.
+   */
   async moveState(
     machineId: string,
     from: MachineState,
@@ -373,9 +408,15 @@ export class MachinesRepository extends TransactionalRepository {
     reason: string,
   ): Promise<{ pool: string; changedAt: Date } | undefined> {
     const [row] = await this.rows<{ pool: string; changedAt: Date }>(
-      `UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
-       WHERE id = $1 AND state = $2
-       RETURNING pool, state_changed_at AS "changedAt"`,
+      `WITH moved AS (
+         UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
+         WHERE id = $1 AND state = $2
+         RETURNING id, pool, state_changed_at
+       ), announced AS (
+         INSERT INTO machine_state_outbox (machine_id, pool, from_state, to_state, reason, changed_at)
+         SELECT id, pool, $2, $3, $4, state_changed_at FROM moved
+       )
+       SELECT pool, state_changed_at AS "changedAt" FROM moved`,
       [machineId, from, to, reason],
     );
     return row;
@@ -387,5 +428,30 @@ export class MachinesRepository extends TransactionalRepository {
    */
   markOfflineOlderThan(ttlSeconds: number): Promise<OfflineMachine[]> {
     return this.rows<OfflineMachine>(SWEEP, [ttlSeconds]);
+  }
+
+  // --- The outbox of state changes ------------------------------------------------------------
+
+  /**
+   * The oldest `limit` moves waiting to be announced, in the order they were written, or none when
+   * another relay holds the outbox (inside transaction(): the claim lasts until it ends). One relay
+   * at a time keeps each machine's moves announced in order. The lock's key names the schema, as
+   * advisory locks are per database.
+   */
+  async claimStateOutbox(limit: number): Promise<StateOutboxEntry[]> {
+    const [{ claimed }] = await this.rows<{ claimed: boolean }>(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || '.machine_state_outbox', 0)) AS claimed`,
+    );
+    if (!claimed) return [];
+    return this.rows<StateOutboxEntry>(
+      `SELECT id::text, machine_id AS "machineId", pool, from_state AS "from", to_state AS "to", reason, changed_at AS "changedAt"
+       FROM machine_state_outbox ORDER BY id LIMIT $1`,
+      [limit],
+    );
+  }
+
+  /** Removes announced moves from the outbox. */
+  async deleteStateOutbox(ids: readonly string[]): Promise<void> {
+    if (ids.length) await this.rows(`DELETE FROM machine_state_outbox WHERE id = ANY($1::bigint[])`, [ids]);
   }
 }
