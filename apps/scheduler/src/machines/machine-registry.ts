@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { type MachineHeartbeat, type MachineNetworkTested, type MachineState } from '#tern/contracts';
-import { GroupCommit, type MachineForAdmission, MachinesRepository } from '#tern/persistence';
+import { GroupCommit, type MachineForAdmission, type MachineMove, MachinesRepository } from '#tern/persistence';
 import { admit } from './admission.js';
 import { HeartbeatSnapshotPublisher } from './heartbeat-snapshot-publisher.js';
 import { observeHeartbeat } from './machine-metrics.js';
@@ -73,36 +73,57 @@ export class MachineRegistry {
       const machines = await tx.recordHeartbeats(
         [...newest.values()].map((b) => ({ machineId: b.machineId, agentVersion: b.agentVersion ?? null })),
       );
-      for (const machine of machines) {
-        // pending: a join token exists but the agent has not registered; its beats only keep time.
-        if (machine.state !== 'pending' && (await this.judge(tx, machine))) moved = true;
-      }
+      // pending: a join token exists but the agent has not registered; its beats only keep time.
+      const verdicts = machines.filter((m) => m.state !== 'pending').map((m) => verdictOn(m));
+      for (const v of verdicts) if (v?.reason) await tx.setStateReason(v.reason.machineId, v.reason.text);
+      // One statement for the batch's moves: a fleet joining at once moves hundreds in a batch.
+      moved = await this.move(
+        tx,
+        verdicts.flatMap((v) => (v?.move ? [v.move] : [])),
+      );
       return new Set(machines.map((m) => m.id));
     });
     if (moved) this.relay.poke();
     return beats.map((b) => known.has(b.machineId));
   }
 
-  /**
-   * ready or unschedulable, by the pool's rules; from offline or registered, a heartbeat decides
-   * too. Returns whether the machine moved (its move in the outbox, for the relay once committed).
-   */
+  /** A live machine judged again (a network test): moved or its reason kept true. Returns whether it moved. */
   private async judge(tx: MachinesRepository, machine: MachineForAdmission): Promise<boolean> {
-    const verdict = admit(
-      { gpus: machine.gpus, networkTest: machine.network?.test },
-      { name: machine.pool, allowedGpuTypes: machine.allowedGpuTypes, minNetworkMbps: machine.minNetworkMbps },
-    );
-    const to: MachineState = verdict.schedulable ? 'ready' : 'unschedulable';
-    if (to === machine.state) {
-      // Still unschedulable, but perhaps for another reason: keep the reason true, no event.
-      if (!verdict.schedulable && verdict.reason !== machine.stateReason) await tx.setStateReason(machine.id, verdict.reason);
-      return false;
-    }
-    const reason = verdict.schedulable ? readyReason(machine) : verdict.reason;
-    if (!(await tx.moveState(machine.id, machine.state, to, reason))) return false;
-    this.logger.log({ machineId: machine.id, from: machine.state, to, reason }, `machine ${machine.id}: ${machine.state} → ${to}`);
-    return true;
+    const verdict = verdictOn(machine);
+    if (verdict?.reason) await tx.setStateReason(machine.id, verdict.reason.text);
+    return this.move(tx, verdict?.move ? [verdict.move] : []);
   }
+
+  /** Makes the moves (each into the outbox, for the relay once committed); whether any was made. */
+  private async move(tx: MachinesRepository, moves: MachineMove[]): Promise<boolean> {
+    const made = new Set((await tx.moveStates(moves)).map((m) => m.machineId));
+    for (const m of moves)
+      if (made.has(m.machineId))
+        this.logger.log(
+          { machineId: m.machineId, from: m.from, to: m.to, reason: m.reason },
+          `machine ${m.machineId}: ${m.from} → ${m.to}`,
+        );
+    return made.size > 0;
+  }
+}
+
+/**
+ * ready or unschedulable, by the pool's rules; from offline or registered, a heartbeat decides
+ * too. A machine held unschedulable for another reason than before keeps its state, its reason
+ * made true (no event).
+ */
+function verdictOn(machine: MachineForAdmission): { move?: MachineMove; reason?: { machineId: string; text: string } } | undefined {
+  const verdict = admit(
+    { gpus: machine.gpus, networkTest: machine.network?.test },
+    { name: machine.pool, allowedGpuTypes: machine.allowedGpuTypes, minNetworkMbps: machine.minNetworkMbps },
+  );
+  const to: MachineState = verdict.schedulable ? 'ready' : 'unschedulable';
+  if (to === machine.state) {
+    return !verdict.schedulable && verdict.reason !== machine.stateReason
+      ? { reason: { machineId: machine.id, text: verdict.reason } }
+      : undefined;
+  }
+  return { move: { machineId: machine.id, from: machine.state, to, reason: verdict.schedulable ? readyReason(machine) : verdict.reason } };
 }
 
 function readyReason(machine: MachineForAdmission): string {

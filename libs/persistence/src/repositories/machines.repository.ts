@@ -39,6 +39,14 @@ export interface OfflineMachine {
   changedAt: Date;
 }
 
+/** A state change a caller asks for: made only if the machine is still in `from`. */
+export interface MachineMove {
+  machineId: string;
+  from: MachineState;
+  to: MachineState;
+  reason: string;
+}
+
 /** A committed move waiting in machine_state_outbox to be announced (id: a bigint, as text). */
 export interface StateOutboxEntry {
   id: string;
@@ -349,23 +357,10 @@ export class MachinesRepository extends TransactionalRepository {
   // --- The scheduler's registry -------------------------------------------------------------
 
   /**
-   * Marks the machine seen now, by the database's clock (the one the sweep compares with, so an
-   * agent's skewed clock cannot flip it offline), and keeps its agent version. Undefined for an
-   * unknown machine.
-   */
-  async recordHeartbeat(machineId: string, agentVersion: string | null): Promise<MachineForAdmission | undefined> {
-    const [row] = await this.rows<MachineForAdmission>(
-      `UPDATE machines m SET last_heartbeat_at = now(), agent_version = COALESCE($2, m.agent_version)
-       FROM pools p WHERE m.id = $1 AND p.name = m.pool
-       RETURNING ${ADMISSION_RETURNING}`,
-      [machineId, agentVersion],
-    );
-    return row;
-  }
-
-  /**
-   * recordHeartbeat for many machines in one round trip: their rows locked in id order first, so
-   * two replicas' batches sharing machines never deadlock. Returns the known machines (in id order).
+   * Marks the machines seen now, by the database's clock (the one the sweep compares with, so an
+   * agent's skewed clock cannot flip it offline), and keeps their agent versions: one UPDATE for
+   * the batch, the rows locked in id order first so two replicas' batches sharing machines never
+   * deadlock. Returns the known machines, unknown ones left out (use inside transaction()).
    */
   async recordHeartbeats(beats: readonly { machineId: string; agentVersion: string | null }[]): Promise<MachineForAdmission[]> {
     const ids = beats.map((b) => b.machineId);
@@ -407,19 +402,27 @@ export class MachinesRepository extends TransactionalRepository {
     to: MachineState,
     reason: string,
   ): Promise<{ pool: string; changedAt: Date } | undefined> {
-    const [row] = await this.rows<{ pool: string; changedAt: Date }>(
-      `WITH moved AS (
-         UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
-         WHERE id = $1 AND state = $2
-         RETURNING id, pool, state_changed_at
+    const [moved] = await this.moveStates([{ machineId, from, to, reason }]);
+    return moved && { pool: moved.pool, changedAt: moved.changedAt };
+  }
+
+  /** moveState for many machines in one statement; returns those that moved. */
+  moveStates(moves: readonly MachineMove[]): Promise<{ machineId: string; pool: string; changedAt: Date }[]> {
+    if (!moves.length) return Promise.resolve([]);
+    return this.rows(
+      `WITH wanted AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(id, from_state, to_state, reason)
+       ), moved AS (
+         UPDATE machines m SET state = w.to_state, state_reason = w.reason, state_changed_at = now(), updated_at = now()
+         FROM wanted w WHERE m.id = w.id AND m.state = w.from_state
+         RETURNING m.id, m.pool, w.from_state, w.to_state, w.reason, m.state_changed_at
        ), announced AS (
          INSERT INTO machine_state_outbox (machine_id, pool, from_state, to_state, reason, changed_at)
-         SELECT id, pool, $2, $3, $4, state_changed_at FROM moved
+         SELECT id, pool, from_state, to_state, reason, state_changed_at FROM moved ORDER BY id
        )
-       SELECT pool, state_changed_at AS "changedAt" FROM moved`,
-      [machineId, from, to, reason],
+       SELECT id AS "machineId", pool, state_changed_at AS "changedAt" FROM moved`,
+      [moves.map((m) => m.machineId), moves.map((m) => m.from), moves.map((m) => m.to), moves.map((m) => m.reason)],
     );
-    return row;
   }
 
   /**
