@@ -8,6 +8,7 @@
  *
  *   npm run build && node dist/bench/agents/main.js [--steps 1000,2000,5000,10000,20000,50000,100000]
  *       [--measure-seconds 30] [--connections 1000] [--container-every 300] [--sample 400] [--max-lag-ms 1000]
+ *       [--scheduler-replicas 1]
  *       [--database postgres://postgres@127.0.0.1:5432/postgres]
  */
 import 'reflect-metadata';
@@ -42,6 +43,7 @@ const { values } = parseArgs({
     'container-every': { type: 'string', default: '300' },
     sample: { type: 'string', default: '400' },
     'max-lag-ms': { type: 'string', default: '1000' },
+    'scheduler-replicas': { type: 'string', default: '1' },
     database: { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -51,6 +53,7 @@ const CONNECTIONS = Number(values.connections);
 const CONTAINER_EVERY_MS = Number(values['container-every']) * 1000;
 const SAMPLE = Number(values.sample);
 const MAX_LAG_MS = Number(values['max-lag-ms']);
+const SCHEDULER_REPLICAS = Number(values['scheduler-replicas']);
 const BEAT_MS = 10_000;
 /** How long a step waits for the newcomers' first beats to be absorbed before measuring anyway. */
 const MAX_JOIN_MS = 180_000;
@@ -101,18 +104,20 @@ async function main() {
   const connections: NatsConnection[] = [];
   try {
     for (const name of SERVICES) {
-      const env = {
-        NATS_URL: nats.url,
-        NATS_CREDS: creds[name]!,
-        NATS_NAMESPACE: tag,
-        DATABASE_URL: databaseUrl.href,
-        HTTP_PORT: String(await freePort()),
-        LOG_LEVEL: 'info',
-      };
-      const service = new ServiceProcess(name, env).start();
-      services.push(service);
-      await service.ready(120_000);
-      log(`${name} up (pid ${service.pid})`);
+      for (let replica = 0; replica < (name === 'scheduler' ? SCHEDULER_REPLICAS : 1); replica++) {
+        const env = {
+          NATS_URL: nats.url,
+          NATS_CREDS: creds[name]!,
+          NATS_NAMESPACE: tag,
+          DATABASE_URL: databaseUrl.href,
+          HTTP_PORT: String(await freePort()),
+          LOG_LEVEL: 'info',
+        };
+        const service = new ServiceProcess(name, env).start();
+        services.push(service);
+        await service.ready(120_000);
+        log(`${name} up (pid ${service.pid})`);
+      }
     }
     await db.connect();
     // Ctrl-C: the services and NATS go with the bench (its database stays: DROP DATABASE agents<hex>).
@@ -359,7 +364,9 @@ type Usage = Record<string, { ticks: number; rssKiB: number }>;
 
 async function usage(services: ServiceProcess[], natsPid: number, db: pg.Client, database: string): Promise<Usage> {
   const out: Usage = {};
-  for (const s of services) out[s.name] = await proc([s.pid!]);
+  // A service's replicas together.
+  for (const name of new Set(services.map((s) => s.name)))
+    out[name] = await proc(services.filter((s) => s.name === name).map((s) => s.pid!));
   out.nats = await proc([natsPid]);
   const { rows } = await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [database]);
   out.postgres = await proc(rows.map((r) => r.pid));

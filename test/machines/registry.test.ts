@@ -11,7 +11,7 @@ const TTL_SECONDS = 2;
 
 /**
  * The machine state machine end to end: a real gateway and two scheduler replicas (so the
- * offline sweep must announce each machine once), heartbeats over NATS, a 2 s TTL.
+ * offline sweep and the outbox relays must announce each machine once), heartbeats over NATS, a 2 s TTL.
  */
 describe('machine registry: heartbeats, pool rules, offline', () => {
   let schema: TestSchema;
@@ -155,6 +155,8 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
     const resume = keepBeating('gpu-2', 'default');
     expect((await until('gpu-2', 'ready')).state_reason).toBe('heartbeats resumed');
     resume();
+    // Announced by the outbox relay just after the move commits.
+    await waitFor('ready again announced', async () => changesOf('gpu-2').length >= 4);
     expect(changesOf('gpu-2').map((c) => c.to)).toEqual(['registered', 'ready', 'offline', 'ready']);
   });
 

@@ -168,7 +168,16 @@ describe('MachinesRepository', () => {
       const pool = `p-${randomUUID().slice(0, 8)}`;
       await db.getRepository(Pool).save({ name: pool, allowedGpuTypes: ['H100'], minNetworkMbps: 100 });
       const machineId = await machine({ pool, state: 'registered', agentVersion: '1.0.0' });
-      expect(await machines.recordHeartbeat(machineId, null)).toEqual({
+      const other = await machine({ state: 'ready', agentVersion: '1.0.0' });
+      // A batch: unknown machines are left out of the answer, each known one with its pool's rules.
+      const recorded = await machines.transaction((tx) =>
+        tx.recordHeartbeats([
+          { machineId, agentVersion: null },
+          { machineId: 'm-none', agentVersion: null },
+          { machineId: other, agentVersion: '1.1.0' },
+        ]),
+      );
+      expect(recorded.find((m) => m.id === machineId)).toEqual({
         id: machineId,
         pool,
         state: 'registered',
@@ -178,10 +187,9 @@ describe('MachinesRepository', () => {
         allowedGpuTypes: ['H100'],
         minNetworkMbps: 100,
       });
+      expect(recorded.map((m) => m.id).sort()).toEqual([machineId, other].sort());
       expect(await row(machineId)).toMatchObject({ lastHeartbeatAt: expect.any(Date), agentVersion: '1.0.0' });
-      await machines.recordHeartbeat(machineId, '1.1.0');
-      expect((await row(machineId)).agentVersion).toBe('1.1.0');
-      expect(await machines.recordHeartbeat('m-none', null)).toBeUndefined();
+      expect(await row(other)).toMatchObject({ lastHeartbeatAt: expect.any(Date), agentVersion: '1.1.0' });
     });
 
     it('keeps only a newer network test', async () => {
@@ -213,15 +221,16 @@ describe('MachinesRepository', () => {
       expect(await row(machineId)).toMatchObject({ state: 'ready', stateReason: 'still fine' });
     });
 
-    it("rolls a move back when the transaction's work fails (an announcement that did not go out)", async () => {
+    it("rolls a move and its outbox row back when the transaction's work fails", async () => {
       const machineId = await machine({ state: 'registered' });
       await expect(
         machines.transaction(async (tx) => {
           await tx.moveState(machineId, 'registered', 'ready', 'first heartbeat');
-          throw new Error('NATS down');
+          throw new Error('database gone');
         }),
-      ).rejects.toThrow('NATS down');
+      ).rejects.toThrow('database gone');
       expect((await row(machineId)).state).toBe('registered');
+      expect(await db.query(`SELECT 1 FROM machine_state_outbox WHERE machine_id = $1`, [machineId])).toEqual([]);
     });
   });
 
@@ -285,7 +294,7 @@ describe('MachinesRepository', () => {
       let beat!: () => void;
       const beating = new Promise<void>((r) => (beat = r));
       const heartbeat = machines.transaction(async (tx) => {
-        await tx.recordHeartbeat(machineId, null);
+        await tx.recordHeartbeats([{ machineId, agentVersion: null }]);
         beat();
         await held;
       });

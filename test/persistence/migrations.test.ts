@@ -12,6 +12,7 @@ const TABLES = [
   'deployments',
   'endpoint_request_minutes',
   'machine_state_changes',
+  'machine_state_outbox',
   'machines',
   'map_chunks',
   'maps',

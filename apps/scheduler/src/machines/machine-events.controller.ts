@@ -2,7 +2,7 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { MACHINE_HEARTBEAT, MACHINE_NETWORK_TESTED, MachineHeartbeat, MachineNetworkTested } from '#tern/contracts';
 import { OnMessage } from '#tern/messaging';
-import { MachineRegistry } from './machine-registry.js';
+import { HEARTBEAT_BATCH, MachineRegistry } from './machine-registry.js';
 import { UnwantedContainers } from './unwanted-containers.js';
 
 /** Inbound machine traffic; validation has already happened in the transport. */
@@ -14,7 +14,8 @@ export class MachineEventsController {
   ) {}
 
   // Only beats sent from now on matter: a backlog replayed at first start would revive the dead.
-  @OnMessage(MACHINE_HEARTBEAT, { deliver: 'new', concurrency: 64 })
+  // Twice a batch in hand, so one batch fills while the one before commits.
+  @OnMessage(MACHINE_HEARTBEAT, { deliver: 'new', concurrency: 2 * HEARTBEAT_BATCH })
   async heartbeat(@Payload() beat: MachineHeartbeat) {
     if (await this.machines.recordHeartbeat(beat)) await this.unwanted.check(beat);
   }

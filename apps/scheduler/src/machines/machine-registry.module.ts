@@ -3,8 +3,8 @@ import { AgentCommands } from './agent-commands.js';
 import { HeartbeatSnapshotPublisher } from './heartbeat-snapshot-publisher.js';
 import { MachineGauges } from './machine-metrics.js';
 import { MachineRegistry } from './machine-registry.js';
-import { MachineTransitions } from './machine-transitions.js';
 import { MachineEventsController } from './machine-events.controller.js';
+import { MachineStateRelay } from './machine-state-relay.js';
 import { OfflineSweeper } from './offline-sweeper.js';
 import { UnwantedContainers } from './unwanted-containers.js';
 
@@ -12,7 +12,7 @@ import { UnwantedContainers } from './unwanted-containers.js';
   controllers: [MachineEventsController],
   providers: [
     MachineRegistry,
-    MachineTransitions,
+    MachineStateRelay,
     HeartbeatSnapshotPublisher,
     OfflineSweeper,
     AgentCommands,

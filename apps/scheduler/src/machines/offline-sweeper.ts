@@ -1,16 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { MachinesRepository } from '#tern/persistence';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { MachineTransitions } from './machine-transitions.js';
-import { mapLimit, Ticker } from '#tern/timing';
-
-/** Publishes of one sweep in flight at once (a sweep takes up to 500 machines). */
-const ANNOUNCE_CONCURRENCY = 32;
+import { Ticker } from '#tern/timing';
+import { MachineStateRelay } from './machine-state-relay.js';
 
 /**
  * Moves machines silent for longer than the heartbeat TTL offline (MachinesRepository's
- * markOfflineOlderThan: each machine once, whatever the number of scheduler replicas) and
- * announces each move before the move commits.
+ * markOfflineOlderThan: each machine once, whatever the number of scheduler replicas); the same
+ * statement writes each move to the outbox, which the relay announces once it has committed.
  */
 @Injectable()
 export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
@@ -19,7 +16,7 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly machines: MachinesRepository,
-    private readonly transitions: MachineTransitions,
+    private readonly relay: MachineStateRelay,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -33,24 +30,11 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     await this.ticker?.stop();
   }
 
-  /** Moves silent machines offline and announces each move; returns how many moved. */
+  /** Moves silent machines offline; returns how many moved. */
   async sweep(): Promise<number> {
-    return this.machines.transaction(async (tx) => {
-      const swept = await tx.markOfflineOlderThan(this.config.machines.heartbeatTtlSeconds);
-      // Announced concurrently: the swept rows stay locked until the last ack, and heartbeats of
-      // those machines wait on the locks (bench/agents: one by one, 500 acks under load stalled them all).
-      await mapLimit(swept, ANNOUNCE_CONCURRENCY, async (m) => {
-        await this.transitions.announce({
-          machineId: m.id,
-          pool: m.pool,
-          from: m.from,
-          to: 'offline',
-          reason: m.reason,
-          changedAt: m.changedAt,
-        });
-        this.logger.warn({ machineId: m.id, from: m.from, reason: m.reason }, `machine ${m.id}: ${m.from} → offline`);
-      });
-      return swept.length;
-    });
+    const swept = await this.machines.markOfflineOlderThan(this.config.machines.heartbeatTtlSeconds);
+    if (swept.length) this.relay.poke();
+    for (const m of swept) this.logger.warn({ machineId: m.id, from: m.from, reason: m.reason }, `machine ${m.id}: ${m.from} → offline`);
+    return swept.length;
   }
 }

@@ -21,6 +21,7 @@ import { ScheduleTicks1765200000000 } from './1765200000000-schedule-ticks.js';
 import { WorkspaceSecrets1765310000000 } from './1765310000000-workspace-secrets.js';
 import { SandboxPublicPorts1765320000000 } from './1765320000000-sandbox-public-ports.js';
 import { ReputationHeartbeats1765360000000 } from './1765360000000-reputation-heartbeats.js';
+import { MachineStateOutbox1765370000000 } from './1765370000000-machine-state-outbox.js';
 import { MachineGenerations1765420000000 } from './1765420000000-machine-generations.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
@@ -48,5 +49,6 @@ export const MIGRATIONS = [
   WorkspaceSecrets1765310000000,
   SandboxPublicPorts1765320000000,
   ReputationHeartbeats1765360000000,
+  MachineStateOutbox1765370000000,
   MachineGenerations1765420000000,
 ] as const;

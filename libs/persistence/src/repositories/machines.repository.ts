@@ -39,6 +39,25 @@ export interface OfflineMachine {
   changedAt: Date;
 }
 
+/** A state change a caller asks for: made only if the machine is still in `from`. */
+export interface MachineMove {
+  machineId: string;
+  from: MachineState;
+  to: MachineState;
+  reason: string;
+}
+
+/** A committed move waiting in machine_state_outbox to be announced (id: a bigint, as text). */
+export interface StateOutboxEntry {
+  id: string;
+  machineId: string;
+  pool: string;
+  from: MachineState | null;
+  to: MachineState;
+  reason: string;
+  changedAt: Date;
+}
+
 /** A machine with its pool's rules, as the heartbeat and network-test updates return it for admission. */
 export interface MachineForAdmission {
   id: string;
@@ -77,7 +96,7 @@ const ADMISSION_RETURNING = `m.id, m.pool, m.state, m.state_reason AS "stateReas
 /**
  * One statement finds and moves every machine that has been silent for longer than the TTL.
  * Rows are claimed with FOR UPDATE SKIP LOCKED and re-checked by the UPDATE, so with several
- * scheduler replicas each machine is moved, and announced, by exactly one of them; a machine
+ * scheduler replicas each machine is moved, and its move written to the outbox, by exactly one of them; a machine
  * whose heartbeat is being recorded right now (row locked) is left for the next sweep.
  * A registered machine that never sends a first heartbeat goes offline the same way.
  */
@@ -90,18 +109,23 @@ const SWEEP = `
     ORDER BY id
     LIMIT 500
     FOR UPDATE SKIP LOCKED
+  ), swept AS (
+    UPDATE machines m
+    SET state = 'offline',
+        state_reason = CASE
+          WHEN m.last_heartbeat_at IS NULL THEN format('no heartbeat within %s s of registering', $1::int)
+          ELSE format('no heartbeat for %s s (last at %s)', $1::int, to_char(m.last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+        END,
+        state_changed_at = now(),
+        updated_at = now()
+    FROM stale
+    WHERE m.id = stale.id AND m.state = stale.state
+    RETURNING m.id, m.pool, stale.state AS "from", m.state_reason AS reason, m.state_changed_at AS "changedAt"
+  ), announced AS (
+    INSERT INTO machine_state_outbox (machine_id, pool, from_state, to_state, reason, changed_at)
+    SELECT id, pool, "from", 'offline', reason, "changedAt" FROM swept ORDER BY id
   )
-  UPDATE machines m
-  SET state = 'offline',
-      state_reason = CASE
-        WHEN m.last_heartbeat_at IS NULL THEN format('no heartbeat within %s s of registering', $1::int)
-        ELSE format('no heartbeat for %s s (last at %s)', $1::int, to_char(m.last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
-      END,
-      state_changed_at = now(),
-      updated_at = now()
-  FROM stale
-  WHERE m.id = stale.id AND m.state = stale.state
-  RETURNING m.id, m.pool, stale.state AS "from", m.state_reason AS reason, m.state_changed_at AS "changedAt"`;
+  SELECT * FROM swept`;
 
 /** Every statement on machines and pools (registration, credentials, state, offers). */
 @Injectable()
@@ -333,18 +357,21 @@ export class MachinesRepository extends TransactionalRepository {
   // --- The scheduler's registry -------------------------------------------------------------
 
   /**
-   * Marks the machine seen now, by the database's clock (the one the sweep compares with, so an
-   * agent's skewed clock cannot flip it offline), and keeps its agent version. Undefined for an
-   * unknown machine.
+   * Marks the machines seen now, by the database's clock (the one the sweep compares with, so an
+   * agent's skewed clock cannot flip it offline), and keeps their agent versions: one UPDATE for
+   * the batch, the rows locked in id order first so two replicas' batches sharing machines never
+   * deadlock. Returns the known machines, unknown ones left out (use inside transaction()).
    */
-  async recordHeartbeat(machineId: string, agentVersion: string | null): Promise<MachineForAdmission | undefined> {
-    const [row] = await this.rows<MachineForAdmission>(
-      `UPDATE machines m SET last_heartbeat_at = now(), agent_version = COALESCE($2, m.agent_version)
-       FROM pools p WHERE m.id = $1 AND p.name = m.pool
+  async recordHeartbeats(beats: readonly { machineId: string; agentVersion: string | null }[]): Promise<MachineForAdmission[]> {
+    const ids = beats.map((b) => b.machineId);
+    await this.rows(`SELECT id FROM machines WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [ids]);
+    return this.rows<MachineForAdmission>(
+      `UPDATE machines m SET last_heartbeat_at = now(), agent_version = COALESCE(b.agent_version, m.agent_version)
+       FROM unnest($1::text[], $2::text[]) AS b(id, agent_version), pools p
+       WHERE m.id = b.id AND p.name = m.pool
        RETURNING ${ADMISSION_RETURNING}`,
-      [machineId, agentVersion],
+      [ids, beats.map((b) => b.agentVersion)],
     );
-    return row;
   }
 
   /** Keeps the test on the machine unless a newer one is stored; undefined when nothing changed (unknown machine, older test). */
@@ -365,20 +392,37 @@ export class MachinesRepository extends TransactionalRepository {
     await this.rows(`UPDATE machines SET state_reason = $2, updated_at = now() WHERE id = $1`, [machineId, reason]);
   }
 
-  /** Moves the machine from `from` to `to` only if it is still in `from`; undefined when it was not. */
+  /**
+   * Moves the machine from `from` to `to` only if it is still in `from`, and writes the move to
+   * the outbox for MachineStateRelay to announce once committed; undefined when it was not.
+   */
   async moveState(
     machineId: string,
     from: MachineState,
     to: MachineState,
     reason: string,
   ): Promise<{ pool: string; changedAt: Date } | undefined> {
-    const [row] = await this.rows<{ pool: string; changedAt: Date }>(
-      `UPDATE machines SET state = $3, state_reason = $4, state_changed_at = now(), updated_at = now()
-       WHERE id = $1 AND state = $2
-       RETURNING pool, state_changed_at AS "changedAt"`,
-      [machineId, from, to, reason],
+    const [moved] = await this.moveStates([{ machineId, from, to, reason }]);
+    return moved && { pool: moved.pool, changedAt: moved.changedAt };
+  }
+
+  /** moveState for many machines in one statement; returns those that moved. */
+  moveStates(moves: readonly MachineMove[]): Promise<{ machineId: string; pool: string; changedAt: Date }[]> {
+    if (!moves.length) return Promise.resolve([]);
+    return this.rows(
+      `WITH wanted AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(id, from_state, to_state, reason)
+       ), moved AS (
+         UPDATE machines m SET state = w.to_state, state_reason = w.reason, state_changed_at = now(), updated_at = now()
+         FROM wanted w WHERE m.id = w.id AND m.state = w.from_state
+         RETURNING m.id, m.pool, w.from_state, w.to_state, w.reason, m.state_changed_at
+       ), announced AS (
+         INSERT INTO machine_state_outbox (machine_id, pool, from_state, to_state, reason, changed_at)
+         SELECT id, pool, from_state, to_state, reason, state_changed_at FROM moved ORDER BY id
+       )
+       SELECT id AS "machineId", pool, state_changed_at AS "changedAt" FROM moved`,
+      [moves.map((m) => m.machineId), moves.map((m) => m.from), moves.map((m) => m.to), moves.map((m) => m.reason)],
     );
-    return row;
   }
 
   /**
@@ -387,5 +431,30 @@ export class MachinesRepository extends TransactionalRepository {
    */
   markOfflineOlderThan(ttlSeconds: number): Promise<OfflineMachine[]> {
     return this.rows<OfflineMachine>(SWEEP, [ttlSeconds]);
+  }
+
+  // --- The outbox of state changes ------------------------------------------------------------
+
+  /**
+   * The oldest `limit` moves waiting to be announced, in the order they were written, or none when
+   * another relay holds the outbox (inside transaction(): the claim lasts until it ends). One relay
+   * at a time keeps each machine's moves announced in order. The lock's key names the schema, as
+   * advisory locks are per database.
+   */
+  async claimStateOutbox(limit: number): Promise<StateOutboxEntry[]> {
+    const [{ claimed }] = await this.rows<{ claimed: boolean }>(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || '.machine_state_outbox', 0)) AS claimed`,
+    );
+    if (!claimed) return [];
+    return this.rows<StateOutboxEntry>(
+      `SELECT id::text, machine_id AS "machineId", pool, from_state AS "from", to_state AS "to", reason, changed_at AS "changedAt"
+       FROM machine_state_outbox ORDER BY id LIMIT $1`,
+      [limit],
+    );
+  }
+
+  /** Removes announced moves from the outbox. */
+  async deleteStateOutbox(ids: readonly string[]): Promise<void> {
+    if (ids.length) await this.rows(`DELETE FROM machine_state_outbox WHERE id = ANY($1::bigint[])`, [ids]);
   }
 }
