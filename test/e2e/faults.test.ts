@@ -10,7 +10,7 @@ import { LEASE_RENEW_MS, LEASE_TTL_MS, Messaging, Namespace } from '#tern/messag
 import { startPostgres, stopPostgres } from '../../scripts/lib/postgres.mjs';
 import { NatsCluster } from '../support/nats-cluster.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { everyStep, startStack, type Stack } from '../support/stack.js';
 
 const EXAMPLES = fileURLToPath(new URL('../../examples', import.meta.url));
 const CONTROL_PLANE = ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'] as const;
@@ -127,16 +127,18 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     nc = await cluster.connect();
   }, 120_000);
 
-  afterAll(async () => {
-    for (const w of watches) w.stop(); // a failed assertion leaves them polling, and jest would not exit
-    for (const r of replicas) await r.stop();
-    await db?.end().catch(() => undefined);
-    await nc?.close();
-    await stack?.stop();
-    await cluster?.stop();
-    await stopPostgres(pgDir);
-    rmSync(pgDir, { recursive: true, force: true });
-  });
+  afterAll(() =>
+    everyStep([
+      () => watches.forEach((w) => w.stop()), // a failed assertion leaves them polling, and jest would not exit
+      ...replicas.map((r) => () => r.stop()),
+      () => db?.end(),
+      () => nc?.close(),
+      () => stack?.stop(),
+      () => cluster?.stop(),
+      () => stopPostgres(pgDir),
+      () => rmSync(pgDir, { recursive: true, force: true }),
+    ]),
+  );
 
   it('completes every accepted task once through kill -9 of a NATS server and a replica of each service and a Postgres restart', async () => {
     const first = stack.services() as Record<Service, { pid: number }>;

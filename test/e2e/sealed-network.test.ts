@@ -5,7 +5,7 @@ import { agentNetworkEnv } from '../support/agent-network.js';
 import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
 import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { startStack, type Stack } from '../support/stack.js';
+import { everyStep, startStack, type Stack } from '../support/stack.js';
 
 const portOf = (url: string) => Number(new URL(url).port);
 
@@ -64,10 +64,7 @@ const portOf = (url: string) => Number(new URL(url).port);
     bridgeAddress = agentNetworkEnv(String(stack.env.TERN_HOME)).AGENT_NETWORK_SUBNET.replace(/0\/24$/, '1');
   }, 180_000);
 
-  afterAll(async () => {
-    await stack?.stop();
-    await targets?.stop();
-  });
+  afterAll(() => everyStep([() => stack?.stop(), () => targets?.stop()]));
 
   it('reaches the internet host, and none of: the host (loopback, bridge, its address), another container, metadata, a private address', async () => {
     const state = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'state.json'), 'utf8')) as { ports: Record<string, number> };

@@ -89,17 +89,39 @@ export function stackSandbox(label: string): StackSandbox {
     ternHome,
     home,
     async cleanup() {
-      removeContainers(ternHome);
-      const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await db.connect();
-      await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await db.end();
-      await deleteNamespaces(namespace);
-      removeAgentNetwork(ternHome);
-      rmSync(ternHome, { recursive: true, force: true });
-      rmSync(home, { recursive: true, force: true });
+      // Every step runs even when one fails (a loaded machine's NATS may time out), so a failed
+      // step leaves no containers, network or directories behind; the first failure is thrown after.
+      await everyStep([
+        () => removeContainers(ternHome),
+        async () => {
+          const db = new pg.Client({ connectionString: TEST_DATABASE_URL });
+          await db.connect();
+          try {
+            await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          } finally {
+            await db.end();
+          }
+        },
+        () => deleteNamespaces(namespace),
+        () => removeAgentNetwork(ternHome),
+        () => rmSync(ternHome, { recursive: true, force: true }),
+        () => rmSync(home, { recursive: true, force: true }),
+      ]);
     },
   };
+}
+
+/** Runs every step in order, each even when an earlier one failed; then throws the first failure. */
+export async function everyStep(steps: (() => unknown)[]): Promise<void> {
+  let first: unknown;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (e) {
+      first ??= e;
+    }
+  }
+  if (first !== undefined) throw first;
 }
 
 /**
@@ -143,9 +165,11 @@ export async function startStack(
       return ((await res.json()) as { actual: number }).actual;
     },
     async stop() {
-      await run([join(ROOT, 'scripts', 'down.mjs')], env);
-      await sandbox.cleanup();
-      for (const dir of scratches) rmSync(dir, { recursive: true, force: true });
+      await everyStep([
+        () => run([join(ROOT, 'scripts', 'down.mjs')], env),
+        () => sandbox.cleanup(),
+        ...scratches.map((dir) => () => rmSync(dir, { recursive: true, force: true })),
+      ]);
     },
   };
 }
