@@ -1,6 +1,6 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { InvokeHead } from '#tern/contracts';
-import { CHUNK_BYTES, InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
+import { CHUNK_BYTES, ChunkQueue, InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
 
 /** Where a container's runner listens: its own address on the agent's bridge, or loopback with host networking. */
 export interface ContainerEndpoint {
@@ -55,7 +55,7 @@ export function forwardToContainer(
 
 /**
  * One request to a container, as undici's dispatch handler: the head resolves the forward, the
- * body is either gathered whole (small, known length) or handed on as a ResponseStream.
+ * body is either gathered whole (small, known length) or handed on as a ChunkQueue.
  */
 class ContainerCall implements Dispatcher.DispatchHandlers {
   private abortRequest?: (e?: Error) => void;
@@ -67,7 +67,8 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
   private status = 0;
   private headers: Record<string, string> = {};
   private parts?: Buffer[];
-  private stream?: ResponseStream;
+  private stream?: ChunkQueue;
+  private ended = false;
 
   constructor(
     private readonly port: number,
@@ -112,7 +113,14 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
       this.parts = [];
       return true;
     }
-    this.stream = new ResponseStream(resume, () => this.abortRequest?.(new InvokeError(499, 'the response is no longer wanted')));
+    // Read no further while more than STREAM_HIGH_WATER_BYTES wait for the caller; a caller that
+    // leaves before the end drops the call (and its connection).
+    this.stream = new ChunkQueue(
+      () => {
+        if (!this.ended) this.abortRequest?.(new InvokeError(499, 'the response is no longer wanted'));
+      },
+      { highWaterBytes: STREAM_HIGH_WATER_BYTES, resume },
+    );
     this.resolve({ status, headers: this.headers, body: this.stream });
     return true;
   }
@@ -152,72 +160,8 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
   }
 
   private done(): void {
+    this.ended = true;
     this.signal.removeEventListener('abort', this.onAbort);
-  }
-}
-
-/**
- * A streamed response body: chunks as the container writes them, the connection paused while
- * more than STREAM_HIGH_WATER_BYTES wait for the caller. Leaving the loop early drops the call.
- */
-class ResponseStream implements AsyncIterable<Uint8Array> {
-  private readonly chunks: Buffer[] = [];
-  private waiting = 0;
-  private paused = false;
-  private finished = false;
-  private error?: Error;
-  private wake?: () => void;
-
-  constructor(
-    private readonly resume: () => void,
-    private readonly drop: () => void,
-  ) {}
-
-  /** False asks undici to stop reading until `resume`. */
-  push(chunk: Buffer): boolean {
-    this.chunks.push(chunk);
-    this.waiting += chunk.length;
-    this.wake?.();
-    this.paused = this.waiting > STREAM_HIGH_WATER_BYTES;
-    return !this.paused;
-  }
-
-  end(): void {
-    this.finished = true;
-    this.wake?.();
-  }
-
-  fail(error: Error): void {
-    this.error = error;
-    this.finished = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    let complete = false;
-    try {
-      for (;;) {
-        const next = this.chunks.shift();
-        if (next) {
-          this.waiting -= next.length;
-          if (this.paused && this.waiting <= STREAM_HIGH_WATER_BYTES) {
-            this.paused = false;
-            this.resume();
-          }
-          yield next;
-          continue;
-        }
-        if (this.error) throw this.error;
-        if (this.finished) {
-          complete = true;
-          return;
-        }
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        this.wake = undefined;
-      }
-    } finally {
-      if (!complete && !this.finished) this.drop();
-    }
   }
 }
 

@@ -37,6 +37,18 @@ describe('ChunkQueue', () => {
     for await (const _ of q) break;
     expect(closed).toBe(1);
   });
+
+  it('with a flow, asks the producer to pause past the high-water mark and resumes it once read below', async () => {
+    let resumed = 0;
+    const q = new ChunkQueue(() => undefined, { highWaterBytes: 4, resume: () => resumed++ });
+    expect(q.push(Buffer.from('abc'))).toBe(true);
+    expect(q.push(Buffer.from('def'))).toBe(false);
+    q.end();
+    const seen: string[] = [];
+    for await (const c of q) seen.push(Buffer.from(c).toString());
+    expect(seen).toEqual(['abc', 'def']);
+    expect(resumed).toBe(1);
+  });
 });
 
 describe('protocol headers', () => {
