@@ -40,7 +40,9 @@ export const EXEC_FILES = {
  * Run by split for each new output chunk ($FILE): removes the chunk two before it, so a stream
  * holds at most two chunks on disk whoever (if anyone) reads it, then writes the chunk.
  */
-const CHUNK_FILTER = 'n=$(expr "${FILE##*.}" - 2); [ "$n" -ge 0 ] && rm -f "${FILE%.*}.$(printf %06d "$n")"; exec cat >"$FILE"';
+const CHUNK_FILTER =
+  // Builtins but for cat (its start delays a chunk's first bytes); leading zeros stripped, or they would read as octal.
+  'n=${FILE##*.}; n=${n#"${n%%[!0]*}"}; n=$((${n:-0} - 2)); [ "$n" -ge 0 ] && rm -f "${FILE%.*}.$(printf %06d "$n")"; exec cat >"$FILE"';
 
 /**
  * The supervisor of an exec: `runc exec` in its own session (the agent's death does not touch
