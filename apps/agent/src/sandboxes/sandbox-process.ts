@@ -108,7 +108,7 @@ export class SandboxProcess extends EventEmitter {
     this.killedBy = killedBy;
     this.readers = [new ExecOutputReader(dir, 'stdout'), new ExecOutputReader(dir, 'stderr')];
     try {
-      this.watcher = watch(dir, (_event, file) => (file === EXEC_FILES.exit ? this.finishLater() : this.drainLater()));
+      this.watcher = watch(dir, () => this.drainLater());
       this.watcher.on('error', () => undefined); // its directory removed with the sandbox
     } catch {
       // No notices (no inotify watches left): the checks below still follow it.
@@ -262,15 +262,19 @@ export class SandboxProcess extends EventEmitter {
     fireAndForget(`reading the output of process ${this.pid}`, logger, this.drain());
   }
 
-  private finishLater(): void {
-    fireAndForget(`ending process ${this.pid}`, logger, this.finish());
-  }
-
+  /** Reads new output; ends an adopted process once its exit status is written or its supervisor is gone. */
   private async check(): Promise<void> {
     await this.drain();
     if (this.supervisor || this.exit) return;
-    const ended = (await stat(join(this.dir, EXEC_FILES.exit)).catch(() => undefined)) || !(await this.supervisorPid());
-    if (ended) await this.finish();
+    if ((await this.exitStatus()) !== undefined || !(await this.supervisorPid())) await this.finish();
+  }
+
+  /** The status in the exit file once its line is whole (null: not a number); undefined before. */
+  private async exitStatus(): Promise<number | null | undefined> {
+    const text = await readFile(join(this.dir, EXEC_FILES.exit), 'utf8').catch(() => '');
+    if (!text.endsWith('\n')) return undefined;
+    const status = Number(text.trim());
+    return Number.isInteger(status) ? status : null;
   }
 
   /** Once its supervisor has written the exit status (or is gone without it): the rest of the output, then the exit. */
@@ -280,16 +284,15 @@ export class SandboxProcess extends EventEmitter {
     this.close();
     await this.drain();
     for (const reader of this.readers) this.output(reader.stream, await reader.end());
-    const exitFile = join(this.dir, EXEC_FILES.exit);
-    const text = await readFile(exitFile, 'utf8').catch(() => undefined);
-    const { exitCode, signal } = exitFromStatus(text === undefined ? null : Number(text.trim()));
-    this.endedAt = (text !== undefined && (await stat(exitFile).catch(() => undefined))?.mtime) || new Date();
+    const status = await this.exitStatus();
+    const { exitCode, signal } = exitFromStatus(status ?? null);
+    this.endedAt = (status !== undefined && (await stat(join(this.dir, EXEC_FILES.exit)).catch(() => undefined))?.mtime) || new Date();
     this.exit = {
       exit_code: exitCode,
       signal: signal ?? null,
       ...(this.killedBy === 'timeout'
         ? { error: `killed after its timeout of ${Math.round(this.record.timeoutMs / 1000)} s` }
-        : text === undefined
+        : status === undefined
           ? { error: 'its supervisor ended without recording an exit status (was the machine restarted?)' }
           : {}),
     };
