@@ -462,7 +462,7 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     expect((await stack.tern('sandbox', 'shell', id)).stderr).toMatch(/409 sandbox .* is terminated/);
   }, 120_000);
 
-  it('mounts the volumes a sandbox names, read-only or its own copy, and commits the copy when it ends', async () => {
+  it('mounts the volumes a sandbox names, read-only or its own copy, and commits the copy on request and when it ends', async () => {
     for (const name of ['sbx-data', 'sbx-models']) expect((await api('POST', '/api/v1/volumes', { name })).status).toBe(201);
     const put = await api('PUT', '/api/v1/volumes/sbx-models/files?path=weights.txt', undefined, stack.token, Buffer.from('w1'));
     expect(put.status).toBeLessThan(300);
@@ -493,9 +493,15 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     const events = lines(run.text);
     expect(stdoutOf(events)).toBe('w1read-only\n');
     expect(events.at(-1)).toMatchObject({ exit_code: 0 });
+    // Committed through the API while it runs: its read-write copy, not its read-only mount.
+    const commit = await api('POST', '/api/v1/volumes/sbx-data/commit');
+    expect(commit).toMatchObject({ status: 200, body: { containers: [{ containerId: id, outcome: 'committed', written: 1 }] } });
+    expect((await api('GET', '/api/v1/volumes/sbx-data/files?path=out.txt')).text).toBe('result\n');
+    expect((await api('POST', '/api/v1/volumes/sbx-models/commit')).body).toMatchObject({ containers: [] });
+    await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['sh', '-c', 'echo again > /data/out.txt'] });
     // Committed before the DELETE answers (the agent commits while it removes the sandbox).
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-    expect((await api('GET', '/api/v1/volumes/sbx-data/files?path=out.txt')).text).toBe('result\n');
+    expect((await api('GET', '/api/v1/volumes/sbx-data/files?path=out.txt')).text).toBe('again\n');
     expect((await api('GET', '/api/v1/volumes/sbx-models')).body).toMatchObject({ files: 1 });
   }, 120_000);
 
@@ -549,12 +555,27 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     for (const id of [neighbour, prober]) expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
   }, 120_000);
 
-  it('keeps a sandbox and its files across a restart of its agent', async () => {
-    const id = await create();
+  it('keeps a sandbox, its files and its processes across a restart of its agent', async () => {
+    const id = await create({ timeout: 600 });
     expect(
       (await api('PUT', `/api/v1/sandboxes/${id}/files?path=kept.txt`, undefined, stack.token, Buffer.from('still here'))).status,
     ).toBe(201);
-    // `up` supervises the agent: killed, it is started again, and adopts the sandbox's container.
+    const started = (cmd: string[], extra: Record<string, unknown> = {}) =>
+      fetch(`${stack.gateway}/api/v1/sandboxes/${id}/exec`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ cmd, ...extra }),
+      });
+    // One that ends while no agent runs, one that outlives the restart (and is killed after it).
+    const ending = await started(['sh', '-c', 'echo a; sleep 3; echo b; exit 7']);
+    const endingPid = ending.headers.get('x-tern-process-id')!;
+    const long = await started(['sh', '-c', 'echo long; sleep 300'], { keep_stdin_open: true, timeout: 400 });
+    const longPid = long.headers.get('x-tern-process-id')!;
+    const reader = ending.body!.getReader();
+    for (let seen = ''; !seen.includes('"a\\n"');) seen += Buffer.from((await reader.read()).value ?? []).toString('utf8');
+    await reader.cancel();
+    await long.body!.cancel();
+    // `up` supervises the agent: killed, it is started again, and adopts the sandbox's container and processes.
     process.kill(agentPid(), 'SIGKILL');
     const back = await waitFor(
       'the sandbox answers again',
@@ -567,7 +588,33 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
       1000,
     );
     expect(back.text).toBe('still here');
-    expect(stdoutOf(lines((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['cat', 'kept.txt'] })).text))).toBe('still here');
+    const ended = await waitFor(
+      'the process that ended while the agent was down, with its exit code',
+      async () => {
+        const r = await api('GET', `/api/v1/sandboxes/${id}/processes/${endingPid}`);
+        return r.body?.state === 'exited' ? r.body : undefined;
+      },
+      30_000,
+      200,
+    );
+    expect(ended).toMatchObject({ exit_code: 7, signal: null });
+    expect(stdoutOf(ended.output)).toBe('a\nb\n');
+    const listed = (await api('GET', `/api/v1/sandboxes/${id}/processes`)).body.processes;
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ pid: endingPid, state: 'exited', exit_code: 7 }),
+        expect.objectContaining({ pid: longPid, state: 'running', cmd: ['sh', '-c', 'echo long; sleep 300'] }),
+      ]),
+    );
+    // Its stdin was the old agent's pipe; kill goes on working, its children with it.
+    expect((await api('POST', `/api/v1/sandboxes/${id}/processes/${longPid}/stdin`, { data: 'x' })).status).toBe(409);
+    const killed = await api('DELETE', `/api/v1/sandboxes/${id}/processes/${longPid}`);
+    expect(killed).toMatchObject({ status: 200, body: { pid: longPid, state: 'killed', signal: 'SIGKILL' } });
+    expect((await api('GET', `/api/v1/sandboxes/${id}/processes/${longPid}`)).body.output).toEqual([{ stream: 'stdout', data: 'long\n' }]);
+    // New processes take new pids, streamed as before.
+    const after = lines((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['cat', 'kept.txt'] })).text);
+    expect(stdoutOf(after)).toBe('still here');
+    expect([endingPid, longPid]).not.toContain(after[0].pid);
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
   }, 180_000);
 

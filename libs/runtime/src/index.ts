@@ -15,7 +15,14 @@ export { parseImageRef, HOST_IMAGE, type ParsedImageRef } from './images/image-r
 export type { PreparedImage } from './images/prepared-image.js';
 export type { HostImageOptions } from './images/host-image.js';
 export { RuncRuntime, type RuncRuntimeOptions, PRIVATE_PORT } from './runc/runc-runtime.js';
-export { type ExecSpec, runcExecArgs } from './runc/runc-exec.js';
+export {
+  type ExecSpec,
+  runcExecArgs,
+  EXEC_FILES,
+  EXEC_OUTPUT_CHUNK_BYTES,
+  SUPERVISED_EXEC_SCRIPT,
+  supervisedExecArgs,
+} from './runc/runc-exec.js';
 export { NerdctlRuntime, type NerdctlRuntimeOptions } from './nerdctl/nerdctl-runtime.js';
 export { nerdctlRunArgs } from './nerdctl/nerdctl-args.js';
 export { exitFromStatus } from './runc/exit-status.js';

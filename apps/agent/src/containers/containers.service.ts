@@ -140,7 +140,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       );
     for (const c of report.adopted) {
       if (this.sandboxes.isSandbox(c)) {
-        this.sandboxes.adopt(c);
+        await this.sandboxes.adopt(c);
         continue;
       }
       const record = recordFromLabels(c.id, c.labels, this.machineId)!;

@@ -1,4 +1,4 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Subscription } from '@nats-io/transport-node';
 import type { ExecRequest, ShellResize } from '#tern/contracts';
@@ -22,8 +22,8 @@ export class HostedSandbox {
   constructor(
     readonly record: SandboxRecord,
     private readonly runtime: RuncRuntime,
-    /** Where runc writes the host pids of its processes. */
-    private readonly pidDir: string,
+    /** Its processes' directories (`<dir>/<pid>`): what their supervisors write, what a new agent adopts. */
+    private readonly processDir: string,
     /** Its own address on the agent's bridge (private network only): where its ports are reached. */
     readonly address: string | undefined,
   ) {
@@ -44,22 +44,31 @@ export class HostedSandbox {
 
   /** Starts a process; `callMs` (the call's own timeout) bounds it when the request names no timeout. */
   async exec(args: string[], request: ExecRequest, callMs: number): Promise<SandboxProcess> {
-    await mkdir(this.pidDir, { recursive: true });
     const pid = `p${++this.sequence}`;
-    const p = new SandboxProcess(pid, args, this.runtime, this.id, {
+    const p = await SandboxProcess.start(pid, args, this.runtime, this.id, join(this.processDir, pid), {
       spec: {
         args,
         cwd: request.cwd ?? this.record.workdir,
         ...(request.env ? { env: request.env } : {}),
-        pidFile: join(this.pidDir, `${pid}.pid`),
       },
       ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
       keepStdinOpen: request.keep_stdin_open ?? false,
       timeoutMs: request.timeout ? request.timeout * 1000 : callMs,
     });
-    this.table.set(pid, p);
-    p.once('exit', () => this.forgetOldest());
+    this.track(p);
     return p;
+  }
+
+  /** After an agent restart: the processes the former agent started, running or ended since, followed again. */
+  async adoptProcesses(): Promise<void> {
+    const pids = (await readdir(this.processDir).catch(() => [] as string[])).filter((d) => /^p\d+$/.test(d));
+    pids.sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+    for (const pid of pids) {
+      this.sequence = Math.max(this.sequence, Number(pid.slice(1)));
+      const p = await SandboxProcess.adopt(pid, join(this.processDir, pid));
+      if (p) this.track(p);
+      else await rm(join(this.processDir, pid), { recursive: true, force: true });
+    }
   }
 
   /** The pty of the shell opened by tunnel `tunnelId` takes a new size (404 when no such shell runs here). */
@@ -82,11 +91,25 @@ export class HostedSandbox {
   /** Kills what still runs; the container's removal would too, this only makes it prompt. */
   async killAll(): Promise<void> {
     await Promise.all(this.processes().map((p) => p.kill('SIGKILL', 'sandbox removed')));
-    await rm(this.pidDir, { recursive: true, force: true });
+    this.close();
+    await rm(this.processDir, { recursive: true, force: true });
+  }
+
+  /** Stops following its processes (the agent stops; they go on for the next one). */
+  close(): void {
+    for (const p of this.processes()) p.close();
+  }
+
+  private track(p: SandboxProcess): void {
+    this.table.set(p.pid, p);
+    if (p.running) p.once('exit', () => this.forgetOldest());
   }
 
   private forgetOldest(): void {
     const ended = this.processes().filter((p) => !p.running);
-    for (const p of ended.slice(0, Math.max(0, ended.length - ENDED_KEPT))) this.table.delete(p.pid);
+    for (const p of ended.slice(0, Math.max(0, ended.length - ENDED_KEPT))) {
+      this.table.delete(p.pid);
+      void rm(p.dir, { recursive: true, force: true }).catch(() => undefined);
+    }
   }
 }

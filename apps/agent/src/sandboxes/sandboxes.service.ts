@@ -123,18 +123,20 @@ export class SandboxesService implements OnApplicationShutdown {
       await this.releaseVolumes(cmd.sandboxId);
       return { running: false, reason: (e as Error).message };
     }
-    this.host(record, runtime, network === 'private' ? address : undefined);
+    this.serve(this.sandboxFor(record, runtime, network === 'private' ? address : undefined));
     this.logger.log({ sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId }, `sandbox ${cmd.sandboxId} running`);
     return { running: true };
   }
 
-  /** A sandbox container found after a restart: served again (its processes did not survive the old agent's pipes). */
-  adopt(c: Pick<ManagedContainer, 'id' | 'labels' | 'address'>): void {
+  /** A sandbox container found after a restart: served again, with the processes the former agent started. */
+  async adopt(c: Pick<ManagedContainer, 'id' | 'labels' | 'address'>): Promise<void> {
     const runtime = this.runtime();
     const record = sandboxFromLabels(c.id, c.labels, this.machineId);
     if (typeof runtime === 'string' || !record) return;
-    this.host(record, runtime, this.handle.isolation?.network === 'private' ? c.address : undefined);
-    this.logger.log({ sandboxId: c.id }, `adopted sandbox ${c.id} after a restart`);
+    const sandbox = this.sandboxFor(record, runtime, this.handle.isolation?.network === 'private' ? c.address : undefined);
+    await sandbox.adoptProcesses();
+    this.serve(sandbox);
+    this.logger.log({ sandboxId: c.id, processes: sandbox.processes().length }, `adopted sandbox ${c.id} after a restart`);
   }
 
   async remove(cmd: SandboxRemove): Promise<SandboxRemoveReply> {
@@ -157,8 +159,12 @@ export class SandboxesService implements OnApplicationShutdown {
     return openSandboxTunnel(this.messaging, this.machineId, sandbox, cmd);
   }
 
-  private host(record: SandboxRecord, runtime: RuncRuntime, address: string | undefined): void {
-    const sandbox = new HostedSandbox(record, runtime, join(this.ctx.settings.stateDir, 'sandboxes', record.sandboxId), address);
+  private sandboxFor(record: SandboxRecord, runtime: RuncRuntime, address: string | undefined): HostedSandbox {
+    return new HostedSandbox(record, runtime, join(this.ctx.settings.stateDir, 'sandboxes', record.sandboxId), address);
+  }
+
+  private serve(sandbox: HostedSandbox): void {
+    const record = sandbox.record;
     sandbox.sub = serveInvoke(
       this.messaging,
       { machineId: this.machineId, containerId: record.sandboxId },
@@ -191,9 +197,12 @@ export class SandboxesService implements OnApplicationShutdown {
     }
   }
 
-  /** The containers stay (as containers do): the next agent adopts them. */
+  /** The containers and their processes stay (as containers do): the next agent adopts them. */
   onApplicationShutdown(): void {
-    for (const s of this.hosted.values()) s.sub?.unsubscribe();
+    for (const s of this.hosted.values()) {
+      s.sub?.unsubscribe();
+      s.close();
+    }
     this.hosted.clear();
   }
 }

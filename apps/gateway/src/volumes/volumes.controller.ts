@@ -41,7 +41,7 @@ export class VolumesController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      "Commit now what the workspace's running containers wrote to their read-write copies of the volume; per container: its report (files it overwrote that others changed since its base, entries it skipped)",
+      "Commit now what the workspace's running containers and sandboxes wrote to their read-write copies of the volume; per container (a sandbox's id as containerId): its report (files it overwrote that others changed since its base, entries it skipped)",
   })
   commit(@CurrentPrincipal() p: Principal, @Param('name') name: string) {
     return this.volumes.commitMounts(p.workspaceId, name);

@@ -180,7 +180,7 @@ export class VolumesService {
   }
 
   /**
-   * Commits now what every container of the workspace that mounts the volume read-write has
+   * Commits now what every container and sandbox of the workspace that mounts the volume read-write has
    * written (each from its own base, as its stop would): each machine uploads and commits its
    * container's changes and answers with the commit report.
    */

@@ -32,5 +32,5 @@ export const AGENT_VOLUME_COMMIT = defineContract({
   payload: VolumeCommitAsk,
   reply: VolumeCommitAnswer,
   description:
-    "Commit a running container's read-write copy of a volume now (POST /api/v1/volumes/<name>/commit). Token: machine id. Sent by the gateway to each machine where a container of the caller's workspace mounts the volume read-write; answered by that machine's agent with the commit report once its chunks are uploaded and the commit is taken (over the agent's HTTPS volume routes, which check placement again).",
+    "Commit a running container's (or sandbox's: containerId is then the sandbox's id) read-write copy of a volume now (POST /api/v1/volumes/<name>/commit). Token: machine id. Sent by the gateway to each machine where a container or sandbox of the caller's workspace mounts the volume read-write; answered by that machine's agent with the commit report once its chunks are uploaded and the commit is taken (over the agent's HTTPS volume routes, which check placement again).",
 });

@@ -231,7 +231,10 @@ export class VolumesRepository extends TransactionalRepository {
     return row;
   }
 
-  /** The containers (not stopped) whose version's spec mounts the volume read-write, with their machines. */
+  /**
+   * The containers (not stopped) whose version's spec mounts the volume read-write, and the
+   * running sandboxes whose spec does, with their machines (a sandbox's id stands as its container's).
+   */
   writers(volumeId: string): Promise<VolumeWriter[]> {
     return this.rows<VolumeWriter>(
       `SELECT c.id AS "containerId", c.machine_id AS "machineId"
@@ -242,7 +245,14 @@ export class VolumesRepository extends TransactionalRepository {
          JOIN volumes v ON v.workspace_id = d.workspace_id AND v.name = m->>'name'
         WHERE v.id = $1 AND c.machine_id IS NOT NULL AND c.state IN ${MOUNTING_STATES}
           AND NOT coalesce((m->>'readOnly')::boolean, false)
-        ORDER BY c.id`,
+       UNION ALL
+       SELECT s.id, s.machine_id
+         FROM sandboxes s
+         CROSS JOIN LATERAL jsonb_array_elements(coalesce(s.spec->'volumes', '[]'::jsonb)) m
+         JOIN volumes v ON v.workspace_id = s.workspace_id AND v.name = m->>'name'
+        WHERE v.id = $1 AND s.machine_id IS NOT NULL AND s.state = 'running'
+          AND NOT coalesce((m->>'readOnly')::boolean, false)
+        ORDER BY 1`,
       [volumeId],
     );
   }

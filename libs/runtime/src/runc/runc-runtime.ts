@@ -41,7 +41,7 @@ import { annotationsFor, Bundle, parseAnnotations, SHIM_SCRIPT } from './bundle.
 import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
 import { exitFromStatus } from './exit-status.js';
 import { RuncCli, type RuncState } from './runc-cli.js';
-import { type ExecSpec, runcExecArgs } from './runc-exec.js';
+import { type ExecSpec, runcExecArgs, SUPERVISED_EXEC_SCRIPT, supervisedExecArgs } from './runc-exec.js';
 import { userNamespaceRefusal } from './user-namespace.js';
 import type { BridgeNetwork } from '../net/bridge-network.js';
 
@@ -134,6 +134,29 @@ export class RuncRuntime implements ContainerRuntime {
       buffer: false,
       encoding: 'buffer',
     });
+  }
+
+  /**
+   * Starts a process inside a running container under a supervisor (SUPERVISED_EXEC_SCRIPT) in
+   * its own session, so it outlives the caller: its output and exit status go to files in `dir`
+   * (EXEC_FILES). Stdin is a pipe from the caller (closed when the caller dies); the returned
+   * child ends with the supervisor, after the exit file is written.
+   */
+  execSupervised(id: string, spec: ExecSpec, dir: string) {
+    const child = execa(
+      '/bin/sh',
+      ['-c', SUPERVISED_EXEC_SCRIPT, ...supervisedExecArgs(dir, this.runc.binary, runcExecArgs(this.runc.root, id, spec))],
+      {
+        detached: true, // own session: outlives the agent
+        cleanup: false, // execa must not kill it when the agent exits
+        stdin: 'pipe',
+        stdout: 'ignore',
+        stderr: 'ignore',
+        reject: false,
+      },
+    );
+    void child.catch(() => undefined);
+    return child;
   }
 
   bundle(id: string): Bundle {
