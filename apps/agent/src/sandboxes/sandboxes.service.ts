@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { rm } from 'node:fs/promises';
+import { cp, lstat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   SANDBOX_CALL,
@@ -90,6 +90,14 @@ export class SandboxesService implements OnApplicationShutdown {
       await this.releaseVolumes(cmd.sandboxId);
       return { running: false, reason: `its volumes could not be mounted: ${(e as Error).message}` };
     }
+    let workspace: string | undefined;
+    try {
+      workspace = await this.workspaceFromImage(runtime, cmd);
+    } catch (e) {
+      await this.removeVolume(cmd.sandboxId);
+      await this.releaseVolumes(cmd.sandboxId);
+      return { running: false, reason: `image ${cmd.image}: ${(e as Error).message}` };
+    }
     const spec: ContainerSpec = {
       id: cmd.sandboxId,
       image: cmd.image,
@@ -100,7 +108,8 @@ export class SandboxesService implements OnApplicationShutdown {
       cpuMillicores: cmd.resources.cpuMillicores,
       pidsLimit: CONTAINER_PIDS_LIMIT,
       volumes: [
-        { name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR },
+        // Filled from the image, it is the sandbox's own copy: hostPath has the runtime give every file to its user.
+        { name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR, ...(workspace ? { hostPath: workspace } : {}) },
         ...mounts.map((v) => ({
           name: `${cmd.workspaceId}/${v.volume}`,
           containerPath: v.mountPath,
@@ -126,6 +135,21 @@ export class SandboxesService implements OnApplicationShutdown {
     this.host(record, runtime, network === 'private' ? address : undefined);
     this.logger.log({ sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId }, `sandbox ${cmd.sandboxId} running`);
     return { running: true };
+  }
+
+  /**
+   * A registry image's /workspace (a snapshot's, an image made for sandboxes) copied into the
+   * sandbox's writable /workspace: the directory, when the image has one, else undefined. The
+   * image is pulled here (the start then finds it prepared). Symlinks are copied as links, never
+   * followed: they resolve inside the container.
+   */
+  private async workspaceFromImage(runtime: RuncRuntime, cmd: SandboxCreate): Promise<string | undefined> {
+    if (cmd.image === 'host') return undefined;
+    const from = join((await runtime.image(cmd.image)).rootfs, SANDBOX_WORKDIR);
+    if (!(await lstat(from).catch(() => undefined))?.isDirectory()) return undefined;
+    const to = this.volumeDir(cmd.sandboxId);
+    await cp(from, to, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+    return to;
   }
 
   /** A sandbox container found after a restart: served again (its processes did not survive the old agent's pipes). */
@@ -174,8 +198,13 @@ export class SandboxesService implements OnApplicationShutdown {
     return `sandboxes/${sandboxId}`;
   }
 
+  /** Its writable /workspace on this machine (the runtime's volume `sandboxes/<id>`). */
+  private volumeDir(sandboxId: string): string {
+    return join(this.ctx.settings.stateDir, 'volumes', this.volumeName(sandboxId));
+  }
+
   private async removeVolume(sandboxId: string): Promise<void> {
-    await rm(join(this.ctx.settings.stateDir, 'volumes', this.volumeName(sandboxId)), { recursive: true, force: true });
+    await rm(this.volumeDir(sandboxId), { recursive: true, force: true });
   }
 
   /** Commits its read-write volumes (what changed since they were mounted) and removes its copies; logged, never thrown. */

@@ -5,6 +5,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { SANDBOX_FILE_MAX_BYTES } from '#tern/contracts';
 import { installRawBody, MAX_ENDPOINT_BODY_BYTES } from '../endpoints/raw-body.js';
+import { ImagesModule } from '../images/images.module.js';
 import { SandboxCallsController } from './sandbox-calls.controller.js';
 import { SandboxCallsService } from './sandbox-calls.service.js';
 import { SandboxPlacer } from './sandbox-placer.js';
@@ -16,6 +17,7 @@ import { SandboxesService } from './sandboxes.service.js';
 
 /** Sandboxes: containers a workspace drives over the API (see docs/architecture.md, Sandboxes). */
 @Module({
+  imports: [ImagesModule],
   controllers: [SandboxesController, SandboxCallsController, SandboxPortsController, SandboxPublicPortsController],
   providers: [SandboxPlacer, SandboxesService, SandboxCallsService, SandboxSweeper, SandboxTunnels],
 })

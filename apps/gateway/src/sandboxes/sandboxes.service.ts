@@ -21,6 +21,7 @@ import { Messaging, RequestError } from '#tern/messaging';
 import { type EndingSandbox, type Sandbox, SandboxesRepository, VolumesRepository } from '#tern/persistence';
 import { fireAndForget, sleep } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
+import { ImagePins } from '../images/image-pins.service.js';
 import { SandboxPlacer } from './sandbox-placer.js';
 import { publicPortPath, sandboxView } from './sandbox-views.js';
 
@@ -52,6 +53,7 @@ export class SandboxesService {
     private readonly placer: SandboxPlacer,
     private readonly messaging: Messaging,
     private readonly volumes: VolumesRepository,
+    private readonly imagePins: ImagePins,
   ) {}
 
   /**
@@ -95,8 +97,10 @@ export class SandboxesService {
     if (spec.network?.block && spec.network.allow) throw new BadRequestException('network takes block or allow, not both');
     const gpu = sandboxGpus(spec);
     const volumes = await this.sandboxVolumes(p, spec);
+    // As a deployment's: pinned to the digest its tag names now (a 400 naming it when the registry
+    // has no such image, or it is another workspace's build), so the machine pulls those bytes.
+    const image = await this.imagePins.pin(spec.image ?? 'host', p.workspaceId);
     const id = `sb-${randomUUID()}`;
-    const image = spec.image ?? 'host';
     const workdir = spec.workdir ?? SANDBOX_WORKDIR;
     const pool = spec.pool ?? 'default';
     const requested = {
