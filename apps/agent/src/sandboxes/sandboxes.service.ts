@@ -9,11 +9,13 @@ import {
   type SandboxCreateReply,
   type SandboxRemove,
   type SandboxRemoveReply,
+  type SandboxSnapshot,
+  type SandboxSnapshotReply,
   type TunnelOpen,
   type TunnelOpenReply,
 } from '#tern/contracts';
 import { Messaging, serveInvoke } from '#tern/messaging';
-import { type ContainerSpec, type ManagedContainer, RuncRuntime } from '#tern/runtime';
+import { type ContainerSpec, type ManagedContainer, RuncRuntime, snapshotImage } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CONTAINER_PIDS_LIMIT, RUNTIME_ID } from '../containers/container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from '../containers/container-runtime.provider.js';
@@ -173,6 +175,34 @@ export class SandboxesService implements OnApplicationShutdown {
     await this.releaseVolumes(cmd.sandboxId);
     this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} removed (${cmd.reason})`);
     return { removed: true };
+  }
+
+  /**
+   * Pushes the sandbox's /workspace, as one layer on `cmd.image`, to `cmd.target` with the
+   * registry token the gateway signed for this snapshot. Its processes keep running: a file
+   * written during the copy may be caught half-written (see docs/architecture.md, Sandboxes).
+   */
+  async snapshot(cmd: SandboxSnapshot): Promise<SandboxSnapshotReply> {
+    const runtime = this.runtime();
+    if (typeof runtime === 'string') return { reason: runtime };
+    if (!this.hosted.has(cmd.sandboxId)) return { reason: `sandbox ${cmd.sandboxId} does not run on this machine` };
+    try {
+      const digest = await snapshotImage({
+        base: cmd.image,
+        target: cmd.target,
+        access: [cmd.registry],
+        source: this.volumeDir(cmd.sandboxId),
+        path: SANDBOX_WORKDIR,
+        workDir: join(this.ctx.settings.stateDir, 'snapshots'),
+        ...(await runtime.userNamespace().then((userNamespace) => (userNamespace ? { userNamespace } : {}))),
+        createdBy: `tern sandbox snapshot ${cmd.sandboxId}`,
+      });
+      this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} snapshot pushed to ${cmd.target}@${digest}`);
+      return { digest };
+    } catch (e) {
+      this.logger.warn({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} snapshot failed: ${(e as Error).message}`);
+      return { reason: (e as Error).message };
+    }
   }
 
   openTunnel(cmd: TunnelOpen): Promise<TunnelOpenReply> {
