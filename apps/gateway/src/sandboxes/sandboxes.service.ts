@@ -25,8 +25,10 @@ import { ImagePins } from '../images/image-pins.service.js';
 import { SandboxPlacer } from './sandbox-placer.js';
 import { publicPortPath, sandboxView } from './sandbox-views.js';
 
-/** How long an agent may take to start a sandbox's container (a first start prepares the image). */
+/** How long an agent may take to start a sandbox's container on the host image (a first start prepares it). */
 const CREATE_TIMEOUT_MS = 60_000;
+/** The same for a registry image: a first start on a machine pulls and unpacks it. */
+const CREATE_PULL_TIMEOUT_MS = 300_000;
 /** How long a create waits for the sandbox to run before it answers 202 (placing) when the caller names no `wait`. */
 export const CREATE_WAIT_SECONDS = 60;
 const REMOVE_TIMEOUT_MS = 30_000;
@@ -158,7 +160,10 @@ export class SandboxesService {
     const id = command.sandboxId;
     let reason: string | undefined;
     try {
-      const reply = await this.messaging.request(AGENT_SANDBOX_CREATE, command, { tokens: [machineId], timeoutMs: CREATE_TIMEOUT_MS });
+      const reply = await this.messaging.request(AGENT_SANDBOX_CREATE, command, {
+        tokens: [machineId],
+        timeoutMs: command.image === 'host' ? CREATE_TIMEOUT_MS : CREATE_PULL_TIMEOUT_MS,
+      });
       if (!reply.running) reason = `machine ${machineId} could not start it: ${reply.reason ?? 'no reason given'}`;
     } catch (e) {
       if (!(e instanceof RequestError)) throw e;
