@@ -15,14 +15,16 @@ import {
   type TunnelOpenReply,
 } from '#tern/contracts';
 import { Messaging, serveInvoke } from '#tern/messaging';
-import { type ContainerSpec, type ManagedContainer, RuncRuntime, snapshotImage } from '#tern/runtime';
+import { type ManagedContainer, RuncRuntime, snapshotImage } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
-import { CONTAINER_PIDS_LIMIT, RUNTIME_ID } from '../containers/container-spec.js';
+import { allocateGpus, gpuKey, RUNTIME_ID } from '../containers/container-spec.js';
+import { GpuHolders } from '../containers/gpu-holders.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from '../containers/container-runtime.provider.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { HostedSandbox } from './hosted-sandbox.js';
 import { sandboxFromLabels, sandboxLabels, type SandboxRecord } from './sandbox-labels.js';
 import { sandboxRouter } from './sandbox-router.js';
+import { sandboxVolumeName, toSandboxSpec } from './sandbox-spec.js';
 import { openSandboxTunnel } from './sandbox-tunnels.js';
 import { VolumeMounts } from '../volumes/volume-mounts.js';
 
@@ -40,6 +42,8 @@ export class SandboxesService implements OnApplicationShutdown {
   private readonly logger = new Logger('sandboxes');
   private readonly hosted = new Map<string, HostedSandbox>();
   private readonly starting = new Map<string, Promise<SandboxCreateReply>>();
+  /** The GPUs (`vendor:index`) each sandbox starting or running here holds. */
+  private readonly gpus = new Map<string, string[]>();
 
   constructor(
     private readonly messaging: Messaging,
@@ -47,7 +51,10 @@ export class SandboxesService implements OnApplicationShutdown {
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
     private readonly invokes: InvokeRoutes,
     private readonly volumes: VolumeMounts,
-  ) {}
+    private readonly gpuHolders: GpuHolders,
+  ) {
+    gpuHolders.add(() => [...this.gpus.values()].flat());
+  }
 
   private get machineId(): string {
     return this.ctx.registration.machineId;
@@ -71,7 +78,20 @@ export class SandboxesService implements OnApplicationShutdown {
 
   create(cmd: SandboxCreate): Promise<SandboxCreateReply> {
     if (this.hosted.has(cmd.sandboxId)) return Promise.resolve({ running: true });
-    const pending = this.starting.get(cmd.sandboxId) ?? this.start(cmd).finally(() => this.starting.delete(cmd.sandboxId));
+    const pending =
+      this.starting.get(cmd.sandboxId) ??
+      this.start(cmd)
+        .then(
+          (reply) => {
+            if (!reply.running) this.gpus.delete(cmd.sandboxId);
+            return reply;
+          },
+          (e: unknown) => {
+            this.gpus.delete(cmd.sandboxId);
+            throw e;
+          },
+        )
+        .finally(() => this.starting.delete(cmd.sandboxId));
     this.starting.set(cmd.sandboxId, pending);
     return pending;
   }
@@ -81,8 +101,16 @@ export class SandboxesService implements OnApplicationShutdown {
     if (typeof runtime === 'string') return { running: false, reason: runtime };
     if (!RUNTIME_ID.test(cmd.sandboxId))
       return { running: false, reason: `sandbox id "${cmd.sandboxId}" must start with a letter or digit` };
-    if (cmd.resources.gpuCount > 0) return { running: false, reason: 'sandboxes with GPUs are not offered yet' };
-    const record: SandboxRecord = { sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId, workdir: cmd.workdir };
+    // Claimed before the first await, so that a container's or another sandbox's start cannot take the same GPUs.
+    const gpus = allocateGpus(this.ctx.state.gpus, this.gpuHolders.busy(), cmd.resources.gpuCount, cmd.resources.gpuType);
+    if (!gpus.ok) return { running: false, reason: gpus.reason };
+    const record: SandboxRecord = {
+      sandboxId: cmd.sandboxId,
+      workspaceId: cmd.workspaceId,
+      workdir: cmd.workdir,
+      gpus: gpus.gpus.map(gpuKey),
+    };
+    this.gpus.set(cmd.sandboxId, record.gpus);
     const network = this.handle.isolation?.network ?? 'host';
     const mounts = cmd.volumes ?? [];
     let volumeDirs: Record<string, string>;
@@ -100,31 +128,7 @@ export class SandboxesService implements OnApplicationShutdown {
       await this.releaseVolumes(cmd.sandboxId);
       return { running: false, reason: `image ${cmd.image}: ${(e as Error).message}` };
     }
-    const spec: ContainerSpec = {
-      id: cmd.sandboxId,
-      image: cmd.image,
-      args: ['sleep', 'infinity'],
-      env: { ...cmd.env, TERN_SANDBOX_ID: cmd.sandboxId, TERN_WORKSPACE_ID: cmd.workspaceId, TERN_MACHINE_ID: this.machineId },
-      cwd: SANDBOX_WORKDIR,
-      memoryBytes: cmd.resources.memoryBytes,
-      cpuMillicores: cmd.resources.cpuMillicores,
-      pidsLimit: CONTAINER_PIDS_LIMIT,
-      volumes: [
-        // Filled from the image, it is the sandbox's own copy: hostPath has the runtime give every file to its user.
-        { name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR, ...(workspace ? { hostPath: workspace } : {}) },
-        ...mounts.map((v) => ({
-          name: `${cmd.workspaceId}/${v.volume}`,
-          containerPath: v.mountPath,
-          readOnly: v.readOnly,
-          hostPath: volumeDirs[v.volume],
-        })),
-      ],
-      network,
-      ...(network === 'private'
-        ? { egress: cmd.network?.block ? { block: true } : cmd.network?.allow ? { allow: [...cmd.network.allow] } : {} }
-        : {}),
-      labels: sandboxLabels(record, this.machineId),
-    };
+    const spec = toSandboxSpec(cmd, record, this.machineId, gpus.gpus, { workspace, volumes: volumeDirs }, network);
     let address: string | undefined;
     try {
       address = (await runtime.start(spec)).address;
@@ -159,6 +163,7 @@ export class SandboxesService implements OnApplicationShutdown {
     const runtime = this.runtime();
     const record = sandboxFromLabels(c.id, c.labels, this.machineId);
     if (typeof runtime === 'string' || !record) return;
+    this.gpus.set(record.sandboxId, record.gpus);
     this.host(record, runtime, this.handle.isolation?.network === 'private' ? c.address : undefined);
     this.logger.log({ sandboxId: c.id }, `adopted sandbox ${c.id} after a restart`);
   }
@@ -167,6 +172,7 @@ export class SandboxesService implements OnApplicationShutdown {
     await this.starting.get(cmd.sandboxId);
     const sandbox = this.hosted.get(cmd.sandboxId);
     this.hosted.delete(cmd.sandboxId);
+    this.gpus.delete(cmd.sandboxId);
     sandbox?.sub?.unsubscribe();
     await sandbox?.killAll();
     const runtime = this.runtime();
@@ -224,13 +230,9 @@ export class SandboxesService implements OnApplicationShutdown {
     this.hosted.set(record.sandboxId, sandbox);
   }
 
-  private volumeName(sandboxId: string): string {
-    return `sandboxes/${sandboxId}`;
-  }
-
   /** Its writable /workspace on this machine (the runtime's volume `sandboxes/<id>`). */
   private volumeDir(sandboxId: string): string {
-    return join(this.ctx.settings.stateDir, 'volumes', this.volumeName(sandboxId));
+    return join(this.ctx.settings.stateDir, 'volumes', sandboxVolumeName(sandboxId));
   }
 
   private async removeVolume(sandboxId: string): Promise<void> {
