@@ -22,7 +22,7 @@ import { GpuHolders } from '../containers/gpu-holders.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from '../containers/container-runtime.provider.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { HostedSandbox } from './hosted-sandbox.js';
-import { sandboxFromLabels, sandboxLabels, type SandboxRecord } from './sandbox-labels.js';
+import { sandboxFromLabels, type SandboxRecord } from './sandbox-labels.js';
 import { sandboxRouter } from './sandbox-router.js';
 import { sandboxVolumeName, toSandboxSpec } from './sandbox-spec.js';
 import { openSandboxTunnel } from './sandbox-tunnels.js';
