@@ -637,7 +637,20 @@ describeSandboxes('sandboxes over the API', () => {
     expect(back.text).toBe('still here');
     expect(stdoutOf(lines((await api('POST', `/api/v1/sandboxes/${id}/exec`, { cmd: ['cat', 'kept.txt'] })).text))).toBe('still here');
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-  }, 180_000);
+    // It takes new sandboxes again too: its command subscriptions come up after it adopted this one
+    // (a create in between finds no responder), so the next test does not race the restart.
+    const fresh = await waitFor(
+      'the restarted agent to start a new sandbox',
+      async () => {
+        const r = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi' });
+        if (r.status !== 201) throw new Error(`${r.status} ${String(r.body?.message)}`);
+        return r.body.id as string;
+      },
+      60_000,
+      1000,
+    );
+    expect((await api('DELETE', `/api/v1/sandboxes/${fresh}`)).status).toBe(200);
+  }, 240_000);
 
   it('reports a sandbox lost, not running, when its machine goes offline', async () => {
     const id = await create();
