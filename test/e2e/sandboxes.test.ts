@@ -3,6 +3,7 @@ import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { pushTestBase } from '../images/support.js';
 import { agentNetworkEnv } from '../support/agent-network.js';
 import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
 import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
@@ -161,8 +162,21 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
   });
 }
 
+// The stack's own registry, skopeo, umoci and Tern's test base (debootstrap) serve the registry-image and snapshot test.
+const describeSandboxes = await describeNeeding([
+  'root',
+  'runc',
+  'python3',
+  'ip',
+  'nft',
+  'umoci',
+  'skopeo',
+  'docker-registry',
+  'debootstrap',
+]);
+
 /** The sandboxes issue's "done when", through the HTTP API, against the whole stack with a real agent and runc. */
-(await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sandboxes over the API', () => {
+describeSandboxes('sandboxes over the API', () => {
   beforeAll(async () => {
     // A restarted agent heartbeats again only after its network test: the TTL outlasts a restart on a loaded machine.
     stack = await startStack('sandbox', { env: { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '2', MACHINE_HEARTBEAT_TTL_SECONDS: '30' } });
@@ -516,6 +530,67 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
   }, 90_000);
 
+  it('runs a registry image, snapshots its /workspace, and a new sandbox of this workspace only starts from the snapshot', async () => {
+    const config = JSON.parse(readFileSync(join(stack.env.HOME!, '.tern', 'config.json'), 'utf8')) as {
+      contexts: { local: { registry: { url: string } } };
+    };
+    const host = new URL(config.contexts.local.registry.url).host;
+    // The registry takes the gateway's tokens: the operator's API token pushes Tern's test base.
+    const base = await pushTestBase({ host, builder: { host, insecure: true, username: 'tern', password: stack.token } });
+
+    expect((await api('POST', '/api/v1/sandboxes', { image: 'python:3.12' })).body.message).toEqual([
+      expect.stringMatching(/python:3.12.*names no registry/),
+    ]);
+    const missing = await api('POST', '/api/v1/sandboxes', { image: `${host}/tern/missing:1` });
+    expect(missing.status).toBe(400);
+    expect(String(missing.body.message)).toContain(`${host}/tern/missing:1`);
+    // A host sandbox's snapshot needs Tern's base (tern/base:bookworm), which this registry lacks.
+    const plain = await create();
+    const refused = await api('POST', `/api/v1/sandboxes/${plain}/snapshot`, {});
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toMatch(/Tern's base image .* sudo tern image base/);
+    expect((await api('DELETE', `/api/v1/sandboxes/${plain}`)).status).toBe(200);
+
+    // A first start pulls and unpacks the image: followed with GET past the create's own wait.
+    const placing = await api('POST', '/api/v1/sandboxes?wait=0', { cpu: 0.25, memory: '256Mi', image: base.ref });
+    expect(placing).toMatchObject({ status: 202, body: { image: `${host}/tern/base@${base.digest}` } });
+    const first = placing.body.id as string;
+    await waitFor(
+      'the image sandbox running',
+      async () => (await api('GET', `/api/v1/sandboxes/${first}`)).body.state === 'running',
+      240_000,
+      500,
+    );
+    const written = await api('POST', `/api/v1/sandboxes/${first}/exec`, {
+      code: "print(open('/etc/tern-base').read().split()[0])\nopen('notes.txt', 'w').write('from the first sandbox')\n",
+    });
+    expect(stdoutOf(lines(written.text))).toBe('debian\n');
+
+    expect((await api('POST', `/api/v1/sandboxes/${first}/snapshot`, { name: 'Bad Name' })).status).toBe(400);
+    const snap = await api('POST', `/api/v1/sandboxes/${first}/snapshot`, { name: 'notes', tag: 'v1' });
+    expect(snap).toMatchObject({ status: 201, body: { tag: 'notes:v1', digest: expect.stringMatching(/^sha256:/) } });
+    expect(snap.body.image).toBe(`${host}/builds/${snap.body.image.split('/')[2]}/snapshots/notes@${snap.body.digest}`);
+    expect((await api('DELETE', `/api/v1/sandboxes/${first}`)).status).toBe(200);
+
+    // Another workspace cannot run it, and learns nothing of it (the same answer as for any other workspace's build).
+    const other = await api('POST', '/api/v1/workspaces', { name: 'sandbox-snapshot-other' });
+    const stolen = await api('POST', '/api/v1/sandboxes', { image: snap.body.image }, other.body.token);
+    expect(stolen.status).toBe(400);
+    expect(String(stolen.body.message)).toMatch(/builds\/ holds each workspace's own builds .*name one of yours/);
+
+    // The machine pulls the snapshot because a sandbox of it is placed there; its /workspace holds the file.
+    const second = await create({ image: snap.body.image });
+    const read = await api('POST', `/api/v1/sandboxes/${second}/exec`, {
+      cmd: ['sh', '-c', 'cat /workspace/notes.txt; echo; cat /etc/tern-base'],
+    });
+    expect(stdoutOf(lines(read.text))).toMatch(/^from the first sandbox\ndebian /);
+    // Its own copy: writable by the sandbox's user.
+    expect(
+      (await api('PUT', `/api/v1/sandboxes/${second}/files?path=notes.txt`, undefined, stack.token, Buffer.from('changed'))).status,
+    ).toBeLessThan(300);
+    expect((await api('DELETE', `/api/v1/sandboxes/${second}`)).status).toBe(200);
+  }, 420_000);
+
   it('places a sandbox that asks for a GPU only on a machine that has one', async () => {
     const gpu = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi', gpu: 'H100' });
     expect(gpu.status).toBe(503);
@@ -616,7 +691,20 @@ function shell(id: string, input: string): Promise<{ code: number | null; stdout
     expect(stdoutOf(after)).toBe('still here');
     expect([endingPid, longPid]).not.toContain(after[0].pid);
     expect((await api('DELETE', `/api/v1/sandboxes/${id}`)).status).toBe(200);
-  }, 180_000);
+    // It takes new sandboxes again too: its command subscriptions come up after it adopted this one
+    // (a create in between finds no responder), so the next test does not race the restart.
+    const fresh = await waitFor(
+      'the restarted agent to start a new sandbox',
+      async () => {
+        const r = await api('POST', '/api/v1/sandboxes', { cpu: 0.25, memory: '256Mi' });
+        if (r.status !== 201) throw new Error(`${r.status} ${String(r.body?.message)}`);
+        return r.body.id as string;
+      },
+      60_000,
+      1000,
+    );
+    expect((await api('DELETE', `/api/v1/sandboxes/${fresh}`)).status).toBe(200);
+  }, 240_000);
 
   it('reports a sandbox lost, not running, when its machine goes offline', async () => {
     const id = await create();

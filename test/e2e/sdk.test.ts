@@ -50,6 +50,11 @@ with tern.Sandbox.create(cpu=0.25, memory="256Mi") as sb:
     sb.files.write("notes/hello.txt", "written from python")
     out("sandbox", {"exit_code": ran.exit_code, "stdout": ran.stdout, "file": sb.files.read("notes/hello.txt").decode(),
                     "listed": [e["name"] for e in sb.files.list("notes")]})
+    # A host sandbox's snapshot needs Tern's base in the registry, which this stack's lacks: 409 saying so.
+    try:
+        sb.snapshot(name="env")
+    except tern.ConflictError as e:
+        out("snapshot_host", {"status": e.status, "message": e.message})
 out("sandbox_after", sb.state)
 
 def error_of(fn):
@@ -123,6 +128,7 @@ function checks(stdout: string): Record<string, any> {
     expect(got.sandbox).toMatchObject({ exit_code: 0, file: 'written from python', listed: ['hello.txt'] });
     expect(got.sandbox.stdout).toMatch(/^42\n\/workspace\n$/);
     expect(got.sandbox_after).toBe('terminated');
+    expect(got.snapshot_host).toMatchObject({ status: 409, message: expect.stringMatching(/Tern's base image|no image registry/) });
     expect(got.unknown_deployment).toMatchObject({
       type: 'NotFoundError',
       status: 404,
@@ -170,6 +176,9 @@ function checks(stdout: string): Record<string, any> {
       await sandbox.files.write('a/b.txt', 'from ts');
       expect(new TextDecoder().decode(await sandbox.files.read('a/b.txt'))).toBe('from ts');
       expect(await sandbox.exec(['sh', '-c', 'cat a/b.txt; exit 3'])).toMatchObject({ exit_code: 3, stdout: 'from ts' });
+      await expect(sandbox.snapshot({ name: 'env' })).rejects.toMatchObject({
+        message: expect.stringMatching(/^409 .*(Tern's base image|no image registry)/),
+      });
     } finally {
       expect(await sandbox.terminate()).toMatchObject({ state: 'terminated' });
     }

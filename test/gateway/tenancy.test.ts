@@ -161,6 +161,7 @@ const ROUTES: Record<string, Route> = {
   'DELETE /api/v1/sandboxes/{id}': { access: 'workspace' },
   'POST /api/v1/sandboxes/{id}/ports': { access: 'workspace', body: () => ({ port: 8080 }) },
   'POST /api/v1/sandboxes/{id}/keepalive': { access: 'workspace' },
+  'POST /api/v1/sandboxes/{id}/snapshot': { access: 'workspace', body: () => ({ name: 'stolen' }) },
   'POST /api/v1/sandboxes/{id}/exec': { access: 'workspace', body: () => ({ cmd: ['cat', '/workspace/secret'] }) },
   'GET /api/v1/sandboxes/{id}/processes': { access: 'workspace' },
   'GET /api/v1/sandboxes/{id}/processes/{pid}': { access: 'workspace' },

@@ -135,4 +135,17 @@ describe('SandboxesRepository', () => {
     ).rejects.toThrow('rolled back');
     expect(await sandboxes.findOfWorkspace(ws.id, id)).toBeUndefined();
   });
+
+  it("lets a machine pull the repository of a live sandbox's image placed on it, and no other", async () => {
+    const here = await machine();
+    const repository = '127.0.0.1:5000/builds/ws/snapshots/s';
+    const s = await placed(here, { spec: { image: `${repository}@sha256:${'a'.repeat(64)}` } });
+    expect(await containers.imageRepositoryPlacedOn(here, repository)).toBe(true);
+    expect(await containers.imageRepositoryPlacedOn(here, '127.0.0.1:5000/builds/ws/other')).toBe(false);
+    expect(await containers.imageRepositoryPlacedOn(await machine(), repository)).toBe(false);
+    await sandboxes.markRunning(s.id);
+    expect(await containers.imageRepositoryPlacedOn(here, repository)).toBe(true);
+    await sandboxes.end(s.id, 'terminated', 'deleted');
+    expect(await containers.imageRepositoryPlacedOn(here, repository)).toBe(false);
+  });
 });

@@ -6,6 +6,7 @@ import { ImageBuilds } from './builds/image-builds.js';
 import { ContainerCommandsController } from './containers/container-commands.controller.js';
 import { containerRuntimeProvider } from './containers/container-runtime.provider.js';
 import { ContainersService } from './containers/containers.service.js';
+import { GpuHolders } from './containers/gpu-holders.js';
 import { InvokeRoutes } from './invoke/invoke-routes.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { JoinService } from './join.service.js';
@@ -41,6 +42,7 @@ export class AgentModule {
         ImageBuilds,
         TaskDispatcher,
         volumeMountsProvider,
+        GpuHolders,
         SandboxesService,
         ContainersService,
         NetworkProbe,

@@ -12,6 +12,7 @@ export * from './agent/volume-commit.js';
 export * from './agent/task-cancel.js';
 export * from './sandbox/sandbox-create.js';
 export * from './sandbox/sandbox-remove.js';
+export * from './sandbox/sandbox-snapshot.js';
 export * from './sandbox/sandbox-call.js';
 export * from './image/image-build-command.js';
 export * from './sandbox/sandbox-lifecycle.js';

@@ -28,6 +28,7 @@ import {
   INVOKE,
   AGENT_SANDBOX_CREATE,
   AGENT_SANDBOX_REMOVE,
+  AGENT_SANDBOX_SNAPSHOT,
   AGENT_IMAGE_BUILD,
   SANDBOX_CALL,
   SANDBOX_ENDED,
@@ -121,6 +122,8 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(AGENT_VOLUME_COMMIT, ['gateway'], ['agent'], true),
   access(AGENT_SANDBOX_CREATE, ['gateway'], ['agent'], true),
   access(AGENT_SANDBOX_REMOVE, ['gateway'], ['agent'], true),
+  // Carries a registry token that pushes this snapshot: only the sandbox's machine hears it.
+  access(AGENT_SANDBOX_SNAPSHOT, ['gateway'], ['agent'], true),
   access(SANDBOX_CALL, ['gateway'], ['agent'], true),
   access(SANDBOX_TUNNEL_OPEN, ['gateway'], ['agent'], true),
   access(SANDBOX_TUNNEL_IN, ['gateway'], ['agent'], true),

@@ -36,6 +36,7 @@ export { parseRegistryRef, pinnedRef, type RegistryRef } from './registry/regist
 export { skopeoCopy, resolveRegistryDigest, type RegistryAccess, type RegistryAccessList, type SkopeoOptions } from './registry/skopeo.js';
 export { pullRegistryImage, type RegistryPullOptions } from './registry/registry-pull.js';
 export { buildBaseImage, BASE_IMAGE_PACKAGES, type BaseImageOptions } from './registry/base-image.js';
+export { snapshotImage, type SnapshotImageOptions } from './registry/snapshot-image.js';
 export {
   buildImage,
   buildSteps,

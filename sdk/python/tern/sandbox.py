@@ -157,6 +157,16 @@ class Sandbox:
         """Makes a port the sandbox listens on reachable through the gateway; the URL (with the workspace token)."""
         return str(self._http.request("POST", f"{self._base}/ports", {"port": port})["url"])
 
+    def snapshot(self, name: Optional[str] = None, tag: Optional[str] = None) -> Dict[str, str]:
+        """Pushes its /workspace, on the image it runs, as an image of the workspace.
+
+        Answers ``{"image", "digest", "tag"}``: ``image`` (pinned by digest) starts a new sandbox
+        (``Sandbox.create(image=...)``, its /workspace holding these files) or a deployment.
+        """
+        body = {k: v for k, v in {"name": name, "tag": tag}.items() if v is not None}
+        # The gateway answers within 300 s (the snapshot's own limit), so the read waits past it.
+        return dict(self._http.request("POST", f"{self._base}/snapshot", body, timeout=330))
+
     def refresh(self) -> Dict[str, Any]:
         self.view = self._http.get(self._base)
         return self.view

@@ -6,6 +6,8 @@ import type {
   SandboxPortView,
   SandboxSpec,
   SandboxView,
+  SnapshotRequest,
+  SnapshotView,
 } from '../../../libs/contracts/src/index.js';
 import { ndjsonLines, type TernHttp } from './http.js';
 
@@ -113,6 +115,12 @@ export class Sandbox {
   /** Makes a port the sandbox listens on reachable at the answer's url (with the workspace token). */
   async exposePort(port: number): Promise<SandboxPortView> {
     return (await this.http.request<SandboxPortView>('POST', `${this.base}/ports`, { port })).body;
+  }
+
+  /** Its /workspace, on the image it runs, as an image of the workspace; `image` (pinned) starts a new sandbox or a deployment. */
+  async snapshot(options: SnapshotRequest = {}): Promise<SnapshotView> {
+    // The gateway answers within 300 s (the snapshot's own limit): the read waits past it.
+    return (await (await this.http.stream('POST', `${this.base}/snapshot`, options, { timeoutMs: 330_000 })).json()) as SnapshotView;
   }
 
   async refresh(): Promise<SandboxView> {

@@ -157,13 +157,18 @@ export function toContainerSpec(
       ...(mounts.volumeDirs?.[v.volume] ? { hostPath: mounts.volumeDirs[v.volume] } : {}),
     })),
     ...(binds.length ? { binds } : {}),
-    ...(gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {}),
+    ...gpuDevices(gpus),
     network,
     ...(network === 'private'
       ? { egress: cmd.network?.block ? { block: true } : cmd.network?.allow ? { allow: [...cmd.network.allow] } : {} }
       : {}),
     labels,
   };
+}
+
+/** The runtime's `gpus` for the GPUs a container (or a sandbox's container) holds: nothing when none. */
+export function gpuDevices(gpus: readonly GpuInventory[]): Pick<ContainerSpec, 'gpus'> {
+  return gpus.length ? { gpus: { devices: gpus.map((g) => ({ index: g.index, ...(g.uuid ? { uuid: g.uuid } : {}) })) } } : {};
 }
 
 export function recordFromStart(cmd: ContainerStart, gpus: GpuInventory[]): ContainerRecord {

@@ -27,6 +27,7 @@ import { findPythonSdkDir, findRunnersDir } from '../code/runners-dir.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { SandboxesService } from '../sandboxes/sandboxes.service.js';
+import { GpuHolders } from './gpu-holders.js';
 import { TaskDispatcher } from '../tasks/task-dispatcher.js';
 import { containerEventsTotal, containersGauge } from '../metrics.js';
 import { type ContainerRowState } from '../state/agent-state.js';
@@ -100,7 +101,9 @@ export class ContainersService implements BeforeApplicationShutdown {
     private readonly tasks: TaskDispatcher,
     private readonly sandboxes: SandboxesService,
     readonly volumes: VolumeMounts,
+    private readonly gpuHolders: GpuHolders,
   ) {
+    gpuHolders.add(() => [...this.tracked.values()].flatMap((t) => t.record.gpus));
     const gateway = () => ({ gatewayUrl: ctx.settings.gatewayUrl, token: ctx.settings.token });
     this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), gateway);
     this.commitSockets = new CommitSockets(join(ctx.settings.stateDir, 'volumes', 'sockets'), this.volumes);
@@ -119,8 +122,9 @@ export class ContainersService implements BeforeApplicationShutdown {
     return this.handle.isolation;
   }
 
+  /** The GPUs containers and sandboxes hold on this machine. */
   busyGpus(): Set<string> {
-    return new Set([...this.tracked.values()].flatMap((t) => t.record.gpus));
+    return this.gpuHolders.busy();
   }
 
   // --- reconciliation ------------------------------------------------------------------

@@ -7,6 +7,9 @@ import {
   type SandboxCreateReply,
   SandboxRemove,
   type SandboxRemoveReply,
+  AGENT_SANDBOX_SNAPSHOT,
+  SandboxSnapshot,
+  type SandboxSnapshotReply,
   SANDBOX_TUNNEL_OPEN,
   TunnelOpen,
   type TunnelOpenReply,
@@ -14,7 +17,7 @@ import {
 import { OnRequest } from '#tern/messaging';
 import { SandboxesService } from './sandboxes.service.js';
 
-/** Sandbox commands for this machine only: `<ns>.agent.<own machine id>.sandbox.{create,remove,tunnel}.v1`. */
+/** Sandbox commands for this machine only: `<ns>.agent.<own machine id>.sandbox.{create,remove,snapshot,tunnel}.v1`. */
 @Controller()
 export class SandboxCommandsController {
   constructor(private readonly sandboxes: SandboxesService) {}
@@ -27,6 +30,11 @@ export class SandboxCommandsController {
   @OnRequest(AGENT_SANDBOX_REMOVE, { tokens: ['machineId'] })
   remove(@Payload() cmd: SandboxRemove): Promise<SandboxRemoveReply> {
     return this.sandboxes.remove(cmd);
+  }
+
+  @OnRequest(AGENT_SANDBOX_SNAPSHOT, { tokens: ['machineId'] })
+  snapshot(@Payload() cmd: SandboxSnapshot): Promise<SandboxSnapshotReply> {
+    return this.sandboxes.snapshot(cmd);
   }
 
   @OnRequest(SANDBOX_TUNNEL_OPEN, { tokens: ['machineId'] })

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { rm } from 'node:fs/promises';
+import { cp, lstat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   SANDBOX_CALL,
@@ -9,18 +9,22 @@ import {
   type SandboxCreateReply,
   type SandboxRemove,
   type SandboxRemoveReply,
+  type SandboxSnapshot,
+  type SandboxSnapshotReply,
   type TunnelOpen,
   type TunnelOpenReply,
 } from '#tern/contracts';
 import { Messaging, serveInvoke } from '#tern/messaging';
-import { type ContainerSpec, type ManagedContainer, RuncRuntime } from '#tern/runtime';
+import { type ManagedContainer, RuncRuntime, snapshotImage } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
-import { CONTAINER_PIDS_LIMIT, RUNTIME_ID } from '../containers/container-spec.js';
+import { allocateGpus, gpuKey, RUNTIME_ID } from '../containers/container-spec.js';
+import { GpuHolders } from '../containers/gpu-holders.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from '../containers/container-runtime.provider.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { HostedSandbox } from './hosted-sandbox.js';
-import { sandboxFromLabels, sandboxLabels, type SandboxRecord } from './sandbox-labels.js';
+import { sandboxFromLabels, type SandboxRecord } from './sandbox-labels.js';
 import { sandboxRouter } from './sandbox-router.js';
+import { sandboxVolumeName, toSandboxSpec } from './sandbox-spec.js';
 import { openSandboxTunnel } from './sandbox-tunnels.js';
 import { VolumeMounts } from '../volumes/volume-mounts.js';
 
@@ -38,6 +42,8 @@ export class SandboxesService implements OnApplicationShutdown {
   private readonly logger = new Logger('sandboxes');
   private readonly hosted = new Map<string, HostedSandbox>();
   private readonly starting = new Map<string, Promise<SandboxCreateReply>>();
+  /** The GPUs (`vendor:index`) each sandbox starting or running here holds. */
+  private readonly gpus = new Map<string, string[]>();
 
   constructor(
     private readonly messaging: Messaging,
@@ -45,7 +51,10 @@ export class SandboxesService implements OnApplicationShutdown {
     @Inject(AGENT_CONTEXT) private readonly ctx: AgentContext,
     private readonly invokes: InvokeRoutes,
     private readonly volumes: VolumeMounts,
-  ) {}
+    private readonly gpuHolders: GpuHolders,
+  ) {
+    gpuHolders.add(() => [...this.gpus.values()].flat());
+  }
 
   private get machineId(): string {
     return this.ctx.registration.machineId;
@@ -69,7 +78,20 @@ export class SandboxesService implements OnApplicationShutdown {
 
   create(cmd: SandboxCreate): Promise<SandboxCreateReply> {
     if (this.hosted.has(cmd.sandboxId)) return Promise.resolve({ running: true });
-    const pending = this.starting.get(cmd.sandboxId) ?? this.start(cmd).finally(() => this.starting.delete(cmd.sandboxId));
+    const pending =
+      this.starting.get(cmd.sandboxId) ??
+      this.start(cmd)
+        .then(
+          (reply) => {
+            if (!reply.running) this.gpus.delete(cmd.sandboxId);
+            return reply;
+          },
+          (e: unknown) => {
+            this.gpus.delete(cmd.sandboxId);
+            throw e;
+          },
+        )
+        .finally(() => this.starting.delete(cmd.sandboxId));
     this.starting.set(cmd.sandboxId, pending);
     return pending;
   }
@@ -79,8 +101,16 @@ export class SandboxesService implements OnApplicationShutdown {
     if (typeof runtime === 'string') return { running: false, reason: runtime };
     if (!RUNTIME_ID.test(cmd.sandboxId))
       return { running: false, reason: `sandbox id "${cmd.sandboxId}" must start with a letter or digit` };
-    if (cmd.resources.gpuCount > 0) return { running: false, reason: 'sandboxes with GPUs are not offered yet' };
-    const record: SandboxRecord = { sandboxId: cmd.sandboxId, workspaceId: cmd.workspaceId, workdir: cmd.workdir };
+    // Claimed before the first await, so that a container's or another sandbox's start cannot take the same GPUs.
+    const gpus = allocateGpus(this.ctx.state.gpus, this.gpuHolders.busy(), cmd.resources.gpuCount, cmd.resources.gpuType);
+    if (!gpus.ok) return { running: false, reason: gpus.reason };
+    const record: SandboxRecord = {
+      sandboxId: cmd.sandboxId,
+      workspaceId: cmd.workspaceId,
+      workdir: cmd.workdir,
+      gpus: gpus.gpus.map(gpuKey),
+    };
+    this.gpus.set(cmd.sandboxId, record.gpus);
     const network = this.handle.isolation?.network ?? 'host';
     const mounts = cmd.volumes ?? [];
     let volumeDirs: Record<string, string>;
@@ -90,30 +120,15 @@ export class SandboxesService implements OnApplicationShutdown {
       await this.releaseVolumes(cmd.sandboxId);
       return { running: false, reason: `its volumes could not be mounted: ${(e as Error).message}` };
     }
-    const spec: ContainerSpec = {
-      id: cmd.sandboxId,
-      image: cmd.image,
-      args: ['sleep', 'infinity'],
-      env: { ...cmd.env, TERN_SANDBOX_ID: cmd.sandboxId, TERN_WORKSPACE_ID: cmd.workspaceId, TERN_MACHINE_ID: this.machineId },
-      cwd: SANDBOX_WORKDIR,
-      memoryBytes: cmd.resources.memoryBytes,
-      cpuMillicores: cmd.resources.cpuMillicores,
-      pidsLimit: CONTAINER_PIDS_LIMIT,
-      volumes: [
-        { name: this.volumeName(cmd.sandboxId), containerPath: SANDBOX_WORKDIR },
-        ...mounts.map((v) => ({
-          name: `${cmd.workspaceId}/${v.volume}`,
-          containerPath: v.mountPath,
-          readOnly: v.readOnly,
-          hostPath: volumeDirs[v.volume],
-        })),
-      ],
-      network,
-      ...(network === 'private'
-        ? { egress: cmd.network?.block ? { block: true } : cmd.network?.allow ? { allow: [...cmd.network.allow] } : {} }
-        : {}),
-      labels: sandboxLabels(record, this.machineId),
-    };
+    let workspace: string | undefined;
+    try {
+      workspace = await this.workspaceFromImage(runtime, cmd);
+    } catch (e) {
+      await this.removeVolume(cmd.sandboxId);
+      await this.releaseVolumes(cmd.sandboxId);
+      return { running: false, reason: `image ${cmd.image}: ${(e as Error).message}` };
+    }
+    const spec = toSandboxSpec(cmd, record, this.machineId, gpus.gpus, { workspace, volumes: volumeDirs }, network);
     let address: string | undefined;
     try {
       address = (await runtime.start(spec)).address;
@@ -128,11 +143,27 @@ export class SandboxesService implements OnApplicationShutdown {
     return { running: true };
   }
 
+  /**
+   * A registry image's /workspace (a snapshot's, an image made for sandboxes) copied into the
+   * sandbox's writable /workspace: the directory, when the image has one, else undefined. The
+   * image is pulled here (the start then finds it prepared). Symlinks are copied as links, never
+   * followed: they resolve inside the container.
+   */
+  private async workspaceFromImage(runtime: RuncRuntime, cmd: SandboxCreate): Promise<string | undefined> {
+    if (cmd.image === 'host') return undefined;
+    const from = join((await runtime.image(cmd.image)).rootfs, SANDBOX_WORKDIR);
+    if (!(await lstat(from).catch(() => undefined))?.isDirectory()) return undefined;
+    const to = this.volumeDir(cmd.sandboxId);
+    await cp(from, to, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+    return to;
+  }
+
   /** A sandbox container found after a restart: served again, with the processes the former agent started. */
   async adopt(c: Pick<ManagedContainer, 'id' | 'labels' | 'address'>): Promise<void> {
     const runtime = this.runtime();
     const record = sandboxFromLabels(c.id, c.labels, this.machineId);
     if (typeof runtime === 'string' || !record) return;
+    this.gpus.set(record.sandboxId, record.gpus);
     const sandbox = this.sandboxFor(record, runtime, this.handle.isolation?.network === 'private' ? c.address : undefined);
     await sandbox.adoptProcesses();
     this.serve(sandbox);
@@ -143,6 +174,7 @@ export class SandboxesService implements OnApplicationShutdown {
     await this.starting.get(cmd.sandboxId);
     const sandbox = this.hosted.get(cmd.sandboxId);
     this.hosted.delete(cmd.sandboxId);
+    this.gpus.delete(cmd.sandboxId);
     sandbox?.sub?.unsubscribe();
     await sandbox?.killAll();
     const runtime = this.runtime();
@@ -151,6 +183,34 @@ export class SandboxesService implements OnApplicationShutdown {
     await this.releaseVolumes(cmd.sandboxId);
     this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} removed (${cmd.reason})`);
     return { removed: true };
+  }
+
+  /**
+   * Pushes the sandbox's /workspace, as one layer on `cmd.image`, to `cmd.target` with the
+   * registry token the gateway signed for this snapshot. Its processes keep running: a file
+   * written during the copy may be caught half-written (see docs/architecture.md, Sandboxes).
+   */
+  async snapshot(cmd: SandboxSnapshot): Promise<SandboxSnapshotReply> {
+    const runtime = this.runtime();
+    if (typeof runtime === 'string') return { reason: runtime };
+    if (!this.hosted.has(cmd.sandboxId)) return { reason: `sandbox ${cmd.sandboxId} does not run on this machine` };
+    try {
+      const digest = await snapshotImage({
+        base: cmd.image,
+        target: cmd.target,
+        access: [cmd.registry],
+        source: this.volumeDir(cmd.sandboxId),
+        path: SANDBOX_WORKDIR,
+        workDir: join(this.ctx.settings.stateDir, 'snapshots'),
+        ...(await runtime.userNamespace().then((userNamespace) => (userNamespace ? { userNamespace } : {}))),
+        createdBy: `tern sandbox snapshot ${cmd.sandboxId}`,
+      });
+      this.logger.log({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} snapshot pushed to ${cmd.target}@${digest}`);
+      return { digest };
+    } catch (e) {
+      this.logger.warn({ sandboxId: cmd.sandboxId }, `sandbox ${cmd.sandboxId} snapshot failed: ${(e as Error).message}`);
+      return { reason: (e as Error).message };
+    }
   }
 
   openTunnel(cmd: TunnelOpen): Promise<TunnelOpenReply> {
@@ -176,12 +236,13 @@ export class SandboxesService implements OnApplicationShutdown {
     this.hosted.set(record.sandboxId, sandbox);
   }
 
-  private volumeName(sandboxId: string): string {
-    return `sandboxes/${sandboxId}`;
+  /** Its writable /workspace on this machine (the runtime's volume `sandboxes/<id>`). */
+  private volumeDir(sandboxId: string): string {
+    return join(this.ctx.settings.stateDir, 'volumes', sandboxVolumeName(sandboxId));
   }
 
   private async removeVolume(sandboxId: string): Promise<void> {
-    await rm(join(this.ctx.settings.stateDir, 'volumes', this.volumeName(sandboxId)), { recursive: true, force: true });
+    await rm(this.volumeDir(sandboxId), { recursive: true, force: true });
   }
 
   /** Commits its read-write volumes (what changed since they were mounted) and removes its copies; logged, never thrown. */

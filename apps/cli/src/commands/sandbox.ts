@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { sleep } from '#tern/timing';
-import type { ExecEvent, SandboxFileList, SandboxList, SandboxPortView, SandboxView } from '#tern/contracts';
+import type { ExecEvent, SandboxFileList, SandboxList, SandboxPortView, SandboxView, SnapshotView } from '#tern/contracts';
 import { secondsArgument } from '../arguments.js';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
@@ -85,6 +85,7 @@ export function sandboxCommand(): Command {
   cmd
     .command('create')
     .description('Create a sandbox (POST /api/v1/sandboxes) and print its id once it runs')
+    .option('--image <ref>', "host (default) or a registry image: a build, a snapshot (its /workspace becomes the sandbox's)")
     .option('--cpu <cores>', 'cores, e.g. 0.5 (default 1)', cpuArgument)
     .option('--memory <size>', 'e.g. 512Mi, 2Gi (default 512Mi)')
     .option('--timeout <seconds>', 'its lifetime (default 300)', secondsArgument)
@@ -100,6 +101,7 @@ export function sandboxCommand(): Command {
     )
     .action(async (o) => {
       const spec = {
+        ...(o.image ? { image: o.image } : {}),
         ...(o.cpu !== undefined ? { cpu: o.cpu } : {}),
         ...(o.memory ? { memory: o.memory } : {}),
         ...(o.timeout !== undefined ? { timeout: o.timeout } : {}),
@@ -203,6 +205,22 @@ export function sandboxCommand(): Command {
         ...(o.public ? { public: true } : {}),
       });
       process.stdout.write(`${body.url}\n`);
+    });
+
+  cmd
+    .command('snapshot')
+    .description(
+      "Push the sandbox's /workspace, on the image it runs, as an image of the workspace; print its pinned reference (for sandbox create --image, or a deployment's image)",
+    )
+    .argument('<id>', 'the sandbox')
+    .option('--name <name>', 'the image under builds/<workspace>/snapshots/ (default "sandbox")')
+    .option('--tag <tag>', 'its tag (default <id>-<ms since epoch>)')
+    .action(async (id: string, o: { name?: string; tag?: string }) => {
+      const { body } = await client().request<SnapshotView>('POST', sandboxPath(id, '/snapshot'), {
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.tag ? { tag: o.tag } : {}),
+      });
+      process.stdout.write(`${body.image}\n`);
     });
 
   cmd

@@ -28,7 +28,7 @@ const BUILD_TIMEOUT_MS = 60 * 60_000;
 const BUILDER_SILENCE_MS = 60_000;
 
 /** Tern's Debian base (`tern image base`), the default `base:`. */
-const TERN_BASE = 'tern/base:bookworm';
+export const TERN_BASE = 'tern/base:bookworm';
 
 /** What a build is, resolved: its pinned base, its registry tag (the spec's hash) and what the builder binds at /tern/context. */
 interface ResolvedBuild {

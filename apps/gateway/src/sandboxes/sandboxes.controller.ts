@@ -1,17 +1,21 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpException, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ExposePortRequest, SandboxSpec } from '#tern/contracts';
+import { ExposePortRequest, SandboxSpec, SnapshotRequest } from '#tern/contracts';
 import { publicGatewayUrl } from '../machines/public-url.js';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { CreateSandboxQuery, ListSandboxesQuery } from './dto/sandbox-queries.js';
+import { SandboxSnapshots } from './sandbox-snapshots.service.js';
 import { CREATE_WAIT_SECONDS, SandboxesService } from './sandboxes.service.js';
 
 @ApiTags('sandboxes')
 @ApiBearerAuth()
 @Controller('api/v1/sandboxes')
 export class SandboxesController {
-  constructor(private readonly sandboxes: SandboxesService) {}
+  constructor(
+    private readonly sandboxes: SandboxesService,
+    private readonly snapshots: SandboxSnapshots,
+  ) {}
 
   @Post()
   @ApiOperation({
@@ -67,6 +71,16 @@ export class SandboxesController {
   async shell(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<never> {
     await this.sandboxes.running(p, id);
     throw new HttpException('the shell is a WebSocket: send an upgrade request (tern sandbox shell <id>)', 426);
+  }
+
+  @Post(':id/snapshot')
+  @ApiOperation({
+    summary: "Snapshot the sandbox's filesystem as an image",
+    description:
+      "Pushes the sandbox's /workspace, as one layer on the image it runs, to the workspace's registry namespace `builds/<workspace id>/snapshots/<name>:<tag>` (name default `sandbox`, tag default `<id>-<ms since epoch>`) and answers 201 `{image, digest, tag}` once pushed: `image` (pinned by digest) is usable as `image` of a new sandbox (whose /workspace starts with these files) or of a deployment. A `host` sandbox's snapshot is its /workspace on Tern's base image (`tern/base:bookworm`): 409 when the registry does not hold it (push it with `sudo tern image base`), or when there is no registry. Processes keep running meanwhile: a file written during the copy may be caught half-written. Answers within 300 s (503 with the reason past it or when the machine fails). Only the workspace can use the image.",
+  })
+  snapshot(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() body: SnapshotRequest) {
+    return this.snapshots.snapshot(p, id, body);
   }
 
   @Post(':id/keepalive')

@@ -5,10 +5,13 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { SANDBOX_FILE_MAX_BYTES } from '#tern/contracts';
 import { installRawBody, MAX_ENDPOINT_BODY_BYTES } from '../endpoints/raw-body.js';
+import { ImagesModule } from '../images/images.module.js';
+import { RegistryTokensModule } from '../registry-tokens/registry-tokens.module.js';
 import { SandboxCallsController } from './sandbox-calls.controller.js';
 import { SandboxCallsService } from './sandbox-calls.service.js';
 import { SandboxPlacer } from './sandbox-placer.js';
 import { SandboxPortsController, SandboxPublicPortsController } from './sandbox-ports.controller.js';
+import { SandboxSnapshots } from './sandbox-snapshots.service.js';
 import { SandboxSweeper } from './sandbox-sweeper.js';
 import { SandboxTunnels } from './sandbox-tunnels.js';
 import { SandboxesController } from './sandboxes.controller.js';
@@ -16,8 +19,9 @@ import { SandboxesService } from './sandboxes.service.js';
 
 /** Sandboxes: containers a workspace drives over the API (see docs/architecture.md, Sandboxes). */
 @Module({
+  imports: [ImagesModule, RegistryTokensModule],
   controllers: [SandboxesController, SandboxCallsController, SandboxPortsController, SandboxPublicPortsController],
-  providers: [SandboxPlacer, SandboxesService, SandboxCallsService, SandboxSweeper, SandboxTunnels],
+  providers: [SandboxPlacer, SandboxesService, SandboxSnapshots, SandboxCallsService, SandboxSweeper, SandboxTunnels],
 })
 export class SandboxesModule implements OnModuleInit {
   constructor(

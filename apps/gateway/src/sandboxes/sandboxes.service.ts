@@ -21,11 +21,14 @@ import { Messaging, RequestError } from '#tern/messaging';
 import { type EndingSandbox, type Sandbox, SandboxesRepository, VolumesRepository } from '#tern/persistence';
 import { fireAndForget, sleep } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
+import { ImagePins } from '../images/image-pins.service.js';
 import { SandboxPlacer } from './sandbox-placer.js';
 import { publicPortPath, sandboxView } from './sandbox-views.js';
 
-/** How long an agent may take to start a sandbox's container (a first start prepares the image). */
+/** How long an agent may take to start a sandbox's container on the host image (a first start prepares it). */
 const CREATE_TIMEOUT_MS = 60_000;
+/** The same for a registry image: a first start on a machine pulls and unpacks it. */
+const CREATE_PULL_TIMEOUT_MS = 300_000;
 /** How long a create waits for the sandbox to run before it answers 202 (placing) when the caller names no `wait`. */
 export const CREATE_WAIT_SECONDS = 60;
 const REMOVE_TIMEOUT_MS = 30_000;
@@ -52,6 +55,7 @@ export class SandboxesService {
     private readonly placer: SandboxPlacer,
     private readonly messaging: Messaging,
     private readonly volumes: VolumesRepository,
+    private readonly imagePins: ImagePins,
   ) {}
 
   /**
@@ -95,8 +99,10 @@ export class SandboxesService {
     if (spec.network?.block && spec.network.allow) throw new BadRequestException('network takes block or allow, not both');
     const gpu = sandboxGpus(spec);
     const volumes = await this.sandboxVolumes(p, spec);
+    // As a deployment's: pinned to the digest its tag names now (a 400 naming it when the registry
+    // has no such image, or it is another workspace's build), so the machine pulls those bytes.
+    const image = await this.imagePins.pin(spec.image ?? 'host', p.workspaceId);
     const id = `sb-${randomUUID()}`;
-    const image = spec.image ?? 'host';
     const workdir = spec.workdir ?? SANDBOX_WORKDIR;
     const pool = spec.pool ?? 'default';
     const requested = {
@@ -154,7 +160,10 @@ export class SandboxesService {
     const id = command.sandboxId;
     let reason: string | undefined;
     try {
-      const reply = await this.messaging.request(AGENT_SANDBOX_CREATE, command, { tokens: [machineId], timeoutMs: CREATE_TIMEOUT_MS });
+      const reply = await this.messaging.request(AGENT_SANDBOX_CREATE, command, {
+        tokens: [machineId],
+        timeoutMs: command.image === 'host' ? CREATE_TIMEOUT_MS : CREATE_PULL_TIMEOUT_MS,
+      });
       if (!reply.running) reason = `machine ${machineId} could not start it: ${reply.reason ?? 'no reason given'}`;
     } catch (e) {
       if (!(e instanceof RequestError)) throw e;

@@ -152,3 +152,26 @@ export function IsDeploymentImage(): PropertyDecorator {
 export function isImageBuild(image: unknown): image is ImageBuild {
   return typeof image === 'object' && image !== null && !Array.isArray(image);
 }
+
+/**
+ * Why `value` is not an image a sandbox may name, or undefined when it is: a deployment's string
+ * forms (`host` or a registry reference). A build is made first (tern image build) and named by
+ * the reference it answers, as `tern deploy` does for a deployment.
+ */
+export function sandboxImageProblem(value: unknown): string | undefined {
+  if (typeof value === 'string') return deploymentImageProblem(value);
+  if (isImageBuild(value))
+    return 'a sandbox runs a built image, not a build: build it first (tern image build) and name the reference it answers';
+  return 'image must be "host" or a registry reference (registry.example.com/team/model:1.2)';
+}
+
+/** `host` or a registry reference; the message names the rule broken. */
+export function IsSandboxImage(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isSandboxImage',
+    validator: {
+      validate: (value: unknown) => sandboxImageProblem(value) === undefined,
+      defaultMessage: (args) => sandboxImageProblem(args?.value) ?? 'image is invalid',
+    },
+  });
+}

@@ -9,9 +9,9 @@ import { IsId, IsRecordOf } from '../validation.js';
 export class SandboxCreate {
   @IsId() sandboxId!: string;
   @IsId() workspaceId!: string;
-  /** `host` until images land; never `oci:<path>` (a tenant never names a path on the machine). */
+  /** `host` or a registry reference pinned by digest; never `oci:<path>` (a tenant never names a path on the machine). */
   @IsString()
-  @Matches(/^(?!oci:)/, { message: 'image must not be an oci:<path> on the machine; sandboxes run the "host" image' })
+  @Matches(/^(?!oci:)/, { message: 'image must not be an oci:<path> on the machine: "host" or a registry reference' })
   image!: string;
   @IsRecordOf('string') env!: Record<string, string>;
   /** The working directory of its processes; the sandbox's writable directory is /workspace. */

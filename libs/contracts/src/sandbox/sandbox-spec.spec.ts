@@ -1,4 +1,6 @@
-import { execArgs } from './sandbox-spec.js';
+import 'reflect-metadata';
+import { validatePayload } from '#tern/messaging';
+import { execArgs, SandboxSpec } from './sandbox-spec.js';
 
 describe('execArgs', () => {
   it('runs a cmd as given', () => {
@@ -14,5 +16,23 @@ describe('execArgs', () => {
   it('refuses neither and both', () => {
     expect(execArgs({})).toEqual({ ok: false, reason: expect.stringMatching(/cmd .* or code .* is required/) });
     expect(execArgs({ cmd: ['true'], code: 'x' })).toEqual({ ok: false, reason: 'give cmd or code, not both' });
+  });
+});
+
+describe('SandboxSpec image', () => {
+  it.each(['host', 'registry.example.com/team/model:1.2', `127.0.0.1:5000/builds/ws/snapshots/s@sha256:${'a'.repeat(64)}`])(
+    'takes %s',
+    async (image) => {
+      expect((await validatePayload(SandboxSpec, { image })).ok).toBe(true);
+    },
+  );
+
+  it.each([
+    ['oci:/etc', 'cannot name a path on the worker'],
+    ['python:3.12', 'names no registry'],
+    [{ base: 'tern', pip: ['numpy'] }, 'a sandbox runs a built image, not a build'],
+    [42, 'image must be "host" or a registry reference'],
+  ])('refuses %j saying why', async (image, reason) => {
+    expect(await validatePayload(SandboxSpec, { image })).toMatchObject({ ok: false, reason: expect.stringContaining(reason) });
   });
 });

@@ -19,6 +19,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { NetworkPolicy, SpecVolume } from '../deployment/deployment-spec.js';
+import { IsSandboxImage } from '../deployment/image-spec.js';
 import { IsRecordOf } from '../validation.js';
 
 /** The writable directory of every sandbox, and its processes' default working directory. */
@@ -28,13 +29,14 @@ export const SANDBOX_DEFAULT_TIMEOUT_SECONDS = 300;
 /** The most one file of the files API may hold. */
 export const SANDBOX_FILE_MAX_BYTES = 64 * 2 ** 20;
 
-/** Sandboxes run the development image; registry images come to them with the images' pull path. */
-const SANDBOX_IMAGES = ['host'] as const;
-const SANDBOX_IMAGE_RULE = 'image must be "host" (the default): sandboxes do not run registry images yet';
-
 /** `POST /api/v1/sandboxes`. */
 export class SandboxSpec {
-  @IsOptional() @IsIn(SANDBOX_IMAGES, { message: SANDBOX_IMAGE_RULE }) image?: string;
+  /**
+   * `host` (the default: the machine's /usr, for development) or a registry reference as a
+   * deployment's image takes one (a build of the workspace, `<registry>/builds/<ws>/<name>:<tag>`,
+   * a snapshot, any image the registry holds); pinned to its digest at create.
+   */
+  @IsOptional() @IsSandboxImage() image?: string;
   /** Cores, e.g. 0.5 or 2; default 1. */
   @IsOptional() @IsNumber() @Min(0.05) @Max(512) cpu?: number;
   /** "512Mi", "2Gi", or a number of MiB; default 512Mi. */

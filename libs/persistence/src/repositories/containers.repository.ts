@@ -371,12 +371,16 @@ export class ContainersRepository extends TransactionalRepository {
   /**
    * Whether a container whose version's spec names an image of repository `repository`
    * (`host/repo`, the image reference before its `@sha256:` digest) is placed on `machineId` and
-   * not stopped: the machine may then pull from that repository.
+   * not stopped, or a live sandbox (placing or running) of that image is: the machine may then
+   * pull from that repository.
    */
   async imageRepositoryPlacedOn(machineId: string, repository: string): Promise<boolean> {
     const rows = await this.rows<{ id: string }>(
       `SELECT c.id FROM containers c JOIN deployment_versions dv ON dv.id = c.deployment_version_id
        WHERE c.machine_id = $1 AND split_part(dv.spec->>'image', '@', 1) = $2 AND ${ON_MACHINE}
+       UNION ALL
+       SELECT s.id FROM sandboxes s
+       WHERE s.machine_id = $1 AND split_part(s.spec->>'image', '@', 1) = $2 AND s.state IN ('placing', 'running')
        LIMIT 1`,
       [machineId, repository],
     );

@@ -12,6 +12,7 @@ import {
 } from '../errors.js';
 import { GpuInjector } from '../gpu/gpu-edits.js';
 import type { ImageStore } from '../images/image-store.js';
+import type { PreparedImage } from '../images/prepared-image.js';
 import { tailLogs } from '../logs/log-tail.js';
 import {
   buildEnv,
@@ -198,6 +199,11 @@ export class RuncRuntime implements ContainerRuntime {
   /** The mapping containers get, once the host has been checked; undefined: none. */
   async userNamespace(): Promise<UserNamespaceMapping | undefined> {
     return (await this.hostFacts()).userNamespace;
+  }
+
+  /** The image, pulled and unpacked as start() prepares it (cached): what a container of it will see. */
+  image(ref: string): Promise<PreparedImage> {
+    return this.options.images.resolve(ref);
   }
 
   async start(spec: ContainerSpec): Promise<RunningContainer> {
