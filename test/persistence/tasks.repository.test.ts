@@ -132,6 +132,17 @@ describe('TasksRepository', () => {
     const start = (taskId: string, attempt: number, machineId = 'm-1', containerId = placed[machineId]) =>
       tasks.markStarted({ taskId, attempt, startedAt: new Date().toISOString(), containerId, machineId });
     const lease = (taskId: string, attempt: number, machineId = 'm-1') => ({ taskId, attempt, machineId, containerId: placed[machineId] });
+    /** A result of attempt `attempt` from the lease holder's container on `machineId`. */
+    const completion = (taskId: string, attempt: number, machineId: string, resultJson: string) =>
+      tasks.complete({
+        taskId,
+        resultJson,
+        resultRef: null,
+        attempt,
+        completedAt: new Date().toISOString(),
+        containerId: placed[machineId],
+        machineId,
+      });
 
     it('starts an attempt once, never an older one, and answers the row as it was', async () => {
       const t = await task();
@@ -224,16 +235,6 @@ describe('TasksRepository', () => {
       const starts = await Promise.all([start(a.id, 1), start(b.id, 1, 'm-2', 'c-1'), start(c.id, 1), start(c.id, 2, 'm-2')]);
       expect(starts.map((s) => s?.wasAttempt)).toEqual([0, undefined, 0, 1]);
       expect(await tasks.leaseOf(c.id)).toEqual({ state: 'RUNNING', attempts: 2, machineId: 'm-2', containerId: 'c-2' });
-      const completion = (taskId: string, attempt: number, machineId: string, resultJson: string) =>
-        tasks.complete({
-          taskId,
-          resultJson,
-          resultRef: null,
-          attempt,
-          completedAt: new Date().toISOString(),
-          containerId: placed[machineId],
-          machineId,
-        });
       const results = await Promise.all([
         completion(a.id, 1, 'm-1', '{"a": 1}'),
         completion(b.id, 1, 'm-2', '{"b": 1}'),
@@ -251,21 +252,12 @@ describe('TasksRepository', () => {
 
     it('completes once, from the holder of the lease of the current attempt only', async () => {
       const t = await task();
-      const completion = (resultJson: string, machineId: string, attempt = 1) =>
-        tasks.complete({
-          taskId: t.id,
-          resultJson,
-          resultRef: null,
-          attempt,
-          completedAt: new Date().toISOString(),
-          containerId: placed[machineId],
-          machineId,
-        });
-      expect(await completion('{"never": "given"}', 'm-1')).toBeUndefined();
+      const completeOwn = (resultJson: string, machineId: string, attempt = 1) => completion(t.id, attempt, machineId, resultJson);
+      expect(await completeOwn('{"never": "given"}', 'm-1')).toBeUndefined();
       await start(t.id, 1);
-      expect(await completion('{"not": "holder"}', 'm-2')).toBeUndefined();
+      expect(await completeOwn('{"not": "holder"}', 'm-2')).toBeUndefined();
       // The task as it now is, as its waiters answer it: no read after this write.
-      expect(await completion('{"first": true}', 'm-1')).toEqual({
+      expect(await completeOwn('{"first": true}', 'm-1')).toEqual({
         ...(await tasks.findInWorkspace(t.id, workspaceId, true)),
         workspaceId,
         deploymentId: t.deploymentId,
@@ -276,7 +268,7 @@ describe('TasksRepository', () => {
         containerId: 'c-1',
         startedAt: expect.any(Date),
       });
-      expect(await completion('{"second": true}', 'm-1')).toBeUndefined();
+      expect(await completeOwn('{"second": true}', 'm-1')).toBeUndefined();
       expect(await start(t.id, 2)).toBeUndefined();
       expect(await tasks.leaseOf(t.id)).toEqual({ state: 'COMPLETE', attempts: 1, machineId: 'm-1', containerId: 'c-1' });
       expect(await row(t.id)).toMatchObject({
