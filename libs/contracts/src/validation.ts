@@ -88,3 +88,10 @@ export function IsIpv4Cidr(): PropertyDecorator {
     { each: true },
   );
 }
+
+/** Several property rules as one, for a field whose rules two specs share. */
+export function allOf(...rules: PropertyDecorator[]): PropertyDecorator {
+  return (target, key) => {
+    for (const rule of rules) rule(target, key);
+  };
+}

@@ -19,10 +19,17 @@ import {
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../secret/secrets.js';
-import { IsIpv4Cidr, IsRecordOf } from '../validation.js';
+import { allOf, IsIpv4Cidr, IsRecordOf } from '../validation.js';
 import { type ImageBuild, IsDeploymentImage } from './image-spec.js';
 import { SpecSchedule } from './schedule.js';
 import { SpecTaskPolicy } from './task-policy.js';
+
+/** Cores a deployment's container or a sandbox asks for. */
+export const IsCpuCores = () => allOf(IsNumber(), Min(0.05), Max(512));
+/** GPUs a deployment's container or a sandbox asks for. */
+export const IsGpuCount = () => allOf(IsInt(), Min(0), Max(16));
+/** The pool a deployment or a sandbox is placed in. */
+export const IsPoolName = () => Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' });
 
 /**
  * A deployment as the user writes it (`tern deploy tern.yaml`), in snake_case like Beam's and
@@ -132,12 +139,12 @@ export class DeploymentSpec {
   @IsOptional() @Matches(/^sha256:[a-f0-9]{64}$/, { message: 'code must be sha256:<64 hex digits>' }) code?: string;
 
   /** Cores, e.g. 0.5 or 2; default 1. */
-  @IsOptional() @IsNumber() @Min(0.05) @Max(512) cpu?: number;
+  @IsOptional() @IsCpuCores() cpu?: number;
   /** "512Mi", "2Gi", or a number of MiB; default 512Mi. */
   @IsOptional() memory?: string | number;
   /** A GPU type ("A100"), a list in order of preference, or "any". */
   @IsOptional() gpu?: string | string[];
-  @IsOptional() @IsInt() @Min(0) @Max(16) gpu_count?: number;
+  @IsOptional() @IsGpuCount() gpu_count?: number;
 
   @IsOptional() @IsInt() @Min(1) @Max(64) workers?: number;
   @IsOptional() @IsInt() @Min(1) @Max(1000) concurrent_requests?: number;
@@ -178,6 +185,6 @@ export class DeploymentSpec {
   /** `{ block: true }` or `{ allow: [CIDR, …] }`; default: the public internet (see NetworkPolicy). */
   @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
 
-  @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
+  @IsOptional() @IsPoolName() pool?: string;
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;
 }

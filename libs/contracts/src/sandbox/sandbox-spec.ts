@@ -8,7 +8,6 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsNumber,
   IsObject,
   IsOptional,
   IsString,
@@ -18,7 +17,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { NetworkPolicy, SpecVolume } from '../deployment/deployment-spec.js';
+import { IsCpuCores, IsGpuCount, IsPoolName, NetworkPolicy, SpecVolume } from '../deployment/deployment-spec.js';
 import { IsSandboxImage } from '../deployment/image-spec.js';
 import { IsRecordOf } from '../validation.js';
 
@@ -38,12 +37,12 @@ export class SandboxSpec {
    */
   @IsOptional() @IsSandboxImage() image?: string;
   /** Cores, e.g. 0.5 or 2; default 1. */
-  @IsOptional() @IsNumber() @Min(0.05) @Max(512) cpu?: number;
+  @IsOptional() @IsCpuCores() cpu?: number;
   /** "512Mi", "2Gi", or a number of MiB; default 512Mi. */
   @IsOptional() memory?: string | number;
   /** A GPU type ("A100") or "any". */
   @IsOptional() @IsString() gpu?: string;
-  @IsOptional() @IsInt() @Min(0) @Max(16) gpu_count?: number;
+  @IsOptional() @IsGpuCount() gpu_count?: number;
   @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
   /** Absolute; default /workspace (the sandbox's writable directory). */
   @IsOptional() @Matches(/^\/[^\0]*$/, { message: 'workdir must be an absolute path' }) @MaxLength(1024) workdir?: string;
@@ -53,7 +52,7 @@ export class SandboxSpec {
   @IsOptional() @IsInt() @Min(1) @Max(86_400) idle_timeout?: number;
   /** `{ block: true }` or `{ allow: [CIDR, …] }`; default: the public internet. */
   @IsOptional() @IsObject() @ValidateNested() @Type(() => NetworkPolicy) network?: NetworkPolicy;
-  @IsOptional() @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'pool must be a pool name' }) pool?: string;
+  @IsOptional() @IsPoolName() pool?: string;
   /**
    * The workspace's volumes, `[{name, path, read_only}]`, mounted as a deployment's are: a
    * read-write one is the sandbox's own copy, committed back when the sandbox ends.
