@@ -49,7 +49,7 @@ export class InternetHost {
     if (octets.length !== 4 || octets[3] % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
     const [near, far] = [[...octets.slice(0, 3), octets[3] - 1].join('.'), octets.join('.')];
     // Tests running at once may each want the host at a given address: one at a time.
-    const lock = address ? await lockAddress(address) : undefined;
+    const lock = address ? await lockAddress(address, namespace, hostVeth) : undefined;
     const host = new InternetHost(namespace, hostVeth, far, 8080);
     host.lock = lock;
     try {
@@ -112,19 +112,26 @@ export class InternetHost {
   }
 }
 
-/** `/run/tern-test-host-<address>.lock`, created exclusively; taken over from a process that is gone. */
-async function lockAddress(address: string, timeoutMs = 120_000): Promise<string> {
+/**
+ * `/run/tern-test-host-<address>.lock`, created exclusively, naming its holder's pid and the
+ * namespace and veth it makes; taken over from a process that is gone, after removing what that
+ * process left at the address (a killed test run's namespace would otherwise keep its route).
+ */
+async function lockAddress(address: string, namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<string> {
   const path = `/run/tern-test-host-${address}.lock`;
   for (const deadline = Date.now() + timeoutMs; ;) {
     try {
-      await writeFile(path, String(process.pid), { flag: 'wx' });
+      await writeFile(path, `${process.pid} ${namespace} ${hostVeth}`, { flag: 'wx' });
       return path;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
-    const holder = Number(await readFile(path, 'utf8').catch(() => '0'));
-    if (holder && !existsSync(`/proc/${holder}`)) await rm(path, { force: true });
-    else if (Date.now() > deadline) throw new Error(`the test host address ${address} stayed in use by process ${holder}`);
+    const [pid, leftNamespace, leftVeth] = (await readFile(path, 'utf8').catch(() => '0')).split(' ');
+    const holder = Number(pid);
+    if (holder && !existsSync(`/proc/${holder}`)) {
+      if (leftNamespace && leftVeth) await removeLinkedNamespace(leftNamespace, leftVeth);
+      await rm(path, { force: true });
+    } else if (Date.now() > deadline) throw new Error(`the test host address ${address} stayed in use by process ${holder}`);
     else await new Promise((r) => setTimeout(r, 200));
   }
 }
