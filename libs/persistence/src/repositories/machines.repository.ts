@@ -427,7 +427,8 @@ export class MachinesRepository extends TransactionalRepository {
 
   /**
    * Moves up to 500 machines silent for longer than `ttlSeconds` offline, each exactly once
-   * across replicas (see SWEEP). Run inside transaction() to announce the moves before they commit.
+   * across replicas (see SWEEP); the same statement writes the moves to the outbox, which
+   * MachineStateRelay announces once committed.
    */
   markOfflineOlderThan(ttlSeconds: number): Promise<OfflineMachine[]> {
     return this.rows<OfflineMachine>(SWEEP, [ttlSeconds]);
