@@ -193,10 +193,17 @@ function seq(value: string | number | null): number | null {
 /** A row as the driver answers it: stream_seq (bigint) as text. */
 type Raw<T extends { streamSeq: number | null }> = Omit<T, 'streamSeq'> & { streamSeq: string | null };
 
-/** The rows of a batched statement (each with its item's 1-based ordinal `n`) by item; undefined for an item no row answers. */
-function inOrder<T>(count: number, rows: (T & { n: string | number })[]): (Omit<T, 'n'> | undefined)[] {
-  const byItem: (Omit<T, 'n'> | undefined)[] = new Array(count).fill(undefined);
-  for (const { n, ...row } of rows) byItem[Number(n) - 1] = row;
+/**
+ * The rows of a batched statement (each with its item's 1-based ordinal `n`) by item, each read
+ * with `as` (the row as it is by default); undefined for an item no row answers.
+ */
+function inOrder<R, T = R>(
+  count: number,
+  rows: (R & { n: string | number })[],
+  as: (row: R) => T = (row) => row as unknown as T,
+): (T | undefined)[] {
+  const byItem: (T | undefined)[] = new Array(count).fill(undefined);
+  for (const { n, ...row } of rows) byItem[Number(n) - 1] = as(row as R);
   return byItem;
 }
 
@@ -435,10 +442,7 @@ export class TasksRepository {
         completions.map((e) => e.machineId),
       ],
     );
-    return inOrder(
-      completions.length,
-      rows.map(({ n, ...row }) => ({ n, ...withSeq<TaskWithDeployment>(row) })),
-    );
+    return inOrder(completions.length, rows, withSeq<TaskWithDeployment>);
   }
 
   /** The task's lease as it stands (to say why an outcome was not believed); undefined for an unknown task. */
@@ -522,10 +526,7 @@ export class TasksRepository {
        JOIN tasks t ON t.id = x.id AND t.workspace_id = x.workspace_id JOIN deployments d ON d.id = t.deployment_id`,
       [asked.map((a) => a.taskId), asked.map((a) => a.workspaceId)],
     );
-    return inOrder(
-      asked.length,
-      rows.map(({ n, ...row }) => ({ n, ...withSeq<TaskWithDeployment>(row) })),
-    );
+    return inOrder(asked.length, rows, withSeq<TaskWithDeployment>);
   }
 
   /** Tasks of the workspace, newest first, at most `limit` (deleted deployments' left out when filtered by name). */
