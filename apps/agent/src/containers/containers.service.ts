@@ -226,7 +226,9 @@ export class ContainersService implements BeforeApplicationShutdown {
   private async run(cmd: ContainerStart, t: Tracked, gpus: GpuInventory[]) {
     const runtime = this.handle.runtime!;
     const id = cmd.containerId;
-    await this.publish(CONTAINER_STARTING, t.record, 'starting', {});
+    // Announced while the start goes on (publish never throws); awaited before the next event,
+    // so consumers still see starting before started or failed.
+    const starting = this.publish(CONTAINER_STARTING, t.record, 'starting', {});
     let endpoint: ContainerEndpoint | undefined;
     try {
       const mounts = await this.mounts(cmd);
@@ -251,11 +253,13 @@ export class ContainersService implements BeforeApplicationShutdown {
               : 'create';
       const error = (e as Error).message;
       this.logger.warn({ containerId: id, phase }, `container ${id} did not start: ${error}`);
+      await starting;
       await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error });
       this.untrack(id, 'failed', { endedAt: Date.now(), detail: error });
       return;
     }
     this.setState(id, 'running');
+    await starting;
     await this.publish(CONTAINER_STARTED, t.record, 'started', {
       resources: {
         cpuMillicores: cmd.resources.cpuMillicores,

@@ -25,7 +25,7 @@ export const HEARTBEAT_BATCH = 500;
 @Injectable()
 export class MachineRegistry {
   private readonly logger = new Logger('machines');
-  private readonly beats = new GroupCommit<MachineHeartbeat, boolean>((beats) => this.recordBatch(beats), HEARTBEAT_BATCH);
+  private readonly beats = new GroupCommit<MachineHeartbeat, boolean>((beats) => this.recordBatch(beats), { maxBatch: HEARTBEAT_BATCH });
 
   constructor(
     private readonly machines: MachinesRepository,

@@ -151,7 +151,9 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       machineId: placed.machineId,
       at: command.requestedAt,
     };
-    await this.messaging
+    // Sent before the start order on the same connection, so it reaches NATS first (reputation
+    // times the start from it), but its ack is not waited for: the agent hears the start sooner.
+    const scheduled = this.messaging
       .publish(
         CONTAINER_SCHEDULED,
         { ...event, resources: command.resources, reason: 'scale-up' },
@@ -160,7 +162,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       .catch((e: unknown) => this.logger.warn(`could not announce ${placed.containerId} scheduled: ${(e as Error).message}`));
     let reason: string;
     try {
-      const reply = await this.agents.start(placed.machineId, command);
+      const [reply] = await Promise.all([this.agents.start(placed.machineId, command), scheduled]);
       if (reply.accepted) return undefined;
       reason = `machine ${placed.machineId} refused the start: ${reply.reason ?? 'no reason given'}`;
     } catch (e) {
