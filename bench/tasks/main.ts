@@ -49,6 +49,7 @@ import {
   type Stack,
   until,
 } from '../invoke/stack.js';
+import { durableFloor } from './floor.js';
 
 const { values } = parseArgs({
   options: {
@@ -262,6 +263,13 @@ try {
     () => bullmq(values.redis!, runner.port),
     () => bullmq(durableRedis.url, runner.port, 'bullmq+runner aof'),
     () => bullmq(values.redis!),
+    () =>
+      durableFloor({
+        natsUrl: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+        databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+        runnerPort: runner.port,
+        slots: SLOTS,
+      }),
   ]) {
     const system = await make();
     try {
@@ -281,12 +289,12 @@ try {
   await stack.stop();
 }
 
-const [t, viaRunner, viaRunnerDurable, inProcess] = results;
+const [t, viaRunner, viaRunnerDurable, inProcess, floor] = results;
 console.log(`\nTasks: ${LATENCY_RUNS} one at a time (latency), then ${TASKS} with ${CLIENTS} clients (throughput); ${SLOTS} slots each`);
-console.log('system              p50 ms   p95 ms   tasks/s');
+console.log('system                 p50 ms   p95 ms   tasks/s');
 for (const r of results)
   console.log(
-    `${r.label.padEnd(18)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`,
+    `${r.label.padEnd(21)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`,
   );
 if (Object.keys(ternCpu).length) {
   const ternTasks = 20 + LATENCY_RUNS + TASKS;
@@ -304,4 +312,11 @@ console.log(
 );
 console.log(
   `tern vs bullmq:            latency ×${(t.p50 / inProcess.p50).toFixed(2)} (p50), throughput ×${(t.throughput / inProcess.throughput).toFixed(2)}`,
+);
+// The design's share and Tern's own: the parts alone against BullMQ, Tern against the parts alone.
+console.log(
+  `floor vs bullmq+runner aof: latency ×${(floor.p50 / viaRunnerDurable.p50).toFixed(2)} (p50), throughput ×${(floor.throughput / viaRunnerDurable.throughput).toFixed(2)}`,
+);
+console.log(
+  `tern vs floor:             latency ×${(t.p50 / floor.p50).toFixed(2)} (p50), throughput ×${(t.throughput / floor.throughput).toFixed(2)}`,
 );

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { Deployment, Task, type TaskWithDeployment, TasksRepository, Workspace } from '#tern/persistence';
-import { migratedDatabase } from '../support/database.js';
+import { againstIdOrderedLocks, migratedDatabase } from '../support/database.js';
 
 const database = migratedDatabase('tasksrepo');
 let db: DataSource;
@@ -309,6 +309,15 @@ describe('TasksRepository', () => {
       expect(cancelled[0]).toEqual({ id: expect.any(String), workspaceId, streamSeq: null, endedAt: expect.any(Date) });
       expect(await row(done.id)).toMatchObject({ state: 'COMPLETE' });
       expect(await tasks.cancelAllOf(own, 'again')).toEqual([]);
+    });
+
+    it("locks a deployment's tasks in id order, so a batch locking them in id order meanwhile waits for it instead of deadlocking", async () => {
+      const own = await ownDeployment();
+      // Stored high id first: a statement locking rows as it scans them would take that one first.
+      const high = await task({ id: 'ffffffff-ffff-4fff-bfff-ffffffffffff', deploymentId: own });
+      const low = await task({ id: '00000000-0000-4000-8000-000000000000', deploymentId: own });
+      const cancelled = await againstIdOrderedLocks(db, low.id, high.id, () => tasks.cancelAllOf(own, 'queue deleted'));
+      expect(cancelled.map((c) => c.id).sort()).toEqual([low.id, high.id]);
     });
   });
 

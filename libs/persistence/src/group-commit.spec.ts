@@ -1,7 +1,7 @@
 import { GroupCommit } from './group-commit.js';
 
 /** A write that records each statement's items and answers them doubled, after a turn of the event loop. */
-function doubling(fail?: (items: number[]) => boolean, keyOf?: (item: number) => string) {
+function doubling(fail?: (items: number[]) => boolean, keyOf?: (item: number) => string, lingerMs?: number) {
   const statements: number[][] = [];
   const commit = new GroupCommit<number, number>(
     async (items) => {
@@ -10,8 +10,7 @@ function doubling(fail?: (items: number[]) => boolean, keyOf?: (item: number) =>
       if (fail?.(items)) throw new Error(`refused ${items.join(',')}`);
       return items.map((i) => i * 2);
     },
-    4,
-    keyOf,
+    { maxBatch: 4, keyOf, lingerMs },
   );
   return { statements, commit };
 }
@@ -45,6 +44,19 @@ describe('GroupCommit', () => {
     const { statements, commit } = doubling(undefined, (i) => String(i % 10));
     expect(await Promise.all([1, 11, 2, 21, 3].map((i) => commit.add(i)))).toEqual([2, 22, 4, 42, 6]);
     expect(statements).toEqual([[1, 2, 3], [11], [21]]);
+  });
+
+  it("with a linger, holds an idle caller's write that long and carries the writes arriving meanwhile in it", async () => {
+    const { statements, commit } = doubling(undefined, undefined, 100);
+    const t0 = performance.now();
+    const first = commit.add(1);
+    // Without a linger the write would have gone by now (see the first test).
+    await new Promise((r) => setImmediate(r));
+    expect(statements).toEqual([]);
+    const second = commit.add(2);
+    expect(await Promise.all([first, second])).toEqual([2, 4]);
+    expect(statements).toEqual([[1, 2]]);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(98);
   });
 
   it('fails only the item a failed statement was refused for, writing the others again one by one', async () => {

@@ -12,16 +12,26 @@ export class GroupCommit<I, O> {
   private queue: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
   private writing = false;
 
+  private readonly maxBatch: number;
+  private readonly keyOf?: (item: I) => string;
+  private readonly lingerMs: number;
+
   /**
    * @param write writes the items in one statement and answers one outcome per item, in order.
-   * @param maxBatch the most items one statement carries.
-   * @param keyOf what an item changes (a row's id): items with the same key go in separate statements.
+   * @param options.maxBatch the most items one statement carries (256).
+   * @param options.keyOf what an item changes (a row's id): items with the same key go in separate statements.
+   * @param options.lingerMs how long an idle caller's write waits for others before it goes: 0 (the
+   *   default) for writes someone waits on; more for writes nobody waits on that would otherwise
+   *   compete with the ones someone does (and lock their rows) at the moment they are made.
    */
   constructor(
     private readonly write: (items: I[]) => Promise<O[]>,
-    private readonly maxBatch = 256,
-    private readonly keyOf?: (item: I) => string,
-  ) {}
+    options: { maxBatch?: number; keyOf?: (item: I) => string; lingerMs?: number } = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 256;
+    this.keyOf = options.keyOf;
+    this.lingerMs = options.lingerMs ?? 0;
+  }
 
   /** Resolves with the item's outcome once the statement carrying it is done. */
   add(item: I): Promise<O> {
@@ -30,9 +40,11 @@ export class GroupCommit<I, O> {
       if (this.writing) return;
       this.writing = true;
       // drain() settles every caller's promise itself and never rejects.
-      setImmediate(() => {
+      const drain = () => {
         this.drain().catch(() => undefined);
-      });
+      };
+      if (this.lingerMs > 0) setTimeout(drain, this.lingerMs);
+      else setImmediate(drain);
     });
   }
 

@@ -24,15 +24,18 @@ export interface SubmittedTask {
 }
 
 /**
- * Accepts tasks: the row first (so a task the caller was told about always exists), then the
- * TASKS message with Nats-Msg-Id = task id, then the row is marked enqueued with the message's
- * sequence. A gateway that dies in between leaves enqueued_at null; the relay publishes it
- * again, and JetStream's duplicate window keeps a double publish single.
+ * Accepts tasks: the row first (so a task the caller was told about always exists; the caller is
+ * answered once it is committed), then the TASKS message with Nats-Msg-Id = task id, then the row
+ * is marked enqueued with the message's sequence. A gateway that dies in between leaves
+ * enqueued_at null; the relay publishes it again, and JetStream's duplicate window keeps a double
+ * publish single.
  */
 @Injectable()
 export class TaskSubmissionService {
   private readonly logger = new Logger('tasks');
   private readonly consumers = new Map<string, Promise<void>>();
+  /** Tasks being sent to TASKS or sent and not yet marked enqueued, by id: their stream sequence. */
+  private readonly unmarked = new Map<string, Promise<number>>();
   private readonly callbackAddresses = callbackAddressCheck();
 
   constructor(
@@ -81,21 +84,38 @@ export class TaskSubmissionService {
         `"${name}" already has ${policy.maxPendingTasks} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`,
       );
     }
-    try {
-      await this.enqueue(row);
-    } catch (e) {
-      // The row stays unsent and the relay sends it: the task is accepted all the same.
-      this.logger.warn({ taskId: row.id, err: (e as Error).message }, 'task saved but not yet on TASKS; the relay will send it');
-    }
+    // The committed row is the task's durable record (the relay sends a row never published), and
+    // the answer never depended on the publish: a failed one left the task accepted all the same.
+    // So the caller hears 202 now and the publish runs behind it, instead of the caller waiting a
+    // JetStream round trip (and, on a busy machine, the wake-ups of everything it sets off).
+    fireAndForget(`sending task ${row.id} to TASKS (saved: the relay will send it)`, this.logger, this.enqueue(row));
     return { task_id: row.id, status: 'PENDING', deployment: record.name, version: record.version };
   }
 
   /** Publishes a saved task to TASKS and records where it went. Safe to repeat (same message id). */
   async enqueue(task: UnsentTask): Promise<void> {
-    const seq = await this.send(task);
+    const sending = this.send(task);
+    this.unmarked.set(task.id, sending);
+    let seq: number;
+    try {
+      seq = await sending;
+    } catch (e) {
+      this.unmarked.delete(task.id);
+      throw e;
+    }
     // Not awaited: the task is safe on TASKS already. Should this write be lost, the relay sends
     // the task again (one message within the duplicate window) and records it then.
-    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, this.tasks.markEnqueued(task.id, seq));
+    const marking = this.tasks.markEnqueued(task.id, seq).finally(() => this.unmarked.delete(task.id));
+    fireAndForget(`marking task ${task.id} enqueued (the relay will)`, this.logger, marking);
+  }
+
+  /**
+   * Where TASKS holds a task this gateway is sending or has sent but not yet marked, once it is
+   * there; undefined for any other. A cancel that finds no sequence on the row asks here, so a
+   * task cancelled right after its 202 still has its message deleted (it never runs).
+   */
+  async sequenceInFlight(taskId: string): Promise<number | undefined> {
+    return this.unmarked.get(taskId)?.catch(() => undefined);
   }
 
   /**

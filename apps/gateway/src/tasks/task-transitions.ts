@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import {
   type Contract,
@@ -155,8 +156,12 @@ export class TaskTransitions {
     const claim = { claimedEndedAt: Date.parse(e.completedAt), claimedDurationMs: e.durationMs };
     if (settled) {
       // The caller hears first: the fact for metering follows, and should this gateway die in
-      // between, the event is delivered again and the fact told then (tellAgain).
+      // between, the event is delivered again and the fact told then (tellAgain). A waiter's
+      // answer is written within this turn's microtasks; the facts wait for the next turn, so
+      // that their writes to NATS (which wake the other services, who on a small machine take
+      // the core) come after the caller's answer, not before it.
       this.waiters.wake(e.taskId, settled);
+      await nextTurn();
       this.announce(e.taskId, settled.workspaceId, 'COMPLETE', e.completedAt);
       await this.attemptEnded(ended, settled, observedAt, claim);
     } else await this.tellAgain(e, ['COMPLETE'], (repeat) => this.attemptEnded(ended, repeat, observedAt, claim));

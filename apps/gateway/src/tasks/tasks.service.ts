@@ -5,6 +5,7 @@ import { type CancelledTask, DeploymentsRepository, TasksRepository, type TaskWi
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
+import { TaskSubmissionService } from './task-submission.service.js';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
 import { statsWindow, taskStats } from './task-stats.js';
@@ -26,6 +27,7 @@ export class TasksService {
     private readonly transitions: TaskTransitions,
     private readonly waiters: TaskWaiters,
     private readonly deployments: DeploymentsRepository,
+    private readonly submissions: TaskSubmissionService,
   ) {}
 
   async get(principal: Principal, id: string, noun: TaskNoun = 'task'): Promise<TaskView> {
@@ -93,10 +95,12 @@ export class TasksService {
    * runs), task.cancelled is published, and the agent holding a running one is told to stop it.
    */
   async stopCancelled(done: CancelledTask, workspaceId: string, reason: string): Promise<void> {
-    if (done.streamSeq !== null) {
+    // Not on the row yet: the task may have been answered 202 a moment ago, its message on its way.
+    const streamSeq = done.streamSeq ?? (await this.submissions.sequenceInFlight(done.id));
+    if (streamSeq !== undefined) {
       const jsm = await this.messaging.jsm();
       await jsm.streams
-        .deleteMessage(this.messaging.ns.stream(STREAMS.TASKS.name), done.streamSeq, false)
+        .deleteMessage(this.messaging.ns.stream(STREAMS.TASKS.name), streamSeq, false)
         .catch(() => undefined /* already acked and gone: it ran, or is running */);
     }
     await this.messaging

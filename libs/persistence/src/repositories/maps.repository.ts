@@ -227,11 +227,15 @@ export class MapsRepository extends TransactionalRepository {
     return rows.length > 0;
   }
 
-  /** Every task of the map not yet final becomes CANCELLED with the reason; what they were, for stopping them. */
+  /**
+   * Every task of the map not yet final becomes CANCELLED with the reason; what they were, for
+   * stopping them. Rows are locked in id order, as the batched task statements lock them, so a
+   * cancel racing the map's own publishes and starts never deadlocks with them.
+   */
   async cancelTasks(mapId: string, reason: string): Promise<CancelledTask[]> {
     const rows = await this.rows<Omit<CancelledTask, 'streamSeq'> & { streamSeq: string | null }>(
       `WITH before AS (SELECT t.id, t.state, t.machine_id, t.attempts FROM map_chunks c JOIN tasks t ON t.id = c.task_id
-                       WHERE c.map_id = $1 AND t.state NOT IN ${FINAL} FOR UPDATE OF t)
+                       WHERE c.map_id = $1 AND t.state NOT IN ${FINAL} ORDER BY t.id FOR UPDATE OF t)
        UPDATE tasks t SET state = 'CANCELLED', error = $2, ended_at = now(), updated_at = now() FROM before WHERE t.id = before.id
        RETURNING t.id, before.state AS was, before.machine_id AS "machineId", before.attempts, t.stream_seq AS "streamSeq",
                  t.deployment_id AS "deploymentId", t.deployment_version AS version, t.ended_at AS "endedAt"`,

@@ -3,7 +3,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
 import type { Task } from '../entities/task.entity.js';
 import { GroupCommit } from '../group-commit.js';
-import { queryRows, queryRowsOn } from '../query-rows.js';
+import { queryPreparedOn, queryRows, queryRowsOn } from '../query-rows.js';
 
 /** A task as the task API shows it: its row and its deployment's name; `result` only when asked for. */
 export type TaskWithDeployment = Pick<
@@ -148,6 +148,9 @@ export interface TaskActivityRow {
   count: number;
 }
 
+/** How long a task's enqueued mark waits before its statement (see enqueuedMarks). */
+export const ENQUEUED_MARK_LINGER_MS = 50;
+
 const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
 /** On reaching a final state: a callback is due now when the task has a URL. */
 const CALLBACK_DUE = `callback_state = CASE WHEN callback_url IS NULL THEN NULL ELSE 'pending' END, callback_next_at = CASE WHEN callback_url IS NULL THEN NULL ELSE now() END`;
@@ -225,26 +228,32 @@ export class TasksRepository {
   private readonly pendingSaves = new GroupCommit<{ task: NewTask; maxPending: number }, UnsentTask | undefined>((items) =>
     this.createPendingMany(items),
   );
-  /** Sends recorded together: one statement for the tasks that reached TASKS meanwhile. */
-  private readonly enqueuedMarks = new GroupCommit<{ taskId: string; streamSeq: number }, boolean>(async (marks) => {
-    const marked = await this.markEnqueuedMany(
-      marks.map((m) => m.taskId),
-      marks.map((m) => m.streamSeq),
-    );
-    return marks.map((m) => marked.has(m.taskId));
-  });
+  /**
+   * Sends recorded together: one statement for the tasks that reached TASKS meanwhile. Nobody
+   * waits on a mark (the relay looks only at rows saved seconds ago; a cancel on the sending
+   * gateway asks it for the sequence), and a mark made at once landed as the task's start was
+   * recorded, locking the same row: at concurrency 1 the start waited for it. So marks linger a
+   * little, and go after a quick task's start, many in one statement.
+   */
+  private readonly enqueuedMarks = new GroupCommit<{ taskId: string; streamSeq: number }, boolean>(
+    async (marks) => {
+      const marked = await this.markEnqueuedMany(
+        marks.map((m) => m.taskId),
+        marks.map((m) => m.streamSeq),
+      );
+      return marks.map((m) => marked.has(m.taskId));
+    },
+    { lingerMs: ENQUEUED_MARK_LINGER_MS },
+  );
 
   /** Starts recorded together: one statement for the attempts that started meanwhile. */
-  private readonly startMarks = new GroupCommit<StartedAttempt, StartedOver | undefined>(
-    (starts) => this.markStartedMany(starts),
-    256,
-    (e) => e.taskId,
-  );
+  private readonly startMarks = new GroupCommit<StartedAttempt, StartedOver | undefined>((starts) => this.markStartedMany(starts), {
+    keyOf: (e) => e.taskId,
+  });
   /** Results recorded together: one statement for the attempts that completed meanwhile. */
   private readonly completions = new GroupCommit<Completion, TaskWithDeployment | undefined>(
     (completions) => this.completeMany(completions),
-    256,
-    (e) => e.taskId,
+    { keyOf: (e) => e.taskId },
   );
 
   /** Task reads (a GroupCommit of reads: the same coalescing, nothing written). */
@@ -271,8 +280,9 @@ export class TasksRepository {
   private async createPendingMany(items: { task: NewTask; maxPending: number }[]): Promise<(UnsentTask | undefined)[]> {
     const columns: unknown[][] = Array.from({ length: 10 }, () => []);
     for (const { task, maxPending } of items) [...newTaskValues(task), maxPending].forEach((v, i) => columns[i].push(v));
-    const rows = await queryRowsOn<UnsentTask>(
+    const rows = await queryPreparedOn<UnsentTask>(
       this.db,
+      'tasks_create_pending',
       `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::int[], $7::int[], $8::int[], $9::text[], $10::int[])
                     WITH ORDINALITY AS x(id, workspace_id, deployment_id, version, payload, max_retries, timeout_seconds, ttl_seconds, callback_url, max_pending, n)),
             waiting AS (SELECT deployment_id, count(*) AS n FROM tasks
@@ -296,8 +306,9 @@ export class TasksRepository {
    * would deadlock (Postgres would break it after a second, failing one batch).
    */
   async markEnqueuedMany(taskIds: string[], streamSeqs: number[]): Promise<Set<string>> {
-    const rows = await queryRowsOn<{ id: string }>(
+    const rows = await queryPreparedOn<{ id: string }>(
       this.db,
+      'tasks_mark_enqueued',
       `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq)),
             locked AS (SELECT t.id FROM tasks t JOIN x ON x.id = t.id WHERE t.enqueued_at IS NULL ORDER BY t.id FOR UPDATE OF t)
        UPDATE tasks t SET enqueued_at = now(), stream_seq = x.seq FROM locked JOIN x ON x.id = locked.id
@@ -342,8 +353,9 @@ export class TasksRepository {
    * order so that two such statements never deadlock on each other.
    */
   private async markStartedMany(starts: StartedAttempt[]): Promise<(StartedOver | undefined)[]> {
-    const rows = await queryRowsOn<StartedOver & { n: string }>(
+    const rows = await queryPreparedOn<StartedOver & { n: string }>(
       this.db,
+      'tasks_mark_started',
       `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::text[], $5::text[])
                     WITH ORDINALITY AS x(id, attempt, started_at, container_id, machine_id, n)),
             before AS (SELECT t.id, t.state, t.attempts, t.machine_id, t.container_id, t.started_at FROM tasks t JOIN x ON x.id = t.id
@@ -423,8 +435,9 @@ export class TasksRepository {
 
   /** complete for many attempts (of distinct tasks) in one statement. */
   private async completeMany(completions: Completion[]): Promise<(TaskWithDeployment | undefined)[]> {
-    const rows = await queryRowsOn<Raw<TaskWithDeployment> & { n: string }>(
+    const rows = await queryPreparedOn<Raw<TaskWithDeployment> & { n: string }>(
       this.db,
+      'tasks_complete',
       `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
                     WITH ORDINALITY AS x(id, result, result_ref, attempt, completed_at, container_id, machine_id, n)),
             locked AS (SELECT t.id FROM tasks t JOIN x ON x.id = t.id ORDER BY t.id FOR UPDATE OF t)
@@ -482,12 +495,13 @@ export class TasksRepository {
     return rows.length ? withSeq<CancelledTask>(rows[0]) : undefined;
   }
 
-  /** Every task of the deployment not yet final becomes CANCELLED with the reason. */
+  /** Every task of the deployment not yet final becomes CANCELLED with the reason (rows locked in id order, as everywhere). */
   async cancelAllOf(deploymentId: string, reason: string): Promise<EndedTask[]> {
     const rows = await queryRowsOn<Raw<EndedTask>>(
       this.db,
       `UPDATE tasks SET state = 'CANCELLED', error = $2, ended_at = now(), ${CALLBACK_DUE}, updated_at = now()
-       WHERE deployment_id = $1 AND state NOT IN ${FINAL} RETURNING id, workspace_id AS "workspaceId", stream_seq AS "streamSeq", ended_at AS "endedAt"`,
+       WHERE id IN (SELECT id FROM tasks WHERE deployment_id = $1 AND state NOT IN ${FINAL} ORDER BY id FOR UPDATE)
+       RETURNING id, workspace_id AS "workspaceId", stream_seq AS "streamSeq", ended_at AS "endedAt"`,
       [deploymentId, reason],
     );
     return rows.map((r) => withSeq<EndedTask>(r));
@@ -519,8 +533,9 @@ export class TasksRepository {
     asked: { taskId: string; workspaceId: string }[],
     withResult: boolean,
   ): Promise<(TaskWithDeployment | undefined)[]> {
-    const rows = await queryRowsOn<Raw<TaskWithDeployment> & { n: string }>(
+    const rows = await queryPreparedOn<Raw<TaskWithDeployment> & { n: string }>(
       this.db,
+      withResult ? 'tasks_find_with_result' : 'tasks_find',
       `SELECT x.n, ${TASK_COLUMNS}${withResult ? ', t.result' : ''}
        FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS x(id, workspace_id, n)
        JOIN tasks t ON t.id = x.id AND t.workspace_id = x.workspace_id JOIN deployments d ON d.id = t.deployment_id`,
