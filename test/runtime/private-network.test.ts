@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { access, chmod, mkdtemp } from 'node:fs/promises';
+import { access, chmod, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -71,6 +71,20 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
     expect(neighbourAddress).not.toBe(network.gateway);
     expect(await reachable(neighbourAddress, 8080)).toBe(true);
   });
+
+  it("keeps the bridge's address as containers come and go, so a container's answers to the host still arrive", async () => {
+    const address = async () => (await readFile(`/sys/class/net/${network.bridge}/address`, 'utf8')).trim();
+    const before = await address();
+    expect(await reachable(neighbourAddress, 8080)).toBe(true);
+    // A port with the lowest address there is: a bridge left to the kernel takes it as its own.
+    const id = containerId('low');
+    await sandbox.runtime.start({ id, image: 'host', args: ['sleep', '60'], network: 'private' });
+    await execa('ip', ['link', 'set', 'dev', (await network.attachment(id))!.hostVeth, 'address', '02:00:00:00:00:01']);
+    expect(await address()).toBe(before);
+    await sandbox.runtime.remove(id);
+    expect(await address()).toBe(before);
+    expect(await reachable(neighbourAddress, 8080)).toBe(true);
+  }, 30_000);
 
   it('by default reaches the internet, and not the host, another container, metadata or private ranges', async () => {
     // Controls: each target is there and answers from the host's own namespace.

@@ -120,6 +120,7 @@ export class BridgeNetwork {
       await mkdir(this.leases, { recursive: true, mode: 0o700 });
       const bridgeUp = await this.ipRun(['link', 'show', 'dev', this.bridge]);
       if (bridgeUp.exitCode !== 0) await this.ipx(['link', 'add', this.bridge, 'type', 'bridge']);
+      await this.pinAddress();
       await this.ipx(['addr', 'replace', `${this.gateway}/${this.subnet.prefix}`, 'dev', this.bridge]);
       await this.ipx(['link', 'set', this.bridge, 'up']);
       await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
@@ -166,6 +167,22 @@ export class BridgeNetwork {
     // Made a little later: not while the container that took the spare is starting.
     void attached.finally(() => setTimeout(() => this.replenish(), REPLENISH_DELAY_MS).unref()).catch(() => undefined);
     return attached;
+  }
+
+  /**
+   * Fixes the bridge's MAC address at the one it has. Left to the kernel, a bridge takes the
+   * lowest of its ports' addresses and changes it as veths come and go: every container then
+   * sends to the old one (its ARP entry for the gateway) until the entry fails, and a connection
+   * the agent holds to it (a task running) sees no answer for minutes of TCP back-off. Setting
+   * the address, even to the same one, makes the kernel keep it.
+   */
+  private async pinAddress(): Promise<void> {
+    // Asked of `ip` (netlink), not /sys/class/net: the agent's network namespace may not be the
+    // one its /sys was mounted in (a site's agent started with nsenter --net).
+    const shown = await this.ipRun(['-j', 'link', 'show', 'dev', this.bridge]);
+    const address = shown.exitCode === 0 ? (JSON.parse(String(shown.stdout)) as { address?: string }[])[0]?.address : undefined;
+    if (!address) throw new ContainerRuntimeError(`could not read the address of bridge ${this.bridge}: ${(shown.all ?? '').trim()}`);
+    await this.ipx(['link', 'set', 'dev', this.bridge, 'address', address]);
   }
 
   /** Names of a container's namespace and host veth, from a hash of the bridge and its id. */
