@@ -1,5 +1,6 @@
 import { type ContainerStart, type GpuInventory, gpuTypeMatches } from '#tern/contracts';
 import { allocateGpus, recordFromLabels, recordFromStart, runnerArgs, toContainerSpec } from './container-spec.js';
+import { h100 } from '../discovery/gpu/fixtures/inventory.js';
 
 const start: ContainerStart = {
   containerId: 'c-1',
@@ -20,14 +21,6 @@ const start: ContainerStart = {
   requestedAt: '2025-01-01T00:00:00.000Z',
 };
 
-const h100 = (index: number): GpuInventory => ({
-  index,
-  vendor: 'nvidia',
-  model: 'NVIDIA H100 80GB HBM3',
-  memoryMiB: 81559,
-  driverVersion: '550',
-  uuid: `GPU-${index}`,
-});
 const a100 = (index: number): GpuInventory => ({
   index,
   vendor: 'nvidia',

@@ -1,6 +1,7 @@
-import type { GpuInventory, SandboxCreate } from '#tern/contracts';
+import type { SandboxCreate } from '#tern/contracts';
 import { sandboxFromLabels } from './sandbox-labels.js';
 import { toSandboxSpec } from './sandbox-spec.js';
+import { h100 } from '../discovery/gpu/fixtures/inventory.js';
 
 const create: SandboxCreate = {
   sandboxId: 'sb-1',
@@ -13,15 +14,6 @@ const create: SandboxCreate = {
   volumes: [{ volume: 'models', mountPath: '/models', readOnly: true }],
   requestedAt: '2025-01-01T00:00:00.000Z',
 };
-
-const h100 = (index: number): GpuInventory => ({
-  index,
-  vendor: 'nvidia',
-  model: 'NVIDIA H100 80GB HBM3',
-  memoryMiB: 81559,
-  driverVersion: '550',
-  uuid: `GPU-${index}`,
-});
 
 const record = { sandboxId: 'sb-1', workspaceId: 'ws-1', workdir: '/workspace', gpus: ['nvidia:1', 'nvidia:3'] };
 
