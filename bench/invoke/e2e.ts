@@ -2,8 +2,11 @@
  * End-to-end invoke latency: one warm container of a tiny Python endpoint (min_containers 1),
  * called (a) straight on its $PORT (the floor), (b) through the gateway's /endpoint/<name>
  * (HTTP → gateway → NATS → agent → HTTP), (c) through nginx proxying to the same port
- * (keep-alive upstream, 1 worker): the cost of a conventional reverse proxy, for scale. Each at
- * concurrency 1 and N, in one run. Prints p50/p99/throughput and the ratios; not a test.
+ * (keep-alive upstream, 1 worker): the cost of a conventional reverse proxy, for scale, (d)
+ * through relay.ts: the gateway's topology (HTTP → Node → NATS → Node → HTTP) with none of Tern's
+ * work, the floor of the design. Each at concurrency 1 and N, in one run. Prints
+ * p50/p99/throughput and the ratios; not a test. The two-process CPU column is the gateway +
+ * the agent for the gateway's row, the relay's front + back for its own.
  *
  *   npm run build && node dist/bench/invoke/e2e.js [--requests 2000] [--concurrency 16] [--network private,host]
  *       [--gateway URL --token T [--tern-home DIR | --port P]] [--profile DIR]
@@ -39,6 +42,7 @@ import {
   startNginx,
   until,
 } from './stack.js';
+import { startRelay } from './relay.js';
 
 const { values } = parseArgs({
   options: {
@@ -150,6 +154,9 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
     cleanups.push(nginx.stop);
     const direct = { url: `http://${address}:${port}/` };
     const viaNginx = { url: nginx.url };
+    const relay = await startRelay(process.env.NATS_URL ?? 'nats://127.0.0.1:4222', `http://${address}:${port}`, await freePort());
+    cleanups.push(relay.stop);
+    const viaRelay = { url: relay.url };
 
     // CPU per request of the proxies (nginx; the gateway and the agent), which the machine's load
     // does not inflate the way it does latencies. NATS is shared with other stacks: not counted.
@@ -163,24 +170,27 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
       if (profile) await toggleProfiles(stack);
       const g = await withCpu(tern, () => load('gateway /endpoint', gw, BODY, REQUESTS, c));
       if (profile) await toggleProfiles(stack);
-      rows.push(d, n, g);
+      const f = await withCpu(relay.pids, () => load('relay floor (NATS + 2 Node)', viaRelay, BODY, REQUESTS, c));
+      rows.push(d, n, g, f);
       rows.push({ label: 'ratio gateway/direct', concurrency: c, ratio: [g.p50 / d.p50, g.p99 / d.p99, g.rps / d.rps] });
       rows.push({ label: 'ratio gateway/nginx', concurrency: c, ratio: [g.p50 / n.p50, g.p99 / n.p99, g.rps / n.rps] });
       rows.push({ label: 'ratio nginx/direct', concurrency: c, ratio: [n.p50 / d.p50, n.p99 / d.p99, n.rps / d.rps] });
+      rows.push({ label: 'ratio gateway/relay floor', concurrency: c, ratio: [g.p50 / f.p50, g.p99 / f.p99, g.rps / f.rps] });
+      rows.push({ label: 'ratio relay floor/nginx', concurrency: c, ratio: [f.p50 / n.p50, f.p99 / n.p99, f.rps / n.rps] });
     }
     console.log(
       `\nend-to-end invoke, warm Python runner container (network ${found?.config.linux.namespaces.some((n: { type: string }) => n.type === 'network') ? 'private' : 'host'}), ${REQUESTS} requests per row (+200 warm-up), body ${BODY.length} B, keep-alive client`,
     );
     console.log(
       [
-        'path'.padEnd(26),
+        'path'.padEnd(28),
         'conc'.padStart(5),
         'p50 ms'.padStart(9),
         'p99 ms'.padStart(9),
         'req/s'.padStart(9),
         'errors'.padStart(7),
         'cpu µs/req'.padStart(11),
-        'gateway + agent'.padStart(16),
+        'two processes'.padStart(16),
       ].join(' '),
     );
     for (const r of rows) {
@@ -188,7 +198,7 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
         const [a, b, x] = r.ratio;
         console.log(
           [
-            r.label.padEnd(26),
+            r.label.padEnd(28),
             String(r.concurrency).padStart(5),
             `×${a.toFixed(2)}`.padStart(9),
             `×${b.toFixed(2)}`.padStart(9),
@@ -198,7 +208,7 @@ async function measure(network: BenchNetwork | undefined): Promise<void> {
       } else {
         console.log(
           [
-            r.label.padEnd(26),
+            r.label.padEnd(28),
             String(r.concurrency).padStart(5),
             r.p50.toFixed(2).padStart(9),
             r.p99.toFixed(2).padStart(9),
