@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { addLinkedNamespace, removeLinkedNamespace } from './netns.js';
@@ -37,19 +38,26 @@ export class InternetHost {
   }
 
   /**
-   * `address`: where the host stands instead of a random 203.0.113.x, for tests that need a
+   * `address`: where the host stands instead of a free 203.0.113.x, for tests that need a
    * host at a given address (169.254.169.254, a private one): it must be the second address of
-   * a /30 (last octet 4n+2); the root namespace takes the first.
+   * a /30 (last octet 4n+2); the root namespace takes the first. Every address is held by a lock
+   * while its host stands, so two hosts (of one test or of tests running at once) never share a
+   * /30: the root namespace would route both hosts' traffic to the first one.
    */
   static async start(answers: { status: number; location?: string }[] = [{ status: 200 }], address?: string): Promise<InternetHost> {
     const id = randomBytes(3).toString('hex');
     const namespace = `tern-inet-${id}`;
     const hostVeth = `ti${id}h`;
-    const octets = (address ?? `203.0.113.${4 * randomInt(0, 64) + 2}`).split('.').map(Number);
-    if (octets.length !== 4 || octets[3] % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
-    const [near, far] = [[...octets.slice(0, 3), octets[3] - 1].join('.'), octets.join('.')];
-    // Tests running at once may each want the host at a given address: one at a time.
-    const lock = address ? await lockAddress(address, namespace, hostVeth) : undefined;
+    if (address !== undefined) {
+      const last = Number(address.split('.')[3]);
+      if (!isIPv4(address) || last % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
+    }
+    // A given address waits for its holder; otherwise the first free /30 of 203.0.113.0/24, tried in random order.
+    const [far, lock] = address
+      ? [address, await lockAddress(address, namespace, hostVeth)]
+      : await lockFreeAddress(namespace, hostVeth);
+    const octets = far.split('.').map(Number);
+    const near = [...octets.slice(0, 3), octets[3] - 1].join('.');
     const host = new InternetHost(namespace, hostVeth, far, 8080);
     host.lock = lock;
     try {
@@ -113,25 +121,55 @@ export class InternetHost {
 }
 
 /**
+ * The lock on a free 203.0.113.(4n+2), tried in random order, and that address; waits (up to
+ * timeoutMs) while all 64 are held.
+ */
+async function lockFreeAddress(namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<[string, string]> {
+  for (const deadline = Date.now() + timeoutMs; ;) {
+    const slots = Array.from({ length: 64 }, (_, n) => n);
+    for (let i = slots.length - 1; i > 0; i--) {
+      const j = randomInt(0, i + 1);
+      [slots[i], slots[j]] = [slots[j], slots[i]];
+    }
+    for (const n of slots) {
+      const address = `203.0.113.${4 * n + 2}`;
+      const held = await tryLockAddress(address, namespace, hostVeth);
+      if (held.lock) return [address, held.lock];
+    }
+    if (Date.now() > deadline) throw new Error('every test host address in 203.0.113.0/24 stayed in use');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Waits (up to timeoutMs) for the lock on `address`. */
+async function lockAddress(address: string, namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<string> {
+  for (const deadline = Date.now() + timeoutMs; ;) {
+    const held = await tryLockAddress(address, namespace, hostVeth);
+    if (held.lock) return held.lock;
+    if (Date.now() > deadline) throw new Error(`the test host address ${address} stayed in use by process ${held.holder}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
  * `/run/tern-test-host-<address>.lock`, created exclusively, naming its holder's pid and the
  * namespace and veth it makes; taken over from a process that is gone, after removing what that
  * process left at the address (a killed test run's namespace would otherwise keep its route).
+ * Without the lock: the pid of the live process holding it.
  */
-async function lockAddress(address: string, namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<string> {
+async function tryLockAddress(address: string, namespace: string, hostVeth: string): Promise<{ lock?: string; holder?: number }> {
   const path = `/run/tern-test-host-${address}.lock`;
-  for (const deadline = Date.now() + timeoutMs; ;) {
+  for (;;) {
     try {
       await writeFile(path, `${process.pid} ${namespace} ${hostVeth}`, { flag: 'wx' });
-      return path;
+      return { lock: path };
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     const [pid, leftNamespace, leftVeth] = (await readFile(path, 'utf8').catch(() => '0')).split(' ');
     const holder = Number(pid);
-    if (holder && !existsSync(`/proc/${holder}`)) {
-      if (leftNamespace && leftVeth) await removeLinkedNamespace(leftNamespace, leftVeth);
-      await rm(path, { force: true });
-    } else if (Date.now() > deadline) throw new Error(`the test host address ${address} stayed in use by process ${holder}`);
-    else await new Promise((r) => setTimeout(r, 200));
+    if (!holder || existsSync(`/proc/${holder}`)) return { holder };
+    if (leftNamespace && leftVeth) await removeLinkedNamespace(leftNamespace, leftVeth);
+    await rm(path, { force: true });
   }
 }

@@ -73,15 +73,10 @@ export class ProbeTargets {
     .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
 
   static async start(privatePrefix: string): Promise<ProbeTargets> {
-    const slot = 4 * randomInt(0, 32);
     const hosts: InternetHost[] = [];
     try {
-      for (const address of [
-        `203.0.113.${slot + 2}`,
-        `203.0.113.${slot + 130}`,
-        '169.254.169.254',
-        `${privatePrefix}.${4 * randomInt(0, 64) + 2}`,
-      ])
+      // Two free /30s of 203.0.113.0/24 (each host holds its own), then the given addresses.
+      for (const address of [undefined, undefined, '169.254.169.254', `${privatePrefix}.${4 * randomInt(0, 64) + 2}`])
         hosts.push(await InternetHost.start([{ status: 200 }], address));
       const hostService = createServer((s) => s.end());
       hostService.listen(0, '0.0.0.0');
