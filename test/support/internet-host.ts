@@ -53,9 +53,7 @@ export class InternetHost {
       if (!isIPv4(address) || last % 4 !== 2) throw new Error(`a test host's address must end in 4n+2 (got ${address})`);
     }
     // A given address waits for its holder; otherwise the first free /30 of 203.0.113.0/24, tried in random order.
-    const [far, lock] = address
-      ? [address, await lockAddress(address, namespace, hostVeth)]
-      : await lockFreeAddress(namespace, hostVeth);
+    const [far, lock] = address ? [address, await lockAddress(address, namespace, hostVeth)] : await lockFreeAddress(namespace, hostVeth);
     const octets = far.split('.').map(Number);
     const near = [...octets.slice(0, 3), octets[3] - 1].join('.');
     const host = new InternetHost(namespace, hostVeth, far, 8080);
