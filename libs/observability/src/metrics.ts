@@ -10,7 +10,9 @@ export function initMetrics(service: string): void {
   if (initialised) return;
   initialised = true;
   register.setDefaultLabels({ service });
-  collectDefaultMetrics({ prefix: 'tern_' });
+  // The event loop's lag sampled every 100 ms, not prom-client's 10: a 10 ms timer woke every
+  // service 100 times a second (0.33 % of a core each when idle, against 0.08 %).
+  collectDefaultMetrics({ prefix: 'tern_', eventLoopMonitoringPrecision: 100 });
 }
 
 @ApiExcludeController()

@@ -12,7 +12,7 @@ import {
   type RouteRecord,
 } from '#tern/contracts';
 import { KvMirror, Messaging } from '#tern/messaging';
-import { placedPartOf } from './machine-reports.js';
+import { placedPartOf, UNPLACED_WARN_AFTER_MS, UnplacedStreaks } from './machine-reports.js';
 
 const refusedReports = new Counter({
   name: 'tern_autoscaler_machine_reports_refused_total',
@@ -28,6 +28,7 @@ export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown 
   /** `<deploymentId>.<version>` → gatewayId → its latest report. */
   private readonly reports = new Map<string, Map<string, GatewayLoad>>();
   private readonly backlogs = new Map<string, { held: number; receivedAt: number }>();
+  private readonly unplaced = new UnplacedStreaks();
   private subscriptions: Subscription[] = [];
   private readonly logger = new Logger('load-board');
   /** The scheduler's ready containers (key: container id): which machine runs what, to check machines' reports against. */
@@ -55,14 +56,23 @@ export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown 
     await this.routes.stop();
   }
 
-  /** A machine's report counts only for the containers placed on it (see placedPartOf). */
+  /**
+   * A machine's report counts only for the containers placed on it (see placedPartOf). Refused
+   * reports are counted; a warning comes only when they go on (UnplacedStreaks), not for the
+   * first reports of a container whose route is still on its way.
+   */
   recordMachineReport(report: AgentLoadReport, now: number) {
+    const key = deploymentKey(report.deploymentId, report.version);
     const placed = placedPartOf(report, (id) => this.routes.get(id));
-    if (placed) return this.record(placed, now);
+    if (placed) {
+      this.unplaced.counted(key, report.machineId);
+      return this.record(placed, now);
+    }
     refusedReports.inc();
+    if (!this.unplaced.refused(key, report.machineId, now)) return;
     this.logger.warn(
       { machineId: report.machineId, deploymentId: report.deploymentId, version: report.version },
-      `ignored a load report of machine ${report.machineId}: none of its containers is placed there for ${report.deploymentId} v${report.version}`,
+      `ignored the load reports of machine ${report.machineId} for ${UNPLACED_WARN_AFTER_MS / 1000} s: none of the containers they name is placed there for ${report.deploymentId} v${report.version}`,
     );
   }
 
@@ -93,5 +103,6 @@ export class LoadBoard implements OnApplicationBootstrap, OnApplicationShutdown 
   forget(key: string) {
     this.reports.delete(key);
     this.backlogs.delete(key);
+    this.unplaced.forget(key);
   }
 }

@@ -1,5 +1,5 @@
 import type { AgentLoadReport, RouteRecord } from '#tern/contracts';
-import { placedPartOf } from './machine-reports.js';
+import { placedPartOf, UNPLACED_WARN_AFTER_MS, UnplacedStreaks } from './machine-reports.js';
 
 describe('placedPartOf', () => {
   const routes: Record<string, RouteRecord> = {
@@ -38,5 +38,33 @@ describe('placedPartOf', () => {
 
   it('takes an empty last report, with nothing in flight', () => {
     expect(placedPartOf(report([]), routeOf)).toMatchObject({ inFlight: 0, containers: [] });
+  });
+});
+
+describe('UnplacedStreaks', () => {
+  it('warns once, when a machine has named only unplaced containers for UNPLACED_WARN_AFTER_MS', () => {
+    const streaks = new UnplacedStreaks();
+    const warned = [0, 1_000, UNPLACED_WARN_AFTER_MS - 1, UNPLACED_WARN_AFTER_MS, UNPLACED_WARN_AFTER_MS + 1_000].map((t) =>
+      streaks.refused('d-1.1', 'm-1', t),
+    );
+    expect(warned).toEqual([false, false, false, true, false]);
+  });
+
+  it('starts over after a counted report, and keeps machines and versions apart', () => {
+    const streaks = new UnplacedStreaks();
+    streaks.refused('d-1.1', 'm-1', 0);
+    streaks.refused('d-1.1', 'm-2', 0);
+    streaks.counted('d-1.1', 'm-1');
+    expect(streaks.refused('d-1.1', 'm-1', UNPLACED_WARN_AFTER_MS)).toBe(false);
+    expect(streaks.refused('d-1.2', 'm-2', UNPLACED_WARN_AFTER_MS)).toBe(false);
+    expect(streaks.refused('d-1.1', 'm-2', UNPLACED_WARN_AFTER_MS)).toBe(true);
+    expect(streaks.refused('d-1.1', 'm-1', 2 * UNPLACED_WARN_AFTER_MS)).toBe(true);
+  });
+
+  it('forgets a version that is gone', () => {
+    const streaks = new UnplacedStreaks();
+    streaks.refused('d-1.1', 'm-1', 0);
+    streaks.forget('d-1.1');
+    expect(streaks.refused('d-1.1', 'm-1', UNPLACED_WARN_AFTER_MS)).toBe(false);
   });
 });

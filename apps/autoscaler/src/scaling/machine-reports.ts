@@ -23,3 +23,39 @@ export function placedPartOf(report: AgentLoadReport, routeOf: (containerId: str
     at: report.at,
   };
 }
+
+/**
+ * How long a machine's reports for a version may name only containers not placed there before
+ * that is worth a warning: a container's first reports often come before the scheduler has
+ * written its route, and those say nothing about the machine.
+ */
+export const UNPLACED_WARN_AFTER_MS = 15_000;
+
+/** Per version and machine, since when its reports were refused without one counted between. */
+export class UnplacedStreaks {
+  /** `<deploymentId>.<version>` → machineId → the streak's start, and whether it was warned of. */
+  private readonly streaks = new Map<string, Map<string, { since: number; warned: boolean }>>();
+
+  /** A refused report: true once per streak, when it has lasted UNPLACED_WARN_AFTER_MS. */
+  refused(key: string, machineId: string, now: number): boolean {
+    let byMachine = this.streaks.get(key);
+    if (!byMachine) this.streaks.set(key, (byMachine = new Map()));
+    const streak = byMachine.get(machineId);
+    if (!streak) {
+      byMachine.set(machineId, { since: now, warned: false });
+      return false;
+    }
+    if (streak.warned || now - streak.since < UNPLACED_WARN_AFTER_MS) return false;
+    streak.warned = true;
+    return true;
+  }
+
+  /** A counted report ends the machine's streak. */
+  counted(key: string, machineId: string): void {
+    this.streaks.get(key)?.delete(machineId);
+  }
+
+  forget(key: string): void {
+    this.streaks.delete(key);
+  }
+}
