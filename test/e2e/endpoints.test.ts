@@ -74,28 +74,16 @@ describe('endpoints end to end', () => {
     const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => call('/endpoint/sleepy', { i, seconds: 0.5 })));
     expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
     const containers = new Set(responses.map((r) => r.headers.get('x-tern-container-id')));
-    // The autoscaler scaled out and never past max_containers; the requests were spread over more
-    // than one container, never more than the maximum.
+    // The autoscaler scaled out to max_containers and never past it.
     const h = { headers: { authorization: `Bearer ${stack.token}` } };
     const history = (await (await fetch(`${stack.gateway}/api/v1/deployments/sleepy/scale-events`, h)).json()) as {
       events: { desired: number }[];
     };
     const peak = Math.max(...history.events.map((e) => e.desired));
-    expect(peak).toBeGreaterThanOrEqual(2);
-    expect(peak).toBeLessThanOrEqual(3);
-    expect(containers.size).toBeGreaterThanOrEqual(2);
-    expect(containers.size).toBeLessThanOrEqual(3);
-    // Alone this test always sees 3; in two whole-suite runs the third container served none of the
-    // 50 (cause not found yet): say what the autoscaler and placement said, so the run shows it.
-    if (containers.size < 3)
-      console.warn(
-        'sleepy served by',
-        containers.size,
-        'containers, desired peaked at',
-        peak,
-        JSON.stringify(history.events),
-        JSON.stringify(await (await fetch(`${stack.gateway}/api/v1/deployments/sleepy`, h)).json()),
-      );
+    expect(peak).toBe(3);
+    // All three served: a container whose address was another's a moment before is reached at once
+    // (the host forgets a removed container's MAC address; before, the third often served none).
+    expect({ containers: containers.size, history: history.events }).toMatchObject({ containers: 3 });
     await waitFor('sleepy back to zero', async () => (await actual('sleepy')) === 0, 30_000, 500);
   });
 

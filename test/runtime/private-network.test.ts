@@ -86,6 +86,20 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
     expect(await reachable(neighbourAddress, 8080)).toBe(true);
   }, 30_000);
 
+  it("forgets a removed container's MAC address, so the next container leased its address is reached at once", async () => {
+    const id = containerId('reused');
+    const address = (await sandbox.runtime.start({ id, image: 'host', args: ['sleep', '60'], network: 'private' })).address!;
+    // A connection refused is answered all the same: the host now holds the container's MAC address.
+    expect(await reachable(address, 8080)).toBe(false);
+    const neighbour = async () => (await execa('ip', ['neigh', 'show', address, 'dev', network.bridge])).stdout.trim();
+    expect(await neighbour()).toMatch(/lladdr/);
+    await sandbox.runtime.stop(id, 0);
+    await sandbox.runtime.remove(id);
+    // Left there, the entry kept the gone container's MAC address for up to 45 s, and the next
+    // holder of the address saw none of the host's traffic until it expired.
+    expect(await neighbour()).toBe('');
+  }, 30_000);
+
   it('by default reaches the internet, and not the host, another container, metadata or private ranges', async () => {
     // Controls: each target is there and answers from the host's own namespace.
     for (const [h, p] of [

@@ -316,9 +316,13 @@ export class BridgeNetwork {
 
   private async teardown(a: Attachment): Promise<void> {
     // The container's end of the veth pair goes with its namespace, and the host's end with it
-    // (deleted by name too, in case the namespace was lost first); -force runs both whatever fails.
+    // (deleted by name too, in case the namespace was lost first); -force runs all three whatever
+    // fails. Last, the host forgets the container's MAC address: its entry would outlive the port
+    // (reachable for up to 45 s after the last answer), and the next container leased this
+    // address would not be reached until it expired, its health checks and requests sent to the
+    // gone one's address.
     await execa(this.options.ip ?? 'ip', ['-force', '-batch', '-'], {
-      input: `netns del ${a.netns}\nlink del ${a.hostVeth}\n`,
+      input: `netns del ${a.netns}\nlink del ${a.hostVeth}\nneigh del ${a.address} dev ${this.bridge}\n`,
       reject: false,
       all: true,
     });
