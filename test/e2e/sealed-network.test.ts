@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentNetworkEnv } from '../support/agent-network.js';
+import { TestDnsServer } from '../support/dns-server.js';
 import { TEST_DATABASE_URL, TEST_NATS_URL } from '../support/isolation.js';
 import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -18,6 +19,7 @@ const portOf = (url: string) => Number(new URL(url).port);
 (await describeNeeding(['root', 'runc', 'python3', 'ip', 'nft']))('sealed container network end to end', () => {
   let stack: Stack;
   let targets: ProbeTargets;
+  let resolver: TestDnsServer;
   let bridgeAddress: string;
 
   const call = (path: string, body: unknown) =>
@@ -60,11 +62,13 @@ const portOf = (url: string) => Number(new URL(url).port);
 
   beforeAll(async () => {
     targets = await ProbeTargets.start(`192.168.${randomInt(0, 256)}`);
-    stack = await startStack('sealed');
+    // The agent's DNS forwarder asks this resolver on the host's loopback, which no container reaches.
+    resolver = await TestDnsServer.start({ 'internet.tern.test': targets.internet.address });
+    stack = await startStack('sealed', { env: { AGENT_DNS: `127.0.0.1:${resolver.port}` } });
     bridgeAddress = agentNetworkEnv(String(stack.env.TERN_HOME)).AGENT_NETWORK_SUBNET.replace(/0\/24$/, '1');
   }, 180_000);
 
-  afterAll(() => everyStep([() => stack?.stop(), () => targets?.stop()]));
+  afterAll(() => everyStep([() => stack?.stop(), () => targets?.stop(), () => resolver?.stop()]));
 
   it('reaches the internet host, and none of: the host (loopback, bridge, its address), another container, metadata, a private address', async () => {
     const state = JSON.parse(readFileSync(join(String(stack.env.TERN_HOME), 'state.json'), 'utf8')) as { ports: Record<string, number> };
@@ -94,10 +98,14 @@ const portOf = (url: string) => Number(new URL(url).port);
       `${targets.privateHost.address}:${targets.privateHost.port}`,
     ];
     const open = `${targets.internet.address}:${targets.internet.port}`;
-    const { result } = await probe('prober', [open, ...blocked]);
+    // By name too: resolved through the agent's forwarder on the bridge.
+    const named = `internet.tern.test:${targets.internet.port}`;
+    const { result } = await probe('prober', [open, named, ...blocked]);
     expect(result[open]).toBe('open');
+    expect(result[named]).toBe('open');
+    expect(resolver.queries).toContainEqual({ name: 'internet.tern.test', over: 'udp' });
     expect(blocked.filter((t) => result[t] === 'open')).toEqual([]);
-    expect(Object.keys(result).sort()).toEqual([open, ...blocked].sort());
+    expect(Object.keys(result).sort()).toEqual([open, named, ...blocked].sort());
   }, 120_000);
 
   it('with network: {block: true} reaches not even the internet host', async () => {

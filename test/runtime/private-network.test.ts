@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { BridgeNetwork, type EgressPolicy, waitForHealth } from '#tern/runtime';
+import { TestDnsServer } from '../support/dns-server.js';
 import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { collectLogs, containerId, RuntimeSandbox } from './support.js';
@@ -16,18 +17,68 @@ const exists = (p: string) =>
     () => false,
   );
 
+/**
+ * Asks the resolver in /etc/resolv.conf for answer.tern.test (glibc, over UDP) and the
+ * forwarder at argv[1] over TCP by hand, and for a name nobody has; prints what it got. With
+ * argv[2] == 'udp-only', only a hand-made UDP query to argv[1], with a 2 s wait.
+ */
+const DNS_CHECK = `
+import json, socket, struct, sys
+gateway = sys.argv[1]
+q = struct.pack('>HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0) + b''.join(bytes([len(l)]) + l.encode() for l in 'answer.tern.test'.split('.')) + b'\\x00' + struct.pack('>HH', 1, 1)
+if len(sys.argv) > 2:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.sendto(q, (gateway, 53))
+    try:
+        reply = s.recv(512)
+        print(json.dumps({'udp': socket.inet_ntoa(reply[-4:])}))
+    except socket.timeout:
+        print(json.dumps({'udp': 'timeout'}))
+    sys.exit(0)
+out = {'resolvConf': open('/etc/resolv.conf').read()}
+try:
+    out['udp'] = socket.gethostbyname('answer.tern.test')
+except Exception as e:
+    out['udp'] = repr(e)
+try:
+    s = socket.create_connection((gateway, 53), timeout=3)
+    s.sendall(struct.pack('>H', len(q)) + q)
+    data = b''
+    while len(data) < 2 or len(data) < 2 + struct.unpack('>H', data[:2])[0]:
+        chunk = s.recv(512)
+        if not chunk:
+            break
+        data += chunk
+    out['tcp'] = socket.inet_ntoa(data[-4:])
+except Exception as e:
+    out['tcp'] = repr(e)
+try:
+    out['missing'] = socket.gethostbyname('nobody.tern.test')
+except Exception as e:
+    out['missing'] = repr(e)
+print(json.dumps(out))
+`;
+
 describeNet('private container network (bridge, NAT, egress rules)', () => {
   let sandbox: RuntimeSandbox;
   let netDir: string;
   let network: BridgeNetwork;
   let targets: ProbeTargets;
+  let resolver: TestDnsServer;
   const neighbour = containerId('neighbour');
   let neighbourAddress: string;
   const tag = randomBytes(3).toString('hex');
 
   beforeAll(async () => {
     netDir = await mkdtemp(join(tmpdir(), 'tern-net-'));
-    network = new BridgeNetwork({ bridge: `tb${tag}`, subnet: `10.${randomInt(100, 250)}.${randomInt(0, 256)}.0/24`, stateDir: netDir });
+    resolver = await TestDnsServer.start({ 'answer.tern.test': '203.0.113.77' });
+    network = new BridgeNetwork({
+      bridge: `tb${tag}`,
+      subnet: `10.${randomInt(100, 250)}.${randomInt(0, 256)}.0/24`,
+      stateDir: netDir,
+      dns: [resolver.upstream],
+    });
     sandbox = await RuntimeSandbox.create({ network });
     targets = await ProbeTargets.start(`172.31.${randomInt(0, 256)}`);
     const running = await sandbox.runtime.start({
@@ -48,23 +99,22 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
     await sandbox?.destroy();
     await network?.destroy();
     await targets?.stop();
+    await resolver?.stop();
   });
 
-  async function probeFrom(name: string, targets: string[], egress?: EgressPolicy): Promise<Record<string, string>> {
+  /** What a Python program run once in a container on the network printed, as JSON. */
+  async function runPython<T>(name: string, args: string[], egress?: EgressPolicy): Promise<T> {
     const id = containerId(name);
-    await sandbox.runtime.start({
-      id,
-      image: 'host',
-      args: ['python3', '-c', PROBE_MODULE, JSON.stringify(targets)],
-      network: 'private',
-      ...(egress ? { egress } : {}),
-    });
+    await sandbox.runtime.start({ id, image: 'host', args: ['python3', '-c', ...args], network: 'private', ...(egress ? { egress } : {}) });
     const lines = await collectLogs(sandbox.runtime, id);
     await sandbox.runtime.remove(id);
     const out = lines.find((l) => l.stream === 'stdout')?.line;
-    if (!out) throw new Error(`the probe printed nothing: ${lines.map((l) => l.line).join('\n')}`);
-    return JSON.parse(out) as Record<string, string>;
+    if (!out) throw new Error(`${name} printed nothing: ${lines.map((l) => l.line).join('\n')}`);
+    return JSON.parse(out) as T;
   }
+
+  const probeFrom = (name: string, targets: string[], egress?: EgressPolicy) =>
+    runPython<Record<string, string>>(name, [PROBE_MODULE, JSON.stringify(targets)], egress);
 
   it('gives each container its own address, which the host reaches', async () => {
     expect(neighbourAddress).toMatch(/^10\./);
@@ -146,6 +196,29 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
     expect(result[other]).not.toBe('open');
     // An allow list narrows the default, never widens it: link-local stays out of reach.
     expect(result[`${targets.metadata.address}:${targets.metadata.port}`]).not.toBe('open');
+  }, 30_000);
+
+  it("resolves names through the forwarder on the bridge's address, over UDP and TCP, to the resolvers it was given", async () => {
+    const seen = await runPython<{ resolvConf: string; udp: string; tcp: string; missing: string }>('dns', [DNS_CHECK, network.gateway]);
+    expect(seen).toEqual({
+      resolvConf: `nameserver ${network.gateway}\n`,
+      udp: '203.0.113.77',
+      tcp: '203.0.113.77',
+      missing: expect.stringMatching(/gaierror/) as unknown,
+    });
+    expect(resolver.queries).toEqual(
+      expect.arrayContaining([
+        { name: 'answer.tern.test', over: 'udp' },
+        { name: 'answer.tern.test', over: 'tcp' },
+      ]),
+    );
+  }, 30_000);
+
+  it('answers no DNS query of a container with block: true', async () => {
+    const before = resolver.queries.length;
+    const seen = await runPython<{ udp: string }>('dns-blocked', [DNS_CHECK, network.gateway, 'udp-only'], { block: true });
+    expect(seen.udp).toBe('timeout');
+    expect(resolver.queries.length).toBe(before);
   }, 30_000);
 
   it('runs a container in a user namespace on the private network: root inside, /sys readable, the internet reached', async () => {

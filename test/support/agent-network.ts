@@ -4,13 +4,19 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The bridge and container range of a test's agent, derived from its state directory: tests
+ * The bridge, container range and DNS of a test's agent, derived from its state directory: tests
  * running at the same time each get their own (an agent's rules describe only its own
  * containers, so two agents must never share a bridge), and a restarted agent gets its again.
  */
-export function agentNetworkEnv(stateDir: string): { AGENT_BRIDGE: string; AGENT_NETWORK_SUBNET: string } {
+export function agentNetworkEnv(stateDir: string): { AGENT_BRIDGE: string; AGENT_NETWORK_SUBNET: string; AGENT_DNS: string } {
   const h = createHash('sha256').update(stateDir).digest();
-  return { AGENT_BRIDGE: `tb${h.toString('hex').slice(0, 8)}`, AGENT_NETWORK_SUBNET: `10.${64 + (h[4] % 64)}.${h[5]}.0/24` };
+  return {
+    AGENT_BRIDGE: `tb${h.toString('hex').slice(0, 8)}`,
+    AGENT_NETWORK_SUBNET: `10.${64 + (h[4] % 64)}.${h[5]}.0/24`,
+    // No container of a test asks this machine's own resolver anything (a test that resolves
+    // names gives its agent a resolver of its own: sealed-network).
+    AGENT_DNS: 'off',
+  };
 }
 
 /**

@@ -32,6 +32,7 @@ export { waitForHealth, type WaitForHealthOptions } from './health.js';
 export { freePort } from './ports.js';
 export { BridgeNetwork, type BridgeNetworkOptions, type Attachment, DEFAULT_BRIDGE, DEFAULT_SUBNET } from './net/bridge-network.js';
 export { parseIpv4Cidr, formatNet, NEVER_REACHED, type Ipv4Net } from './net/ipv4.js';
+export { parseUpstream, type DnsUpstream } from './net/container-dns.js';
 export { parseRegistryRef, pinnedRef, type RegistryRef } from './registry/registry-ref.js';
 export { skopeoCopy, resolveRegistryDigest, type RegistryAccess, type RegistryAccessList, type SkopeoOptions } from './registry/skopeo.js';
 export { pullRegistryImage, type RegistryPullOptions } from './registry/registry-pull.js';

@@ -5,7 +5,16 @@ import { chmod, stat } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { dirname, join } from 'node:path';
 import type { ContainerIsolation } from '#tern/contracts';
-import { BridgeNetwork, type ContainerRuntime, detectRuntime, ImageStore, RuncRuntime, type RuntimeLogger } from '#tern/runtime';
+import {
+  BridgeNetwork,
+  type BridgeNetworkOptions,
+  type ContainerRuntime,
+  detectRuntime,
+  ImageStore,
+  parseUpstream,
+  RuncRuntime,
+  type RuntimeLogger,
+} from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { registryCredentials } from './registry-credentials.js';
 
@@ -92,6 +101,7 @@ export const containerRuntimeProvider: Provider = {
               stateDir: join(dir, 'network'),
               ...(ctx.settings.networkSubnet ? { subnet: ctx.settings.networkSubnet } : {}),
               ...(ctx.settings.bridge ? { bridge: ctx.settings.bridge } : {}),
+              ...containerDns(ctx.settings.dns),
               blocked: await controlPlaneAddresses(ctx),
               logger: runtimeLogger(),
             })
@@ -139,3 +149,10 @@ export const containerRuntimeProvider: Provider = {
     }
   },
 };
+
+/** The bridge's DNS option for the agent's `dns` setting (checked when the settings were read). */
+function containerDns(setting: string): Pick<BridgeNetworkOptions, 'dns'> {
+  if (setting === 'host') return {};
+  if (setting === 'off') return { dns: false };
+  return { dns: setting.split(',').map((r) => parseUpstream(r.trim())!) };
+}

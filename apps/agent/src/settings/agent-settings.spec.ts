@@ -15,10 +15,19 @@ describe('resolveSettings', () => {
       runtime: 'runc',
       dashboard: 'auto',
       network: 'private',
+      dns: 'host',
       userNamespaces: 'auto',
       imageCacheBytes: 50e9,
       builder: false,
     });
+  });
+
+  it('takes AGENT_DNS: host, off or resolvers, and names what is wrong in another value', () => {
+    expect(resolveSettings(file, { AGENT_DNS: 'off' }, '/s').dns).toBe('off');
+    expect(resolveSettings(file, { AGENT_DNS: '1.1.1.1, [2606:4700::1111]:53' }, '/s').dns).toBe('1.1.1.1, [2606:4700::1111]:53');
+    expect(() => resolveSettings(file, { AGENT_DNS: '1.1.1.1,dns.example' }, '/s')).toThrow(
+      'AGENT_DNS: dns must be host, off or resolver addresses (a[:port],…), not "dns.example"',
+    );
   });
 
   it('makes the machine a builder with AGENT_BUILDER=true, and refuses other values', () => {

@@ -20,6 +20,8 @@ export interface AgentSettings {
   network: 'private' | 'host';
   networkSubnet?: string;
   bridge?: string;
+  /** The containers' DNS forwarder: `host` (the host's resolvers), `off`, or `a[:port],…`. */
+  dns: string;
   userNamespaces: 'auto' | 'off';
   /** Most bytes the unpacked registry images may take. */
   imageCacheBytes: number;
@@ -39,6 +41,7 @@ const ENV_KEYS = {
   AGENT_NETWORK: 'network',
   AGENT_NETWORK_SUBNET: 'networkSubnet',
   AGENT_BRIDGE: 'bridge',
+  AGENT_DNS: 'dns',
   AGENT_USER_NAMESPACES: 'userNamespaces',
   AGENT_IMAGE_CACHE_GB: 'imageCacheGb',
   AGENT_CA_FILE: 'ca',
@@ -93,6 +96,7 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     network: (merged.network as AgentSettings['network']) ?? 'private',
     ...(merged.networkSubnet ? { networkSubnet: merged.networkSubnet } : {}),
     ...(merged.bridge ? { bridge: merged.bridge } : {}),
+    dns: merged.dns ?? 'host',
     userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
     imageCacheBytes: Math.round(Number(merged.imageCacheGb ?? 50) * 1e9),
     builder: merged.builder === 'true',

@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
 import { ID_PATTERN, ipv4CidrProblem } from '#tern/contracts';
+import { parseUpstream } from '#tern/runtime';
 import { caProblem } from './ca-file.js';
 
 /**
@@ -25,6 +26,8 @@ export interface AgentConfigFile {
   networkSubnet?: string;
   /** The bridge the agent owns (default tern0). */
   bridge?: string;
+  /** What containers' DNS forwarder asks: `host` (default, the host's resolv.conf), `off`, or resolvers `a[:port],…`. */
+  dns?: string;
   /** `auto` (default): containers in user namespaces where the kernel allows; `off`: never. */
   userNamespaces?: 'auto' | 'off';
   /** Most GB the unpacked registry images may take (default 50): least recently used ones not in use go first. */
@@ -128,6 +131,16 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     required: false,
     check: (v) => (/^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/.test(v) ? undefined : `bridge "${v}" must be 1-15 letters, digits, _ . -`),
     description: 'the bridge the agent owns for private container networks (default tern0)',
+  },
+  dns: {
+    required: false,
+    check: (v) => {
+      if (v === 'host' || v === 'off') return undefined;
+      const bad = v.split(',').find((r) => !parseUpstream(r.trim()));
+      return bad === undefined ? undefined : `dns must be host, off or resolver addresses (a[:port],…), not "${bad}"`;
+    },
+    description:
+      "what the private network's DNS forwarder asks: host (default; the resolvers in the host's /etc/resolv.conf), off (containers get the host's resolv.conf), or resolvers such as 1.1.1.1,9.9.9.9:53",
   },
   userNamespaces: {
     required: false,

@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { ContainerRuntimeError } from '../errors.js';
 import { type EgressPolicy, type RuntimeLogger, silentLogger } from '../types.js';
 import { BurstTracker } from './burst-tracker.js';
+import { ContainerDns, type DnsUpstream, hostResolvers } from './container-dns.js';
 import { formatNet, intToIp, ipToInt, type Ipv4Net, NEVER_REACHED, netSize, parseIpv4Cidr } from './ipv4.js';
 
 export interface BridgeNetworkOptions {
@@ -12,10 +13,18 @@ export interface BridgeNetworkOptions {
   bridge?: string;
   /** The containers' range (default 10.213.0.0/16): the bridge takes its first address. */
   subnet?: string;
-  /** Where each container's address lease is kept (`<dir>/<address>.json`), so restarts keep them apart. */
+  /**
+   * Where each container's address lease is kept (`<dir>/<address>.json`), so restarts keep
+   * them apart; the containers' resolv.conf is written beside it (`<dir>.resolv.conf`).
+   */
   stateDir: string;
   /** More destinations no container reaches (the control plane's addresses), as CIDRs. */
   blocked?: string[];
+  /**
+   * The resolvers the containers' DNS forwarder asks (default: the host's, from its
+   * /etc/resolv.conf); false: no forwarder, and containers get the host's resolv.conf.
+   */
+  dns?: readonly DnsUpstream[] | false;
   logger?: RuntimeLogger;
   ip?: string;
   nft?: string;
@@ -85,6 +94,9 @@ export class BridgeNetwork {
   private readonly demand = new BurstTracker(BURST_GAP_MS, BURST_MEMORY_MS);
   /** nft rewrites and lease changes, one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
+  private dns?: ContainerDns;
+  /** The resolv.conf containers get while the forwarder runs (`nameserver <gateway>`). */
+  private resolvConfFile?: string;
 
   constructor(private readonly options: BridgeNetworkOptions) {
     this.bridge = options.bridge ?? DEFAULT_BRIDGE;
@@ -130,6 +142,7 @@ export class BridgeNetwork {
         this.log.info({ containerId: a.containerId, address: a.address }, 'released the network of a container that is gone');
         await this.teardown(a);
       }
+      await this.serveDns();
       await this.applyRules();
       this.log.info({ bridge: this.bridge, subnet: formatNet(this.subnet) }, 'private container network ready');
       setImmediate(() => this.replenish());
@@ -260,6 +273,8 @@ export class BridgeNetwork {
   destroy(): Promise<void> {
     return this.serialized(async () => {
       this.ready = undefined;
+      await this.dns?.stop();
+      this.dns = this.resolvConfFile = undefined;
       while (this.making > 0) await new Promise((r) => setTimeout(r, 20));
       this.spares.length = 0;
       for (const a of await this.attachments()) await this.teardown(a);
@@ -268,10 +283,41 @@ export class BridgeNetwork {
       );
       await this.ipRun(['link', 'del', this.bridge]);
       await rm(this.leases, { recursive: true, force: true });
+      await rm(`${this.leases}.resolv.conf`, { force: true });
     });
   }
 
+  /**
+   * The resolv.conf a container on this network gets in place of the host's: the forwarder on
+   * the bridge's address. Undefined when there is none (see serveDns), and before setup.
+   */
+  get resolvConf(): string | undefined {
+    return this.resolvConfFile;
+  }
+
   // --- internals -------------------------------------------------------------------------
+
+  /**
+   * Starts the containers' DNS forwarder on the bridge's address (see ContainerDns). Without
+   * resolvers, or with port 53 there taken, containers keep the host's resolv.conf, as before.
+   */
+  private async serveDns(): Promise<void> {
+    if (this.options.dns === false || this.dns) return;
+    const upstreams = this.options.dns ?? (await hostResolvers());
+    const without = (why: string) => this.log.warn({ bridge: this.bridge }, `containers get the host's resolv.conf: ${why}`);
+    if (!upstreams.length) return without('/etc/resolv.conf names no resolver');
+    const dns = new ContainerDns(this.gateway, upstreams, this.log);
+    try {
+      await dns.start();
+    } catch (e) {
+      return without(`no DNS forwarder on ${this.gateway}:53 (${(e as Error).message})`);
+    }
+    // Beside the leases, not among them: everything in that directory is a lease.
+    const file = `${this.leases}.resolv.conf`;
+    await writeFile(file, `nameserver ${this.gateway}\n`, { mode: 0o644 });
+    this.dns = dns;
+    this.resolvConfFile = file;
+  }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
@@ -342,18 +388,17 @@ export class BridgeNetwork {
     const t = this.table;
     const br = JSON.stringify(this.bridge);
     const subnet = formatNet(this.subnet);
-    const perContainer = attachments
-      .slice()
-      .sort((x, y) => ipToInt(x.address) - ipToInt(y.address))
-      .flatMap((a) => {
-        if (a.egress.block) return [`    ip saddr ${a.address} drop`];
-        if (a.egress.allow) {
-          const nets = a.egress.allow.map((c) => parseIpv4Cidr(c)).filter((n): n is Ipv4Net => typeof n !== 'string');
-          const allowed = nets.length ? `ip daddr != { ${nets.map(formatNet).join(', ')} } ` : '';
-          return [`    ip saddr ${a.address} ${allowed}drop`];
-        }
-        return [];
-      });
+    const sorted = attachments.slice().sort((x, y) => ipToInt(x.address) - ipToInt(y.address));
+    const perContainer = sorted.flatMap((a) => {
+      if (a.egress.block) return [`    ip saddr ${a.address} drop`];
+      if (a.egress.allow) {
+        const nets = a.egress.allow.map((c) => parseIpv4Cidr(c)).filter((n): n is Ipv4Net => typeof n !== 'string');
+        const allowed = nets.length ? `ip daddr != { ${nets.map(formatNet).join(', ')} } ` : '';
+        return [`    ip saddr ${a.address} ${allowed}drop`];
+      }
+      return [];
+    });
+    const blockedAddresses = sorted.filter((a) => a.egress.block).map((a) => a.address);
     return [
       `table inet ${t} {}`,
       `delete table inet ${t}`,
@@ -365,6 +410,9 @@ export class BridgeNetwork {
       `  chain input {`,
       `    type filter hook input priority filter - 5; policy accept;`,
       `    iifname ${br} ct state established,related accept`,
+      // The DNS forwarder on the bridge's address, for every container that may reach out.
+      ...(blockedAddresses.length ? [`    iifname ${br} ip saddr { ${blockedAddresses.join(', ')} } drop`] : []),
+      ...(this.dns ? ['udp', 'tcp'].map((p) => `    iifname ${br} ip daddr ${this.gateway} ${p} dport 53 accept`) : []),
       `    iifname ${br} drop`,
       `  }`,
       `  chain forward {`,

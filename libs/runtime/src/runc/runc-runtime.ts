@@ -23,6 +23,7 @@ import {
   type VolumeBind,
 } from '../oci/config-builder.js';
 import { ensureMountPoints } from '../oci/mount-points.js';
+import type { OciMount } from '../oci/oci-spec.js';
 import { freePort } from '../ports.js';
 import {
   type ContainerRuntime,
@@ -226,12 +227,15 @@ export class RuncRuntime implements ContainerRuntime {
       if (port === undefined && network === 'host') port = await freePort(this.portsInUse);
       if (network === 'host' && port !== undefined) this.portsInUse.add(port);
       let netnsPath: string | undefined;
+      let imageMounts = image.mounts;
       if (network === 'private') {
         const bridge = await this.networkReady();
         const attached = await bridge.attach(spec.id, spec.egress ?? {});
         address = attached.address;
         netnsPath = bridge.netnsPath(attached);
         port ??= PRIVATE_PORT;
+        // Names resolve through the bridge's DNS forwarder: the host's resolvers are out of reach.
+        if (bridge.resolvConf) imageMounts = withResolvConf(image.mounts, bridge.resolvConf);
       }
       const user = spec.user ?? image.user ?? this.options.defaultUser ?? NOBODY;
       const args = spec.args?.length ? spec.args : [...image.entrypoint, ...image.cmd];
@@ -253,7 +257,7 @@ export class RuncRuntime implements ContainerRuntime {
         shmBytes: spec.shmBytes ?? DEFAULT_SHM_BYTES,
         network,
         netnsPath,
-        imageMounts: image.mounts,
+        imageMounts,
         volumes: await this.prepareVolumes(spec, user, facts.userNamespace),
         edits: spec.gpus?.devices.length ? await this.gpu.edits(spec.gpus, !image.sharesHostUsr) : undefined,
         cgroupsPath: `${this.options.cgroupParent ?? '/tern'}/${spec.id}`,
@@ -519,4 +523,12 @@ async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
     await lchown(join(entry.parentPath, entry.name), uid, gid);
   }
+}
+
+/** `mounts` with /etc/resolv.conf bound from `file` (read-only), in place of the image's own. */
+function withResolvConf(mounts: readonly OciMount[], file: string): OciMount[] {
+  return [
+    ...mounts.filter((m) => m.destination !== '/etc/resolv.conf'),
+    { destination: '/etc/resolv.conf', type: 'bind', source: file, options: ['bind', 'ro', 'nosuid', 'nodev'] },
+  ];
 }
