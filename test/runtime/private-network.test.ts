@@ -1,10 +1,13 @@
 import { randomBytes, randomInt } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { once } from 'node:events';
 import { access, chmod, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { BridgeNetwork, type EgressPolicy, waitForHealth } from '#tern/runtime';
-import { TestDnsServer } from '../support/dns-server.js';
+import { aQuery, TestDnsServer } from '../support/dns-server.js';
 import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { collectLogs, containerId, RuntimeSandbox } from './support.js';
@@ -212,6 +215,19 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
         { name: 'answer.tern.test', over: 'tcp' },
       ]),
     );
+  }, 30_000);
+
+  it("answers no DNS query from outside the bridge (the machine's own network)", async () => {
+    const before = resolver.queries.length;
+    const socket = createSocket('udp4');
+    try {
+      socket.send(aQuery('answer.tern.test'), 53, network.gateway);
+      const answered = await Promise.race([once(socket, 'message').then(() => true), sleep(1500).then(() => false)]);
+      expect(answered).toBe(false);
+      expect(resolver.queries.length).toBe(before);
+    } finally {
+      socket.close();
+    }
   }, 30_000);
 
   it('answers no DNS query of a container with block: true', async () => {

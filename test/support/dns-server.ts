@@ -2,6 +2,16 @@ import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 
+/** A DNS query for the A record of `name`, recursion desired. */
+export function aQuery(name: string, id = 0x1234): Buffer {
+  const header = Buffer.alloc(12);
+  header.writeUInt16BE(id, 0);
+  header.writeUInt16BE(0x0100, 2);
+  header.writeUInt16BE(1, 4);
+  const labels = name.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'ascii')]));
+  return Buffer.concat([header, ...labels, Buffer.from([0, 0, 1, 0, 1])]);
+}
+
 /**
  * A resolver for tests on 127.0.0.1 (UDP and TCP on one random port): it answers an A query for
  * a name in `records` with its address, and any other with NXDOMAIN. Enough DNS for glibc's

@@ -409,6 +409,9 @@ export class BridgeNetwork {
       `  }`,
       `  chain input {`,
       `    type filter hook input priority filter - 5; policy accept;`,
+      // The DNS forwarder on the bridge's address answers the bridge only: never the machine's
+      // own network (a remote site's LAN), where it would be an open resolver.
+      ...(this.dns ? ['udp', 'tcp'].map((p) => `    iifname != ${br} ip daddr ${this.gateway} ${p} dport 53 drop`) : []),
       `    iifname ${br} ct state established,related accept`,
       // The DNS forwarder on the bridge's address, for every container that may reach out.
       ...(blockedAddresses.length ? [`    iifname ${br} ip saddr { ${blockedAddresses.join(', ')} } drop`] : []),
