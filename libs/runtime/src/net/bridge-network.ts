@@ -95,8 +95,6 @@ export class BridgeNetwork {
   /** nft rewrites and lease changes, one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private dns?: ContainerDns;
-  /** The resolv.conf containers get while the forwarder runs (`nameserver <gateway>`). */
-  private resolvConfFile?: string;
 
   constructor(private readonly options: BridgeNetworkOptions) {
     this.bridge = options.bridge ?? DEFAULT_BRIDGE;
@@ -274,7 +272,7 @@ export class BridgeNetwork {
     return this.serialized(async () => {
       this.ready = undefined;
       await this.dns?.stop();
-      this.dns = this.resolvConfFile = undefined;
+      this.dns = undefined;
       while (this.making > 0) await new Promise((r) => setTimeout(r, 20));
       this.spares.length = 0;
       for (const a of await this.attachments()) await this.teardown(a);
@@ -283,7 +281,7 @@ export class BridgeNetwork {
       );
       await this.ipRun(['link', 'del', this.bridge]);
       await rm(this.leases, { recursive: true, force: true });
-      await rm(`${this.leases}.resolv.conf`, { force: true });
+      await rm(this.resolvConfPath, { force: true });
     });
   }
 
@@ -292,7 +290,12 @@ export class BridgeNetwork {
    * the bridge's address. Undefined when there is none (see serveDns), and before setup.
    */
   get resolvConf(): string | undefined {
-    return this.resolvConfFile;
+    return this.dns ? this.resolvConfPath : undefined;
+  }
+
+  /** `nameserver <gateway>`, beside the leases, not among them: everything in that directory is a lease. */
+  private get resolvConfPath(): string {
+    return `${this.leases}.resolv.conf`;
   }
 
   // --- internals -------------------------------------------------------------------------
@@ -312,11 +315,8 @@ export class BridgeNetwork {
     } catch (e) {
       return without(`no DNS forwarder on ${this.gateway}:53 (${(e as Error).message})`);
     }
-    // Beside the leases, not among them: everything in that directory is a lease.
-    const file = `${this.leases}.resolv.conf`;
-    await writeFile(file, `nameserver ${this.gateway}\n`, { mode: 0o644 });
+    await writeFile(this.resolvConfPath, `nameserver ${this.gateway}\n`, { mode: 0o644 });
     this.dns = dns;
-    this.resolvConfFile = file;
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
