@@ -118,33 +118,40 @@ export class InternetHost {
   }
 }
 
-/**
- * The lock on a free 203.0.113.(4n+2), tried in random order, and that address; waits (up to
- * timeoutMs) while all 64 are held.
- */
-async function lockFreeAddress(namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<[string, string]> {
-  for (const deadline = Date.now() + timeoutMs; ;) {
-    const slots = Array.from({ length: 64 }, (_, n) => n);
-    for (let i = slots.length - 1; i > 0; i--) {
-      const j = randomInt(0, i + 1);
-      [slots[i], slots[j]] = [slots[j], slots[i]];
-    }
-    for (const n of slots) {
-      const address = `203.0.113.${4 * n + 2}`;
-      const held = await tryLockAddress(address, namespace, hostVeth);
-      if (held.lock) return [address, held.lock];
-    }
-    if (Date.now() > deadline) throw new Error('every test host address in 203.0.113.0/24 stayed in use');
-    await new Promise((r) => setTimeout(r, 200));
-  }
+/** The lock on a free 203.0.113.(4n+2), tried in random order, and that address. */
+function lockFreeAddress(namespace: string, hostVeth: string): Promise<[string, string]> {
+  return lockOneOf(
+    () => {
+      const slots = Array.from({ length: 64 }, (_, n) => `203.0.113.${4 * n + 2}`);
+      for (let i = slots.length - 1; i > 0; i--) {
+        const j = randomInt(0, i + 1);
+        [slots[i], slots[j]] = [slots[j], slots[i]];
+      }
+      return slots;
+    },
+    namespace,
+    hostVeth,
+  );
 }
 
-/** Waits (up to timeoutMs) for the lock on `address`. */
-async function lockAddress(address: string, namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<string> {
+/** The lock on `address`. */
+async function lockAddress(address: string, namespace: string, hostVeth: string): Promise<string> {
+  return (await lockOneOf(() => [address], namespace, hostVeth))[1];
+}
+
+/**
+ * The first of `candidates()` whose lock could be taken, and that lock; while every one is
+ * held, tries them again (candidates asked anew) every 200 ms, up to timeoutMs.
+ */
+async function lockOneOf(candidates: () => string[], namespace: string, hostVeth: string, timeoutMs = 120_000): Promise<[string, string]> {
   for (const deadline = Date.now() + timeoutMs; ;) {
-    const held = await tryLockAddress(address, namespace, hostVeth);
-    if (held.lock) return held.lock;
-    if (Date.now() > deadline) throw new Error(`the test host address ${address} stayed in use by process ${held.holder}`);
+    const holders: string[] = [];
+    for (const address of candidates()) {
+      const held = await tryLockAddress(address, namespace, hostVeth);
+      if (held.lock) return [address, held.lock];
+      holders.push(`${address} by process ${held.holder}`);
+    }
+    if (Date.now() > deadline) throw new Error(`the test host addresses stayed in use: ${holders.join(', ')}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
