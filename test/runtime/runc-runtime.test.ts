@@ -183,6 +183,16 @@ describeRunc('RuncRuntime with the host image', () => {
     await sandbox.runtime.remove(neighbour);
   });
 
+  it('reports a program that exits at once as started, then exited with its code, never as a failed start', async () => {
+    for (let i = 0; i < 10; i++) {
+      const id = containerId(`instant-${i}`);
+      const started = await sandbox.runtime.start({ id, image: 'host', args: ['/bin/sh', '-c', 'exit 7'] });
+      expect(started.pid).toBeGreaterThan(0);
+      expect(await sandbox.runtime.wait(id)).toMatchObject({ exitCode: 7 });
+      await sandbox.runtime.remove(id);
+    }
+  });
+
   it('fails a start whose program does not exist, and leaves nothing behind', async () => {
     const id = containerId('missing');
     await expect(sandbox.runtime.start({ id, image: 'host', args: ['/no/such/program'] })).rejects.toThrow(ContainerStartError);

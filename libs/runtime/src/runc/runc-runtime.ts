@@ -44,6 +44,7 @@ import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
 import { exitFromStatus } from './exit-status.js';
 import { RuncCli, type RuncState } from './runc-cli.js';
 import { type ExecSpec, runcExecArgs, SUPERVISED_EXEC_SCRIPT, supervisedExecArgs } from './runc-exec.js';
+import { awaitStart } from './start-wait.js';
 import { userNamespaceRefusal } from './user-namespace.js';
 import type { BridgeNetwork } from '../net/bridge-network.js';
 
@@ -324,17 +325,15 @@ export class RuncRuntime implements ContainerRuntime {
   }
 
   private async waitUntilRunning(id: string, bundle: Bundle): Promise<number> {
-    const deadline = Date.now() + (this.options.startTimeoutMs ?? 30_000);
-    while (Date.now() < deadline) {
-      const pid = Number((await readFile(bundle.pidFile, 'utf8').catch(() => '')).trim());
-      if (pid > 0) return pid;
-      const status = await readFile(bundle.exitFile, 'utf8').catch(() => undefined);
-      if (status !== undefined) {
-        throw new ContainerStartError(id, `runc exited with status ${status.trim()}`, await this.outputTail(bundle));
-      }
-      await sleep(5);
-    }
-    throw new ContainerStartError(id, 'timed out waiting for runc to start the process', await this.outputTail(bundle));
+    const outcome = await awaitStart(
+      {
+        pid: async () => Number((await readFile(bundle.pidFile, 'utf8').catch(() => '')).trim()) || undefined,
+        exitStatus: async () => (await readFile(bundle.exitFile, 'utf8').catch(() => undefined))?.trim(),
+      },
+      this.options.startTimeoutMs ?? 30_000,
+    );
+    if (outcome.started) return outcome.pid;
+    throw new ContainerStartError(id, outcome.reason, await this.outputTail(bundle));
   }
 
   private async outputTail(bundle: Bundle): Promise<string> {
