@@ -15,6 +15,7 @@ import { chooseBuilder } from './builder-choice.js';
 import type { ImageBuildRequest } from './dto/image-build.request.js';
 import { workspaceBuilds } from '../registry-tokens/registry-rights.js';
 import { RegistryTokens } from '../registry-tokens/registry-tokens.service.js';
+import { ImagePins } from './image-pins.service.js';
 import { builderRegistryAccess, ownRegistryAccess } from './registry-users.js';
 
 /** The longest one build may run on its builder. */
@@ -59,6 +60,7 @@ export class ImageBuildsService {
     private readonly code: CodeService,
     private readonly store: CodeStore,
     private readonly registryTokens: RegistryTokens,
+    private readonly imagePins: ImagePins,
   ) {}
 
   /** The build's events as NDJSON lines; a 400, 404 or 503 saying what to fix before anything runs. */
@@ -107,7 +109,7 @@ export class ImageBuildsService {
     const named = !build.base || build.base === 'tern' ? `${registry.host}/${TERN_BASE}` : build.base;
     let base: string;
     try {
-      base = pinnedRef(parseRegistryRef(named), await resolveRegistryDigest(named, this.readAccess(named)));
+      base = await this.imagePins.resolve(named, p.workspaceId);
     } catch (e) {
       if (!(e instanceof ImageError)) throw e;
       const hint = named.endsWith(TERN_BASE) ? " (push Tern's base once with: sudo tern image base)" : '';

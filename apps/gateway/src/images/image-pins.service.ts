@@ -48,25 +48,43 @@ export class ImagePins {
       return image;
     }
     try {
-      const ref = parseRegistryRef(image);
-      const own = this.config.registry?.host === ref.registry;
-      if (own && ref.repository.startsWith(MIRROR))
-        throw new ImageError(
-          image,
-          `${MIRROR} holds Tern's copies of images from other registries: name the original image (with registry_secret)`,
-        );
-      if (own && BUILD_REPOSITORIES.test(ref.repository) && !ref.repository.startsWith(workspaceBuilds(workspaceId)))
-        throw new ImageError(image, `builds/ holds each workspace's own builds under ${workspaceBuilds(workspaceId)}: name one of yours`);
-      if (credentials) return await this.mirror(image, ref, own, credentials);
-      const access = this.ownAccess(ref.repository, ['pull']);
-      const digest = await resolveRegistryDigest(image, access);
-      if (ref.digest && digest !== ref.digest)
-        throw new ImageError(image, `the registry holds manifest ${digest} under this reference, not ${ref.digest}`);
-      return pinnedRef(ref, digest);
+      if (credentials) {
+        const ref = parseRegistryRef(image);
+        this.refuseForeign(image, ref, workspaceId);
+        return await this.mirror(image, ref, this.config.registry?.host === ref.registry, credentials);
+      }
+      return await this.resolve(image, workspaceId);
     } catch (e) {
       if (e instanceof ImageError) throw new BadRequestException([`image: ${e.message}`]);
       throw e;
     }
+  }
+
+  /**
+   * The workspace's registry image pinned to the digest its reference names now, after the one
+   * ownership rule every request that names an image goes through (deploy, sandbox, snapshot,
+   * a build's base): another workspace's build or Tern's mirror of another registry is refused.
+   * Throws ImageError, for the caller to answer 400 under its own field name.
+   */
+  async resolve(image: string, workspaceId: string): Promise<string> {
+    const ref = parseRegistryRef(image);
+    this.refuseForeign(image, ref, workspaceId);
+    const digest = await resolveRegistryDigest(image, this.ownAccess(ref.repository, ['pull']));
+    if (ref.digest && digest !== ref.digest)
+      throw new ImageError(image, `the registry holds manifest ${digest} under this reference, not ${ref.digest}`);
+    return pinnedRef(ref, digest);
+  }
+
+  /** The gateway reads every repository of Tern's registry: what a workspace may name is decided here. */
+  private refuseForeign(image: string, ref: RegistryRef, workspaceId: string): void {
+    if (this.config.registry?.host !== ref.registry) return;
+    if (ref.repository.startsWith(MIRROR))
+      throw new ImageError(
+        image,
+        `${MIRROR} holds Tern's copies of images from other registries: name the original image (with registry_secret)`,
+      );
+    if (BUILD_REPOSITORIES.test(ref.repository) && !ref.repository.startsWith(workspaceBuilds(workspaceId)))
+      throw new ImageError(image, `builds/ holds each workspace's own builds under ${workspaceBuilds(workspaceId)}: name one of yours`);
   }
 
   /** Resolves the image with the workspace's credentials and copies it by digest into `mirror/`. */
