@@ -34,7 +34,10 @@ export function recordHeartbeat(h: HeartbeatRecord, sequence: number, arrival: n
   if (sequence === 0) return { ...h, expected: addAt(h.expected, 1, arrival, hl), onTime: addAt(h.onTime, 1, arrival, hl) };
   // Older than the beat counted last: delivered late (replicas share the consumer, so one may
   // store a newer beat first), and a restart's first beat arrives after the last one anyway.
+  // Arrivals are NATS's millisecond stamps: a lower sequence stamped in the same millisecond is
+  // the same kind of late delivery (no agent restarts within one), not a restart.
   if (h.lastArrival !== null && arrival < h.lastArrival) return h;
+  if (arrival === h.lastArrival && h.lastSequence !== null && sequence < h.lastSequence) return h;
   const restarted = h.lastSequence === null || sequence < h.lastSequence;
   if (!restarted && sequence === h.lastSequence) return h;
   let expected = 1;

@@ -76,6 +76,12 @@ describe('heartbeat punctuality', () => {
     expect(recordHeartbeat(h, 1, h.lastArrival! - 5000, P)).toBe(h);
     expect(recordHeartbeat(h, 4, h.lastArrival! - 5000, P)).toBe(h);
   });
+
+  it('ignores a lower sequence stamped in the same millisecond as the last one counted (not a restart)', () => {
+    const h = beats([10_000, 10_000]);
+    expect(recordHeartbeat(h, h.lastSequence! - 1, h.lastArrival!, P)).toBe(h);
+    expect(recordHeartbeat(h, h.lastSequence! + 1, h.lastArrival!, P).lastSequence).toBe(h.lastSequence! + 1);
+  });
 });
 
 describe('start latency and network', () => {
