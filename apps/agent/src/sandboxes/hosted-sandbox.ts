@@ -7,7 +7,7 @@ import type { RuncRuntime } from '#tern/runtime';
 import { SandboxFiles } from './sandbox-files.js';
 import { SandboxProcess } from './sandbox-process.js';
 import type { SandboxRecord } from './sandbox-labels.js';
-import { RESIZE_SCRIPT } from './sandbox-tunnels.js';
+import { RESIZE_SCRIPT } from './shell-resize.js';
 
 /** Ended processes a sandbox remembers for `GET …/processes`, oldest forgotten first. */
 const ENDED_KEPT = 100;

@@ -1,15 +1,5 @@
-import {
-  type Conforms,
-  FINAL_TASK_STATES,
-  type SameType,
-  type SubmittedTask,
-  type TaskList,
-  type TaskState,
-  type TaskView,
-} from '#tern/contracts';
+import { FINAL_TASK_STATES, type TaskState, type TaskView } from '#tern/contracts';
 import type { TaskWithDeployment } from '#tern/persistence';
-import type { SubmittedTask as Submitted } from './task-submission.service.js';
-import type { TasksService } from './tasks.service.js';
 
 export type { TaskView } from '#tern/contracts';
 
@@ -41,12 +31,6 @@ export function taskView(task: TaskWithDeployment, result?: { value: unknown }):
       : {}),
   };
 }
-
-/** The answers built outside this file, held to their contracts (shared with the CLI). */
-export type TaskAnswersConform = [
-  Conforms<SameType<Awaited<ReturnType<TasksService['list']>>, TaskList>>,
-  Conforms<SameType<Submitted, SubmittedTask>>,
-];
 
 /** Keyset cursor over (created_at, id), newest first. */
 export function encodeCursor(task: Pick<TaskWithDeployment, 'createdAt' | 'id'>): string {

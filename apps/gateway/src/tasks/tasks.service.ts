@@ -1,11 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AGENT_TASK_CANCEL, STREAMS, TASK_CANCELLED, taskConsumerName, taskItemsOf, type TaskStats } from '#tern/contracts';
+import {
+  AGENT_TASK_CANCEL,
+  type Conforms,
+  type SameType,
+  STREAMS,
+  type SubmittedTask,
+  TASK_CANCELLED,
+  taskConsumerName,
+  taskItemsOf,
+  type TaskList,
+  type TaskStats,
+} from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type CancelledTask, DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { TaskHttpError } from './task-errors.js';
-import { TaskSubmissionService } from './task-submission.service.js';
+import { type SubmittedTask as Submitted, TaskSubmissionService } from './task-submission.service.js';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
 import { statsWindow, taskStats } from './task-stats.js';
@@ -153,3 +164,9 @@ export class TasksService {
     return { value };
   }
 }
+
+/** The answers built outside task-views.ts, held to their contracts (shared with the CLI). */
+export type TaskAnswersConform = [
+  Conforms<SameType<Awaited<ReturnType<TasksService['list']>>, TaskList>>,
+  Conforms<SameType<Submitted, SubmittedTask>>,
+];
