@@ -105,6 +105,18 @@ describeDashboard('the operators dashboard at /ui', () => {
       const row = page.getByTestId('services').locator('tbody tr', { has: page.locator(`td[data-label=service]:text-is("${role}")`) });
       expect(await row.locator('td[data-label=status]').allTextContents()).toEqual(s.instances.map(() => s.status));
     }
+    // Good news green, bad news red: the legend's swatches are the lines' colours.
+    const swatch = (label: string) =>
+      page
+        .getByTestId('task-rate-chart')
+        .locator('.legend li', { hasText: label })
+        .locator('.swatch')
+        .evaluate(
+          (e) =>
+            (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor,
+        );
+    expect(await swatch('completed / s')).toBe('rgb(22, 163, 74)');
+    expect(await swatch('failed / s')).toBe('rgb(220, 38, 38)');
     await shoot('overview');
   }, 180_000);
 

@@ -1,10 +1,10 @@
-import { type ReactNode } from 'react';
-import { BarElement, CategoryScale, Chart as ChartJS, Filler, Legend, LinearScale, LineElement, PointElement, Tooltip } from 'chart.js';
+import { type ReactNode, useState } from 'react';
+import { BarElement, CategoryScale, Chart as ChartJS, Filler, LinearScale, LineElement, PointElement, Tooltip } from 'chart.js';
 import { Bar, Line } from 'react-chartjs-2';
 import { ApiError } from './api.js';
 import { type Polled } from './poll.js';
 
-ChartJS.register(CategoryScale, LinearScale, PointElement, LineElement, BarElement, Filler, Legend, Tooltip);
+ChartJS.register(CategoryScale, LinearScale, PointElement, LineElement, BarElement, Filler, Tooltip);
 
 export function Card({ title, children, testId }: { title: string; children: ReactNode; testId?: string }) {
   return (
@@ -105,54 +105,100 @@ export const time = (iso: string | null | undefined): string => (iso ? new Date(
 
 export const round = (n: number, digits = 1): string => n.toLocaleString(undefined, { maximumFractionDigits: digits });
 
-const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d'];
+/** Colours for series without a tone, in order; a series with a tone takes its own. */
+const PALETTE = ['#2563eb', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#475569', '#a16207'];
+
+/** What a series means to its reader: good news is green, bad news red, wherever it is drawn. */
+export const TONES = { good: '#16a34a', bad: '#dc2626' } as const;
 
 export interface Series {
   label: string;
   /** null: no value there (a gap in a line). */
   values: (number | null)[];
+  tone?: keyof typeof TONES;
+}
+
+/** Each series' colour: its tone's, or the next of the palette among those without one. */
+function colours(series: Series[]): string[] {
+  let next = 0;
+  return series.map((s) => (s.tone ? TONES[s.tone] : PALETTE[next++ % PALETTE.length]!));
 }
 
 const chartOptions = {
   responsive: true,
   maintainAspectRatio: false,
   animation: false as const,
-  plugins: { legend: { position: 'bottom' as const } },
+  // The legend is the chart's own HTML (ChartLegend): readable, and its colours checkable.
+  plugins: { legend: { display: false } },
 };
 
-export function LineChart({ labels, series, stepped, testId }: { labels: string[]; series: Series[]; stepped?: boolean; testId?: string }) {
+/** A chart with its legend below it; a click on a legend entry hides or shows that series. */
+function ChartFrame({ series, testId, children }: { series: Series[]; testId?: string; children: (hidden: Set<string>) => ReactNode }) {
+  const [hidden, setHidden] = useState(() => new Set<string>());
+  const toggle = (label: string) =>
+    setHidden((h) => {
+      const next = new Set(h);
+      if (!next.delete(label)) next.add(label);
+      return next;
+    });
+  const colour = colours(series);
   return (
-    <div className="chart" data-testid={testId}>
-      <Line
-        options={chartOptions}
-        data={{
-          labels,
-          datasets: series.map((s, i) => ({
-            label: s.label,
-            data: s.values,
-            borderColor: PALETTE[i % PALETTE.length],
-            backgroundColor: PALETTE[i % PALETTE.length],
-            pointRadius: 2,
-            tension: stepped ? 0 : 0.2,
-            // A count holds its value until the next change.
-            stepped: stepped ? ('after' as const) : false,
-          })),
-        }}
-      />
-    </div>
+    <figure className="chart-frame" data-testid={testId}>
+      <div className="chart">{children(hidden)}</div>
+      <ul className="legend">
+        {series.map((s, i) => (
+          <li key={s.label} className={hidden.has(s.label) ? 'hidden' : undefined}>
+            <button type="button" onClick={() => toggle(s.label)} aria-pressed={!hidden.has(s.label)}>
+              <span className="swatch" style={{ backgroundColor: colour[i] }} />
+              {s.label}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </figure>
+  );
+}
+
+export function LineChart({ labels, series, stepped, testId }: { labels: string[]; series: Series[]; stepped?: boolean; testId?: string }) {
+  const colour = colours(series);
+  return (
+    <ChartFrame series={series} testId={testId}>
+      {(hidden) => (
+        <Line
+          options={chartOptions}
+          data={{
+            labels,
+            datasets: series.map((s, i) => ({
+              label: s.label,
+              data: s.values,
+              hidden: hidden.has(s.label),
+              borderColor: colour[i],
+              backgroundColor: colour[i],
+              pointRadius: 2,
+              tension: stepped ? 0 : 0.2,
+              // A count holds its value until the next change.
+              stepped: stepped ? ('after' as const) : false,
+            })),
+          }}
+        />
+      )}
+    </ChartFrame>
   );
 }
 
 export function BarChart({ labels, series, stacked, testId }: { labels: string[]; series: Series[]; stacked?: boolean; testId?: string }) {
+  const colour = colours(series);
   return (
-    <div className="chart" data-testid={testId}>
-      <Bar
-        options={{ ...chartOptions, scales: { x: { stacked }, y: { stacked } } }}
-        data={{
-          labels,
-          datasets: series.map((s, i) => ({ label: s.label, data: s.values, backgroundColor: PALETTE[i % PALETTE.length] })),
-        }}
-      />
-    </div>
+    <ChartFrame series={series} testId={testId}>
+      {(hidden) => (
+        <Bar
+          options={{ ...chartOptions, scales: { x: { stacked }, y: { stacked } } }}
+          data={{
+            labels,
+            datasets: series.map((s, i) => ({ label: s.label, data: s.values, hidden: hidden.has(s.label), backgroundColor: colour[i] })),
+          }}
+        />
+      )}
+    </ChartFrame>
   );
 }

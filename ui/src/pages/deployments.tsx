@@ -143,7 +143,7 @@ function Requests({ name }: { name: string }) {
                 labels={labels}
                 series={[
                   { label: 'requests / s', values: h.series.map((p) => p.requests / 60) },
-                  { label: '5xx / s', values: h.series.map((p) => p.errors / 60) },
+                  { label: '5xx / s', tone: 'bad', values: h.series.map((p) => p.errors / 60) },
                 ]}
               />
               <LineChart

@@ -31,8 +31,12 @@ export function TaskRates({ deployment }: { deployment?: string }) {
                 labels={stats.series.map((p) => new Date(p.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }))}
                 series={[
                   { label: 'submitted / s', values: stats.series.map((p) => Number(round(p.submitted / stats.stepSeconds, 3))) },
-                  { label: 'completed / s', values: stats.series.map((p) => Number(round(p.completed / stats.stepSeconds, 3))) },
-                  { label: 'failed / s', values: stats.series.map((p) => Number(round(p.failed / stats.stepSeconds, 3))) },
+                  {
+                    label: 'completed / s',
+                    tone: 'good',
+                    values: stats.series.map((p) => Number(round(p.completed / stats.stepSeconds, 3))),
+                  },
+                  { label: 'failed / s', tone: 'bad', values: stats.series.map((p) => Number(round(p.failed / stats.stepSeconds, 3))) },
                 ]}
               />
             </>
