@@ -1,8 +1,7 @@
 import type { Readable } from 'node:stream';
 import { JSONParser } from '@streamparser/json';
 import { TASK_PAYLOAD_MAX_BYTES } from '#tern/contracts';
-import { jsonValueProblem } from '#tern/service';
-import { TaskHttpError } from '../tasks/task-errors.js';
+import { ApiError, jsonValueProblem } from '#tern/service';
 
 /** Inputs one map may have. */
 export const MAX_MAP_INPUTS = 1_000_000;
@@ -27,7 +26,7 @@ export async function* readInputs(body: AsyncIterable<Buffer> & Readable): Async
     try {
       parsed.push(JSON.parse(text));
     } catch (e) {
-      throw new TaskHttpError(400, `line ${line} of the NDJSON body is not JSON: ${(e as Error).message}`);
+      throw new ApiError(400, `line ${line} of the NDJSON body is not JSON: ${(e as Error).message}`);
     }
   };
 
@@ -46,7 +45,7 @@ export async function* readInputs(body: AsyncIterable<Buffer> & Readable): Async
     if (parser) {
       parser.write(text);
       if (failure)
-        throw new TaskHttpError(400, `the body is not a JSON array of inputs: ${failure.message} (after input ${count + parsed.length})`);
+        throw new ApiError(400, `the body is not a JSON array of inputs: ${failure.message} (after input ${count + parsed.length})`);
     } else {
       text = pending + text;
       const lines = text.split('\n');
@@ -58,7 +57,7 @@ export async function* readInputs(body: AsyncIterable<Buffer> & Readable): Async
   }
   if (parser) {
     if (!parser.isEnded) parser.end();
-    if (failure) throw new TaskHttpError(400, `the body is not a complete JSON array of inputs: ${failure.message}`);
+    if (failure) throw new ApiError(400, `the body is not a complete JSON array of inputs: ${failure.message}`);
   } else {
     ndjsonLine(pending);
   }
@@ -67,16 +66,16 @@ export async function* readInputs(body: AsyncIterable<Buffer> & Readable): Async
 
 function checked(value: unknown, index: number): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new TaskHttpError(400, `input ${index} must be a JSON object (its fields are the handler's input), e.g. {"n": 1}`);
-  if (index >= MAX_MAP_INPUTS) throw new TaskHttpError(413, `a map takes at most ${MAX_MAP_INPUTS} inputs: split it into several maps`);
+    throw new ApiError(400, `input ${index} must be a JSON object (its fields are the handler's input), e.g. {"n": 1}`);
+  if (index >= MAX_MAP_INPUTS) throw new ApiError(413, `a map takes at most ${MAX_MAP_INPUTS} inputs: split it into several maps`);
   if (Buffer.byteLength(JSON.stringify(value)) > TASK_PAYLOAD_MAX_BYTES) throw tooLarge(`input ${index}`);
   const problem = jsonValueProblem(value);
-  if (problem) throw new TaskHttpError(400, `input ${index}: ${problem}`);
+  if (problem) throw new ApiError(400, `input ${index}: ${problem}`);
   return value;
 }
 
-function tooLarge(what: string): TaskHttpError {
-  return new TaskHttpError(
+function tooLarge(what: string): ApiError {
+  return new ApiError(
     413,
     `${what} is over the ${TASK_PAYLOAD_MAX_BYTES / 1024} KiB limit for one input: pass large inputs by reference (a URL or a volume)`,
   );

@@ -4,8 +4,8 @@ import type { Readable } from 'node:stream';
 import { TASK_PAYLOAD_MAX_BYTES, type MapResultLine, type MapStarted, type MapView, type TaskState } from '#tern/contracts';
 import { type InputOutcome, type MapRow, MapsRepository, type SettledChunk, type StagedChunk, TasksRepository } from '#tern/persistence';
 import { fireAndForget } from '#tern/timing';
+import { ApiError } from '#tern/service';
 import type { Principal } from '../auth/principal.js';
-import { TaskHttpError } from '../tasks/task-errors.js';
 import { TaskSubmissionService } from '../tasks/task-submission.service.js';
 import { TaskWaiters } from '../tasks/task-waiters.js';
 import type { StartMapQuery } from './dto/start-map.query.js';
@@ -61,15 +61,15 @@ export class MapsService {
     let total: number;
     try {
       total = await this.stageInputs(map.id, chunkSize, body);
-      if (!total) throw new TaskHttpError(400, 'the map has no inputs: send a JSON array of input objects, or NDJSON with one per line');
+      if (!total) throw new ApiError(400, 'the map has no inputs: send a JSON array of input objects, or NDJSON with one per line');
       await this.maps.accept(map.id, total);
     } catch (e) {
       await this.maps
         .discard(map.id)
         .catch((err: Error) => this.logger.warn({ mapId: map.id, err: err.message }, 'could not discard a map'));
-      if (e instanceof TaskHttpError) throw e;
+      if (e instanceof ApiError) throw e;
       if (body.destroyed || (e as NodeJS.ErrnoException).code === 'ECONNRESET' || (e as Error).message === 'aborted')
-        throw new TaskHttpError(400, 'the body ended before all inputs arrived: nothing was started, send the map again');
+        throw new ApiError(400, 'the body ended before all inputs arrived: nothing was started, send the map again');
       throw e;
     }
     fireAndForget(`publishing the chunks of map ${map.id} (the relay will)`, this.logger, this.publish(map.id));
@@ -88,7 +88,7 @@ export class MapsService {
     const close = () => {
       if (!current.length) return;
       if (currentBytes > TASK_PAYLOAD_MAX_BYTES)
-        throw new TaskHttpError(
+        throw new ApiError(
           413,
           `chunk ${batch.length ? batch[batch.length - 1].chunk + 1 : Math.floor((index - 1) / chunkSize)} (inputs from ${index - current.length}) is over the ${TASK_PAYLOAD_MAX_BYTES / 1024} KiB task payload limit: lower chunk_size`,
         );
@@ -139,7 +139,7 @@ export class MapsService {
   async cancel(principal: Principal, id: string): Promise<MapView> {
     const map = await this.row(principal, id);
     if (!(await this.maps.end(map.id, 'cancelled', 'cancelled by the user')))
-      throw new TaskHttpError(409, `map ${id} already ended (${map.state}): nothing to cancel`);
+      throw new ApiError(409, `map ${id} already ended (${map.state}): nothing to cancel`);
     const stopped = await this.settler.cancelRest(map.id, map.workspaceId, 'cancelled: its map was cancelled');
     this.logger.log({ mapId: map.id, stopped }, `map cancelled: ${stopped} chunk(s) stopped`);
     return this.get(principal, id);
@@ -148,7 +148,7 @@ export class MapsService {
   /** The NDJSON lines of a map's outcomes from line `from` on, streamed while it runs; checked before the first line. */
   async results(principal: Principal, id: string, from: number): Promise<AsyncGenerator<string>> {
     const map = await this.row(principal, id);
-    if (from > map.total) throw new TaskHttpError(400, `from must be at most ${map.total}: the map has ${map.total} input(s)`);
+    if (from > map.total) throw new ApiError(400, `from must be at most ${map.total}: the map has ${map.total} input(s)`);
     return map.order === 'input' ? this.inInputOrder(map, from) : this.inCompletionOrder(map, from);
   }
 
@@ -183,10 +183,9 @@ export class MapsService {
   }
 
   private async row(principal: Principal, id: string): Promise<MapRow> {
-    if (!UUID.test(id))
-      throw new TaskHttpError(400, `"${id}" is not a map id (map ids are UUIDs, as POST /function/<name>/map returns them)`);
+    if (!UUID.test(id)) throw new ApiError(400, `"${id}" is not a map id (map ids are UUIDs, as POST /function/<name>/map returns them)`);
     const map = await this.maps.findInWorkspace(id, principal.workspaceId);
-    if (!map) throw new TaskHttpError(404, `map ${id} not found in workspace ${principal.workspaceName}`);
+    if (!map) throw new ApiError(404, `map ${id} not found in workspace ${principal.workspaceName}`);
     return map;
   }
 

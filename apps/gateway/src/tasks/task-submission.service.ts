@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { type DeploymentRecord, TASK_ITEM, TASK_PAYLOAD_MAX_BYTES, TASK_SUBMITTED, taskItemOf } from '#tern/contracts';
 import { Messaging, taskConsumerSpec } from '#tern/messaging';
-import { bodyTextProblem, jsonValueProblem } from '#tern/service';
+import { ApiError, bodyTextProblem, jsonValueProblem } from '#tern/service';
 import { fireAndForget } from '#tern/timing';
 import { TasksRepository, type UnsentTask } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
@@ -11,7 +11,6 @@ import { deploymentUrl } from '../deployments/deployment-views.js';
 import { RoutesMirror, TABLE_NOT_LOADED } from '../endpoints/routes-mirror.js';
 import type { SubmitTaskQuery } from './dto/submit-task.query.js';
 import { callbackAddressCheck } from './callback-target.js';
-import { TaskHttpError } from './task-errors.js';
 
 /** The kinds whose deployments take tasks, and the route each is called at. */
 export type TaskKind = 'task_queue' | 'function';
@@ -48,7 +47,7 @@ export class TaskSubmissionService {
   private refuseCallbackAddress(url: string): void {
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
     const why = isIP(host) ? this.callbackAddresses(host) : undefined;
-    if (why) throw new TaskHttpError(400, `callback_url refused: ${why}; callbacks go only to public addresses`);
+    if (why) throw new ApiError(400, `callback_url refused: ${why}; callbacks go only to public addresses`);
   }
 
   async submit(
@@ -79,7 +78,7 @@ export class TaskSubmissionService {
       policy.maxPendingTasks,
     );
     if (!row) {
-      throw new TaskHttpError(
+      throw new ApiError(
         429,
         `"${name}" already has ${policy.maxPendingTasks} tasks waiting (max_pending_tasks ${policy.maxPendingTasks}): retry later or raise max_pending_tasks`,
       );
@@ -158,19 +157,19 @@ export class TaskSubmissionService {
     kind: TaskKind,
   ): Promise<DeploymentRecord> {
     const what = kind === 'function' ? 'function' : 'task queue';
-    if (!(await this.table.ready())) throw new TaskHttpError(503, TABLE_NOT_LOADED);
+    if (!(await this.table.ready())) throw new ApiError(503, TABLE_NOT_LOADED);
     const found = this.table.find(principal.workspaceId, name, version);
-    if (!found.known) throw new TaskHttpError(404, `${what} "${name}" not found: deploy it with kind: ${kind} first`);
+    if (!found.known) throw new ApiError(404, `${what} "${name}" not found: deploy it with kind: ${kind} first`);
     const record = found.record;
-    if (!record) throw new TaskHttpError(404, `${what} "${name}" has no version ${version}`);
+    if (!record) throw new ApiError(404, `${what} "${name}" has no version ${version}`);
     if (record.spec.kind !== kind || !record.spec.taskPolicy) {
-      throw new TaskHttpError(
+      throw new ApiError(
         400,
         `deployment "${name}" is a ${record.spec.kind}, not a ${kind}: call it at ${deploymentUrl('', name, record.spec.kind)}`,
       );
     }
     if (record.state === 'stopped')
-      throw new TaskHttpError(
+      throw new ApiError(
         503,
         `${what} "${name}" is stopped: start it (tern deployment start ${name}) to accept ${kind === 'function' ? 'calls' : 'tasks'}`,
       );
@@ -191,22 +190,22 @@ export class TaskSubmissionService {
 
 /** The body as a JSON object (a handler's keyword arguments); 400/413 otherwise. */
 export function parsePayload(body: Buffer): Record<string, unknown> {
-  if (body.length > TASK_PAYLOAD_MAX_BYTES) throw new TaskHttpError(413, payloadTooLarge());
+  if (body.length > TASK_PAYLOAD_MAX_BYTES) throw new ApiError(413, payloadTooLarge());
   if (!body.length || !body.toString('utf8').trim()) return {};
   // The raw-body route skips the API's JSON parser; the same checks, before jsonb refuses the value.
   const textProblem = bodyTextProblem(body);
-  if (textProblem) throw new TaskHttpError(400, `the task payload: ${textProblem}`);
+  if (textProblem) throw new ApiError(400, `the task payload: ${textProblem}`);
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch (e) {
-    throw new TaskHttpError(400, `the task payload must be JSON: ${(e as Error).message}`);
+    throw new ApiError(400, `the task payload must be JSON: ${(e as Error).message}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TaskHttpError(400, 'the task payload must be a JSON object (its fields are the handler\'s input), e.g. {"prompt": "..."}');
+    throw new ApiError(400, 'the task payload must be a JSON object (its fields are the handler\'s input), e.g. {"prompt": "..."}');
   }
   const valueProblem = jsonValueProblem(value);
-  if (valueProblem) throw new TaskHttpError(400, `the task payload: ${valueProblem}`);
+  if (valueProblem) throw new ApiError(400, `the task payload: ${valueProblem}`);
   return value as Record<string, unknown>;
 }
 

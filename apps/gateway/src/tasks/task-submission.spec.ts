@@ -1,5 +1,5 @@
 import { parsePayload } from './task-submission.service.js';
-import type { TaskHttpError } from './task-errors.js';
+import type { ApiError } from '#tern/service';
 
 describe('task payload', () => {
   const status = (body: string | Buffer) => {
@@ -7,7 +7,7 @@ describe('task payload', () => {
       parsePayload(Buffer.isBuffer(body) ? body : Buffer.from(body));
       return 202;
     } catch (e) {
-      return (e as TaskHttpError).getStatus();
+      return (e as ApiError).getStatus();
     }
   };
 

@@ -13,9 +13,9 @@ import {
 } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type CancelledTask, DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
+import { ApiError } from '#tern/service';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
-import { TaskHttpError } from './task-errors.js';
 import { type SubmittedTask as Submitted, TaskSubmissionService } from './task-submission.service.js';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
@@ -51,7 +51,7 @@ export class TasksService {
     let before: { createdAt: string; id: string } | undefined;
     if (q.cursor) {
       before = decodeCursor(q.cursor);
-      if (!before || !UUID.test(before.id)) throw new TaskHttpError(400, 'cursor must be the next_cursor of a previous page');
+      if (!before || !UUID.test(before.id)) throw new ApiError(400, 'cursor must be the next_cursor of a previous page');
     }
     const rows = await this.tasks.listForWorkspace(
       principal.workspaceId,
@@ -66,7 +66,7 @@ export class TasksService {
     if (deployment !== undefined) {
       const found = await this.deployments.findByName(principal.workspaceId, deployment);
       if (!found || found.state === 'deleted')
-        throw new TaskHttpError(404, `deployment "${deployment}" not found in workspace "${principal.workspaceName}"`);
+        throw new ApiError(404, `deployment "${deployment}" not found in workspace "${principal.workspaceName}"`);
     }
     const window = statsWindow(new Date(), minutes);
     const [activity, durations] = await Promise.all([
@@ -96,7 +96,7 @@ export class TasksService {
   async cancel(principal: Principal, id: string): Promise<TaskView> {
     const row = await this.row(principal, id, false);
     const done = await this.transitions.cancel(row.id, principal.workspaceId);
-    if (!done) throw new TaskHttpError(409, `task ${id} already ended (${row.state}): nothing to cancel`);
+    if (!done) throw new ApiError(409, `task ${id} already ended (${row.state}): nothing to cancel`);
     await this.stopCancelled(done, principal.workspaceId, 'cancelled by the user');
     return this.get(principal, id);
   }
@@ -150,9 +150,9 @@ export class TasksService {
 
   private async row(principal: Principal, id: string, withResult: boolean, noun: TaskNoun = 'task'): Promise<TaskWithDeployment> {
     const from = noun === 'call' ? 'POST /function/<name>' : 'POST /taskqueue/<name>';
-    if (!UUID.test(id)) throw new TaskHttpError(400, `"${id}" is not a ${noun} id (${noun} ids are UUIDs, as ${from} returns them)`);
+    if (!UUID.test(id)) throw new ApiError(400, `"${id}" is not a ${noun} id (${noun} ids are UUIDs, as ${from} returns them)`);
     const task = await this.tasks.findInWorkspace(id, principal.workspaceId, withResult);
-    if (!task) throw new TaskHttpError(404, `${noun} ${id} not found in workspace ${principal.workspaceName}`);
+    if (!task) throw new ApiError(404, `${noun} ${id} not found in workspace ${principal.workspaceName}`);
     return task;
   }
 
@@ -160,7 +160,7 @@ export class TasksService {
     if (row.state !== 'COMPLETE') return undefined;
     if (!row.resultRef) return { value: row.result ?? null };
     const value = await getTaskResult(this.messaging, row.resultRef);
-    if (value === undefined) throw new TaskHttpError(410, `the result of task ${row.id} is no longer in the results store`);
+    if (value === undefined) throw new ApiError(410, `the result of task ${row.id} is no longer in the results store`);
     return { value };
   }
 }
