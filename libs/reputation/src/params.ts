@@ -1,4 +1,4 @@
-/** Every tunable of the score in one place; the README's formula section documents the defaults. */
+/** Every tunable of the score in one place; docs/architecture.md (Reputation, Scoring) documents the defaults. */
 export interface ReputationParams {
   /** Counts of outcomes, heartbeats and latencies halve every this long: old failures fade. */
   readonly halfLifeMs: number;

@@ -124,7 +124,7 @@ function fixed(n: number | undefined): string {
   return n === undefined ? '-' : n.toFixed(2);
 }
 
-/** The weighted components in the order the README's formula lists them, with their labels. */
+/** The weighted components in the order docs/architecture.md's formula lists them, with their labels. */
 const COMPONENTS: [key: string, label: string][] = [
   ['uptime', 'uptime'],
   ['taskSuccess', 'task success'],

@@ -9,7 +9,8 @@ export class ReputationScoreChanged {
   @IsNumber() @Min(0) @Max(1) score!: number;
   /**
    * Named inputs to the score, each 0..1: the weighted uptime, taskSuccess, startSuccess,
-   * startLatency, heartbeat and network, plus uptime1d, uptime7d and uptime30d (see the README).
+   * startLatency, heartbeat and (only once the control plane measured it) network, plus
+   * uptime1d, uptime7d and uptime30d (see docs/architecture.md, Reputation).
    */
   @IsRecordOf('number') components!: Record<string, number>;
   /** Starts and task attempts the control plane saw end on the machine (decayed). */
