@@ -185,10 +185,13 @@ describe('reputation from faults the control plane observed', () => {
       60_000,
     );
     const took = Date.now() - accepted;
-    console.log(`a silent accepted start was failed and replaced ${took} ms after it was accepted (limit ${START_LIMIT_SECONDS} s)`);
+    const tries = lazyStarts.filter((c) => c.deploymentId === id).length;
+    console.log(
+      `a silent accepted start was failed and replaced ${took} ms after it was accepted (limit ${START_LIMIT_SECONDS} s), after ${tries} start(s) on m-lazy`,
+    );
     expect(route.machineId).toBe('m-backup');
     expect(took).toBeGreaterThanOrEqual((START_LIMIT_SECONDS - 1) * 1000);
-    expect(lazyStarts.filter((c) => c.deploymentId === id).length).toBeLessThanOrEqual(3);
+    expect(tries).toBeLessThanOrEqual(3);
 
     const [row] = await containersOn('m-lazy');
     expect(row.id).toBe(first.containerId);

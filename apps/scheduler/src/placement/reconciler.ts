@@ -63,7 +63,6 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
 
   async pass(): Promise<void> {
     await this.loseOffline();
-    await this.failLateStarts();
     const versions = await this.containers.versionsToReconcile(ACTIVE);
     for (const v of versions) {
       if (this.ticker.stopping) return;
@@ -73,6 +72,8 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
         this.logger.warn({ versionId: v.id, err: (e as Error).message }, `reconcile of ${v.deploymentId} v${v.version} failed`);
       }
     }
+    // Last: their replacements are placed on the next pass, by when reputation has counted the fault.
+    await this.failLateStarts();
   }
 
   private async reconcile(v: VersionToReconcile): Promise<void> {
