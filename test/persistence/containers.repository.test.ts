@@ -40,6 +40,14 @@ async function container(
 }
 
 const row = (id: string) => db.getRepository(Container).findOneByOrFail({ id });
+/** The faults waiting in the outbox for these containers: [container, machine, kind, after ready]. */
+const faultsOf = async (...ids: string[]) =>
+  (
+    (await db.query(
+      `SELECT container_id, machine_id, kind, after_ready FROM machine_fault_outbox WHERE container_id = ANY($1) ORDER BY container_id`,
+      [ids],
+    )) as { container_id: string; machine_id: string; kind: string; after_ready: boolean }[]
+  ).map((f) => [f.container_id, f.machine_id, f.kind, f.after_ready]);
 
 describe('ContainersRepository', () => {
   describe('lifecycle events', () => {
@@ -170,6 +178,40 @@ describe('ContainersRepository', () => {
       expect(await row(lostOffline)).toMatchObject({ state: 'failed', stoppedAt: expect.any(Date) });
       expect((await row(kept)).state).toBe('running');
       expect((await containers.failOnOfflineMachines()).map((c) => c.id)).not.toContain(lostOffline);
+      // One fault for reputation per container lost with a machine it can be charged to, in the same statement.
+      expect(await faultsOf(lostOffline, lostRemoved, kept, done)).toEqual([[lostOffline, offline, 'container-lost', false]]);
+      const wasReady = await container(v.id, offline, 'running', new Date());
+      await containers.failOnOfflineMachines();
+      expect(await faultsOf(wasReady)).toEqual([[wasReady, offline, 'container-lost', true]]);
+    });
+
+    it('fails the containers not ready within the start limit, each with its fault', async () => {
+      const v = await version(1);
+      const m = await machine();
+      const placedAt = (id: string, secondsAgo: number) =>
+        db.query(`UPDATE containers SET created_at = now() - make_interval(secs => $2) WHERE id = $1`, [id, secondsAgo]);
+      const late = await container(v.id, m, 'scheduled');
+      const lateStarting = await container(v.id, m, 'starting');
+      const young = await container(v.id, m, 'scheduled');
+      const ready = await container(v.id, m, 'running', new Date());
+      for (const id of [late, lateStarting, ready]) await placedAt(id, 301);
+      await placedAt(young, 100);
+      const failed = await containers.failStartsPastLimit(300);
+      expect(failed.map((c) => c.id).sort()).toEqual([late, lateStarting].sort());
+      expect(await row(late)).toMatchObject({
+        state: 'failed',
+        stateReason: `not ready within 300 s of its placement on machine ${m} (the start limit; last state scheduled)`,
+      });
+      expect((await row(lateStarting)).stateReason).toMatch(/last state starting\)$/);
+      expect((await row(young)).state).toBe('scheduled');
+      expect((await row(ready)).state).toBe('running');
+      expect(await faultsOf(late, lateStarting, young, ready)).toEqual(
+        [
+          [late, m, 'start-not-ready', false],
+          [lateStarting, m, 'start-not-ready', false],
+        ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      );
+      expect(await containers.failStartsPastLimit(300)).toEqual([]);
     });
 
     it('fails a refused start only while the container is still scheduled', async () => {
@@ -181,6 +223,11 @@ describe('ContainersRepository', () => {
       await containers.markStartFailed(running, 'refused');
       expect(await row(scheduled)).toMatchObject({ state: 'failed', stateReason: 'refused' });
       expect(await row(running)).toMatchObject({ state: 'running', stateReason: null });
+      // A refusal is an answer: no fault. An unanswered start is the machine's, once.
+      const unanswered = await container(v.id, m, 'scheduled');
+      await containers.markStartFailed(unanswered, 'start on machine m failed: timed out', 'start-unanswered');
+      await containers.markStartFailed(unanswered, 'start on machine m failed: timed out', 'start-unanswered');
+      expect(await faultsOf(scheduled, running, unanswered)).toEqual([[unanswered, m, 'start-unanswered', false]]);
     });
 
     it('moves an active container to stopping once, naming its machine', async () => {

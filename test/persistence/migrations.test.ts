@@ -11,6 +11,7 @@ const TABLES = [
   'deployment_versions',
   'deployments',
   'endpoint_request_minutes',
+  'machine_fault_outbox',
   'machine_state_changes',
   'machine_state_outbox',
   'machines',

@@ -12,19 +12,26 @@ beforeAll(async () => {
   const at = (day: number) => new Date(`2026-01-0${day}T00:00:00Z`);
   await reputation.appendScores(
     [
-      { machineId: 'm-a', score: 0.5, components: { uptime: 0.5 } },
-      { machineId: 'm-b', score: 0.9, components: { uptime: 1 } },
+      { machineId: 'm-a', score: 0.5, components: { uptime: 0.5 }, observed: 0, standing: 'unproven' },
+      { machineId: 'm-b', score: 0.9, components: { uptime: 1 }, observed: 7.5, standing: 'proven' },
     ],
     at(1),
   );
-  await reputation.appendScores([{ machineId: 'm-a', score: 0.7, components: { uptime: 0.8 } }], at(2));
-  await reputation.appendScores([{ machineId: 'm-a', score: 0.6, components: { uptime: 0.7 } }], at(3));
+  await reputation.appendScores([{ machineId: 'm-a', score: 0.7, components: { uptime: 0.8 }, observed: 2, standing: 'unproven' }], at(2));
+  await reputation.appendScores([{ machineId: 'm-a', score: 0.6, components: { uptime: 0.7 }, observed: 5.25, standing: 'proven' }], at(3));
 });
 
 describe('ReputationRepository', () => {
   it('finds the newest score of the machines asked for', async () => {
     expect(await reputation.latestScores(['m-a', 'm-none'])).toEqual([
-      { machineId: 'm-a', score: 0.6, components: { uptime: 0.7 }, computedAt: new Date('2026-01-03T00:00:00Z') },
+      {
+        machineId: 'm-a',
+        score: 0.6,
+        components: { uptime: 0.7 },
+        observed: 5.25,
+        standing: 'proven',
+        computedAt: new Date('2026-01-03T00:00:00Z'),
+      },
     ]);
     expect(await reputation.latestScores([])).toEqual([]);
   });

@@ -284,8 +284,14 @@ describe('UsageRepository', () => {
         { outcome: 'failed', cause: 'handler', durationMs: 1000, endedAt: `${day}T01:10:00Z` },
       );
       const reputation = new ReputationRepository(db);
-      await reputation.appendScores([{ machineId: 'm-r1', score: 0.8, components: {} }], new Date(`${day}T00:00:00Z`));
-      await reputation.appendScores([{ machineId: 'm-r1', score: 0.2, components: {} }], new Date(`${day}T12:00:00Z`));
+      await reputation.appendScores(
+        [{ machineId: 'm-r1', score: 0.8, components: {}, observed: 0, standing: 'unproven' }],
+        new Date(`${day}T00:00:00Z`),
+      );
+      await reputation.appendScores(
+        [{ machineId: 'm-r1', score: 0.2, components: {}, observed: 0, standing: 'unproven' }],
+        new Date(`${day}T12:00:00Z`),
+      );
     });
 
     const window = { from: new Date(`${day}T00:00:00Z`), to: new Date(`${day}T02:00:00Z`) };

@@ -8,6 +8,9 @@ import {
   CONTAINER_STOPPED,
   type ContainerStart,
   type ResolvedSpec,
+  ROUTES_BUCKET,
+  type RouteRecord,
+  SCALE_COMMAND,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
 
@@ -112,4 +115,36 @@ export async function addMachine(
     `INSERT INTO machines (id, pool, state, cpu_threads, memory_bytes, gpus, last_heartbeat_at) VALUES ($1, $2, 'ready', $3, $4, $5::jsonb, now() + interval '1 hour')`,
     [id, opts.pool ?? 'default', opts.cpus ?? 4, (opts.memoryGiB ?? 8) * GiB, JSON.stringify(gpus)],
   );
+}
+
+/** A ready deployment with one version of `s`, as the gateway writes it; its id. */
+export async function insertDeployment(db: pg.Client, workspaceId: string, name: string, s: ResolvedSpec): Promise<string> {
+  const id = (
+    await db.query(
+      `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`,
+      [workspaceId, name],
+    )
+  ).rows[0].id as string;
+  await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
+  return id;
+}
+
+/** The autoscaler's command: `desired` containers of version 1. */
+export function scaleTo(messaging: Messaging, deploymentId: string, desired: number) {
+  return messaging.publish(
+    SCALE_COMMAND,
+    { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() },
+    { tokens: [deploymentId] },
+  );
+}
+
+/** The routes of a deployment's ready containers in the routes bucket. */
+export async function routesOf(messaging: Messaging, deploymentId: string): Promise<RouteRecord[]> {
+  const kv = await messaging.kv({ name: ROUTES_BUCKET.name });
+  const out: RouteRecord[] = [];
+  for await (const key of await kv.keys()) {
+    const e = await kv.get(key);
+    if (e && e.operation === 'PUT' && e.json<RouteRecord>().deploymentId === deploymentId) out.push(e.json<RouteRecord>());
+  }
+  return out;
 }

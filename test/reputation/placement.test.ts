@@ -1,8 +1,8 @@
 import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ROUTES_BUCKET, type RouteRecord, type ResolvedSpec, SCALE_COMMAND } from '#tern/contracts';
+import { type ResolvedSpec } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { addMachine, FakeAgent, spec } from '../placement/harness.js';
+import { addMachine, FakeAgent, insertDeployment, routesOf, scaleTo, spec } from '../placement/harness.js';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
@@ -25,31 +25,9 @@ describe('placement by reputation', () => {
   let bad: FakeAgent;
   let mid: number;
 
-  const deploy = async (name: string, s: ResolvedSpec) => {
-    const id = (
-      await db.query(
-        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`,
-        [workspaceId, name],
-      )
-    ).rows[0].id;
-    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
-    return id as string;
-  };
-  const scale = (deploymentId: string, desired: number) =>
-    messaging.publish(
-      SCALE_COMMAND,
-      { deploymentId, deploymentVersion: 1, desired, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() },
-      { tokens: [deploymentId] },
-    );
-  const routes = async (deploymentId: string) => {
-    const kv = await messaging.kv({ name: ROUTES_BUCKET.name });
-    const out: RouteRecord[] = [];
-    for await (const key of await kv.keys()) {
-      const e = await kv.get(key);
-      if (e && e.operation === 'PUT' && e.json<RouteRecord>().deploymentId === deploymentId) out.push(e.json<RouteRecord>());
-    }
-    return out;
-  };
+  const deploy = (name: string, s: ResolvedSpec) => insertDeployment(db, workspaceId, name, s);
+  const scale = (deploymentId: string, desired: number) => scaleTo(messaging, deploymentId, desired);
+  const routes = (deploymentId: string) => routesOf(messaging, deploymentId);
   const attempts = async (machineId: string) => {
     const r = (await db.query(`SELECT record FROM reputation_machines WHERE machine_id = $1`, [machineId])).rows[0]?.record;
     return Math.round(Object.values(r?.tasks ?? {}).reduce((n: number, t: any) => n + t.attempts.v, 0));

@@ -92,8 +92,12 @@ describe('reputation service', () => {
     expect(b.score).toBeLessThan(g.score - 0.03);
     expect(b.components.taskSuccess).toBeLessThan(0.8);
     expect(g.components.taskSuccess).toBeGreaterThan(0.9);
-    // Everything else is alike: uptime, starts, network.
-    for (const c of ['uptime', 'startSuccess', 'startLatency', 'network'] as const) expect(b.components[c]).toBeCloseTo(g.components[c], 2);
+    // Everything else is alike: uptime, starts. The agents' own network tests (900 Mbps) score nothing.
+    for (const c of ['uptime', 'startSuccess', 'startLatency'] as const) expect(b.components[c]).toBeCloseTo(g.components[c], 2);
+    expect(g.components.network).toBeUndefined();
+    // Thirty tasks and two starts seen by the control plane: both proven.
+    expect([g.standing, b.standing]).toEqual(['proven', 'proven']);
+    expect(g.observed).toBeCloseTo(32, 0);
     expect(g.score).toBeGreaterThan(0);
     expect(g.score).toBeLessThan(1);
 
@@ -169,6 +173,8 @@ describe('reputation service', () => {
         machineId: 'm-new',
         score: null,
         components: null,
+        observed: null,
+        standing: null,
         computedAt: null,
         history: [],
       });
@@ -183,7 +189,10 @@ describe('reputation service', () => {
       expect(listed.stdout).toMatch(/REPUTATION/);
       expect(listed.stdout).toMatch(new RegExp(`^m-bad .* ${current.score.toFixed(2)} `, 'm'));
       const shown = await tern(['machine', 'show', 'm-bad'], base, ADMIN);
-      expect(shown.stdout).toMatch(new RegExp(`^Reputation\\s+${current.score.toFixed(2)} \\(computed`, 'm'));
+      expect(shown.stdout).toMatch(
+        new RegExp(`^Reputation\\s+${current.score.toFixed(2)}, proven \\(\\d+ starts and tasks observed\\) \\(computed`, 'm'),
+      );
+      expect(shown.stdout).toMatch(/^\s+network\s+not measured by the control plane \(counts nothing\)$/m);
       expect(shown.stdout).toMatch(new RegExp(`^\\s+task success\\s+${current.components.taskSuccess.toFixed(2)}$`, 'm'));
       const history = await tern(['machine', 'reputation', 'm-bad', '--limit', '1'], base, ADMIN);
       expect(history.stdout).toMatch(/^COMPUTED\s+SCORE/m);

@@ -360,6 +360,16 @@ export const VARIABLES = [
     description: 'Half-life of the outcomes, heartbeats and latencies a reputation is computed from: old failures fade.',
   },
   {
+    name: 'CONTAINER_START_LIMIT_SECONDS',
+    kind: 'int',
+    default: '300',
+    min: 1,
+    max: 86400,
+    services: ['scheduler'],
+    description:
+      "A container not ready this long after the scheduler placed it is failed by the scheduler (its reason says so), counted against its machine's reputation and replaced. Covers the image pull and the agent's own 120 s wait for a first passing health check; a machine that accepts a start and does nothing is caught by it.",
+  },
+  {
     name: 'TASK_LEASE_WAIT_SECONDS',
     kind: 'int',
     default: '300',

@@ -88,7 +88,7 @@ export const REPUTATION_BUCKET: BucketSpec = {
   name: 'reputation',
   owner: 'reputation',
   description:
-    "Each machine's current reputation (key: machine id; value: {score, components, computedAt}, a ReputationEntry). Put by the reputation service when a score changes and refreshed at least every REPUTATION_HISTORY_INTERVAL_SECONDS; bucket-wide TTL of 1 hour (NATS 2.9 has no per-key TTL), so a machine no longer scored drops out. Watched by the scheduler (placement: min_reputation and ties) and read by the gateway (machines API); both fall back to the reputation_scores table when it is empty.",
+    "Each machine's current reputation (key: machine id; value: {score, components, observed, standing, computedAt}, a ReputationEntry). Put by the reputation service when a score changes and refreshed at least every REPUTATION_HISTORY_INTERVAL_SECONDS; bucket-wide TTL of 1 hour (NATS 2.9 has no per-key TTL), so a machine no longer scored drops out. Watched by the scheduler (placement: min_reputation and ties) and read by the gateway (machines API); both fall back to the reputation_scores table when it is empty.",
 };
 
 /** Refreshed far more often than this, so only a machine that is no longer scored expires. */
@@ -98,5 +98,13 @@ export const REPUTATION_BUCKET_TTL_MS = 3600_000;
 export interface ReputationEntry {
   score: number;
   components: Record<string, number>;
+  /** Starts and task attempts the control plane saw end on the machine (decayed). */
+  observed: number;
+  /** `unproven` until `observed` reaches the reputation service's threshold (5), then `proven`. */
+  standing: ReputationStanding;
   computedAt: string;
 }
+
+/** How much of a machine's work the control plane has seen: its score is mostly a prior's guess until it is proven. */
+export const REPUTATION_STANDINGS = ['unproven', 'proven'] as const;
+export type ReputationStanding = (typeof REPUTATION_STANDINGS)[number];

@@ -3,6 +3,7 @@
 export * from './machine/machine-heartbeat.js';
 export * from './machine/machine-registered.js';
 export * from './machine/machine-state-changed.js';
+export * from './machine/machine-fault.js';
 export * from './machine/machine-discovered.js';
 export * from './machine/machine-network-tested.js';
 export * from './machine/network-test-echo.js';

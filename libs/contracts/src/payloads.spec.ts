@@ -5,6 +5,7 @@ import {
   CONTAINER_STOPPED,
   MACHINE_DISCOVERED,
   MACHINE_HEARTBEAT,
+  MACHINE_FAULT,
   MACHINE_STATE_CHANGED,
   REPUTATION_SCORE,
   TASK_COMPLETED,
@@ -124,7 +125,22 @@ describe('payload validation', () => {
     [
       'reputation score',
       REPUTATION_SCORE,
-      { machineId: 'm-1', score: 0.93, components: { uptime: 0.99, taskSuccess: 0.9 }, computedAt: at },
+      { machineId: 'm-1', score: 0.93, components: { uptime: 0.99, taskSuccess: 0.9 }, observed: 0, standing: 'unproven', computedAt: at },
+    ],
+    [
+      'machine fault',
+      MACHINE_FAULT,
+      {
+        machineId: 'm-1',
+        kind: 'start-unanswered',
+        containerId: 'c-1',
+        deploymentId: 'd-1',
+        deploymentVersion: 1,
+        workspaceId: 'w-1',
+        afterReady: false,
+        reason: 'start on machine m-1 failed: timed out',
+        at,
+      },
     ],
   ])('accepts a valid %s', async (_label, contract, sample) => {
     expect(await problems(contract as Contract, sample)).toEqual([]);

@@ -38,6 +38,7 @@ import {
   SANDBOX_TUNNEL_OUT,
   LOAD_REPORT,
   MACHINE_DISCOVERED,
+  MACHINE_FAULT,
   MACHINE_HEARTBEAT,
   MACHINE_NETWORK_TESTED,
   MACHINE_REGISTERED,
@@ -137,7 +138,10 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(MACHINE_REGISTERED, ['gateway'], []),
   access(MACHINE_DISCOVERED, ['gateway'], []),
   access(MACHINE_HEARTBEAT, ['agent', 'gateway'], ['scheduler', 'reputation'], true),
-  access(MACHINE_NETWORK_TESTED, ['agent'], ['scheduler', 'reputation'], true),
+  // The agent's own network test: judged by pool rules, scored by nothing (a stranger's word).
+  access(MACHINE_NETWORK_TESTED, ['agent'], ['scheduler'], true),
+  // Faults the control plane saw itself: only the scheduler says them, only reputation hears them.
+  access(MACHINE_FAULT, ['scheduler'], ['reputation'], true),
   // A machine hears its own state changes only (its dashboard shows the scheduler's verdict).
   access(MACHINE_STATE_CHANGED, ['gateway', 'scheduler'], ['scheduler', 'reputation', 'agent'], true),
   access(NETWORK_TEST_ECHO, ['agent'], ['gateway'], true),

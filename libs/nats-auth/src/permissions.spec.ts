@@ -63,6 +63,14 @@ describe('permissionsFor', () => {
     }
   });
 
+  it("leaves reputation's facts to the control plane: no machine says a fault, reputation hears no machine's network test", () => {
+    // A machine cannot clear itself or blame another: only the scheduler publishes faults.
+    for (const id of ['m1', 'm2']) expect(subjectAllowed(machine('m1'), 'pub', `acme.machine.${id}.fault.v1`)).toBe(false);
+    expect(subjectAllowed(permissionsFor('scheduler', { namespace: ns }), 'pub', 'acme.machine.m1.fault.v1')).toBe(true);
+    expect(subjectAllowed(permissionsFor('reputation', { namespace: ns }), 'sub', 'acme.machine.m1.fault.v1')).toBe(true);
+    expect(subjectAllowed(permissionsFor('reputation', { namespace: ns }), 'sub', 'acme.machine.m1.network-tested.v1')).toBe(false);
+  });
+
   it('keeps a machine to its own id, its own inbox, and no stream administration', () => {
     const m1 = machine('m1');
     expect(subjectAllowed(m1, 'pub', 'acme.heartbeat.m1.v1')).toBe(true);

@@ -101,8 +101,9 @@ describe('outcomeRates', () => {
       now,
       P,
     );
-    expect(rates.get('m-old')!.rate).toBeGreaterThan(0.8);
-    expect(rates.get('m-recent')!.rate).toBeLessThan(0.5);
+    // Four half-lives: ten failures weigh 0.625 of one, against the prior's two pseudo-counts.
+    expect(rates.get('m-old')!.rate).toBeGreaterThan(0.65);
+    expect(rates.get('m-recent')!.rate).toBeLessThan(0.2);
     // Successes after the failures lift it further.
     recordOutcome(old, 'd', 'success', now, P);
     recordOutcome(old, 'd', 'success', now, P);

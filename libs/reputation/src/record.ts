@@ -17,7 +17,13 @@ export interface MachineRecord {
   starts: OutcomeBook;
   latency: LatencyRecord | null;
   heartbeats: HeartbeatRecord;
-  network: NetworkRecord | null;
+  /**
+   * The machine's network as the control plane measured it, on bytes it sent and received itself;
+   * null until it has. The agent's own test (machine.network-tested) is never stored here: a
+   * stranger's word about its link scores nothing. (Records stored before kept that word under
+   * `network`, which is no longer read.)
+   */
+  measuredNetwork: NetworkRecord | null;
   /** Keys of recently counted events, so a redelivered one is not counted twice. */
   seen: string[];
   /**
@@ -40,7 +46,7 @@ export function newMachineRecord(machineId: string, pool: string | null = null):
     starts: {},
     latency: null,
     heartbeats: EMPTY_HEARTBEATS,
-    network: null,
+    measuredNetwork: null,
     seen: [],
     commands: {},
   };
@@ -56,9 +62,11 @@ export function machineRecordOf(
   document: object | undefined,
   heartbeats: object | null,
 ): MachineRecord {
+  // An older record's `network` was the agent's own test: dropped, so it is never scored again.
+  const { network: _agentsWord, ...stored } = (document ?? {}) as Partial<MachineRecord> & { network?: unknown };
   return {
     ...newMachineRecord(machineId),
-    ...(document as Partial<MachineRecord>),
+    ...stored,
     machineId,
     pool,
     heartbeats: (heartbeats as HeartbeatRecord | null) ?? EMPTY_HEARTBEATS,
@@ -156,6 +164,29 @@ export function applyObservedReady(
   return applyStartOutcome(r, containerId, deploymentId, 'success', readyAt, params, Math.max(0, readyAt - commanded));
 }
 
-export function applyNetworkTest(r: MachineRecord, test: NetworkRecord): void {
-  if (!r.network || r.network.testedAt <= test.testedAt) r.network = test;
+/** A network measurement the control plane made itself (newest wins). */
+export function applyMeasuredNetwork(r: MachineRecord, test: NetworkRecord): void {
+  if (!r.measuredNetwork || r.measuredNetwork.testedAt <= test.testedAt) r.measuredNetwork = test;
+}
+
+/**
+ * A fault the control plane saw itself (see MACHINE_FAULT): the machine never answered a start
+ * command, a container it accepted never became ready within the scheduler's start limit, or a
+ * container was lost with the machine. Each counts in full against the machine, in the starts
+ * it is judged on: a start fault as that container's start (one outcome per start, whichever of
+ * ready, failed and this fact comes first), a container lost after it was ready as one more
+ * container the machine did not keep. The container's start command is spent either way.
+ */
+export function applyObservedFault(
+  r: MachineRecord,
+  fault: { containerId: string; deploymentId: string; afterReady: boolean },
+  at: number,
+  params: ReputationParams,
+): boolean {
+  delete r.commands?.[fault.containerId];
+  if (!fault.afterReady) return applyStartOutcome(r, fault.containerId, fault.deploymentId, 'machine', at, params);
+  if (!firstSighting(r, `lost:${fault.containerId}`)) return false;
+  recordOutcome(r.starts, fault.deploymentId, 'machine', at, params);
+  pruneOutcomes(r.starts, at, params);
+  return true;
 }

@@ -1,4 +1,14 @@
-import { applyHeartbeat, applyNetworkTest, applyStartOutcome, applyState, applyTaskOutcome, newMachineRecord } from './record.js';
+import {
+  applyHeartbeat,
+  applyMeasuredNetwork,
+  applyObservedFault,
+  applyStartCommand,
+  applyStartOutcome,
+  applyState,
+  applyTaskOutcome,
+  machineRecordOf,
+  newMachineRecord,
+} from './record.js';
 import { EMPTY_HEARTBEATS, punctuality, recordHeartbeat } from './heartbeat.js';
 import { latencyComponent, median } from './latency.js';
 import { networkComponent } from './network.js';
@@ -99,7 +109,6 @@ describe('start latency and network', () => {
       0.7 * Math.sqrt(0.1) + 0.15,
     );
     expect(networkComponent({ throughputMbps: 0, latencyMs: 0, failed: true, testedAt: now }, P)).toBe(0);
-    expect(networkComponent(null, P)).toBeCloseTo(neutral(P));
   });
 });
 
@@ -107,20 +116,20 @@ describe('scoreMachines', () => {
   const machine = (id: string) => {
     const r = newMachineRecord(id, 'default');
     applyState(r, true, now - 2 * DAY_MS, now);
-    applyNetworkTest(r, { throughputMbps: 900, latencyMs: 5, failed: false, testedAt: now - DAY_MS });
     for (let i = 0; i < 100; i++) applyHeartbeat(r, i + 1, now - DAY_MS + i * 10_000, P);
     return r;
   };
 
-  it('a new machine is neither 0 nor 1', () => {
+  it('a new machine is unproven: the prior, neither 0 nor 1, with no network component', () => {
     const [s] = scoreMachines([newMachineRecord('m-new')], now, P);
     expect(s.score).toBeGreaterThan(0.5);
     expect(s.score).toBeLessThan(1);
     // … and passes the usual minimum of 0.9, so it can get work and earn a record.
     expect(s.score).toBeGreaterThanOrEqual(0.9);
+    expect(s.standing).toBe('unproven');
+    expect(s.observed).toBe(0);
     expect(Object.keys(s.components).sort()).toEqual([
       'heartbeat',
-      'network',
       'startLatency',
       'startSuccess',
       'taskSuccess',
@@ -129,6 +138,83 @@ describe('scoreMachines', () => {
       'uptime30d',
       'uptime7d',
     ]);
+  });
+
+  it('a network the control plane did not measure scores nothing; one it measured counts', () => {
+    // A record stored when the agent's own test was kept under `network`: read back, it is dropped.
+    const { measuredNetwork: _, ...document } = machine('m-claims');
+    const claimed = machineRecordOf(
+      'm-claims',
+      'default',
+      { ...document, network: { throughputMbps: 9400, latencyMs: 1, failed: false, testedAt: now } },
+      document.heartbeats,
+    );
+    const silent = machineRecordOf(
+      'm-silent',
+      'default',
+      { ...document, network: { throughputMbps: 0, latencyMs: 0, failed: true, testedAt: now } },
+      document.heartbeats,
+    );
+    const [c, q] = scoreMachines([claimed, silent], now, P);
+    expect(c.components.network).toBeUndefined();
+    expect(c.score).toBe(q.score);
+
+    const measured = machine('m-measured');
+    applyMeasuredNetwork(measured, { throughputMbps: 100, latencyMs: 100, failed: false, testedAt: now - HOUR_MS });
+    const [m, plain] = scoreMachines([measured, machine('m-plain')], now, P);
+    expect(m.components.network).toBeCloseTo(0.7 * Math.sqrt(0.1) + 0.15, 3);
+    expect(m.score).toBeLessThan(plain.score);
+  });
+
+  it('a machine that never answers start commands drops below a minimum of 0.9 within 3 failed starts', () => {
+    const r = machine('m-silent');
+    const scores = [scoreMachines([r], now, P)[0].score];
+    for (let i = 0; i < 3; i++) {
+      applyStartCommand(r, `c${i}`, now - 10 * 60_000 + i * 60_000);
+      expect(applyObservedFault(r, { containerId: `c${i}`, deploymentId: 'd', afterReady: false }, now - 9 * 60_000 + i * 60_000, P)).toBe(
+        true,
+      );
+      scores.push(scoreMachines([r], now, P)[0].score);
+    }
+    expect(scores[0]).toBeGreaterThanOrEqual(0.9);
+    expect(scores[3]).toBeLessThan(0.9);
+    // Each failure lowers it further; none is charged twice (a redelivered fact counts nothing).
+    for (let i = 1; i < scores.length; i++) expect(scores[i]).toBeLessThan(scores[i - 1]);
+    expect(applyObservedFault(r, { containerId: 'c0', deploymentId: 'd', afterReady: false }, now, P)).toBe(false);
+    const [s] = scoreMachines([r], now, P);
+    expect(s.score).toBe(scores[3]);
+    expect(s.observed).toBe(3);
+    expect(s.standing).toBe('unproven');
+    console.log(`score of a machine that answers no start: ${scores.join(' → ')}`);
+  });
+
+  it('an honest machine earns its standing with observed work and stays above 0.9', () => {
+    const r = machine('m-honest');
+    for (let i = 0; i < 4; i++) applyStartOutcome(r, `c${i}`, 'd', 'success', now, P, 1500);
+    expect(scoreMachines([r], now, P)[0].standing).toBe('unproven');
+    applyTaskOutcome(r, 't1:1', 'd', 'success', now, P);
+    const [s] = scoreMachines([r], now, P);
+    expect(s.standing).toBe('proven');
+    expect(s.observed).toBe(P.provenAfter);
+    expect(s.score).toBeGreaterThan(0.95);
+    // Its record fades: weeks without work and it is unproven again.
+    expect(scoreMachines([r], now + 30 * DAY_MS, P)[0].standing).toBe('unproven');
+  });
+
+  it('a container lost after it was ready counts once more against the machine; one lost before, as its start', () => {
+    const r = machine('m-lossy');
+    applyStartOutcome(r, 'c-ready', 'd', 'success', now - HOUR_MS, P, 1500);
+    expect(applyObservedFault(r, { containerId: 'c-ready', deploymentId: 'd', afterReady: false }, now, P)).toBe(false);
+    expect(applyObservedFault(r, { containerId: 'c-ready', deploymentId: 'd', afterReady: true }, now, P)).toBe(true);
+    expect(applyObservedFault(r, { containerId: 'c-ready', deploymentId: 'd', afterReady: true }, now, P)).toBe(false);
+    // The agent reported the start failed first (machine-lost from the scheduler's CONTAINER_FAILED): one outcome per start.
+    applyStartCommand(r, 'c-new', now - 60_000);
+    applyStartOutcome(r, 'c-new', 'd', 'machine', now - 30_000, P);
+    expect(applyObservedFault(r, { containerId: 'c-new', deploymentId: 'd', afterReady: false }, now, P)).toBe(false);
+    expect(r.commands).toEqual({});
+    const [s] = scoreMachines([r], now, P);
+    expect(s.observed).toBeCloseTo(3, 1);
+    expect(s.components.startSuccess).toBeCloseTo((3 - 2 + P.prior.alpha) / (3 + P.prior.alpha + P.prior.beta), 2);
   });
 
   it("ranks the machine that fails half of a deployment's tasks below its peer, and only it", () => {
@@ -163,7 +249,8 @@ describe('scoreMachines', () => {
     const [s] = scoreMachines([r], now, P);
     expect(s.components.uptime1d).toBe(1);
     expect(s.components.uptime7d).toBeLessThan(1);
-    expect(s.components.taskSuccess).toBeGreaterThan(0.85);
+    // Ten failures faded to a fifth of one: the rate is back near the prior's 0.9.
+    expect(s.components.taskSuccess).toBeGreaterThan(0.8);
     const [fresh] = scoreMachines([r], now - 19 * DAY_MS, P);
     expect(fresh.components.taskSuccess).toBeLessThan(0.6);
   });
@@ -173,5 +260,6 @@ describe('scoreMachines', () => {
     expect(changedMeaningfully(undefined, s)).toBe(true);
     expect(changedMeaningfully({ score: s.score, components: s.components }, s)).toBe(false);
     expect(changedMeaningfully({ score: s.score - 0.01, components: s.components }, s)).toBe(true);
+    expect(changedMeaningfully({ score: s.score, components: s.components, standing: 'proven' }, s)).toBe(true);
   });
 });

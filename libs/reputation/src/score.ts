@@ -6,14 +6,33 @@ import { type ReputationParams, WEIGHTED_COMPONENTS, type WeightedComponent } fr
 import { type MachineRecord } from './record.js';
 import { uptime, UPTIME_PERIODS_MS } from './uptime.js';
 
-/** The weighted components plus the three uptimes the uptime component blends. */
-export type ScoreComponents = Record<WeightedComponent | 'uptime1d' | 'uptime7d' | 'uptime30d', number>;
+/**
+ * The weighted components plus the three uptimes the uptime component blends. `network` only
+ * once the control plane has measured the machine's network: without, it is no part of the score.
+ */
+export type ScoreComponents = Record<Exclude<WeightedComponent, 'network'> | 'uptime1d' | 'uptime7d' | 'uptime30d', number> &
+  Partial<Record<'network', number>>;
+
+/**
+ * How much the control plane has seen of a machine's work: `unproven` while fewer than
+ * `provenAfter` (decayed) starts and task attempts have ended on it, so its score is mostly the
+ * prior's guess; `proven` after. A machine whose record fades (no work for weeks) is unproven again.
+ */
+export type Standing = 'unproven' | 'proven';
 
 export interface MachineScore {
   readonly machineId: string;
   /** 0..1, rounded to 4 decimals. */
   readonly score: number;
   readonly components: ScoreComponents;
+  /** Decayed starts and task attempts the control plane saw end on the machine, rounded to 2 decimals. */
+  readonly observed: number;
+  readonly standing: Standing;
+}
+
+/** The standing of a machine with `observed` outcomes. */
+export function standingOf(observed: number, params: ReputationParams): Standing {
+  return observed >= params.provenAfter ? 'proven' : 'unproven';
 }
 
 const round = (n: number) => Math.round(Math.min(1, Math.max(0, n)) * 10_000) / 10_000;
@@ -23,7 +42,8 @@ const round = (n: number) => Math.round(Math.min(1, Math.max(0, n)) * 10_000) / 
  * task and start failures are judged against the same deployment on the other machines, and
  * start latency against the median of the machine's pool.
  *
- *   score = Σ weight × component
+ *   score = Σ weight × component / Σ weight   (over the components with evidence: network only
+ *           once the control plane measured it)
  *   uptime = 0.5 × uptime(1 d) + 0.3 × uptime(7 d) + 0.2 × uptime(30 d)
  */
 export function scoreMachines(records: readonly MachineRecord[], now: number, params: ReputationParams): MachineScore[] {
@@ -43,34 +63,42 @@ export function scoreMachines(records: readonly MachineRecord[], now: number, pa
   return records.map((r) => {
     const [u1, u7, u30] = UPTIME_PERIODS_MS.map((p) => uptime(r.transitions, now, p));
     const [w1, w7, w30] = params.uptimeWeights;
-    const weighted: Record<WeightedComponent, number> = {
+    const task = tasks.get(r.machineId)!;
+    const start = starts.get(r.machineId)!;
+    const weighted: Partial<Record<WeightedComponent, number>> = {
       uptime: w1 * u1 + w7 * u7 + w30 * u30,
-      taskSuccess: tasks.get(r.machineId)!.rate,
-      startSuccess: starts.get(r.machineId)!.rate,
+      taskSuccess: task.rate,
+      startSuccess: start.rate,
       startLatency: latencyComponent(latencies.get(r.machineId) ?? null, poolMedian.get(r.pool ?? '') ?? null, params),
       heartbeat: punctuality(r.heartbeats, now, params),
-      network: networkComponent(r.network, params),
+      ...(r.measuredNetwork ? { network: networkComponent(r.measuredNetwork, params) } : {}),
     };
-    const score = WEIGHTED_COMPONENTS.reduce((sum, c) => sum + params.weights[c] * weighted[c], 0);
+    const counted = WEIGHTED_COMPONENTS.filter((c) => weighted[c] !== undefined);
+    const weight = counted.reduce((sum, c) => sum + params.weights[c], 0);
+    const score = counted.reduce((sum, c) => sum + params.weights[c] * weighted[c]!, 0) / weight;
     const components = { ...weighted, uptime1d: u1, uptime7d: u7, uptime30d: u30 };
+    const observed = Math.round((task.attempts + start.attempts) * 100) / 100;
     return {
       machineId: r.machineId,
       score: round(score),
       components: Object.fromEntries(Object.entries(components).map(([k, v]) => [k, round(v)])) as ScoreComponents,
+      observed,
+      standing: standingOf(observed, params),
     };
   });
 }
 
 /**
  * Whether a new score is worth a history row before the periodic one: the score moved by at
- * least `minDelta`, or any component by twice that.
+ * least `minDelta`, the standing changed, or any component by twice that.
  */
 export function changedMeaningfully(
-  prev: { score: number; components: Record<string, number> } | undefined,
+  prev: { score: number; components: Record<string, number>; standing?: Standing } | undefined,
   next: MachineScore,
   minDelta = 0.005,
 ): boolean {
   if (!prev) return true;
   if (Math.abs(prev.score - next.score) >= minDelta) return true;
+  if (prev.standing !== undefined && prev.standing !== next.standing) return true;
   return Object.entries(next.components).some(([k, v]) => Math.abs((prev.components[k] ?? -1) - v) >= 2 * minDelta);
 }

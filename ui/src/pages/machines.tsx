@@ -11,7 +11,9 @@ import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 
 const gpus = (m: MachineSummary) => (m.gpus.length ? `${m.gpus.length} × ${m.gpus[0].model}` : 'none');
-const score = (m: MachineSummary) => (m.reputation ? round(m.reputation.score, 3) : '—');
+/** An unproven machine's score is mostly the prior's guess: say so beside it. */
+const score = (m: MachineSummary) =>
+  m.reputation ? `${round(m.reputation.score, 3)}${m.reputation.standing === 'unproven' ? ' (unproven)' : ''}` : '—';
 
 export function MachinesPage() {
   const polled = usePoll((signal) => get<MachineSummary[]>('/api/v1/machines', signal), []);
@@ -161,6 +163,11 @@ function MachineView({ machine: m, reputation, states, usage }: MachineData) {
       <Card title="Reputation" testId="reputation">
         <div className="figures">
           <Figure label="score" value={reputation.score === null ? '—' : round(reputation.score, 3)} testId="score" />
+          <Figure
+            label={`standing (${Math.round(reputation.observed ?? 0)} starts and tasks observed)`}
+            value={reputation.standing ?? '—'}
+            testId="standing"
+          />
           {components.map((c) => (
             <Figure key={c} label={c} value={round(reputation.components?.[c] ?? 0, 3)} />
           ))}

@@ -41,6 +41,8 @@ const machine: MachineDetail = {
       heartbeat: 0.99,
       network: 0.96,
     },
+    observed: 12.4,
+    standing: 'proven',
     computedAt: '2026-01-01T11:59:57Z',
   },
 };
@@ -79,11 +81,23 @@ describe('machine views', () => {
     expect(out).toMatch(/^Network\s+940 Mbps \(NATS 1.2 Gbps, HTTP 940 Mbps, 3 ms\), tested 5m ago$/m);
     expect(out).toMatch(/^Disks\s+\/ ext4 100 GiB free of 500 GiB$/m);
     expect(out).toMatch(/^Join token\s+used 3m ago$/m);
-    expect(out).toMatch(/^Reputation\s+0\.87 \(computed 3s ago\)$/m);
+    expect(out).toMatch(/^Reputation\s+0\.87, proven \(12 starts and tasks observed\) \(computed 3s ago\)$/m);
     expect(out).toMatch(/^\s+uptime\s+0\.99 {2}\(1d 1\.00, 7d 0\.98, 30d 0\.97\)$/m);
     expect(out).toMatch(/^\s+task success\s+0\.93$/m);
     expect(out).toMatch(/^\s+network\s+0\.96$/m);
     expect(renderMachine({ ...machine, reputation: null }, now)).toMatch(/^Reputation\s+not scored yet$/m);
+  });
+
+  it('says when a reputation is unproven, and that an unmeasured network counts nothing', () => {
+    const { network: _, ...components } = machine.reputation!.components;
+    const fresh = {
+      ...machine,
+      reputation: { ...machine.reputation!, score: 0.9333, components, observed: 0, standing: 'unproven' as const },
+    };
+    const out = renderMachine(fresh, now);
+    expect(out).toMatch(/^Reputation\s+0\.93, unproven \(0 starts and tasks observed: mostly the prior's guess\) \(computed 3s ago\)$/m);
+    expect(out).toMatch(/^\s+network\s+not measured by the control plane \(counts nothing\)$/m);
+    expect(renderMachineList([fresh], now).split('\n')[1]).toMatch(/940 Mbps\s+0\.93 unproven\s+12s ago$/);
   });
 
   it('says how the machine isolates containers', () => {
@@ -102,12 +116,15 @@ describe('machine views', () => {
       { machineId: 'gpu-1', ...r, history: [r, { ...r, score: 0.8, computedAt: '2026-01-01T11:00:00Z' }] },
       now,
     ).split('\n');
-    expect(out[0]).toBe('Reputation  0.87 (computed 3s ago)');
+    expect(out[0]).toBe('Reputation  0.87, proven (12 starts and tasks observed) (computed 3s ago)');
     const header = out.findIndex((l) => l.startsWith('COMPUTED'));
-    expect(out[header]).toMatch(/^COMPUTED\s+SCORE\s+UPTIME\s+TASKS\s+STARTS\s+LATENCY\s+HEARTBEAT\s+NETWORK$/);
-    expect(out[header + 2]).toMatch(/^2026-01-01T11:00:00Z\s+0\.80\s+0\.99\s+0\.93/);
-    expect(renderReputation({ machineId: 'm', score: null, components: null, computedAt: null, history: [] }, now)).toBe(
-      'Reputation  not scored yet\n\nNo history yet.',
-    );
+    expect(out[header]).toMatch(/^COMPUTED\s+SCORE\s+STANDING\s+UPTIME\s+TASKS\s+STARTS\s+LATENCY\s+HEARTBEAT\s+NETWORK$/);
+    expect(out[header + 2]).toMatch(/^2026-01-01T11:00:00Z\s+0\.80\s+proven\s+0\.99\s+0\.93/);
+    expect(
+      renderReputation(
+        { machineId: 'm', score: null, components: null, observed: null, standing: null, computedAt: null, history: [] },
+        now,
+      ),
+    ).toBe('Reputation  not scored yet\n\nNo history yet.');
   });
 });

@@ -48,7 +48,7 @@ export function renderMachineList(machines: MachineSummary[], now = Date.now()):
       memory(m),
       gpuSummary(m.gpus),
       network(m),
-      m.reputation ? fixed(m.reputation.score) : '-',
+      m.reputation ? `${fixed(m.reputation.score)}${m.reputation.standing === 'unproven' ? ' unproven' : ''}` : '-',
       ago(m.lastHeartbeatAt, now),
     ]),
   );
@@ -124,7 +124,7 @@ function fixed(n: number | undefined): string {
   return n === undefined ? '-' : n.toFixed(2);
 }
 
-/** The weighted components in the order the README's formula lists them, with their labels. */
+/** The weighted components in the order docs/architecture.md's formula lists them, with their labels. */
 const COMPONENTS: [key: string, label: string][] = [
   ['uptime', 'uptime'],
   ['taskSuccess', 'task success'],
@@ -134,7 +134,15 @@ const COMPONENTS: [key: string, label: string][] = [
   ['network', 'network'],
 ];
 
-/** "Reputation 0.87 (computed 3s ago)" and one line per component. */
+/** "proven, 12 starts and tasks observed": how much of the score rests on what the control plane saw. */
+function standing(r: Pick<ReputationView, 'standing' | 'observed'>): string {
+  // An entry written before standings were kept has neither.
+  if (r.standing === undefined) return '';
+  const observed = `${Math.round(r.observed ?? 0)} starts and tasks observed`;
+  return r.standing === 'unproven' ? `, unproven (${observed}: mostly the prior's guess)` : `, proven (${observed})`;
+}
+
+/** "Reputation 0.87, proven (… observed) (computed 3s ago)" and one line per component. */
 export function reputationLines(r: ReputationView | null, now = Date.now()): [string, string][] {
   if (!r) return [['Reputation', 'not scored yet']];
   const width = Math.max(...COMPONENTS.map(([, label]) => label.length));
@@ -142,22 +150,32 @@ export function reputationLines(r: ReputationView | null, now = Date.now()): [st
   const parts = COMPONENTS.map(([key, label]) => {
     const extra =
       key === 'uptime' && c.uptime1d !== undefined ? `  (1d ${fixed(c.uptime1d)}, 7d ${fixed(c.uptime7d)}, 30d ${fixed(c.uptime30d)})` : '';
-    return `${label.padEnd(width)}  ${fixed(c[key])}${extra}`;
+    // The agent's own network test counts nothing; only the control plane's measurement would.
+    const value = key === 'network' && c.network === undefined ? 'not measured by the control plane (counts nothing)' : fixed(c[key]);
+    return `${label.padEnd(width)}  ${value}${extra}`;
   });
-  return block('Reputation', [`${fixed(r.score)} (computed ${ago(r.computedAt, now)})`, ...parts]);
+  return block('Reputation', [`${fixed(r.score)}${standing(r)} (computed ${ago(r.computedAt, now)})`, ...parts]);
 }
 
 /** `tern machine reputation <id>`: the current score, its components, then the history. */
 export function renderReputation(r: MachineReputation, now = Date.now()): string {
   const current = reputationLines(
-    r.score === null ? null : { score: r.score, components: r.components ?? {}, computedAt: r.computedAt ?? '' },
+    r.score === null
+      ? null
+      : {
+          score: r.score,
+          components: r.components ?? {},
+          observed: r.observed ?? 0,
+          standing: r.standing ?? 'unproven',
+          computedAt: r.computedAt ?? '',
+        },
     now,
   );
   const width = Math.max(...current.map(([k]) => k.length));
   const head = current.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');
   if (!r.history.length) return `${head}\n\nNo history yet.`;
-  const rows = r.history.map((h) => [h.computedAt, fixed(h.score), ...COMPONENTS.map(([key]) => fixed(h.components[key]))]);
-  return `${head}\n\n${table(['COMPUTED', 'SCORE', 'UPTIME', 'TASKS', 'STARTS', 'LATENCY', 'HEARTBEAT', 'NETWORK'], rows)}`;
+  const rows = r.history.map((h) => [h.computedAt, fixed(h.score), h.standing, ...COMPONENTS.map(([key]) => fixed(h.components[key]))]);
+  return `${head}\n\n${table(['COMPUTED', 'SCORE', 'STANDING', 'UPTIME', 'TASKS', 'STARTS', 'LATENCY', 'HEARTBEAT', 'NETWORK'], rows)}`;
 }
 
 /** A label on the first line of a multi-line value. */

@@ -75,7 +75,7 @@ export class MachinesService {
     const current = (await this.reputation.current([id])).get(id) ?? null;
     return {
       machineId: id,
-      ...(current ?? { score: null, components: null, computedAt: null }),
+      ...(current ?? { score: null, components: null, observed: null, standing: null, computedAt: null }),
       history: await this.reputation.history(id, from, limit),
     };
   }

@@ -8,7 +8,13 @@ import type { ReputationView } from '#tern/contracts';
 /** A machine's reputation as the machines API shows it. */
 export type { ReputationView } from '#tern/contracts';
 
-const view = (s: StoredScore): ReputationView => ({ score: s.score, components: s.components, computedAt: s.computedAt.toISOString() });
+const view = (s: StoredScore): ReputationView => ({
+  score: s.score,
+  components: s.components,
+  observed: s.observed,
+  standing: s.standing,
+  computedAt: s.computedAt.toISOString(),
+});
 
 /**
  * Scores from the `reputation` KV bucket (current, what the scheduler uses), falling back to

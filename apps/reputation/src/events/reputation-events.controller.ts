@@ -7,11 +7,11 @@ import {
   ContainerFailed,
   ContainerReady,
   ContainerScheduled,
+  MACHINE_FAULT,
   MACHINE_HEARTBEAT,
-  MACHINE_NETWORK_TESTED,
   MACHINE_STATE_CHANGED,
+  MachineFault,
   MachineHeartbeat,
-  MachineNetworkTested,
   MachineStateChanged,
   SANDBOX_ENDED,
   SANDBOX_STARTED,
@@ -23,7 +23,7 @@ import {
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
 import {
-  applyNetworkTest,
+  applyObservedFault,
   applyObservedReady,
   applyStartCommand,
   applyStartOutcome,
@@ -85,18 +85,6 @@ export class ReputationEventsController {
     this.scorer.nudge();
   }
 
-  @OnMessage(MACHINE_NETWORK_TESTED)
-  networkTested(@Payload() t: MachineNetworkTested) {
-    return this.change(t.machineId, undefined, (r) =>
-      applyNetworkTest(r, {
-        throughputMbps: Math.min(t.nats.throughputMbps, t.http.throughputMbps),
-        latencyMs: t.nats.latencyMs,
-        failed: !!(t.nats.error || t.http.error),
-        testedAt: Date.parse(t.testedAt),
-      }),
-    );
-  }
-
   /** The scheduler's start command: when it reached NATS is when the start's latency begins. */
   @OnMessage(CONTAINER_SCHEDULED, { concurrency: MANY })
   containerScheduled(@Payload() e: ContainerScheduled, @Ctx() ctx: JetStreamContext) {
@@ -134,6 +122,16 @@ export class ReputationEventsController {
       delete r.commands?.[e.containerId];
       applyStartOutcome(r, e.containerId, e.deploymentId, outcome, at, this.params);
     });
+  }
+
+  /**
+   * A fault the scheduler saw itself (a start command unanswered, a start past its limit, a
+   * container lost with its machine): counted in full against the machine, dated when the
+   * scheduler recorded it. The agent's word cannot soften it: only the scheduler publishes it.
+   */
+  @OnMessage(MACHINE_FAULT, { concurrency: MANY })
+  machineFault(@Payload() f: MachineFault) {
+    return this.change(f.machineId, undefined, (r) => applyObservedFault(r, f, Date.parse(f.at), this.params));
   }
 
   /** A sandbox's start counts like a container's (the gateway saw it run; no latency of the agent's own). */

@@ -17,6 +17,7 @@ import {
   type MachineScore,
   type ReputationParams,
   scoreMachines,
+  type Standing,
 } from '#tern/reputation';
 import { recomputeSeconds, reputationScore } from './metrics.js';
 import { REPUTATION_PARAMS } from './reputation-params.js';
@@ -37,6 +38,7 @@ const COMMIT_LAG_MS = 5000;
 interface Published {
   score: number;
   components: Record<string, number>;
+  standing: Standing;
   historyAt: number;
   kvAt: number;
 }
@@ -99,7 +101,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     if (!this.lease.held()) return this.forget();
     await this.catchUp();
     const records = [...this.records.values()].filter((r) => {
-      const last = Math.max(r.transitions.at(-1)?.at ?? 0, r.heartbeats.lastArrival ?? 0, r.network?.testedAt ?? 0);
+      const last = Math.max(r.transitions.at(-1)?.at ?? 0, r.heartbeats.lastArrival ?? 0, r.measuredNetwork?.testedAt ?? 0);
       return now - last < FORGET_AFTER_MS;
     });
     if (!records.length) return;
@@ -121,7 +123,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     // All at once: the client pipelines them. A machine whose put fails is retried next pass.
     await Promise.all(
       [...history, ...refresh].map(async (s) => {
-        const entry: ReputationEntry = { score: s.score, components: s.components, computedAt };
+        const entry: ReputationEntry = { score: s.score, components: s.components, observed: s.observed, standing: s.standing, computedAt };
         await kv.put(s.machineId, JSON.stringify(entry));
         if (historic.has(s))
           await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
@@ -129,6 +131,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
         this.published.set(s.machineId, {
           score: s.score,
           components: s.components,
+          standing: s.standing,
           historyAt: historic.has(s) ? now : (prev?.historyAt ?? 0),
           kvAt: now,
         });
@@ -146,7 +149,13 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private async catchUp(): Promise<void> {
     if (!this.readAt) {
       for (const r of await this.reputation.latestScores())
-        this.published.set(r.machineId, { score: r.score, components: r.components, historyAt: r.computedAt.getTime(), kvAt: 0 });
+        this.published.set(r.machineId, {
+          score: r.score,
+          components: r.components,
+          standing: r.standing,
+          historyAt: r.computedAt.getTime(),
+          kvAt: 0,
+        });
     }
     const since = this.readAt && new Date(this.readAt.getTime() - COMMIT_LAG_MS);
     const { records, readAt } = await this.reputation.machineRecordsChangedSince(since ?? null);

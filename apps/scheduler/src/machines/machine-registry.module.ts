@@ -4,6 +4,7 @@ import { HeartbeatSnapshotPublisher } from './heartbeat-snapshot-publisher.js';
 import { MachineGauges } from './machine-metrics.js';
 import { MachineRegistry } from './machine-registry.js';
 import { MachineEventsController } from './machine-events.controller.js';
+import { MachineFaultRelay } from './machine-fault-relay.js';
 import { MachineStateRelay } from './machine-state-relay.js';
 import { OfflineSweeper } from './offline-sweeper.js';
 import { UnwantedContainers } from './unwanted-containers.js';
@@ -13,12 +14,13 @@ import { UnwantedContainers } from './unwanted-containers.js';
   providers: [
     MachineRegistry,
     MachineStateRelay,
+    MachineFaultRelay,
     HeartbeatSnapshotPublisher,
     OfflineSweeper,
     AgentCommands,
     UnwantedContainers,
     MachineGauges,
   ],
-  exports: [AgentCommands],
+  exports: [AgentCommands, MachineFaultRelay],
 })
 export class MachineRegistryModule {}

@@ -1,12 +1,11 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { MACHINE_STATE_CHANGED, type MachineStateChanged, machineStateChangedMsgId } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { MachinesRepository, type StateOutboxEntry } from '#tern/persistence';
-import { mapLimit, Ticker } from '#tern/timing';
+import { mapLimit } from '#tern/timing';
 import { countStateChange } from './machine-metrics.js';
+import { OutboxRelay } from './outbox-relay.js';
 
-/** Moves left by a scheduler that died before announcing them wait at most this long. */
-export const RELAY_EVERY_MS = 1_000;
 /** Outbox rows read per round. */
 const ROUND = 500;
 /** Machines whose moves are published at once (each machine's own moves one after another). */
@@ -21,43 +20,22 @@ const MACHINES_AT_ONCE = 32;
  * that moved a machine; a ticker catches the rest (another replica's or a dead process's rows).
  */
 @Injectable()
-export class MachineStateRelay implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('machine-state-relay');
-  private readonly ticker = new Ticker({ name: 'machine state relay', everyMs: RELAY_EVERY_MS, logger: this.logger, immediate: true }, () =>
-    this.run(),
-  );
-
+export class MachineStateRelay extends OutboxRelay {
   constructor(
     private readonly machines: MachinesRepository,
     private readonly messaging: Messaging,
-  ) {}
-
-  onApplicationBootstrap() {
-    this.ticker.start();
+  ) {
+    super('machine state relay', ROUND);
   }
 
-  async onApplicationShutdown() {
-    await this.ticker.stop();
-  }
-
-  /** Announce what has just been committed (now, or right after the round in progress). */
-  poke(): void {
-    this.ticker.poke();
-  }
-
-  /** Publishes the outbox, oldest first, until it is empty or another relay holds it; returns how many were announced. */
-  async run(): Promise<number> {
-    let announced = 0;
-    for (;;) {
-      const round = await this.machines.transaction(async (tx) => {
-        const entries = await tx.claimStateOutbox(ROUND);
-        const published = await this.publish(entries);
-        await tx.deleteStateOutbox(published);
-        return { read: entries.length, published: published.length };
-      });
-      announced += round.published;
-      if (round.read < ROUND || round.published < round.read || this.ticker.stopping) return announced;
-    }
+  /** Oldest first, while no other relay holds the outbox (so each machine's moves go out in order). */
+  protected round(limit: number) {
+    return this.machines.transaction(async (tx) => {
+      const entries = await tx.claimStateOutbox(limit);
+      const published = await this.publish(entries);
+      await tx.deleteStateOutbox(published);
+      return { read: entries.length, published: published.length };
+    });
   }
 
   /**

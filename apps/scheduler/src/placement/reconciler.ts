@@ -1,9 +1,11 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { CONTAINER_FAILED, CONTAINER_SCHEDULED, pullsTasks, type ResolvedSpec } from '#tern/contracts';
 import { Messaging, RequestError, taskConsumerSpec } from '#tern/messaging';
 import { ContainersRepository, type LostContainer, type VersionToReconcile } from '#tern/persistence';
 import { PLACEMENT_BACKOFF } from '#tern/placement';
 import { AgentCommands } from '../machines/agent-commands.js';
+import { MachineFaultRelay } from '../machines/machine-fault-relay.js';
 import { type Placed, Placer } from './placer.js';
 import { RoutePublisher } from './route-publisher.js';
 import { containersToStop } from './scale-down.js';
@@ -38,6 +40,8 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly placer: Placer,
     private readonly agents: AgentCommands,
     private readonly routes: RoutePublisher,
+    private readonly faults: MachineFaultRelay,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
   onApplicationBootstrap() {
@@ -68,6 +72,8 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
         this.logger.warn({ versionId: v.id, err: (e as Error).message }, `reconcile of ${v.deploymentId} v${v.version} failed`);
       }
     }
+    // Last: their replacements are placed on the next pass, by when reputation has counted the fault.
+    await this.failLateStarts();
   }
 
   private async reconcile(v: VersionToReconcile): Promise<void> {
@@ -161,12 +167,15 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       )
       .catch((e: unknown) => this.logger.warn(`could not announce ${placed.containerId} scheduled: ${(e as Error).message}`));
     let reason: string;
+    let unanswered = false;
     try {
       const [reply] = await Promise.all([this.agents.start(placed.machineId, command), scheduled]);
       if (reply.accepted) return undefined;
       reason = `machine ${placed.machineId} refused the start: ${reply.reason ?? 'no reason given'}`;
     } catch (e) {
       reason = `start on machine ${placed.machineId} failed: ${(e as Error).message}`;
+      // No agent listening (503) or no answer in time (504): the machine's fault, as the control plane saw it.
+      unanswered = e instanceof RequestError && (e.code === 503 || e.code === 504);
       // A timeout may hide a start the agent did take on: tell it to drop the container.
       if (e instanceof RequestError && e.code === 504) {
         void this.agents
@@ -175,7 +184,8 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
       }
     }
     countStartFailure();
-    await this.containers.markStartFailed(placed.containerId, reason);
+    await this.containers.markStartFailed(placed.containerId, reason, unanswered ? 'start-unanswered' : undefined);
+    if (unanswered) this.faults.poke();
     this.logger.warn({ containerId: placed.containerId, reason }, reason);
     return reason;
   }
@@ -197,9 +207,28 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
+  /**
+   * The start limit, enforced here and not left to the agent: a container not ready
+   * CONTAINER_START_LIMIT_SECONDS after its placement is failed (its reason says why), its fault
+   * goes to reputation, its agent is told to drop it, and the next pass places a replacement.
+   */
+  private async failLateStarts(): Promise<void> {
+    const late = await this.containers.failStartsPastLimit(this.config.containers.startLimitSeconds);
+    if (!late.length) return;
+    this.faults.poke();
+    await this.routes.remove(late.map((c) => c.id));
+    for (const c of late) {
+      this.logger.warn({ containerId: c.id, machineId: c.machineId }, `container ${c.id} failed: ${c.stateReason}`);
+      void this.agents
+        .stop(c.machineId, { containerId: c.id, graceSeconds: 0, reason: 'not ready within the start limit' })
+        .catch(() => undefined);
+    }
+  }
+
   private async loseOffline(): Promise<void> {
     const lost: LostContainer[] = await this.containers.failOnOfflineMachines();
     if (!lost.length) return;
+    this.faults.poke();
     await this.routes.remove(lost.map((c) => c.id));
     for (const c of lost) {
       this.logger.warn({ containerId: c.id, machineId: c.machineId }, `container ${c.id} lost: ${c.stateReason}`);

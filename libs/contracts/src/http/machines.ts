@@ -1,4 +1,5 @@
 import type { MachineState } from '../domain.js';
+import type { ReputationStanding } from '../buckets.js';
 
 export interface GpuView {
   index: number;
@@ -26,8 +27,12 @@ export interface NetworkView {
 export interface ReputationView {
   /** 0 (unreliable) to 1; compared with min_reputation by placement. */
   score: number;
-  /** The inputs, each 0 to 1 (see the README's formula). */
+  /** The inputs, each 0 to 1 (see docs/architecture.md, Reputation). */
   components: Record<string, number>;
+  /** Starts and task attempts the control plane saw end on the machine (decayed); 0 in history rows stored before it was kept. */
+  observed: number;
+  /** `unproven` until enough of its work was observed (the score is then mostly the prior's guess), then `proven`. */
+  standing: ReputationStanding;
   computedAt: string;
 }
 
@@ -130,6 +135,9 @@ export interface MachineReputation {
   /** null until the reputation service has scored the machine. */
   score: number | null;
   components: Record<string, number> | null;
+  observed: number | null;
+  /** `unproven` or `proven`; null until scored. */
+  standing: ReputationStanding | null;
   computedAt: string | null;
   history: ReputationView[];
 }

@@ -1,4 +1,5 @@
-import { IsISO8601, IsNumber, Max, Min } from 'class-validator';
+import { IsIn, IsISO8601, IsNumber, Max, Min } from 'class-validator';
+import { REPUTATION_STANDINGS, type ReputationStanding } from '../buckets.js';
 import { defineContract } from '../contract.js';
 import { IsId, IsRecordOf } from '../validation.js';
 
@@ -8,9 +9,14 @@ export class ReputationScoreChanged {
   @IsNumber() @Min(0) @Max(1) score!: number;
   /**
    * Named inputs to the score, each 0..1: the weighted uptime, taskSuccess, startSuccess,
-   * startLatency, heartbeat and network, plus uptime1d, uptime7d and uptime30d (see the README).
+   * startLatency, heartbeat and (only once the control plane measured it) network, plus
+   * uptime1d, uptime7d and uptime30d (see docs/architecture.md, Reputation).
    */
   @IsRecordOf('number') components!: Record<string, number>;
+  /** Starts and task attempts the control plane saw end on the machine (decayed). */
+  @IsNumber() @Min(0) observed!: number;
+  /** `unproven` while few of them were seen: the score is then mostly the prior's guess. */
+  @IsIn(REPUTATION_STANDINGS) standing!: ReputationStanding;
   @IsISO8601() computedAt!: string;
 }
 
@@ -20,5 +26,5 @@ export const REPUTATION_SCORE = defineContract({
   payload: ReputationScoreChanged,
   stream: 'EVENTS',
   description:
-    "A machine's reliability score changed meaningfully (or its periodic history row was written). Sent by reputation, which also puts the same {score, components, computedAt} into the `reputation` KV bucket (what the scheduler reads for placement) and a row into reputation_scores (history, read by the gateway). Nats-Msg-Id: `<machine id>:<computedAt>`. For subscribers that want to react to changes.",
+    "A machine's reliability score changed meaningfully (or its periodic history row was written). Sent by reputation, which also puts the same {score, components, observed, standing, computedAt} into the `reputation` KV bucket (what the scheduler reads for placement) and a row into reputation_scores (history, read by the gateway). Nats-Msg-Id: `<machine id>:<computedAt>`. For subscribers that want to react to changes.",
 });

@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import type { ReputationStanding } from '#tern/contracts';
 
 /**
  * One computed reliability score for a machine; the newest row per machine is current and
@@ -23,6 +24,14 @@ export class ReputationScore {
   /** The inputs the score was computed from (uptime, task success, start latency, ...), for explaining it. */
   @Column({ name: 'components', type: 'jsonb', default: () => "'{}'" })
   components!: Record<string, number>;
+
+  /** Starts and task attempts the control plane saw end on the machine (decayed) when the score was computed. */
+  @Column({ name: 'observed', type: 'double precision', default: 0 })
+  observed!: number;
+
+  /** `unproven` while `observed` is below the reputation service's threshold, `proven` after. */
+  @Column({ name: 'standing', type: 'varchar', length: 16, default: 'unproven' })
+  standing!: ReputationStanding;
 
   @Column({ name: 'computed_at', type: 'timestamptz', default: () => 'now()' })
   computedAt!: Date;

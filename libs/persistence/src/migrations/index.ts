@@ -23,6 +23,7 @@ import { SandboxPublicPorts1765320000000 } from './1765320000000-sandbox-public-
 import { ReputationHeartbeats1765360000000 } from './1765360000000-reputation-heartbeats.js';
 import { MachineStateOutbox1765370000000 } from './1765370000000-machine-state-outbox.js';
 import { MachineGenerations1765420000000 } from './1765420000000-machine-generations.js';
+import { MachineFaults1765436000000 } from './1765436000000-machine-faults.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   ReputationHeartbeats1765360000000,
   MachineStateOutbox1765370000000,
   MachineGenerations1765420000000,
+  MachineFaults1765436000000,
 ] as const;

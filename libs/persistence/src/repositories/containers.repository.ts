@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
-import { type ContainerState, type DeploymentKind } from '#tern/contracts';
+import { type ContainerState, type DeploymentKind, type MachineFaultKind } from '#tern/contracts';
 import { type ContainerResources } from '../entities/container.entity.js';
 import { type MachineGpu } from '../entities/machine.entity.js';
 import { SANDBOX_HOLDING_STATES } from '../entities/sandbox.entity.js';
 import { queryRows } from '../query-rows.js';
+import { faultsOfFailed } from './machine-faults.repository.js';
 
 /** What one lifecycle event says about a container's row (the scheduler's ContainerProgress). */
 export interface ContainerProgressColumns {
@@ -151,15 +152,38 @@ const VERSIONS_TO_RECONCILE = `
 
 /** Containers whose machine went offline (or was removed) are lost; the reconciler replaces them. */
 const FAIL_ON_OFFLINE_MACHINES = `
-  UPDATE containers c
-  SET state = 'failed', state_reason = CASE WHEN c.machine_id IS NULL THEN 'machine removed' ELSE 'machine offline' END,
-      stopped_at = COALESCE(c.stopped_at, now()), updated_at = now()
-  FROM deployment_versions dv, deployments d
-  WHERE dv.id = c.deployment_version_id AND d.id = dv.deployment_id
-    AND c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping')
-    AND (c.machine_id IS NULL OR c.machine_id IN (SELECT id FROM machines WHERE state = 'offline'))
-  RETURNING c.id, c.machine_id AS "machineId", c.state_reason AS "stateReason", dv.deployment_id::text AS "deploymentId", dv.version,
-            d.workspace_id::text AS "workspaceId"`;
+  WITH failed AS (
+    UPDATE containers c
+    SET state = 'failed', state_reason = CASE WHEN c.machine_id IS NULL THEN 'machine removed' ELSE 'machine offline' END,
+        stopped_at = COALESCE(c.stopped_at, now()), updated_at = now()
+    WHERE c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping')
+      AND (c.machine_id IS NULL OR c.machine_id IN (SELECT id FROM machines WHERE state = 'offline'))
+    RETURNING c.id, c.machine_id, c.ready_at, c.state_reason, c.deployment_version_id
+  ), ${faultsOfFailed(`'container-lost'`)}
+  SELECT f.id, f.machine_id AS "machineId", f.state_reason AS "stateReason", dv.deployment_id::text AS "deploymentId", dv.version,
+         d.workspace_id::text AS "workspaceId"
+  FROM failed f JOIN deployment_versions dv ON dv.id = f.deployment_version_id JOIN deployments d ON d.id = dv.deployment_id`;
+
+/**
+ * Fails the containers placed on a machine more than $1 seconds ago that are not ready yet (the
+ * scheduler's start limit), each with its fault in the outbox. Rows another replica is failing
+ * are skipped.
+ */
+const FAIL_STARTS_PAST_LIMIT = `
+  WITH late AS (
+    SELECT id FROM containers
+    WHERE state IN ('scheduled', 'starting', 'running') AND ready_at IS NULL AND machine_id IS NOT NULL
+      AND created_at < now() - make_interval(secs => $1::int)
+    ORDER BY id FOR UPDATE SKIP LOCKED
+  ), failed AS (
+    UPDATE containers c
+    SET state = 'failed', stopped_at = COALESCE(c.stopped_at, now()), updated_at = now(),
+        state_reason = 'not ready within ' || $1::int || ' s of its placement on machine ' || c.machine_id
+          || ' (the start limit; last state ' || c.state || ')'
+    FROM late WHERE c.id = late.id
+    RETURNING c.id, c.machine_id, c.ready_at, c.state_reason, c.deployment_version_id
+  ), ${faultsOfFailed(`'start-not-ready'`)}
+  SELECT id, machine_id AS "machineId", state_reason AS "stateReason" FROM failed`;
 
 const ROUTE_SOURCES = `
   SELECT c.id, c.machine_id AS "machineId", c.state, c.ready_at AS "readyAt", dv.deployment_id::text AS "deploymentId", dv.version, dv.spec
@@ -274,12 +298,28 @@ export class ContainersRepository extends TransactionalRepository {
     return this.rows<LostContainer>(FAIL_ON_OFFLINE_MACHINES);
   }
 
-  /** Fails a container whose start was refused or failed, if it is still scheduled. */
-  async markStartFailed(containerId: string, reason: string): Promise<void> {
+  /**
+   * Fails a container whose start was refused or failed, if it is still scheduled. With `fault`
+   * (the machine never answered), the fault enters the outbox in the same statement.
+   */
+  async markStartFailed(containerId: string, reason: string, fault?: MachineFaultKind): Promise<void> {
     await this.rows(
-      `UPDATE containers SET state = 'failed', state_reason = $2, stopped_at = now(), updated_at = now() WHERE id = $1 AND state = 'scheduled'`,
-      [containerId, reason],
+      `WITH failed AS (
+         UPDATE containers SET state = 'failed', state_reason = $2, stopped_at = now(), updated_at = now()
+         WHERE id = $1 AND state = 'scheduled'
+         RETURNING id, machine_id, ready_at, state_reason, deployment_version_id
+       ), ${faultsOfFailed('$3::text')}
+       SELECT id FROM failed`,
+      [containerId, reason, fault ?? null],
     );
+  }
+
+  /**
+   * Fails every container not ready `limitSeconds` after its placement (see
+   * FAIL_STARTS_PAST_LIMIT), its fault in the outbox; returns them.
+   */
+  failStartsPastLimit(limitSeconds: number): Promise<{ id: string; machineId: string; stateReason: string }[]> {
+    return this.rows(FAIL_STARTS_PAST_LIMIT, [limitSeconds]);
   }
 
   /** Moves a container in an `active` state to stopping; undefined when it was in none (already stopping, or gone). */

@@ -1,6 +1,7 @@
 import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
+import { MachineFaultsRepository } from './machine-faults.repository.js';
 import { MachinesRepository } from './machines.repository.js';
 import { MapsRepository } from './maps.repository.js';
 import { NatsUsersRepository } from './nats-users.repository.js';
@@ -43,6 +44,7 @@ export const REPOSITORIES = [
   CodeBundlesRepository,
   ContainersRepository,
   DeploymentsRepository,
+  MachineFaultsRepository,
   MachinesRepository,
   MapsRepository,
   NatsUsersRepository,
@@ -60,6 +62,7 @@ export {
   CodeBundlesRepository,
   ContainersRepository,
   DeploymentsRepository,
+  MachineFaultsRepository,
   MachinesRepository,
   MapsRepository,
   NatsUsersRepository,
@@ -75,6 +78,7 @@ export {
 
 // The view types repositories return and take.
 export type * from './containers.repository.js';
+export type * from './machine-faults.repository.js';
 export type * from './machines.repository.js';
 export type * from './maps.repository.js';
 export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';

@@ -4,7 +4,7 @@ import { type ReputationScore } from '../entities/reputation-score.entity.js';
 import { TransactionalRepository } from './transactional.repository.js';
 
 /** A score as it is kept: the newest row per machine is current, older ones its history. */
-export type StoredScore = Pick<ReputationScore, 'machineId' | 'score' | 'components' | 'computedAt'>;
+export type StoredScore = Pick<ReputationScore, 'machineId' | 'score' | 'components' | 'observed' | 'standing' | 'computedAt'>;
 
 /**
  * The reputation service's working record of one machine (libs/reputation's MachineRecord, as
@@ -28,10 +28,10 @@ export interface ChangedMachineRecords {
 
 const RECORD_COLUMNS = `machine_id AS "machineId", pool, heartbeats, has_transitions AS "hasTransitions"`;
 
-const SCORE_COLUMNS = `machine_id AS "machineId", score, components, computed_at AS "computedAt"`;
+const SCORE_COLUMNS = `machine_id AS "machineId", score, components, observed, standing, computed_at AS "computedAt"`;
 
 function score(r: StoredScore): StoredScore {
-  return { ...r, score: Number(r.score) };
+  return { ...r, score: Number(r.score), observed: Number(r.observed) };
 }
 
 /**
@@ -71,16 +71,25 @@ export class ReputationRepository extends TransactionalRepository {
   }
 
   /** Appends one history row per score, all computed at `computedAt`. */
-  async appendScores(
-    scores: readonly { machineId: string; score: number; components: Record<string, number> }[],
-    computedAt: Date,
-  ): Promise<void> {
+  async appendScores(scores: readonly Omit<StoredScore, 'computedAt'>[], computedAt: Date): Promise<void> {
     if (!scores.length) return;
     const at = computedAt.toISOString();
     await this.rows(
-      `INSERT INTO reputation_scores (machine_id, score, components, computed_at)
-       SELECT x.machine_id, x.score, x.components, x.computed_at FROM jsonb_to_recordset($1::jsonb) AS x(machine_id text, score double precision, components jsonb, computed_at timestamptz)`,
-      [JSON.stringify(scores.map((s) => ({ machine_id: s.machineId, score: s.score, components: s.components, computed_at: at })))],
+      `INSERT INTO reputation_scores (machine_id, score, components, observed, standing, computed_at)
+       SELECT x.machine_id, x.score, x.components, x.observed, x.standing, x.computed_at FROM jsonb_to_recordset($1::jsonb)
+         AS x(machine_id text, score double precision, components jsonb, observed double precision, standing text, computed_at timestamptz)`,
+      [
+        JSON.stringify(
+          scores.map((s) => ({
+            machine_id: s.machineId,
+            score: s.score,
+            components: s.components,
+            observed: s.observed,
+            standing: s.standing,
+            computed_at: at,
+          })),
+        ),
+      ],
     );
   }
 
