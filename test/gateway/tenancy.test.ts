@@ -72,6 +72,7 @@ const ROUTES: Record<string, Route> = {
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },
   'POST /api/v1/pools': { access: 'operator', body: () => ({ name: `pool-${Date.now()}` }) },
   'PATCH /api/v1/pools/{name}': { access: 'operator', body: () => ({}) },
+  'DELETE /api/v1/pools/{name}': { access: 'operator' },
   'POST /api/v1/machines': { access: 'operator', body: () => ({ pool: 'default' }) },
   'DELETE /api/v1/machines/{id}': { access: 'operator' },
   'POST /api/v1/machines/{id}/revoke': { access: 'operator' },

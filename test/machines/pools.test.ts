@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess } from '../support/processes.js';
@@ -92,6 +93,40 @@ describe('pools API and CLI', () => {
     const badPatch = await call('PATCH', '/api/v1/pools/default', ADMIN, { minNetworkMbps: 'fast' });
     expect(badPatch.status).toBe(400);
     expect(badPatch.body.message).toContain('minNetworkMbps must be an integer number');
+  });
+
+  it('deletes a pool nothing uses, and says what still uses one with a 409', async () => {
+    expect((await call('POST', '/api/v1/pools', ADMIN, { name: 'doomed' })).status).toBe(201);
+    // A machine invited to the pool (a pending join), and a deployment placed there.
+    const invited = await call('POST', '/api/v1/machines', ADMIN, { pool: 'doomed' });
+    expect(invited.status).toBe(201);
+    const bundle = Buffer.from('pool test code');
+    const digest = `sha256:${createHash('sha256').update(bundle).digest('hex')}`;
+    const put = await fetch(`${base}/api/v1/code/${digest}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/gzip' },
+      body: bundle,
+    });
+    expect(put.status).toBe(201);
+    const spec = { name: 'pinned', kind: 'endpoint', handler: 'app.py:f', code: digest, pool: 'doomed' };
+    expect((await call('POST', '/api/v1/deployments', ADMIN, spec)).status).toBe(201);
+
+    expect((await call('DELETE', '/api/v1/pools/doomed', member)).status).toBe(403);
+    const held = await call('DELETE', '/api/v1/pools/doomed', ADMIN);
+    expect(held.status).toBe(409);
+    expect(held.body.message).toMatch(/^pool "doomed" is still used by 1 machine\(s\) .*; deployment\(s\) pinned \(/);
+
+    expect((await call('DELETE', `/api/v1/machines/${invited.body.machineId}`, ADMIN)).status).toBeLessThan(300);
+    expect((await call('DELETE', '/api/v1/deployments/pinned', ADMIN)).status).toBeLessThan(300);
+    const gone = await tern(['pool', 'delete', 'doomed'], base, ADMIN);
+    expect(gone.stderr).toBe('');
+    expect(gone.stdout).toBe('Pool doomed deleted.\n');
+    expect((await call('GET', '/api/v1/pools/doomed', member)).status).toBe(404);
+    expect((await call('DELETE', '/api/v1/pools/doomed', ADMIN)).status).toBe(404);
+
+    const fallback = await call('DELETE', '/api/v1/pools/default', ADMIN);
+    expect(fallback.status).toBe(409);
+    expect(fallback.body.message).toMatch(/where agents join when they name no pool/);
   });
 
   it('creates and lists pools from the CLI', async () => {

@@ -1,6 +1,7 @@
 import { QueryFailedError } from 'typeorm';
 
 const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
  * True when a query failed on a unique constraint (optionally a given one, by the names the
@@ -8,9 +9,18 @@ const UNIQUE_VIOLATION = '23505';
  * event instead of treating it as a crash.
  */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  return violates(error, UNIQUE_VIOLATION, constraint);
+}
+
+/** True when a query failed on a foreign key (optionally a given one): a row still refers to what it changed. */
+export function isForeignKeyViolation(error: unknown, constraint?: string): boolean {
+  return violates(error, FOREIGN_KEY_VIOLATION, constraint);
+}
+
+function violates(error: unknown, code: string, constraint?: string): boolean {
   if (!(error instanceof QueryFailedError)) return false;
   const driverError = error.driverError as { code?: string; constraint?: string } | undefined;
-  return driverError?.code === UNIQUE_VIOLATION && (constraint === undefined || driverError.constraint === constraint);
+  return driverError?.code === code && (constraint === undefined || driverError.constraint === constraint);
 }
 
 /**

@@ -71,5 +71,14 @@ export function poolCommand(): Command {
       console.log(opts.json ? JSON.stringify(body, null, 2) : `Pool ${body.name} created.\n\n${renderPools([body])}`);
     });
 
+  pool
+    .command('delete')
+    .description('Delete a pool that no machine, deployment or live sandbox uses; otherwise says what still does (operator token)')
+    .argument('<name>', 'pool name')
+    .action(async (name: string) => {
+      await client().request('DELETE', `/api/v1/pools/${encodeURIComponent(name)}`);
+      console.log(`Pool ${name} deleted.`);
+    });
+
   return pool;
 }

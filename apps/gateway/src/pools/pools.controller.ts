@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OperatorOnly } from '../auth/roles.decorator.js';
 import { CreatePoolDto } from './dto/create-pool.dto.js';
@@ -35,5 +35,13 @@ export class PoolsController {
   @ApiOperation({ summary: "Change a pool's rules; null removes a rule (operator)" })
   update(@Param('name') name: string, @Body() body: UpdatePoolDto) {
     return this.pools.update(name, body);
+  }
+
+  @Delete(':name')
+  @OperatorOnly()
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Delete a pool no machine, deployment or live sandbox uses; 409 says what still does (operator)' })
+  async remove(@Param('name') name: string): Promise<void> {
+    await this.pools.remove(name);
   }
 }

@@ -1,6 +1,6 @@
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { type MachineState } from '#tern/contracts';
-import { isUniqueViolation, MachinesRepository, type Pool } from '#tern/persistence';
+import { isForeignKeyViolation, isUniqueViolation, MachinesRepository, type Pool } from '#tern/persistence';
 import { type CreatePoolDto } from './dto/create-pool.dto.js';
 import { type UpdatePoolDto } from './dto/update-pool.dto.js';
 
@@ -71,6 +71,29 @@ export class PoolsService {
     if (dto.minReputation !== undefined) pool.minReputation = dto.minReputation;
     await this.machines.savePool(pool);
     return this.get(name);
+  }
+
+  /**
+   * Deletes a pool nothing names any more; a 409 says what still does and how to free it. The
+   * default pool stays: agents join it when they name none.
+   */
+  async remove(name: string): Promise<void> {
+    await this.require(name);
+    if (name === 'default') throw new ConflictException('pool "default" is where agents join when they name no pool: it cannot be deleted');
+    const users = await this.machines.poolUsers(name);
+    const held = [
+      users.machines ? `${users.machines} machine(s) (tern machine list --pool ${name}, then tern machine delete <id>)` : '',
+      users.deployments.length ? `deployment(s) ${users.deployments.join(', ')} (deploy them to another pool or delete them)` : '',
+      users.sandboxes ? `${users.sandboxes} live sandbox(es) (tern sandbox list, then tern sandbox rm <id>)` : '',
+    ].filter(Boolean);
+    if (held.length) throw new ConflictException(`pool "${name}" is still used by ${held.join('; ')}`);
+    try {
+      await this.machines.deletePool(name);
+    } catch (e) {
+      if (isForeignKeyViolation(e, 'fk_machines_pool'))
+        throw new ConflictException(`pool "${name}": a machine joined it meanwhile; try again`);
+      throw e;
+    }
   }
 
   private async counts(pool?: string): Promise<Counts> {

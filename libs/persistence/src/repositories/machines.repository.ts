@@ -154,6 +154,28 @@ export class MachinesRepository extends TransactionalRepository {
     return this.db.getRepository(Pool).save(pool);
   }
 
+  /**
+   * What still names the pool: its machines (any state, pending joins included), the deployments
+   * whose latest version places there, and its live sandboxes.
+   */
+  async poolUsers(name: string): Promise<{ machines: number; deployments: string[]; sandboxes: number }> {
+    const [row] = await this.rows<{ machines: number; deployments: string[] | null; sandboxes: number }>(
+      `SELECT (SELECT count(*)::int FROM machines WHERE pool = $1) AS machines,
+              (SELECT array_agg(DISTINCT d.name ORDER BY d.name)
+                 FROM deployments d JOIN deployment_versions v ON v.deployment_id = d.id AND v.version = d.latest_version
+                WHERE d.state <> 'deleted' AND v.spec->>'pool' = $1) AS deployments,
+              (SELECT count(*)::int FROM sandboxes WHERE pool = $1 AND state IN ('placing', 'running')) AS sandboxes`,
+      [name],
+    );
+    return { machines: row!.machines, deployments: row!.deployments ?? [], sandboxes: row!.sandboxes };
+  }
+
+  /** False when there was no such pool. A machine joining meanwhile fails it with fk_machines_pool. */
+  async deletePool(name: string): Promise<boolean> {
+    const result = await this.db.getRepository(Pool).delete({ name });
+    return !!result.affected;
+  }
+
   /** The states the machine entered (since `from`), newest first, at most `limit`. */
   stateChanges(machineId: string, from: Date | undefined, limit: number): Promise<MachineStateChange[]> {
     return this.rows<MachineStateChange>(
