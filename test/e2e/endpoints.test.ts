@@ -56,9 +56,10 @@ describe('endpoints end to end', () => {
     const listed = await stack.tern('deployments');
     expect(listed.stdout).toMatch(/hello\s+endpoint\s+1\s+\S+\s+0\s+0/);
 
-    const again = await call('/endpoint/hello/v1', { name: 'Ada' });
+    const again = await call('/endpoint/hello@1', { name: 'Ada' });
     expect(again.status).toBe(200);
     expect(again.headers.get('x-tern-container-id')).not.toBe(container);
+    expect(again.headers.get('x-tern-version')).toBe('1');
   });
 
   it('serves the Node example too', async () => {
