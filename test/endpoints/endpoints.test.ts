@@ -280,6 +280,34 @@ describe('gateway data plane: /endpoint/<name>', () => {
     expect((await held2).status).toBe(504);
   });
 
+  it("gives a held request's place in the buffer back as soon as its client leaves", async () => {
+    const d = await deploy('leave', 1, {}, { timeoutSeconds: 30 });
+    const backlog = watch<ScaleBacklog>(messaging.subject(SCALE_BACKLOG));
+    const reports = watch<LoadReport>(messaging.subject(LOAD_REPORT, [d.deploymentId]));
+    const clients = [new AbortController(), new AbortController()];
+    const held = clients.map((c) => call('/endpoint/leave', { signal: c.signal }).catch(() => undefined));
+    await waitFor(
+      'two held requests',
+      async () => backlog.some((e) => e.deploymentId === d.deploymentId && e.heldRequests === 2),
+      9000,
+      50,
+    );
+    const leftAt = reports.length;
+    for (const c of clients) c.abort();
+    await Promise.all(held);
+    // Not held until the 30 s timeout: the next report already counts none.
+    await waitFor('a report of an empty buffer', async () => reports.slice(leftAt).some((r) => r.buffered === 0), 3000, 50);
+    // The buffer (2 here) takes two more, instead of refusing them with 429.
+    let served = 0;
+    await route('c-leave', d.deploymentId, 1, 1, async (head, body, signal) => {
+      served++;
+      return echo('c-leave')(head, body, signal);
+    });
+    const after = await Promise.all([call('/endpoint/leave'), call('/endpoint/leave')]);
+    expect(after.map((r) => r.status)).toEqual([200, 200]);
+    expect(served).toBe(2);
+  });
+
   it('answers 503 for a stopped deployment and quickly when the container is gone', async () => {
     await deploy('stopped', 1, { state: 'stopped' });
     const stopped = await waitFor('the stopped record', async () => {

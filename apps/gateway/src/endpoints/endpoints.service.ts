@@ -94,7 +94,7 @@ export class EndpointsService {
 
     try {
       for (let attempt = 0; ; attempt++) {
-        const containerId = await this.takeContainer(lane, record, deadline, attempt > 0);
+        const containerId = await this.takeContainer(lane, record, deadline, attempt > 0, clock);
         const started = Date.now();
         let response: InvokeResponse;
         try {
@@ -136,20 +136,28 @@ export class EndpointsService {
     }
   }
 
-  /** A container with room now, or once one has room; 429/504 when neither can be. */
-  private async takeContainer(lane: Lane, record: DeploymentRecord, deadline: number, retry: boolean): Promise<string> {
+  /** A container with room now, or once one has room; 429/504 when neither can be (499 when its client left). */
+  private async takeContainer(
+    lane: Lane,
+    record: DeploymentRecord,
+    deadline: number,
+    retry: boolean,
+    clock: RequestLimits,
+  ): Promise<string> {
     if (retry) {
       const now = lane.tryAcquire();
       if (now) return now;
       throw new EndpointHttpError(503, `no container of "${record.name}" is answering; retry shortly`);
     }
     const queued = lane.buffered;
-    const outcome = lane.acquire(Math.max(1, deadline - Date.now()));
+    const outcome = lane.acquire(Math.max(1, deadline - Date.now()), clock.signal);
     if (outcome === 'full')
       throw new EndpointHttpError(429, `buffer full: ${lane.buffered} requests already wait for "${record.name}" v${record.version}`);
     if (lane.buffered > queued) this.lanes.askForCapacity(lane);
     const result = await outcome;
     if ('containerId' in result) return result.containerId;
+    // The client left. (The timeout's own timer may fire first: the 504 below says why it passed.)
+    if (clock.ended?.reason === 'client_closed') throw new EndpointHttpError(clock.ended.code, clock.ended.message);
     const now = this.table.record(record.deploymentId, record.version);
     if (!now) throw new EndpointHttpError(404, `deployment "${record.name}" was deleted`);
     if (now.state === 'stopped') throw new EndpointHttpError(503, `deployment "${record.name}" stopped: start it to serve requests`);
