@@ -2,9 +2,12 @@
 // Tern's Node runner: serves a user's handler under the container contract.
 //
 //   GET  /health  503 while the module loads and on_start runs, 200 once ready
+//   HEAD          as GET, without the body
 //   POST <any>    JSON body -> await handler(payload) -> JSON (200); an (async) iterator result
 //                 is streamed (chunked NDJSON, or SSE when the request accepts text/event-stream);
-//                 400 for a body that is not JSON, 500 {"error", "type"} when the handler throws
+//                 400 for a body that is not JSON, 500 {"error", "type"} when the handler throws.
+//                 A client that hangs up mid-stream stops it: the iterator is returned (its
+//                 `finally` runs) at its next item, and the runner logs it.
 //
 // Environment: TERN_HANDLER ("app.js:predict" or "app.mjs:predict"), TERN_ON_START (optional),
 // PORT, TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at
@@ -147,12 +150,20 @@ async function readBody(req) {
 async function stream(req, res, items) {
   const sse = (req.headers.accept ?? '').includes('text/event-stream');
   res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/x-ndjson', 'cache-control': 'no-cache' });
+  let sent = 0;
+  const hungUp = () => !res.writableFinished && (res.destroyed || req.socket.destroyed);
+  // A wait for 'drain' must end when the client goes: no drain comes then, and the slot is held.
+  const closed = new Promise((r) => res.once('close', r));
   try {
     for await (const item of items) {
-      if (res.destroyed) break;
+      // Leaving the loop returns the iterator: the handler's generator runs its `finally`.
+      if (hungUp()) break;
       // Respect back-pressure: a slow reader slows the generator instead of filling memory.
-      if (!res.write(encodeItem(item, sse))) await new Promise((r) => res.once('drain', r));
+      if (!res.write(encodeItem(item, sse))) await Promise.race([new Promise((r) => res.once('drain', r)), closed]);
+      sent++;
     }
+    if (hungUp())
+      console.error(`tern-runner: the client of ${req.method} ${req.url} hung up after ${sent} item(s); stopped the handler's stream`);
   } catch (e) {
     console.error(e?.stack ?? String(e));
     if (sse) res.write(`event: error\ndata: ${JSON.stringify(errorBody(e))}\n\n`);
@@ -171,7 +182,9 @@ async function serve() {
       console.log(`${req.method} ${req.url} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms pid=${process.pid}`),
     );
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && path === '/health') return sendJson(res, handler ? 200 : 503, { status: handler ? 'ok' : 'starting' });
+    // HEAD as GET: node:http leaves the body out of a HEAD answer.
+    const get = req.method === 'GET' || req.method === 'HEAD';
+    if (get && path === '/health') return sendJson(res, handler ? 200 : 503, { status: handler ? 'ok' : 'starting' });
     if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST / to call the handler, GET /health for health' });
     const body = await readBody(req).catch(() => undefined);
     if (!body) return;

@@ -2,9 +2,12 @@
 """Tern's Python runner: serves a user's handler under the container contract.
 
     GET  /health  503 while the module loads and on_start runs, 200 once ready
+    HEAD          as GET, without the body
     POST <any>    JSON body -> handler(payload) -> JSON (200); an iterator/generator result is
                   streamed (chunked NDJSON, or SSE when the request accepts text/event-stream);
-                  400 for a body that is not JSON, 500 {"error", "type"} when the handler raises
+                  400 for a body that is not JSON, 500 {"error", "type"} when the handler raises.
+                  A client that hangs up mid-stream stops it: the generator is closed (its
+                  `finally` runs) before its next item is written, and the runner logs it.
 
 Environment: TERN_HANDLER ("app.py:predict"), TERN_ON_START ("app.py:load", optional), PORT,
 TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at once,
@@ -98,7 +101,11 @@ def iterate_async(agen):
             except StopAsyncIteration:
                 return
     finally:
-        loop.close()
+        # Closed early (the client hung up): the async generator's own `finally` runs too.
+        try:
+            loop.run_until_complete(agen.aclose())
+        finally:
+            loop.close()
 
 
 MAP_CHUNK_KEY = "__tern_map_chunk__"
@@ -219,6 +226,10 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.release_slot()
 
+    def do_HEAD(self):
+        # As GET: send_bytes leaves the body out of a HEAD answer.
+        self.do_GET()
+
     def do_POST(self):
         self.take_slot()
         try:
@@ -309,12 +320,24 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
+        sent = 0
         try:
             for item in items:
-                self.write_chunk(encode_item(item, sse))
-        except (ConnectionError, BrokenPipeError):
-            self.close_connection = True
-            return
+                data = encode_item(item, sse)
+                try:
+                    # Looked at before each write, not only when a write fails (the first one after
+                    # a hang-up usually does not): the generator stops at its next item.
+                    if caller_gone(self.connection):
+                        raise ConnectionResetError("the client closed the connection")
+                    self.write_chunk(data)
+                except (ConnectionError, BrokenPipeError):
+                    self.close_connection = True
+                    log_err(f"tern-runner: the client of {self.command} {self.path} hung up after {sent} item(s); stopped the handler's stream")
+                    close = getattr(items, "close", None)
+                    if close:
+                        close()
+                    return
+                sent += 1
         except Exception as e:
             # The status is out already: log it, tell an SSE client, end the stream.
             log_err("".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip())
@@ -339,18 +362,22 @@ class Handler(BaseHTTPRequestHandler):
         log_err(f"tern-runner: {format % args}")
 
 
+def caller_gone(conn):
+    """Whether the other end closed the connection (readable, and nothing to read)."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 def watch_caller(conn, task_id):
     """Ends this worker process if the caller hangs up while the task runs; returns the event that stops watching."""
     done = threading.Event()
 
     def run():
         while not done.wait(0.2):
-            try:
-                readable, _, _ = select.select([conn], [], [], 0)
-                gone = bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
-            except (OSError, ValueError):
-                gone = True
-            if gone and not done.is_set():
+            if caller_gone(conn) and not done.is_set():
                 log_err(f"tern-runner: the caller of task {task_id} hung up (cancelled or timed out); ending worker {os.getpid()}")
                 os._exit(3)
 

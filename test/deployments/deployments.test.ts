@@ -197,7 +197,7 @@ describe('deployments API, code upload and CLI', () => {
     const out = await tern(['deploy', 'examples/hello-python/tern.yaml'], base, ADMIN);
     expect(out.stderr).toBe('');
     expect(out.stdout).toMatch(/Uploading code/);
-    expect(out.stdout).toContain(`Deployed hello version 4: ${base}/endpoint/hello`);
+    expect(out.stdout).toContain(`Deployed hello version 4: ${base}/endpoint/hello (this version: ${base}/endpoint/hello@4)`);
     expect(out.stdout).toContain('scales from zero on the first request');
     const again = await tern(['deploy', 'examples/hello-python/tern.yaml', '--no-wait'], base, ADMIN);
     expect(again.stdout).toMatch(/already uploaded/);

@@ -56,9 +56,10 @@ describe('endpoints end to end', () => {
     const listed = await stack.tern('deployments');
     expect(listed.stdout).toMatch(/hello\s+endpoint\s+1\s+\S+\s+0\s+0/);
 
-    const again = await call('/endpoint/hello/v1', { name: 'Ada' });
+    const again = await call('/endpoint/hello@1', { name: 'Ada' });
     expect(again.status).toBe(200);
     expect(again.headers.get('x-tern-container-id')).not.toBe(container);
+    expect(again.headers.get('x-tern-version')).toBe('1');
   });
 
   it('serves the Node example too', async () => {
@@ -108,6 +109,82 @@ describe('endpoints end to end', () => {
     expect(res.status).toBe(502);
     expect(((await res.json()) as { message: string }).message).toMatch(/stopped answering/);
     expect(Date.now() - started).toBeLessThan(8000);
+  });
+
+  it('serves the latest version under /endpoint/<name>/v1/… (an OpenAI baseURL) and a pinned one under @<N>', async () => {
+    const dir = stack.scratch('llm');
+    const deploy = async (version: number) => {
+      writeFileSync(join(dir, 'app.py'), `def predict(p):\n    return {"code": ${version}}\n`);
+      writeFileSync(join(dir, 'tern.yaml'), 'name: llm\nkind: endpoint\nhandler: app.py:predict\ncpu: 0.25\nmemory: 128Mi\n');
+      expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);
+    };
+    const code = async (path: string) => {
+      const res = await call(path, {});
+      expect(res.status).toBe(200);
+      return [((await res.json()) as { code: number }).code, res.headers.get('x-tern-version')];
+    };
+    await deploy(1);
+    expect(await code('/endpoint/llm/v1/chat/completions')).toEqual([1, '1']);
+    await deploy(2);
+    // The next deploy is what /v1 reaches now: no URL to edit.
+    expect(await code('/endpoint/llm/v1/chat/completions')).toEqual([2, '2']);
+    expect(await code('/endpoint/llm@1/v1/chat/completions')).toEqual([1, '1']);
+  });
+
+  it("passes a client's hang-up through the gateway and the agent to the container, which stops at once and frees its slot", async () => {
+    const dir = stack.scratch('talker');
+    // One request at a time: the status call below waits for the stream's slot.
+    writeFileSync(
+      join(dir, 'app.py'),
+      [
+        'import time',
+        'state = {"items": 0, "closed_at": None}',
+        'def handle(p):',
+        '    return dict(state) if p.get("status") else tokens()',
+        'def tokens():',
+        '    try:',
+        '        for i in range(200):',
+        '            yield {"token": i}',
+        '            state["items"] = i + 1',
+        '            time.sleep(0.1)',
+        '    finally:',
+        '        state["closed_at"] = time.time()',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'tern.yaml'),
+      'name: talker\nkind: endpoint\nhandler: app.py:handle\nconcurrent_requests: 1\ncpu: 0.25\nmemory: 128Mi\n',
+    );
+    expect((await stack.tern('deploy', join(dir, 'tern.yaml'))).code).toBe(0);
+    expect((await call('/endpoint/talker', { status: true })).status).toBe(200);
+
+    const abort = new AbortController();
+    const res = await call(
+      '/endpoint/talker',
+      {},
+      {
+        signal: abort.signal,
+        headers: {
+          authorization: `Bearer ${stack.token}`,
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+        },
+      },
+    );
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = '';
+    while ((text.match(/data: /g) ?? []).length < 3) text += Buffer.from((await reader.read()).value!).toString();
+    const hungUpAt = Date.now() / 1000;
+    abort.abort();
+    // The stream's slot is free within the second: this call is answered, not held for 20 s.
+    const asked = Date.now();
+    const status = (await (await call('/endpoint/talker', { status: true })).json()) as { items: number; closed_at: number | null };
+    expect(Date.now() - asked).toBeLessThan(2500);
+    expect(status.closed_at).not.toBeNull();
+    expect(status.closed_at! - hungUpAt).toBeLessThan(1);
+    expect(status.items).toBeLessThan(20);
   });
 
   it('answers bad input with the right 4xx and a message', async () => {

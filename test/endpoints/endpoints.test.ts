@@ -34,6 +34,7 @@ const echo =
       'x-served-by': containerId,
       'x-path': head.path,
       'x-method': head.method,
+      'x-seen-version': head.headers['x-tern-version'] ?? '',
       connection: 'close-me',
     },
     body,
@@ -92,6 +93,40 @@ describe('gateway data plane: /endpoint/<name>', () => {
     return { handler, waiting, releaseAll: () => waiting.splice(0).forEach((r) => r()) };
   };
 
+  /**
+   * A container that streams a piece every `everyMs`, `count` in all (or stalls after `stallAfter`)
+   * until its request is stopped; each call records when and why it was stopped.
+   */
+  const ticking = (contentType: string, everyMs: number, count: number, stallAfter = Infinity) => {
+    const calls: { stoppedAt: number; reason: unknown }[] = [];
+    const handler: InvokeHandler = async (_head, _body, signal) => {
+      const seen = { stoppedAt: 0, reason: undefined as unknown };
+      calls.push(seen);
+      signal.addEventListener('abort', () => Object.assign(seen, { stoppedAt: Date.now(), reason: signal.reason as unknown }));
+      const stopped = new Promise((r) => signal.addEventListener('abort', r));
+      return {
+        status: 200,
+        headers: { 'content-type': contentType },
+        body: (async function* () {
+          for (let i = 0; i < count && !signal.aborted; i++) {
+            if (i >= stallAfter) return void (await stopped);
+            yield Buffer.from(contentType === 'text/event-stream' ? `data: ${i}\n\n` : `{"i":${i}}\n`);
+            await Promise.race([stopped, new Promise((r) => setTimeout(r, everyMs))]);
+          }
+        })(),
+      };
+    };
+    return { handler, calls };
+  };
+
+  /** The data of the error event that ends an SSE text. */
+  const errorEvent = (text: string) => {
+    const at = text.lastIndexOf('event: error\ndata: ');
+    expect(at).toBeGreaterThanOrEqual(0);
+    expect(text.endsWith('\n\n')).toBe(true);
+    return JSON.parse(text.slice(at + 'event: error\ndata: '.length).trim()) as unknown;
+  };
+
   const watch = <T>(subject: string) => {
     const seen: T[] = [];
     subs.push(nc.subscribe(subject, { callback: (_e, m) => void seen.push(m.json<T>()) }));
@@ -133,7 +168,7 @@ describe('gateway data plane: /endpoint/<name>', () => {
     expect(((await unknown.json()) as { message: string }).message).toBe('deployment "nothing" not found');
   });
 
-  it('routes by name to the latest version and by /v<N> to a pinned one, body byte-for-byte', async () => {
+  it('routes by name to the latest version, the path after the name untouched, and by @<N> or x-tern-version to a pinned one', async () => {
     const v1 = await deploy('echo', 1, { latest: false });
     await deploy('echo', 2);
     await route('c-echo-1', v1.deploymentId, 1, 4, echo('c-echo-1'));
@@ -149,20 +184,42 @@ describe('gateway data plane: /endpoint/<name>', () => {
     });
     expect(latest.headers.get('x-served-by')).toBe('c-echo-2');
     expect(latest.headers.get('x-tern-container-id')).toBe('c-echo-2');
+    expect(latest.headers.get('x-tern-version')).toBe('2');
     expect(latest.headers.get('x-path')).toBe('/hello/world?x=1');
     expect(latest.headers.get('content-type')).toBe('application/json');
     expect(latest.headers.get('x-tern-request-id')).toMatch(/^[0-9a-f]{32}$/);
     expect(latest.headers.get('connection')).not.toBe('close-me');
+    expect(latest.headers.get('x-tern-notice')).toBeNull();
     expect(await latest.text()).toBe(json);
 
+    // The OpenAI client's baseURL …/endpoint/echo/v1: the latest version, /v1 its own path, and
+    // a notice that /v1 pinned version 1 once.
+    const openai = await call('/endpoint/echo/v1/chat/completions', { method: 'POST', body: '{}' });
+    expect(openai.headers.get('x-served-by')).toBe('c-echo-2');
+    expect(openai.headers.get('x-path')).toBe('/v1/chat/completions');
+    expect(openai.headers.get('x-tern-notice')).toMatch(/^"\/v1" was passed to the server .* pin version 1 with \/endpoint\/echo@1\//);
+
     const bytes = Buffer.from([0, 255, 1, 254, 10, 13]);
-    const pinned = await call('/endpoint/echo/v1', { method: 'PUT', body: bytes, headers: { 'content-type': 'image/png' } });
+    const pinned = await call('/endpoint/echo@1', { method: 'PUT', body: bytes, headers: { 'content-type': 'image/png' } });
     expect(pinned.headers.get('x-served-by')).toBe('c-echo-1');
+    expect(pinned.headers.get('x-tern-version')).toBe('1');
     expect(pinned.headers.get('x-path')).toBe('/');
     expect(Buffer.from(await pinned.arrayBuffer()).equals(bytes)).toBe(true);
+    const pinnedPath = await call('/endpoint/echo@1/v1/models?x=1');
+    expect([pinnedPath.headers.get('x-served-by'), pinnedPath.headers.get('x-path')]).toEqual(['c-echo-1', '/v1/models?x=1']);
+    // The header pins too, and stays Tern's: the container never sees it.
+    const byHeader = await call('/endpoint/echo/v1/models', { headers: { 'x-tern-version': '1' } });
+    expect(byHeader.headers.get('x-served-by')).toBe('c-echo-1');
+    expect(byHeader.headers.get('x-seen-version')).toBe('');
 
-    const missing = await call('/endpoint/echo/v9');
+    const missing = await call('/endpoint/echo@9');
     expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { message: string }).message).toBe('deployment "echo" has no version 9');
+    const bad = await call('/endpoint/echo@latest/x');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toMatch(/^not a version: pin a version as \/endpoint\/echo@<N>/);
+    const disagree = await call('/endpoint/echo@1', { headers: { 'x-tern-version': '2' } });
+    expect(disagree.status).toBe(400);
   });
 
   it('sends to the container with the fewest outstanding requests, never past its capacity, and buffers the rest', async () => {
@@ -221,6 +278,34 @@ describe('gateway data plane: /endpoint/<name>', () => {
     expect(timedOut.status).toBe(504);
     expect(((await timedOut.json()) as { message: string }).message).toMatch(/within 10 s/);
     expect((await held2).status).toBe(504);
+  });
+
+  it("gives a held request's place in the buffer back as soon as its client leaves", async () => {
+    const d = await deploy('leave', 1, {}, { timeoutSeconds: 30 });
+    const backlog = watch<ScaleBacklog>(messaging.subject(SCALE_BACKLOG));
+    const reports = watch<LoadReport>(messaging.subject(LOAD_REPORT, [d.deploymentId]));
+    const clients = [new AbortController(), new AbortController()];
+    const held = clients.map((c) => call('/endpoint/leave', { signal: c.signal }).catch(() => undefined));
+    await waitFor(
+      'two held requests',
+      async () => backlog.some((e) => e.deploymentId === d.deploymentId && e.heldRequests === 2),
+      9000,
+      50,
+    );
+    const leftAt = reports.length;
+    for (const c of clients) c.abort();
+    await Promise.all(held);
+    // Not held until the 30 s timeout: the next report already counts none.
+    await waitFor('a report of an empty buffer', async () => reports.slice(leftAt).some((r) => r.buffered === 0), 3000, 50);
+    // The buffer (2 here) takes two more, instead of refusing them with 429.
+    let served = 0;
+    await route('c-leave', d.deploymentId, 1, 1, async (head, body, signal) => {
+      served++;
+      return echo('c-leave')(head, body, signal);
+    });
+    const after = await Promise.all([call('/endpoint/leave'), call('/endpoint/leave')]);
+    expect(after.map((r) => r.status)).toEqual([200, 200]);
+    expect(served).toBe(2);
   });
 
   it('answers 503 for a stopped deployment and quickly when the container is gone', async () => {
@@ -292,6 +377,106 @@ describe('gateway data plane: /endpoint/<name>', () => {
       rest += Buffer.from(next.value).toString();
     }
     expect(rest).toBe('data: two\n\n');
+  });
+
+  it("passes a client's hang-up on to the container at once and frees its slot", async () => {
+    const d = await deploy('hangup', 1);
+    const t = ticking('text/event-stream', 100, 100);
+    await route('c-hangup', d.deploymentId, 1, 1, t.handler);
+    await new Promise((r) => setTimeout(r, 300));
+    const abort = new AbortController();
+    const res = await call('/endpoint/hangup', { signal: abort.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.read();
+    const hungUpAt = Date.now();
+    abort.abort();
+    const seen = await waitFor('the container told', async () => (t.calls[0]?.stoppedAt ? t.calls[0] : undefined), 5000, 20);
+    // Told within a second of the hang-up, not at the end of its 10 s stream.
+    expect(seen.stoppedAt - hungUpAt).toBeLessThan(1000);
+    expect(seen.reason).toMatchObject({ code: 499 });
+    // Its slot (capacity 1) is free again: the next request is served now, not in 10 s.
+    const askedAt = Date.now();
+    const next = await call('/endpoint/hangup');
+    expect(next.status).toBe(200);
+    expect(Date.now() - askedAt).toBeLessThan(3000);
+    await next.body!.cancel();
+  });
+
+  it('lets a stream run past its timeout while it keeps sending; ends it at its max_duration with an error event', async () => {
+    const d = await deploy('long', 1, {}, { timeoutSeconds: 1, idleTimeoutSeconds: 1 });
+    const t = ticking('text/event-stream', 150, 15);
+    await route('c-long', d.deploymentId, 1, 1, t.handler);
+    await new Promise((r) => setTimeout(r, 300));
+    const began = Date.now();
+    const text = await (await call('/endpoint/long')).text();
+    // 15 events over more than 2 s, twice the 1 s timeout: nothing cut.
+    expect(Date.now() - began).toBeGreaterThan(2000);
+    expect(text).toBe(Array.from({ length: 15 }, (_, i) => `data: ${i}\n\n`).join(''));
+
+    const c = await deploy('capped', 1, {}, { timeoutSeconds: 1, idleTimeoutSeconds: 1, maxDurationSeconds: 2 });
+    const capped = ticking('text/event-stream', 100, 1000);
+    await route('c-capped', c.deploymentId, 1, 1, capped.handler);
+    await new Promise((r) => setTimeout(r, 300));
+    const cut = await (await call('/endpoint/capped')).text();
+    const error = errorEvent(cut);
+    expect(error).toEqual({
+      error: { type: 'max_duration', code: 504, message: "the request passed 2 s in all (the deployment's max_duration)" },
+    });
+    await waitFor('the container told', async () => capped.calls[0].stoppedAt, 3000, 20);
+  });
+
+  it('ends a stalled stream after its idle_timeout: an error event for SSE, an aborted transfer otherwise; the container is told', async () => {
+    const d = await deploy('stall', 1, {}, { timeoutSeconds: 5, idleTimeoutSeconds: 1 });
+    const sse = ticking('text/event-stream', 50, 100, 2);
+    await route('c-stall', d.deploymentId, 1, 1, sse.handler);
+    await new Promise((r) => setTimeout(r, 300));
+    const began = Date.now();
+    const text = await (await call('/endpoint/stall')).text();
+    const took = Date.now() - began;
+    expect(took).toBeGreaterThan(900);
+    expect(took).toBeLessThan(4000);
+    expect(text.startsWith('data: 0\n\ndata: 1\n\nevent: error\n')).toBe(true);
+    expect(errorEvent(text)).toEqual({
+      error: { type: 'idle_timeout', code: 504, message: "the response sent nothing for 1 s (the deployment's idle_timeout)" },
+    });
+    await waitFor('the container told', async () => sse.calls[0].stoppedAt, 3000, 20);
+
+    const n = await deploy('stall-ndjson', 1, {}, { timeoutSeconds: 5, idleTimeoutSeconds: 1 });
+    const ndjson = ticking('application/x-ndjson', 50, 100, 2);
+    await route('c-stall-ndjson', n.deploymentId, 1, 1, ndjson.handler);
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await call('/endpoint/stall-ndjson');
+    const reader = res.body!.getReader();
+    let got = '';
+    // Not a clean end: the chunked transfer is broken off, which the client sees as an error.
+    await expect(
+      (async () => {
+        for (;;) {
+          const next = await reader.read();
+          if (next.done) return got;
+          got += Buffer.from(next.value).toString();
+        }
+      })(),
+    ).rejects.toThrow();
+    expect(got).toBe('{"i":0}\n{"i":1}\n');
+  });
+
+  it('answers 504 when no response starts within the timeout, and tells the container', async () => {
+    const d = await deploy('mute', 1, {}, { timeoutSeconds: 1 });
+    const stoppedAt: number[] = [];
+    await route('c-mute', d.deploymentId, 1, 1, async (_head, _body, signal) => {
+      await new Promise((r) => signal.addEventListener('abort', r));
+      stoppedAt.push(Date.now());
+      throw new Error('stopped');
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await call('/endpoint/mute');
+    expect(res.status).toBe(504);
+    expect(((await res.json()) as { message: string }).message).toBe(
+      `no response from "mute" v1 started within 1 s (the deployment's timeout)`,
+    );
+    await waitFor('the container told', async () => stoppedAt.length === 1, 3000, 20);
   });
 
   it('publishes a load report per version once a second', async () => {

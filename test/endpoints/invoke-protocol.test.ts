@@ -18,6 +18,14 @@ async function collect(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+async function waitUntil(ok: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`not so within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 function request(over: Partial<InvokeRequestHead> = {}): InvokeRequestHead {
   return {
     requestId: `r${Math.random().toString(36).slice(2)}`,
@@ -106,6 +114,45 @@ describe('invoke protocol over core NATS', () => {
       const second = await it.next();
       expect(Buffer.from(second.value).toString()).toBe('data: two\n\n');
       expect((await it.next()).done).toBe(true);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it("cancels on the server when the caller aborts or leaves the body unread: the handler's signal fires with 499 at once", async () => {
+    const cancelled: { at: number; reason: unknown }[] = [];
+    const sub = serveInvoke(messaging, on('c-cancel'), async (_h, _b, signal) => {
+      signal.addEventListener('abort', () => cancelled.push({ at: Date.now(), reason: signal.reason }));
+      return {
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        // A chunk every 50 ms for 10 s, unless stopped.
+        body: (async function* () {
+          for (let i = 0; i < 200 && !signal.aborted; i++) {
+            yield Buffer.from(`data: ${i}\n\n`);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        })(),
+      };
+    });
+    try {
+      const abort = new AbortController();
+      const res = await invoke(messaging, on('c-cancel'), request({ timeoutMs: 30_000 }), new Uint8Array(), { signal: abort.signal });
+      const it = res.body[Symbol.asyncIterator]();
+      await it.next();
+      const abortedAt = Date.now();
+      abort.abort(new InvokeError(504, 'idle limit passed'));
+      await expect(it.next()).rejects.toMatchObject({ code: 504, message: 'idle limit passed' });
+      await waitUntil(() => cancelled.length === 1);
+      expect(cancelled[0].at - abortedAt).toBeLessThan(500);
+      expect(cancelled[0].reason).toMatchObject({ code: 499 });
+
+      // A reader that stops reading: the iterator's return() is the cancel.
+      const left = await invoke(messaging, on('c-cancel'), request({ timeoutMs: 30_000 }), new Uint8Array());
+      for await (const _chunk of left.body) break;
+      const leftAt = Date.now();
+      await waitUntil(() => cancelled.length === 2);
+      expect(cancelled[1].at - leftAt).toBeLessThan(500);
     } finally {
       sub.unsubscribe();
     }

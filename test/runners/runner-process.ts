@@ -76,6 +76,26 @@ export class RunnerProcess {
     return fetch(this.url('/'), { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
   }
 
+  /**
+   * POSTs on a connection of its own and closes it once `pieces` pieces of the answer arrived, as
+   * a client that hangs up mid-stream; resolves with when it hung up. (A fetch aborted mid-body
+   * leaves its pool holding a second, idle connection, which takes a runner's only slot.)
+   */
+  hangUpAfter(body: string, pieces: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = request(this.url('/'), { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        let seen = 0;
+        res.on('data', () => {
+          if (++seen < pieces) return;
+          req.destroy();
+          resolve(Date.now());
+        });
+      });
+      req.on('error', (e) => reject(e));
+      req.end(body);
+    });
+  }
+
   /** POST on a connection of its own (fetch would reuse a kept-alive one, pinned to one worker). */
   postFresh(body: string): Promise<{ status: number; json: Record<string, unknown> }> {
     return new Promise((resolve, reject) => {

@@ -1,7 +1,7 @@
 import { RunnerProcess, type RunnerLanguage } from './runner-process.js';
 
 /** The same app in both languages: a slow on_start, a handler that echoes, fails or sleeps, a generator. */
-const APPS: Record<RunnerLanguage, { files: Record<string, string>; handler: string; onStart: string; stream: string }> = {
+const APPS: Record<RunnerLanguage, { files: Record<string, string>; handler: string; onStart: string; stream: string; long: string }> = {
   python: {
     files: {
       'app.py': `
@@ -21,11 +21,19 @@ def stream(p):
     for i in range(p.get("n", 3)):
         yield {"i": i}
         time.sleep(0.05)
+def long(p):
+    try:
+        for i in range(p.get("n", 100)):
+            yield {"i": i}
+            time.sleep(0.1)
+    finally:
+        print("long stream closed", flush=True)
 `,
     },
     handler: 'app.py:predict',
     onStart: 'app.py:load',
     stream: 'app.py:stream',
+    long: 'app.py:long',
   },
   node: {
     files: {
@@ -48,11 +56,22 @@ export async function* stream(p) {
     await sleep(0.05);
   }
 }
+export async function* long(p) {
+  try {
+    for (let i = 0; i < (p.n ?? 100); i++) {
+      yield { i };
+      await sleep(0.1);
+    }
+  } finally {
+    console.log('long stream closed');
+  }
+}
 `,
     },
     handler: 'app.mjs:predict',
     onStart: 'app.mjs:load',
     stream: 'app.mjs:stream',
+    long: 'app.mjs:long',
   },
 };
 
@@ -166,6 +185,34 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
     const sse = await r.post('{"n":2}', { accept: 'text/event-stream' });
     expect(sse.headers.get('content-type')).toContain('text/event-stream');
     expect(await sse.text()).toBe('data: {"i": 0}\n\ndata: {"i": 1}\n\n'.replace(/": /g, language === 'python' ? '": ' : '":'));
+  });
+
+  it("stops a stream whose client hangs up: the handler's generator is closed at once, the runner says so, the slot is free", async () => {
+    const r = await start({ TERN_HANDLER: app.long, TERN_CONCURRENCY: '1' });
+    await r.waitForHealth(200);
+    const hungUpAt = await r.hangUpAfter('{"n":100}', 2);
+    // Well before the stream's natural end (100 items 0.1 s apart: 10 s).
+    await r.waitForOutput('stdout', 'long stream closed', 1500);
+    await r.waitForOutput('stderr', /tern-runner: the client of POST \/ hung up after \d+ item\(s\); stopped the handler's stream/, 1500);
+    expect(Date.now() - hungUpAt).toBeLessThan(1500);
+    // One request at a time, and the next one is answered now, not when the 10 s would have passed.
+    const began = Date.now();
+    expect(await r.postFresh('{"n":1}')).toEqual({ status: 200, json: { i: 0 } });
+    expect(Date.now() - began).toBeLessThan(1500);
+  });
+
+  it('answers HEAD as GET without a body', async () => {
+    const r = await start({ TERN_HANDLER: app.handler });
+    await r.waitForHealth(200);
+    const health = await fetch(r.url('/health'), { method: 'HEAD' });
+    expect(health.status).toBe(200);
+    expect(health.headers.get('content-type')).toContain('application/json');
+    expect(await health.text()).toBe('');
+    const root = await fetch(r.url('/'), { method: 'HEAD' });
+    expect(root.status).toBe(405);
+    expect(await root.text()).toBe('');
+    // The connection is still good for a request after them.
+    expect((await r.post('{}')).status).toBe(200);
   });
 
   it('on SIGTERM stops accepting, finishes the request in flight and exits 0', async () => {

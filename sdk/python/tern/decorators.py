@@ -42,6 +42,8 @@ def endpoint(
     concurrent_requests: Optional[int] = None,
     keep_warm_seconds: Optional[int] = None,
     timeout: Optional[int] = None,
+    idle_timeout: Optional[int] = None,
+    max_duration: Optional[int] = None,
     autoscaler: Optional[Mapping[str, Any]] = None,
     env: Optional[Mapping[str, str]] = None,
     volumes: Optional[Volumes] = None,
@@ -49,7 +51,11 @@ def endpoint(
     pool: Optional[str] = None,
     min_reputation: Optional[float] = None,
 ) -> Callable[[Handler], Deployment]:
-    """An HTTP endpoint: each request's JSON body is the handler's input, its return value the answer."""
+    """An HTTP endpoint: each request's JSON body is the handler's input, its return value the answer.
+
+    timeout: seconds until the response starts; idle_timeout: seconds a started (streamed) response
+    may stay silent; max_duration: seconds in all (docs/architecture.md, Endpoints).
+    """
     return _declare("endpoint", dict(locals()))
 
 

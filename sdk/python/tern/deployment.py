@@ -91,7 +91,9 @@ class Deployment:
         return body
 
     def _route(self, prefix: str, version: Optional[int]) -> str:
-        return f"/{prefix}/{quote(self.name)}{f'/v{version}' if version else ''}"
+        # An endpoint's path after its name is the server's own (it may be /v1): its pin is @<N>.
+        pin = (f"@{version}" if prefix == "endpoint" else f"/v{version}") if version else ""
+        return f"/{prefix}/{quote(self.name)}{pin}"
 
     def remote(
         self, payload: Optional[Mapping[str, Any]] = None, *, version: Optional[int] = None, timeout: float = 3600, **kwargs: Any

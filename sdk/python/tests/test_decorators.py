@@ -8,7 +8,7 @@ class DecoratorTest(unittest.TestCase):
         def load():
             pass
 
-        @tern.endpoint(cpu=1, memory="1Gi", gpu=["A100", "H100"], workers=2, keep_warm_seconds=30, on_start=load,
+        @tern.endpoint(cpu=1, memory="1Gi", gpu=["A100", "H100"], workers=2, keep_warm_seconds=30, on_start=load, idle_timeout=5,
                        autoscaler={"type": "queue_depth", "max_containers": 3}, env={"MODEL": "x"},
                        image=tern.Image(base="python:3.11-slim", apt=["ffmpeg"], pip=["numpy==2.1.0"], commands=["echo hi"]))
         def predict_text(payload):
@@ -27,6 +27,7 @@ class DecoratorTest(unittest.TestCase):
                 "gpu": ["A100", "H100"],
                 "workers": 2,
                 "keep_warm_seconds": 30,
+                "idle_timeout": 5,
                 "autoscaler": {"type": "queue_depth", "max_containers": 3},
                 "env": {"MODEL": "x"},
             },

@@ -13,9 +13,13 @@ export interface TaskOverrides {
   callback_url?: string;
 }
 
-/** `/function/<name>`, `/taskqueue/<name>`, `/endpoint/<name>` with an optional `/v<N>` pin. */
+/**
+ * `/function/<name>`, `/taskqueue/<name>` with an optional `/v<N>` pin; `/endpoint/<name>` with an
+ * optional `@<N>` (after an endpoint's name comes the server's own path, which may be `/v1`).
+ */
 export function routeOf(prefix: 'function' | 'taskqueue' | 'endpoint', name: string, version?: number): string {
-  return `/${prefix}/${encodeURIComponent(name)}${version ? `/v${version}` : ''}`;
+  const pin = version ? (prefix === 'endpoint' ? `@${version}` : `/v${version}`) : '';
+  return `/${prefix}/${encodeURIComponent(name)}${pin}`;
 }
 
 export function queryOf(values: Record<string, string | number | boolean | undefined>): string {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { InvokeHead } from '#tern/contracts';
+import { InvokeError } from '#tern/messaging';
 import { forwardToContainer } from './forward.js';
 
 const head = (over: Partial<InvokeHead> = {}): InvokeHead => ({
@@ -24,10 +25,24 @@ async function text(body: AsyncIterable<Uint8Array> | Uint8Array): Promise<strin
 describe('forwarding an invoke to a container', () => {
   let server: Server;
   let port: number;
+  /** When the container saw its client of /long go away before the response ended. */
+  let longClosedAt: number | undefined;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       if (req.url === '/slow') return void setTimeout(() => res.end('late'), 2000);
+      if (req.url === '/long') {
+        // A chunk every 100 ms for 5 s, as a model server streams tokens.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const tick = setInterval(() => res.write('data: token\n\n'), 100);
+        const end = setTimeout(() => res.end(), 5000);
+        res.on('close', () => {
+          clearInterval(tick);
+          clearTimeout(end);
+          if (!res.writableFinished) longClosedAt = Date.now();
+        });
+        return;
+      }
       if (req.url === '/stream') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: 1\n\n');
@@ -86,5 +101,26 @@ describe('forwarding an invoke to a container', () => {
       code: 502,
       message: expect.stringContaining('refused the connection'),
     });
+  });
+
+  it("closes the container's connection when the caller cancels mid-stream, failing the body with the cancel's reason", async () => {
+    const abort = new AbortController();
+    const res = await forwardToContainer(
+      { host: '127.0.0.1', port },
+      head({ method: 'GET', path: '/long' }),
+      new Uint8Array(),
+      abort.signal,
+    );
+    const pieces: string[] = [];
+    const reading = (async () => {
+      for await (const c of res.body as AsyncIterable<Uint8Array>) pieces.push(Buffer.from(c).toString());
+    })();
+    while (pieces.length < 3) await new Promise((r) => setTimeout(r, 20));
+    const cancelledAt = Date.now();
+    abort.abort(new InvokeError(499, 'the caller cancelled the request'));
+    await expect(reading).rejects.toMatchObject({ code: 499, message: 'the caller cancelled the request' });
+    while (longClosedAt === undefined && Date.now() - cancelledAt < 3000) await new Promise((r) => setTimeout(r, 10));
+    // Seen by the container at once, not at the end of its 5 s stream.
+    expect(longClosedAt! - cancelledAt).toBeLessThan(500);
   });
 });

@@ -30,8 +30,9 @@ const NOT_SENT = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'e
 /**
  * Forwards one invoke to `http://<host>:<port><path>`: resolves once the container's status
  * and headers arrive, the body then streams chunk by chunk as the container writes it (SSE and
- * chunked responses pass through as produced). `signal` (the head's timeout) ends the call with
- * 504; a container that refuses the connection gives 502.
+ * chunked responses pass through as produced). `signal` (the head's timeout, or the caller's
+ * cancel) ends the call and closes its connection, so the container sees its client go away; a
+ * container that refuses the connection gives 502.
  */
 export function forwardToContainer(
   { host, port }: ContainerEndpoint,
@@ -41,7 +42,7 @@ export function forwardToContainer(
 ): Promise<InvokeHandlerResult> {
   return new Promise((resolve, reject) => {
     const call = new ContainerCall(port, head.timeoutMs, signal, resolve, reject);
-    if (signal.aborted) return reject(call.timedOut());
+    if (signal.aborted) return reject(call.stopped());
     call.start();
     const headers: Record<string, string> = { ...head.headers };
     for (const name of NOT_SENT) delete headers[name];
@@ -60,9 +61,9 @@ export function forwardToContainer(
 class ContainerCall implements Dispatcher.DispatchHandlers {
   private abortRequest?: (e?: Error) => void;
   private readonly onAbort = () => {
-    if (this.abortRequest) return this.abortRequest(this.timedOut());
+    if (this.abortRequest) return this.abortRequest(this.stopped());
     // Still waiting for a connection: answer now; onConnect ends the request if it gets one.
-    this.reject(this.timedOut());
+    this.reject(this.stopped());
   };
   private status = 0;
   private headers: Record<string, string> = {};
@@ -78,8 +79,10 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
     private readonly reject: (e: InvokeError) => void,
   ) {}
 
-  timedOut(): InvokeError {
-    return new InvokeError(504, `the container did not answer within ${this.timeoutMs} ms`);
+  /** Why the signal ended the call: its reason (a cancel, a limit), else the head's timeout. */
+  stopped(): InvokeError {
+    const reason: unknown = this.signal.reason;
+    return reason instanceof InvokeError ? reason : new InvokeError(504, `the container did not answer within ${this.timeoutMs} ms`);
   }
 
   /** Listens for the timeout from the moment the request is queued (it may wait for a connection). */
@@ -91,7 +94,7 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
     // Called when the request gets a connection (again if undici retries it on a fresh one): a
     // timeout that passed while it was queued ends it here.
     this.abortRequest = abort;
-    if (this.signal.aborted) abort(this.timedOut());
+    if (this.signal.aborted) abort(this.stopped());
   }
 
   onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {

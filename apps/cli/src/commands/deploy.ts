@@ -53,7 +53,11 @@ export function deployCommand(): Command {
         spec.image = await buildSpecImage(client, specFile, log, typeof spec.code === 'string' ? spec.code : undefined, spec);
       const body = await client.deploy(spec);
       if (opts.json) console.log(JSON.stringify(body, null, 2));
-      else log(`Deployed ${body.name} version ${body.version}: ${body.url}`);
+      // An endpoint's version is pinned by @<N> on its name (what follows the name is the server's path).
+      else
+        log(
+          `Deployed ${body.name} version ${body.version}: ${body.url}${body.spec.kind === 'endpoint' ? ` (this version: ${body.url}@${body.version})` : ''}`,
+        );
       if (opts.wait) await waitForContainers(api, body, opts.timeout, log);
     });
 }

@@ -5,7 +5,7 @@ import { resolveContext } from '../cli-config.js';
 
 export function invokeCommand(): Command {
   return new Command('invoke')
-    .description('Call an endpoint: POST /endpoint/<name>[/v<N>][<path>] with a JSON body; prints the response body')
+    .description('Call an endpoint: POST /endpoint/<name>[@<N>][<path>] with a JSON body; prints the response body')
     .argument('<name>', 'the deployment')
     .option('--version <n>', 'a specific version instead of the latest', versionArgument)
     .option('-d, --data <json>', 'the JSON body', jsonArgument, '{}')

@@ -12,7 +12,7 @@ const PATTERNS = ['/endpoint/:name', '/endpoint/:name/*'];
 const OPERATION = {
   summary: 'Invoke an endpoint',
   description:
-    'Forwards the request, body byte-for-byte, to the least-loaded ready container of the deployment (`/endpoint/<name>/v<N>/…` pins a version) and streams its response back. 404 unknown deployment, 413 body over 16 MiB, 429 buffer full, 503 stopped, 504 no container within the timeout (saying why: the last failed start or why placement is short). Every response has `x-tern-request-id`.',
+    "Forwards the request, body byte-for-byte, to the least-loaded ready container of the latest version of the deployment (`/endpoint/<name>@<N>/…` or the header `x-tern-version: <N>` pins version N; the path after the name is passed on untouched, `/v1/…` included) and streams its response back. 400 a pin that is not a version, 404 unknown deployment or version, 413 body over 16 MiB, 429 buffer full, 503 stopped, 504 no response started within the deployment's timeout (saying why: the last failed start or why placement is short). A started response silent past `idle_timeout` or running past `max_duration` is ended with an `event: error` (text/event-stream) or an aborted transfer. Every response has `x-tern-request-id`; answers of a container have `x-tern-version`.",
   tags: ['endpoints'],
   security: [{ bearer: [] }],
   parameters: [],

@@ -1,20 +1,23 @@
 import { Readable } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type DeploymentRecord, HTTP_METHODS, type HttpMethod } from '#tern/contracts';
+import { type DeploymentRecord, endpointLimits, HTTP_METHODS, type HttpMethod } from '#tern/contracts';
 import { invoke, InvokeError, type InvokeResponse, Messaging } from '#tern/messaging';
 import { ContainersRepository } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
-import { parseEndpointUrl } from './endpoint-path.js';
+import { NOTICE_HEADER, parseEndpointUrl, pathNotice, pinnedVersion, SERVED_VERSION_HEADER, VERSION_HEADER } from './endpoint-path.js';
 import { forwardable } from './headers.js';
 import type { Lane } from './lane.js';
 import { LanesService } from './lanes.service.js';
 import { originalContentType, requestIdOf } from './raw-body.js';
+import { EndedEarly, type EndReason, RequestLimits } from './request-limits.js';
 import { RequestStats } from './request-stats.service.js';
 import { RoutesMirror, TABLE_NOT_LOADED } from './routes-mirror.js';
 
 /** How often a request whose container vanished before answering is sent to another one with room. */
 const RETRIES_ON_GONE = 2;
+/** How long after the gateway's own total limit the agent ends a request by itself. */
+const AGENT_GRACE_MS = 2_000;
 
 export class EndpointHttpError extends Error {
   constructor(
@@ -44,15 +47,17 @@ export class EndpointsService {
   async forward(principal: Principal, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const requestId = requestIdOf(request);
     const target = parseEndpointUrl(request.url);
-    if (!target) throw new EndpointHttpError(404, 'expected /endpoint/<name>[/v<N>][/<path>]');
+    if (!target) throw new EndpointHttpError(404, 'expected /endpoint/<name>[@<version>][/<path>]');
+    const pin = pinnedVersion(target, request.headers[VERSION_HEADER]);
+    if ('problem' in pin) throw new EndpointHttpError(400, pin.problem);
     const method = request.method.toUpperCase() as HttpMethod;
     if (!HTTP_METHODS.includes(method)) throw new EndpointHttpError(405, `method ${request.method} is not supported on endpoints`);
 
     if (!(await this.table.ready())) throw new EndpointHttpError(503, TABLE_NOT_LOADED);
-    const found = this.table.find(principal.workspaceId, target.name, target.version);
+    const found = this.table.find(principal.workspaceId, target.name, pin.version);
     if (!found.known) throw new EndpointHttpError(404, `deployment "${target.name}" not found`);
     const record = found.record;
-    if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${target.version}`);
+    if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${pin.version}`);
     this.stats.observe(record, reply.raw);
     if (record.spec.kind !== 'endpoint') {
       const where =
@@ -65,70 +70,94 @@ export class EndpointsService {
     }
     if (record.state === 'stopped') throw new EndpointHttpError(503, `deployment "${target.name}" stopped: start it to serve requests`);
 
-    const timeoutMs = record.spec.timeoutSeconds * 1000;
-    const deadline = Date.now() + timeoutMs;
+    const limits = endpointLimits(record.spec);
+    const arrived = Date.now();
+    const deadline = arrived + limits.firstByteMs;
+    const clock = new RequestLimits(record.name, limits.idleMs);
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) clock.end('client_closed', 499, 'the client closed the connection');
+    });
+    clock.untilStart(
+      deadline,
+      `no response from "${record.name}" v${record.version} started within ${limits.firstByteMs / 1000} s (the deployment's timeout)`,
+    );
+    clock.inAll(arrived + limits.totalMs, `the request passed ${limits.totalMs / 1000} s in all (the deployment's max_duration)`);
     const lane = this.lanes.lane(record.deploymentId, record.version);
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type']);
+    const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type', VERSION_HEADER]);
     const contentType = originalContentType(request);
     if (contentType) headers['content-type'] = contentType;
     headers['x-tern-request-id'] = requestId;
+    const tern: Record<string, string> = { [SERVED_VERSION_HEADER]: String(record.version) };
+    const notice = pathNotice(target.name, target.path, record.version, (v) => !!this.table.record(record.deploymentId, v));
+    if (notice) tern[NOTICE_HEADER] = notice;
 
-    const abort = new AbortController();
-    reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) abort.abort();
-    });
-
-    for (let attempt = 0; ; attempt++) {
-      const containerId = await this.takeContainer(lane, record, deadline, attempt > 0);
-      const started = Date.now();
-      let response: InvokeResponse;
-      try {
-        const machineId = lane.machineOf(containerId);
-        if (!machineId) throw new InvokeError(503, `container ${containerId} is no longer routed`);
-        response = await invoke(
-          this.messaging,
-          { machineId, containerId },
-          {
-            requestId,
-            deploymentId: record.deploymentId,
-            method,
-            path: target.path,
-            headers,
-            timeoutMs: Math.max(1, deadline - Date.now()),
-          },
-          body,
-          { signal: abort.signal },
-        );
-      } catch (e) {
-        lane.release(containerId);
-        if (!(e instanceof InvokeError)) throw e;
-        if (e.code === 503 || e.code === 502) lane.markSuspect(containerId);
-        // No responders: the request never reached a container, so another one may take it.
-        if (e.code === 503 && attempt < RETRIES_ON_GONE && lane.hasRoom()) continue;
-        if (e.code === 503)
-          throw new EndpointHttpError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
-        throw new EndpointHttpError(e.code, e.message);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const containerId = await this.takeContainer(lane, record, deadline, attempt > 0, clock);
+        const started = Date.now();
+        let response: InvokeResponse;
+        try {
+          const machineId = lane.machineOf(containerId);
+          if (!machineId) throw new InvokeError(503, `container ${containerId} is no longer routed`);
+          response = await invoke(
+            this.messaging,
+            { machineId, containerId },
+            {
+              requestId,
+              deploymentId: record.deploymentId,
+              method,
+              path: target.path,
+              headers,
+              // The agent's own cap, a little after ours so that ours, which names the limit, ends it.
+              timeoutMs: Math.max(1, arrived + limits.totalMs + AGENT_GRACE_MS - Date.now()),
+            },
+            body,
+            { signal: clock.signal },
+          );
+        } catch (e) {
+          lane.release(containerId);
+          if (!(e instanceof InvokeError)) throw e;
+          if (e instanceof EndedEarly) throw new EndpointHttpError(e.code, e.message);
+          if (e.code === 503 || e.code === 502) lane.markSuspect(containerId);
+          // No responders: the request never reached a container, so another one may take it.
+          if (e.code === 503 && attempt < RETRIES_ON_GONE && lane.hasRoom()) continue;
+          if (e.code === 503)
+            throw new EndpointHttpError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
+          throw new EndpointHttpError(e.code, e.message);
+        }
+        clock.started();
+        this.respond(reply, response, { containerId, lane, started, clock, record, tern });
+        return;
       }
-      this.respond(reply, response, containerId, lane, started);
-      return;
+    } catch (e) {
+      clock.clear();
+      throw e;
     }
   }
 
-  /** A container with room now, or once one has room; 429/504 when neither can be. */
-  private async takeContainer(lane: Lane, record: DeploymentRecord, deadline: number, retry: boolean): Promise<string> {
+  /** A container with room now, or once one has room; 429/504 when neither can be (499 when its client left). */
+  private async takeContainer(
+    lane: Lane,
+    record: DeploymentRecord,
+    deadline: number,
+    retry: boolean,
+    clock: RequestLimits,
+  ): Promise<string> {
     if (retry) {
       const now = lane.tryAcquire();
       if (now) return now;
       throw new EndpointHttpError(503, `no container of "${record.name}" is answering; retry shortly`);
     }
     const queued = lane.buffered;
-    const outcome = lane.acquire(Math.max(1, deadline - Date.now()));
+    const outcome = lane.acquire(Math.max(1, deadline - Date.now()), clock.signal);
     if (outcome === 'full')
       throw new EndpointHttpError(429, `buffer full: ${lane.buffered} requests already wait for "${record.name}" v${record.version}`);
     if (lane.buffered > queued) this.lanes.askForCapacity(lane);
     const result = await outcome;
     if ('containerId' in result) return result.containerId;
+    // The client left. (The timeout's own timer may fire first: the 504 below says why it passed.)
+    if (clock.ended?.reason === 'client_closed') throw new EndpointHttpError(clock.ended.code, clock.ended.message);
     const now = this.table.record(record.deploymentId, record.version);
     if (!now) throw new EndpointHttpError(404, `deployment "${record.name}" was deleted`);
     if (now.state === 'stopped') throw new EndpointHttpError(503, `deployment "${record.name}" stopped: start it to serve requests`);
@@ -142,10 +171,12 @@ export class EndpointsService {
     );
   }
 
-  private respond(reply: FastifyReply, response: InvokeResponse, containerId: string, lane: Lane, started: number): void {
-    reply.code(response.status).headers({ ...forwardable(response.headers), 'x-tern-container-id': containerId });
+  private respond(reply: FastifyReply, response: InvokeResponse, call: AnsweredCall): void {
+    const { containerId, lane, started, clock, record } = call;
+    reply.code(response.status).headers({ ...forwardable(response.headers), 'x-tern-container-id': containerId, ...call.tern });
     if (response.whole) {
       // Head and body came in one message: answer with the bytes, no stream to pump.
+      clock.clear();
       lane.release(containerId, Date.now() - started);
       void reply.send(Buffer.from(response.whole.buffer, response.whole.byteOffset, response.whole.byteLength));
       return;
@@ -154,23 +185,74 @@ export class EndpointsService {
     const release = () => {
       if (released) return;
       released = true;
+      clock.clear();
       lane.release(containerId, Date.now() - started);
     };
     const logger = this.logger;
+    const where = `container ${containerId} of "${record.name}" v${record.version}`;
+    const sse = /^\s*text\/event-stream/i.test(response.headers['content-type'] ?? '');
     const stream = Readable.from(
       (async function* () {
+        const chunks = response.body[Symbol.asyncIterator]();
+        let atEventEnd = true;
         try {
-          yield* response.body;
+          for (;;) {
+            clock.waiting();
+            const next = await chunks.next();
+            clock.heard();
+            if (next.done) return;
+            if (sse) atEventEnd = endsEvent(next.value);
+            yield next.value;
+          }
         } catch (e) {
           if (e instanceof InvokeError && (e.code === 502 || e.code === 503)) lane.markSuspect(containerId);
-          logger.warn(`response from container ${containerId} broke off: ${(e as Error).message}`);
-          throw e;
+          const ended = e instanceof EndedEarly ? e : undefined;
+          // Nobody is left to tell.
+          if (ended?.reason === 'client_closed') throw e;
+          logger.warn(
+            ended
+              ? `ended the response of ${where} (${ended.reason}): ${ended.message}`
+              : `response from ${where} broke off: ${(e as Error).message}`,
+          );
+          // The status is out: an event stream ends with an error event its client reads; any other
+          // body is aborted (no last chunk), so its client sees a broken transfer, never a clean end.
+          if (!sse) throw e;
+          yield sseError(e as Error, ended?.reason, atEventEnd);
         } finally {
           release();
+          await chunks.return?.();
         }
       })(),
     );
     stream.on('close', release);
     void reply.send(stream);
   }
+}
+
+/** What respond needs of the call that got a response. */
+interface AnsweredCall {
+  containerId: string;
+  lane: Lane;
+  started: number;
+  clock: RequestLimits;
+  record: DeploymentRecord;
+  /** Tern's own response headers (the version that answered, a notice). */
+  tern: Record<string, string>;
+}
+
+/** Whether an SSE chunk ends at an event's end (a blank line), so an error event may follow it as is. */
+function endsEvent(chunk: Uint8Array): boolean {
+  const n = chunk.length;
+  return n >= 2 && chunk[n - 1] === 0x0a && (chunk[n - 2] === 0x0a || (n >= 3 && chunk[n - 2] === 0x0d && chunk[n - 3] === 0x0a));
+}
+
+/**
+ * `event: error` with an OpenAI-style error object (`{"error": {"message", "type", "code"}}`):
+ * what OpenAI-compatible clients raise from an error event. After a partial event, a blank line
+ * ends that one first.
+ */
+function sseError(e: Error, reason: EndReason | undefined, atEventEnd: boolean): Buffer {
+  const code = e instanceof InvokeError ? e.code : 502;
+  const data = JSON.stringify({ error: { message: e.message, type: reason ?? 'upstream_error', code } });
+  return Buffer.from(`${atEventEnd ? '' : '\n\n'}event: error\ndata: ${data}\n\n`);
 }

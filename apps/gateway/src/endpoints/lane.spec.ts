@@ -54,6 +54,21 @@ describe('Lane', () => {
     }
   });
 
+  it('gives up a waiter whose client left, at once, and hands room to the next', async () => {
+    const lane = new Lane('d1', 1, 2, now);
+    const leaving = new AbortController();
+    const left = lane.acquire(10_000, leaving.signal);
+    const stays = lane.acquire(10_000);
+    expect(lane.buffered).toBe(2);
+    leaving.abort();
+    await expect(left).resolves.toEqual({ error: 'aborted' });
+    expect(lane.buffered).toBe(1);
+    lane.setRoutes([route('a', 1)]);
+    await expect(stays).resolves.toEqual({ containerId: 'a' });
+    expect(lane.acquire(10_000, leaving.signal)).toBeInstanceOf(Promise);
+    await expect(lane.acquire(10_000, leaving.signal)).resolves.toEqual({ error: 'aborted' });
+  });
+
   it('skips a suspect container until its time is up', () => {
     const lane = new Lane('d1', 1, 10, now);
     lane.setRoutes([route('a', 5), route('b', 5)]);

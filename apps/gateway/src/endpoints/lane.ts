@@ -13,7 +13,7 @@ interface Slot {
   suspectUntil: number;
 }
 
-export type WaitOutcome = { containerId: string } | { error: 'timeout' };
+export type WaitOutcome = { containerId: string } | { error: 'timeout' } | { error: 'aborted' };
 
 interface Waiter {
   readonly since: number;
@@ -88,25 +88,31 @@ export class Lane {
 
   /**
    * Takes a container now, or queues for one. Returns 'full' when the buffer is; otherwise a
-   * promise that settles with a container or, after `timeoutMs`, with a timeout.
+   * promise that settles with a container or, after `timeoutMs`, with a timeout, or when `signal`
+   * fires (its client left) with 'aborted', its place in the buffer given up at once.
    */
-  acquire(timeoutMs: number): Promise<WaitOutcome> | 'full' {
+  acquire(timeoutMs: number, signal?: AbortSignal): Promise<WaitOutcome> | 'full' {
+    if (signal?.aborted) return Promise.resolve({ error: 'aborted' });
     const now = this.tryAcquire();
     if (now) return Promise.resolve({ containerId: now });
     if (this.waiters.length >= this.bufferSize) return 'full';
     return new Promise<WaitOutcome>((resolve) => {
-      const timer = setTimeout(() => {
+      const leave = (outcome: WaitOutcome) => {
         const i = this.waiters.indexOf(waiter);
         if (i >= 0) this.waiters.splice(i, 1);
-        resolve({ error: 'timeout' });
-      }, timeoutMs);
+        waiter.settle(outcome);
+      };
+      const timer = setTimeout(() => leave({ error: 'timeout' }), timeoutMs);
+      const onAbort = () => leave({ error: 'aborted' });
       const waiter: Waiter = {
         since: this.now(),
         settle: (outcome) => {
           clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
           resolve(outcome);
         },
       };
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(waiter);
     });
   }

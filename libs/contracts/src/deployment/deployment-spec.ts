@@ -149,8 +149,15 @@ export class DeploymentSpec {
   @IsOptional() @IsInt() @Min(1) @Max(64) workers?: number;
   @IsOptional() @IsInt() @Min(1) @Max(1000) concurrent_requests?: number;
   @IsOptional() @IsInt() @Min(0) @Max(86400) keep_warm_seconds?: number;
-  /** Seconds a request (or task) may take; default 180 for endpoints. */
+  /**
+   * Seconds a task may take; for an endpoint, seconds until its response starts (a container
+   * taken and the response's status sent), default 180.
+   */
   @IsOptional() @IsInt() @Min(1) @Max(86400) timeout?: number;
+  /** endpoint: seconds a started response may go without a byte before Tern ends it (default 60). */
+  @IsOptional() @IsInt() @Min(1) @Max(86400) idle_timeout?: number;
+  /** endpoint: seconds a request may take in all, a stream included (default 3600). */
+  @IsOptional() @IsInt() @Min(1) @Max(86400) max_duration?: number;
 
   @IsOptional()
   @IsObject()

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { validatePayload } from '#tern/messaging';
 import { DeploymentSpec } from './deployment-spec.js';
-import { parseMemory, resolveSpec, SpecError } from './resolved-spec.js';
+import { endpointLimits, parseMemory, resolveSpec, SpecError } from './resolved-spec.js';
 import { nextTick, ticksBetween } from './schedule.js';
 
 const base = { name: 'hello', kind: 'endpoint', handler: 'app.py:predict', code: `sha256:${'a'.repeat(64)}` } as const;
@@ -85,6 +85,24 @@ describe('resolveSpec', () => {
     expect(resolve({}).taskPolicy).toBeUndefined();
     expect(specError(() => resolve({ task_policy: { max_retries: 1 } }))).toBe(
       'task_policy applies to task_queue and function deployments only (this is a endpoint)',
+    );
+  });
+
+  it('gives an endpoint limits that fit streams: until the response starts, between pieces, in all', () => {
+    expect(resolve({})).toMatchObject({ timeoutSeconds: 180, idleTimeoutSeconds: 60, maxDurationSeconds: 3600 });
+    expect(endpointLimits(resolve({ timeout: 30, idle_timeout: 5, max_duration: 7200 }))).toEqual({
+      firstByteMs: 30_000,
+      idleMs: 5_000,
+      totalMs: 7_200_000,
+    });
+    // A total below the time allowed to start is no total at all: the start's limit wins.
+    expect(endpointLimits(resolve({ timeout: 600, max_duration: 60 })).totalMs).toBe(600_000);
+    // A record stored before these fields existed gets the defaults.
+    const { idleTimeoutSeconds: _i, maxDurationSeconds: _m, ...old } = resolve({});
+    expect(endpointLimits(old)).toEqual({ firstByteMs: 180_000, idleMs: 60_000, totalMs: 3_600_000 });
+    expect(resolve({ kind: 'task_queue' }).idleTimeoutSeconds).toBeUndefined();
+    expect(specError(() => resolve({ kind: 'function', idle_timeout: 5 }))).toBe(
+      'idle_timeout applies to endpoint deployments only (this is a function)',
     );
   });
 

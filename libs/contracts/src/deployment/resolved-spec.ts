@@ -21,7 +21,12 @@ export interface ResolvedSpec {
   readonly workers: number;
   readonly concurrentRequests: number;
   readonly keepWarmSeconds: number;
+  /** An endpoint's: until its response starts (see idleTimeoutSeconds); a task's: all it may take. */
   readonly timeoutSeconds: number;
+  /** endpoint only (absent on specs stored before it: see endpointLimits). */
+  readonly idleTimeoutSeconds?: number;
+  /** endpoint only (absent on specs stored before it: see endpointLimits). */
+  readonly maxDurationSeconds?: number;
   readonly autoscaler: {
     readonly type: Exclude<ScalePolicy, 'fixed'>;
     readonly minContainers: number;
@@ -115,6 +120,23 @@ function predictiveKnobs(p: PredictivePolicy) {
 const KEEP_WARM: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 10, function: 10, cron: 0 };
 const TIMEOUT: Record<DeploymentKind, number> = { endpoint: 180, task_queue: 3600, function: 3600, cron: 3600 };
 
+/** An endpoint's limits when its spec does not set them. */
+export const ENDPOINT_IDLE_TIMEOUT_SECONDS = 60;
+export const ENDPOINT_MAX_DURATION_SECONDS = 3600;
+
+/**
+ * An endpoint request's three limits, in ms: until its response starts (`timeout`), between two
+ * pieces of a started response (`idle_timeout`), and in all (`max_duration`, never below the first).
+ */
+export function endpointLimits(spec: ResolvedSpec): { firstByteMs: number; idleMs: number; totalMs: number } {
+  const firstByteMs = spec.timeoutSeconds * 1000;
+  return {
+    firstByteMs,
+    idleMs: (spec.idleTimeoutSeconds ?? ENDPOINT_IDLE_TIMEOUT_SECONDS) * 1000,
+    totalMs: Math.max(firstByteMs, (spec.maxDurationSeconds ?? ENDPOINT_MAX_DURATION_SECONDS) * 1000),
+  };
+}
+
 function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
   const p = spec.task_policy ?? {};
   return {
@@ -152,6 +174,11 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
         throw new SpecError(field, `applies to task_queue and function deployments only (this is a ${spec.kind})`);
     }
   }
+  if (spec.kind !== 'endpoint') {
+    for (const field of ['idle_timeout', 'max_duration'] as const) {
+      if (spec[field] !== undefined) throw new SpecError(field, `applies to endpoint deployments only (this is a ${spec.kind})`);
+    }
+  }
   if (spec.network?.block && spec.network.allow) throw new SpecError('network', 'takes block or allow, not both');
   if (spec.handler && !spec.code) throw new SpecError('code', "is required with a handler (tern deploy uploads the spec's folder)");
   const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
@@ -183,6 +210,12 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     concurrentRequests,
     keepWarmSeconds: spec.keep_warm_seconds ?? KEEP_WARM[spec.kind],
     timeoutSeconds: spec.timeout ?? TIMEOUT[spec.kind],
+    ...(spec.kind === 'endpoint'
+      ? {
+          idleTimeoutSeconds: spec.idle_timeout ?? ENDPOINT_IDLE_TIMEOUT_SECONDS,
+          maxDurationSeconds: spec.max_duration ?? ENDPOINT_MAX_DURATION_SECONDS,
+        }
+      : {}),
     autoscaler: {
       type: policy?.type ?? 'queue_depth',
       minContainers,

@@ -105,6 +105,8 @@ export const INVOKE_HEADERS = {
   errorCode: 'Tern-Error-Code',
   /** Sent by the server every second while it works, so a caller notices a dead agent in seconds, not at the timeout. */
   keepalive: 'Tern-Keepalive',
+  /** Sent by the caller on the request's subject, naming the request's reply subject: it no longer wants the answer. */
+  cancel: 'Tern-Cancel',
 } as const;
 
 export const INVOKE = defineContract({
@@ -116,5 +118,6 @@ export const INVOKE = defineContract({
     "An HTTP request for an endpoint, forwarded to one container. Tokens: machine id, container id (only that machine's agent may hear it). Sent by the gateway to the least-loaded ready container of the deployment; answered by that container's agent, which passes it to the container on $PORT. Core NATS so no worker needs an inbound port.",
     "Request: one message whose reply subject is an inbox the caller subscribed first; header `Tern-Invoke` holds the InvokeHead as JSON; the data is the raw body when it fits in one message (the server's max_payload less 64 KiB), otherwise the gateway puts the body in the object store bucket `bodies` (5-minute TTL) as `<machineId>.<bodyRef>` and the agent fetches it once over HTTPS (GET /api/v1/agent/bodies/<bodyRef>, machine token), which deletes it.",
     'Response: a stream of messages to the inbox, each with `Tern-Seq: <n>` from 0. The first carries `Tern-Status` and `Tern-Headers` (JSON, the InvokeResponseHead); every message carries a body chunk of at most 256 KiB; the last has `Tern-End: 1`. An error, before the head or during the body, is an end message with `Tern-Error: <message>` and `Tern-Error-Code: <http code>` (400 invalid head, 500 handler failure, 502 response over 16 MiB or container gone, 504 timeout). No responders means the container is gone (the caller answers 503).',
+    "Cancel: a caller that no longer wants the answer (its client hung up, or one of its limits passed) publishes an empty message without a reply subject on the request's subject, with header `Tern-Cancel: <the request's reply subject>`; the server stops the request (the agent closes its connection to the container, which sees its client go away) and sends nothing more.",
   ].join('\n\n'),
 });

@@ -25,6 +25,7 @@ export interface InvokeResponse {
 }
 
 export interface InvokeOptions {
+  /** Ends the call (and tells the server to stop: see INVOKE's cancel); an InvokeError as its reason is what the call fails with, else 499. */
   signal?: AbortSignal;
   /** Longest silence from the server, keepalives included (default 3 keepalive periods); the request's own timeout is the server's to enforce. */
   idleTimeoutMs?: number;
@@ -44,8 +45,9 @@ export type InvokeRequestHead = Omit<InvokeHead, 'bodyBytes' | 'bodyRef'>;
 /**
  * Sends one request to a container's agent and resolves with the response head once it
  * arrives; the body streams on. Rejects with InvokeError: 503 when nobody serves the
- * container, 504 when a message is overdue, the agent's code for an error end, 499 when
- * aborted, 502 for a broken stream.
+ * container, 504 when a message is overdue, the agent's code for an error end, 499 (or the
+ * signal's InvokeError) when aborted, 502 for a broken stream. A call given up before the
+ * server ended it (aborted, or its body left unread) is cancelled on the server too.
  */
 export async function invoke(
   messaging: Messaging,
@@ -62,7 +64,7 @@ export async function invoke(
     head.bodyRef = request.requestId;
     data = new Uint8Array();
   }
-  if (opts.signal?.aborted) throw new InvokeError(499, 'request aborted');
+  if (opts.signal?.aborted) throw opts.signal.reason instanceof InvokeError ? opts.signal.reason : new InvokeError(499, 'request aborted');
   return new InvokeCall(messaging, target, head, data, opts).response;
 }
 
@@ -76,16 +78,25 @@ class InvokeCall {
   private readonly inbox: ReplyInbox;
   private readonly reply: string;
   private readonly containerId: string;
+  private readonly subject: string;
+  private readonly nc: Messaging['nc'];
   private readonly signal?: AbortSignal;
-  private readonly onAbort = () => this.fail(new InvokeError(499, 'request aborted'));
+  private readonly onAbort = () => {
+    const reason: unknown = this.signal?.reason;
+    this.fail(reason instanceof InvokeError ? reason : new InvokeError(499, 'request aborted'));
+  };
   private nextSeq = 0;
   private settled = false;
   private finished = false;
+  /** The server sent its end (or an error end, or no responders): nothing there to cancel. */
+  private serverDone = false;
   private resolveHead!: (r: InvokeResponse) => void;
   private rejectHead!: (e: InvokeError) => void;
 
   constructor(messaging: Messaging, target: InvokeTarget, head: InvokeHead, data: Uint8Array, opts: InvokeOptions) {
     this.containerId = target.containerId;
+    this.nc = messaging.nc;
+    this.subject = messaging.subject(opts.contract ?? INVOKE, [target.machineId, this.containerId]);
     this.signal = opts.signal;
     this.response = new Promise<InvokeResponse>((resolve, reject) => {
       this.resolveHead = resolve;
@@ -108,11 +119,9 @@ class InvokeCall {
     const h = natsHeaders();
     h.set(INVOKE_HEADERS.head, headerJson(head));
     try {
-      messaging.nc.publish(messaging.subject(opts.contract ?? INVOKE, [target.machineId, this.containerId]), data, {
-        reply: this.reply,
-        headers: h,
-      });
+      messaging.nc.publish(this.subject, data, { reply: this.reply, headers: h });
     } catch (e) {
+      this.serverDone = true;
       this.fail(new InvokeError(502, `cannot send to container ${this.containerId}: ${(e as Error).message}`));
     }
   }
@@ -122,6 +131,18 @@ class InvokeCall {
     this.finished = true;
     this.signal?.removeEventListener('abort', this.onAbort);
     this.inbox.remove(this.reply);
+    if (!this.serverDone) this.cancel();
+  }
+
+  /** Tells the server the answer is no longer wanted, so it stops the container's work (see INVOKE). */
+  private cancel(): void {
+    const h = natsHeaders();
+    h.set(INVOKE_HEADERS.cancel, this.reply);
+    try {
+      this.nc.publish(this.subject, EMPTY, { headers: h });
+    } catch {
+      // The connection is closed: the server's keepalives fail too and it stops on its own.
+    }
   }
 
   private fail(e: InvokeError): void {
@@ -137,6 +158,7 @@ class InvokeCall {
     const h = msg.headers;
     const containerId = this.containerId;
     if (h && !h.get(INVOKE_HEADERS.seq) && h.code === 503) {
+      this.serverDone = true;
       return this.fail(new InvokeError(503, `container ${containerId} is not serving requests (no responders)`));
     }
     if (h?.get(INVOKE_HEADERS.keepalive)) return;
@@ -150,6 +172,7 @@ class InvokeCall {
       );
     this.nextSeq++;
     const error = h?.get(INVOKE_HEADERS.error);
+    if (error) this.serverDone = true;
     if (error) return this.fail(new InvokeError(Number(h?.get(INVOKE_HEADERS.errorCode)) || 502, error));
     const end = !!h?.get(INVOKE_HEADERS.end);
     if (seq === 0) {
@@ -161,11 +184,14 @@ class InvokeCall {
     }
     if (msg.data.length) this.chunks.push(msg.data);
     if (end) {
+      this.serverDone = true;
       this.finish();
       this.chunks.end();
     }
   }
 }
+
+const EMPTY = new Uint8Array();
 
 /** Checked synchronously so messages are handled strictly in order. */
 function parseResponseHead(status: string | undefined, headers: string | undefined): Decoded<InvokeResponseHead> {

@@ -25,8 +25,9 @@ export interface InvokeHandlerResult {
 }
 
 /**
- * Answers one request. `signal` fires when the head's timeout passes, so the handler can
- * drop its call to the container. Throw InvokeError to choose the status of the error end.
+ * Answers one request. `signal` fires when the head's timeout passes or the caller cancels
+ * (its reason an InvokeError: 504 or 499), so the handler can drop its call to the container.
+ * Throw InvokeError to choose the status of the error end.
  */
 export type InvokeHandler = (head: InvokeHead, body: Uint8Array, signal: AbortSignal) => Promise<InvokeHandlerResult>;
 
@@ -53,11 +54,23 @@ export function serveInvoke(
   maxResponseBytes = MAX_RESPONSE_BYTES,
 ): Subscription {
   const subject = messaging.ns.subject(subjectFilter(contract, target.machineId, target.containerId));
+  // The requests this subscription is answering, by reply subject: what a cancel names.
+  const answering = new Map<string, Answer>();
   return messaging.nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return logger.error(`subscription ${subject} failed: ${err.message}`);
+      const cancel = msg.headers?.get(INVOKE_HEADERS.cancel);
+      // Cancels follow their request on the same connection, so it is registered already (or done).
+      if (cancel) return answering.get(cancel)?.cancel();
       if (!msg.reply) return logger.warn(`request on ${subject} without a reply subject dropped`);
-      fireAndForget(`answering on ${subject}`, logger, new Answer(messaging.nc, msg, msg.reply).run(handler, fetchBody, maxResponseBytes));
+      const reply = msg.reply;
+      const answer = new Answer(messaging.nc, msg, reply);
+      answering.set(reply, answer);
+      fireAndForget(
+        `answering on ${subject}`,
+        logger,
+        answer.run(handler, fetchBody, maxResponseBytes).finally(() => answering.delete(reply)),
+      );
     },
   });
 }
@@ -134,12 +147,20 @@ class Answer {
     }
   }
 
+  /** The caller no longer wants the answer: stop the handler's work, send nothing more. */
+  cancel(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.abort.abort(new InvokeError(499, 'the caller cancelled the request (its client went away or a limit of its passed)'));
+  }
+
   /** Called by the sweep: a keepalive while working, a 504 once the head's timeout has passed. */
   tick(now: number): void {
     if (this.ended) return;
     if (now >= this.deadline) {
-      this.abort.abort();
-      this.sendError(504, `no complete response within ${this.timeoutMs} ms`);
+      const message = `no complete response within ${this.timeoutMs} ms`;
+      this.abort.abort(new InvokeError(504, message));
+      this.sendError(504, message);
     } else if (now - this.lastSent >= KEEPALIVE_MS) {
       this.lastSent = now;
       try {
@@ -147,7 +168,7 @@ class Answer {
       } catch {
         // The connection closed: nobody can be told anything more; stop the handler's work.
         this.ended = true;
-        this.abort.abort();
+        this.abort.abort(new InvokeError(502, 'the connection to the caller closed'));
       }
     }
   }
@@ -193,7 +214,7 @@ class Answer {
       if (this.ended) return;
       total += piece.length;
       if (total > maxResponseBytes) {
-        this.abort.abort();
+        this.abort.abort(new InvokeError(502, `response body is over the ${maxResponseBytes}-byte limit`));
         return this.sendError(502, `response body is over the ${maxResponseBytes}-byte limit`);
       }
       for (const part of split(piece)) this.send(part, () => undefined);
