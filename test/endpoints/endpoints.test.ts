@@ -74,6 +74,18 @@ describe('gateway data plane: /endpoint/<name>', () => {
       ...over,
     };
     await deployments.put(deploymentKey(deploymentId, version), encode(record));
+    // The gateway learns of it through its KV watch: on a loaded machine a request sent right
+    // after the put found no such deployment (404), and a test waiting for it to be held timed
+    // out. A version no deployment has answers "has no version" once the name is known.
+    await waitFor(
+      `the gateway to know ${name}`,
+      async () => {
+        const probe = await call(`/endpoint/${name}@999999`);
+        return probe.status === 404 && /has no version/.test(((await probe.json()) as { message: string }).message);
+      },
+      15_000,
+      20,
+    );
     return record;
   };
 

@@ -3,12 +3,12 @@ import { HttpException, Injectable, Logger } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { AuthService } from '../auth/auth.service.js';
-import { EndpointHttpError, EndpointsService } from './endpoints.service.js';
+import { EndpointsService } from './endpoints.service.js';
 
-/** The patterns served, as Nest's `@All([':name', ':name/*'])` had them (metrics label requests by pattern). */
+/** The patterns served (metrics label requests by pattern). */
 const PATTERNS = ['/endpoint/:name', '/endpoint/:name/*'];
 
-/** The OpenAPI entry, as the document had it when a Nest controller served the route. */
+/** The route's OpenAPI entry (a Fastify route has none of its own). */
 const OPERATION = {
   summary: 'Invoke an endpoint',
   description:
@@ -52,12 +52,10 @@ export class EndpointsRoute {
       await this.endpoints.forward(principal, request, reply);
     } catch (e) {
       if (reply.sent) return;
-      // A 401 from AuthService: the very answer Nest's exception filter gives it.
+      // ApiError and AuthService's 401: the very answer Nest's exception filter gives them.
       if (e instanceof HttpException) return void reply.code(e.getStatus()).send(e.getResponse());
-      const status = e instanceof EndpointHttpError ? e.status : 500;
-      const message = e instanceof EndpointHttpError ? e.message : 'internal error';
-      if (status === 500) this.logger.error(`request ${request.url} failed: ${(e as Error).stack ?? e}`);
-      void reply.code(status).send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message });
+      this.logger.error(`request ${request.url} failed: ${(e as Error).stack ?? e}`);
+      void reply.code(500).send({ statusCode: 500, error: STATUS_CODES[500], message: 'internal error' });
     }
   }
 }
@@ -66,7 +64,7 @@ export class EndpointsRoute {
 export function documentEndpointsRoute(document: OpenAPIObject): void {
   for (const path of ['/endpoint/{name}', '/endpoint/{name}/{path}']) {
     document.paths[path] = Object.fromEntries(
-      // The operation ids it had, so clients generated from the document keep their method names.
+      // Stable operation ids: clients generated from the document keep their method names.
       DOCUMENTED_METHODS.map((m) => [m, { ...OPERATION, operationId: `EndpointsController_invoke_${m}` }]),
     );
   }

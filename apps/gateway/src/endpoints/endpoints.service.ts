@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DeploymentRecord, endpointLimits, HTTP_METHODS, type HttpMethod } from '#tern/contracts';
 import { invoke, InvokeError, type InvokeResponse, Messaging } from '#tern/messaging';
 import { ContainersRepository } from '#tern/persistence';
+import { ApiError } from '#tern/service';
 import type { Principal } from '../auth/principal.js';
 import { NOTICE_HEADER, parseEndpointUrl, pathNotice, pinnedVersion, SERVED_VERSION_HEADER, VERSION_HEADER } from './endpoint-path.js';
 import { forwardable } from './headers.js';
@@ -18,15 +19,6 @@ import { RoutesMirror, TABLE_NOT_LOADED } from './routes-mirror.js';
 const RETRIES_ON_GONE = 2;
 /** How long after the gateway's own total limit the agent ends a request by itself. */
 const AGENT_GRACE_MS = 2_000;
-
-export class EndpointHttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * The data plane: an HTTP request for `/endpoint/<name>…` is sent to the least-loaded ready
@@ -47,17 +39,17 @@ export class EndpointsService {
   async forward(principal: Principal, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const requestId = requestIdOf(request);
     const target = parseEndpointUrl(request.url);
-    if (!target) throw new EndpointHttpError(404, 'expected /endpoint/<name>[@<version>][/<path>]');
+    if (!target) throw new ApiError(404, 'expected /endpoint/<name>[@<version>][/<path>]');
     const pin = pinnedVersion(target, request.headers[VERSION_HEADER]);
-    if ('problem' in pin) throw new EndpointHttpError(400, pin.problem);
+    if ('problem' in pin) throw new ApiError(400, pin.problem);
     const method = request.method.toUpperCase() as HttpMethod;
-    if (!HTTP_METHODS.includes(method)) throw new EndpointHttpError(405, `method ${request.method} is not supported on endpoints`);
+    if (!HTTP_METHODS.includes(method)) throw new ApiError(405, `method ${request.method} is not supported on endpoints`);
 
-    if (!(await this.table.ready())) throw new EndpointHttpError(503, TABLE_NOT_LOADED);
+    if (!(await this.table.ready())) throw new ApiError(503, TABLE_NOT_LOADED);
     const found = this.table.find(principal.workspaceId, target.name, pin.version);
-    if (!found.known) throw new EndpointHttpError(404, `deployment "${target.name}" not found`);
+    if (!found.known) throw new ApiError(404, `deployment "${target.name}" not found`);
     const record = found.record;
-    if (!record) throw new EndpointHttpError(404, `deployment "${target.name}" has no version ${pin.version}`);
+    if (!record) throw new ApiError(404, `deployment "${target.name}" has no version ${pin.version}`);
     this.stats.observe(record, reply.raw);
     if (record.spec.kind !== 'endpoint') {
       const where =
@@ -66,9 +58,9 @@ export class EndpointsService {
           : record.spec.kind === 'task_queue'
             ? `: submit to /taskqueue/${target.name}`
             : '';
-      throw new EndpointHttpError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint${where}`);
+      throw new ApiError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint${where}`);
     }
-    if (record.state === 'stopped') throw new EndpointHttpError(503, `deployment "${target.name}" stopped: start it to serve requests`);
+    if (record.state === 'stopped') throw new ApiError(503, `deployment "${target.name}" stopped: start it to serve requests`);
 
     const limits = endpointLimits(record.spec);
     const arrived = Date.now();
@@ -118,13 +110,13 @@ export class EndpointsService {
         } catch (e) {
           lane.release(containerId);
           if (!(e instanceof InvokeError)) throw e;
-          if (e instanceof EndedEarly) throw new EndpointHttpError(e.code, e.message);
+          if (e instanceof EndedEarly) throw new ApiError(e.code, e.message);
           if (e.code === 503 || e.code === 502) lane.markSuspect(containerId);
           // No responders: the request never reached a container, so another one may take it.
           if (e.code === 503 && attempt < RETRIES_ON_GONE && lane.hasRoom()) continue;
           if (e.code === 503)
-            throw new EndpointHttpError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
-          throw new EndpointHttpError(e.code, e.message);
+            throw new ApiError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
+          throw new ApiError(e.code, e.message);
         }
         clock.started();
         this.respond(reply, response, { containerId, lane, started, clock, record, tern });
@@ -147,25 +139,25 @@ export class EndpointsService {
     if (retry) {
       const now = lane.tryAcquire();
       if (now) return now;
-      throw new EndpointHttpError(503, `no container of "${record.name}" is answering; retry shortly`);
+      throw new ApiError(503, `no container of "${record.name}" is answering; retry shortly`);
     }
     const queued = lane.buffered;
     const outcome = lane.acquire(Math.max(1, deadline - Date.now()), clock.signal);
     if (outcome === 'full')
-      throw new EndpointHttpError(429, `buffer full: ${lane.buffered} requests already wait for "${record.name}" v${record.version}`);
+      throw new ApiError(429, `buffer full: ${lane.buffered} requests already wait for "${record.name}" v${record.version}`);
     if (lane.buffered > queued) this.lanes.askForCapacity(lane);
     const result = await outcome;
     if ('containerId' in result) return result.containerId;
     // The client left. (The timeout's own timer may fire first: the 504 below says why it passed.)
-    if (clock.ended?.reason === 'client_closed') throw new EndpointHttpError(clock.ended.code, clock.ended.message);
+    if (clock.ended?.reason === 'client_closed') throw new ApiError(clock.ended.code, clock.ended.message);
     const now = this.table.record(record.deploymentId, record.version);
-    if (!now) throw new EndpointHttpError(404, `deployment "${record.name}" was deleted`);
-    if (now.state === 'stopped') throw new EndpointHttpError(503, `deployment "${record.name}" stopped: start it to serve requests`);
+    if (!now) throw new ApiError(404, `deployment "${record.name}" was deleted`);
+    if (now.state === 'stopped') throw new ApiError(503, `deployment "${record.name}" stopped: start it to serve requests`);
     // Rare and slow already: the record says why, so the caller need not go looking.
     const why = await this.containers
       .whyNoContainer(record.deploymentId, record.version, new Date(deadline - record.spec.timeoutSeconds * 1000))
       .catch(() => undefined);
-    throw new EndpointHttpError(
+    throw new ApiError(
       504,
       `no container of "${record.name}" v${record.version} could take the request within ${record.spec.timeoutSeconds} s${why ? `; ${why}` : ''}`,
     );
