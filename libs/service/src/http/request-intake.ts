@@ -59,13 +59,14 @@ export function answerClientError(error: Error & { code?: string; rawPacket?: un
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`,
   );
+  // Both sides ended (the client closes once it has read the answer) closes the socket by itself;
+  // a client that neither stops nor closes is cut off.
   const giveUp = setTimeout(() => socket.destroy(), REFUSED_BODY_DISCARD.maxMs).unref();
   socket.once('close', () => clearTimeout(giveUp));
   // Where no parser consumes the socket (TLS), its bytes come here; the count bounds them either way.
   socket.on('data', () => {
     if ((socket.bytesRead ?? 0) - answeredAt.get(socket)! > REFUSED_BODY_DISCARD.maxBytes) socket.destroy();
   });
-  socket.once('end', () => socket.destroy());
   socket.resume();
 }
 
