@@ -1,6 +1,9 @@
+import { createUser } from '@nats-io/nkeys';
+import * as contracts from '#tern/contracts';
 import { runningGateway } from '../support/gateway.js';
-import { createHash, randomInt } from 'node:crypto';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
 
 /**
  * Random methods, paths, headers and bodies at every route of a running gateway, with a valid
@@ -32,6 +35,15 @@ const EXPECTED_5XX = [
   // No registry configured: a valid build has nowhere to go.
   { path: /^\/api\/v1\/images\/builds\/?(\?|$)/, status: 503, message: /^no image registry: set REGISTRY_URL/ },
 ];
+
+/** Whether an answer fails the fuzz: a reset or other socket error (a long poll's timeout aside), or a 5xx that is not the route's meaning. */
+function failed(req: { method: string; path: string }, answer: Answer): boolean {
+  if (answer.error) return answer.error !== 'timeout';
+  const expected = EXPECTED_5XX.some(
+    (e) => e.status === answer.status && e.path.test(req.path) && (req.method === 'HEAD' || e.message.test(messageOf(answer))),
+  );
+  return answer.status! >= 500 && !expected;
+}
 
 /** mulberry32: small, seedable, good enough to pick inputs. */
 function generator(seed: number) {
@@ -320,13 +332,229 @@ function send(base: URL, agent: http.Agent, req: Sent): Promise<Answer> {
   });
 }
 
+/** A 4 MiB body: past what the kernel buffers on a connection, so a refusal that closes under it resets the connection. */
+const LARGE_BODY = Buffer.alloc(4 * 1024 * 1024, 0x20);
+/** A body past the limit (shared by the requests that send one: they only read it). */
+const OVERSIZE_BODY = Buffer.alloc(BODY_LIMIT + 1024 * 1024, 0x20);
+/** A field value of 1 MiB. */
+const HUGE_FIELD = 'x'.repeat(1024 * 1024);
+
+/** What is wrong with the URL of a sweep request, in turn. */
+const URL_DEFECTS = [
+  { label: 'stray % in the path', param: '%zz' },
+  { label: 'path not UTF-8', param: 'caf%E9' },
+  { label: 'NUL in the path', param: 'a%00b' },
+  { label: 'path parameter over the router bound', param: 'p'.repeat(101) },
+  { label: 'query not UTF-8, stray %, NUL', param: 'fuzz', query: 'a=%E9&b=%zz&c=%00&%=1' },
+] as const;
+
+/** A user public key of the right shape whose checksum does not match (one character changed). */
+function corruptedKey(): string {
+  const key = createUser().getPublicKey();
+  return key.slice(0, 10) + (key[10] === 'A' ? 'B' : 'A') + key.slice(11);
+}
+
+const INVENTORY = {
+  hostname: 'fuzz-host',
+  cpu: { model: 'cpu', cores: 1, threads: 2 },
+  memoryBytes: 1024 ** 3,
+  disks: [{ mount: '/', fsType: 'ext4', sizeBytes: 10, freeBytes: 5 }],
+  os: { platform: 'linux', distro: 'debian', release: '12', kernel: '6.1', arch: 'x64' },
+  networkInterfaces: [{ name: 'eth0', mac: '02:00:00:00:00:01', addresses: ['10.0.0.2'], speedMbps: null }],
+  gpus: [
+    {
+      index: 0,
+      vendor: 'nvidia',
+      model: 'NVIDIA H100 80GB HBM3',
+      memoryMiB: 81559,
+      driverVersion: '550',
+      cudaVersion: '12.4',
+      uuid: 'GPU-1',
+    },
+  ],
+};
+
+/**
+ * Bodies each route would take, so that one field made hostile at a time is what the route
+ * sees past validation of the rest (a 1 MiB agentVersion got to NATS that way and came back 503).
+ */
+function validBodies(): Record<string, Record<string, unknown>> {
+  const key = createUser().getPublicKey();
+  return {
+    'POST /api/v1/nats/users': { name: 'fuzz', allow: ['events'], publicKey: key },
+    'POST /api/v1/machine/register': { machineId: 'fuzz-m', pool: 'default', agentVersion: '1', natsPublicKey: key, inventory: INVENTORY },
+    'POST /api/v1/machine/keepalive': { machineId: 'fuzz-m', poolName: 'default', agentVersion: '1' },
+    'POST /api/v1/tokens': { name: 'fuzz' },
+    'POST /api/v1/workspaces': { name: 'fuzz-ws' },
+    'POST /api/v1/pools': { name: 'fuzz-pool' },
+    'POST /api/v1/machines': { pool: 'default' },
+    'PUT /api/v1/secrets/{name}': { value: 'v' },
+    'POST /api/v1/volumes': { name: 'fuzz-vol' },
+  };
+}
+
+let machines = 0;
+/** A registration body for a machine id of its own, so that no request meets another's machine (409) before its hostile field. */
+function ownMachine(body: unknown): unknown {
+  const b = body as { machineId?: unknown };
+  return b.machineId === 'fuzz-m' ? { ...b, machineId: `fuzz-m${++machines}` } : body;
+}
+
+/** Every string in a JSON value, by its path, replaced in turn with `value`: one copy per string. */
+function eachStringReplaced(body: unknown, value: string): unknown[] {
+  if (typeof body === 'string') return [value];
+  if (Array.isArray(body))
+    return body.flatMap((item, i) => eachStringReplaced(item, value).map((v) => body.map((x, j) => (i === j ? v : x))));
+  if (typeof body !== 'object' || body === null) return [];
+  return Object.entries(body).flatMap(([k, item]) => eachStringReplaced(item, value).map((v) => ({ ...body, [k]: v })));
+}
+
+/** The request line and head as bytes (with a byte no URL may hold), then a body, on a socket of its own: the answer or the socket's error. */
+function sendRaw(base: URL, method: string, path: Buffer, body: Buffer): Promise<Answer> {
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(base.port), base.hostname);
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    socket.setTimeout(REQUEST_TIMEOUT_MS, () => {
+      error = 'timeout';
+      socket.destroy();
+    });
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1];
+      resolve(
+        error || !status ? { error: error ?? 'no answer' } : { status: Number(status), body: text.slice(text.indexOf('\r\n\r\n') + 4) },
+      );
+    });
+    socket.write(
+      Buffer.concat([
+        Buffer.from(`${method} `),
+        path,
+        Buffer.from(
+          ` HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+        ),
+      ]),
+    );
+    socket.end(body);
+  });
+}
+
+interface Operation {
+  method: string;
+  template: string;
+  query: string[];
+  /** The names of its JSON body's fields: from the OpenAPI schema, or from the contract class of that name. */
+  fields: string[];
+}
+
+/** The hostile requests of the sweep for one operation (the `index`th): URL defects, bodies too big, hostile fields. */
+function hostileRequests(op: Operation, index: number, valid: Record<string, unknown> | undefined): Sent[] {
+  const admin = { authorization: `Bearer ${ADMIN}` };
+  const json = (value: unknown, label: string): Body => ({ bytes: Buffer.from(JSON.stringify(value)), label });
+  const at = (param: string, query = '') => {
+    const params = op.template.match(/\{[^}]+\}/g) ?? [];
+    const path = params.length ? op.template.replace(/\{[^}]+\}/g, param) : `${op.template}/${param}`;
+    return query ? `${path}?${query}` : path;
+  };
+  const plain = op.template.replace(/\{[^}]+\}/g, 'fuzz');
+  const sent: Sent[] = URL_DEFECTS.map((d) => ({
+    method: op.method,
+    path: at(d.param, 'query' in d ? d.query : ''),
+    headers: { ...admin, 'content-type': 'application/json' },
+    body: json(valid ?? {}, d.label),
+  }));
+  // A body the client is still sending while the URL is refused, on a connection that closes after the answer.
+  const defect = URL_DEFECTS[index % URL_DEFECTS.length]!;
+  sent.push({
+    method: op.method,
+    path: at(defect.param, 'query' in defect ? defect.query : ''),
+    headers: { ...admin, 'content-type': 'application/json', connection: 'close' },
+    body: { bytes: LARGE_BODY, label: `4 MiB body, ${defect.label}` },
+  });
+  // Past the body limit, on every fourth operation (each costs 17 MiB on a 2-core machine).
+  if (index % 4 === 0)
+    sent.push({
+      method: op.method,
+      path: plain,
+      headers: { ...admin, 'content-type': 'application/json', ...(index % 8 === 0 ? { connection: 'close' } : {}) },
+      body: { bytes: OVERSIZE_BODY, label: 'body over the limit' },
+    });
+  sent.push({
+    method: op.method,
+    path: plain,
+    headers: { ...admin, 'content-type': 'application/octet-stream' },
+    body: json(valid ?? {}, 'JSON sent as bytes'),
+  });
+  const bad = corruptedKey();
+  const postJson = (body: unknown, label: string) =>
+    sent.push({ method: op.method, path: plain, headers: { ...admin, 'content-type': 'application/json' }, body: json(body, label) });
+  // One field hostile at a time in a body the route would take, so the rest passes validation.
+  for (const [value, label] of [
+    [HUGE_FIELD, '1 MiB field'],
+    [bad, 'bad nkey checksum'],
+  ] as const)
+    for (const body of valid ? eachStringReplaced(valid, value) : []) postJson(ownMachine(body), label);
+  // 64 KiB each: past every bound, without building megabytes per field of a wide spec.
+  for (const [value, label] of [
+    [HUGE_FIELD.slice(0, 64 * 1024), 'every field 64 KiB'],
+    [bad, 'every field a bad nkey checksum'],
+    [{ $where: 1 }, 'every field an object'],
+  ] as const)
+    postJson(Object.fromEntries(op.fields.map((f) => [f, value])), label);
+  for (const name of op.query)
+    sent.push({ method: op.method, path: `${plain}?${name}=${HUGE_FIELD.slice(0, 4000)}`, headers: admin, body: { label: 'none' } });
+  return sent;
+}
+
+/** The operations of the gateway's OpenAPI document. */
+async function operations(base: URL): Promise<Operation[]> {
+  const spec = (await (await fetch(new URL('/docs-json', base))).json()) as {
+    paths: Record<
+      string,
+      Record<
+        string,
+        { parameters?: { in: string; name: string }[]; requestBody?: { content?: Record<string, { schema?: { $ref?: string } }> } }
+      >
+    >;
+    components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+  };
+  return Object.entries(spec.paths).flatMap(([template, ops]) =>
+    Object.entries(ops).map(([method, op]) => {
+      const ref = op.requestBody?.content?.['application/json']?.schema?.$ref?.split('/').pop();
+      const documented = Object.keys((ref && spec.components.schemas[ref]?.properties) ?? {});
+      // Contract classes (libs/contracts) carry no OpenAPI properties: their validators name the fields.
+      const cls = ref && !documented.length ? (contracts as Record<string, unknown>)[ref] : undefined;
+      const fields = typeof cls === 'function' ? contracts.describeFields(cls as contracts.Class<object>).map((f) => f.name) : documented;
+      return {
+        method: method.toUpperCase(),
+        template,
+        query: (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
+        fields,
+      };
+    }),
+  );
+}
+
 describe('gateway fuzz: no 5xx, no reset', () => {
-  const gateway = runningGateway('fuzz', ADMIN);
+  // With a key, so that the secrets routes run instead of answering that secrets are off.
+  const gateway = runningGateway('fuzz', ADMIN, { SECRETS_KEY: randomBytes(32).toString('base64') });
   let base: URL;
 
   beforeAll(() => {
     base = new URL(gateway.base);
   });
+
+  /** The gateway's first error records, or its last lines if it exited. */
+  const gatewayErrors = () =>
+    gateway.process.running
+      ? gateway.process
+          .records()
+          .filter((r) => Number(r.level) >= 50)
+          .slice(0, 5)
+          .map((r) => JSON.stringify(r).slice(0, 1500))
+      : ['the gateway exited:', ...gateway.process.lines.slice(-30)];
 
   it(`answers ${REQUESTS} random requests at every route with no 5xx and no reset`, async () => {
     const seed = Number(process.env.FUZZ_SEED ?? randomInt(2 ** 31));
@@ -391,11 +619,7 @@ describe('gateway fuzz: no 5xx, no reset', () => {
           const answer = await send(base, agent, req);
           const key = answer.status ?? answer.error ?? '?';
           statuses.set(key, (statuses.get(key) ?? 0) + 1);
-          const expected = EXPECTED_5XX.some(
-            (e) => e.status === answer.status && e.path.test(req.path) && (req.method === 'HEAD' || e.message.test(messageOf(answer))),
-          );
-          const bad = answer.error ? answer.error !== 'timeout' : answer.status! >= 500 && !expected;
-          if (bad) {
+          if (failed(req, answer)) {
             const what = answer.error
               ? `${answer.error}; earlier on this connection:\n      ${answer.history?.join('\n      ')}`
               : `${answer.status} ${answer.body?.slice(0, 300)}`;
@@ -410,16 +634,64 @@ describe('gateway fuzz: no 5xx, no reset', () => {
     const summary = `seed ${seed} (replay: FUZZ_SEED=${seed}), ${REQUESTS} requests in ${Date.now() - started} ms, answers ${JSON.stringify(Object.fromEntries(statuses))}`;
     process.stdout.write(`${summary}\n`);
     if (failures.length) {
-      const errors = gateway.process.running
-        ? gateway.process
-            .records()
-            .filter((r) => Number(r.level) >= 50)
-            .slice(0, 5)
-            .map((r) => JSON.stringify(r).slice(0, 1500))
-        : ['the gateway exited:', ...gateway.process.lines.slice(-30)];
+      const errors = gatewayErrors();
       throw new Error(
         `${failures.length} failures, ${summary}:\n${failures.slice(0, 40).join('\n')}\ngateway errors:\n${errors.join('\n')}`,
       );
     }
   }, 120_000);
+
+  it('sends every operation of the OpenAPI document hostile input: bad percent-encoding, bytes no URL may hold, large and oversize bodies, oversize fields, bad nkey checksums', async () => {
+    const ops = await operations(base);
+    expect(ops.length).toBeGreaterThan(100);
+    const valid = validBodies();
+    for (const key of Object.keys(valid)) expect(ops.map((o) => `${o.method} ${o.template}`)).toContain(key);
+    const jobs = ops.flatMap((op, i) => hostileRequests(op, i, valid[`${op.method} ${op.template}`]).map((req) => ({ op, req })));
+    // Bytes no URL may hold, on every operation: Node's parser refuses the request line.
+    const raw = ops.map((op, i) => ({
+      op,
+      path: Buffer.concat([Buffer.from(op.template.replace(/\{[^}]+\}/g, 'x') + '/caf'), Buffer.from([0xe9])]),
+      body: i % 2 ? LARGE_BODY : Buffer.from('{}'),
+    }));
+    const agent = new http.Agent({ keepAlive: true, maxSockets: WORKERS });
+    const failures: string[] = [];
+    const covered = new Set<string>();
+    const statuses = new Map<number | string, number>();
+    const count = (a: Answer) => statuses.set(a.status ?? a.error ?? '?', (statuses.get(a.status ?? a.error ?? '?') ?? 0) + 1);
+    let next = 0;
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: WORKERS }, async () => {
+        while (next < jobs.length + raw.length) {
+          const i = next++;
+          if (i < jobs.length) {
+            const { op, req } = jobs[i]!;
+            const answer = await send(base, agent, req);
+            count(answer);
+            covered.add(`${op.method} ${op.template}`);
+            if (failed(req, answer))
+              failures.push(
+                `${req.method} ${req.path.slice(0, 160)} [${req.body.label}] → ${answer.error ?? `${answer.status} ${answer.body?.slice(0, 300)}`}`,
+              );
+          } else {
+            const { op, path, body } = raw[i - jobs.length]!;
+            const answer = await sendRaw(base, op.method, path, body);
+            count(answer);
+            if (answer.error || answer.status !== 400)
+              failures.push(
+                `${op.method} ${path.toString('latin1')} [raw byte, ${body.length} B body] → ${answer.error ?? `${answer.status} ${answer.body?.slice(0, 300)}`}`,
+              );
+          }
+        }
+      }),
+    );
+    agent.destroy();
+    expect(covered.size).toBe(ops.length);
+    const summary = `${jobs.length + raw.length} requests at ${ops.length} operations in ${Date.now() - started} ms, answers ${JSON.stringify(Object.fromEntries(statuses))}`;
+    process.stdout.write(`${summary}\n`);
+    if (failures.length)
+      throw new Error(
+        `${failures.length} failures, ${summary}:\n${failures.slice(0, 40).join('\n')}\ngateway errors:\n${gatewayErrors().join('\n')}`,
+      );
+  }, 240_000);
 });

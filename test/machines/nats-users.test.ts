@@ -1,7 +1,11 @@
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { Kvm } from '@nats-io/kv';
+import { loadConfig } from '#tern/config';
+import { HEARTBEATS_BUCKET } from '#tern/contracts';
 import { formatCreds, inboxPrefix, jwtExpiresAt } from '#tern/nats-auth';
 import { runningGateway } from '../support/gateway.js';
 import { TEST_NATS_URL } from '../support/isolation.js';
+import { connectTestNats } from '../support/nats.js';
 import { client, joinWithKey, registration } from './harness.js';
 
 const ADMIN = `tern_${'u'.repeat(43)}`;
@@ -62,6 +66,20 @@ describe('machine NATS users', () => {
     expect(await closedWithin5s(nc)).toBe('closed');
     expect(Date.now() - deleted).toBeLessThan(5000);
     await expect(connectMachine(again.body.nats.jwt, key.seed, namespace, 'm-rev')).rejects.toThrow(/Authorization Violation|revoked/i);
+  });
+
+  it("erases a deleted machine's heartbeat entry, which its own NATS user may do", async () => {
+    await join('m-hb');
+    const nc = await connectTestNats();
+    open.push(nc);
+    // Made as the scheduler makes it (Messaging.kv), so the gateway opens the same bucket.
+    const ttl = loadConfig('gateway', {}).machines.heartbeatTtlSeconds * 1000;
+    const bucket = await new Kvm(nc).create(`${gateway.namespace}_${HEARTBEATS_BUCKET.name}`, { ttl, history: 1, replicas: 1 });
+    await bucket.put('m-hb', JSON.stringify({ machineId: 'm-hb', receivedAt: new Date().toISOString() }));
+    await bucket.put('m-other', JSON.stringify({ machineId: 'm-other', receivedAt: new Date().toISOString() }));
+    expect((await call('DELETE', '/api/v1/machines/m-hb', ADMIN)).status).toBe(204);
+    expect(await bucket.get('m-hb')).toBeNull();
+    expect((await bucket.get('m-other'))?.operation).toBe('PUT');
   });
 
   it('revoke cuts a machine off: its connection closes within 5 s, its JWT and its machine token stop working', async () => {

@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { type MetadataStorage, ValidationTypes, getMetadataStorage } from 'class-validator';
 import type { Class } from './contract.js';
-import { ID_PATTERN, IS_IPV4_CIDR, IS_NULLABLE, IS_RECORD_OF_NUMBERS, IS_RECORD_OF_STRINGS } from './validation.js';
+import { ID_PATTERN, IS_IPV4_CIDR, IS_NULLABLE, IS_RECORD_OF_NUMBERS, IS_RECORD_OF_STRINGS, IS_USER_PUBLIC_KEY } from './validation.js';
 
 /**
  * Reads a payload class's fields back out of its class-validator metadata, so the docs
@@ -45,6 +45,7 @@ const STRING_FORMATS = new Set([
   'maxLength',
   'minLength',
   IS_IPV4_CIDR,
+  IS_USER_PUBLIC_KEY,
 ]);
 
 export function describeFields(payload: Class<object>): FieldDoc[] {
@@ -130,6 +131,8 @@ function describeRule(m: Metadata): string {
       return 'not empty';
     case IS_IPV4_CIDR:
       return 'IPv4 CIDR, no host bits set';
+    case IS_USER_PUBLIC_KEY:
+      return 'nkey user public key (U…), checksum checked';
     case 'arrayMaxSize':
       return `at most ${first} items`;
     case 'maxLength':

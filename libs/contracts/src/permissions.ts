@@ -185,11 +185,17 @@ export interface BucketAccess {
   readonly write: readonly NatsPrincipal[];
   /** Get and watch. */
   readonly read: readonly NatsPrincipal[];
+  /**
+   * Delete an entry's message by its stream sequence, and nothing else: no put, so whoever
+   * may erase an entry still cannot write one.
+   */
+  readonly erase?: readonly NatsPrincipal[];
 }
 
 export const BUCKET_ACCESS: readonly BucketAccess[] = [
   // A machine reads its own entry only (the key is its machine id): libs/nats-auth grants it a direct get of that key.
-  { bucket: HEARTBEATS_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'agent'] },
+  // The gateway erases a deleted machine's entry (HeartbeatSnapshotReader.remove).
+  { bucket: HEARTBEATS_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'agent'], erase: ['gateway'] },
   { bucket: DEPLOYMENTS_BUCKET, kind: 'kv', write: ['gateway'], read: ['autoscaler', 'gateway'] },
   { bucket: ROUTES_BUCKET, kind: 'kv', write: ['scheduler'], read: ['gateway', 'autoscaler'] },
   { bucket: AUTOSCALER_LEADER_BUCKET, kind: 'kv', write: ['autoscaler'], read: ['autoscaler'] },

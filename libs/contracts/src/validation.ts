@@ -1,5 +1,6 @@
 import { Matches, type MetadataStorage, ValidateBy, ValidationTypes, buildMessage, getMetadataStorage } from 'class-validator';
 import { isIPv4 } from 'node:net';
+import { fromPublic } from '@nats-io/nkeys';
 
 /**
  * Decorators shared by the payload classes. Each registers ordinary class-validator metadata
@@ -87,6 +88,35 @@ export function IsIpv4Cidr(): PropertyDecorator {
     },
     { each: true },
   );
+}
+
+export const IS_USER_PUBLIC_KEY = 'isUserPublicKey';
+
+/**
+ * Why `value` is not an nkey user public key (`U` and 55 base32 characters whose last two bytes
+ * are a CRC-16 of the rest); undefined when it is. The checksum is checked here, where the
+ * request is refused with a 400, not where a JWT is signed for the key after rows were written.
+ */
+export function userPublicKeyProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !/^U[A-Z2-7]{55}$/.test(value))
+    return 'must be an nkey user public key (U followed by 55 base32 characters)';
+  try {
+    fromPublic(value);
+    return undefined;
+  } catch {
+    return 'is not an nkey user public key: its checksum does not match (a character was changed or lost); send the public key of the pair exactly as nkeys printed it';
+  }
+}
+
+/** An nkey user public key, checksum included (see userPublicKeyProblem). */
+export function IsUserPublicKey(): PropertyDecorator {
+  return ValidateBy({
+    name: IS_USER_PUBLIC_KEY,
+    validator: {
+      validate: (value: unknown) => userPublicKeyProblem(value) === undefined,
+      defaultMessage: (args) => `$property ${userPublicKeyProblem(args?.value)}`,
+    },
+  });
 }
 
 /** Several property rules as one, for a field whose rules two specs share. */

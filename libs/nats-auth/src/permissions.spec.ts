@@ -142,6 +142,21 @@ describe('permissionsFor', () => {
     );
   });
 
+  it("lets the gateway erase a heartbeat entry (a deleted machine's) by its sequence, but neither write one nor purge the bucket", () => {
+    const gateway = permissionsFor('gateway', { namespace: ns });
+    expect(subjectAllowed(gateway, 'pub', '$JS.API.STREAM.MSG.DELETE.KV_acme_heartbeats')).toBe(true);
+    expect(subjectAllowed(gateway, 'pub', '$KV.acme_heartbeats.m1')).toBe(false);
+    expect(subjectAllowed(gateway, 'pub', '$JS.API.STREAM.PURGE.KV_acme_heartbeats')).toBe(false);
+    for (const b of BUCKET_ACCESS.filter((b) => !b.erase?.includes('gateway')))
+      expect([b.bucket.name, subjectAllowed(gateway, 'pub', `$JS.API.STREAM.MSG.DELETE.KV_acme_${b.bucket.name}`)]).toEqual([
+        b.bucket.name,
+        false,
+      ]);
+    for (const p of ['scheduler', 'autoscaler', 'metering', 'reputation'] as const)
+      expect(subjectAllowed(permissionsFor(p, { namespace: ns }), 'pub', '$JS.API.STREAM.MSG.DELETE.KV_acme_heartbeats')).toBe(false);
+    expect(subjectAllowed(machine('m1'), 'pub', '$JS.API.STREAM.MSG.DELETE.KV_acme_heartbeats')).toBe(false);
+  });
+
   it("gives a task permit one version's consumer: its info, pulls and acks, into the machine's own inbox, nothing else", () => {
     const permit = taskPermitPermissions({ namespace: ns, machineId: 'm1', deploymentId: 'd1', version: 2 });
     for (const s of [

@@ -122,6 +122,7 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
     // Opening a bucket creates it when missing (Messaging.kv / objectStore), hence CREATE for all its users.
     for (const s of streamApi(stream, false)) pub.add(s);
     pub.add(`$JS.API.STREAM.CREATE.${stream}`);
+    if (b.erase?.includes(principal)) pub.add(`$JS.API.STREAM.MSG.DELETE.${stream}`);
     if (writes) {
       pub.add(b.kind === 'kv' ? `$KV.${bucket}.>` : `$O.${bucket}.>`);
       // An object put or delete purges the object's old chunks.

@@ -73,15 +73,6 @@ export async function credsWith(inst: Installation, name: string, permissions: N
 /** Everything in the account: provisioning (streams and buckets of every namespace) and operator tools. */
 export const ADMIN_PERMISSIONS: NatsPermissions = { pub: { allow: ['>'] }, sub: { allow: ['>'] } };
 
-/** Whether a string is a user public key. */
-export function isUserPublicKey(key: string): boolean {
-  try {
-    return key.startsWith('U') && Boolean(fromPublic(key));
-  } catch {
-    return false;
-  }
-}
-
 /**
  * What the gateway needs to issue and revoke machine users: the account, its signing key, the
  * operator's signing key (to re-sign the account with a revocation) and a system-account user

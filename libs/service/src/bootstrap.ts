@@ -9,7 +9,7 @@ import { createLogger, initMetrics, PinoLoggerService } from '#tern/observabilit
 import { type Logger as Pino } from 'pino';
 import { BadInputErrorFilter } from './http/bad-input-error.filter.js';
 import { installHttpMetrics } from './http/http-metrics.js';
-import { answerClientError, HTTP_BODY_LIMIT, installRequestIntake } from './http/request-intake.js';
+import { answerClientError, answerFrameworkError, HTTP_BODY_LIMIT, installRequestIntake, MAX_PARAM_LENGTH } from './http/request-intake.js';
 import { RequestValidationPipe } from './http/request-validation.pipe.js';
 import { prepareOpsListener } from './ops-listener.js';
 
@@ -52,6 +52,8 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
     new FastifyAdapter({
       bodyLimit: HTTP_BODY_LIMIT,
       clientErrorHandler: answerClientError,
+      frameworkErrors: answerFrameworkError,
+      routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
       ...(config.http.tls ? { https: { cert: readFileSync(config.http.tls.certFile), key: readFileSync(config.http.tls.keyFile) } } : {}),
     }),
     {

@@ -32,10 +32,25 @@ export class HeartbeatSnapshotReader {
     return new Map(found.filter((f): f is readonly [string, HeartbeatSnapshot] => f[1] !== undefined));
   }
 
+  /**
+   * Erases a deleted machine's entry: its message deleted by sequence, the one thing the
+   * gateway's NATS user may do to the bucket besides reading (BUCKET_ACCESS `erase`: it can
+   * erase an entry, never write one). A beat the scheduler was storing at that moment may
+   * leave one more entry (deleted again here, a few times at most); the bucket's TTL ends any.
+   */
   async remove(machineId: string): Promise<void> {
-    await this.open()
-      .then((kv) => kv.purge(machineId))
-      .catch(() => undefined);
+    try {
+      const kv = await this.open();
+      const jsm = await this.messaging.jsm();
+      const stream = `KV_${this.messaging.ns.bucket(HEARTBEATS_BUCKET.name)}`;
+      for (let tries = 0; tries < 3; tries++) {
+        const entry = await kv.get(machineId);
+        if (!entry || entry.operation !== 'PUT') return;
+        await jsm.streams.deleteMessage(stream, entry.revision, false);
+      }
+    } catch (e) {
+      this.logger.warn(`heartbeat snapshot of ${machineId} not erased (the bucket's TTL will): ${(e as Error).message}`);
+    }
   }
 
   /** Opened (and created when missing, same settings everywhere) once per process by Messaging. */

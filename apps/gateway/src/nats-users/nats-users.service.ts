@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   ConflictException,
   ForbiddenException,
@@ -36,22 +37,24 @@ export class NatsUsersService {
     this.requireOperatorMode();
     const workspaceId = this.workspaceFor(p, body.workspace);
     if (!(await this.workspaces.findWorkspace(workspaceId))) throw new NotFoundException(`workspace ${workspaceId} not found`);
-    let user: NatsUser;
-    try {
-      user = await this.users.record({ workspaceId, name: body.name, publicKey: body.publicKey, scopes: [...body.allow] });
-    } catch (e) {
-      if (isUniqueViolation(e)) throw new ConflictException('this public key has a NATS user already: make a new key pair for each user');
-      throw e;
-    }
+    // Signed before the row is written: a key the signer refuses leaves no user behind.
+    const userId = randomUUID();
     const namespace = this.config.nats.namespace;
     const jwt = await issueIntegratorJwt(this.account.signer(), {
       namespace,
       workspaceId,
-      userId: user.id,
+      userId,
       scopes: body.allow,
       name: body.name,
       publicKey: body.publicKey,
     });
+    let user: NatsUser;
+    try {
+      user = await this.users.record({ id: userId, workspaceId, name: body.name, publicKey: body.publicKey, scopes: [...body.allow] });
+    } catch (e) {
+      if (isUniqueViolation(e)) throw new ConflictException('this public key has a NATS user already: make a new key pair for each user');
+      throw e;
+    }
     this.logger.log({ userId: user.id, workspaceId, scopes: body.allow }, `issued integrator NATS user ${body.name}`);
     return {
       ...view(user),

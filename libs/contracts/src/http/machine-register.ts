@@ -1,7 +1,7 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Length, Matches, Min, ValidateNested } from 'class-validator';
+import { IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Length, MaxLength, Min, ValidateNested } from 'class-validator';
 import { MachineInventory } from '../machine/machine-discovered.js';
-import { IsId } from '../validation.js';
+import { IsId, IsUserPublicKey } from '../validation.js';
 
 /**
  * The agent's one HTTP call: `POST /api/v1/machine/register` with
@@ -15,13 +15,14 @@ export class MachineRegisterRequest {
    */
   @IsOptional() @IsId() machineId?: string;
   @IsString() @Length(1, 63) pool!: string;
-  @IsString() agentVersion!: string;
+  /** As the agent prints it (`tern-agent --version`); at most 64 characters. */
+  @IsString() @MaxLength(64) agentVersion!: string;
   /**
    * The public key (U…) of the nkey pair the agent generated for its NATS user; the seed never
    * leaves the machine. The gateway answers with a user JWT for it (`nats.jwt`).
    */
   @IsOptional()
-  @Matches(/^U[A-Z2-7]{55}$/, { message: '$property must be an nkey user public key (U followed by 55 base32 characters)' })
+  @IsUserPublicKey()
   natsPublicKey?: string;
   @IsObject()
   @ValidateNested()
@@ -95,8 +96,8 @@ export class MachineKeepaliveMetrics {
 /** beta9's `POST /api/v1/machine/keepalive`, for agents that speak its HTTP protocol. */
 export class MachineKeepaliveRequest {
   @IsId() machineId!: string;
-  @IsOptional() @IsString() poolName?: string;
-  @IsOptional() @IsString() agentVersion?: string;
+  @IsOptional() @IsString() @MaxLength(63) poolName?: string;
+  @IsOptional() @IsString() @MaxLength(64) agentVersion?: string;
   @IsOptional()
   @IsObject()
   @ValidateNested()

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { NatsUser } from '../entities/nats-user.entity.js';
 
-export type NewNatsUser = Pick<NatsUser, 'workspaceId' | 'name' | 'publicKey' | 'scopes'>;
+/** The id is the caller's: the user's JWT (its inbox) names it, and is signed before the row is written. */
+export type NewNatsUser = Pick<NatsUser, 'id' | 'workspaceId' | 'name' | 'publicKey' | 'scopes'>;
 
 /** Every statement on integrators' NATS users. */
 @Injectable()

@@ -1,4 +1,4 @@
-import { bodyTextProblem, jsonValueProblem, MAX_JSON_DEPTH, urlInputProblem } from './bad-input.js';
+import { bodyTextProblem, jsonValueProblem, MAX_JSON_DEPTH, pathEscapeProblem, urlInputProblem } from './bad-input.js';
 
 describe('urlInputProblem', () => {
   it('names the path segment or query parameter with a NUL byte or bytes that are not UTF-8', () => {
@@ -14,6 +14,17 @@ describe('urlInputProblem', () => {
     for (const url of ['/', '/api/v1/deployments/caf%C3%A9', '/x?q=%F0%9F%98%80&flag', '/x/%zz?a=%', '/x?a=b=c&&']) {
       expect(urlInputProblem(url)).toBeUndefined();
     }
+  });
+});
+
+describe('pathEscapeProblem', () => {
+  it('names the path segment with a % that starts no escape, and leaves the query alone', () => {
+    expect(pathEscapeProblem('/api/v1/deployments/%zz')).toBe(
+      'path segment 4 has a % that starts no percent escape ("%zz"); write a literal % as %25',
+    );
+    expect(pathEscapeProblem('/x/a%2')).toBe('path segment 2 has a % that starts no percent escape ("%2"); write a literal % as %25');
+    expect(pathEscapeProblem('/x/50%')).toMatch(/^path segment 2 has a % that starts no percent escape \("%"\)/);
+    for (const url of ['/', '/x/%25/caf%C3%A9', '/x?a=%zz&b=%']) expect(pathEscapeProblem(url)).toBeUndefined();
   });
 });
 

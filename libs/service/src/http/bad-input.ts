@@ -37,6 +37,21 @@ export function urlInputProblem(url: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The path segment with a `%` that starts no percent escape (`%zz`, a trailing `%`), named, or
+ * undefined. Fastify's router refuses such a path before any hook runs (answerFrameworkError);
+ * this says which segment and what to write instead.
+ */
+export function pathEscapeProblem(url: string): string | undefined {
+  const q = url.indexOf('?');
+  const segments = (q < 0 ? url : url.slice(0, q)).split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const stray = /%(?![0-9a-fA-F]{2}).{0,2}/s.exec(segments[i]!);
+    if (stray) return `path segment ${i} has a % that starts no percent escape (${JSON.stringify(stray[0])}); write a literal % as %25`;
+  }
+  return undefined;
+}
+
 /** The problem with a request body's bytes as UTF-8 text, or undefined. */
 export function bodyTextProblem(body: Buffer): string | undefined {
   if (body.includes(0)) return 'request body contains a NUL byte; remove it';

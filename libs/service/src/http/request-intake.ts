@@ -1,9 +1,9 @@
 import { BadRequestException } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyRequest, RawServerDefault } from 'fastify';
-import http from 'node:http';
+import type { FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
+import http, { type IncomingMessage } from 'node:http';
 import { type Duplex, Stream } from 'node:stream';
-import { bodyTextProblem, jsonValueProblem, urlInputProblem } from './bad-input.js';
+import { bodyTextProblem, jsonValueProblem, pathEscapeProblem, urlInputProblem } from './bad-input.js';
 import { type DiscardBounds, discardBody } from './discard-body.js';
 
 /** The most any route takes in one request: a JSON body (16 MiB) or a raw body of the same bound. */
@@ -18,30 +18,102 @@ export const REFUSED_BODY_DISCARD: DiscardBounds = { maxBytes: 128 * 1024 * 1024
 
 const JSON_TYPE = 'application/json';
 
+/** The socket's byte count when its client error was answered; present while it lingers (see answerClientError). */
+const answeredAt = new WeakMap<Duplex, number>();
+
 /**
  * Answers a request Node could not parse (headers over its 16 KiB limit, a malformed request
- * line), the connection being unusable after it. Fastify's own answer does not say
- * `Connection: close`, so a keep-alive client sends its next request on the socket Fastify
- * destroys, and gets a reset. Give as FastifyAdapter's `clientErrorHandler`.
+ * line, bytes a URL may not hold), the connection being unusable after it. The answer says
+ * `Connection: close` (Fastify's own does not, so a keep-alive client would send its next
+ * request on a socket about to close), and the connection is not destroyed at once: closing
+ * it while the client is still sending a body makes the kernel reset it, and the client loses
+ * the answer. So the answer goes with a FIN, and what the client still sends is read and
+ * dropped until it closes its side (having read the answer), within REFUSED_BODY_DISCARD.
+ * Give as FastifyAdapter's `clientErrorHandler`.
  */
-export function answerClientError(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+export function answerClientError(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex & { bytesRead?: number }): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // Node's parser stays attached and reports each later chunk of the same connection again.
+  const answered = answeredAt.get(socket);
+  if (answered !== undefined) {
+    if ((socket.bytesRead ?? 0) - answered > REFUSED_BODY_DISCARD.maxBytes) socket.destroy();
+    return;
+  }
   const [status, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? [431, `request headers are over ${http.maxHeaderSize} bytes; send fewer or shorter headers`]
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'the request took too long to arrive']
-        : [400, 'malformed HTTP request'];
+        : error.code === 'HPE_INVALID_URL'
+          ? [400, 'the request URL holds a byte a URL may not (a space, a control character or a byte over 0x7f); percent-encode it']
+          : [400, 'malformed HTTP request'];
   const body = JSON.stringify({ statusCode: status, error: http.STATUS_CODES[status], message });
   // A client that sent HEAD reads no body: bytes after the head would break its connection.
   const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`,
-    );
+  if (!socket.writable) {
+    socket.destroy();
+    return;
   }
-  socket.destroy();
+  answeredAt.set(socket, socket.bytesRead ?? 0);
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`,
+  );
+  // Both sides ended (the client closes once it has read the answer) closes the socket by itself;
+  // a client that neither stops nor closes is cut off.
+  const giveUp = setTimeout(() => socket.destroy(), REFUSED_BODY_DISCARD.maxMs).unref();
+  socket.once('close', () => clearTimeout(giveUp));
+  // Where no parser consumes the socket (TLS), its bytes come here; the count bounds them either way.
+  socket.on('data', () => {
+    if ((socket.bytesRead ?? 0) - answeredAt.get(socket)! > REFUSED_BODY_DISCARD.maxBytes) socket.destroy();
+  });
+  socket.resume();
+}
+
+/**
+ * Answers what Fastify's router refuses before any hook runs: a path whose percent escapes are
+ * malformed or decode to bytes that are not UTF-8 (400), a path parameter over the router's
+ * maxParamLength (414). No hook runs for these, the onSend one included, so this says what to
+ * fix and reads what is left of the body itself before answering (see installRequestIntake).
+ * Give as FastifyAdapter's `frameworkErrors`.
+ */
+export function answerFrameworkError(
+  error: Error & { code?: string; statusCode?: number },
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const url = request.raw.url ?? '/';
+  const [status, message] =
+    error.code === 'FST_ERR_BAD_URL'
+      ? [
+          400,
+          urlInputProblem(url) ??
+            pathEscapeProblem(url) ??
+            'the URL path is not valid percent-encoded UTF-8; percent-encode the UTF-8 bytes of the text, and a literal % as %25',
+        ]
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? [414, `a path parameter is over ${MAX_PARAM_LENGTH} characters; no id or name the API takes is that long`]
+        : [error.statusCode ?? 400, error.message];
+  readRestOfBody(request.raw)
+    .then((whole) => {
+      if (!whole) void reply.header('connection', 'close');
+      void reply.code(status).send({ statusCode: status, error: http.STATUS_CODES[status], message });
+    })
+    .catch(() => request.raw.destroy());
+}
+
+/** The router's bound on one path parameter (Fastify's default, restated for the 414's message). */
+export const MAX_PARAM_LENGTH = 100;
+
+/**
+ * Reads what is left of a request's body and drops it, within REFUSED_BODY_DISCARD: true once
+ * it has all arrived (the connection may serve the next request), false when it would not.
+ */
+function readRestOfBody(raw: IncomingMessage): Promise<boolean> {
+  if (raw.complete) return Promise.resolve(true);
+  const declared = Number(raw.headers['content-length']);
+  if (declared > REFUSED_BODY_DISCARD.maxBytes) return Promise.resolve(false);
+  return discardBody(raw, REFUSED_BODY_DISCARD);
 }
 
 /**
@@ -86,10 +158,8 @@ export function installRequestIntake(app: NestFastifyApplication): void {
   });
 
   fastify.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode < 400 || request.raw.complete) return payload;
-    const declared = Number(request.headers['content-length']);
-    const worthReading = !(declared > REFUSED_BODY_DISCARD.maxBytes);
-    if (!worthReading || !(await discardBody(request.raw, REFUSED_BODY_DISCARD))) void reply.header('connection', 'close');
+    if (reply.statusCode < 400) return payload;
+    if (!(await readRestOfBody(request.raw))) void reply.header('connection', 'close');
     return payload;
   });
 }

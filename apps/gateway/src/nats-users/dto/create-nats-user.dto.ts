@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
-import { type CreateNatsUserRequest, INTEGRATOR_SCOPES, type IntegratorScope } from '#tern/contracts';
+import { type CreateNatsUserRequest, INTEGRATOR_SCOPES, type IntegratorScope, IsUserPublicKey } from '#tern/contracts';
 
 export class CreateNatsUserDto implements CreateNatsUserRequest {
   @ApiProperty({ example: 'ci-bridge', description: 'A label: 1-64 letters, digits, - or _.' })
@@ -27,7 +27,6 @@ export class CreateNatsUserDto implements CreateNatsUserRequest {
     example: 'UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4',
     description: 'The user public key (U…) of a key pair you made; its seed stays with you.',
   })
-  @IsString()
-  @Matches(/^U[A-Z2-7]{55}$/, { message: 'publicKey must be an NATS user public key (U followed by 55 base32 characters)' })
+  @IsUserPublicKey()
   publicKey!: string;
 }
