@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runningGateway } from '../support/gateway.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { pushTestBase, TestRegistry } from './support.js';
+import { pushTestBase, staticRegistryEnv, TestRegistry } from './support.js';
 
 const describeApi = await describeNeeding(['root', 'skopeo', 'docker-registry', 'debootstrap']);
 
@@ -18,25 +18,11 @@ describeApi('POST /api/v1/images/builds: refusals that say what to fix', () => {
     work = await mkdtemp(join(tmpdir(), 'tern-build-api-'));
     registry = await TestRegistry.start(join(work, 'registry'));
   }, 60_000);
-  // Read when the gateway starts (its beforeAll runs after the registry's).
-  const env = {
-    get REGISTRY_URL() {
-      return `http://${registry.host}`;
-    },
-    get REGISTRY_PULL_USERNAME() {
-      return registry.puller.username!;
-    },
-    get REGISTRY_PULL_PASSWORD() {
-      return registry.puller.password!;
-    },
-    get REGISTRY_PUSH_USERNAME() {
-      return registry.builder.username!;
-    },
-    get REGISTRY_PUSH_PASSWORD() {
-      return registry.builder.password!;
-    },
-  };
-  const gateway = runningGateway('buildapi', ADMIN, env);
+  const gateway = runningGateway(
+    'buildapi',
+    ADMIN,
+    staticRegistryEnv(() => registry),
+  );
   afterAll(async () => {
     await registry?.stop();
     if (work) await rm(work, { recursive: true, force: true });

@@ -24,7 +24,7 @@ import { CreateVolumeDto, VolumeCommitDto } from '../../apps/gateway/src/volumes
 import { CreateWorkspaceDto } from '../../apps/gateway/src/workspaces/dto/create-workspace.dto.js';
 import { runningGateway } from '../support/gateway.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { pushTestBase, TestRegistry } from './support.js';
+import { pushTestBase, staticRegistryEnv, TestRegistry } from './support.js';
 
 const describeRefs = await describeNeeding(['root', 'skopeo', 'docker-registry', 'debootstrap']);
 
@@ -132,24 +132,7 @@ describeRefs("references to another workspace's images, volumes and secrets", ()
     work = await mkdtemp(join(tmpdir(), 'tern-refs-'));
     registry = await TestRegistry.start(join(work, 'registry'));
   }, 60_000);
-  const env = {
-    SECRETS_KEY: randomBytes(32).toString('base64'),
-    get REGISTRY_URL() {
-      return `http://${registry.host}`;
-    },
-    get REGISTRY_PULL_USERNAME() {
-      return registry.puller.username!;
-    },
-    get REGISTRY_PULL_PASSWORD() {
-      return registry.puller.password!;
-    },
-    get REGISTRY_PUSH_USERNAME() {
-      return registry.builder.username!;
-    },
-    get REGISTRY_PUSH_PASSWORD() {
-      return registry.builder.password!;
-    },
-  };
+  const env = staticRegistryEnv(() => registry, { SECRETS_KEY: randomBytes(32).toString('base64') });
   const gateway = runningGateway('refs', OPERATOR, env);
   afterAll(async () => {
     await registry?.stop();

@@ -80,3 +80,29 @@ export async function writeWheel(dir: string): Promise<void> {
     { cwd: stage },
   );
 }
+
+/**
+ * A gateway's environment for a test registry with static users. The values are getters, read
+ * when the gateway starts: its beforeAll runs after the one that starts the registry. `more`
+ * adds plain values.
+ */
+export function staticRegistryEnv(registry: () => TestRegistry, more: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...more,
+    get REGISTRY_URL() {
+      return `http://${registry().host}`;
+    },
+    get REGISTRY_PULL_USERNAME() {
+      return registry().puller.username!;
+    },
+    get REGISTRY_PULL_PASSWORD() {
+      return registry().puller.password!;
+    },
+    get REGISTRY_PUSH_USERNAME() {
+      return registry().builder.username!;
+    },
+    get REGISTRY_PUSH_PASSWORD() {
+      return registry().builder.password!;
+    },
+  };
+}
