@@ -1,37 +1,110 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, NotFoundException } from '@nestjs/common';
 import type { ObjectStore } from '@nats-io/obj';
-import { VOLUME_CHUNKS_BUCKET } from '#tern/contracts';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
+import { inParallel, RegistryBlobs, sha256Hex, volumeRepository } from '#tern/volumes';
+import { RegistryTokens } from '../registry-tokens/registry-tokens.service.js';
+
+/** Blobs checked at once when a commit names many chunks. */
+const CHECKS_IN_PARALLEL = 16;
 
 /**
- * The `volume-chunks` object store. Objects are named `<workspace id>.<sha256 hex>`: identical
- * chunks are stored once per workspace, and a digest says nothing across workspaces.
+ * Where volume chunks live. With a registry that takes the gateway's tokens, each volume's chunks
+ * are blobs of its own repository (`volumes/<workspace id>/<volume id>`): machines fetch and push
+ * them there themselves with a token the gateway signs for that repository alone, so no
+ * control-plane process carries their bytes. Without one (no REGISTRY_URL, or static registry
+ * users that cannot be scoped to a volume), the `volume-chunks` NATS object store, objects named
+ * `<workspace id>.<sha256 hex>`, served to machines by the gateway.
  */
 @Injectable()
 export class VolumeChunkStore {
-  constructor(private readonly messaging: Messaging) {}
+  private readonly registryUrl?: string;
+
+  constructor(
+    private readonly messaging: Messaging,
+    private readonly tokens: RegistryTokens,
+    @Inject(TERN_CONFIG) config: TernConfig,
+  ) {
+    if (config.registry && tokens.enabled) this.registryUrl = config.registry.url;
+  }
+
+  /** Whether chunks are registry blobs (else objects of the NATS object store). */
+  get inRegistry(): boolean {
+    return this.registryUrl !== undefined;
+  }
 
   /** Opened (created when missing) on first use; a failed open is retried on the next call. */
   private open(): Promise<ObjectStore> {
     return this.messaging.objectStore({ name: VOLUME_CHUNKS_BUCKET.name, description: VOLUME_CHUNKS_BUCKET.description });
   }
 
-  async has(workspaceId: string, hex: string): Promise<boolean> {
+  /** The gateway's own access to a volume's repository. */
+  private blobs(workspaceId: string, volumeId: string): RegistryBlobs {
+    const repository = volumeRepository(workspaceId, volumeId);
+    return new RegistryBlobs(async () => ({
+      url: this.registryUrl!,
+      repository,
+      token: this.tokens.controlPlaneToken([{ repository, actions: ['pull', 'push'] }])!,
+    }));
+  }
+
+  /** Whether the volume's store holds the chunk (the NATS store: the workspace's). */
+  async holds(workspaceId: string, volumeId: string, hex: string): Promise<boolean> {
+    if (this.inRegistry) return (await this.blobs(workspaceId, volumeId).size(hex)) !== undefined;
     const info = await (await this.open()).info(objectName(workspaceId, hex));
     return !!info && !info.deleted;
   }
 
-  /** The chunk's bytes (at most VOLUME_CHUNK_BYTES); null when the store does not have it. */
-  async get(workspaceId: string, hex: string): Promise<Uint8Array | null> {
-    return (await this.open()).getBlob(objectName(workspaceId, hex));
+  /** The chunk's bytes (at most VOLUME_CHUNK_BYTES), checked against its digest; null when the store does not have it. */
+  async get(workspaceId: string, volumeId: string, hex: string): Promise<Uint8Array | null> {
+    if (!this.inRegistry) return (await this.open()).getBlob(objectName(workspaceId, hex));
+    const blobs = this.blobs(workspaceId, volumeId);
+    if ((await blobs.size(hex)) === undefined) return null;
+    const data = new Uint8Array(await new Response(await blobs.open(hex)).arrayBuffer());
+    if (sha256Hex(data) !== hex) throw new Error(`volume chunk ${hex} in the registry hashes to ${sha256Hex(data)}; refusing it`);
+    return data;
   }
 
-  async put(workspaceId: string, hex: string, chunk: Uint8Array): Promise<void> {
-    await (await this.open()).putBlob({ name: objectName(workspaceId, hex) }, chunk);
+  async put(workspaceId: string, volumeId: string, hex: string, chunk: Uint8Array): Promise<void> {
+    if (this.inRegistry) await this.blobs(workspaceId, volumeId).put(hex, chunk);
+    else await (await this.open()).putBlob({ name: objectName(workspaceId, hex) }, chunk);
   }
 
+  /**
+   * Forgets a chunk nothing holds any more. Registry blobs stay linked until the registry's
+   * garbage collection (docs/operations.md): deleting a blob there unlinks it from one
+   * repository only, and another volume's repository may hold the same digest.
+   */
   async delete(workspaceId: string, hex: string): Promise<void> {
-    await (await this.open()).delete(objectName(workspaceId, hex));
+    if (!this.inRegistry) await (await this.open()).delete(objectName(workspaceId, hex));
+  }
+
+  /** Registry only: the sizes of the chunks the volume's repository holds, as the registry reports them (not a machine's word). */
+  async sizes(workspaceId: string, volumeId: string, digests: readonly string[]): Promise<Map<string, number>> {
+    const blobs = this.blobs(workspaceId, volumeId);
+    const sizes = new Map<string, number>();
+    await inParallel([...new Set(digests)], CHECKS_IN_PARALLEL, async (hex) => {
+      const size = await blobs.size(hex);
+      if (size !== undefined) sizes.set(hex, size);
+    });
+    return sizes;
+  }
+
+  /**
+   * A machine's token for one volume's repository: pull, and push for a read-write mount. The
+   * caller has checked that a container mounting it is placed on the machine.
+   */
+  grant(machineId: string, workspaceId: string, volumeId: string, push: boolean): VolumeBlobGrant {
+    const repository = volumeRepository(workspaceId, volumeId);
+    const signed = this.inRegistry
+      ? this.tokens.tokenFor(`machine:${machineId}`, [{ repository, actions: push ? ['pull', 'push'] : ['pull'] }])
+      : undefined;
+    if (!signed)
+      throw new NotFoundException(
+        "this installation keeps volume chunks in the gateway's NATS object store (no registry with token auth): fetch them from …/chunks/<hex>",
+      );
+    return { url: this.registryUrl!, repository, token: signed.token, expiresIn: signed.expiresIn };
   }
 }
 

@@ -124,7 +124,7 @@ export class VolumesService {
     try {
       // Not destroyed on a throw: the request intake drains the rest so the client reads the 413.
       for await (const chunk of chunksOf(body.iterator({ destroyOnReturn: false }), VOLUME_CHUNK_BYTES)) {
-        const chunkStored = await this.storeChunk(workspaceId, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
+        const chunkStored = await this.storeChunk(workspaceId, volume.id, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
         if (chunkStored.added) stored.push(chunkStored.hex);
         added += chunkStored.added;
         size += chunk.length;
@@ -148,7 +148,7 @@ export class VolumesService {
     const chunks = this.chunks;
     async function* bytes() {
       for (const hex of file!.chunks) {
-        const chunk = await chunks.get(workspaceId, hex);
+        const chunk = await chunks.get(workspaceId, volume.id, hex);
         if (!chunk) throw new Error(`chunk ${hex} of ${name}/${path} is missing from the store`);
         yield chunk;
       }
@@ -214,24 +214,52 @@ export class VolumesService {
       volume: name,
       version,
       files: files.map((f) => ({ path: f.path, size: f.size, mode: f.mode, mtime: new Date(f.mtime).toISOString(), chunks: f.chunks })),
+      ...(this.chunks.inRegistry ? { store: 'registry' as const } : {}),
     };
   }
 
   /**
-   * Stores one chunk for the workspace unless it has it (then only touches it, so the sweeper
-   * leaves it); `check` runs before a new chunk is stored (the quota).
+   * Stores one chunk for the volume unless its store holds it (then only touches it, so the
+   * sweeper leaves it); `check` runs before a chunk new to the workspace is stored (the quota).
+   * A chunk the workspace holds in another volume's repository is linked into this one's too,
+   * as it counts once against the quota.
    */
   async storeChunk(
     workspaceId: string,
+    volumeId: string,
     chunk: Uint8Array,
     check: () => void | Promise<void> = () => undefined,
   ): Promise<{ hex: string; added: number }> {
     const hex = sha256Hex(chunk);
-    if (await this.volumes.touchChunk(workspaceId, hex)) return { hex, added: 0 };
-    await check();
-    await this.chunks.put(workspaceId, hex, chunk);
+    const recorded = await this.volumes.touchChunk(workspaceId, hex);
+    if (recorded && (!this.chunks.inRegistry || (await this.chunks.holds(workspaceId, volumeId, hex)))) return { hex, added: 0 };
+    if (!recorded) await check();
+    await this.chunks.put(workspaceId, volumeId, hex, chunk);
+    if (recorded) return { hex, added: 0 };
     await this.volumes.recordChunk(workspaceId, hex, chunk.length);
     return { hex, added: chunk.length };
+  }
+
+  /**
+   * Registry only: the chunks a machine pushed to the volume's repository for a commit. Each
+   * must be there (the registry checked its digest when it took it); those new to the workspace
+   * count against its quota at the size the registry reports.
+   */
+  private async acceptPushed(workspaceId: string, volumeId: string, digests: readonly string[]): Promise<void> {
+    const held = await this.chunks.sizes(workspaceId, volumeId, digests);
+    const missing = digests.find((hex) => !held.has(hex));
+    if (missing)
+      throw new BadRequestException([
+        `chunk ${missing} is not in the volume's repository of the registry: push it (with the token of …/grant) before the commit`,
+      ]);
+    const recorded = await this.volumes.chunkSizes(workspaceId, [...held.keys()]);
+    const fresh = [...held].filter(([hex]) => !recorded.has(hex));
+    this.assertRoom(
+      await this.usage(workspaceId),
+      fresh.reduce((n, [, size]) => n + size, 0),
+      0,
+    );
+    for (const [hex, size] of fresh) await this.volumes.recordChunk(workspaceId, hex, size);
   }
 
   /** The quota check for a new chunk a machine commits. */
@@ -250,10 +278,9 @@ export class VolumesService {
     writes: { path: string; mode: number; mtime: string; chunks: string[] }[],
     removals: string[],
   ): Promise<VolumeCommitResult> {
-    const sizes = await this.volumes.chunkSizes(
-      workspaceId,
-      writes.flatMap((w) => w.chunks),
-    );
+    const digests = writes.flatMap((w) => w.chunks);
+    if (this.chunks.inRegistry) await this.acceptPushed(workspaceId, volumeId, digests);
+    const sizes = await this.volumes.chunkSizes(workspaceId, digests);
     const files: VolumeFileWrite[] = writes.map((w) => {
       const missing = w.chunks.find((hex) => !sizes.has(hex));
       if (missing) throw new BadRequestException([`chunk ${missing} of ${w.path} is not stored: upload it before the commit`]);
