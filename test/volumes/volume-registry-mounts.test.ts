@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { VOLUME_CHUNK_BYTES, VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '
 import { freePort } from '#tern/runtime';
 import { RegistryBlobs } from '#tern/volumes';
 import { makeTokenKey } from '../../scripts/lib/registry.mjs';
+import { signRegistryToken } from '../../apps/gateway/src/registry-tokens/registry-token.js';
 import { ADMIN } from '../agent/harness.js';
 import { runningGateway } from '../support/gateway.js';
 import { waitFor } from '../support/processes.js';
@@ -72,6 +73,21 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
         hex,
       ),
     );
+  /** The volume's version manifests in the registry: tag → the chunk digests it names. */
+  const versionsOf = async (name: string, id?: string) => {
+    const repository = `volumes/${h.workspaceId}/${id ?? (await volumeId(name))}`;
+    const key = createPrivateKey(await readFile(join(registryDir, 'registry', 'token-key.pem')));
+    const signer = { key, issuer: 'tern', service: 'tern-registry', ttlSeconds: 60 };
+    const token = signRegistryToken(signer, 'test', [{ type: 'repository', name: repository, actions: ['pull'] }]).token;
+    const out: Record<string, string[]> = {};
+    for (const tag of await new RegistryBlobs(async () => ({ url, repository, token })).tags()) {
+      const res = await fetch(`${url}/v2/${repository}/manifests/${tag}`, {
+        headers: { accept: 'application/vnd.oci.image.manifest.v1+json', authorization: `Bearer ${token}` },
+      });
+      out[tag] = ((await res.json()) as { layers: { digest: string }[] }).layers.map((l) => l.digest.slice('sha256:'.length)).sort();
+    }
+    return out;
+  };
   const grantOf = (m: 'A' | 'B', container: string, volume: string) =>
     fetch(`${gateway.base}/api/v1/agent/containers/${container}/volumes/${volume}/grant`, {
       headers: { authorization: `Bearer ${agents[m].configFile().token}` },
@@ -103,6 +119,11 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
     expect(await linked('models', hex)).toBe(true);
     expect(await linked('data', hex)).toBe(false);
     expect((await call('GET', '/api/v1/volumes/models', ADMIN)).body).toMatchObject({ version: 1 });
+    // The version is an OCI artifact manifest naming each of its chunks once: what keeps them through a garbage collection.
+    const [row] = (await h.db.query(`SELECT chunks FROM volume_files f JOIN volumes v ON v.id = f.volume_id WHERE v.name = 'models'`)) as {
+      chunks: string[];
+    }[];
+    expect(await versionsOf('models')).toEqual({ v1: [...new Set(row.chunks)].sort() });
 
     await start('A', 'c-a-ro', 'reader', [{ volume: 'models', mountPath: '/models', readOnly: true }], {
       HASH: '/models/llm/model.bin',
@@ -127,6 +148,8 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
     await waitFor('c-a-rw stopped', async () => kinds('c-a-rw').includes('stopped'), 90_000);
     expect(String(await fileOf('data', 'from-a.txt'))).toBe('bytes pushed by machine A');
     expect(await linked('data', sha256(Buffer.from('bytes pushed by machine A')))).toBe(true);
+    // The commit made version 1 of data, and its manifest.
+    expect(await versionsOf('data')).toEqual({ v1: [sha256(Buffer.from('bytes pushed by machine A'))] });
   }, 240_000);
 
   it('grants a machine a token for the volumes of containers placed on it only, pull-only for a read-only mount', async () => {
@@ -185,6 +208,8 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
     const own = await commit([{ path: 'pushed.txt', mode: 0o644, mtime: new Date().toISOString(), chunks: [sha256(pushed)] }]);
     expect(own.status).toBe(201);
     expect(String(await fileOf('data', 'pushed.txt'))).toBe('pushed by B, not committed');
+    // Only the newest version's manifest stays.
+    expect(await versionsOf('data')).toEqual({ v2: [sha256(Buffer.from('bytes pushed by machine A')), sha256(pushed)].sort() });
   }, 240_000);
 
   it('refuses a chunk whose bytes were changed in the store: the start fails saying so, nothing is kept, the next start succeeds', async () => {
@@ -210,4 +235,11 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
     await waitFor('c-a-good stopped', async () => kinds('c-a-good').includes('stopped'), 90_000);
     expect(linesOf('c-a-good')).toContain(`read /fragile/llm/model.bin: ${'fragile'.repeat(10).slice(0, 64)}`);
   }, 240_000);
+
+  it("deletes a volume's version manifests with it, so the registry's garbage collection frees its bytes", async () => {
+    const id = await volumeId('fragile');
+    expect(Object.keys(await versionsOf('fragile', id))).toEqual(['v1']);
+    expect((await call('DELETE', '/api/v1/volumes/fragile', ADMIN)).status).toBe(204);
+    expect(await versionsOf('fragile', id)).toEqual({});
+  }, 60_000);
 });

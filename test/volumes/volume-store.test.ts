@@ -1,11 +1,11 @@
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { freePort } from '#tern/runtime';
-import { BlobStoreError, inParallel, RegistryBlobs, volumeRepository } from '#tern/volumes';
+import { BlobStoreError, EMPTY_CONFIG, inParallel, RegistryBlobs, volumeRepository, volumeVersionManifest } from '#tern/volumes';
 import { ChunkCache } from '../../apps/agent/src/volumes/chunk-cache.js';
 import { signRegistryToken } from '../../apps/gateway/src/registry-tokens/registry-token.js';
 import { waitFor } from '../support/processes.js';
@@ -43,15 +43,20 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
   const blobFile = (hex: string) =>
     join(work, 'registry', 'storage', 'docker', 'registry', 'v2', 'blobs', 'sha256', hex.slice(0, 2), hex, 'data');
 
-  beforeAll(async () => {
-    work = await mkdtemp(join(tmpdir(), 'tern-volume-store-'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+  let port: number;
+  const startRegistry = async () => {
     child = execa('node', ['scripts/lib/registry.mjs', join(work, 'registry'), String(port), 'http://127.0.0.1:9/api/v1/registry/token'], {
       reject: false,
       all: true,
     });
     await waitFor('the registry to answer', async () => (await fetch(`${url}/v2/`).catch(() => undefined))?.status === 401, 30_000);
+  };
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'tern-volume-store-'));
+    port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    await startRegistry();
     key = createPrivateKey(await readFile(join(work, 'registry', 'token-key.pem')));
   }, 60_000);
 
@@ -162,4 +167,39 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
     await reopened.ensure(hex, via(repoA2));
     expect(fetched).toEqual([repoA]);
   }, 60_000);
+
+  it("keeps a version's chunks through the registry's garbage collection while its manifest is tagged, and frees them after", async () => {
+    const repo = volumeRepository('0c0c0c0c-0000-4000-8000-00000000000c', '1c1c1c1c-0000-4000-8000-00000000001c');
+    const store = blobs(repo, ['pull', 'push', 'delete']);
+    const kept = chunkOf();
+    const dropped = chunkOf();
+    for (const c of [kept, dropped]) await store.put(sha256(c), c);
+    await store.put(sha256(EMPTY_CONFIG.bytes), EMPTY_CONFIG.bytes);
+    // A manifest naming a blob the repository lacks is refused by the registry.
+    const absent = sha256(Buffer.from('never pushed'));
+    await expect(store.putManifest('v1', volumeVersionManifest(1, new Map([[absent, 12]])))).rejects.toThrow(
+      /answered 400 for manifest v1/,
+    );
+    await store.putManifest('v1', volumeVersionManifest(1, new Map([[sha256(kept), kept.length]])));
+    await store.putManifest('v2', volumeVersionManifest(2, new Map([[sha256(dropped), dropped.length]])));
+    expect((await store.tags()).sort()).toEqual(['v1', 'v2']);
+    await store.deleteManifest('v2');
+    expect(await store.tags()).toEqual(['v1']);
+
+    const collect = async () => {
+      child.kill('SIGTERM');
+      await child;
+      await execa('docker-registry', ['garbage-collect', '--delete-untagged', join(work, 'registry', 'config.yml')]);
+      await startRegistry();
+    };
+    await collect();
+    expect(existsSync(blobFile(sha256(kept)))).toBe(true);
+    expect(existsSync(blobFile(sha256(dropped)))).toBe(false);
+    expect(sha256(Buffer.from(await new Response(await store.open(sha256(kept))).arrayBuffer()))).toBe(sha256(kept));
+
+    // The volume deleted (its manifests gone): the next collection frees its bytes.
+    await store.deleteManifest('v1');
+    await collect();
+    expect(existsSync(blobFile(sha256(kept)))).toBe(false);
+  }, 120_000);
 });

@@ -1,3 +1,5 @@
+import { sha256Hex } from './chunks.js';
+
 /**
  * The blob API of an OCI distribution registry (distribution 2.8 and later) for one repository,
  * with a bearer token the gateway signed: what volume chunks are stored as. Framework-free, used
@@ -66,21 +68,34 @@ export class RegistryBlobs {
     return true;
   }
 
-  /** Pushes an OCI manifest under `tag`; its digest as the registry names it. */
-  async putManifest(tag: string, manifest: object, mediaType: string): Promise<string> {
-    const res = await this.call('PUT', (g) => `${g.url}/v2/${g.repository}/manifests/${tag}`, Buffer.from(JSON.stringify(manifest)), {
-      'content-type': mediaType,
+  /**
+   * Pushes an OCI manifest under `tag`; the registry refuses it (400, MANIFEST_BLOB_UNKNOWN) when
+   * the repository lacks a blob it names.
+   */
+  async putManifest(tag: string, manifest: object): Promise<void> {
+    const body = Buffer.from(JSON.stringify(manifest));
+    const res = await this.call('PUT', (g) => `${g.url}/v2/${g.repository}/manifests/${tag}`, body, {
+      'content-type': OCI_MANIFEST,
     });
     if (res.status !== 201) throw await this.refusal(res, `manifest ${tag}`);
-    return res.headers.get('docker-content-digest') ?? '';
   }
 
-  /** The manifest under `tag`, or undefined when there is none. */
-  async manifest<T>(tag: string, mediaType: string): Promise<T | undefined> {
-    const res = await this.call('GET', (g) => `${g.url}/v2/${g.repository}/manifests/${tag}`, undefined, { accept: mediaType });
-    if (res.status === 404) return undefined;
-    if (!res.ok) throw await this.refusal(res, `manifest ${tag}`);
-    return (await res.json()) as T;
+  /** The repository's tags (none for a repository never pushed to). */
+  async tags(): Promise<string[]> {
+    const res = await this.call('GET', (g) => `${g.url}/v2/${g.repository}/tags/list?n=10000`);
+    if (res.status === 404) return [];
+    if (!res.ok) throw await this.refusal(res, 'its tags');
+    return ((await res.json()) as { tags?: string[] | null }).tags ?? [];
+  }
+
+  /** Deletes the manifest under `tag` (every tag naming it goes with it); nothing when there is none. */
+  async deleteManifest(tag: string): Promise<void> {
+    const head = await this.call('HEAD', (g) => `${g.url}/v2/${g.repository}/manifests/${tag}`, undefined, { accept: OCI_MANIFEST });
+    if (head.status === 404) return;
+    const digest = head.headers.get('docker-content-digest');
+    if (!head.ok || !digest) throw await this.refusal(head, `manifest ${tag}`);
+    const res = await this.call('DELETE', (g) => `${g.url}/v2/${g.repository}/manifests/${digest}`);
+    if (res.status !== 202 && res.status !== 404) throw await this.refusal(res, `the deletion of manifest ${tag}`);
   }
 
   private grantNow(fresh = false): Promise<BlobGrant> {
@@ -131,6 +146,33 @@ export class RegistryBlobs {
     const text = res.body ? (await res.text().catch(() => '')).slice(0, 300) : '';
     return new BlobStoreError(`${await this.where()} answered ${res.status} for ${what}${text ? `: ${text}` : ''}`, res.status);
   }
+}
+
+const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
+
+/** The empty JSON object: the config of an artifact manifest that has none. */
+export const EMPTY_CONFIG = { mediaType: 'application/vnd.oci.empty.v1+json', bytes: Buffer.from('{}') } as const;
+
+/**
+ * A volume version as an OCI artifact manifest: every chunk of its files once, as a layer. Its
+ * tag keeps those blobs referenced, so the registry's garbage collection keeps them and frees
+ * what only deleted versions and volumes held.
+ */
+export function volumeVersionManifest(version: number, chunks: ReadonlyMap<string, number>): object {
+  const config = { mediaType: EMPTY_CONFIG.mediaType, digest: `sha256:${sha256Hex(EMPTY_CONFIG.bytes)}`, size: EMPTY_CONFIG.bytes.length };
+  return {
+    schemaVersion: 2,
+    mediaType: OCI_MANIFEST,
+    artifactType: 'application/vnd.tern.volume.v1',
+    config,
+    layers: [...chunks].map(([hex, size]) => ({ mediaType: 'application/vnd.tern.volume.chunk.v1', digest: `sha256:${hex}`, size })),
+    annotations: { 'dev.tern.volume.version': String(version) },
+  };
+}
+
+/** The tag of a volume version's manifest. */
+export function volumeVersionTag(version: number): string {
+  return `v${version}`;
 }
 
 function blobUrl(g: BlobGrant, hex: string): string {

@@ -10,7 +10,8 @@ import { grantAccess, parseScopes, type RegistryTokenSigner, signRegistryToken }
 /** Actions on one repository of Tern's registry. */
 export interface RepositoryGrant {
   readonly repository: string;
-  readonly actions: readonly ('pull' | 'push')[];
+  /** `delete`: the control plane's own, removing a volume's old version manifests; never a caller's. */
+  readonly actions: readonly ('pull' | 'push' | 'delete')[];
 }
 
 /** The token-auth answer (both names: Docker reads `token`, OAuth2 clients `access_token`). */

@@ -3,7 +3,15 @@ import type { ObjectStore } from '@nats-io/obj';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
-import { inParallel, RegistryBlobs, sha256Hex, volumeRepository } from '#tern/volumes';
+import {
+  EMPTY_CONFIG,
+  inParallel,
+  RegistryBlobs,
+  sha256Hex,
+  volumeRepository,
+  volumeVersionManifest,
+  volumeVersionTag,
+} from '#tern/volumes';
 import { RegistryTokens } from '../registry-tokens/registry-tokens.service.js';
 
 /** Blobs checked at once when a commit names many chunks. */
@@ -39,13 +47,13 @@ export class VolumeChunkStore {
     return this.messaging.objectStore({ name: VOLUME_CHUNKS_BUCKET.name, description: VOLUME_CHUNKS_BUCKET.description });
   }
 
-  /** The gateway's own access to a volume's repository. */
+  /** The gateway's own access to a volume's repository (delete: its version manifests). */
   private blobs(workspaceId: string, volumeId: string): RegistryBlobs {
     const repository = volumeRepository(workspaceId, volumeId);
     return new RegistryBlobs(async () => ({
       url: this.registryUrl!,
       repository,
-      token: this.tokens.controlPlaneToken([{ repository, actions: ['pull', 'push'] }])!,
+      token: this.tokens.controlPlaneToken([{ repository, actions: ['pull', 'push', 'delete'] }])!,
     }));
   }
 
@@ -72,9 +80,9 @@ export class VolumeChunkStore {
   }
 
   /**
-   * Forgets a chunk nothing holds any more. Registry blobs stay linked until the registry's
-   * garbage collection (docs/operations.md): deleting a blob there unlinks it from one
-   * repository only, and another volume's repository may hold the same digest.
+   * Forgets a chunk nothing holds any more. A registry blob is left to the registry's garbage
+   * collection, which frees it once no version manifest names it (docs/operations.md): the
+   * same digest may be linked in other volumes' repositories.
    */
   async delete(workspaceId: string, hex: string): Promise<void> {
     if (!this.inRegistry) await (await this.open()).delete(objectName(workspaceId, hex));
@@ -89,6 +97,31 @@ export class VolumeChunkStore {
       if (size !== undefined) sizes.set(hex, size);
     });
     return sizes;
+  }
+
+  /**
+   * Registry only: tags the volume's version as an OCI artifact manifest naming every chunk its
+   * files hold (the registry refuses it if the repository lacks one), then deletes the manifests
+   * of older versions. Whichever gateway publishes last, the newest version's manifest stays, so
+   * the registry's garbage collection keeps what the volume holds and frees what only its old
+   * versions held.
+   */
+  async publish(workspaceId: string, volumeId: string, version: number, chunks: ReadonlyMap<string, number>): Promise<void> {
+    if (!this.inRegistry) return;
+    const blobs = this.blobs(workspaceId, volumeId);
+    await blobs.put(sha256Hex(EMPTY_CONFIG.bytes), EMPTY_CONFIG.bytes);
+    await blobs.putManifest(volumeVersionTag(version), volumeVersionManifest(version, chunks));
+    await this.unpublish(workspaceId, volumeId, version);
+  }
+
+  /** Registry only: deletes the volume's version manifests older than `below` (all of them without): its blobs go at the next garbage collection. */
+  async unpublish(workspaceId: string, volumeId: string, below = Infinity): Promise<void> {
+    if (!this.inRegistry) return;
+    const blobs = this.blobs(workspaceId, volumeId);
+    for (const tag of await blobs.tags()) {
+      const version = /^v(\d+)$/.exec(tag)?.[1];
+      if (version !== undefined && Number(version) < below) await blobs.deleteManifest(tag);
+    }
   }
 
   /**

@@ -55,6 +55,8 @@ export interface VolumeUsage {
 @Injectable()
 export class VolumesService {
   private readonly logger = new Logger('volumes');
+  /** The version manifest being published per volume, which the next one waits for. */
+  private readonly publishing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly volumes: VolumesRepository,
@@ -136,6 +138,7 @@ export class VolumesService {
       throw e;
     }
     const committed = await this.volumes.commit(volume.id, undefined, [{ path, size, mode, mtime: new Date(), chunks: digests }], []);
+    await this.publish(workspaceId, volume.id);
     return { path, size, chunks: digests.length, version: committed.version };
   }
 
@@ -169,6 +172,7 @@ export class VolumesService {
       [],
       files.map((f) => f.path),
     );
+    await this.publish(workspaceId, volume.id);
     this.sweepLater(workspaceId);
     return result;
   }
@@ -176,6 +180,9 @@ export class VolumesService {
   async delete(workspaceId: string, name: string): Promise<void> {
     const volume = await this.find(workspaceId, name);
     await this.volumes.remove(volume.id);
+    await this.chunks
+      .unpublish(workspaceId, volume.id)
+      .catch((e: unknown) => this.logger.warn(`the registry kept volume ${name}'s version manifests: ${String(e)}`));
     this.sweepLater(workspaceId);
   }
 
@@ -300,8 +307,33 @@ export class VolumesService {
       files,
       removals.map((r) => pathOf(r)),
     );
+    await this.publish(workspaceId, volumeId);
     if (removals.length) this.sweepLater(workspaceId);
     return result;
+  }
+
+  /**
+   * The volume's current version as a manifest in the registry (nothing for the object store),
+   * one publication per volume at a time, each reading the state it publishes. The version is
+   * committed already: a failure is logged, and the next version's publication catches up.
+   */
+  private publish(workspaceId: string, volumeId: string): Promise<void> {
+    if (!this.chunks.inRegistry) return Promise.resolve();
+    const publishNow = async () => {
+      const { version, files } = await this.volumes.manifest(volumeId);
+      const sizes = await this.volumes.chunkSizes(
+        workspaceId,
+        files.flatMap((f) => f.chunks),
+      );
+      await this.chunks.publish(workspaceId, volumeId, version, sizes);
+    };
+    const next = (this.publishing.get(volumeId) ?? Promise.resolve())
+      .then(publishNow)
+      .catch((e: unknown) => this.logger.warn(`publishing volume ${volumeId}'s version manifest failed: ${String(e)}`));
+    this.publishing.set(volumeId, next);
+    return next.then(() => {
+      if (this.publishing.get(volumeId) === next) this.publishing.delete(volumeId);
+    });
   }
 
   async usage(workspaceId: string): Promise<VolumeUsage> {
