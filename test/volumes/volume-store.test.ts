@@ -1,12 +1,15 @@
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
 import { freePort } from '#tern/runtime';
 import { BlobStoreError, EMPTY_CONFIG, inParallel, RegistryBlobs, volumeRepository, volumeVersionManifest } from '#tern/volumes';
 import { ChunkCache } from '../../apps/agent/src/volumes/chunk-cache.js';
+import type { ChunkSource } from '../../apps/agent/src/volumes/chunk-sources.js';
+import { uploadChunks } from '../../apps/agent/src/volumes/volume-mounts.js';
 import { signRegistryToken } from '../../apps/gateway/src/registry-tokens/registry-token.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -166,6 +169,45 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
     const reopened = new ChunkCache(join(work, 'cache-shared'), 1024 * MiB);
     await reopened.ensure(hex, via(repoA2));
     expect(fetched).toEqual([repoA]);
+  }, 60_000);
+
+  it("uploads a commit's file a few chunks at once, each once, in the file's order", async () => {
+    const chunk = VOLUME_CHUNK_BYTES;
+    const a = randomBytes(chunk);
+    const b = randomBytes(chunk);
+    // a, b, a, random, random, a short tail: a repeated chunk and an odd size.
+    const file = Buffer.concat([a, b, a, randomBytes(chunk), randomBytes(chunk), randomBytes(1000)]);
+    const path = join(work, 'commit.bin');
+    await writeFile(path, file);
+    const store = blobs(repoA2, ['pull', 'push']);
+    let inFlight = 0;
+    let most = 0;
+    const sent: string[] = [];
+    const source: ChunkSource = {
+      from: 'the registry',
+      parallel: 16,
+      uploads: 4,
+      fetch: (hex) => store.open(hex),
+      upload: async (hex, data) => {
+        most = Math.max(most, ++inFlight);
+        sent.push(hex);
+        try {
+          await store.put(hex, data);
+        } finally {
+          inFlight--;
+        }
+      },
+    };
+    const handle = await open(path, 'r');
+    const digests = await uploadChunks(source, handle).finally(() => handle.close());
+    const expected = [0, 1, 2, 3, 4, 5].map((i) => sha256(file.subarray(i * chunk, Math.min(file.length, (i + 1) * chunk))));
+    expect(digests).toEqual(expected);
+    expect(sent.sort()).toEqual([...new Set(expected)].sort());
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(4);
+    for (const hex of new Set(expected)) {
+      expect(sha256(Buffer.from(await new Response(await store.open(hex)).arrayBuffer()))).toBe(hex);
+    }
   }, 60_000);
 
   it("keeps a version's chunks through the registry's garbage collection while its manifest is tagged, and frees them after", async () => {

@@ -95,7 +95,10 @@ export class ChunkCache {
     try {
       const data = await download();
       const source = data instanceof Uint8Array ? Readable.from([data]) : Readable.fromWeb(data as WebReadableStream);
-      await pipeline(source, digest, createWriteStream(tmp, { mode: 0o600 }));
+      await pipeline(source, digest, createWriteStream(tmp, { mode: 0o600 })).catch((e: Error) => {
+        // A source cut off mid-chunk, a full disk: say which chunk and from where.
+        throw new Error(`volume chunk ${hex} from ${from} could not be kept: ${e.message}`, { cause: e });
+      });
       const actual = hash.digest('hex');
       if (actual !== hex) throw new Error(`volume chunk ${hex} from ${from} hashes to ${actual}; refusing it`);
       await rename(tmp, join(this.dir, hex));

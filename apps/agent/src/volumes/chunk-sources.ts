@@ -14,6 +14,8 @@ export interface ChunkSource {
   readonly from: string;
   /** Chunks fetched at once: the gateway buffers each one whole, the registry streams. */
   readonly parallel: number;
+  /** Chunks of a file uploaded at once by a commit (each a 4 MiB buffer). */
+  readonly uploads: number;
   fetch(hex: string): Promise<ChunkBytes>;
   /** Stores a chunk for a commit (nothing sent when the store holds it already). */
   upload(hex: string, chunk: Uint8Array): Promise<void>;
@@ -35,6 +37,8 @@ export function registryChunks(gateway: () => GatewayAccess, containerId: string
   return {
     from: 'the volume store (registry)',
     parallel: 16,
+    // The quota is checked at the commit, for all its chunks at once.
+    uploads: 4,
     fetch: (hex) => blobs.open(hex),
     upload: async (hex, chunk) => {
       await blobs.put(hex, chunk);
@@ -49,6 +53,8 @@ export function gatewayChunks(gateway: () => GatewayAccess, containerId: string,
     from: 'the gateway',
     // Each chunk is held whole on its way: a few at once keep memory at a few chunks.
     parallel: 4,
+    // One at a time: the gateway checks the quota at each upload.
+    uploads: 1,
     fetch: async (hex) => {
       const response = await callGateway(gateway(), path(hex), CALL_TIMEOUT_MS);
       if (!response.ok) throw new VolumeMountError(`volume ${volume}: the gateway refused chunk ${hex}: ${await refusalOf(response)}`);

@@ -218,12 +218,13 @@ export class VolumeMounts {
 
   /** The commit of one read-write mount and its report. */
   private async commitOne(containerId: string, record: MountRecord): Promise<VolumeCommitAnswer> {
+    const source = this.source(containerId, record.name, record.store);
     const base = new Map(record.base.map((f) => [f.path, f]));
     const writes: { path: string; mode: number; mtime: string; chunks: string[] }[] = [];
     const { files, skipped } = await walkCopy(record.dir);
     const seen: VolumeFileEntry[] = [];
     for (const path of files) {
-      const read = await this.readFileOfCopy(containerId, record, path, base.get(path));
+      const read = await this.readFileOfCopy(source, record, path, base.get(path));
       if ('skipped' in read) skipped.push(read.skipped);
       else {
         seen.push(read.entry);
@@ -250,7 +251,7 @@ export class VolumeMounts {
    * container may swap a file or a directory for a link to the host's files while a commit runs.
    */
   private async readFileOfCopy(
-    containerId: string,
+    source: ChunkSource,
     record: MountRecord,
     path: string,
     was: VolumeFileEntry | undefined,
@@ -262,7 +263,7 @@ export class VolumeMounts {
       if (!s.isFile() || !where.startsWith(`${root}/`)) return { skipped: `${path}: changed into a link while committing` };
       const entry = { path, size: s.size, mode: s.mode & 0o777, mtime: new Date(Math.round(s.mtimeMs)).toISOString(), chunks: [] };
       if (was && was.size === entry.size && Date.parse(was.mtime) === Date.parse(entry.mtime) && was.mode === entry.mode) return { entry };
-      return { entry, chunks: await uploadChunks(this.source(containerId, record.name, record.store), handle) };
+      return { entry, chunks: await uploadChunks(source, handle) };
     } finally {
       await handle.close();
     }
@@ -326,11 +327,21 @@ async function writeFileOf(file: VolumeFileEntry, target: string, chunkPath: (he
   }
 }
 
-/** Reads the file a chunk at a time (one buffer) and uploads each chunk; their digests in order. */
-async function uploadChunks(source: ChunkSource, handle: FileHandle): Promise<string[]> {
+/**
+ * Reads the file a chunk at a time and uploads the chunks, `source.uploads` at once (each read
+ * into a buffer of its own, reused once its upload is done: memory holds that many chunks at
+ * most); their digests in order.
+ */
+export async function uploadChunks(source: ChunkSource, handle: FileHandle): Promise<string[]> {
   const digests: string[] = [];
-  const buffer = Buffer.allocUnsafe(VOLUME_CHUNK_BYTES);
+  const free = Array.from({ length: source.uploads }, () => Buffer.allocUnsafe(VOLUME_CHUNK_BYTES));
+  const sent = new Set<string>();
+  const uploading = new Set<Promise<void>>();
+  let failure: unknown;
   for (let position = 0; ;) {
+    while (!free.length) await Promise.race(uploading);
+    if (failure) throw failure;
+    const buffer = free.pop()!;
     let filled = 0;
     while (filled < buffer.length) {
       const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
@@ -341,10 +352,26 @@ async function uploadChunks(source: ChunkSource, handle: FileHandle): Promise<st
     position += filled;
     const chunk = buffer.subarray(0, filled);
     const hex = sha256Hex(chunk);
-    await source.upload(hex, chunk);
     digests.push(hex);
+    // A chunk repeated in the file (zeros, say) goes once.
+    if (sent.has(hex)) {
+      free.push(buffer);
+      if (filled < buffer.length) break;
+      continue;
+    }
+    sent.add(hex);
+    const upload: Promise<void> = source
+      .upload(hex, chunk)
+      .catch((e: unknown) => void (failure ??= e))
+      .finally(() => {
+        uploading.delete(upload);
+        free.push(buffer);
+      });
+    uploading.add(upload);
     if (filled < buffer.length) break;
   }
+  await Promise.all(uploading);
+  if (failure) throw failure;
   return digests;
 }
 
