@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
 import { VOLUME_CHUNK_BYTES, VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '#tern/contracts';
 import { freePort } from '#tern/runtime';
 import { RegistryBlobs } from '#tern/volumes';
@@ -242,4 +243,34 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
     expect((await call('DELETE', '/api/v1/volumes/fragile', ADMIN)).status).toBe(204);
     expect(await versionsOf('fragile', id)).toEqual({});
   }, 60_000);
+
+  it('mounts a volume written by the object-store layout: its chunks move to the registry at its first mount', async () => {
+    // As a gateway before this change left it: the chunk in the volume-chunks object store, the manifest in Postgres.
+    expect((await call('POST', '/api/v1/volumes', ADMIN, { name: 'legacy' })).status).toBe(201);
+    const bytes = Buffer.alloc(VOLUME_CHUNK_BYTES + 500, 'old layout');
+    const chunks = [bytes.subarray(0, VOLUME_CHUNK_BYTES), bytes.subarray(VOLUME_CHUNK_BYTES)];
+    const store = await new Objm(h.messaging.nc).create(h.messaging.ns.bucket(VOLUME_CHUNKS_BUCKET.name));
+    for (const c of chunks) {
+      await store.putBlob({ name: `${h.workspaceId}.${sha256(c)}` }, c);
+      await h.db.query(`INSERT INTO volume_chunks (workspace_id, digest, size) VALUES ($1, $2, $3)`, [h.workspaceId, sha256(c), c.length]);
+    }
+    const id = await volumeId('legacy');
+    await h.db.query(
+      `INSERT INTO volume_files (volume_id, path, size, mode, mtime, chunks, version) VALUES ($1, 'weights.bin', $2, 420, now(), $3, 1)`,
+      [id, bytes.length, chunks.map(sha256)],
+    );
+    await h.db.query(`UPDATE volumes SET version = 1 WHERE id = $1`, [id]);
+    expect(await versionsOf('legacy')).toEqual({});
+
+    await deploy('legacy-reader', [{ name: 'legacy', mount_path: '/legacy', read_only: true }]);
+    await start('B', 'c-b-legacy', 'legacy-reader', [{ volume: 'legacy', mountPath: '/legacy', readOnly: true }], {
+      HASH: '/legacy/weights.bin',
+      LIFETIME: '1',
+    });
+    await waitFor('c-b-legacy stopped', async () => kinds('c-b-legacy').includes('stopped'), 90_000);
+    expect(linesOf('c-b-legacy')).toContain(`sha256 /legacy/weights.bin: ${sha256(bytes)}`);
+    expect(await versionsOf('legacy')).toEqual({ v1: chunks.map(sha256).sort() });
+    for (const c of chunks) expect(await linked('legacy', sha256(c))).toBe(true);
+    expect(Buffer.compare((await fileOf('legacy', 'weights.bin')) as Buffer, bytes)).toBe(0);
+  }, 240_000);
 });

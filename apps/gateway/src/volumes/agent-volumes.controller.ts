@@ -57,7 +57,7 @@ export class AgentVolumesController {
   @ApiOperation({ summary: 'The committed state of a volume mounted by a container placed on the calling machine' })
   async manifest(@CurrentMachine() machine: Machine, @Param() params: AgentVolumeParams): Promise<VolumeManifest> {
     const placed = await this.placed(machine, params);
-    return this.volumes.manifest(placed.volumeId, params.name);
+    return this.volumes.manifest(placed.workspaceId, placed.volumeId, params.name);
   }
 
   @Get(':containerId/volumes/:name/grant')

@@ -1,5 +1,5 @@
 import { Inject, Injectable, NotFoundException } from '@nestjs/common';
-import type { ObjectStore } from '@nats-io/obj';
+import { type ObjectStore, Objm } from '@nats-io/obj';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
@@ -112,6 +112,37 @@ export class VolumeChunkStore {
     await blobs.put(sha256Hex(EMPTY_CONFIG.bytes), EMPTY_CONFIG.bytes);
     await blobs.putManifest(volumeVersionTag(version), volumeVersionManifest(version, chunks));
     await this.unpublish(workspaceId, volumeId, version);
+  }
+
+  /** Registry only: whether the volume's version is tagged (then the repository holds every chunk it names). */
+  async published(workspaceId: string, volumeId: string, version: number): Promise<boolean> {
+    return (await this.blobs(workspaceId, volumeId).tags()).includes(volumeVersionTag(version));
+  }
+
+  /**
+   * Registry only: copies the chunks the volume's repository lacks from the `volume-chunks`
+   * object store, where the gateway kept them before the registry held volumes, each checked
+   * against its digest. A chunk in neither is an error naming it.
+   */
+  async adopt(workspaceId: string, volumeId: string, digests: readonly string[]): Promise<void> {
+    const blobs = this.blobs(workspaceId, volumeId);
+    await inParallel([...new Set(digests)], CHECKS_IN_PARALLEL, async (hex) => {
+      if ((await blobs.size(hex)) !== undefined) return;
+      const data = await (await this.legacy()).getBlob(objectName(workspaceId, hex));
+      if (!data) throw new Error(`volume chunk ${hex} is neither in the registry nor in the ${VOLUME_CHUNKS_BUCKET.name} object store`);
+      if (sha256Hex(data) !== hex)
+        throw new Error(`volume chunk ${hex} in the ${VOLUME_CHUNKS_BUCKET.name} object store hashes to ${sha256Hex(data)}`);
+      await blobs.put(hex, data);
+    });
+  }
+
+  /** The object store of the layout before the registry held volumes, opened as it is (never made). */
+  private legacy(): Promise<ObjectStore> {
+    return new Objm(this.messaging.nc).open(this.messaging.ns.bucket(VOLUME_CHUNKS_BUCKET.name)).catch((e: Error) => {
+      throw new Error(
+        `the volume's chunks are not all in the registry, and there is no ${VOLUME_CHUNKS_BUCKET.name} object store to take them from (${e.message})`,
+      );
+    });
   }
 
   /** Registry only: deletes the volume's version manifests older than `below` (all of them without): its blobs go at the next garbage collection. */

@@ -21,7 +21,7 @@ import {
 } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import { type VolumeFileRow, type VolumeFileWrite, VolumesRepository, type VolumeSummary, type VolumeWriter } from '#tern/persistence';
-import { chunksOf, entriesBelow, sha256Hex, volumePath } from '#tern/volumes';
+import { BlobStoreError, chunksOf, entriesBelow, sha256Hex, volumePath } from '#tern/volumes';
 import { VolumeChunkStore } from './volume-chunk-store.js';
 
 /** How long a machine may take to upload a container's changes and commit them (large files take a while). */
@@ -138,7 +138,7 @@ export class VolumesService {
       throw e;
     }
     const committed = await this.volumes.commit(volume.id, undefined, [{ path, size, mode, mtime: new Date(), chunks: digests }], []);
-    await this.publish(workspaceId, volume.id);
+    await this.publishAfterCommit(workspaceId, volume.id);
     return { path, size, chunks: digests.length, version: committed.version };
   }
 
@@ -148,6 +148,7 @@ export class VolumesService {
     const path = pathOf(rawPath);
     const file = (await this.volumes.files(volume.id, path)).find((f) => f.path === path);
     if (!file) throw new NotFoundException(`volume ${name} has no file ${path}`);
+    await this.ensureInRegistry(workspaceId, volume.id);
     const chunks = this.chunks;
     async function* bytes() {
       for (const hex of file!.chunks) {
@@ -172,7 +173,7 @@ export class VolumesService {
       [],
       files.map((f) => f.path),
     );
-    await this.publish(workspaceId, volume.id);
+    await this.publishAfterCommit(workspaceId, volume.id);
     this.sweepLater(workspaceId);
     return result;
   }
@@ -215,7 +216,9 @@ export class VolumesService {
     }
   }
 
-  async manifest(volumeId: string, name: string): Promise<VolumeManifest> {
+  /** What a machine mounts; with the registry, its chunks are there first (a volume of the object-store layout moves over now). */
+  async manifest(workspaceId: string, volumeId: string, name: string): Promise<VolumeManifest> {
+    await this.ensureInRegistry(workspaceId, volumeId);
     const { version, files } = await this.volumes.manifest(volumeId);
     return {
       volume: name,
@@ -307,33 +310,64 @@ export class VolumesService {
       files,
       removals.map((r) => pathOf(r)),
     );
-    await this.publish(workspaceId, volumeId);
+    await this.publishAfterCommit(workspaceId, volumeId);
     if (removals.length) this.sweepLater(workspaceId);
     return result;
   }
 
   /**
    * The volume's current version as a manifest in the registry (nothing for the object store),
-   * one publication per volume at a time, each reading the state it publishes. The version is
-   * committed already: a failure is logged, and the next version's publication catches up.
+   * one publication per volume at a time, each reading the state it publishes. Rejects with why
+   * it failed; the chain goes on.
    */
   private publish(workspaceId: string, volumeId: string): Promise<void> {
     if (!this.chunks.inRegistry) return Promise.resolve();
-    const publishNow = async () => {
-      const { version, files } = await this.volumes.manifest(volumeId);
-      const sizes = await this.volumes.chunkSizes(
-        workspaceId,
-        files.flatMap((f) => f.chunks),
-      );
-      await this.chunks.publish(workspaceId, volumeId, version, sizes);
+    const next = (this.publishing.get(volumeId) ?? Promise.resolve()).then(() => this.publishNow(workspaceId, volumeId));
+    const forget = () => {
+      if (this.publishing.get(volumeId) === settled) this.publishing.delete(volumeId);
     };
-    const next = (this.publishing.get(volumeId) ?? Promise.resolve())
-      .then(publishNow)
-      .catch((e: unknown) => this.logger.warn(`publishing volume ${volumeId}'s version manifest failed: ${String(e)}`));
-    this.publishing.set(volumeId, next);
-    return next.then(() => {
-      if (this.publishing.get(volumeId) === next) this.publishing.delete(volumeId);
-    });
+    const settled = next.then(forget, forget);
+    this.publishing.set(volumeId, settled);
+    return next;
+  }
+
+  /** After a put, rm or commit: the version is committed already, so a failure is logged, and the next publication catches up. */
+  private async publishAfterCommit(workspaceId: string, volumeId: string): Promise<void> {
+    await this.publish(workspaceId, volumeId).catch((e: unknown) =>
+      this.logger.warn(`publishing volume ${volumeId}'s version manifest failed: ${String(e)}`),
+    );
+  }
+
+  /**
+   * Tags the volume's current version. The registry refuses a manifest naming a blob the
+   * repository lacks: chunks stored before the registry held volumes (the object-store layout)
+   * are then copied over, checked against their digests, and the manifest tagged again.
+   */
+  private async publishNow(workspaceId: string, volumeId: string): Promise<void> {
+    const { version, files } = await this.volumes.manifest(volumeId);
+    const sizes = await this.volumes.chunkSizes(
+      workspaceId,
+      files.flatMap((f) => f.chunks),
+    );
+    try {
+      await this.chunks.publish(workspaceId, volumeId, version, sizes);
+    } catch (e) {
+      if (!(e instanceof BlobStoreError) || e.status !== 400) throw e;
+      await this.chunks.adopt(workspaceId, volumeId, [...sizes.keys()]);
+      await this.chunks.publish(workspaceId, volumeId, version, sizes);
+    }
+  }
+
+  /**
+   * With the registry: the volume's current version is tagged there, so every chunk it holds
+   * is (a version written before the registry held volumes is moved over first). One request
+   * when it is.
+   */
+  private async ensureInRegistry(workspaceId: string, volumeId: string): Promise<void> {
+    if (!this.chunks.inRegistry) return;
+    const { version } = await this.volumes.manifest(volumeId);
+    if (await this.chunks.published(workspaceId, volumeId, version)) return;
+    await this.publish(workspaceId, volumeId);
   }
 
   async usage(workspaceId: string): Promise<VolumeUsage> {
