@@ -1,8 +1,8 @@
 /**
  * Volumes: (1) first-mount throughput — a read-only volume of N MiB mounted by the first container
- * on a machine (the agent fetches every chunk from the gateway, verifies it, caches it and builds
- * the tree), next to copying the same chunks out of the NATS object store with a bare client into
- * a file (the floor); (2) what a volume already cached on the machine adds to a container start.
+ * on a machine (the agent fetches every chunk straight from the registry, verifies it, caches it
+ * and builds the tree), next to a bare parallel HTTP GET of the same blobs from the same registry
+ * into files (the floor); (2) what a volume already cached on the machine adds to a container start.
  * Start latencies are the agent's own (`startupLatencyMs` of container.started: from the start
  * command's arrival to the process running). Prints the figures; not a test.
  *
@@ -12,14 +12,18 @@
  * afterwards. Needs root and runc.
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Objm } from '@nats-io/obj';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { connect } from '@nats-io/transport-node';
-import { VOLUME_CHUNKS_BUCKET } from '#tern/contracts';
+import { REGISTRY_TOKEN_PATH, VOLUME_CHUNK_BYTES } from '#tern/contracts';
+import { inParallel } from '#tern/volumes';
 import { api, deploy, type DeploymentView, openStack, quantile, sleep, until } from '../invoke/stack.js';
 
 const { values } = parseArgs({ options: { mib: { type: 'string', default: '512' }, runs: { type: 'string', default: '7' } } });
@@ -45,13 +49,27 @@ nc.subscribe(`${stack.namespace}.container.*.started.v1`, {
   },
 });
 
-/** N MiB of random bytes, made as they are sent (no chunk repeats, so none dedups). */
+/** The sha256 of each chunk of the volume's file, as the gateway cuts it (for the floor's GETs). */
+const digests: string[] = [];
+
+/** N MiB of random bytes, made as they are sent (no chunk repeats, so none dedups); records each chunk's digest. */
 function randomStream(mib: number): ReadableStream<Uint8Array> {
   let sent = 0;
+  const perChunk = VOLUME_CHUNK_BYTES / 2 ** 20;
+  let hash = createHash('sha256');
   return new ReadableStream({
     pull(controller) {
-      if (sent++ >= mib) return controller.close();
-      controller.enqueue(randomBytes(2 ** 20));
+      if (sent >= mib) {
+        if (sent % perChunk) digests.push(hash.digest('hex'));
+        return controller.close();
+      }
+      const piece = randomBytes(2 ** 20);
+      hash.update(piece);
+      if (++sent % perChunk === 0) {
+        digests.push(hash.digest('hex'));
+        hash = createHash('sha256');
+      }
+      controller.enqueue(piece);
     },
   });
 }
@@ -96,26 +114,50 @@ async function coldStart(name: string): Promise<number> {
   return until(`container.started of ${containerId}`, 10_000, async () => started.get(containerId));
 }
 
-/** Every chunk of the store, read with a bare object-store client and appended to one file: seconds. */
+/** A registry token of the stack's operator (its API token as the Basic-auth password) for `scope`. */
+async function registryToken(scope: string): Promise<string> {
+  const res = await fetch(`${stack.gateway}${REGISTRY_TOKEN_PATH}?service=tern-registry&scope=${encodeURIComponent(scope)}`, {
+    headers: { authorization: `Basic ${Buffer.from(`bench:${stack.token}`).toString('base64')}` },
+  });
+  if (!res.ok) throw new Error(`registry token: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+/**
+ * The floor: every blob of the volume fetched with bare HTTP GETs from the registry the agent
+ * fetches from, as many at once as the agent fetches (16), each into its own file (fsynced): no
+ * hashing, no cache, no tree. Seconds and bytes.
+ */
 async function bareCopy(): Promise<{ seconds: number; bytes: number }> {
-  const store = await new Objm(nc).open(`${stack.namespace}_${VOLUME_CHUNKS_BUCKET.name}`);
-  const names = (await store.list()).filter((o) => !o.deleted).map((o) => o.name);
-  const file = await open(join(work, 'bare-copy.bin'), 'w');
+  const catalogToken = await registryToken('registry:catalog:*');
+  const base = await registryUrl();
+  const catalog = (await (await fetch(`${base}/v2/_catalog?n=1000`, { headers: { authorization: `Bearer ${catalogToken}` } })).json()) as {
+    repositories: string[];
+  };
+  const repository = catalog.repositories.find((r) => r.startsWith('volumes/'));
+  if (!repository) throw new Error(`no volumes/ repository in the registry's catalog: ${catalog.repositories.join(', ')}`);
+  const token = await registryToken(`repository:${repository}:pull`);
+  const dir = join(work, 'bare-copy');
+  await mkdir(dir);
   let bytes = 0;
   const t0 = performance.now();
-  try {
-    for (const name of names) {
-      const object = await store.get(name);
-      for await (const piece of object!.data as unknown as AsyncIterable<Uint8Array>) {
-        await file.write(piece);
-        bytes += piece.length;
-      }
-    }
-    await file.sync();
-  } finally {
-    await file.close();
-  }
+  await inParallel(digests, 16, async (hex) => {
+    const res = await fetch(`${base}/v2/${repository}/blobs/sha256:${hex}`, { headers: { authorization: `Bearer ${token}` } });
+    if (!res.ok || !res.body) throw new Error(`GET blob ${hex}: ${res.status}`);
+    const file = createWriteStream(join(dir, hex));
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream), file);
+    bytes += file.bytesWritten;
+  });
   return { seconds: (performance.now() - t0) / 1000, bytes };
+}
+
+/** The registry `npm run up` started for the stack (run.json), or BENCH_REGISTRY_URL for an existing stack's. */
+async function registryUrl(): Promise<string> {
+  if (process.env.BENCH_REGISTRY_URL) return process.env.BENCH_REGISTRY_URL.replace(/\/+$/, '');
+  const run = JSON.parse(await readFile(join(stack.ternHome, 'run.json'), 'utf8')) as { registry?: { url?: string } };
+  if (!run.registry?.url)
+    throw new Error(`the stack runs no private registry (${join(stack.ternHome, 'run.json')}): set BENCH_REGISTRY_URL`);
+  return run.registry.url.replace(/\/+$/, '');
 }
 
 const ms = (xs: number[]) =>
@@ -151,7 +193,7 @@ try {
     `first mount                        ${firstMount} ms start, ${mountSeconds.toFixed(2)} s more than without: ${tern.toFixed(0)} MiB/s`,
   );
   console.log(
-    `bare object-store copy (floor)     ${(floor.bytes / 2 ** 20).toFixed(0)} MiB in ${floor.seconds.toFixed(2)} s: ${bare.toFixed(0)} MiB/s`,
+    `bare registry GETs (floor)         ${(floor.bytes / 2 ** 20).toFixed(0)} MiB in ${floor.seconds.toFixed(2)} s: ${bare.toFixed(0)} MiB/s`,
   );
   console.log(`ratio (first mount / floor)        ${(tern / bare).toFixed(2)}x`);
 } finally {

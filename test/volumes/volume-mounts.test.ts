@@ -7,83 +7,18 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import {
-  AGENT_CONTAINER_START,
-  AGENT_CONTAINER_STOP,
-  CONTAINER_LOG_LINE,
-  type ContainerLogLine,
-  type ContainerStart,
-  subjectFilter,
-  VOLUME_CHUNK_BYTES,
-} from '#tern/contracts';
-import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { ContainersRepository, createDataSource } from '#tern/persistence';
-import type { DataSource } from 'typeorm';
-import { ADMIN, AgentProcess, removeStateDir, tempStateDir } from '../agent/harness.js';
-import { client, tern } from '../machines/harness.js';
+import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
+import { ADMIN } from '../agent/harness.js';
+import { tern } from '../machines/harness.js';
 import { runningGateway } from '../support/gateway.js';
-import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
+import { mountHarness } from './mount-harness.js';
 import { digestOf, generated, memoryOf, sampleMemory } from '../support/volume-bytes.js';
 
 const MiB = 2 ** 20;
 
 const execFileAsync = promisify(execFile);
-
-/**
- * Writes WRITE's `path=text;…`, makes LINK's `path=target;…` links and MKDIR's directories, prints
- * HASH's sha256 and READ's files, overwrites the start of PATCH's `path=text` files, commits through
- * its agent socket with COMMIT, serves /health, exits after LIFETIME seconds.
- */
-const PROGRAM = `
-import os, threading, time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-for spec in filter(None, os.environ.get("WRITE", "").split(";")):
-    path, text = spec.split("=", 1)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    open(path, "w").write(text)
-for spec in filter(None, os.environ.get("LINK", "").split(";")):
-    path, target = spec.split("=", 1)
-    os.symlink(target, path)
-for path in filter(None, os.environ.get("MKDIR", "").split(";")):
-    os.makedirs(path, exist_ok=True)
-for path in filter(None, os.environ.get("HASH", "").split(";")):
-    import hashlib
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    print("sha256 " + path + ": " + digest.hexdigest(), flush=True)
-for spec in filter(None, os.environ.get("PATCH", "").split(";")):
-    path, text = spec.split("=", 1)
-    with open(path, "r+b") as f:
-        f.write(text.encode())
-for path in filter(None, os.environ.get("READ", "").split(";")):
-    print("read " + path + ": " + open(path, "rb").read().decode("latin1")[:64], flush=True)
-if os.environ.get("COMMIT"):
-    import socket
-    agent = socket.socket(socket.AF_UNIX)
-    agent.connect(os.environ["TERN_AGENT_SOCKET"])
-    agent.sendall(b"POST /volumes/commit HTTP/1.0\\r\\nHost: agent\\r\\n\\r\\n")
-    answer = b""
-    while True:
-        part = agent.recv(65536)
-        if not part:
-            break
-        answer += part
-    print("commit: " + answer.decode().split("\\r\\n\\r\\n", 1)[1], flush=True)
-class Health(BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.end_headers()
-    def log_message(self, *args):
-        pass
-server = HTTPServer(("0.0.0.0", int(os.environ["PORT"])), Health)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-time.sleep(float(os.environ.get("LIFETIME", "1")))
-`;
 
 /**
  * Volumes mounted by real agents (runc): what a container on machine A writes, a container on
@@ -92,18 +27,9 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
  */
 (await describeNeeding(['root', 'runc', 'python3']))('volumes mounted by agents', () => {
   const gateway = runningGateway('volmount', ADMIN);
-  const call = (...args: Parameters<ReturnType<typeof client>>) => client(gateway.base)(...args);
-  const agents: Record<'A' | 'B', AgentProcess> = {} as never;
-  let nc: NatsConnection;
-  let messaging: Messaging;
-  let db: DataSource;
-  let containers: ContainersRepository;
-  let workspaceId: string;
-  const versions: Record<string, { deploymentId: string; versionId: string }> = {};
-  const subs: Subscription[] = [];
-  const events: { kind: string; data: Record<string, unknown> }[] = [];
-  const logs: ContainerLogLine[] = [];
   const machineOf = { A: 'vol-machine-a', B: 'vol-machine-b' };
+  const h = mountHarness(gateway, machineOf);
+  const { agents, call, kinds, linesOf, deploy, start, stop, fileOf, firstChunkOf } = h;
 
   let scratch: string;
 
@@ -129,90 +55,8 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
       });
     });
 
-  const kinds = (containerId: string) => events.filter((e) => e.data.containerId === containerId).map((e) => e.kind);
-  const linesOf = (containerId: string) => logs.filter((l) => l.containerId === containerId).map((l) => l.line);
-
-  /** A deployment whose spec mounts `volumes`, as the gateway records it. */
-  const deploy = async (name: string, volumes: { name: string; mount_path: string; read_only?: boolean }[]) => {
-    const made = await call('POST', '/api/v1/deployments', ADMIN, { name, kind: 'endpoint', command: ['python3', '-c', PROGRAM], volumes });
-    expect(made.status).toBe(201);
-    const [row] = (await db.query(`SELECT id FROM deployment_versions WHERE deployment_id = $1`, [made.body.deploymentId])) as {
-      id: string;
-    }[];
-    versions[name] = { deploymentId: made.body.deploymentId as string, versionId: row.id };
-  };
-
-  /** Places the container on the machine (as the scheduler records it) and sends the agent its start. */
-  const start = async (
-    machine: 'A' | 'B',
-    containerId: string,
-    deployment: string,
-    volumes: ContainerStart['volumes'],
-    env: Record<string, string>,
-  ) => {
-    await containers.insertScheduled({
-      id: containerId,
-      deploymentVersionId: versions[deployment].versionId,
-      machineId: machineOf[machine],
-      reason: 'test placement',
-      requested: { cpuMillicores: 250, memoryBytes: 256 * 2 ** 20, gpuCount: 0 },
-    });
-    const command: ContainerStart = {
-      containerId,
-      deploymentId: versions[deployment].deploymentId,
-      deploymentVersion: 1,
-      workspaceId,
-      deploymentKind: 'endpoint',
-      image: 'host',
-      command: ['python3', '-c', PROGRAM],
-      env,
-      resources: { cpuMillicores: 250, memoryBytes: 256 * 2 ** 20, gpuCount: 0 },
-      volumes,
-      ports: [8000],
-      workers: 1,
-      concurrency: 1,
-      startupTimeoutSeconds: 60,
-      requestedAt: new Date().toISOString(),
-    };
-    expect(await messaging.request(AGENT_CONTAINER_START, command, { tokens: [machineOf[machine]] })).toEqual({ accepted: true });
-  };
-
-  const stop = async (machine: 'A' | 'B', containerId: string) => {
-    await messaging.request(AGENT_CONTAINER_STOP, { containerId, graceSeconds: 1, reason: 'test' }, { tokens: [machineOf[machine]] });
-    await waitFor(`${containerId} stopped`, async () => kinds(containerId).includes('stopped'), 90_000);
-  };
-
-  const fileOf = async (volume: string, path: string) => {
-    const res = await fetch(`${gateway.base}/api/v1/volumes/${volume}/files?path=${path}`, {
-      headers: { authorization: `Bearer ${ADMIN}` },
-    });
-    return res.status === 200 ? Buffer.from(await res.arrayBuffer()) : res.status;
-  };
-
-  /** The first chunk's digest of a file, as the database records it. */
-  const firstChunkOf = async (volume: string, path: string): Promise<string> => {
-    const [row] = (await db.query(
-      `SELECT f.chunks[1] AS hex FROM volume_files f JOIN volumes v ON v.id = f.volume_id WHERE v.name = $1 AND f.path = $2`,
-      [volume, path],
-    )) as { hex: string }[];
-    return row.hex;
-  };
-
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), 'tern-volume-mounts-'));
-    db = await createDataSource({ url: gateway.schema.url, schema: gateway.schema.schema, runMigrations: false }).initialize();
-    containers = new ContainersRepository(db);
-    workspaceId = (await call('GET', '/api/v1/workspace', ADMIN)).body.id as string;
-    nc = await connectNats({ ...TEST_NATS, name: 'volume-mounts-test' });
-    messaging = new Messaging(nc, new Namespace(gateway.namespace));
-    subs.push(
-      nc.subscribe(`${gateway.namespace}.container.*.*.v1`, {
-        callback: (_e, m) => void events.push({ kind: m.subject.split('.').at(-2)!, data: m.json() }),
-      }),
-      nc.subscribe(messaging.ns.subject(subjectFilter(CONTAINER_LOG_LINE, undefined, undefined, undefined)), {
-        callback: (_e, m) => void logs.push(m.json<ContainerLogLine>()),
-      }),
-    );
     for (const v of ['data', 'models']) expect((await call('POST', '/api/v1/volumes', ADMIN, { name: v })).status).toBe(201);
     // A model file of three chunks, put once.
     const model = Buffer.alloc(2 * VOLUME_CHUNK_BYTES + 1000, 'weights');
@@ -225,19 +69,9 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
     await deploy('writer', [{ name: 'data', mount_path: '/data' }]);
     await deploy('reader', [{ name: 'models', mount_path: '/models', read_only: true }]);
     await deploy('plain', []);
-    for (const m of ['A', 'B'] as const) {
-      agents[m] = AgentProcess.forPlane({ base: gateway.base } as never, { MACHINE_ID: machineOf[m] }, tempStateDir());
-      agents[m].start();
-    }
-    await Promise.all(Object.values(agents).map((a) => a.joined(120_000)));
   }, 300_000);
 
   afterAll(async () => {
-    subs.forEach((s) => s.unsubscribe());
-    for (const a of Object.values(agents)) await a?.stop(30_000);
-    await nc?.close();
-    await db?.destroy();
-    for (const a of Object.values(agents)) if (a) removeStateDir(a.stateDir);
     if (scratch) await rm(scratch, { recursive: true, force: true });
   });
 
@@ -438,11 +272,12 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
     await waitFor('c-b-ro2 stopped', async () => kinds('c-b-ro2').includes('stopped'), 90_000);
     // Same files, same inodes: nothing fetched again. And a read-only mount takes no writes.
     expect(readdirSync(chunksDir).map((f) => [f, statSync(join(chunksDir, f)).ino])).toEqual(cached);
-    expect(events.find((e) => e.data.containerId === 'c-b-ro2' && e.kind === 'failed')?.data.error).toMatch(/exited with code 1/);
+    expect(h.events.find((e) => e.data.containerId === 'c-b-ro2' && e.kind === 'failed')?.data.error).toMatch(/exited with code 1/);
     expect((await call('GET', '/api/v1/volumes/models/ls?path=llm', ADMIN)).body.files).toHaveLength(1);
 
     // What the cached volume adds to a start (the issue asks for at most 50 ms).
-    const latency = (id: string) => events.find((e) => e.data.containerId === id && e.kind === 'started')!.data.startupLatencyMs as number;
+    const latency = (id: string) =>
+      h.events.find((e) => e.data.containerId === id && e.kind === 'started')!.data.startupLatencyMs as number;
     await start('B', 'c-b-plain', 'plain', [], { LIFETIME: '1' });
     await waitFor('c-b-plain stopped', async () => kinds('c-b-plain').includes('stopped'), 90_000);
     process.stdout.write(
@@ -485,7 +320,7 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
   it('serves a machine only the manifests and chunks of volumes mounted by containers placed on it', async () => {
     const token = (m: 'A' | 'B') => agents[m].configFile().token;
     // As the scheduler records it when container.stopped arrives (no scheduler runs here).
-    await db.query(
+    await h.db.query(
       `UPDATE containers SET state = 'stopped' WHERE id IN ('c-a-write', 'c-b-read', 'c-a-both', 'c-b-both', 'c-b-ro1', 'c-b-ro2', 'c-b-plain')`,
     );
     const manifest = await call('GET', '/api/v1/volumes/models/ls?path=llm/model.bin', ADMIN);
@@ -527,19 +362,19 @@ time.sleep(float(os.environ.get("LIFETIME", "1")))
       fetch(`${gateway.base}/api/v1/agent/containers/${sandbox}/volumes/${volume}/manifest`, {
         headers: { authorization: `Bearer ${token(m)}` },
       });
-    await db.query(
+    await h.db.query(
       `INSERT INTO sandboxes (id, workspace_id, machine_id, pool, state, spec, requested, timeout_seconds)
        VALUES ('sb-vol', $1, $2, 'default', 'running', $3, '{}', 60)`,
-      [workspaceId, machineOf.B, JSON.stringify({ volumes: [{ name: 'models', path: '/models', readOnly: false }] })],
+      [h.workspaceId, machineOf.B, JSON.stringify({ volumes: [{ name: 'models', path: '/models', readOnly: false }] })],
     );
     expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(200);
     expect((await manifestOf('A', 'sb-vol', 'models')).status).toBe(404);
     expect((await manifestOf('B', 'sb-vol', 'data')).status).toBe(404);
-    await db.query(`UPDATE sandboxes SET state = 'terminated', ended_at = now() WHERE id = 'sb-vol'`);
+    await h.db.query(`UPDATE sandboxes SET state = 'terminated', ended_at = now() WHERE id = 'sb-vol'`);
     expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(200);
-    await db.query(`UPDATE sandboxes SET ended_at = now() - interval '6 minutes' WHERE id = 'sb-vol'`);
+    await h.db.query(`UPDATE sandboxes SET ended_at = now() - interval '6 minutes' WHERE id = 'sb-vol'`);
     expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(404);
-    await db.query(`UPDATE sandboxes SET state = 'lost', ended_at = now() WHERE id = 'sb-vol'`);
+    await h.db.query(`UPDATE sandboxes SET state = 'lost', ended_at = now() WHERE id = 'sb-vol'`);
     expect((await manifestOf('B', 'sb-vol', 'models')).status).toBe(404);
   }, 240_000);
 });

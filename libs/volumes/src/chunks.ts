@@ -29,3 +29,12 @@ export async function* chunksOf(source: AsyncIterable<Uint8Array>, size: number)
   }
   if (filled > 0) yield chunk.subarray(0, filled);
 }
+
+/** Runs `work` over `items` with at most `limit` at once (chunk fetches, uploads and checks). */
+export async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}

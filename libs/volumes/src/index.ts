@@ -1,2 +1,3 @@
 export * from './chunks.js';
+export * from './registry-blobs.js';
 export * from './volume-path.js';

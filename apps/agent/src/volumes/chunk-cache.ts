@@ -1,8 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { LRUCache } from 'lru-cache';
-import { sha256Hex } from '#tern/volumes';
+
+/** A chunk's bytes as its source gives them: whole (the gateway's answer) or as a stream (the registry's). */
+export type ChunkBytes = Uint8Array | ReadableStream<Uint8Array>;
 
 /**
  * Volume chunks on this machine, one file per chunk named by its sha256 (`<dir>/<hex>`), kept
@@ -45,13 +51,16 @@ export class ChunkCache {
     return this.loaded;
   }
 
-  /** The path of the chunk's file, fetched with `download` when this machine does not hold it. */
-  async ensure(hex: string, download: () => Promise<Uint8Array>): Promise<string> {
+  /**
+   * The path of the chunk's file, fetched with `download` when this machine does not hold it
+   * (`from` names the source in the refusal of a chunk whose bytes do not match its digest).
+   */
+  async ensure(hex: string, download: () => Promise<ChunkBytes>, from = 'the gateway'): Promise<string> {
     await this.load();
     if (this.lru.get(hex) !== undefined) return join(this.dir, hex);
     let p = this.inFlight.get(hex);
     if (!p) {
-      p = this.fetch(hex, download).finally(() => this.inFlight.delete(hex));
+      p = this.fetch(hex, download, from).finally(() => this.inFlight.delete(hex));
       this.inFlight.set(hex, p);
     }
     return p;
@@ -66,15 +75,38 @@ export class ChunkCache {
     return this.lru.calculatedSize;
   }
 
-  private async fetch(hex: string, download: () => Promise<Uint8Array>): Promise<string> {
-    const data = await download();
-    const actual = sha256Hex(data);
-    if (actual !== hex) throw new Error(`volume chunk ${hex} from the gateway hashes to ${actual}; refusing it`);
-    // Written beside, then renamed: a crash leaves no half chunk under a good name.
+  /**
+   * Streams the chunk into a file beside its final name, hashing it as it passes (memory: the
+   * stream's buffers, whatever the chunk's size), and renames it only once its digest matches:
+   * a wrong, truncated or half-written chunk (a refused source, a full disk, a crash) never
+   * lies under a good name.
+   */
+  private async fetch(hex: string, download: () => Promise<ChunkBytes>, from: string): Promise<string> {
     const tmp = join(this.dir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
-    await writeFile(tmp, data, { mode: 0o600 });
-    await rename(tmp, join(this.dir, hex));
-    this.lru.set(hex, data.length);
+    const hash = createHash('sha256');
+    let size = 0;
+    const digest = new Transform({
+      transform(piece: Buffer, _encoding, done) {
+        hash.update(piece);
+        size += piece.length;
+        done(null, piece);
+      },
+    });
+    try {
+      const data = await download();
+      const source = data instanceof Uint8Array ? Readable.from([data]) : Readable.fromWeb(data as WebReadableStream);
+      await pipeline(source, digest, createWriteStream(tmp, { mode: 0o600 })).catch((e: Error) => {
+        // A source cut off mid-chunk, a full disk: say which chunk and from where.
+        throw new Error(`volume chunk ${hex} from ${from} could not be kept: ${e.message}`, { cause: e });
+      });
+      const actual = hash.digest('hex');
+      if (actual !== hex) throw new Error(`volume chunk ${hex} from ${from} hashes to ${actual}; refusing it`);
+      await rename(tmp, join(this.dir, hex));
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    this.lru.set(hex, size);
     return join(this.dir, hex);
   }
 }

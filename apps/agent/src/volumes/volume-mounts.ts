@@ -28,14 +28,12 @@ import {
   type VolumeFileEntry,
   type VolumeManifest,
 } from '#tern/contracts';
-import { sha256Hex, volumePath } from '#tern/volumes';
+import { inParallel, sha256Hex, volumePath } from '#tern/volumes';
 import { callGateway, type GatewayAccess, refusalOf } from '../gateway-data.js';
 import type { ChunkCache } from './chunk-cache.js';
+import { type ChunkSource, gatewayChunks, registryChunks, VolumeMountError } from './chunk-sources.js';
 
-/** Why a volume could not be mounted; the start fails with this message. */
-export class VolumeMountError extends Error {
-  override name = 'VolumeMountError';
-}
+export { VolumeMountError } from './chunk-sources.js';
 
 /** One volume as a container mounts it, kept on disk so a commit survives an agent restart. */
 interface MountRecord {
@@ -46,10 +44,10 @@ interface MountRecord {
   baseVersion: number;
   /** The files as materialized (rw mounts only: what a commit compares with). */
   base: VolumeFileEntry[];
+  /** Where its chunks live (the manifest's word); absent: the gateway. */
+  store?: VolumeManifest['store'];
 }
 
-/** Chunks fetched at once while materializing: at most this many chunks in memory. */
-const DOWNLOADS_IN_PARALLEL = 4;
 const CALL_TIMEOUT_MS = 300_000;
 
 /**
@@ -87,6 +85,7 @@ export class VolumeMounts {
         dir,
         baseVersion: manifest.version,
         base: v.readOnly ? [] : [...manifest.files],
+        ...(manifest.store ? { store: manifest.store } : {}),
       });
     }
     if (records.length) await this.writeRecords(cmd.containerId, records);
@@ -192,51 +191,40 @@ export class VolumeMounts {
     return dir;
   }
 
+  private source(containerId: string, volume: string, store: VolumeManifest['store']): ChunkSource {
+    return (store === 'registry' ? registryChunks : gatewayChunks)(this.gateway, containerId, volume);
+  }
+
   private async materialize(containerId: string, manifest: VolumeManifest, dir: string): Promise<void> {
     await mkdir(dir, { recursive: true, mode: 0o755 });
-    // Every chunk on this machine first, a few at a time: memory stays at a few chunks.
+    const source = this.source(containerId, manifest.volume, manifest.store);
+    const chunkPath = (hex: string) => this.cache.ensure(hex, () => source.fetch(hex), source.from);
+    // Every chunk on this machine first, many at once; each is verified as it streams into the cache.
     const missing = [...new Set(manifest.files.flatMap((f) => f.chunks))].filter((hex) => !this.cache.has(hex));
-    await inParallel(missing, DOWNLOADS_IN_PARALLEL, (hex) =>
-      this.cache.ensure(hex, () => this.download(containerId, manifest.volume, hex)),
-    );
+    await inParallel(missing, source.parallel, chunkPath);
     for (const file of manifest.files) {
       const checked = volumePath(file.path);
       if ('problem' in checked) throw new VolumeMountError(`volume ${manifest.volume}: ${checked.problem}`);
       const target = join(dir, ...checked.path.split('/'));
       await mkdir(dirname(target), { recursive: true, mode: 0o755 });
-      await this.writeFileOf(containerId, manifest.volume, file, target);
+      await writeFileOf(file, target, chunkPath);
       await chmod(target, file.mode & 0o777);
       const mtime = new Date(file.mtime);
       await utimes(target, mtime, mtime);
     }
   }
 
-  private async writeFileOf(containerId: string, volume: string, file: VolumeFileEntry, target: string): Promise<void> {
-    const chunkPath = (hex: string) => this.cache.ensure(hex, () => this.download(containerId, volume, hex));
-    if (!file.chunks.length) return writeFile(target, '');
-    // One chunk: a copy (a reflink where the filesystem has them).
-    if (file.chunks.length === 1) return copyFile(await chunkPath(file.chunks[0]), target, constants.COPYFILE_FICLONE);
-    for (const [i, hex] of file.chunks.entries()) {
-      await pipeline(createReadStream(await chunkPath(hex)), createWriteStream(target, { flags: i === 0 ? 'w' : 'a' }));
-    }
-  }
-
-  private async download(containerId: string, volume: string, hex: string): Promise<Uint8Array> {
-    const response = await this.call(`${agentVolumePath(containerId, volume)}/chunks/${hex}`);
-    if (!response.ok) throw new VolumeMountError(`volume ${volume}: the gateway refused chunk ${hex}: ${await refusalOf(response)}`);
-    return new Uint8Array(await response.arrayBuffer());
-  }
-
   // --- committing ----------------------------------------------------------------------
 
   /** The commit of one read-write mount and its report. */
   private async commitOne(containerId: string, record: MountRecord): Promise<VolumeCommitAnswer> {
+    const source = this.source(containerId, record.name, record.store);
     const base = new Map(record.base.map((f) => [f.path, f]));
     const writes: { path: string; mode: number; mtime: string; chunks: string[] }[] = [];
     const { files, skipped } = await walkCopy(record.dir);
     const seen: VolumeFileEntry[] = [];
     for (const path of files) {
-      const read = await this.readFileOfCopy(containerId, record, path, base.get(path));
+      const read = await this.readFileOfCopy(source, record, path, base.get(path));
       if ('skipped' in read) skipped.push(read.skipped);
       else {
         seen.push(read.entry);
@@ -263,7 +251,7 @@ export class VolumeMounts {
    * container may swap a file or a directory for a link to the host's files while a commit runs.
    */
   private async readFileOfCopy(
-    containerId: string,
+    source: ChunkSource,
     record: MountRecord,
     path: string,
     was: VolumeFileEntry | undefined,
@@ -275,33 +263,10 @@ export class VolumeMounts {
       if (!s.isFile() || !where.startsWith(`${root}/`)) return { skipped: `${path}: changed into a link while committing` };
       const entry = { path, size: s.size, mode: s.mode & 0o777, mtime: new Date(Math.round(s.mtimeMs)).toISOString(), chunks: [] };
       if (was && was.size === entry.size && Date.parse(was.mtime) === Date.parse(entry.mtime) && was.mode === entry.mode) return { entry };
-      return { entry, chunks: await this.uploadChunks(containerId, record.name, handle) };
+      return { entry, chunks: await uploadChunks(source, handle) };
     } finally {
       await handle.close();
     }
-  }
-
-  /** Reads the file a chunk at a time (one buffer) and uploads each chunk; their digests in order. */
-  private async uploadChunks(containerId: string, volume: string, handle: FileHandle): Promise<string[]> {
-    const digests: string[] = [];
-    const buffer = Buffer.allocUnsafe(VOLUME_CHUNK_BYTES);
-    for (let position = 0; ;) {
-      let filled = 0;
-      while (filled < buffer.length) {
-        const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
-        if (!bytesRead) break;
-        filled += bytesRead;
-      }
-      if (!filled) break;
-      position += filled;
-      const chunk = buffer.subarray(0, filled);
-      const hex = sha256Hex(chunk);
-      const response = await this.call(`${agentVolumePath(containerId, volume)}/chunks/${hex}`, chunk);
-      if (!response.ok) throw new Error(`volume ${volume}: the gateway refused chunk ${hex}: ${await refusalOf(response)}`);
-      digests.push(hex);
-      if (filled < buffer.length) break;
-    }
-    return digests;
   }
 
   // --- records -------------------------------------------------------------------------
@@ -352,6 +317,64 @@ export class VolumeMounts {
   }
 }
 
+/** Writes a file of a volume from its chunks in the cache. */
+async function writeFileOf(file: VolumeFileEntry, target: string, chunkPath: (hex: string) => Promise<string>): Promise<void> {
+  if (!file.chunks.length) return writeFile(target, '');
+  // One chunk: a copy (a reflink where the filesystem has them).
+  if (file.chunks.length === 1) return copyFile(await chunkPath(file.chunks[0]), target, constants.COPYFILE_FICLONE);
+  for (const [i, hex] of file.chunks.entries()) {
+    await pipeline(createReadStream(await chunkPath(hex)), createWriteStream(target, { flags: i === 0 ? 'w' : 'a' }));
+  }
+}
+
+/**
+ * Reads the file a chunk at a time and uploads the chunks, `source.uploads` at once (each read
+ * into a buffer of its own, reused once its upload is done: memory holds that many chunks at
+ * most); their digests in order.
+ */
+export async function uploadChunks(source: ChunkSource, handle: FileHandle): Promise<string[]> {
+  const digests: string[] = [];
+  const free = Array.from({ length: source.uploads }, () => Buffer.allocUnsafe(VOLUME_CHUNK_BYTES));
+  const sent = new Set<string>();
+  const uploading = new Set<Promise<void>>();
+  let failure: unknown;
+  for (let position = 0; ;) {
+    while (!free.length) await Promise.race(uploading);
+    if (failure) throw failure;
+    const buffer = free.pop()!;
+    let filled = 0;
+    while (filled < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
+      if (!bytesRead) break;
+      filled += bytesRead;
+    }
+    if (!filled) break;
+    position += filled;
+    const chunk = buffer.subarray(0, filled);
+    const hex = sha256Hex(chunk);
+    digests.push(hex);
+    // A chunk repeated in the file (zeros, say) goes once.
+    if (sent.has(hex)) {
+      free.push(buffer);
+      if (filled < buffer.length) break;
+      continue;
+    }
+    sent.add(hex);
+    const upload: Promise<void> = source
+      .upload(hex, chunk)
+      .catch((e: unknown) => void (failure ??= e))
+      .finally(() => {
+        uploading.delete(upload);
+        free.push(buffer);
+      });
+    uploading.add(upload);
+    if (filled < buffer.length) break;
+  }
+  await Promise.all(uploading);
+  if (failure) throw failure;
+  return digests;
+}
+
 /**
  * The regular files of a read-write copy (volume paths) and what a volume does not keep, with
  * why: links could point anywhere (on the host too), and a manifest holds files, so an empty
@@ -381,13 +404,4 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-/** Runs `work` over `items` with at most `limit` at once. */
-async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await work(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

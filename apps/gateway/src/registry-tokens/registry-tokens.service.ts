@@ -10,7 +10,8 @@ import { grantAccess, parseScopes, type RegistryTokenSigner, signRegistryToken }
 /** Actions on one repository of Tern's registry. */
 export interface RepositoryGrant {
   readonly repository: string;
-  readonly actions: readonly ('pull' | 'push')[];
+  /** `delete`: the control plane's own, removing a volume's old version manifests; never a caller's. */
+  readonly actions: readonly ('pull' | 'push' | 'delete')[];
 }
 
 /** The token-auth answer (both names: Docker reads `token`, OAuth2 clients `access_token`). */
@@ -76,12 +77,21 @@ export class RegistryTokens {
    * build's base and target, handed to the builder that runs it (pull; push).
    */
   controlPlaneToken(grants: readonly RepositoryGrant[]): string | undefined {
+    return this.tokenFor('tern-gateway', grants)?.token;
+  }
+
+  /**
+   * A token for `subject` with exactly `grants`, for a caller the gateway has already checked
+   * (a machine's volume grant: pull of a volume mounted by a container placed on it, push when
+   * the mount is read-write). Undefined when the registry takes no tokens from the gateway.
+   */
+  tokenFor(subject: string, grants: readonly RepositoryGrant[]): { token: string; expiresIn: number } | undefined {
     if (!this.signer) return undefined;
     return signRegistryToken(
       this.signer,
-      'tern-gateway',
+      subject,
       grants.map((g) => ({ type: 'repository', name: g.repository, actions: [...g.actions] })),
-    ).token;
+    );
   }
 
   private answer(t: { token: string; expiresIn: number; issuedAt: string }): RegistryTokenResponse {

@@ -17,7 +17,13 @@ import {
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
-import { AGENT_CONTAINERS_PATH, VOLUME_CHUNK_BYTES, type VolumeCommitResult, type VolumeManifest } from '#tern/contracts';
+import {
+  AGENT_CONTAINERS_PATH,
+  VOLUME_CHUNK_BYTES,
+  type VolumeBlobGrant,
+  type VolumeCommitResult,
+  type VolumeManifest,
+} from '#tern/contracts';
 import { Public } from '#tern/observability';
 import { type Machine, type PlacedVolume, VolumesRepository } from '#tern/persistence';
 import { sha256Hex } from '#tern/volumes';
@@ -51,7 +57,17 @@ export class AgentVolumesController {
   @ApiOperation({ summary: 'The committed state of a volume mounted by a container placed on the calling machine' })
   async manifest(@CurrentMachine() machine: Machine, @Param() params: AgentVolumeParams): Promise<VolumeManifest> {
     const placed = await this.placed(machine, params);
-    return this.volumes.manifest(placed.volumeId, params.name);
+    return this.volumes.manifest(placed.workspaceId, placed.volumeId, params.name);
+  }
+
+  @Get(':containerId/volumes/:name/grant')
+  @ApiOperation({
+    summary:
+      "A short-lived registry token for the repository of a volume mounted by a container placed on the calling machine: pull, and push when the mount is read-write (404 where chunks live in the gateway's object store)",
+  })
+  async grant(@CurrentMachine() machine: Machine, @Param() params: AgentVolumeParams): Promise<VolumeBlobGrant> {
+    const placed = await this.placed(machine, params);
+    return this.chunks.grant(machine.id, placed.workspaceId, placed.volumeId, !placed.readOnly);
   }
 
   @Get(':containerId/volumes/:name/chunks/:hex')
@@ -61,7 +77,7 @@ export class AgentVolumesController {
     const placed = await this.placed(machine, params);
     const notFound = new NotFoundException(`volume ${params.name} of container ${params.containerId} holds no chunk ${params.hex}`);
     if (!(await this.repository.holdsChunk(placed.volumeId, params.hex))) throw notFound;
-    const data = await this.chunks.get(placed.workspaceId, params.hex);
+    const data = await this.chunks.get(placed.workspaceId, placed.volumeId, params.hex);
     if (!data) throw notFound;
     return new StreamableFile(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   }
@@ -83,7 +99,7 @@ export class AgentVolumesController {
       (detail) => new BadRequestException(`a chunk is at most ${VOLUME_CHUNK_BYTES} bytes (${detail})`),
     );
     if (sha256Hex(chunk) !== params.hex) throw new BadRequestException(`the chunk's sha256 is ${sha256Hex(chunk)}, not ${params.hex}`);
-    const stored = await this.volumes.storeChunk(placed.workspaceId, chunk, () =>
+    const stored = await this.volumes.storeChunk(placed.workspaceId, placed.volumeId, chunk, () =>
       this.volumes.roomFor(placed.workspaceId, chunk.length, 0),
     );
     return { hex: stored.hex, stored: stored.added > 0 };

@@ -21,7 +21,7 @@ import {
 } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import { type VolumeFileRow, type VolumeFileWrite, VolumesRepository, type VolumeSummary, type VolumeWriter } from '#tern/persistence';
-import { chunksOf, entriesBelow, sha256Hex, volumePath } from '#tern/volumes';
+import { BlobStoreError, chunksOf, entriesBelow, sha256Hex, volumePath } from '#tern/volumes';
 import { VolumeChunkStore } from './volume-chunk-store.js';
 
 /** How long a machine may take to upload a container's changes and commit them (large files take a while). */
@@ -55,6 +55,8 @@ export interface VolumeUsage {
 @Injectable()
 export class VolumesService {
   private readonly logger = new Logger('volumes');
+  /** The version manifest being published per volume, which the next one waits for. */
+  private readonly publishing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly volumes: VolumesRepository,
@@ -124,7 +126,7 @@ export class VolumesService {
     try {
       // Not destroyed on a throw: the request intake drains the rest so the client reads the 413.
       for await (const chunk of chunksOf(body.iterator({ destroyOnReturn: false }), VOLUME_CHUNK_BYTES)) {
-        const chunkStored = await this.storeChunk(workspaceId, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
+        const chunkStored = await this.storeChunk(workspaceId, volume.id, chunk, () => this.assertRoom(usage, added + chunk.length, 0));
         if (chunkStored.added) stored.push(chunkStored.hex);
         added += chunkStored.added;
         size += chunk.length;
@@ -136,6 +138,7 @@ export class VolumesService {
       throw e;
     }
     const committed = await this.volumes.commit(volume.id, undefined, [{ path, size, mode, mtime: new Date(), chunks: digests }], []);
+    await this.publishAfterCommit(workspaceId, volume.id);
     return { path, size, chunks: digests.length, version: committed.version };
   }
 
@@ -145,10 +148,11 @@ export class VolumesService {
     const path = pathOf(rawPath);
     const file = (await this.volumes.files(volume.id, path)).find((f) => f.path === path);
     if (!file) throw new NotFoundException(`volume ${name} has no file ${path}`);
+    await this.ensureInRegistry(workspaceId, volume.id);
     const chunks = this.chunks;
     async function* bytes() {
       for (const hex of file!.chunks) {
-        const chunk = await chunks.get(workspaceId, hex);
+        const chunk = await chunks.get(workspaceId, volume.id, hex);
         if (!chunk) throw new Error(`chunk ${hex} of ${name}/${path} is missing from the store`);
         yield chunk;
       }
@@ -169,6 +173,7 @@ export class VolumesService {
       [],
       files.map((f) => f.path),
     );
+    await this.publishAfterCommit(workspaceId, volume.id);
     this.sweepLater(workspaceId);
     return result;
   }
@@ -176,6 +181,9 @@ export class VolumesService {
   async delete(workspaceId: string, name: string): Promise<void> {
     const volume = await this.find(workspaceId, name);
     await this.volumes.remove(volume.id);
+    await this.chunks
+      .unpublish(workspaceId, volume.id)
+      .catch((e: unknown) => this.logger.warn(`the registry kept volume ${name}'s version manifests: ${String(e)}`));
     this.sweepLater(workspaceId);
   }
 
@@ -208,30 +216,60 @@ export class VolumesService {
     }
   }
 
-  async manifest(volumeId: string, name: string): Promise<VolumeManifest> {
+  /** What a machine mounts; with the registry, its chunks are there first (a volume of the object-store layout moves over now). */
+  async manifest(workspaceId: string, volumeId: string, name: string): Promise<VolumeManifest> {
+    await this.ensureInRegistry(workspaceId, volumeId);
     const { version, files } = await this.volumes.manifest(volumeId);
     return {
       volume: name,
       version,
       files: files.map((f) => ({ path: f.path, size: f.size, mode: f.mode, mtime: new Date(f.mtime).toISOString(), chunks: f.chunks })),
+      ...(this.chunks.inRegistry ? { store: 'registry' as const } : {}),
     };
   }
 
   /**
-   * Stores one chunk for the workspace unless it has it (then only touches it, so the sweeper
-   * leaves it); `check` runs before a new chunk is stored (the quota).
+   * Stores one chunk for the volume unless its store holds it (then only touches it, so the
+   * sweeper leaves it); `check` runs before a chunk new to the workspace is stored (the quota).
+   * A chunk the workspace holds in another volume's repository is linked into this one's too,
+   * as it counts once against the quota.
    */
   async storeChunk(
     workspaceId: string,
+    volumeId: string,
     chunk: Uint8Array,
     check: () => void | Promise<void> = () => undefined,
   ): Promise<{ hex: string; added: number }> {
     const hex = sha256Hex(chunk);
-    if (await this.volumes.touchChunk(workspaceId, hex)) return { hex, added: 0 };
-    await check();
-    await this.chunks.put(workspaceId, hex, chunk);
+    const recorded = await this.volumes.touchChunk(workspaceId, hex);
+    if (recorded && (!this.chunks.inRegistry || (await this.chunks.holds(workspaceId, volumeId, hex)))) return { hex, added: 0 };
+    if (!recorded) await check();
+    await this.chunks.put(workspaceId, volumeId, hex, chunk);
+    if (recorded) return { hex, added: 0 };
     await this.volumes.recordChunk(workspaceId, hex, chunk.length);
     return { hex, added: chunk.length };
+  }
+
+  /**
+   * Registry only: the chunks a machine pushed to the volume's repository for a commit. Each
+   * must be there (the registry checked its digest when it took it); those new to the workspace
+   * count against its quota at the size the registry reports.
+   */
+  private async acceptPushed(workspaceId: string, volumeId: string, digests: readonly string[]): Promise<void> {
+    const held = await this.chunks.sizes(workspaceId, volumeId, digests);
+    const missing = digests.find((hex) => !held.has(hex));
+    if (missing)
+      throw new BadRequestException([
+        `chunk ${missing} is not in the volume's repository of the registry: push it (with the token of …/grant) before the commit`,
+      ]);
+    const recorded = await this.volumes.chunkSizes(workspaceId, [...held.keys()]);
+    const fresh = [...held].filter(([hex]) => !recorded.has(hex));
+    this.assertRoom(
+      await this.usage(workspaceId),
+      fresh.reduce((n, [, size]) => n + size, 0),
+      0,
+    );
+    for (const [hex, size] of fresh) await this.volumes.recordChunk(workspaceId, hex, size);
   }
 
   /** The quota check for a new chunk a machine commits. */
@@ -250,10 +288,9 @@ export class VolumesService {
     writes: { path: string; mode: number; mtime: string; chunks: string[] }[],
     removals: string[],
   ): Promise<VolumeCommitResult> {
-    const sizes = await this.volumes.chunkSizes(
-      workspaceId,
-      writes.flatMap((w) => w.chunks),
-    );
+    const digests = writes.flatMap((w) => w.chunks);
+    if (this.chunks.inRegistry) await this.acceptPushed(workspaceId, volumeId, digests);
+    const sizes = await this.volumes.chunkSizes(workspaceId, digests);
     const files: VolumeFileWrite[] = writes.map((w) => {
       const missing = w.chunks.find((hex) => !sizes.has(hex));
       if (missing) throw new BadRequestException([`chunk ${missing} of ${w.path} is not stored: upload it before the commit`]);
@@ -273,8 +310,64 @@ export class VolumesService {
       files,
       removals.map((r) => pathOf(r)),
     );
+    await this.publishAfterCommit(workspaceId, volumeId);
     if (removals.length) this.sweepLater(workspaceId);
     return result;
+  }
+
+  /**
+   * The volume's current version as a manifest in the registry (nothing for the object store),
+   * one publication per volume at a time, each reading the state it publishes. Rejects with why
+   * it failed; the chain goes on.
+   */
+  private publish(workspaceId: string, volumeId: string): Promise<void> {
+    if (!this.chunks.inRegistry) return Promise.resolve();
+    const next = (this.publishing.get(volumeId) ?? Promise.resolve()).then(() => this.publishNow(workspaceId, volumeId));
+    const forget = () => {
+      if (this.publishing.get(volumeId) === settled) this.publishing.delete(volumeId);
+    };
+    const settled = next.then(forget, forget);
+    this.publishing.set(volumeId, settled);
+    return next;
+  }
+
+  /** After a put, rm or commit: the version is committed already, so a failure is logged, and the next publication catches up. */
+  private async publishAfterCommit(workspaceId: string, volumeId: string): Promise<void> {
+    await this.publish(workspaceId, volumeId).catch((e: unknown) =>
+      this.logger.warn(`publishing volume ${volumeId}'s version manifest failed: ${String(e)}`),
+    );
+  }
+
+  /**
+   * Tags the volume's current version. The registry refuses a manifest naming a blob the
+   * repository lacks: chunks stored before the registry held volumes (the object-store layout)
+   * are then copied over, checked against their digests, and the manifest tagged again.
+   */
+  private async publishNow(workspaceId: string, volumeId: string): Promise<void> {
+    const { version, files } = await this.volumes.manifest(volumeId);
+    const sizes = await this.volumes.chunkSizes(
+      workspaceId,
+      files.flatMap((f) => f.chunks),
+    );
+    try {
+      await this.chunks.publish(workspaceId, volumeId, version, sizes);
+    } catch (e) {
+      if (!(e instanceof BlobStoreError) || e.status !== 400) throw e;
+      await this.chunks.adopt(workspaceId, volumeId, [...sizes.keys()]);
+      await this.chunks.publish(workspaceId, volumeId, version, sizes);
+    }
+  }
+
+  /**
+   * With the registry: the volume's current version is tagged there, so every chunk it holds
+   * is (a version written before the registry held volumes is moved over first). One request
+   * when it is.
+   */
+  private async ensureInRegistry(workspaceId: string, volumeId: string): Promise<void> {
+    if (!this.chunks.inRegistry) return;
+    const { version } = await this.volumes.manifest(volumeId);
+    if (await this.chunks.published(workspaceId, volumeId, version)) return;
+    await this.publish(workspaceId, volumeId);
   }
 
   async usage(workspaceId: string): Promise<VolumeUsage> {

@@ -1,7 +1,8 @@
 /**
  * Volumes: named, workspace-scoped file trees stored content-addressed. A volume's state is its
- * manifest (path → chunk digests, size, mode, mtime) in Postgres; the chunks are objects of the
- * `volume-chunks` store, stored once per workspace however many files and volumes hold them.
+ * manifest (path → chunk digests, size, mode, mtime) in Postgres; the chunks are blobs of the
+ * volume's repository in the registry (`volumes/<workspace id>/<volume id>`), or, where no registry
+ * is configured, objects of the `volume-chunks` store, stored once per workspace.
  */
 
 /** Files are cut into chunks of this size (the last one shorter); a chunk is named by its sha256. */
@@ -14,7 +15,7 @@ export const VOLUME_NAME_RULE = 'lower-case letters, digits or -, starting with 
 /** `<prefix>/<containerId>/volumes/<name>/…`: the volumes of a container placed on the calling machine. */
 export const AGENT_CONTAINERS_PATH = '/api/v1/agent/containers';
 
-/** `GET …/manifest`, `GET|PUT …/chunks/<hex>`, `POST …/commit` of one volume mounted by a container. */
+/** `GET …/manifest`, `GET …/grant`, `GET|PUT …/chunks/<hex>`, `POST …/commit` of one volume mounted by a container. */
 export function agentVolumePath(containerId: string, volume: string): string {
   return `${AGENT_CONTAINERS_PATH}/${encodeURIComponent(containerId)}/volumes/${encodeURIComponent(volume)}`;
 }
@@ -38,6 +39,25 @@ export interface VolumeManifest {
   /** Bumped by every commit, put and rm; a commit names the version it started from. */
   readonly version: number;
   readonly files: readonly VolumeFileEntry[];
+  /**
+   * Where the chunks live: `registry`, blobs of the volume's repository in the registry, fetched
+   * and pushed with the token of `GET …/grant`; absent, the gateway serves them (`…/chunks/<hex>`)
+   * from its NATS object store (an installation without a registry).
+   */
+  readonly store?: 'registry';
+}
+
+/**
+ * `GET …/grant`: a short-lived registry token for the volume's repository (pull, and push for a
+ * read-write mount), for a container placed on the calling machine.
+ */
+export interface VolumeBlobGrant {
+  /** `http(s)://host[:port]` of the registry. */
+  readonly url: string;
+  /** `volumes/<workspace id>/<volume id>` */
+  readonly repository: string;
+  readonly token: string;
+  readonly expiresIn: number;
 }
 
 /** What a commit changed, and which of those files someone else had changed since its base. */
