@@ -64,6 +64,7 @@ const ROUTES: Record<string, Route> = {
   'PUT /api/v1/agent/tasks/{taskId}/attempts/{attempt}/result': { access: 'machine' },
   'GET /api/v1/agent/task-permits/{deploymentId}/versions/{version}': { access: 'machine' },
   'GET /api/v1/agent/containers/{containerId}/volumes/{name}/manifest': { access: 'machine' },
+  'GET /api/v1/agent/containers/{containerId}/volumes/{name}/grant': { access: 'machine' },
   'GET /api/v1/agent/containers/{containerId}/volumes/{name}/chunks/{hex}': { access: 'machine' },
   'PUT /api/v1/agent/containers/{containerId}/volumes/{name}/chunks/{hex}': { access: 'machine' },
   'POST /api/v1/agent/containers/{containerId}/volumes/{name}/commit': { access: 'machine' },
