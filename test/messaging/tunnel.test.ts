@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { SANDBOX_TUNNEL_IN } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, TunnelEnd } from '#tern/messaging';
 import { TEST_NATS, uniqueName } from '../support/isolation.js';
+import { waitFor } from '../support/processes.js';
 
 const quiet = new Logger('test');
 quiet.log = quiet.warn = quiet.error = () => undefined;
@@ -75,7 +76,11 @@ describe('sandbox tunnels over NATS (TunnelEnd)', () => {
     t.caller.write('hello ');
     t.caller.end(big);
     expect((await atSandbox).equals(Buffer.concat([Buffer.from('hello '), big]))).toBe(true);
-    expect(sizes.reduce((a, b) => a + b, 0)).toBe(6 + big.length);
+    // The spy's copies come back on the gateway's connection, the agent's on its own: on a loaded
+    // machine some of the spy's land after the agent has read everything.
+    const total = () => sizes.reduce((a, b) => a + b, 0);
+    await waitFor('the spy to see every byte', async () => total() >= 6 + big.length, 5_000, 20).catch(() => undefined);
+    expect(total()).toBe(6 + big.length);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(64 * 1024);
     spy.unsubscribe();
 
