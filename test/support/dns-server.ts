@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
+import { freePort } from '#tern/runtime';
 
 /** A DNS query for the A record of `name`, recursion desired. */
 export function aQuery(name: string, id = 0x1234): Buffer {
@@ -17,6 +18,34 @@ export function aQuery(name: string, id = 0x1234): Buffer {
  * a name in `records` with its address, and any other with NXDOMAIN. Enough DNS for glibc's
  * resolver and a hand-made query; `queries` lists the names asked, with the transport.
  */
+/**
+ * A UDP and a TCP socket on one port, drawn outside the kernel's ephemeral range (freePort): a
+ * port the kernel picks for UDP may be taken for TCP by any outgoing connection on the machine.
+ */
+async function bindBoth(): Promise<{ udp: Socket; tcp: Server; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const udp = createSocket('udp4');
+    const tcp = createServer();
+    try {
+      udp.bind(port, '127.0.0.1');
+      await once(udp, 'listening');
+      tcp.listen(port, '127.0.0.1');
+      await once(tcp, 'listening');
+      return { udp, tcp, port };
+    } catch (e) {
+      // Whichever socket did bind is let go; closing the other throws, as it never ran.
+      for (const close of [() => udp.close(), () => tcp.close()])
+        try {
+          close();
+        } catch {
+          // not bound
+        }
+      if (attempt >= 5) throw e;
+    }
+  }
+}
+
 export class TestDnsServer {
   readonly queries: { name: string; over: 'udp' | 'tcp' }[] = [];
 
@@ -27,13 +56,7 @@ export class TestDnsServer {
   ) {}
 
   static async start(records: Record<string, string>): Promise<TestDnsServer> {
-    const udp = createSocket('udp4');
-    udp.bind(0, '127.0.0.1');
-    await once(udp, 'listening');
-    const port = udp.address().port;
-    const tcp = createServer();
-    tcp.listen(port, '127.0.0.1');
-    await once(tcp, 'listening');
+    const { udp, tcp, port } = await bindBoth();
     const server = new TestDnsServer(udp, tcp, port);
     udp.on('message', (query, from) => {
       const reply = server.reply(query, records, 'udp');
