@@ -70,6 +70,18 @@ describe('links between the README and docs/', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(250);
   });
 
+  it('shows examples/hello-python/tern.yaml as it is (less its comment lines)', () => {
+    const shown = /```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    const file = readFileSync(join(ROOT, 'examples', 'hello-python', 'tern.yaml'), 'utf8');
+    expect(shown).toBe(
+      `${file
+        .split('\n')
+        .filter((l) => !l.startsWith('# '))
+        .join('\n')
+        .trim()}\n`,
+    );
+  });
+
   it('links every page under docs/ from the README', () => {
     const linked = new Set(relativeLinks(readme).map((t) => t.split('#')[0]));
     const pages = readdirSync(join(ROOT, 'docs'))
