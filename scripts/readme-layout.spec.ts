@@ -24,10 +24,13 @@ const folders = (dir: string) =>
     .map((e) => e.name)
     .sort();
 
-/** The names listed before the parenthesis of an apps/ or libs/ line. */
+/** Layout lines that list the folders inside theirs, by name, comma-separated. */
+const LISTS = ['apps', 'libs', 'runners', 'sdk', 'examples', 'bench'];
+
+/** The names a list line gives, less what it says about them in parentheses. */
 const listed = (text: string) =>
   text
-    .replace(/\(.*\)\s*$/, '')
+    .replace(/\([^)]*\)/g, '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
@@ -38,9 +41,14 @@ describe("README's repository layout", () => {
     expect([...layout().keys()].sort()).toEqual(folders('.'));
   });
 
-  it('lists every app and every library, and none that does not exist', () => {
-    const l = layout();
-    expect(listed(l.get('apps')!)).toEqual(folders('apps'));
-    expect(listed(l.get('libs')!)).toEqual(folders('libs'));
+  it.each(LISTS)('lists every folder in %s/, and none that does not exist', (dir) => {
+    const text = layout().get(dir);
+    expect(text).toBeDefined();
+    expect(listed(text!)).toEqual(folders(dir));
+  });
+
+  it('reads a list line as its names, without what the parentheses say', () => {
+    expect(listed('gateway, cli (NestJS apps, all of them)')).toEqual(['cli', 'gateway']);
+    expect(listed('python, typescript (package tern; @tern/client)')).toEqual(['python', 'typescript']);
   });
 });

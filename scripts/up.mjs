@@ -392,7 +392,7 @@ function reachability(exposed, advertised) {
     );
     if (!tls) {
       lines.push(
-        `  ${yellow('!')} Plaintext over the network: tokens and traffic travel unencrypted; use this on a network you trust, or give --tls-cert and --tls-key (README: Machines on other networks)`,
+        `  ${yellow('!')} Plaintext over the network: tokens and traffic travel unencrypted; use this on a network you trust, or give --tls-cert and --tls-key (docs/operations.md: Machines on other networks)`,
       );
     }
   }

@@ -10,9 +10,9 @@ import { describeNeeding } from '../support/real-parts.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** UPDATE_DOCS=1 also writes the README's screenshots (docs/dashboard-*.png). */
+/** UPDATE_DOCS=1 also writes the screenshots of docs/monitoring.md (docs/dashboard-*.png). */
 const DOCS = process.env.UPDATE_DOCS === '1' ? join(ROOT, 'docs') : undefined;
-/** DASHBOARD_LOAD=1 times the page loads after nine more machines join and 1,000 more tasks run (the README's figures). */
+/** DASHBOARD_LOAD=1 times the page loads after nine more machines join and 1,000 more tasks run (the figures in docs/monitoring.md). */
 const LOAD = process.env.DASHBOARD_LOAD === '1';
 
 const describeDashboard = await describeNeeding(['root', 'runc', 'umoci', 'chromium']);

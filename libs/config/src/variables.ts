@@ -1,6 +1,7 @@
 /**
  * Every environment variable Tern reads, with its default. This is the one place to look:
- * the README's configuration table, docker-compose.yml and k8s/ are checked against it by tests.
+ * docs/configuration.md's tables are rendered from it, and docker-compose.yml and k8s/ are checked
+ * against it, by tests (scripts/configuration-doc.spec.ts, scripts/manifests.spec.ts).
  */
 export type ServiceName = 'gateway' | 'scheduler' | 'autoscaler' | 'metering' | 'reputation' | 'agent';
 

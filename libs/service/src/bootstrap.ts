@@ -37,7 +37,7 @@ export async function bootstrap(service: ServiceName, options: BootOptions): Pro
     config = options.config ?? loadConfig(service);
   } catch (e) {
     if (e instanceof ConfigError) {
-      process.stderr.write(`tern ${service}: ${e.message}\nSee the configuration table in README.md.\n`);
+      process.stderr.write(`tern ${service}: ${e.message}\nSee docs/configuration.md.\n`);
       process.exit(78); // EX_CONFIG
     }
     throw e;

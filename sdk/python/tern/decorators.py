@@ -1,6 +1,6 @@
 """`@tern.endpoint`, `@tern.task_queue`, `@tern.function`: a handler and its spec in one place.
 
-Each takes the spec's own options (README: "The spec"); what is left unset takes the gateway's
+Each takes the spec's own options (docs/spec.md); what is left unset takes the gateway's
 default. `name` defaults to the function's name with `_` as `-`.
 
 The signatures repeat on purpose: each lists the options its kind takes, so that editors and type

@@ -31,7 +31,7 @@ export interface AgentSettings {
   ca?: string;
 }
 
-const ENV_KEYS = {
+export const ENV_KEYS = {
   AGENT_GATEWAY_URL: 'gateway',
   AGENT_TOKEN: 'token',
   POOL: 'pool',
