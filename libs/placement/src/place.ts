@@ -1,3 +1,4 @@
+import { trustedWith } from './trust.js';
 import { formatBytes, formatCpu, freeGpus, freeResources, fullnessAfter, mostOfOneType, pickGpus, type GpuPick } from './resources.js';
 import {
   DEFAULT_PLACEMENT_OPTIONS,
@@ -136,7 +137,7 @@ function trustedFor(request: PlacementRequest, ready: readonly MachineView[]): {
   const open = ready.filter((m) => m.verification !== 'quarantined');
   if (!open.length) return { reason: `every ready machine in pool ${request.pool} is quarantined (tern machine show says why)` };
   if (!request.verified) return { machines: open };
-  const verified = open.filter((m) => m.verification === 'verified');
+  const verified = open.filter((m) => trustedWith(request, m));
   if (!verified.length)
     return {
       reason: `no verified machine in pool ${request.pool}: ${open.length} ready machine(s) have not proven their hardware yet, and this workload asks for verified ones (placement.verified)`,

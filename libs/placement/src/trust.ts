@@ -1,3 +1,5 @@
+import type { MachineView, PlacementRequest } from './types.js';
+
 /** What a workload holds that a machine's owner could read on the machine that runs it. */
 export interface WorkloadExposure {
   /** The spec's own word (`placement.verified`), which wins either way. */
@@ -17,4 +19,9 @@ export interface WorkloadExposure {
  */
 export function needsVerifiedMachine(w: WorkloadExposure): boolean {
   return w.verified ?? (w.volumes > 0 || w.usesSecrets || w.privateImage);
+}
+
+/** Whether a machine may take the request at all by its verification: the one rule place() and placeMany() apply. */
+export function trustedWith(request: Pick<PlacementRequest, 'verified'>, machine: Pick<MachineView, 'verification'>): boolean {
+  return machine.verification !== 'quarantined' && (!request.verified || machine.verification === 'verified');
 }

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import type { ProofAnswerReply, ProofChallenge, ProofProbe } from '#tern/contracts';
+import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import type { Prover } from './prover.js';
 
 /** What the worker posts first. */
@@ -9,7 +9,7 @@ export interface CpuProverCommitted {
 }
 
 /** What the worker is asked second: the probe, as it came. */
-export type CpuProverAsk = Pick<ProofProbe, 'vectors' | 'rows'>;
+export type CpuProverAsk = Pick<HardwareProbe, 'vectors' | 'rows'>;
 
 /**
  * Proves on this machine's CPU: the reference prover of libs/proof in a worker thread, so the
@@ -20,7 +20,7 @@ export class CpuProver implements Prover {
   private readonly worker: Worker;
   private readonly failed: Promise<never>;
 
-  constructor(challenge: Pick<ProofChallenge, 'seed' | 'n'>) {
+  constructor(challenge: Pick<HardwareChallenge, 'seed' | 'n'>) {
     this.worker = new Worker(new URL('./cpu-prover.worker.js', import.meta.url), { workerData: { seed: challenge.seed, n: challenge.n } });
     this.failed = Promise.race([
       once(this.worker, 'error').then(([e]) => Promise.reject(e as Error)),
@@ -35,10 +35,10 @@ export class CpuProver implements Prover {
     return message.root;
   }
 
-  async answer(probe: ProofProbe): Promise<ProofAnswerReply> {
+  async answer(probe: HardwareProbe): Promise<HardwareAnswer> {
     const reply = Promise.race([once(this.worker, 'message'), this.failed]);
     this.worker.postMessage({ vectors: probe.vectors, rows: probe.rows } satisfies CpuProverAsk);
-    const [message] = (await reply) as [ProofAnswerReply];
+    const [message] = (await reply) as [HardwareAnswer];
     return message;
   }
 

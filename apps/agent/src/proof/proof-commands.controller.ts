@@ -3,10 +3,10 @@ import { Payload } from '@nestjs/microservices';
 import {
   AGENT_PROOF_CHALLENGE,
   AGENT_PROOF_PROBE,
-  ProofChallenge,
-  type ProofAnswerReply,
-  type ProofCommitmentReply,
-  ProofProbe,
+  HardwareChallenge,
+  type HardwareAnswer,
+  type HardwareCommitment,
+  HardwareProbe,
 } from '#tern/contracts';
 import { OnRequest } from '#tern/messaging';
 import { ProofsService } from './proofs.service.js';
@@ -17,12 +17,12 @@ export class ProofCommandsController {
   constructor(private readonly proofs: ProofsService) {}
 
   @OnRequest(AGENT_PROOF_CHALLENGE, { tokens: ['machineId'] })
-  async challenge(@Payload() challenge: ProofChallenge): Promise<ProofCommitmentReply> {
+  async challenge(@Payload() challenge: HardwareChallenge): Promise<HardwareCommitment> {
     return { root: await this.proofs.challenge(challenge) };
   }
 
   @OnRequest(AGENT_PROOF_PROBE, { tokens: ['machineId'] })
-  probe(@Payload() probe: ProofProbe): Promise<ProofAnswerReply> {
+  probe(@Payload() probe: HardwareProbe): Promise<HardwareAnswer> {
     return this.proofs.probe(probe);
   }
 }

@@ -1,4 +1,4 @@
-import type { ProofChallenge, ProofProbe } from '#tern/contracts';
+import type { HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import { decodeInt32, encodeInt32, newChallenge, newProbe, ReferenceProver, verifyAnswer } from '#tern/proof';
 import type { Prover } from './prover.js';
 import { ProofsService } from './proofs.service.js';
@@ -7,13 +7,13 @@ import { ProofsService } from './proofs.service.js';
 class InProcessProver implements Prover {
   released = false;
   private readonly prover: ReferenceProver;
-  constructor(challenge: ProofChallenge) {
+  constructor(challenge: HardwareChallenge) {
     this.prover = new ReferenceProver(challenge);
   }
   commit() {
     return Promise.resolve(this.prover.commitment().root);
   }
-  answer(probe: ProofProbe) {
+  answer(probe: HardwareProbe) {
     const a = this.prover.answer({ vectors: probe.vectors.map((v) => Array.from(decodeInt32(v)!)), rows: probe.rows });
     return Promise.resolve({
       products: a.products.map((y) => encodeInt32(y)),
@@ -26,7 +26,7 @@ class InProcessProver implements Prover {
   }
 }
 
-function challengeOf(id: string, deadlineMs = 10_000): ProofChallenge {
+function challengeOf(id: string, deadlineMs = 10_000): HardwareChallenge {
   return { challengeId: id, device: 'cpu', deadlineMs, ...newChallenge(64) };
 }
 

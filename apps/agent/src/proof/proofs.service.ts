@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import type { ProofAnswerReply, ProofChallenge, ProofProbe } from '#tern/contracts';
+import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import { ReplyError } from '#tern/messaging';
 import { fireAndForget } from '#tern/timing';
 import { CpuProver } from './cpu-prover.js';
@@ -28,7 +28,7 @@ export class ProofsService implements OnModuleDestroy {
 
   constructor(@Inject(PROVERS) private readonly provers: ProverFactory) {}
 
-  async challenge(challenge: ProofChallenge): Promise<string> {
+  async challenge(challenge: HardwareChallenge): Promise<string> {
     if (this.open.has(challenge.challengeId)) throw new ReplyError(409, `challenge ${challenge.challengeId} is under way already`);
     if (this.open.size >= MAX_OPEN) throw new ReplyError(429, `${MAX_OPEN} challenges are under way already`);
     const prover = this.provers(challenge);
@@ -47,7 +47,7 @@ export class ProofsService implements OnModuleDestroy {
     }
   }
 
-  async probe(probe: ProofProbe): Promise<ProofAnswerReply> {
+  async probe(probe: HardwareProbe): Promise<HardwareAnswer> {
     const held = this.open.get(probe.challengeId);
     if (!held) throw new ReplyError(404, `no committed challenge ${probe.challengeId} (answered, or past its deadline)`);
     try {

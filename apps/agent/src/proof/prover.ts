@@ -1,4 +1,4 @@
-import type { ProofAnswerReply, ProofChallenge, ProofProbe } from '#tern/contracts';
+import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
 
 /**
  * What answers a hardware challenge on this machine (libs/proof): computes the seeded product on
@@ -13,8 +13,8 @@ import type { ProofAnswerReply, ProofChallenge, ProofProbe } from '#tern/contrac
 export interface Prover {
   /** The Merkle root over C's rows, hex. */
   commit(): Promise<string>;
-  answer(probe: ProofProbe): Promise<ProofAnswerReply>;
+  answer(probe: HardwareProbe): Promise<HardwareAnswer>;
   release(): Promise<void>;
 }
 
-export type ProverFactory = (challenge: ProofChallenge) => Prover;
+export type ProverFactory = (challenge: HardwareChallenge) => Prover;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
-import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PROBE, type ProofAnswerReply } from '#tern/contracts';
+import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PROBE, type HardwareAnswer } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import {
   decodeInt32,
@@ -47,7 +47,7 @@ export class ProofRounds {
     const timing = judgeTiming(claim, performance.now() - started);
     if (!timing.ok) return { kind: 'failed', reason: timing.reason };
     const probe = newProbe(challenge);
-    let reply: ProofAnswerReply;
+    let reply: HardwareAnswer;
     try {
       reply = await this.messaging.request(
         AGENT_PROOF_PROBE,
@@ -77,7 +77,7 @@ function lateReason(verdict: TimingVerdict): string {
   return verdict.ok ? 'no commitment' : verdict.reason;
 }
 
-function decodeAnswer(reply: ProofAnswerReply): ProofAnswer | undefined {
+function decodeAnswer(reply: HardwareAnswer): ProofAnswer | undefined {
   const products = reply.products.map((p) => decodeInt32(p));
   const rows = reply.rows.map((r) => ({ index: r.index, values: decodeInt32(r.values), proof: r.proof }));
   if (products.some((p) => !p) || rows.some((r) => !r.values)) return undefined;

@@ -13,7 +13,7 @@ export const PROOF_MAX_N = 4096;
  * Step 1 of a proof of compute (libs/proof): draw A and B from `seed`, compute C = A·B on
  * `device`, and commit to it. The scheduler times the reply against the claimed device's band.
  */
-export class ProofChallenge {
+export class HardwareChallenge {
   @IsId() challengeId!: string;
   /** `cpu` or `gpu:<index>`: the device the machine claims and must compute on. */
   @Matches(/^(cpu|gpu:\d{1,3})$/, { message: 'device must be cpu or gpu:<index>' }) device!: string;
@@ -23,20 +23,20 @@ export class ProofChallenge {
   @IsInt() @Min(1) @Max(600_000) deadlineMs!: number;
 }
 
-export class ProofCommitmentReply {
+export class HardwareCommitment {
   /** The Merkle root over C's rows, hex. */
   @Matches(HEX_256, { message: 'root must be 64 hex digits' }) root!: string;
 }
 
 /** Step 2, sent only once the commitment arrived: the probe vectors and the rows to reveal. */
-export class ProofProbe {
+export class HardwareProbe {
   @IsId() challengeId!: string;
   /** Each vector: n residues mod P as base64 int32s. */
   @IsArray() @ArrayMaxSize(8) @IsString({ each: true }) @Matches(BASE64, { each: true }) vectors!: string[];
   @IsArray() @ArrayMaxSize(64) @IsInt({ each: true }) @Min(0, { each: true }) rows!: number[];
 }
 
-export class ProofRevealedRow {
+export class HardwareRevealedRow {
   @IsInt() @Min(0) index!: number;
   /** The row's n int32 values, base64. */
   @IsString() @Matches(BASE64) values!: string;
@@ -44,17 +44,17 @@ export class ProofRevealedRow {
   @IsArray() @ArrayMaxSize(32) @Matches(HEX_256, { each: true }) proof!: string[];
 }
 
-export class ProofAnswerReply {
+export class HardwareAnswer {
   /** C·r for each probe vector, n residues each, base64 int32s. */
   @IsArray() @ArrayMaxSize(8) @IsString({ each: true }) @Matches(BASE64, { each: true }) products!: string[];
-  @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => ProofRevealedRow) rows!: ProofRevealedRow[];
+  @IsArray() @ArrayMaxSize(64) @ValidateNested({ each: true }) @Type(() => HardwareRevealedRow) rows!: HardwareRevealedRow[];
 }
 
 export const AGENT_PROOF_CHALLENGE = defineContract({
   subject: 'tern.agent.*.proof.challenge.v1',
   kind: 'request',
-  payload: ProofChallenge,
-  reply: ProofCommitmentReply,
+  payload: HardwareChallenge,
+  reply: HardwareCommitment,
   description:
     "Prove a claimed device (libs/proof): compute the seeded int8 product on it and answer its Merkle root. Token: machine id. Sent by the scheduler at join, on an inventory change and at random times; answered by that machine's agent, timed against the device's band.",
 });
@@ -62,8 +62,8 @@ export const AGENT_PROOF_CHALLENGE = defineContract({
 export const AGENT_PROOF_PROBE = defineContract({
   subject: 'tern.agent.*.proof.probe.v1',
   kind: 'request',
-  payload: ProofProbe,
-  reply: ProofAnswerReply,
+  payload: HardwareProbe,
+  reply: HardwareAnswer,
   description:
     "The probe of a proof challenge, drawn after the commitment: answer C·r for each vector and reveal the chosen rows with their Merkle proofs. Token: machine id. Sent by the scheduler; answered by that machine's agent.",
 });

@@ -1,4 +1,5 @@
 import {
+  Check,
   Column,
   CreateDateColumn,
   Entity,
@@ -72,6 +73,7 @@ export interface MachineOs {
  * issues a join token), so everything the agent discovers is nullable until it registers.
  */
 @Entity({ name: 'machines' })
+@Check('ck_machines_verification', "verification IN ('unverified', 'verified', 'quarantined')")
 @Index('ix_machines_pool_state', ['pool', 'state'])
 @Index('ix_machines_pool_generation', ['pool', 'id', 'generation'])
 @Index('ix_machines_state_heartbeat', ['state', 'lastHeartbeatAt'])
