@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { DEFAULT_POOL, isUniqueViolation, Machine, MachinesRepository, Pool } from '#tern/persistence';
+import { DEFAULT_POOL, isUniqueViolation, Machine, MachinesRepository, MachineVerificationRepository, Pool } from '#tern/persistence';
 import { migratedDatabase } from '../support/database.js';
 
 const database = migratedDatabase('machines-repo');
 let db: DataSource;
 let machines: MachinesRepository;
+let verification: MachineVerificationRepository;
 
 beforeAll(async () => {
   db = database.db;
   machines = new MachinesRepository(db);
+  verification = new MachineVerificationRepository(db);
 });
 
 const id = () => `m-${randomUUID()}`;
@@ -305,5 +307,71 @@ describe('MachinesRepository', () => {
       expect((await machines.markOfflineOlderThan(30)).map((m) => m.id)).not.toContain(machineId);
       expect((await row(machineId)).state).toBe('ready');
     });
+  });
+});
+
+/** A registered, heartbeating machine; its claims as the verifier reads them. */
+async function registered(state: 'ready' | 'offline' = 'ready'): Promise<string> {
+  const id = await machine({ state });
+  await machines.storeInventory(id, inventory, '1');
+  return id;
+}
+
+describe('MachineVerificationRepository', () => {
+  it('hands a due machine to one verifier at a time, and only heartbeating ones', async () => {
+    const [live, gone] = [await registered(), await registered('offline')];
+    const first = await verification.claimDue(1000, 60_000);
+    const ids = first.map((m) => m.id);
+    expect(ids).toContain(live);
+    expect(ids).not.toContain(gone);
+    expect(first.find((m) => m.id === live)).toMatchObject({
+      cpuModel: 'EPYC',
+      cpuThreads: 16,
+      gpus: inventory.gpus,
+      verification: 'unverified',
+    });
+    expect((await verification.claimDue(1000, 60_000)).map((m) => m.id)).not.toContain(live);
+  });
+
+  it("stores a verdict and the next challenge's time, the generation bumped when the state changes", async () => {
+    const id = await registered();
+    const [claimed] = (await verification.claimDue(1000, 60_000)).filter((m) => m.id === id);
+    const generation = (await row(id)).generation;
+    expect(await verification.record(claimed!, { state: 'quarantined', reason: 'GPU 0 too slow' }, 3_600_000)).toBe('unverified');
+    const after = await row(id);
+    expect(after).toMatchObject({
+      verification: 'quarantined',
+      verificationReason: 'GPU 0 too slow',
+      verificationCheckedAt: expect.any(Date),
+    });
+    expect(after.verificationDueAt.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(after.generation).toBeGreaterThan(generation);
+    expect(await verification.record(claimed!, { state: 'verified', reason: 'proved' }, 1000)).toBe('quarantined');
+  });
+
+  it('drops a verdict on claims the machine no longer makes, and makes a changed inventory unverified and due now', async () => {
+    const id = await registered();
+    const [claimed] = (await verification.claimDue(1000, 60_000)).filter((m) => m.id === id);
+    await verification.record(claimed!, { state: 'verified', reason: 'proved' }, 3_600_000);
+    // Registering the same inventory again changes nothing.
+    await machines.storeInventory(id, inventory, '1');
+    expect(await row(id)).toMatchObject({ verification: 'verified' });
+    // Eight GPUs now: what was proven was another claim.
+    const eight = {
+      ...inventory,
+      gpus: Array.from({ length: 8 }, (_, index) => ({ index, model: 'NVIDIA H100', memoryBytes: 80 * 2 ** 30 })),
+    };
+    await machines.storeInventory(id, eight, '1');
+    const changed = await row(id);
+    expect(changed).toMatchObject({ verification: 'unverified', verificationReason: 'inventory changed: to be challenged' });
+    expect(changed.verificationDueAt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    // A challenge drawn from the old claim lands nowhere.
+    expect(await verification.record(claimed!, { state: 'verified', reason: 'proved one GPU' }, 1000)).toBeUndefined();
+    expect(await row(id)).toMatchObject({ verification: 'unverified' });
+  });
+
+  it('counts machines per pool and state', async () => {
+    const counts = await verification.countByPoolAndVerification();
+    expect(counts.find((c) => c.pool === DEFAULT_POOL && c.verification === 'unverified')?.count).toBeGreaterThan(0);
   });
 });

@@ -12,6 +12,8 @@ import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { JoinService } from './join.service.js';
 import { NatsLink } from './nats-link.js';
 import { NetworkProbe } from './network-test/network-probe.js';
+import { ProofCommandsController } from './proof/proof-commands.controller.js';
+import { cpuProvers, ProofsService } from './proof/proofs.service.js';
 import { RegistrationWatch } from './registration/registration-watch.js';
 import { SandboxCommandsController } from './sandboxes/sandbox-commands.controller.js';
 import { SandboxesService } from './sandboxes/sandboxes.service.js';
@@ -33,7 +35,7 @@ export class AgentModule {
           presence: { machineId: ctx.registration.machineId, pool: ctx.registration.pool },
         }),
       ],
-      controllers: [ContainerCommandsController, SandboxCommandsController, VolumeCommandsController],
+      controllers: [ContainerCommandsController, SandboxCommandsController, VolumeCommandsController, ProofCommandsController],
       providers: [
         { provide: AGENT_CONTEXT, useValue: ctx },
         NatsLink,
@@ -49,6 +51,8 @@ export class AgentModule {
         HeartbeatService,
         RegistrationWatch,
         JoinService,
+        cpuProvers,
+        ProofsService,
       ],
     };
   }

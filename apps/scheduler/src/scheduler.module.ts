@@ -5,6 +5,7 @@ import { CoreModule } from '#tern/service';
 import { ContainersModule } from './containers/containers.module.js';
 import { MachineRegistryModule } from './machines/machine-registry.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
+import { VerificationModule } from './verification/verification.module.js';
 
 @Module({})
 export class SchedulerModule {
@@ -16,6 +17,7 @@ export class SchedulerModule {
         MachineRegistryModule,
         ContainersModule,
         SchedulesModule,
+        VerificationModule,
       ],
     };
   }

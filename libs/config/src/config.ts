@@ -64,6 +64,8 @@ export interface TernConfig {
   readonly tasks: { readonly leaseWaitSeconds: number };
   /** CONTAINER_START_LIMIT_SECONDS: a container not ready this long after its placement is failed by the scheduler. */
   readonly containers: { readonly startLimitSeconds: number };
+  /** MACHINE_CHALLENGE_INTERVAL_SECONDS: the mean time between two hardware challenges of a machine. */
+  readonly verification: { readonly challengeIntervalSeconds: number };
   /** Log streams one API token may hold open at once (per gateway). */
   readonly logs: { readonly followsPerToken: number };
   /** Per workspace, over all its volumes. */
@@ -257,6 +259,7 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
     containers: { startLimitSeconds: Number(raw.CONTAINER_START_LIMIT_SECONDS ?? 300) },
+    verification: { challengeIntervalSeconds: Number(raw.MACHINE_CHALLENGE_INTERVAL_SECONDS ?? 21600) },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
     volumes: { quotaBytes: Number(raw.VOLUME_QUOTA_BYTES ?? 100 * 2 ** 30), quotaFiles: Number(raw.VOLUME_QUOTA_FILES ?? 1_000_000) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },

@@ -360,6 +360,17 @@ export const VARIABLES = [
     services: ['reputation'],
     description: 'Half-life of the outcomes, heartbeats and latencies a reputation is computed from: old failures fade.',
   },
+  // Proof of hardware (libs/proof, the scheduler's MachineVerifier).
+  {
+    name: 'MACHINE_CHALLENGE_INTERVAL_SECONDS',
+    kind: 'int',
+    default: '21600',
+    min: 10,
+    max: 604800,
+    services: ['scheduler'],
+    description:
+      'A machine is challenged to prove its CPU and GPUs at join, whenever its inventory changes, and again about this often after each challenge (±50 % at random, so a machine cannot tell when the next one comes).',
+  },
   {
     name: 'CONTAINER_START_LIMIT_SECONDS',
     kind: 'int',

@@ -12,6 +12,13 @@ export const MACHINE_STATES = ['pending', 'registered', 'ready', 'unschedulable'
 export type MachineState = (typeof MACHINE_STATES)[number];
 
 /**
+ * What the control plane believes of a machine's hardware (libs/proof): unverified until a
+ * challenge of every claimed device passed (verified) or one failed (quarantined, nothing placed).
+ */
+export const VERIFICATION_STATES = ['unverified', 'verified', 'quarantined'] as const;
+export type VerificationState = (typeof VERIFICATION_STATES)[number];
+
+/**
  * Credentials say what they are by their prefix, so a token pasted in the wrong place is
  * recognisable at a glance: an API token, a machine's one-time join token, a machine's own token.
  * The machine prefixes start with the API one, so test them before it.

@@ -11,6 +11,7 @@ export * from './agent/container-start.js';
 export * from './agent/container-stop.js';
 export * from './agent/volume-commit.js';
 export * from './agent/task-cancel.js';
+export * from './agent/proof-challenge.js';
 export * from './sandbox/sandbox-create.js';
 export * from './sandbox/sandbox-remove.js';
 export * from './sandbox/sandbox-snapshot.js';

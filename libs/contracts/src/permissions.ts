@@ -16,6 +16,8 @@ import {
   AGENT_CONTAINER_START,
   AGENT_CONTAINER_STOP,
   AGENT_LOAD_REPORT,
+  AGENT_PROOF_CHALLENGE,
+  AGENT_PROOF_PROBE,
   AGENT_TASK_CANCEL,
   AGENT_VOLUME_COMMIT,
   CONTAINER_FAILED,
@@ -111,6 +113,9 @@ const forIntegrators = (a: ContractAccess, integrator: IntegratorScope): Contrac
 export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(AGENT_CONTAINER_START, ['scheduler'], ['agent'], true),
   access(AGENT_CONTAINER_STOP, ['scheduler'], ['agent'], true),
+  // Proof of hardware: only the scheduler challenges, only the challenged machine hears it.
+  access(AGENT_PROOF_CHALLENGE, ['scheduler'], ['agent'], true),
+  access(AGENT_PROOF_PROBE, ['scheduler'], ['agent'], true),
   // Reputation times a start from the scheduler's command, not from the agent's word.
   access(CONTAINER_SCHEDULED, ['scheduler'], ['scheduler', 'reputation'], true),
   access(CONTAINER_STARTING, ['agent'], ['scheduler'], true),

@@ -12,6 +12,7 @@ export interface PoolMachineRow {
   readonly cpuThreads: number | null;
   readonly memoryBytes: number | null;
   readonly gpus: readonly { index: number; model: string }[] | null;
+  readonly verification?: MachineView['verification'];
 }
 
 /** What one container or sandbox holds on its machine. */
@@ -52,6 +53,7 @@ export function machineViews(
       state: r.state,
       capacity,
       used: { ...used, gpuIndexes: [...used.gpuIndexes, ...extra] },
+      ...(r.verification ? { verification: r.verification } : {}),
       ...(scores.has(r.id) ? { reputation: scores.get(r.id) } : {}),
       ...(holdingImage.has(r.id) ? { holdsImage: true } : {}),
     };

@@ -33,6 +33,7 @@ function fleet(rnd: () => number, count: number): MachineView[] {
       used: { cpuMillicores: Math.floor(rnd() * cpu * 0.8), memoryBytes: Math.floor(rnd() * memory * 0.6), gpuIndexes: takenGpus },
       ...(rnd() < 0.7 ? { reputation: Math.round(rnd() * 100) / 100 } : {}),
       ...(rnd() < 0.2 ? { holdsImage: true } : {}),
+      ...(rnd() < 0.8 ? { verification: pick(['verified', 'verified', 'unverified', 'quarantined'] as const) } : {}),
     };
   });
 }
@@ -43,6 +44,8 @@ const SHAPES: PlacementRequest[] = [
   { cpuMillicores: 2000, memoryBytes: 8 * GiB, gpuTypes: [], gpuCount: 2, pool: 'default', minReputation: 0.5 },
   { cpuMillicores: 500, memoryBytes: GiB, gpuTypes: ['A100 40GB'], gpuCount: 1, pool: 'gpu', image: 'r/x@sha256:1' },
   { cpuMillicores: 8000, memoryBytes: 64 * GiB, gpuTypes: ['L4'], gpuCount: 4, pool: 'default' },
+  { cpuMillicores: 1000, memoryBytes: 2 * GiB, gpuTypes: [], gpuCount: 0, pool: 'default', verified: true },
+  { cpuMillicores: 2000, memoryBytes: 8 * GiB, gpuTypes: ['H100'], gpuCount: 1, pool: 'default', verified: true },
 ];
 
 /** The reference: place() one request at a time, the chosen machine's usage added after each. */

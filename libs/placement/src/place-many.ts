@@ -1,4 +1,5 @@
 import { place } from './place.js';
+import { trustedWith } from './trust.js';
 import { freeGpus, freeResources, fullnessAfter, type GpuPick, pickGpus } from './resources.js';
 import {
   DEFAULT_PLACEMENT_OPTIONS,
@@ -77,12 +78,21 @@ export function placeMany(
 
 /** Two requests with this key get the same filters and ranking from place(). */
 function shapeKey(r: PlacementRequest): string {
-  return JSON.stringify([r.pool, r.cpuMillicores, r.memoryBytes, r.gpuCount, r.gpuTypes, r.minReputation ?? null, r.image ?? null]);
+  return JSON.stringify([
+    r.pool,
+    r.cpuMillicores,
+    r.memoryBytes,
+    r.gpuCount,
+    r.gpuTypes,
+    r.minReputation ?? null,
+    r.image ?? null,
+    !!r.verified,
+  ]);
 }
 
 /** place()'s filters for one machine, without the reasons: the GPUs it would give when the request fits it now. */
 function fits(request: PlacementRequest, m: MachineView, options: PlacementOptions): GpuPick | undefined {
-  if (m.state !== 'ready' || m.pool !== request.pool) return undefined;
+  if (m.state !== 'ready' || m.pool !== request.pool || !trustedWith(request, m)) return undefined;
   if (request.minReputation !== undefined && m.reputation !== undefined && m.reputation < request.minReputation) return undefined;
   const free = freeResources(m, options);
   if (free.cpuMillicores < request.cpuMillicores || free.memoryBytes < request.memoryBytes) return undefined;

@@ -1,3 +1,4 @@
+import { trustedWith } from './trust.js';
 import { formatBytes, formatCpu, freeGpus, freeResources, fullnessAfter, mostOfOneType, pickGpus, type GpuPick } from './resources.js';
 import {
   DEFAULT_PLACEMENT_OPTIONS,
@@ -5,6 +6,7 @@ import {
   type PlacementOptions,
   type PlacementRequest,
   type PlacementResult,
+  type Unplaced,
 } from './types.js';
 
 interface Candidate {
@@ -17,7 +19,7 @@ interface Candidate {
  * Chooses the machine for one container, or says why none will do.
  *
  * Filters, in this order (the first that leaves no machine names the reason): ready and in
- * the request's pool; has enough GPUs of an acceptable type at all; reputation at least the
+ * the request's pool; not quarantined, and verified when the request asks for it; has enough GPUs of an acceptable type at all; reputation at least the
  * minimum (unscored machines pass); enough of those GPUs free; enough free CPU; enough free
  * memory after the system's headroom. "The most free" in a reason is taken over the machines
  * that passed the earlier filters, so it names the resource that actually binds.
@@ -36,6 +38,10 @@ export function place(
 ): PlacementResult {
   let left = machines.filter((m) => m.state === 'ready' && m.pool === request.pool);
   if (!left.length) return { reason: `no ready machine in pool ${request.pool}` };
+
+  const trusted = trustedFor(request, left);
+  if ('reason' in trusted) return trusted;
+  left = trusted.machines;
 
   if (request.gpuCount > 0) {
     left = left.filter((m) => pickGpus(m.capacity.gpus, request));
@@ -124,4 +130,17 @@ function most(machines: readonly MachineView[], value: (m: MachineView) => numbe
 
 function round(n: number): number {
   return Math.round(n * 100) / 100;
+}
+
+/** Quarantined machines get nothing; a request for verified machines gets only those. */
+function trustedFor(request: PlacementRequest, ready: readonly MachineView[]): { machines: MachineView[] } | Unplaced {
+  const open = ready.filter((m) => m.verification !== 'quarantined');
+  if (!open.length) return { reason: `every ready machine in pool ${request.pool} is quarantined (tern machine show says why)` };
+  if (!request.verified) return { machines: open };
+  const verified = open.filter((m) => trustedWith(request, m));
+  if (!verified.length)
+    return {
+      reason: `no verified machine in pool ${request.pool}: ${open.length} ready machine(s) have not proven their hardware yet, and this workload asks for verified ones (placement.verified)`,
+    };
+  return { machines: verified };
 }

@@ -10,6 +10,11 @@ export interface PlacementRequest {
   readonly minReputation?: number;
   /** The image (`host/repo@sha256:…`): machines that hold it already are preferred (no pull). */
   readonly image?: string;
+  /**
+   * Only machines whose hardware passed its challenge (verification `verified`): what a workload
+   * with secrets, volumes or a private image asks for unless it says otherwise (trustTier).
+   */
+  readonly verified?: boolean;
 }
 
 export interface MachineGpuView {
@@ -42,6 +47,8 @@ export interface MachineView {
   readonly reputation?: number;
   /** Whether the machine holds the request's image (a container of it started there). */
   readonly holdsImage?: boolean;
+  /** What its hardware challenge found (libs/proof); absent: unverified. Quarantined machines get nothing. */
+  readonly verification?: 'unverified' | 'verified' | 'quarantined';
 }
 
 export interface PlacementOptions {

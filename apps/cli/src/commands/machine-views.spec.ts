@@ -45,6 +45,11 @@ const machine: MachineDetail = {
     standing: 'proven',
     computedAt: '2026-01-01T11:59:57Z',
   },
+  verification: {
+    state: 'verified',
+    reason: 'proved CPU (AMD EPYC 7B13) at 900 M multiply-adds/s; GPU 0 (NVIDIA H100 80GB HBM3) at 400 T multiply-adds/s',
+    checkedAt: '2026-01-01T11:59:00Z',
+  },
 };
 
 describe('machine views', () => {
@@ -65,9 +70,9 @@ describe('machine views', () => {
 
   it('lists machines in a table', () => {
     const out = renderMachineList([machine], now).split('\n');
-    expect(out[0]).toMatch(/^ID\s+POOL\s+STATE\s+CPU\s+MEMORY\s+GPUS\s+NETWORK\s+REPUTATION\s+LAST HEARTBEAT$/);
+    expect(out[0]).toMatch(/^ID\s+POOL\s+STATE\s+HARDWARE\s+CPU\s+MEMORY\s+GPUS\s+NETWORK\s+REPUTATION\s+LAST HEARTBEAT$/);
     expect(out[1]).toMatch(
-      /^gpu-1\s+default\s+ready\s+64 vCPU 12%\s+256 GiB 40%\s+2x H100 80GB HBM3 \(1 free\)\s+940 Mbps\s+0\.87\s+12s ago$/,
+      /^gpu-1\s+default\s+ready\s+verified\s+64 vCPU 12%\s+256 GiB 40%\s+2x H100 80GB HBM3 \(1 free\)\s+940 Mbps\s+0\.87\s+12s ago$/,
     );
     expect(renderMachineList([{ ...machine, reputation: null }], now).split('\n')[1]).toMatch(/940 Mbps\s+-\s+12s ago$/);
     expect(renderMachineList([], now)).toMatch(/No machines yet/);
@@ -86,6 +91,18 @@ describe('machine views', () => {
     expect(out).toMatch(/^\s+task success\s+0\.93$/m);
     expect(out).toMatch(/^\s+network\s+0\.96$/m);
     expect(renderMachine({ ...machine, reputation: null }, now)).toMatch(/^Reputation\s+not scored yet$/m);
+  });
+
+  it('says what the hardware challenge found, and why a machine is quarantined', () => {
+    expect(renderMachine(machine, now)).toMatch(/^Hardware\s+verified: proved CPU \(AMD EPYC 7B13\) at 900 M .* \(checked 1m ago\)$/m);
+    const reason = 'GPU 0 (NVIDIA H100 80GB HBM3) did not commit to a 4096×4096 int8 product within 2.68 s';
+    const quarantined = { ...machine, verification: { state: 'quarantined' as const, reason, checkedAt: '2026-01-01T11:59:30Z' } };
+    expect(renderMachine(quarantined, now)).toMatch(
+      /^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit .* \(checked 30s ago\)$/m,
+    );
+    expect(renderMachineList([quarantined], now).split('\n')[1]).toMatch(/^gpu-1\s+default\s+ready\s+quarantined\s+/);
+    const fresh = { ...machine, verification: { state: 'unverified' as const, reason: null, checkedAt: null } };
+    expect(renderMachine(fresh, now)).toMatch(/^Hardware\s+unverified \(not challenged yet\)$/m);
   });
 
   it('says when a reputation is unproven, and that an unmeasured network counts nothing', () => {

@@ -39,11 +39,12 @@ function network(m: MachineSummary): string {
 export function renderMachineList(machines: MachineSummary[], now = Date.now()): string {
   if (!machines.length) return 'No machines yet. Add one with: tern machine create --pool default';
   return table(
-    ['ID', 'POOL', 'STATE', 'CPU', 'MEMORY', 'GPUS', 'NETWORK', 'REPUTATION', 'LAST HEARTBEAT'],
+    ['ID', 'POOL', 'STATE', 'HARDWARE', 'CPU', 'MEMORY', 'GPUS', 'NETWORK', 'REPUTATION', 'LAST HEARTBEAT'],
     machines.map((m) => [
       m.id,
       m.pool,
       m.state,
+      m.verification?.state ?? '-',
       cpu(m),
       memory(m),
       gpuSummary(m.gpus),
@@ -107,6 +108,7 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
       m.joinToken.usedAt ? `used ${ago(m.joinToken.usedAt, now)}` : `unused, expires ${m.joinToken.expiresAt ?? 'never'}`,
     ]);
   }
+  lines.push(verificationLine(m, now));
   lines.push(...reputationLines(m.reputation ?? null, now));
   const iso = m.heartbeat?.isolation;
   if (iso)
@@ -118,6 +120,14 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
   if (m.heartbeat) lines.push(...block('Containers', m.heartbeat.runningContainers.length ? m.heartbeat.runningContainers : ['none']));
   const width = Math.max(...lines.map(([k]) => k.length));
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');
+}
+
+/** "Hardware  quarantined: GPU 0 (…) did not commit … (checked 3s ago)": what the control plane's challenge found. */
+function verificationLine(m: MachineSummary, now: number): [string, string] {
+  const v = m.verification;
+  if (!v) return ['Hardware', 'not reported by this gateway'];
+  const checked = v.checkedAt ? ` (checked ${ago(v.checkedAt, now)})` : ' (not challenged yet)';
+  return ['Hardware', `${v.state}${v.reason ? `: ${v.reason}` : ''}${checked}`];
 }
 
 function fixed(n: number | undefined): string {

@@ -17,6 +17,7 @@ import {
   MachinesRepository,
   VolumesRepository,
 } from '#tern/persistence';
+import { needsVerifiedMachine } from '#tern/placement';
 import type { Principal } from '../auth/principal.js';
 import { ImagePins } from '../images/image-pins.service.js';
 import { TasksService } from '../tasks/tasks.service.js';
@@ -159,7 +160,14 @@ export class DeploymentsService {
     );
     if (problem) throw new BadRequestException([problem.message]);
     const credentials = spec.registry_secret ? { workspaceId: principal.workspaceId, secret: spec.registry_secret } : undefined;
-    return { ...resolved, image: await this.imagePins.pin(resolved.image, principal.workspaceId, credentials) };
+    const image = await this.imagePins.pin(resolved.image, principal.workspaceId, credentials);
+    const verifiedOnly = needsVerifiedMachine({
+      verified: spec.placement?.verified,
+      volumes: resolved.volumes.length,
+      usesSecrets: !!credentials,
+      privateImage: this.imagePins.isPrivate(image),
+    });
+    return { ...resolved, image, verifiedOnly };
   }
 
   /** Every volume the spec mounts must be one of the workspace's: a container would otherwise fail at every start. */

@@ -161,7 +161,8 @@ export class ImageBuildsService {
   private async readyBuilders(): Promise<string[]> {
     const ready = await this.machines.list({ state: 'ready' });
     const beats = await this.snapshots.getMany(ready.map((m) => m.id));
-    return ready.filter((m) => beats.get(m.id)?.builder).map((m) => m.id);
+    // A quarantined machine builds nothing either (see docs/architecture.md › Hardware).
+    return ready.filter((m) => beats.get(m.id)?.builder && m.verification !== 'quarantined').map((m) => m.id);
   }
 
   /** Sends the build to its builder and relays its events; always ends with `built` or `failed`. */

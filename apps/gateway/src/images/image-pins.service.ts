@@ -75,6 +75,17 @@ export class ImagePins {
     return pinnedRef(ref, digest);
   }
 
+  /**
+   * Whether a pinned image is private to a workspace: one of its builds (snapshots included) or
+   * Tern's copy of an image pulled with its credentials. A machine's owner can read such an image,
+   * so it asks for verified machines (libs/placement needsVerifiedMachine).
+   */
+  isPrivate(pinned: string): boolean {
+    if (pinned === 'host') return false;
+    const ref = parseRegistryRef(pinned);
+    return this.config.registry?.host === ref.registry && (ref.repository.startsWith(MIRROR) || BUILD_REPOSITORIES.test(ref.repository));
+  }
+
   /** The gateway reads every repository of Tern's registry: what a workspace may name is decided here. */
   private refuseForeign(image: string, ref: RegistryRef, workspaceId: string): void {
     if (this.config.registry?.host !== ref.registry) return;

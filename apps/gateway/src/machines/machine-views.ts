@@ -42,6 +42,11 @@ export function machineSummary(m: Machine, beat?: HeartbeatSnapshot, reputation?
     agentVersion: m.agentVersion,
     registeredAt: m.registeredAt?.toISOString() ?? null,
     reputation: reputation ?? null,
+    verification: {
+      state: m.verification,
+      reason: m.verificationReason,
+      checkedAt: m.verificationCheckedAt?.toISOString() ?? null,
+    },
   };
 }
 

@@ -26,7 +26,8 @@ export class SandboxPlacer {
       const held = await tx.resourcesHeldOn(ids, HOLDING_STATES);
       const scores = new Map((await this.reputation.latestScores(ids)).map((s) => [s.machineId, s.score]));
       const poolMin = await tx.poolMinReputation(request.pool);
-      const result = place({ ...request, ...(poolMin !== undefined ? { minReputation: poolMin } : {}) }, machineViews(rows, held, scores));
+      const minReputation = Math.max(poolMin ?? 0, request.minReputation ?? 0);
+      const result = place({ ...request, ...(minReputation > 0 ? { minReputation } : {}) }, machineViews(rows, held, scores));
       if (!isPlaced(result)) return { placed: false, reason: result.reason };
       await tx.joining(this.sandboxes).insertPlaced({ ...sandbox, machineId: result.machineId });
       return { placed: true, machineId: result.machineId };

@@ -19,6 +19,7 @@ import {
 } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import { type EndingSandbox, type Sandbox, SandboxesRepository, VolumesRepository } from '#tern/persistence';
+import { needsVerifiedMachine } from '#tern/placement';
 import { fireAndForget, sleep } from '#tern/timing';
 import type { Principal } from '../auth/principal.js';
 import { ImagePins } from '../images/image-pins.service.js';
@@ -128,7 +129,20 @@ export class SandboxesService {
         timeoutSeconds: spec.timeout ?? SANDBOX_DEFAULT_TIMEOUT_SECONDS,
         idleTimeoutSeconds: spec.idle_timeout ?? null,
       },
-      { cpuMillicores: requested.cpuMillicores, memoryBytes, gpuTypes: gpu.type ? [gpu.type] : [], gpuCount: gpu.count, pool },
+      {
+        cpuMillicores: requested.cpuMillicores,
+        memoryBytes,
+        gpuTypes: gpu.type ? [gpu.type] : [],
+        gpuCount: gpu.count,
+        pool,
+        verified: needsVerifiedMachine({
+          verified: spec.placement?.verified,
+          volumes: volumes.length,
+          usesSecrets: false,
+          privateImage: this.imagePins.isPrivate(image),
+        }),
+        ...(spec.placement?.min_reputation !== undefined ? { minReputation: spec.placement.min_reputation } : {}),
+      },
     );
     // The reason without the machine ids placement names: a workspace does not learn a shared pool's machines.
     if (!placed.placed)

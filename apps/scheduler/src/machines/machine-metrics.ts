@@ -1,7 +1,8 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { MachineState } from '#tern/contracts';
-import { MachinesRepository } from '#tern/persistence';
+import { MachinesRepository, MachineVerificationRepository } from '#tern/persistence';
+import { setVerificationCounts } from '../verification/verification-metrics.js';
 import { Ticker } from '#tern/timing';
 
 const REFRESH_MS = 10_000;
@@ -37,13 +38,16 @@ export function observeHeartbeat(machineId: string, now = Date.now()): void {
   lastBeat.set(machineId, now);
 }
 
-/** Keeps tern_machines current: the registry's counts every REFRESH_MS (a scrape never waits on Postgres). */
+/** Keeps tern_machines and tern_machine_verification current: the registry's counts every REFRESH_MS (a scrape never waits on Postgres). */
 @Injectable()
 export class MachineGauges implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('machine-gauges');
   private ticker?: Ticker;
 
-  constructor(private readonly repository: MachinesRepository) {}
+  constructor(
+    private readonly repository: MachinesRepository,
+    private readonly verification: MachineVerificationRepository,
+  ) {}
 
   onApplicationBootstrap() {
     this.ticker = new Ticker({ name: 'machine gauges', everyMs: REFRESH_MS, logger: this.logger, immediate: true }, () =>
@@ -59,5 +63,6 @@ export class MachineGauges implements OnApplicationBootstrap, OnModuleDestroy {
     const counts = await this.repository.countMachinesByPoolAndState();
     machines.reset();
     for (const c of counts) machines.set({ pool: c.pool, state: c.state }, c.count);
+    setVerificationCounts(await this.verification.countByPoolAndVerification());
   }
 }

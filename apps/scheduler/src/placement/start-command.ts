@@ -14,6 +14,7 @@ export function placementRequest(spec: ResolvedSpec): PlacementRequest {
     pool: spec.pool,
     ...(spec.image !== 'host' ? { image: spec.image } : {}),
     ...(spec.minReputation !== undefined && spec.minReputation !== null ? { minReputation: spec.minReputation } : {}),
+    ...(spec.verifiedOnly ? { verified: true } : {}),
   };
 }
 

@@ -97,6 +97,17 @@ export class NetworkPolicy {
   @IsOptional() @IsArray() @ArrayMaxSize(64) @IsIpv4Cidr() allow?: string[];
 }
 
+/**
+ * Which machines may run it (the trust tier): `verified: true` only machines whose hardware
+ * passed its challenge; `verified: false` unverified ones too, even with secrets, volumes or a
+ * private image (which otherwise ask for verified machines). Quarantined machines run nothing.
+ */
+export class SpecPlacement {
+  @IsOptional() @IsBoolean({ message: 'placement.verified must be true or false' }) verified?: boolean;
+  /** As the top-level min_reputation (the stricter of the two applies). */
+  @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;
+}
+
 export class DeploymentSpec {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'name must be 1-63 lower-case letters, digits or -, starting with a letter or digit' })
   name!: string;
@@ -194,4 +205,5 @@ export class DeploymentSpec {
 
   @IsOptional() @IsPoolName() pool?: string;
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecPlacement) placement?: SpecPlacement;
 }

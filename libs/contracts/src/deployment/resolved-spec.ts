@@ -47,6 +47,11 @@ export interface ResolvedSpec {
   /** Absent: the public internet (see NetworkPolicy). */
   readonly network?: { readonly block: true } | { readonly allow: string[] };
   readonly minReputation?: number;
+  /**
+   * Only verified machines (libs/placement needsVerifiedMachine): set by the gateway at deploy,
+   * which knows whether the image is private; absent on specs stored before trust tiers.
+   */
+  readonly verifiedOnly?: boolean;
   /** task_queue and function only (absent on specs stored before task queues). */
   readonly taskPolicy?: ResolvedTaskPolicy;
   /** function and task_queue only, when the spec has one. */
@@ -230,8 +235,12 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     volumes: resolveVolumes(spec),
     pool: spec.pool ?? 'default',
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
-    minReputation: spec.min_reputation,
+    minReputation: stricter(spec.min_reputation, spec.placement?.min_reputation),
     ...(pullsTasks(spec.kind) ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
     ...(spec.schedule ? { schedule: checkedSchedule(spec) } : {}),
   };
+}
+
+function stricter(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.max(a, b);
 }

@@ -1,4 +1,4 @@
-import type { MachineState } from '../domain.js';
+import type { MachineState, VerificationState } from '../domain.js';
 import type { ReputationStanding } from '../buckets.js';
 
 export interface GpuView {
@@ -57,6 +57,16 @@ export interface MachineSummary {
   registeredAt: string | null;
   /** The current reputation score and its components; null until the reputation service has scored it. */
   reputation: ReputationView | null;
+  /** What the control plane's hardware challenges found (libs/proof): quarantined machines get nothing. */
+  verification: VerificationView;
+}
+
+export interface VerificationView {
+  state: VerificationState;
+  /** What was proven, or what failed (names the device and the figure), or why none was run yet. */
+  reason: string | null;
+  /** When the last challenge ended; null before the first. */
+  checkedAt: string | null;
 }
 
 export interface MachineOsView {

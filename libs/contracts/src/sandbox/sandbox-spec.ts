@@ -17,7 +17,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { IsCpuCores, IsGpuCount, IsPoolName, NetworkPolicy, SpecVolume } from '../deployment/deployment-spec.js';
+import { IsCpuCores, IsGpuCount, IsPoolName, NetworkPolicy, SpecPlacement, SpecVolume } from '../deployment/deployment-spec.js';
 import { IsSandboxImage } from '../deployment/image-spec.js';
 import { IsRecordOf } from '../validation.js';
 
@@ -63,6 +63,8 @@ export class SandboxSpec {
   @ValidateNested({ each: true })
   @Type(() => SpecVolume)
   volumes?: SpecVolume[];
+  /** The trust tier, as a deployment's: volumes or a private image ask for verified machines unless `verified: false`. */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecPlacement) placement?: SpecPlacement;
 }
 
 export const EXEC_LANGUAGES = ['python', 'node', 'bash'] as const;

@@ -1,4 +1,5 @@
 import {
+  Check,
   Column,
   CreateDateColumn,
   Entity,
@@ -10,7 +11,7 @@ import {
   Unique,
   UpdateDateColumn,
 } from 'typeorm';
-import { type MachineState } from '#tern/contracts';
+import { type MachineState, type VerificationState } from '#tern/contracts';
 import { numberFromText } from '../column-transformers.js';
 import { Pool } from './pool.entity.js';
 
@@ -72,6 +73,7 @@ export interface MachineOs {
  * issues a join token), so everything the agent discovers is nullable until it registers.
  */
 @Entity({ name: 'machines' })
+@Check('ck_machines_verification', "verification IN ('unverified', 'verified', 'quarantined')")
 @Index('ix_machines_pool_state', ['pool', 'state'])
 @Index('ix_machines_pool_generation', ['pool', 'id', 'generation'])
 @Index('ix_machines_state_heartbeat', ['state', 'lastHeartbeatAt'])
@@ -98,6 +100,21 @@ export class Machine {
 
   @Column({ name: 'state_changed_at', type: 'timestamptz', default: () => 'now()' })
   stateChangedAt!: Date;
+
+  /** What the control plane believes of the hardware (libs/proof), and why: see MachineVerifier. */
+  @Column({ name: 'verification', type: 'varchar', length: 16, default: 'unverified' })
+  verification!: VerificationState;
+
+  @Column({ name: 'verification_reason', type: 'text', nullable: true })
+  verificationReason!: string | null;
+
+  @Column({ name: 'verification_checked_at', type: 'timestamptz', nullable: true })
+  verificationCheckedAt!: Date | null;
+
+  /** When the next challenge is due; moved forward while one is under way. */
+  @Index('ix_machines_verification_due')
+  @Column({ name: 'verification_due_at', type: 'timestamptz', default: () => 'now()' })
+  verificationDueAt!: Date;
 
   @Column({ name: 'hostname', type: 'text', nullable: true })
   hostname!: string | null;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
-import { type ContainerState, type DeploymentKind, type MachineFaultKind } from '#tern/contracts';
+import { type ContainerState, type DeploymentKind, type MachineFaultKind, type VerificationState } from '#tern/contracts';
 import { type ContainerResources } from '../entities/container.entity.js';
 import { type MachineGpu } from '../entities/machine.entity.js';
 import { SANDBOX_HOLDING_STATES } from '../entities/sandbox.entity.js';
@@ -78,6 +78,8 @@ export interface PlacementMachine {
   cpuThreads: number | null;
   memoryBytes: number | null;
   gpus: MachineGpu[] | null;
+  /** What its hardware challenge found (libs/proof). */
+  verification: VerificationState;
 }
 
 /** A machine's generation: bumped whenever what placement reads of it changes. */
@@ -477,7 +479,7 @@ export class ContainersRepository extends TransactionalRepository {
   /** The pool's machines, row-locked until the transaction ends. */
   async lockMachinesOfPool(pool: string): Promise<PlacementMachine[]> {
     const rows = await this.rows<Omit<PlacementMachine, 'memoryBytes'> & { memoryBytes: string | null }>(
-      `SELECT id, pool, state, cpu_threads AS "cpuThreads", memory_bytes AS "memoryBytes", gpus FROM machines WHERE pool = $1 ORDER BY id FOR UPDATE`,
+      `SELECT id, pool, state, cpu_threads AS "cpuThreads", memory_bytes AS "memoryBytes", gpus, verification FROM machines WHERE pool = $1 ORDER BY id FOR UPDATE`,
       [pool],
     );
     return rows.map((r) => ({ ...r, memoryBytes: r.memoryBytes === null ? null : Number(r.memoryBytes) }));
@@ -496,7 +498,7 @@ export class ContainersRepository extends TransactionalRepository {
   /** These machines as placement reads them, with their generations; no locks. */
   async placementMachines(ids: readonly string[]): Promise<(PlacementMachine & MachineGeneration)[]> {
     const rows = await this.rows<Omit<PlacementMachine, 'memoryBytes'> & { memoryBytes: string | null; generation: string }>(
-      `SELECT id, pool, state, cpu_threads AS "cpuThreads", memory_bytes AS "memoryBytes", gpus, generation FROM machines WHERE id = ANY($1::text[])`,
+      `SELECT id, pool, state, cpu_threads AS "cpuThreads", memory_bytes AS "memoryBytes", gpus, verification, generation FROM machines WHERE id = ANY($1::text[])`,
       [ids],
     );
     return rows.map((r) => ({

@@ -2,6 +2,7 @@ import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachineFaultsRepository } from './machine-faults.repository.js';
+import { MachineVerificationRepository } from './machine-verification.repository.js';
 import { MachinesRepository } from './machines.repository.js';
 import { MapsRepository } from './maps.repository.js';
 import { NatsUsersRepository } from './nats-users.repository.js';
@@ -45,6 +46,7 @@ export const REPOSITORIES = [
   ContainersRepository,
   DeploymentsRepository,
   MachineFaultsRepository,
+  MachineVerificationRepository,
   MachinesRepository,
   MapsRepository,
   NatsUsersRepository,
@@ -63,6 +65,7 @@ export {
   ContainersRepository,
   DeploymentsRepository,
   MachineFaultsRepository,
+  MachineVerificationRepository,
   MachinesRepository,
   MapsRepository,
   NatsUsersRepository,
@@ -79,6 +82,7 @@ export {
 // The view types repositories return and take.
 export type * from './containers.repository.js';
 export type * from './machine-faults.repository.js';
+export type * from './machine-verification.repository.js';
 export type * from './machines.repository.js';
 export type * from './maps.repository.js';
 export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';

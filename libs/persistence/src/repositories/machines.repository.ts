@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { INVENTORY_CHANGE_RESETS_VERIFICATION } from './machine-verification.repository.js';
 import { TransactionalRepository } from './transactional.repository.js';
 import { DataSource } from 'typeorm';
 import type { MachineState } from '#tern/contracts';
@@ -337,7 +338,10 @@ export class MachinesRepository extends TransactionalRepository {
     return row?.state;
   }
 
-  /** Stores the inventory and marks the machine registered now; undefined when it does not exist. */
+  /**
+   * Stores the inventory and marks the machine registered now; undefined when it does not exist.
+   * A changed CPU, memory or GPU claim makes the machine unverified and due for a challenge at once.
+   */
   async storeInventory(
     machineId: string,
     inv: MachineInventoryColumns,
@@ -348,7 +352,8 @@ export class MachinesRepository extends TransactionalRepository {
          hostname = $2, cpu_model = $3, cpu_cores = $4, cpu_threads = $5, memory_bytes = $6,
          gpus = $7::jsonb, disks = $8::jsonb, os = $9::jsonb,
          network = jsonb_set(COALESCE(network, '{}'::jsonb), '{interfaces}', $10::jsonb),
-         agent_version = $11, registered_at = now(), updated_at = now()
+         agent_version = $11, registered_at = now(), updated_at = now(),
+         ${INVENTORY_CHANGE_RESETS_VERIFICATION}
        WHERE id = $1 RETURNING pool, registered_at AS "registeredAt"`,
       [
         machineId,

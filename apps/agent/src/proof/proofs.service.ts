@@ -1,0 +1,80 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
+import { ReplyError } from '#tern/messaging';
+import { fireAndForget } from '#tern/timing';
+import { CpuProver } from './cpu-prover.js';
+import type { Prover, ProverFactory } from './prover.js';
+
+/** A challenge waits this long for its probe after the commitment, then its product is dropped. */
+const PROBE_WAIT_MS = 30_000;
+/** Challenges held at once: the scheduler sends one device at a time; more is not its doing. */
+const MAX_OPEN = 2;
+
+/** The ProverFactory's injection token. */
+export const PROVERS = Symbol('PROVERS');
+
+/** Every device on the CPU until a device prover exists (see Prover). */
+export const cpuProvers = { provide: PROVERS, useValue: ((challenge) => new CpuProver(challenge)) satisfies ProverFactory };
+
+/**
+ * The agent's side of proof of hardware: a prover per challenge, kept from the commitment to the
+ * probe, dropped at the challenge's deadline (the scheduler has stopped waiting by then) or once
+ * answered.
+ */
+@Injectable()
+export class ProofsService implements OnModuleDestroy {
+  private readonly logger = new Logger('proofs');
+  private readonly open = new Map<string, { prover: Prover; timer: NodeJS.Timeout }>();
+
+  constructor(@Inject(PROVERS) private readonly provers: ProverFactory) {}
+
+  async challenge(challenge: HardwareChallenge): Promise<string> {
+    if (this.open.has(challenge.challengeId)) throw new ReplyError(409, `challenge ${challenge.challengeId} is under way already`);
+    if (this.open.size >= MAX_OPEN) throw new ReplyError(429, `${MAX_OPEN} challenges are under way already`);
+    const prover = this.provers(challenge);
+    this.hold(challenge.challengeId, prover, challenge.deadlineMs);
+    try {
+      const root = await prover.commit();
+      this.hold(challenge.challengeId, prover, PROBE_WAIT_MS);
+      this.logger.log(
+        { challengeId: challenge.challengeId, device: challenge.device, n: challenge.n },
+        `committed to a ${challenge.n}×${challenge.n} product on ${challenge.device}`,
+      );
+      return root;
+    } catch (e) {
+      await this.drop(challenge.challengeId);
+      throw e;
+    }
+  }
+
+  async probe(probe: HardwareProbe): Promise<HardwareAnswer> {
+    const held = this.open.get(probe.challengeId);
+    if (!held) throw new ReplyError(404, `no committed challenge ${probe.challengeId} (answered, or past its deadline)`);
+    try {
+      return await held.prover.answer(probe);
+    } finally {
+      await this.drop(probe.challengeId);
+    }
+  }
+
+  async onModuleDestroy() {
+    await Promise.all([...this.open.keys()].map((id) => this.drop(id)));
+  }
+
+  /** (Re)arms the challenge's timer: past it, its prover is released. */
+  private hold(id: string, prover: Prover, ms: number): void {
+    const held = this.open.get(id);
+    if (held) clearTimeout(held.timer);
+    const timer = setTimeout(() => fireAndForget(`dropping challenge ${id}`, this.logger, () => this.drop(id)), ms);
+    timer.unref();
+    this.open.set(id, { prover, timer });
+  }
+
+  private async drop(id: string): Promise<void> {
+    const held = this.open.get(id);
+    if (!held) return;
+    this.open.delete(id);
+    clearTimeout(held.timer);
+    await held.prover.release().catch((e: Error) => this.logger.warn({ challengeId: id, err: e.message }, 'releasing a prover failed'));
+  }
+}

@@ -1,0 +1,88 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
+import { type ClaimedMachine, MachineVerificationRepository } from '#tern/persistence';
+import { type ChallengeOutcome, deviceClaims, formatRate, nextChallengeDelayMs, verificationAfter } from '#tern/proof';
+import { Ticker } from '#tern/timing';
+import { Reconciler } from '../placement/reconciler.js';
+import { ProofRounds } from './proof-rounds.js';
+import { countChallenge } from './verification-metrics.js';
+
+/** How often the verifier looks for machines due: a joining machine waits at most this long for its first challenge. */
+const TICK_MS = 1000;
+/** Machines challenged at once by one scheduler. */
+const BATCH = 4;
+/** ±50 % around the configured interval. */
+const JITTER = 0.5;
+/** A machine that does not answer is asked again this soon (an agent starting, or one without a prover). */
+const UNANSWERED_RETRY_MS = 60_000;
+/** A quarantined machine is asked again this soon at the latest (it may have been overloaded once). */
+const QUARANTINED_RETRY_MS = 5 * 60_000;
+/**
+ * How long a claimed machine is this scheduler's: longer than the longest challenge (a commitment
+ * deadline of a few seconds and a probe of at most 15 s per device, for up to 16 GPUs). A scheduler
+ * that dies mid-challenge leaves the machine to be challenged again after it.
+ */
+const LEASE_MS = 10 * 60_000;
+
+/**
+ * Challenges machines to prove the hardware they claim (libs/proof): each heartbeating machine
+ * whose challenge is due (at join, after an inventory change, at random times after each one),
+ * every claimed device in turn, the CPU first. The verdict and its reason go on the machine's row
+ * (`tern machine show`); placement reads them (libs/placement trust tiers).
+ */
+@Injectable()
+export class MachineVerifier implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('verification');
+  private readonly ticker = new Ticker({ name: 'machine verifier', everyMs: TICK_MS, logger: this.logger }, () => this.pass());
+
+  constructor(
+    private readonly repository: MachineVerificationRepository,
+    private readonly rounds: ProofRounds,
+    private readonly reconciler: Reconciler,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
+  ) {}
+
+  onApplicationBootstrap() {
+    this.ticker.start();
+  }
+
+  async onModuleDestroy() {
+    await this.ticker.stop();
+  }
+
+  async pass(): Promise<void> {
+    const due = await this.repository.claimDue(BATCH, LEASE_MS);
+    await Promise.all(due.map((m) => this.verify(m)));
+  }
+
+  private async verify(machine: ClaimedMachine): Promise<void> {
+    const outcome = await this.challenge(machine);
+    const verdict = verificationAfter(outcome);
+    const interval = nextChallengeDelayMs(this.config.verification.challengeIntervalSeconds * 1000, JITTER);
+    const next = { unanswered: UNANSWERED_RETRY_MS, failed: Math.min(interval, QUARANTINED_RETRY_MS), passed: interval }[outcome.kind];
+    const before = await this.repository.record(machine, verdict, next);
+    if (before === undefined) return;
+    if (before !== verdict.state)
+      this.logger.log(
+        { machineId: machine.id, from: before, to: verdict.state, reason: verdict.reason },
+        `machine ${machine.id}: ${before} → ${verdict.state}`,
+      );
+    // Work waiting for a verified machine should not sit out its back-off.
+    if (verdict.state === 'verified' && before !== 'verified') {
+      this.reconciler.resetBackoff();
+      this.reconciler.wake();
+    }
+  }
+
+  /** Every claimed device in turn; the first that fails decides. */
+  private async challenge(machine: ClaimedMachine): Promise<ChallengeOutcome> {
+    const proven: string[] = [];
+    for (const claim of deviceClaims(machine)) {
+      const result = await this.rounds.prove(machine.id, claim).catch((e: Error) => ({ kind: 'unanswered' as const, reason: e.message }));
+      countChallenge(claim.device, result.kind);
+      if (result.kind !== 'passed') return result;
+      proven.push(`${claim.label} at ${formatRate(result.macsPerSecond)} multiply-adds/s`);
+    }
+    return { kind: 'passed', summary: `proved ${proven.join('; ')}` };
+  }
+}

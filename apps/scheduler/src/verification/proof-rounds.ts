@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Injectable } from '@nestjs/common';
+import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PROBE, type HardwareAnswer } from '#tern/contracts';
+import { Messaging, RequestError } from '#tern/messaging';
+import {
+  decodeInt32,
+  type DeviceClaim,
+  encodeInt32,
+  judgeTiming,
+  newChallenge,
+  newProbe,
+  type ProofAnswer,
+  type TimingVerdict,
+  verifyAnswer,
+} from '#tern/proof';
+
+/** How long a machine has to answer the probe: O(n²) work once C is in hand, so timing it adds nothing. */
+const PROBE_TIMEOUT_MS = 15_000;
+
+export type RoundResult =
+  { kind: 'passed'; macsPerSecond: number } | { kind: 'failed'; reason: string } | { kind: 'unanswered'; reason: string };
+
+/**
+ * One proof-of-compute round (libs/proof) against one claimed device of one machine, over the
+ * machine's own request subjects: the challenge, timed from sending it to the commitment, then
+ * the probe, drawn only once the commitment is in, and the check of the answer.
+ */
+@Injectable()
+export class ProofRounds {
+  constructor(private readonly messaging: Messaging) {}
+
+  async prove(machineId: string, claim: DeviceClaim): Promise<RoundResult> {
+    const challenge = newChallenge(claim.n);
+    const challengeId = randomUUID();
+    const started = performance.now();
+    let root: string;
+    try {
+      ({ root } = await this.messaging.request(
+        AGENT_PROOF_CHALLENGE,
+        { challengeId, device: claim.device, seed: challenge.seed, n: claim.n, deadlineMs: claim.deadlineMs },
+        { tokens: [machineId], timeoutMs: claim.deadlineMs },
+      ));
+    } catch (e) {
+      return failure(claim, e, () => lateReason(judgeTiming(claim, undefined)));
+    }
+    const timing = judgeTiming(claim, performance.now() - started);
+    if (!timing.ok) return { kind: 'failed', reason: timing.reason };
+    const probe = newProbe(challenge);
+    let reply: HardwareAnswer;
+    try {
+      reply = await this.messaging.request(
+        AGENT_PROOF_PROBE,
+        { challengeId, vectors: probe.vectors.map((v) => encodeInt32(v)), rows: probe.rows },
+        { tokens: [machineId], timeoutMs: PROBE_TIMEOUT_MS },
+      );
+    } catch (e) {
+      return failure(claim, e, () => `${claim.label} did not answer its probe within ${PROBE_TIMEOUT_MS / 1000} s`);
+    }
+    const answer = decodeAnswer(reply);
+    if (!answer) return { kind: 'failed', reason: `${claim.label} answered its probe with values that are not int32 vectors` };
+    const verdict = verifyAnswer(challenge, { root }, probe, answer);
+    if (!verdict.ok) return { kind: 'failed', reason: `${claim.label}: ${verdict.reason}` };
+    return { kind: 'passed', macsPerSecond: timing.macsPerSecond };
+  }
+}
+
+/** 503: nothing on the machine serves proofs; 504: too late; anything else: the agent's refusal. */
+function failure(claim: DeviceClaim, e: unknown, onTimeout: () => string): RoundResult {
+  if (!(e instanceof RequestError)) throw e;
+  if (e.code === 503) return { kind: 'unanswered', reason: 'the machine does not answer hardware challenges (no prover listening)' };
+  if (e.code === 504) return { kind: 'failed', reason: onTimeout() };
+  return { kind: 'failed', reason: `${claim.label} refused its challenge: ${e.message}` };
+}
+
+function lateReason(verdict: TimingVerdict): string {
+  return verdict.ok ? 'no commitment' : verdict.reason;
+}
+
+function decodeAnswer(reply: HardwareAnswer): ProofAnswer | undefined {
+  const products = reply.products.map((p) => decodeInt32(p));
+  const rows = reply.rows.map((r) => ({ index: r.index, values: decodeInt32(r.values), proof: r.proof }));
+  if (products.some((p) => !p) || rows.some((r) => !r.values)) return undefined;
+  return {
+    products: products.map((p) => Array.from(p!)),
+    rows: rows.map((r) => ({ index: r.index, values: Array.from(r.values!), proof: r.proof })),
+  };
+}

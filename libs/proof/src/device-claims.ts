@@ -1,0 +1,57 @@
+import { CPU_BAND, CPU_CHALLENGE_N, commitmentDeadlineMs, formatRate, GPU_CHALLENGE_N, gpuBand, type ThroughputBand } from './bands.js';
+
+/** What a machine says it has, as its registration stored it. */
+export interface ClaimedInventory {
+  readonly cpuModel: string | null;
+  readonly cpuThreads: number | null;
+  readonly gpus: readonly { readonly index: number; readonly model: string }[];
+}
+
+/** One device a machine must prove, with its challenge's size and deadline. */
+export interface DeviceClaim {
+  /** `cpu` or `gpu:<index>`: which device the agent's prover runs the challenge on. */
+  readonly device: string;
+  /** For reasons: `GPU 0 (NVIDIA H100 80GB HBM3)`. */
+  readonly label: string;
+  readonly band: ThroughputBand;
+  readonly n: number;
+  readonly deadlineMs: number;
+}
+
+/** The machine's devices in the order they are challenged: the CPU, then each GPU. */
+export function deviceClaims(inventory: ClaimedInventory): DeviceClaim[] {
+  const claim = (device: string, label: string, band: ThroughputBand, n: number): DeviceClaim => ({
+    device,
+    label,
+    band,
+    n,
+    deadlineMs: commitmentDeadlineMs(band, n),
+  });
+  return [
+    claim('cpu', `CPU (${inventory.cpuModel ?? 'unknown model'})`, CPU_BAND, CPU_CHALLENGE_N),
+    ...[...inventory.gpus]
+      .sort((a, b) => a.index - b.index)
+      .map((g) => claim(`gpu:${g.index}`, `GPU ${g.index} (${g.model})`, gpuBand(g.model), GPU_CHALLENGE_N)),
+  ];
+}
+
+export type TimingVerdict = { ok: true; macsPerSecond: number } | { ok: false; reason: string };
+
+/** Whether the commitment came within the claimed device's band; the reason names the figures when not. */
+export function judgeTiming(claim: DeviceClaim, elapsedMs: number | undefined): TimingVerdict {
+  const floor = `the ${claim.band.name} band's floor of ${formatRate(claim.band.floorMacsPerSecond)} multiply-adds/s${claim.band.calibrated ? '' : ' (uncalibrated)'}`;
+  const work = `a ${claim.n}×${claim.n} int8 product`;
+  if (elapsedMs === undefined)
+    return { ok: false, reason: `${claim.label} did not commit to ${work} within ${seconds(claim.deadlineMs)}, the time ${floor} allows` };
+  const macsPerSecond = claim.n ** 3 / (Math.max(elapsedMs, 1) / 1000);
+  if (elapsedMs > claim.deadlineMs)
+    return {
+      ok: false,
+      reason: `${claim.label} took ${seconds(elapsedMs)} to commit to ${work} (${formatRate(macsPerSecond)} multiply-adds/s): ${floor} allows ${seconds(claim.deadlineMs)}`,
+    };
+  return { ok: true, macsPerSecond };
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 0)} s`;
+}

@@ -1,0 +1,251 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  AGENT_PROOF_CHALLENGE,
+  AGENT_PROOF_PROBE,
+  type MachineDetail,
+  MACHINE_HEARTBEAT,
+  type HardwareChallenge,
+  type HardwareProbe,
+  SCALE_COMMAND,
+} from '#tern/contracts';
+import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { formatCreds, inboxPrefix, newUserKey } from '#tern/nats-auth';
+import { decodeInt32, encodeInt32, multiply, ReferenceProver } from '#tern/proof';
+import { TEST_NATS } from '../support/isolation.js';
+import { connectAs } from '../support/nats-users.js';
+import { waitFor } from '../support/processes.js';
+import { client, registration, tern } from '../machines/harness.js';
+import { spec } from '../placement/harness.js';
+import { ADMIN, AgentProcess, ControlPlane, removeStateDir } from './harness.js';
+
+/** nvidia-smi as a machine with eight H100s would print it: what the agent's discovery reads. */
+function fakeNvidiaSmi(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tern-fake-gpus-'));
+  const rows = Array.from(
+    { length: 8 },
+    (_, i) => `${i}, NVIDIA H100 80GB HBM3, 81559, 550.54, GPU-0000000${i}-0000-0000-0000-000000000000`,
+  );
+  writeFileSync(
+    join(dir, 'nvidia-smi'),
+    `#!/bin/sh\nif [ "$#" -gt 0 ]; then\n${rows.map((r) => `  echo '${r}'`).join('\n')}\nelse\n  echo 'CUDA Version: 12.4'\nfi\n`,
+  );
+  chmodSync(join(dir, 'nvidia-smi'), 0o755);
+  return dir;
+}
+
+/** A prover's answer on the wire, from the reference prover. */
+function wireAnswer(prover: ReferenceProver, probe: HardwareProbe) {
+  const a = prover.answer({ vectors: probe.vectors.map((v) => Array.from(decodeInt32(v)!)), rows: probe.rows });
+  return {
+    products: a.products.map((y) => encodeInt32(y)),
+    rows: a.rows.map((r) => ({ index: r.index, values: encodeInt32(r.values), proof: r.proof })),
+  };
+}
+
+/**
+ * Proof of hardware end to end: the scheduler challenges machines over their own NATS subjects;
+ * real agents answer with the CPU prover; scripted machines, with their own NATS users as an
+ * attacker has them, forge the product or answer late.
+ */
+describe('proof of hardware', () => {
+  let plane: ControlPlane;
+  let db: pg.Client;
+  let harness: NatsConnection;
+  const agents: AgentProcess[] = [];
+  const cleanups: (() => unknown)[] = [];
+
+  const machine = async (id: string) => (await plane.call<MachineDetail>('GET', `/api/v1/machines/${id}`)).body;
+  const verification = (id: string, state: string, timeoutMs: number) =>
+    waitFor(
+      `${id} ${state}`,
+      async () => {
+        const m = await machine(id);
+        return m.verification?.state === state && m.verification;
+      },
+      timeoutMs,
+      250,
+    );
+
+  /** A machine without an agent: registers over HTTPS, heartbeats and answers challenges with its own NATS user. */
+  const scripted = async (id: string, answer: (ns: Messaging) => void) => {
+    const call = client(plane.base);
+    const key = newUserKey();
+    const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'default', machineId: id });
+    const reg = await call(
+      'POST',
+      '/api/v1/machine/register',
+      made.body.joinToken,
+      registration('default', { natsPublicKey: key.publicKey, gpuModels: [] }),
+    );
+    expect(reg.status).toBe(200);
+    const nc = await connectAs(formatCreds(reg.body.nats.jwt, key.seed), inboxPrefix(plane.namespace, 'agent', id));
+    const messaging = new Messaging(nc, new Namespace(plane.namespace));
+    answer(messaging);
+    let sequence = 0;
+    const beat = () => {
+      messaging
+        .publish(
+          MACHINE_HEARTBEAT,
+          {
+            machineId: id,
+            pool: 'default',
+            sentAt: new Date().toISOString(),
+            sequence: ++sequence,
+            cpuPercent: 1,
+            memoryPercent: 1,
+            gpus: [],
+            runningContainers: [],
+          },
+          { tokens: [id] },
+        )
+        .catch(() => undefined);
+    };
+    beat();
+    const timer = setInterval(beat, 1000);
+    cleanups.push(
+      () => clearInterval(timer),
+      () => nc.close(),
+    );
+  };
+
+  beforeAll(async () => {
+    plane = await ControlPlane.start('verify', { MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1' });
+    db = new pg.Client({ connectionString: plane.schema.url, options: `-c search_path=${plane.schema.schema}` });
+    await db.connect();
+    harness = await connectNats({ ...TEST_NATS, name: 'verification-test' });
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const c of cleanups) await c();
+    for (const a of agents) {
+      await a.stop();
+      removeStateDir(a.stateDir);
+    }
+    await harness?.close();
+    await db?.end();
+    await plane?.stop();
+  });
+
+  it('verifies an honest agent on its real CPU claim, in seconds', async () => {
+    const agent = AgentProcess.forPlane(plane, { MACHINE_ID: 'honest-cpu' });
+    agents.push(agent);
+    agent.start();
+    await agent.joined();
+    const v = await verification('honest-cpu', 'verified', 30_000);
+    expect(v.reason).toMatch(/^proved CPU \(.+\) at [\d.]+ [kMGT]? ?multiply-adds\/s$/);
+    expect(v.checkedAt).toBeTruthy();
+  }, 90_000);
+
+  it('quarantines an agent that claims 8 × H100 and proves on its CPU within 60 s, places nothing on it, and says why', async () => {
+    const gpus = fakeNvidiaSmi();
+    cleanups.push(() => rmSync(gpus, { recursive: true, force: true }));
+    const agent = AgentProcess.forPlane(plane, { MACHINE_ID: 'fake-h100', PATH: `${gpus}:${process.env.PATH}` });
+    agents.push(agent);
+    const started = Date.now();
+    agent.start();
+    await agent.joined();
+    expect((await machine('fake-h100')).gpus).toHaveLength(8);
+    const v = await verification('fake-h100', 'quarantined', 60_000);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    // Its CPU passed; its first GPU is where it failed.
+    expect(v.reason).toMatch(
+      /^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within [\d.]+ s, the time the H100 band's floor of 100 T multiply-adds\/s \(uncalibrated\) allows$/,
+    );
+
+    const shown = await tern(['machine', 'show', 'fake-h100'], plane.base, ADMIN);
+    expect(shown.stdout).toMatch(/^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit/m);
+
+    // A deployment for one H100 on verified machines: the only H100s are the quarantined machine's.
+    const workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('verify') RETURNING id`)).rows[0].id as string;
+    const deploymentId = (
+      await db.query(
+        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'needs-h100', 'endpoint', 'ready', 1) RETURNING id`,
+        [workspaceId],
+      )
+    ).rows[0].id as string;
+    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [
+      deploymentId,
+      JSON.stringify(spec({ gpuTypes: ['H100'], gpuCount: 1, verifiedOnly: true })),
+    ]);
+    const messaging = new Messaging(harness, new Namespace(plane.namespace));
+    await messaging.publish(
+      SCALE_COMMAND,
+      { deploymentId, deploymentVersion: 1, desired: 1, reason: 'test', idleContainers: [], issuedAt: new Date().toISOString() },
+      { tokens: [deploymentId] },
+    );
+    const reason = await waitFor(
+      'a placement reason',
+      async () => {
+        const row = (await db.query(`SELECT placement_reason FROM deployment_versions WHERE deployment_id = $1`, [deploymentId])).rows[0];
+        return row?.placement_reason as string | undefined;
+      },
+      15_000,
+    );
+    // The verified machine has no H100; the quarantined one is not considered at all.
+    expect(reason).toMatch(/^(no ready machine in pool default with gpu H100|every ready machine in pool default is quarantined)/);
+    const placed = await db.query(`SELECT machine_id FROM containers WHERE machine_id = 'fake-h100'`);
+    expect(placed.rows).toEqual([]);
+  }, 120_000);
+
+  it('quarantines a prover that skipped half the product', async () => {
+    await scripted('forger', (m) => {
+      const held = new Map<string, ReferenceProver>();
+      m.serve(
+        AGENT_PROOF_CHALLENGE,
+        'forger',
+        (c: HardwareChallenge) => {
+          const prover = new ReferenceProver(c, (a, b, n) => {
+            const product = multiply(a, b, n);
+            product.fill(0, (n / 2) * n);
+            return product;
+          });
+          held.set(c.challengeId, prover);
+          return { root: prover.commitment().root };
+        },
+        ['forger'],
+      );
+      m.serve(AGENT_PROOF_PROBE, 'forger', (p: HardwareProbe) => wireAnswer(held.get(p.challengeId)!, p), ['forger']);
+    });
+    const v = await verification('forger', 'quarantined', 30_000);
+    expect(v.reason).toMatch(/^CPU \(AMD EPYC 7B13\): (row \d+ disagrees with the product it was committed to|the product is not A·B)$/);
+  }, 60_000);
+
+  it('quarantines a prover slower than its claimed band', async () => {
+    await scripted('slowpoke', (m) => {
+      const held = new Map<string, ReferenceProver>();
+      m.serve(
+        AGENT_PROOF_CHALLENGE,
+        'slowpoke',
+        async (c: HardwareChallenge) => {
+          const prover = new ReferenceProver(c);
+          held.set(c.challengeId, prover);
+          await new Promise((r) => setTimeout(r, c.deadlineMs + 500));
+          return { root: prover.commitment().root };
+        },
+        ['slowpoke'],
+      );
+      m.serve(AGENT_PROOF_PROBE, 'slowpoke', (p: HardwareProbe) => wireAnswer(held.get(p.challengeId)!, p), ['slowpoke']);
+    });
+    const v = await verification('slowpoke', 'quarantined', 30_000);
+    expect(v.reason).toMatch(
+      /^CPU \(AMD EPYC 7B13\) did not commit to a 256×256 int8 product within [\d.]+ s, the time the CPU band's floor of 5 M multiply-adds\/s \(uncalibrated\) allows$/,
+    );
+  }, 60_000);
+
+  it('keeps a machine that answers no challenge unverified, and says so', async () => {
+    await scripted('mute', () => undefined);
+    const v = await waitFor(
+      'mute challenged',
+      async () => {
+        const { verification } = await machine('mute');
+        return verification.checkedAt !== null && verification;
+      },
+      30_000,
+    );
+    expect(v).toMatchObject({ state: 'unverified', reason: 'the machine does not answer hardware challenges (no prover listening)' });
+  }, 60_000);
+});
