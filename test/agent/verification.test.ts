@@ -71,7 +71,7 @@ describe('proof of hardware', () => {
     );
 
   /** A machine without an agent: registers over HTTPS, heartbeats and answers challenges with its own NATS user. */
-  const scripted = async (id: string, answer: (ns: Messaging) => void) => {
+  const scripted = async (id: string, answer: (ns: Messaging) => void, gpuModels: string[] = []) => {
     const call = client(plane.base);
     const key = newUserKey();
     const made = await call('POST', '/api/v1/machines', ADMIN, { pool: 'default', machineId: id });
@@ -79,7 +79,7 @@ describe('proof of hardware', () => {
       'POST',
       '/api/v1/machine/register',
       made.body.joinToken,
-      registration('default', { natsPublicKey: key.publicKey, gpuModels: [] }),
+      registration('default', { natsPublicKey: key.publicKey, gpuModels }),
     );
     expect(reg.status).toBe(200);
     const nc = await connectAs(formatCreds(reg.body.nats.jwt, key.seed), inboxPrefix(plane.namespace, 'agent', id));
@@ -140,7 +140,7 @@ describe('proof of hardware', () => {
     expect(v.checkedAt).toBeTruthy();
   }, 90_000);
 
-  it('quarantines an agent that claims 8 × H100 and proves on its CPU within 60 s, places nothing on it, and says why', async () => {
+  it("keeps an agent's 8 × H100 it has no prover for unverified, places no verified-only work on it, and says why", async () => {
     const gpus = fakeNvidiaSmi();
     cleanups.push(() => rmSync(gpus, { recursive: true, force: true }));
     const agent = AgentProcess.forPlane(plane, { MACHINE_ID: 'fake-h100', PATH: `${gpus}:${process.env.PATH}` });
@@ -149,17 +149,26 @@ describe('proof of hardware', () => {
     agent.start();
     await agent.joined();
     expect((await machine('fake-h100')).gpus).toHaveLength(8);
-    const v = await verification('fake-h100', 'quarantined', 60_000);
-    expect(Date.now() - started).toBeLessThan(60_000);
-    // Its CPU passed; its first GPU is where it failed.
-    expect(v.reason).toMatch(
-      /^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within [\d.]+ s, the time the H100 band's floor of 100 T multiply-adds\/s \(uncalibrated\) allows$/,
+    // Its CPU passed; the agent declines its GPUs' challenges (no GPU prover yet): neither proven nor failed.
+    const v = await waitFor(
+      'fake-h100 challenged',
+      async () => {
+        const { verification } = await machine('fake-h100');
+        return verification.checkedAt !== null && verification;
+      },
+      60_000,
+      250,
     );
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(v).toMatchObject({
+      state: 'unverified',
+      reason: 'GPU 0 (NVIDIA H100 80GB HBM3) is unproven: this agent has no prover for gpu:0 yet (GPU claims stay unverified)',
+    });
 
     const shown = await tern(['machine', 'show', 'fake-h100'], plane.base, ADMIN);
-    expect(shown.stdout).toMatch(/^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit/m);
+    expect(shown.stdout).toMatch(/^Hardware\s+unverified: GPU 0 \(NVIDIA H100 80GB HBM3\) is unproven/m);
 
-    // A deployment for one H100 on verified machines: the only H100s are the quarantined machine's.
+    // A deployment for one H100 on verified machines: the only H100s are the unverified machine's.
     const workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('verify') RETURNING id`)).rows[0].id as string;
     const deploymentId = (
       await db.query(
@@ -185,10 +194,42 @@ describe('proof of hardware', () => {
       },
       15_000,
     );
-    // The verified machine has no H100; the quarantined one is not considered at all.
-    expect(reason).toMatch(/^(no ready machine in pool default with gpu H100|every ready machine in pool default is quarantined)/);
+    // The verified machine has no H100; the unverified one does not take verified-only work.
+    expect(reason).toMatch(/^(no ready machine in pool default with gpu H100|.*verified)/);
     const placed = await db.query(`SELECT machine_id FROM containers WHERE machine_id = 'fake-h100'`);
     expect(placed.rows).toEqual([]);
+  }, 120_000);
+
+  it('quarantines a machine that claims 8 × H100 and answers their challenges on its CPU, within 60 s', async () => {
+    const started = Date.now();
+    await scripted(
+      'cpu-h100',
+      (m) => {
+        const held = new Map<string, ReferenceProver>();
+        m.serve(
+          AGENT_PROOF_CHALLENGE,
+          'cpu-h100',
+          async (c: HardwareChallenge) => {
+            // The CPU's own challenge is answered honestly. A GPU's product computed on a CPU (a
+            // 4096×4096 one takes minutes here) is still running when the H100's deadline passes.
+            if (c.device !== 'cpu') await new Promise((r) => setTimeout(r, c.deadlineMs + 500));
+            const prover = new ReferenceProver(c.device === 'cpu' ? c : { ...c, n: 2 });
+            held.set(c.challengeId, prover);
+            return { root: prover.commitment().root };
+          },
+          ['cpu-h100'],
+        );
+        m.serve(AGENT_PROOF_PROBE, 'cpu-h100', (p: HardwareProbe) => wireAnswer(held.get(p.challengeId)!, p), ['cpu-h100']);
+      },
+      Array.from({ length: 8 }, () => 'NVIDIA H100 80GB HBM3'),
+    );
+    const v = await verification('cpu-h100', 'quarantined', 60_000);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(v.reason).toMatch(
+      /^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within [\d.]+ s, the time the H100 band's floor of 100 T multiply-adds\/s \(uncalibrated\) allows$/,
+    );
+    const shown = await tern(['machine', 'show', 'cpu-h100'], plane.base, ADMIN);
+    expect(shown.stdout).toMatch(/^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit/m);
   }, 120_000);
 
   it('quarantines a prover that skipped half the product', async () => {

@@ -13,7 +13,14 @@ export type ChallengeOutcome =
   /** A device's answer was wrong, or its commitment too late: the reason names which and why. */
   | { readonly kind: 'failed'; readonly reason: string }
   /** Nothing on the machine answers challenges (an agent without a prover, or none at all). */
-  | { readonly kind: 'unanswered'; readonly reason: string };
+  | { readonly kind: 'unanswered'; readonly reason: string }
+  /**
+   * The machine answers, but has no prover for a claimed device (today's agent has none for
+   * GPUs): the claim stays unproven, the machine unverified, not quarantined, and it is asked
+   * again at the usual interval. An honest GPU machine may then run what asks for no verified
+   * machine; a machine that does answer a GPU challenge is held to the GPU's band.
+   */
+  | { readonly kind: 'unproven'; readonly reason: string };
 
 export interface Verification {
   readonly state: VerificationState;
@@ -27,6 +34,7 @@ export function verificationAfter(outcome: ChallengeOutcome): Verification {
     case 'failed':
       return { state: 'quarantined', reason: outcome.reason };
     case 'unanswered':
+    case 'unproven':
       return { state: 'unverified', reason: outcome.reason };
   }
 }

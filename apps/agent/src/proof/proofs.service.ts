@@ -13,8 +13,19 @@ const MAX_OPEN = 2;
 /** The ProverFactory's injection token. */
 export const PROVERS = Symbol('PROVERS');
 
-/** Every device on the CPU until a device prover exists (see Prover). */
-export const cpuProvers = { provide: PROVERS, useValue: ((challenge) => new CpuProver(challenge)) satisfies ProverFactory };
+/**
+ * The CPU's challenges on the CPU. A GPU's are declined (501) until a GPU prover exists (see
+ * Prover): computed on the CPU they could only fail the GPU's band and quarantine an honest
+ * machine; declined, the GPU claim stays unproven and the machine unverified.
+ */
+export const cpuProvers = {
+  provide: PROVERS,
+  useValue: ((challenge) => {
+    if (challenge.device !== 'cpu')
+      throw new ReplyError(501, `this agent has no prover for ${challenge.device} yet (GPU claims stay unverified)`);
+    return new CpuProver(challenge);
+  }) satisfies ProverFactory,
+};
 
 /**
  * The agent's side of proof of hardware: a prover per challenge, kept from the commitment to the

@@ -5,9 +5,9 @@ import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/con
  * the device the challenge names, commits to it, then answers the probe from the product it
  * kept. One Prover per challenge; `release()` frees what it holds (its product, its worker).
  *
- * The CPU prover (CpuProver) is the only one today: a machine without a device prover of its
- * own answers a GPU challenge on its CPU too, honestly, and is quarantined for a GPU it cannot
- * show. A CUDA prover (a Tern container started on the claimed GPU, running the same int8
+ * The CPU prover (CpuProver) is the only one today: the agent declines a GPU challenge (501),
+ * so a GPU claim stays unproven and the machine unverified (it runs only what asks for no
+ * verified machine) rather than quarantined for a GPU it has no way to show. A CUDA prover (a Tern container started on the claimed GPU, running the same int8
  * product with PyTorch) is another implementation of this interface, chosen by proverFor().
  */
 export interface Prover {

@@ -59,7 +59,12 @@ export class MachineVerifier implements OnApplicationBootstrap, OnModuleDestroy 
     const outcome = await this.challenge(machine);
     const verdict = verificationAfter(outcome);
     const interval = nextChallengeDelayMs(this.config.verification.challengeIntervalSeconds * 1000, JITTER);
-    const next = { unanswered: UNANSWERED_RETRY_MS, failed: Math.min(interval, QUARANTINED_RETRY_MS), passed: interval }[outcome.kind];
+    const next = {
+      unanswered: UNANSWERED_RETRY_MS,
+      unproven: interval,
+      failed: Math.min(interval, QUARANTINED_RETRY_MS),
+      passed: interval,
+    }[outcome.kind];
     const before = await this.repository.record(machine, verdict, next);
     if (before === undefined) return;
     if (before !== verdict.state)

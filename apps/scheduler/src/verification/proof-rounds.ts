@@ -19,7 +19,10 @@ import {
 const PROBE_TIMEOUT_MS = 15_000;
 
 export type RoundResult =
-  { kind: 'passed'; macsPerSecond: number } | { kind: 'failed'; reason: string } | { kind: 'unanswered'; reason: string };
+  | { kind: 'passed'; macsPerSecond: number }
+  | { kind: 'failed'; reason: string }
+  | { kind: 'unanswered'; reason: string }
+  | { kind: 'unproven'; reason: string };
 
 /**
  * One proof-of-compute round (libs/proof) against one claimed device of one machine, over the
@@ -65,10 +68,14 @@ export class ProofRounds {
   }
 }
 
-/** 503: nothing on the machine serves proofs; 504: too late; anything else: the agent's refusal. */
+/**
+ * 503: nothing on the machine serves proofs; 501: no prover for this device on the machine (the
+ * claim stays unproven); 504: too late; anything else: the agent's refusal.
+ */
 function failure(claim: DeviceClaim, e: unknown, onTimeout: () => string): RoundResult {
   if (!(e instanceof RequestError)) throw e;
   if (e.code === 503) return { kind: 'unanswered', reason: 'the machine does not answer hardware challenges (no prover listening)' };
+  if (e.code === 501) return { kind: 'unproven', reason: `${claim.label} is unproven: ${e.message}` };
   if (e.code === 504) return { kind: 'failed', reason: onTimeout() };
   return { kind: 'failed', reason: `${claim.label} refused its challenge: ${e.message}` };
 }

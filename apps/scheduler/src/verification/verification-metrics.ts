@@ -13,7 +13,7 @@ const challenges = new Counter({
   labelNames: ['device', 'outcome'],
 });
 
-export function countChallenge(device: string, outcome: 'passed' | 'failed' | 'unanswered'): void {
+export function countChallenge(device: string, outcome: 'passed' | 'failed' | 'unanswered' | 'unproven'): void {
   challenges.inc({ device: device.startsWith('gpu') ? 'gpu' : 'cpu', outcome });
 }
 
