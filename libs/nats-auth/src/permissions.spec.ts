@@ -5,6 +5,7 @@ import {
   integratorPermissions,
   matches,
   permissionsFor,
+  presenceReplies,
   subjectAllowed,
   taskPermitPermissions,
 } from './permissions.js';
@@ -179,6 +180,20 @@ describe('permissionsFor', () => {
     expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.x`)).toBe(true);
     expect(subjectAllowed(permit, 'sub', 'acme.tasks.d1.2.v1')).toBe(false);
     expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm2')}.x`)).toBe(false);
+  });
+
+  it('tracks replies (allow_responses) only for who answers requests; the other services answer presence pings to the gateway alone', () => {
+    expect(machine('m1').resp).toBeDefined();
+    expect(permissionsFor('gateway', { namespace: ns }).resp).toBeDefined();
+    for (const p of ['scheduler', 'autoscaler', 'metering', 'reputation'] as const) {
+      const perms = permissionsFor(p, { namespace: ns });
+      expect([p, perms.resp]).toEqual([p, undefined]);
+      expect(subjectAllowed(perms, 'pub', `${presenceReplies(ns)}.abc123`)).toBe(true);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix(ns, 'gateway')}.abc123`)).toBe(false);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix(ns, 'agent', 'm1')}.abc123`)).toBe(false);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix('other', 'gateway')}.presence.abc123`)).toBe(false);
+    }
+    expect(subjectAllowed(machine('m1'), 'pub', `${presenceReplies(ns)}.abc123`)).toBe(false);
   });
 
   it('refuses an agent user without a machine id', () => {
