@@ -5,7 +5,6 @@ import { createAccount, createOperator } from '@nats-io/nkeys';
 import { nativeKeyPair } from './native-keys.js';
 
 const text = new TextDecoder();
-const bytes = new TextEncoder();
 
 /** One key pair as stored: the seed is the secret, the public key names it in JWTs. */
 export interface StoredKey {
