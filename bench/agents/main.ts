@@ -13,7 +13,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import pg from 'pg';
 import { HEARTBEATS_BUCKET, type MachineHeartbeat } from '#tern/contracts';
@@ -288,6 +288,7 @@ async function main() {
         (await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [tag])).rows.map((r) => r.pid);
       const statements = o.profileDir ? await resetStatements(db) : false;
       const before = await usage({ ...groups(), postgres: await pgPids() });
+      const ackedBefore = await heartbeatsAcked(jsm);
       fleet.sent = fleet.errors = 0;
       windowStart = Date.now();
       const profile = o.profileDir
@@ -296,6 +297,7 @@ async function main() {
       await sleep(o.measureMs);
       windowEnd = Date.now();
       const after = await usage({ ...groups(), postgres: await pgPids() });
+      const ackedAfter = await heartbeatsAcked(jsm);
       const sent = fleet.sent;
       // Beats still unapplied a grace period after the window count as lagging past the limit.
       await sleep(2 * o.maxLagMs);
@@ -308,6 +310,12 @@ async function main() {
       );
       results.push(r);
       log(stepLine(r));
+      // CPU per beat handled: what a service costs per message, whatever share of the machine it got.
+      for (const service of ['scheduler', 'reputation']) {
+        const acked = (ackedAfter[service] ?? 0) - (ackedBefore[service] ?? 0);
+        const cpuMs = ((after[service]?.ticks ?? 0) - (before[service]?.ticks ?? 0)) * 10;
+        log(`  ${service}: ${acked} beats acknowledged in the window, ${acked ? (cpuMs / acked).toFixed(2) : '∞'} ms of CPU per beat`);
+      }
       for (const line of (await profile) ?? []) log(`  nats pprof: ${line.trim()}`);
       if (statements) for (const line of await topStatements(db, o.profileDir!, count)) log(`  postgres: ${line}`);
       for await (const c of jsm.consumers.list(ns.stream('HEARTBEATS')))
@@ -336,6 +344,13 @@ async function main() {
     await sleep(500);
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Heartbeats each service's consumer has acknowledged so far (its ack floor), by service. */
+async function heartbeatsAcked(jsm: JetStreamManager): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for await (const c of jsm.consumers.list(ns.stream('HEARTBEATS'))) out[c.name.split('_')[0]!] = c.ack_floor.consumer_seq;
+  return out;
 }
 
 /**
