@@ -183,6 +183,9 @@ function report() {
   beats = [];
 }
 
+// The bench gone (Ctrl-C, a crash): so are its agents.
+process.on('disconnect', () => process.exit(0));
+
 process.on('message', (m: FleetCommand) => {
   handle(m)
     .catch((e: Error) => console.error(`[fleet ${process.pid}] ${m.op} failed: ${e.stack}`))
