@@ -50,9 +50,21 @@ export function presenceReplies(namespace: string): string {
  * (bench/agents README, the profile). Machines keep it: they reply to the gateway's and the
  * scheduler's requests, their own deliveries are few, and an explicit grant on another
  * principal's inbox would let one forge replies to requests sent to other machines. The control
- * plane's other services answer nothing but $SRV.PING, to presenceReplies.
+ * plane answers by explicit grants instead (answerGrants).
  */
-const ANSWERS_WITH_RESPONSES: readonly NatsPrincipal[] = ['agent', 'gateway'];
+const ANSWERS_WITH_RESPONSES: readonly NatsPrincipal[] = ['agent'];
+
+/**
+ * The inboxes a control-plane service may reply to: every service answers $SRV.PING to
+ * presenceReplies; the gateway also answers integrators' task submits and machines' network-test
+ * echoes, in their own inboxes (it holds the account signer, so the grant gives it nothing it
+ * could not already issue itself).
+ */
+function answerGrants(namespace: string, principal: NatsPrincipal): string[] {
+  const presence = `${presenceReplies(namespace)}.>`;
+  if (principal !== 'gateway') return [presence];
+  return [presence, `${integratorInbox(namespace, '*')}.>`, `${inboxPrefix(namespace, 'agent', '*')}.>`];
+}
 
 /** A contract's subject on the wire, for one principal: the machine id filled in where the table says so. */
 function wireSubject(contract: Contract, namespace: string, byMachine: boolean, machineId?: string): string {
@@ -160,7 +172,7 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
   }
   if (principal === 'gateway') pub.add('$SRV.>');
   if (ANSWERS_WITH_RESPONSES.includes(principal)) return { pub: { allow: [...pub] }, sub: { allow: [...sub] }, resp: RESPONSES };
-  pub.add(`${presenceReplies(namespace)}.>`);
+  for (const s of answerGrants(namespace, principal)) pub.add(s);
   return { pub: { allow: [...pub] }, sub: { allow: [...sub] } };
 }
 
