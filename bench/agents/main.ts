@@ -1,111 +1,206 @@
 /**
- * How many agents the control plane holds (issue 19): simulated agents, no containers, against
- * the real scheduler, reputation and metering (built dist/, child processes) on a private
- * nats-server in operator mode and a database of the bench's own. Steps the agent count up
- * until heartbeat processing lags more than --max-lag-ms at p99 (two steps in a row); prints per step the messages
- * per second, CPU and RSS per process (from /proc), p50/p99 lag, then the sustained count and
- * the cost per 10,000 agents. Not a test. See README.md for what is simulated and how.
- *
- *   npm run build && node dist/bench/agents/main.js [--steps 1000,2000,5000,10000,20000,50000,100000]
- *       [--measure-seconds 30] [--connections 1000] [--container-every 300] [--sample 400] [--max-lag-ms 1000]
- *       [--scheduler-replicas 1]
- *       [--database postgres://postgres@127.0.0.1:5432/postgres]
+ * How many agents the control plane holds (issues 19 and 32): simulated agents, no containers,
+ * each with its own NATS connection and machine user (fleet.ts: spread over worker processes),
+ * against the real scheduler, reputation and metering (built dist/, child processes) on a private
+ * nats-server in operator mode and a database of the bench's own. Steps the agent count up until
+ * heartbeat processing lags more than --max-lag-ms at p99 (two steps in a row), then drops
+ * --rejoin agents at once and times their return. Not a test. See README.md.
  */
 import 'reflect-metadata';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { jetstream, type JetStreamClient, jetstreamManager } from '@nats-io/jetstream';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import pg from 'pg';
-import {
-  CONTAINER_STARTED,
-  CONTAINER_STOPPED,
-  HEARTBEATS_BUCKET,
-  MACHINE_HEARTBEAT,
-  type MachineHeartbeat,
-  subjectFor,
-} from '#tern/contracts';
+import { HEARTBEATS_BUCKET, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
-import { type AccountSigner, formatCreds, issueMachineJwt, newUserKey } from '#tern/nats-auth';
+import { type AccountSigner } from '#tern/nats-auth';
 import { freePort } from '#tern/runtime';
 import { ROOT, sleep } from '../invoke/stack.js';
+import { agentId, Fleet } from './fleet.js';
+import { type NatsMonitor, profileNats, resetStatements, topStatements } from './profile.js';
+import { padMissing, printSummary, type StepResult, stepLine, summarise, usage } from './report.js';
+import { ServiceProcess } from './services.js';
 
-const { values } = parseArgs({
-  options: {
-    steps: { type: 'string', default: '1000,2000,5000,10000,20000,50000,100000' },
-    'measure-seconds': { type: 'string', default: '30' },
-    connections: { type: 'string', default: '1000' },
-    'container-every': { type: 'string', default: '300' },
-    sample: { type: 'string', default: '400' },
-    'max-lag-ms': { type: 'string', default: '1000' },
-    'scheduler-replicas': { type: 'string', default: '1' },
-    database: { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
-  },
-});
-const STEPS = values.steps!.split(',').map(Number);
-const MEASURE_MS = Number(values['measure-seconds']) * 1000;
-const CONNECTIONS = Number(values.connections);
-const CONTAINER_EVERY_MS = Number(values['container-every']) * 1000;
-const SAMPLE = Number(values.sample);
-const MAX_LAG_MS = Number(values['max-lag-ms']);
-const SCHEDULER_REPLICAS = Number(values['scheduler-replicas']);
+const USAGE = `usage: npm run build && ulimit -n 65536 && node dist/bench/agents/main.js [options]
+
+  --steps N,N,...            agent counts to step through (default 5000,10000,15000,20000)
+  --measure-seconds S        the measured window of each step (default 30)
+  --join-seconds S           newcomers of a step join spread over S seconds (default 60)
+  --rejoin N                 after the steps, N agents drop at once, go offline, and rejoin at once (default 5000; 0: none)
+  --workers N                processes holding the simulated agents' connections (default 4)
+  --container-every S        each agent starts or stops a container every S seconds (default 300)
+  --sample N                 machines whose heartbeat lag is measured (default 400)
+  --max-lag-ms MS            p99 lag over which a step does not count as sustained (default 1000)
+  --scheduler-replicas N     scheduler processes sharing its consumers (default 1)
+  --database URL             Postgres to create the bench's database in (default $BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
+  --profile-dir DIR          per step: nats-server pprof CPU profile and monitoring summaries, pg_stat_statements
+                             (where preloaded), and the services' V8 CPU profiles (at exit)
+  -h, --help                 this text`;
+
+const OPTIONS = {
+  steps: { type: 'string', default: '5000,10000,15000,20000' },
+  'measure-seconds': { type: 'string', default: '30' },
+  'join-seconds': { type: 'string', default: '60' },
+  rejoin: { type: 'string', default: '5000' },
+  workers: { type: 'string', default: '4' },
+  'container-every': { type: 'string', default: '300' },
+  sample: { type: 'string', default: '400' },
+  'max-lag-ms': { type: 'string', default: '1000' },
+  'scheduler-replicas': { type: 'string', default: '1' },
+  database: { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  'profile-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function options() {
+  const fail = (why: string): never => {
+    console.error(`${why}\n\n${USAGE}`);
+    process.exit(2);
+  };
+  const parse = () => {
+    try {
+      return parseArgs({ options: OPTIONS }).values;
+    } catch (e) {
+      return fail((e as Error).message);
+    }
+  };
+  const values = parse();
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const count = (name: keyof typeof OPTIONS, min = 1) => {
+    const n = Number(values[name]);
+    return Number.isInteger(n) && n >= min ? n : fail(`--${name} must be a whole number ≥ ${min}, not "${String(values[name])}"`);
+  };
+  const steps = values.steps!.split(',').map(Number);
+  if (steps.some((n, i) => !Number.isInteger(n) || n < 1 || n <= (steps[i - 1] ?? 0)))
+    fail(`--steps must be increasing whole numbers, not "${values.steps}"`);
+  return {
+    steps,
+    measureMs: count('measure-seconds') * 1000,
+    joinMs: count('join-seconds', 0) * 1000,
+    rejoin: count('rejoin', 0),
+    workers: count('workers'),
+    containerEveryMs: count('container-every') * 1000,
+    sample: count('sample'),
+    maxLagMs: count('max-lag-ms'),
+    schedulerReplicas: count('scheduler-replicas'),
+    database: values.database!,
+    profileDir: values['profile-dir'] ? resolve(values['profile-dir']) : undefined,
+  };
+}
+
+const o = options();
 const BEAT_MS = 10_000;
-/** How long a step waits for the newcomers' first beats to be absorbed before measuring anyway. */
+/** How long a step waits, after its joins, for its newcomers to be ready before measuring anyway. */
 const MAX_JOIN_MS = 180_000;
-const TICK_MS = 20;
 const SERVICES = ['scheduler', 'reputation', 'metering'] as const;
-/** Container events name a deployment the scheduler never placed them for (see README: what they cost). */
-const DEPLOYMENT_ID = randomUUID();
-const WORKSPACE_ID = randomUUID();
-
 const tag = `agents${randomBytes(3).toString('hex')}`;
 const ns = new Namespace(tag);
 const log = (m: string) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
-
-/** One simulated machine: its identity, the connection it publishes on, and its beat counter. */
-interface SimAgent {
-  id: string;
-  js: JetStreamClient;
-  sequence: number;
-  /** The container it runs now (container events alternate started / stopped). */
-  running?: string;
-}
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 
 type NatsModule = {
-  startNats(o: { dir: string; port: number; logFile: string }): Promise<{ pid: number; url: string; child: { kill(s: string): void } }>;
+  startNats(o: { dir: string; port: number; logFile: string; monitor?: { httpPort: number; profPort: number } }): Promise<{
+    pid: number;
+    url: string;
+    child: { kill(s: string): void };
+  }>;
 };
 type AuthModule = {
   writeCreds(dir: string, namespace: string, principals: string[]): Promise<Record<string, string>>;
   writeAdminCreds(dir: string, name?: string): Promise<string>;
 };
 
+/** nats-server inherits this process's limit on open files, and needs one per agent. */
+async function checkOpenFiles(agents: number) {
+  const limits = await readFile('/proc/self/limits', 'utf8');
+  const soft = Number(/Max open files\s+(\d+)/.exec(limits)?.[1] ?? Infinity);
+  if (soft < agents + 2000) throw new Error(`open files limit ${soft} is too low for ${agents} agents: run it after \`ulimit -n 65536\``);
+}
+
+/**
+ * Heartbeat lag at reputation for the sample: from the beat's sentAt (its worker's report) to
+ * when the stored lastSequence reached it (read every 100 ms). Whichever of the two is known
+ * second gives the lag, so the workers' once-a-second reports do not add to it.
+ */
+class ReputationLag {
+  readonly lags: number[] = [];
+  private readonly sent = new Map<string, Map<number, number>>();
+  private readonly stored = new Map<string, { sequence: number; at: number }[]>();
+  constructor(private readonly measuring: (sentAt: number) => boolean) {}
+
+  beat(id: string, sequence: number, sentAt: number) {
+    const seen = this.stored.get(id)?.find((s) => s.sequence >= sequence);
+    if (seen) return this.add(sentAt, seen.at);
+    if (!this.sent.has(id)) this.sent.set(id, new Map());
+    this.sent.get(id)!.set(sequence, sentAt);
+  }
+
+  storedSequence(id: string, sequence: number, at: number) {
+    const list = this.stored.get(id) ?? [];
+    if (list.at(-1)?.sequence === sequence) return;
+    list.push({ sequence, at });
+    this.stored.set(id, list.slice(-4));
+    const pending = this.sent.get(id);
+    for (const [seq, sentAt] of pending ?? [])
+      if (seq <= sequence) {
+        this.add(sentAt, at);
+        pending!.delete(seq);
+      }
+  }
+
+  private add(sentAt: number, at: number) {
+    if (this.measuring(sentAt)) this.lags.push(Math.max(0, at - sentAt));
+  }
+}
+
 async function main() {
+  await checkOpenFiles(o.steps.at(-1)!);
   const natsLib = (await import(pathToFileURL(join(ROOT, 'scripts/lib/nats.mjs')).href)) as NatsModule;
   const authLib = (await import(pathToFileURL(join(ROOT, 'scripts/lib/nats-auth.mjs')).href)) as AuthModule;
   const dir = await mkdtemp(join(tmpdir(), 'tern-bench-agents-'));
-  const nats = await natsLib.startNats({ dir, port: await freePort(), logFile: join(dir, 'nats.log') });
+  const ports = { httpPort: await freePort(), profPort: await freePort() };
+  const nats = await natsLib.startNats({ dir, port: await freePort(), logFile: join(dir, 'nats.log'), monitor: ports });
+  const monitor: NatsMonitor = { ...ports, binary: (await readFile(`/proc/${nats.pid}/cmdline`, 'utf8')).split('\0')[0]! };
   const creds = await authLib.writeCreds(dir, tag, [...SERVICES]);
   const admin = credsAuthenticator(await readFile(await authLib.writeAdminCreds(dir, 'bench')));
   const signer = JSON.parse(await readFile(join(dir, 'signer.json'), 'utf8')) as AccountSigner;
+  log(`nats-server ${nats.url}, monitoring on 127.0.0.1:${ports.httpPort}, pprof on 127.0.0.1:${ports.profPort}`);
 
-  const root = new pg.Client({ connectionString: values.database });
+  const root = new pg.Client({ connectionString: o.database });
   await root.connect();
   await root.query(`CREATE DATABASE ${tag}`);
-  const databaseUrl = new URL(values.database!);
+  const databaseUrl = new URL(o.database);
   databaseUrl.pathname = `/${tag}`;
   const db = new pg.Client({ connectionString: databaseUrl.href });
 
   const services: ServiceProcess[] = [];
-  const connections: NatsConnection[] = [];
+  let windowStart = Infinity;
+  let windowEnd = Infinity;
+  const measuring = (sentAt: number) => sentAt >= windowStart && sentAt < windowEnd;
+  const reputation = new ReputationLag(measuring);
+  const fleet = new Fleet(o.workers, (id, sequence, sentAt) => reputation.beat(id, sequence, sentAt));
+  process.once('SIGINT', () => {
+    for (const service of services) service.stop().catch(() => undefined);
+    fleet.stop().catch(() => undefined);
+    nats.child.kill('SIGTERM');
+    setTimeout(() => process.exit(130), 2000);
+  });
+  const shared = await connect({ servers: nats.url, authenticator: admin, name: 'bench-agents' });
   try {
-    for (const name of SERVICES) {
-      for (let replica = 0; replica < (name === 'scheduler' ? SCHEDULER_REPLICAS : 1); replica++) {
-        const env = {
+    for (const name of SERVICES)
+      for (let replica = 0; replica < (name === 'scheduler' ? o.schedulerReplicas : 1); replica++) {
+        const env: Record<string, string> = {
           NATS_URL: nats.url,
           NATS_CREDS: creds[name]!,
           NATS_NAMESPACE: tag,
@@ -113,210 +208,134 @@ async function main() {
           HTTP_PORT: String(await freePort()),
           LOG_LEVEL: 'info',
         };
-        const service = new ServiceProcess(name, env).start();
+        const nodeArgs = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(o.profileDir, `${name}-${replica}`)}`] : [];
+        const service = new ServiceProcess(name, env, nodeArgs).start();
         services.push(service);
         await service.ready(120_000);
         log(`${name} up (pid ${service.pid})`);
       }
-    }
     await db.connect();
-    // Ctrl-C: the services and NATS go with the bench (its database stays: DROP DATABASE agents<hex>).
-    process.once('SIGINT', () => {
-      for (const service of services) service.stop().catch(() => undefined);
-      nats.child.kill('SIGTERM');
-      setTimeout(() => process.exit(130), 2000);
-    });
-    const shared = await connect({ servers: nats.url, authenticator: admin, name: 'bench-agents-shared' });
-    connections.push(shared);
-    const sharedJs = jetstream(shared, { timeout: 30_000 });
     const jsm = await jetstreamManager(shared);
+    await fleet.init(
+      { url: nats.url, tag, beatMs: BEAT_MS, containerEveryMs: o.containerEveryMs, deploymentId: randomUUID(), workspaceId: randomUUID() },
+      signer,
+    );
 
-    const agents: SimAgent[] = [];
-    /** Scheduler: the KV put of a sampled machine's snapshot, seen on its subject as the scheduler makes it. */
     const schedulerLags: number[] = [];
-    const reputationLags: number[] = [];
-    const sampled = new Map<string, SimAgent>();
-    const reputationSeen = new Map<string, Map<number, number>>();
+    let sampled = new Set<string>();
+    // The scheduler's KV put of a sampled machine's snapshot, seen on its subject as the scheduler makes it.
     const bucket = ns.bucket(HEARTBEATS_BUCKET.name);
-    let windowStart = Infinity;
-    let windowEnd = Infinity;
-    const measuring = (sentAt: number) => sentAt >= windowStart && sentAt < windowEnd;
-
-    const addAgents = async (count: number) => {
-      const rows: string[] = [];
-      for (let i = agents.length; i < count; i++) {
-        const id = `bm${String(i).padStart(6, '0')}`;
-        let js = sharedJs;
-        if (i < CONNECTIONS) {
-          const key = newUserKey();
-          const jwt = await issueMachineJwt(signer, { namespace: tag, machineId: id, publicKey: key.publicKey, expiresInSeconds: 86_400 });
-          const nc = await connect({
-            servers: nats.url,
-            authenticator: credsAuthenticator(new TextEncoder().encode(formatCreds(jwt, key.seed))),
-            inboxPrefix: `_INBOX.${tag}.machine.${id}`,
-            name: id,
-          });
-          connections.push(nc);
-          js = jetstream(nc, { timeout: 30_000 });
-        }
-        agents.push({ id, js, sequence: 0 });
-        rows.push(id);
-      }
-      // Rows as registration leaves them: registered with an inventory of 8 GPUs, not yet beating.
-      const gpus = JSON.stringify(Array.from({ length: 8 }, (_, index) => ({ index, vendor: 'nvidia', model: 'H100', memoryMiB: 81559 })));
-      for (let i = 0; i < rows.length; i += 5000)
-        await db.query(
-          `INSERT INTO machines (id, pool, state, hostname, cpu_cores, memory_bytes, gpus, agent_version, registered_at)
-           SELECT id, 'default', 'registered', id, 64, 1099511627776, $2::jsonb, 'bench', now() FROM unnest($1::text[]) AS id`,
-          [rows.slice(i, i + 5000), gpus],
-        );
-      // A fixed sample spread over the whole fleet (own-connection and shared agents alike).
-      sampled.clear();
-      const every = Math.max(1, Math.floor(agents.length / SAMPLE));
-      for (let i = 0; i < agents.length; i += every) sampled.set(agents[i]!.id, agents[i]!);
-    };
-
-    // The scheduler's KV puts of sampled machines: their subject is $KV.<bucket>.<machine id>.
-    const kvSub = shared.subscribe(`$KV.${bucket}.>`, {
+    shared.subscribe(`$KV.${bucket}.>`, {
       callback: (_e, msg) => {
-        const id = msg.subject.slice(bucket.length + 5);
-        const agent = sampled.get(id);
-        if (!agent) return;
-        const beat = msg.json<MachineHeartbeat>();
-        const sentAt = Date.parse(beat.sentAt);
+        if (!sampled.has(msg.subject.slice(bucket.length + 5))) return;
+        const sentAt = Date.parse(msg.json<MachineHeartbeat>().sentAt);
         if (measuring(sentAt)) schedulerLags.push(Date.now() - sentAt);
       },
     });
-    // Reputation: the stored lastSequence of each sampled machine, read every 100 ms.
     let polling = true;
     const reputationPoll = (async () => {
       while (polling) {
-        const ids = [...sampled.keys()];
         const { rows } = await db.query<{ id: string; seq: string | null }>(
           `SELECT machine_id AS id, heartbeats->>'lastSequence' AS seq FROM reputation_machines WHERE machine_id = ANY($1)`,
-          [ids],
+          [[...sampled]],
         );
         const now = Date.now();
-        for (const r of rows) {
-          const pending = reputationSeen.get(r.id);
-          if (!pending || r.seq === null) continue;
-          for (const [seq, sentAt] of pending)
-            if (seq <= Number(r.seq)) {
-              if (measuring(sentAt)) reputationLags.push(now - sentAt);
-              pending.delete(seq);
-            }
-        }
+        for (const r of rows) if (r.seq !== null) reputation.storedSequence(r.id, Number(r.seq), now);
         await sleep(100);
       }
     })();
-
-    let sentMessages = 0;
-    let publishErrors = 0;
-    const publish = (agent: SimAgent, subject: string, payload: unknown, msgID: string) => {
-      sentMessages++;
-      agent.js.publish(subject, JSON.stringify(payload), { msgID }).catch(() => publishErrors++);
-    };
-    const beat = (agent: SimAgent, now: number) => {
-      const sequence = ++agent.sequence;
-      const hb: MachineHeartbeat = {
-        machineId: agent.id,
-        pool: 'default',
-        sentAt: new Date(now).toISOString(),
-        sequence,
-        cpuPercent: 12.5,
-        memoryPercent: 40,
-        gpus: Array.from({ length: 8 }, (_, index) => ({ index, model: 'H100', memoryMiB: 81559, state: 'free' as const })),
-        runningContainers: [],
-        agentVersion: 'bench',
-        isolation: { runtime: 'runc', network: 'private', userNamespaces: true },
-      };
-      if (sampled.has(agent.id)) {
-        if (!reputationSeen.has(agent.id)) reputationSeen.set(agent.id, new Map());
-        reputationSeen.get(agent.id)!.set(sequence, now);
-      }
-      publish(agent, ns.subject(subjectFor(MACHINE_HEARTBEAT, agent.id)), hb, `${agent.id}-${tag}-${sequence}`);
-    };
-    const containerEvent = (agent: SimAgent, now: number) => {
-      const at = new Date(now).toISOString();
-      const base = { deploymentId: DEPLOYMENT_ID, deploymentVersion: 1, workspaceId: WORKSPACE_ID, machineId: agent.id, at };
-      if (agent.running) {
-        const stopped = { ...base, containerId: agent.running, exitCode: 0, oomKilled: false, reason: 'stop command: scale-down' };
-        publish(agent, ns.subject(subjectFor(CONTAINER_STOPPED, agent.id)), stopped, `${agent.running}-stopped`);
-        agent.running = undefined;
-      } else {
-        agent.running = randomUUID();
-        const resources = { cpuMillicores: 2000, memoryBytes: 8 * 2 ** 30, gpuCount: 1, gpuType: 'H100' };
-        publish(
-          agent,
-          ns.subject(subjectFor(CONTAINER_STARTED, agent.id)),
-          { ...base, containerId: agent.running, resources, startupLatencyMs: 900 },
-          `${agent.running}-started`,
-        );
-      }
-    };
+    const readyAmong = async (first: number, last: number) =>
+      Number(
+        (
+          await db.query<{ n: string }>(`SELECT count(*) AS n FROM machines WHERE state = 'ready' AND id = ANY($1)`, [
+            Array.from({ length: last - first }, (_, i) => agentId(first + i)),
+          ])
+        ).rows[0]!.n,
+      );
 
     const results: StepResult[] = [];
-    for (const count of STEPS) {
-      log(`step ${count}: adding agents (${Math.min(count, CONNECTIONS)} with a connection of their own)`);
-      await addAgents(count);
+    let agents = 0;
+    for (const count of o.steps) {
+      log(`step ${count}: ${count - agents} agents join over ${o.joinMs / 1000} s, each with its own connection and user`);
+      const ids = Array.from({ length: count - agents }, (_, i) => agentId(agents + i));
+      // Rows as registration leaves them: registered with an inventory of 8 GPUs, not yet beating.
+      const gpus = JSON.stringify(Array.from({ length: 8 }, (_, index) => ({ index, vendor: 'nvidia', model: 'H100', memoryMiB: 81559 })));
+      await db.query(
+        `INSERT INTO machines (id, pool, state, hostname, cpu_cores, memory_bytes, gpus, agent_version, registered_at)
+         SELECT id, 'default', 'registered', id, 64, 1099511627776, $2::jsonb, 'bench', now() FROM unnest($1::text[]) AS id`,
+        [ids, gpus],
+      );
+      // A fixed sample spread over the whole fleet.
+      const every = Math.max(1, Math.floor(count / o.sample));
+      sampled = new Set(Array.from({ length: Math.ceil(count / every) }, (_, i) => agentId(i * every)));
+      await fleet.sample([...sampled]);
       schedulerLags.length = 0;
-      reputationLags.length = 0;
-      for (const m of reputationSeen.values()) m.clear();
+      reputation.lags.length = 0;
       windowStart = windowEnd = Infinity;
       const stepStart = Date.now();
-      // Each agent beats at its own offset within the period, and changes a container at its own offset within CONTAINER_EVERY_MS.
-      const beats = spread(agents.length, BEAT_MS / TICK_MS);
-      const changes = spread(agents.length, CONTAINER_EVERY_MS / TICK_MS);
-      let slot = 0;
-      const ticker = setInterval(() => {
-        const now = Date.now();
-        for (; stepStart + slot * TICK_MS <= now; slot++) {
-          for (const i of beats[slot % beats.length]!) beat(agents[i]!, now);
-          for (const i of changes[slot % changes.length]!) containerEvent(agents[i]!, now);
-        }
-      }, TICK_MS);
-      // The agents just added join first (their first beat moves their machine to ready): the
-      // window opens once a period has passed and the heartbeat consumers hold nothing, so it
-      // measures the steady state, and the time to absorb the newcomers is a figure of its own.
-      await sleep(BEAT_MS);
-      while ((await backlog(jsm)) > 0 && Date.now() - stepStart < MAX_JOIN_MS) await sleep(500);
+      await fleet.join(agents, count, o.joinMs);
+      agents = count;
+      while ((await readyAmong(0, count)) < count && Date.now() - stepStart < o.joinMs + MAX_JOIN_MS) await sleep(1000);
       const joinSeconds = (Date.now() - stepStart) / 1000;
-      const before = await usage(services, nats.pid, db, tag);
-      const streamsBefore = await storedMessages(jsm);
-      sentMessages = 0;
-      publishErrors = 0;
+      // One period more, so the window measures the steady state.
+      await sleep(BEAT_MS);
+      const groups = () => {
+        const out: Record<string, number[]> = {};
+        for (const s of services) (out[s.name] ??= []).push(s.pid!);
+        return { ...out, nats: [nats.pid], fleet: fleet.pids };
+      };
+      const pgPids = async () =>
+        (await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [tag])).rows.map((r) => r.pid);
+      const statements = o.profileDir ? await resetStatements(db) : false;
+      const before = await usage({ ...groups(), postgres: await pgPids() });
+      const ackedBefore = await heartbeatsAcked(jsm);
+      fleet.sent = fleet.errors = 0;
       windowStart = Date.now();
-      await sleep(MEASURE_MS);
+      const profile = o.profileDir
+        ? profileNats(o.profileDir, count, monitor, o.measureMs / 1000 - 1).catch((e: Error) => [e.message])
+        : undefined;
+      await sleep(o.measureMs);
       windowEnd = Date.now();
-      const after = await usage(services, nats.pid, db, tag);
-      const streamsAfter = await storedMessages(jsm);
-      const sent = sentMessages;
+      const after = await usage({ ...groups(), postgres: await pgPids() });
+      const ackedAfter = await heartbeatsAcked(jsm);
+      const sent = fleet.sent;
       // Beats still unapplied a grace period after the window count as lagging past the limit.
-      await sleep(2 * MAX_LAG_MS);
-      clearInterval(ticker);
-      const expected = sampled.size * (MEASURE_MS / BEAT_MS);
-      const r = summarise(count, joinSeconds, MEASURE_MS / 1000, sent, streamsAfter - streamsBefore, publishErrors, before, after, {
-        scheduler: padMissing(schedulerLags, expected),
-        reputation: padMissing(reputationLags, expected),
-      });
+      await sleep(2 * o.maxLagMs);
+      const expected = sampled.size * (o.measureMs / BEAT_MS);
+      const r = summarise(
+        { agents: count, joinSeconds, publishErrors: fleet.errors, loadAverage: load(), seconds: o.measureMs / 1000, sent },
+        before,
+        after,
+        { scheduler: padMissing(schedulerLags, expected), reputation: padMissing(reputation.lags, expected) },
+      );
       results.push(r);
-      printStep(r);
-      // Whether a lag is the services falling behind: what their heartbeat consumers still hold.
+      log(stepLine(r));
+      // CPU per beat handled: what a service costs per message, whatever share of the machine it got.
+      for (const service of ['scheduler', 'reputation']) {
+        const acked = (ackedAfter[service] ?? 0) - (ackedBefore[service] ?? 0);
+        const cpuMs = ((after[service]?.ticks ?? 0) - (before[service]?.ticks ?? 0)) * 10;
+        log(`  ${service}: ${acked} beats acknowledged in the window, ${acked ? (cpuMs / acked).toFixed(2) : '∞'} ms of CPU per beat`);
+      }
+      for (const line of (await profile) ?? []) log(`  nats pprof: ${line.trim()}`);
+      if (statements) for (const line of await topStatements(db, o.profileDir!, count)) log(`  postgres: ${line}`);
       for await (const c of jsm.consumers.list(ns.stream('HEARTBEATS')))
         log(
           `  consumer ${c.name}: ${c.num_pending} pending, ${c.num_ack_pending} delivered unacknowledged, ${c.num_redelivered} redelivered`,
         );
-      if (r.p99 > MAX_LAG_MS)
+      if (r.p99 > o.maxLagMs)
         for (const service of services) for (const line of service.warnings(3)) log(`  ${service.name}: ${line.slice(0, 300)}`);
       // Two steps over the limit in a row: one alone may be another process's stall on a shared machine.
-      if (r.p99 > MAX_LAG_MS && (results.at(-2)?.p99 ?? 0) > MAX_LAG_MS) break;
+      if (r.p99 > o.maxLagMs && (results.at(-2)?.p99 ?? 0) > o.maxLagMs) break;
     }
     polling = false;
     await reputationPoll;
-    kvSub.unsubscribe();
-    printSummary(results);
+    let rejoined: string | undefined;
+    if (o.rejoin > 0 && o.rejoin <= agents) rejoined = await rejoin(fleet, db, o.rejoin, readyAmong);
+    printSummary(results, o.maxLagMs);
+    if (rejoined) console.log(rejoined);
   } finally {
-    for (const nc of connections) await nc.close().catch(() => undefined);
+    await fleet.stop();
+    await shared.close().catch(() => undefined);
     for (const s of services) await s.stop();
     await db.end().catch(() => undefined);
     await root.query(`DROP DATABASE IF EXISTS ${tag} WITH (FORCE)`).catch((e: Error) => log(`drop database: ${e.message}`));
@@ -327,211 +346,43 @@ async function main() {
   }
 }
 
-/** Nearest rank, so beats never applied (Infinity) count as such and never interpolate to NaN. */
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.max(0, Math.ceil(q * s.length) - 1)]!;
-}
-
-/** Agent indexes per slot of a period, the agents spread evenly over the slots whatever their count. */
-function spread(agents: number, slots: number): number[][] {
-  const out = Array.from({ length: slots }, () => [] as number[]);
-  for (let i = 0; i < agents; i++) out[Math.floor((i * slots) / agents)]!.push(i);
+/** Heartbeats each service's consumer has acknowledged so far (its ack floor), by service. */
+async function heartbeatsAcked(jsm: JetStreamManager): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for await (const c of jsm.consumers.list(ns.stream('HEARTBEATS'))) out[c.name.split('_')[0]!] = c.ack_floor.consumer_seq;
   return out;
 }
 
-/** Beats of the sample never seen applied are counted as lagging forever. */
-function padMissing(lags: number[], expected: number): number[] {
-  const missing = Math.max(0, Math.round(expected) - lags.length);
-  return [...lags, ...Array<number>(missing).fill(Infinity)];
-}
-
-/** Heartbeats the services have not acknowledged yet. */
-async function backlog(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<number> {
-  let n = 0;
-  for await (const c of jsm.consumers.list(ns.stream('HEARTBEATS'))) n += c.num_pending + c.num_ack_pending;
-  return n;
-}
-
-async function storedMessages(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<number> {
-  let n = 0;
-  for (const s of ['HEARTBEATS', 'EVENTS']) n += (await jsm.streams.info(ns.stream(s as 'EVENTS'))).state.messages;
-  return n;
-}
-
-/** CPU ticks and RSS per process: the three services, nats-server, the Postgres backends of the bench's database, this process. */
-type Usage = Record<string, { ticks: number; rssKiB: number }>;
-
-async function usage(services: ServiceProcess[], natsPid: number, db: pg.Client, database: string): Promise<Usage> {
-  const out: Usage = {};
-  // A service's replicas together.
-  for (const name of new Set(services.map((s) => s.name)))
-    out[name] = await proc(services.filter((s) => s.name === name).map((s) => s.pid!));
-  out.nats = await proc([natsPid]);
-  const { rows } = await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [database]);
-  out.postgres = await proc(rows.map((r) => r.pid));
-  out.bench = await proc([process.pid]);
-  return out;
-}
-
-async function proc(pids: number[]): Promise<{ ticks: number; rssKiB: number }> {
-  let ticks = 0;
-  let rssKiB = 0;
-  for (const pid of pids) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    rssKiB += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  }
-  return { ticks, rssKiB };
-}
-
-interface StepResult {
-  agents: number;
-  /** From the step's first beat until the heartbeat consumers held nothing (the newcomers absorbed). */
-  joinSeconds: number;
-  sentPerSecond: number;
-  storedPerSecond: number;
-  publishErrors: number;
-  cpu: Record<string, number>;
-  rssMiB: Record<string, number>;
-  lag: Record<string, { p50: number; p99: number; n: number }>;
-  p99: number;
-}
-
-function summarise(
-  agents: number,
-  joinSeconds: number,
-  stepSeconds: number,
-  sent: number,
-  stored: number,
-  publishErrors: number,
-  before: Usage,
-  after: Usage,
-  lags: Record<string, number[]>,
-): StepResult {
-  const cpu: Record<string, number> = {};
-  const rssMiB: Record<string, number> = {};
-  for (const k of Object.keys(after)) {
-    cpu[k] = (after[k]!.ticks - (before[k]?.ticks ?? 0)) / stepSeconds; // ticks of 10 ms per s = % of one core
-    rssMiB[k] = after[k]!.rssKiB / 1024;
-  }
-  const lag: StepResult['lag'] = {};
-  for (const [k, xs] of Object.entries(lags))
-    lag[k] = xs.length ? { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), n: xs.length } : { p50: NaN, p99: Infinity, n: 0 };
-  return {
-    agents,
-    joinSeconds,
-    sentPerSecond: sent / stepSeconds,
-    storedPerSecond: stored / stepSeconds,
-    publishErrors,
-    cpu,
-    rssMiB,
-    lag,
-    p99: Math.max(...Object.values(lag).map((l) => l.p99)),
-  };
-}
-
-const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '∞');
-
-function printStep(r: StepResult) {
-  const procs = Object.keys(r.cpu)
-    .map((k) => `${k} ${r.cpu[k]!.toFixed(0)}% ${r.rssMiB[k]!.toFixed(0)} MiB`)
-    .join(', ');
-  const lags = Object.entries(r.lag)
-    .map(([k, l]) => `${k} p50 ${ms(l.p50)} / p99 ${ms(l.p99)} ms (n ${l.n})`)
-    .join('; ');
-  log(
-    `${r.agents} agents (joined in ${r.joinSeconds.toFixed(0)} s): ${r.sentPerSecond.toFixed(0)} msgs/s sent, ${r.storedPerSecond.toFixed(0)} stored, ${r.publishErrors} publish errors; lag ${lags}; ${procs}`,
-  );
-}
-
-function printSummary(results: StepResult[]) {
-  const ok = results.filter((r) => r.p99 <= MAX_LAG_MS);
-  const sustained = ok.at(-1);
-  const names = Object.keys(results[0]?.cpu ?? {});
-  // The control plane: everything but the bench's own simulated agents.
-  const plane = names.filter((n) => n !== 'bench');
-  const total = (r: StepResult) => plane.reduce((sum, n) => sum + r.cpu[n]!, 0);
-  console.log(
-    `\n| agents | join s | msgs/s | sched p50/p99 ms | rep p50/p99 ms | ${names.map((n) => `${n} CPU% / RSS MiB`).join(' | ')} | control plane CPU% | per 10k agents |`,
-  );
-  console.log(`| ---: | ---: | ---: | ---: | ---: | ${names.map(() => '---:').join(' | ')} | ---: | ---: |`);
-  for (const r of results)
-    console.log(
-      `| ${r.agents} | ${r.joinSeconds.toFixed(0)} | ${r.sentPerSecond.toFixed(0)} | ${ms(r.lag.scheduler!.p50)} / ${ms(r.lag.scheduler!.p99)} | ${ms(r.lag.reputation!.p50)} / ${ms(r.lag.reputation!.p99)} | ${names.map((n) => `${r.cpu[n]!.toFixed(0)} / ${r.rssMiB[n]!.toFixed(0)}`).join(' | ')} | ${total(r).toFixed(0)} | ${((total(r) * 10_000) / r.agents).toFixed(0)} |`,
+/**
+ * A site coming back after an outage: the first n agents drop their connections at once, stay
+ * away until the scheduler has marked every one offline, then reconnect at once (their users
+ * kept, as a restarted agent keeps its credentials). Returns the line to print.
+ */
+async function rejoin(fleet: Fleet, db: pg.Client, n: number, readyAmong: (first: number, last: number) => Promise<number>) {
+  log(`rejoin: ${n} agents drop at once`);
+  await fleet.drop(0, n);
+  const dropped = Date.now();
+  const ids = Array.from({ length: n }, (_, i) => agentId(i));
+  const offline = async () =>
+    Number(
+      (await db.query<{ n: string }>(`SELECT count(*) AS n FROM machines WHERE state = 'offline' AND id = ANY($1)`, [ids])).rows[0]!.n,
     );
-  console.log(
-    `\nsustained: ${sustained ? sustained.agents : `none (the first step, ${results[0]?.agents}, already lags)`} agents with p99 heartbeat lag ≤ ${MAX_LAG_MS} ms`,
-  );
-  // Growth: CPU and memory per 10k agents, from the two largest sustained steps (the slope, not the fixed cost).
-  if (ok.length >= 2) {
-    const [a, b] = [ok.at(-2)!, ok.at(-1)!];
-    const per = 10_000 / (b.agents - a.agents);
-    console.log(`per 10,000 agents (between ${a.agents} and ${b.agents}):`);
-    for (const n of names)
-      console.log(
-        `  ${n}: +${((b.cpu[n]! - a.cpu[n]!) * per).toFixed(0)}% of a core, +${((b.rssMiB[n]! - a.rssMiB[n]!) * per).toFixed(0)} MiB`,
-      );
-    console.log(`  messages: +${((b.sentPerSecond - a.sentPerSecond) * per).toFixed(0)} msgs/s`);
+  while ((await offline()) < n && Date.now() - dropped < 180_000) await sleep(1000);
+  log(`rejoin: ${await offline()} of ${n} offline after ${((Date.now() - dropped) / 1000).toFixed(0)} s; all reconnect at once`);
+  const start = Date.now();
+  const retried = fleet.retries;
+  const joined = fleet.join(0, n, 0).then(() => Date.now());
+  let ready = await readyAmong(0, n);
+  while (ready < n && Date.now() - start < 300_000) {
+    await sleep(500);
+    ready = await readyAmong(0, n);
   }
+  const readySeconds = (Date.now() - start) / 1000;
+  const connectedSeconds = ((await joined) - start) / 1000;
+  return `rejoin: ${n} agents at once (load ${load()}): connected in ${connectedSeconds.toFixed(1)} s (${fleet.retries - retried} connects refused and tried again), ${ready === n ? `all ready in ${readySeconds.toFixed(1)} s` : `${ready} ready after ${readySeconds.toFixed(0)} s`}`;
 }
 
-/** A control-plane service from the build, as `npm run up` starts it; its output kept for when it fails to start. */
-class ServiceProcess {
-  private child?: ChildProcess;
-  private output = '';
-
-  constructor(
-    readonly name: string,
-    private readonly env: Record<string, string>,
-  ) {}
-
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
-  start(): this {
-    this.child = spawn(process.execPath, [join(ROOT, `dist/apps/${this.name}/src/main.js`)], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (d: Buffer) => (this.output = (this.output + d.toString()).slice(-20_000));
-    this.child.stdout!.on('data', keep);
-    this.child.stderr!.on('data', keep);
-    return this;
-  }
-
-  async ready(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!/listening on|started \(no HTTP/.test(this.output)) {
-      if (this.child!.exitCode !== null || Date.now() > deadline)
-        throw new Error(`${this.name} did not start:\n${this.output.slice(-3000)}`);
-      await sleep(100);
-    }
-  }
-
-  /** The last warnings and errors it logged (what to look at when a step lags). */
-  warnings(count: number): string[] {
-    return this.output
-      .split('\n')
-      .filter((l) => /"level":(40|50|60)/.test(l))
-      .slice(-count);
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await new Promise((r) => child.once('exit', r));
-    clearTimeout(timer);
-  }
-}
-
-main().catch((e) => {
-  console.error(e);
+main().catch((e: Error) => {
+  console.error(e.message.startsWith('open files limit') ? e.message : e);
   process.exit(1);
 });

@@ -16,13 +16,14 @@ import { adoptAnonymousStreams } from './nats-upgrade.mjs';
  * process group, so Ctrl-C in the terminal reaches only the supervisor, which stops it in order).
  * Resolves { pid, start, port, url, child } once it greets clients; `url` is how this machine
  * reaches it (at `localHost`). With `tls` ({ certFile, keyFile }) every client must speak TLS.
- * @param {{ dir: string, port: number, logFile: string, host?: string, localHost?: string, tls?: { certFile: string, keyFile: string } }} options
+ * `monitor` ({ httpPort, profPort }) opens its monitoring endpoints and Go pprof on loopback.
+ * @param {{ dir: string, port: number, logFile: string, host?: string, localHost?: string, tls?: { certFile: string, keyFile: string }, monitor?: { httpPort: number, profPort: number } }} options
  */
-export async function startNats({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls }) {
+export async function startNats({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls, monitor }) {
   const bin = which('nats-server');
   if (!bin) throw new UserError('nats-server not found (apt-get install nats-server, or set NATS_URL)');
   mkdirSync(dir, { recursive: true });
-  const f = await prepareServer(dir, { host, port, tls });
+  const f = await prepareServer(dir, { host, port, tls, monitor });
   sayAdopted(adoptAnonymousStreams(f.store, f.accountPublicKey));
   const out = openSync(logFile, 'a');
   const child = spawn(bin, ['-c', f.config, '-P', join(dir, 'nats.pid')], { detached: true, stdio: ['ignore', out, out] });

@@ -122,7 +122,11 @@ user's permissions are generated from one table (\`libs/contracts/src/permission
 JWTs by \`libs/nats-auth\`): the subjects below, the JetStream API of the streams those subjects live
 on (declare, read and consume; never delete or purge), the buckets in the next table, and the
 user's own inbox \`_INBOX.<namespace>.<service>\` (a machine's: \`_INBOX.<namespace>.machine.<id>\`),
-so no one hears another's replies. Replies to requests go through \`allow_responses\`. "machine (its
+so no one hears another's replies. Machines reply to requests through \`allow_responses\`; the control
+plane does not (nats-server 2.9 holds every delivered message's reply subject of an \`allow_responses\` user
+and scans them all per delivery once there are 4,096: a consumer's cost would grow with its rate squared):
+every service answers \`$SRV.PING\` to \`_INBOX.<namespace>.gateway.presence.>\`, and the gateway answers
+integrators' task submits and machines' network-test echoes in their inboxes. "machine (its
 own id)": a machine may use the subject only with its own machine id as the third token.
 "integrator (scope, its workspace id)": a user made with \`tern nats user create <name> --workspace W
 --allow events,submit\` may use the subject with W as its \`*\` token when given that scope; it has

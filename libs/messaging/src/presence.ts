@@ -1,5 +1,6 @@
-import { type NatsConnection } from '@nats-io/transport-node';
-import { type Service, Svcm } from '@nats-io/services';
+import { createInbox, type NatsConnection } from '@nats-io/transport-node';
+import { type Service, type ServiceIdentity, Svcm } from '@nats-io/services';
+import { presenceReplies } from '#tern/nats-auth';
 
 // @nats-io/services is still a 3.0 pre-release that bundles its own copy of nats-core; the
 // connection object is the same at run time, only the declared types differ.
@@ -34,14 +35,30 @@ export async function announce(
   });
 }
 
-/** Every process of this namespace that answers a ping within maxWaitMs. */
+/**
+ * Every process of this namespace that answers a ping within maxWaitMs. The answers come to a
+ * subject under presenceReplies, not the connection's inbox: the control-plane services may
+ * publish a reply there and nowhere else (libs/nats-auth, ANSWERS_WITH_RESPONSES).
+ */
 export async function discover(nc: NatsConnection, ns: Namespace, maxWaitMs: number): Promise<PresenceInfo[]> {
-  const client = new Svcm(nc as unknown as ServicesConnection).client({ strategy: 'timer', maxWait: maxWaitMs });
+  const reply = createInbox(presenceReplies(ns.name));
   const found: PresenceInfo[] = [];
   const prefix = `${ns.name}-`;
-  for await (const s of await client.ping()) {
-    if (!s.name.startsWith(prefix) || s.metadata?.namespace !== ns.name) continue;
-    found.push({ role: s.name.slice(prefix.length), id: s.id, version: s.version, metadata: s.metadata ?? {} });
-  }
+  const sub = nc.subscribe(reply, {
+    callback: (err, msg) => {
+      if (err) return;
+      let s: Partial<ServiceIdentity>;
+      try {
+        s = msg.json<Partial<ServiceIdentity>>();
+      } catch {
+        return;
+      }
+      if (typeof s.name !== 'string' || !s.name.startsWith(prefix) || s.metadata?.namespace !== ns.name) return;
+      found.push({ role: s.name.slice(prefix.length), id: String(s.id), version: String(s.version), metadata: s.metadata ?? {} });
+    },
+  });
+  nc.publish('$SRV.PING', '', { reply });
+  await new Promise((r) => setTimeout(r, maxWaitMs));
+  sub.unsubscribe();
   return found;
 }

@@ -1,10 +1,10 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeAccount, encodeOperator } from '@nats-io/jwt';
-import { createAccount, createOperator, fromSeed } from '@nats-io/nkeys';
+import { createAccount, createOperator } from '@nats-io/nkeys';
+import { nativeKeyPair } from './native-keys.js';
 
 const text = new TextDecoder();
-const bytes = new TextEncoder();
 
 /** One key pair as stored: the seed is the secret, the public key names it in JWTs. */
 export interface StoredKey {
@@ -47,8 +47,9 @@ function pair(kp: { getPublicKey(): string; getSeed(): Uint8Array }): StoredKey 
   return { publicKey: kp.getPublicKey(), seed: text.decode(kp.getSeed()) };
 }
 
+/** A key pair from its seed, signing with Node's Ed25519 (nativeKeyPair). */
 export function keyPair(seed: string) {
-  return fromSeed(bytes.encode(seed));
+  return nativeKeyPair(seed);
 }
 
 /** The Tern account's first JWT, signed by the operator. */
@@ -145,6 +146,8 @@ export interface ServerConfigOptions {
    * whose leaf does not extend the hub's JetStream.
    */
   leafOf?: { urls: string[]; credsFile: string };
+  /** Loopback-only monitoring (`/connz`, `/subsz`, `/jsz`) and Go pprof ports, for profiling (bench/agents). */
+  monitor?: { httpPort: number; profPort: number };
 }
 
 /**
@@ -172,6 +175,7 @@ export function serverConfig(inst: Installation, opts: ServerConfigOptions): str
     ...(opts.leafPort ? [`leafnodes: { host: ${q(opts.host)}, port: ${opts.leafPort} }`] : []),
     // A user JWT with its permissions travels in the CONNECT line (the gateway's is ~11 KB).
     `max_control_line: ${MAX_CONTROL_LINE}`,
+    ...(opts.monitor ? [`http: "127.0.0.1:${opts.monitor.httpPort}"`, `prof_port: ${opts.monitor.profPort}`] : []),
     ...(opts.tls ? [`tls: { cert_file: ${q(opts.tls.certFile)}, key_file: ${q(opts.tls.keyFile)} }`] : []),
     `operator: ${q(inst.operator.jwt)}`,
     `system_account: ${q(inst.system.publicKey)}`,

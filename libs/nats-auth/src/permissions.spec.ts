@@ -5,6 +5,7 @@ import {
   integratorPermissions,
   matches,
   permissionsFor,
+  presenceReplies,
   subjectAllowed,
   taskPermitPermissions,
 } from './permissions.js';
@@ -179,6 +180,24 @@ describe('permissionsFor', () => {
     expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.x`)).toBe(true);
     expect(subjectAllowed(permit, 'sub', 'acme.tasks.d1.2.v1')).toBe(false);
     expect(subjectAllowed(permit, 'sub', `${inboxPrefix(ns, 'agent', 'm2')}.x`)).toBe(false);
+  });
+
+  it('tracks replies (allow_responses) for machines only; the control plane answers in the inboxes of who asks it', () => {
+    expect(machine('m1').resp).toBeDefined();
+    for (const p of ['gateway', 'scheduler', 'autoscaler', 'metering', 'reputation'] as const) {
+      const perms = permissionsFor(p, { namespace: ns });
+      expect([p, perms.resp]).toEqual([p, undefined]);
+      expect(subjectAllowed(perms, 'pub', `${presenceReplies(ns)}.abc123`)).toBe(true);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix(ns, 'gateway')}.abc123`)).toBe(false);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix(ns, 'scheduler')}.abc123`)).toBe(false);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix('other', 'gateway')}.presence.abc123`)).toBe(false);
+      // Integrators' task submits and machines' network-test echoes are the gateway's to answer.
+      const gateway = p === 'gateway';
+      expect([p, subjectAllowed(perms, 'pub', `${integratorInbox(ns, 'u1')}.abc.1`)]).toEqual([p, gateway]);
+      expect([p, subjectAllowed(perms, 'pub', `${inboxPrefix(ns, 'agent', 'm1')}.abc.1`)]).toEqual([p, gateway]);
+      expect(subjectAllowed(perms, 'pub', `${inboxPrefix('other', 'agent', 'm1')}.abc.1`)).toBe(false);
+    }
+    expect(subjectAllowed(machine('m1'), 'pub', `${presenceReplies(ns)}.abc123`)).toBe(false);
   });
 
   it('refuses an agent user without a machine id', () => {

@@ -34,6 +34,38 @@ export function inboxPrefix(namespace: string, principal: NatsPrincipal, machine
 /** Replies to requests and streamed invoke responses: unlimited messages for as long as an invoke may take. */
 const RESPONSES = { max: -1, ttl: 15 * 60 * 1e9 };
 
+/**
+ * Where $SRV.PING answers go (`discover`): under the gateway's inbox, the one subject the
+ * control-plane services may publish a reply to.
+ */
+export function presenceReplies(namespace: string): string {
+  return `${inboxPrefix(namespace, 'gateway')}.presence`;
+}
+
+/**
+ * Who answers requests with `allow_responses`. nats-server 2.9 records the reply subject of
+ * every message it delivers to such a user (JetStream deliveries included: their reply is the
+ * ack subject) for the whole ttl, and once more than 4,096 are held it scans all of them on
+ * each delivery, so a service consuming a few hundred messages a second cost it a core
+ * (bench/agents README, the profile). Machines keep it: they reply to the gateway's and the
+ * scheduler's requests, their own deliveries are few, and an explicit grant on another
+ * principal's inbox would let one forge replies to requests sent to other machines. The control
+ * plane answers by explicit grants instead (answerGrants).
+ */
+const ANSWERS_WITH_RESPONSES: readonly NatsPrincipal[] = ['agent'];
+
+/**
+ * The inboxes a control-plane service may reply to: every service answers $SRV.PING to
+ * presenceReplies; the gateway also answers integrators' task submits and machines' network-test
+ * echoes, in their own inboxes (it holds the account signer, so the grant gives it nothing it
+ * could not already issue itself).
+ */
+function answerGrants(namespace: string, principal: NatsPrincipal): string[] {
+  const presence = `${presenceReplies(namespace)}.>`;
+  if (principal !== 'gateway') return [presence];
+  return [presence, `${integratorInbox(namespace, '*')}.>`, `${inboxPrefix(namespace, 'agent', '*')}.>`];
+}
+
 /** A contract's subject on the wire, for one principal: the machine id filled in where the table says so. */
 function wireSubject(contract: Contract, namespace: string, byMachine: boolean, machineId?: string): string {
   let subject = contract.subject;
@@ -139,7 +171,9 @@ export function permissionsFor(principal: NatsPrincipal, opts: PermissionsOption
     sub.add(`$SRV.${verb}.${name}.*`);
   }
   if (principal === 'gateway') pub.add('$SRV.>');
-  return { pub: { allow: [...pub] }, sub: { allow: [...sub] }, resp: RESPONSES };
+  if (ANSWERS_WITH_RESPONSES.includes(principal)) return { pub: { allow: [...pub] }, sub: { allow: [...sub] }, resp: RESPONSES };
+  for (const s of answerGrants(namespace, principal)) pub.add(s);
+  return { pub: { allow: [...pub] }, sub: { allow: [...sub] } };
 }
 
 export interface IntegratorUserOptions {

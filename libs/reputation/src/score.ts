@@ -56,7 +56,10 @@ export function scoreMachines(records: readonly MachineRecord[], now: number, pa
     const l = latencies.get(r.machineId);
     if (!l) continue;
     const key = r.pool ?? '';
-    byPool.set(key, [...(byPool.get(key) ?? []), l.meanMs]);
+    // Pushed, not copied: a copy per machine made each pass quadratic in the pool's size.
+    const values = byPool.get(key) ?? [];
+    if (!byPool.has(key)) byPool.set(key, values);
+    values.push(l.meanMs);
   }
   const poolMedian = new Map([...byPool].map(([pool, values]) => [pool, median(values)]));
 

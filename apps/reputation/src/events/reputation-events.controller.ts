@@ -77,12 +77,14 @@ export class ReputationEventsController {
    * Arrival is what punctuality judges: when the NATS server stored the beat, the control
    * plane's own observation, never the agent's sentAt. The same for a live beat and for a
    * backlog replayed after a restart, so the restart does not look like late beats either.
+   * No nudge to the scorer: every machine beats every period, so a pass soon after each beat
+   * would score the whole fleet several times a second (bench/agents README); punctuality moves
+   * slowly, and the scorer's own period (REPUTATION_RECOMPUTE_INTERVAL_MS) picks it up.
    */
   @OnMessage(MACHINE_HEARTBEAT, { concurrency: MANY })
   async heartbeat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
     const arrival = ctx.delivery!.storedAt.getTime();
     await this.book.heartbeat(beat.machineId, beat.pool, beat.sequence, arrival);
-    this.scorer.nudge();
   }
 
   /** The scheduler's start command: when it reached NATS is when the start's latency begins. */
