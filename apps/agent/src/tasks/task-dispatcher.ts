@@ -15,14 +15,14 @@ import {
   taskResultName,
 } from '#tern/contracts';
 import { inboxPrefix } from '#tern/nats-auth';
-import { decode, Messaging, PULL_EXPIRES_MS, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
+import { decode, Messaging, PULL_EXPIRES_MS } from '#tern/messaging';
+import { afterFailure, compileRetryPolicy, isPastLastAttempt, TASK_PROGRESS_EVERY_MS } from '#tern/tasks';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
-import { lostLastAttempt, willRetry } from './retry-rule.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
 
@@ -49,9 +49,9 @@ interface Running {
  * per slot (workers × concurrency) on its version's durable consumer, through that version's task
  * permit (task-permits.ts: the only NATS user of this machine that may pull it), so the machine never holds
  * more tasks than it can run. Each task: task.started, POST / to the handler with progress
- * signals to JetStream while it runs, then task.completed (ack) or task.failed (nak with a
- * back-off to retry, ack when it was the last attempt). A cancel or a timeout closes the
- * handler's connection, which makes the runner end that worker.
+ * signals to JetStream while it runs, then task.completed (ack) or task.failed: nak with the
+ * delay the task's retry policy gives (libs/tasks/src/retry-policy.ts), ack after the last
+ * attempt. A cancel or a timeout closes the handler's connection, which makes the runner end that worker.
  */
 @Injectable()
 export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -165,6 +165,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     }
     const task = decoded.value;
     const attempt = msg.info.deliveryCount;
+    const retries = compileRetryPolicy(task);
     const { record } = served;
     const base = {
       taskId: task.taskId,
@@ -174,7 +175,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     };
     if (this.cancelled.has(task.taskId)) return msg.ack();
     if (attempt === 1 && task.expiresAt && Date.parse(task.expiresAt) < Date.now()) return msg.ack(); // the gateway marks it EXPIRED
-    if (lostLastAttempt(attempt, task.maxRetries)) {
+    if (isPastLastAttempt(retries, attempt)) {
       await this.publish(
         TASK_FAILED,
         {
@@ -198,7 +199,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     this.running.set(task.taskId, run);
     this.loads.begin(record.containerId);
     const startedAt = Date.now();
-    const progress = setInterval(() => msg.working(), Math.floor(TASK_ACK_WAIT_MS / 3));
+    const progress = setInterval(() => msg.working(), TASK_PROGRESS_EVERY_MS);
     const timeout = setTimeout(() => {
       run.why = 'timeout';
       run.abort.abort();
@@ -238,13 +239,13 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
               ? ['container-lost', `container ${record.containerId} stopped while running it (${outcome.message})`]
               : ['error', `the handler's worker died while running it (${outcome.message})`]
             : ['error', outcome.message];
-      const retry = willRetry(attempt, task.maxRetries);
+      const next = afterFailure(retries, attempt, cause);
       await this.publish(
         TASK_FAILED,
-        { ...base, ...where, attempt, cause, error, willRetry: retry, durationMs, failedAt: new Date().toISOString() },
+        { ...base, ...where, attempt, cause, error, willRetry: next.retry, durationMs, failedAt: new Date().toISOString() },
         `${task.taskId}:failed:${attempt}`,
       );
-      if (retry) msg.nak(cause === 'container-lost' ? 0 : retryDelayMs(attempt));
+      if (next.retry) msg.nak(next.delayMs);
       else msg.ack();
     } catch (e) {
       // Could not report (NATS away): leave it to redelivery, which runs it again.

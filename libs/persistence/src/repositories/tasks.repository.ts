@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
+import type { TaskState } from '#tern/contracts';
+import { FINAL_TASK_STATES, type LeaseClaim, type TaskLease } from '#tern/tasks';
 import type { Task } from '../entities/task.entity.js';
 import { GroupCommit } from '../group-commit.js';
 import { queryPreparedOn, queryRows, queryRowsOn } from '../query-rows.js';
@@ -68,17 +69,6 @@ export interface SettledAttempt {
 
 const SETTLED = `workspace_id AS "workspaceId", deployment_id AS "deploymentId", machine_id AS "machineId", container_id AS "containerId", started_at AS "startedAt"`;
 
-/**
- * Who holds a task's lease: the attempt last started, on which machine and container (recorded
- * by markStarted once the placement is checked). An outcome is believed only from its holder.
- */
-export interface TaskLease {
-  state: TaskState;
-  attempts: number;
-  machineId: string | null;
-  containerId: string | null;
-}
-
 /** An attempt's start as the gateway records it (startedAt: when the event reached NATS). */
 export interface StartedAttempt {
   taskId: string;
@@ -97,14 +87,6 @@ export interface Completion {
   completedAt: string;
   containerId: string;
   machineId: string;
-}
-
-/** Who reports an attempt's outcome: it changes the task only when it holds the attempt's lease. */
-export interface LeaseClaim {
-  taskId: string;
-  attempt: number;
-  machineId: string;
-  containerId?: string | null;
 }
 
 /** A task just made final by a sweep or a cancel: where its TASKS message sits (null: never published). */
