@@ -25,6 +25,26 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // Rooms small enough to read in one sitting (STYLE.md habit 10): split a file or a function
+    // along its verbs before it grows past these.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    // TEMPORARY, for the lead to remove: these three are being changed on other branches at once
+    // and are split after those merge (issue 31). Nothing else belongs in this list.
+    files: [
+      'apps/agent/src/run-agent.ts',
+      'apps/agent/src/containers/containers.service.ts',
+      'apps/gateway/src/endpoints/endpoints.service.ts',
+    ],
+    rules: { 'max-lines': 'off', 'max-lines-per-function': 'off' },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: {
       globals: {

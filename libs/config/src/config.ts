@@ -190,7 +190,14 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
   const problems: string[] = [];
   const raw: Raw = {};
   for (const spec of variablesFor(service)) raw[spec.name] = parseOne(spec, service, env, problems);
+  problems.push(...problemsBetween(raw, env));
+  if (problems.length) throw new ConfigError(problems);
+  return typed(service, raw, env);
+}
 
+/** What no one variable shows: the shapes of a few values, and the halves of a certificate pair. */
+function problemsBetween(raw: Raw, env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
   const namespace = String(raw.NATS_NAMESPACE);
   if (!NAMESPACE.test(namespace)) problems.push(`NATS_NAMESPACE=${JSON.stringify(namespace)}: letters, digits, - and _ only`);
   const schema = String(raw.DATABASE_SCHEMA ?? 'public');
@@ -207,8 +214,13 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     if (given(cert) && !given(key)) problems.push(`${cert} is set but ${key} is not: give the certificate's private key too`);
     if (given(key) && !given(cert)) problems.push(`${key} is set but ${cert} is not: give the certificate too`);
   }
-  if (problems.length) throw new ConfigError(problems);
+  return problems;
+}
 
+/** The configuration as the services read it, from variables that passed their checks. */
+function typed(service: ServiceName, raw: Raw, env: NodeJS.ProcessEnv): TernConfig {
+  const namespace = String(raw.NATS_NAMESPACE);
+  const schema = String(raw.DATABASE_SCHEMA ?? 'public');
   return {
     service,
     nats: {

@@ -1,21 +1,12 @@
-import { MAX_TASK_RETRIES, RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName, taskResultName } from '#tern/contracts';
+import { RESULTS_BUCKET, TASK_ITEM, subjectFor, taskConsumerName, taskResultName } from '#tern/contracts';
+import { TASK_ACK_WAIT_MS, TASK_MAX_DELIVER } from '#tern/tasks';
 import type { ConsumerSpec, Messaging } from './messaging.js';
-
-/**
- * How long a pulled task may go without a sign of life before JetStream hands it to another
- * agent. The agent signals progress (working) every third of it while the task runs, so only a
- * dead agent or a lost machine lets it lapse: it bounds how fast a lost task is retried, not
- * how long a task may run (that is its timeout, enforced by the agent).
- */
-export const TASK_ACK_WAIT_MS = 30_000;
 
 /**
  * The durable pull consumer of one task-queue version, declared alike by the gateway (first
  * submit) and the scheduler (before it starts a container of the version): creating it twice
- * is harmless. Agents only pull from it. Deliveries are bounded
- * per task by the agent (maxRetries + 1 attempts; the one after is recorded as lost and
- * dropped), since a task may override its queue's retries; the consumer's own bound is a
- * backstop above the highest allowed.
+ * is harmless. Agents only pull from it. Its ack wait is the lease of a pulled task and its
+ * bound on deliveries a backstop: each task's own bound is its retry policy's (libs/tasks).
  */
 export function taskConsumerSpec(deploymentId: string, version: number): ConsumerSpec {
   return {
@@ -23,7 +14,7 @@ export function taskConsumerSpec(deploymentId: string, version: number): Consume
     durable: taskConsumerName(deploymentId, version),
     filterSubject: subjectFor(TASK_ITEM, deploymentId, String(version)),
     ackWaitMs: TASK_ACK_WAIT_MS,
-    maxDeliver: MAX_TASK_RETRIES + 2,
+    maxDeliver: TASK_MAX_DELIVER,
     maxAckPending: 10_000,
     deliver: 'all',
   };

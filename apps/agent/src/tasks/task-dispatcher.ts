@@ -11,18 +11,19 @@ import {
   TASK_RESULT_INLINE_BYTES,
   TASK_STARTED,
   type TaskFailureCause,
+  type TaskFailed,
   TaskItem,
   taskResultName,
 } from '#tern/contracts';
 import { inboxPrefix } from '#tern/nats-auth';
-import { decode, Messaging, PULL_EXPIRES_MS, retryDelayMs, TASK_ACK_WAIT_MS } from '#tern/messaging';
+import { decode, Messaging, PULL_EXPIRES_MS } from '#tern/messaging';
+import { afterFailure, compileRetryPolicy, isPastLastAttempt, TASK_PROGRESS_EVERY_MS, type TaskRetryPolicy } from '#tern/tasks';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
-import { callHandler } from './call-handler.js';
+import { callHandler, type HandlerOutcome } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
-import { lostLastAttempt, willRetry } from './retry-rule.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
 
@@ -44,14 +45,33 @@ interface Running {
   why?: 'cancelled' | 'timeout';
 }
 
+/** One delivery of a task being run: what every report of it carries. */
+interface Attempt {
+  readonly task: TaskItem;
+  readonly attempt: number;
+  readonly retries: TaskRetryPolicy;
+  readonly msg: JsMsg;
+  readonly base: Pick<TaskFailed, 'taskId' | 'deploymentId' | 'deploymentVersion' | 'workspaceId'>;
+  readonly where: { containerId: string; machineId: string };
+}
+
+/** Why an attempt that did not return a result failed, and what to tell its caller. */
+function failureOf(outcome: Exclude<HandlerOutcome, { kind: 'ok' }>, task: TaskItem, served: Served): [TaskFailureCause, string] {
+  if (outcome.kind === 'aborted') return ['timeout', `ran longer than its timeout of ${task.timeoutSeconds} s`];
+  if (outcome.kind === 'error') return ['error', outcome.message];
+  return served.stopped
+    ? ['container-lost', `container ${served.record.containerId} stopped while running it (${outcome.message})`]
+    : ['error', `the handler's worker died while running it (${outcome.message})`];
+}
+
 /**
  * The dispatcher: runs tasks in this machine's task-queue containers: for each ready container, one pull loop
  * per slot (workers × concurrency) on its version's durable consumer, through that version's task
  * permit (task-permits.ts: the only NATS user of this machine that may pull it), so the machine never holds
  * more tasks than it can run. Each task: task.started, POST / to the handler with progress
- * signals to JetStream while it runs, then task.completed (ack) or task.failed (nak with a
- * back-off to retry, ack when it was the last attempt). A cancel or a timeout closes the
- * handler's connection, which makes the runner end that worker.
+ * signals to JetStream while it runs, then task.completed (ack) or task.failed: nak with the
+ * delay the task's retry policy gives (libs/tasks/src/retry-policy.ts), ack after the last
+ * attempt. A cancel or a timeout closes the handler's connection, which makes the runner end that worker.
  */
 @Injectable()
 export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -165,40 +185,55 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     }
     const task = decoded.value;
     const attempt = msg.info.deliveryCount;
-    const { record } = served;
-    const base = {
-      taskId: task.taskId,
-      deploymentId: task.deploymentId,
-      deploymentVersion: task.deploymentVersion,
-      workspaceId: task.workspaceId,
-    };
+    const retries = compileRetryPolicy(task);
     if (this.cancelled.has(task.taskId)) return msg.ack();
     if (attempt === 1 && task.expiresAt && Date.parse(task.expiresAt) < Date.now()) return msg.ack(); // the gateway marks it EXPIRED
-    if (lostLastAttempt(attempt, task.maxRetries)) {
-      await this.publish(
-        TASK_FAILED,
-        {
-          ...base,
-          // Reported by this machine, which JetStream handed the task once more: the gateway names the lease holder that lost it.
-          machineId: this.machineId,
-          containerId: record.containerId,
-          attempt: attempt - 1,
-          cause: 'container-lost',
-          error: 'its container or machine was lost during its last attempt',
-          willRetry: false,
-          failedAt: new Date().toISOString(),
-        },
-        `${task.taskId}:failed:${attempt - 1}`,
-      );
-      return msg.ack();
-    }
+    const attemptOf: Attempt = {
+      task,
+      attempt,
+      retries,
+      msg,
+      base: {
+        taskId: task.taskId,
+        deploymentId: task.deploymentId,
+        deploymentVersion: task.deploymentVersion,
+        workspaceId: task.workspaceId,
+      },
+      where: { containerId: served.record.containerId, machineId: this.machineId },
+    };
+    if (isPastLastAttempt(retries, attempt)) return this.reportLastAttemptLost(attemptOf);
+    await this.runAttempt(served, attemptOf);
+  }
 
-    const where = { containerId: record.containerId, machineId: this.machineId };
+  /** JetStream handed the task past its last attempt: that attempt was lost without a word. */
+  private async reportLastAttemptLost({ task, attempt, msg, base, where }: Attempt): Promise<void> {
+    await this.publish(
+      TASK_FAILED,
+      {
+        ...base,
+        // Reported by this machine, which JetStream handed the task once more: the gateway names the lease holder that lost it.
+        ...where,
+        attempt: attempt - 1,
+        cause: 'container-lost',
+        error: 'its container or machine was lost during its last attempt',
+        willRetry: false,
+        failedAt: new Date().toISOString(),
+      },
+      `${task.taskId}:failed:${attempt - 1}`,
+    );
+    msg.ack();
+  }
+
+  /** Runs one attempt in the container and settles its message with the outcome. */
+  private async runAttempt(served: Served, a: Attempt): Promise<void> {
+    const { task, attempt, msg, base, where } = a;
+    const { record } = served;
     const run: Running = { containerId: record.containerId, abort: new AbortController() };
     this.running.set(task.taskId, run);
     this.loads.begin(record.containerId);
     const startedAt = Date.now();
-    const progress = setInterval(() => msg.working(), Math.floor(TASK_ACK_WAIT_MS / 3));
+    let durationMs: number | undefined;
+    const progress = setInterval(() => msg.working(), TASK_PROGRESS_EVERY_MS);
     const timeout = setTimeout(() => {
       run.why = 'timeout';
       run.abort.abort();
@@ -214,50 +249,48 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       await announced;
       // A broken connection is the container dying more often than not: give its exit a moment to be seen.
       if (outcome.kind === 'gone' && !served.stopped) await sleep(1000);
-      const durationMs = Date.now() - startedAt;
+      durationMs = Date.now() - startedAt;
       if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
-      if (outcome.kind === 'ok') {
-        const big = outcome.json.length > TASK_RESULT_INLINE_BYTES;
-        const result = big
-          ? { resultRef: await this.putResult(task.taskId, attempt, outcome.json) }
-          : { result: JSON.parse(outcome.json.toString('utf8')) as unknown };
-        await this.publish(
-          TASK_COMPLETED,
-          { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() },
-          `${task.taskId}:completed:${attempt}`,
-        );
-        this.loads.end(record.containerId, durationMs);
-        return msg.ack();
-      }
-      this.loads.end(record.containerId, durationMs);
-      const [cause, error]: [TaskFailureCause, string] =
-        outcome.kind === 'aborted'
-          ? ['timeout', `ran longer than its timeout of ${task.timeoutSeconds} s`]
-          : outcome.kind === 'gone'
-            ? served.stopped
-              ? ['container-lost', `container ${record.containerId} stopped while running it (${outcome.message})`]
-              : ['error', `the handler's worker died while running it (${outcome.message})`]
-            : ['error', outcome.message];
-      const retry = willRetry(attempt, task.maxRetries);
-      await this.publish(
-        TASK_FAILED,
-        { ...base, ...where, attempt, cause, error, willRetry: retry, durationMs, failedAt: new Date().toISOString() },
-        `${task.taskId}:failed:${attempt}`,
-      );
-      if (retry) msg.nak(cause === 'container-lost' ? 0 : retryDelayMs(attempt));
-      else msg.ack();
+      if (outcome.kind === 'ok') await this.reportCompleted(a, outcome.json, durationMs);
+      else await this.reportFailed(a, failureOf(outcome, task, served), durationMs);
     } catch (e) {
       // Could not report (NATS away): leave it to redelivery, which runs it again.
       this.logger.warn({ taskId: task.taskId }, `task ${task.taskId} not settled: ${(e as Error).message}`);
-      this.loads.end(record.containerId, Date.now() - startedAt);
     } finally {
+      // Once per attempt, however it ended (cancelled and unsettled ones too).
+      this.loads.end(record.containerId, durationMs ?? Date.now() - startedAt);
       clearInterval(progress);
       clearTimeout(timeout);
       this.running.delete(task.taskId);
     }
   }
 
-  /** A task event, retried briefly: an outcome must not be lost to a blip. Throws when NATS stays away. */
+  private async reportCompleted({ task, attempt, msg, base, where }: Attempt, json: Buffer, durationMs: number): Promise<void> {
+    const big = json.length > TASK_RESULT_INLINE_BYTES;
+    const result = big
+      ? { resultRef: await this.putResult(task.taskId, attempt, json) }
+      : { result: JSON.parse(json.toString('utf8')) as unknown };
+    await this.publish(
+      TASK_COMPLETED,
+      { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() },
+      `${task.taskId}:completed:${attempt}`,
+    );
+    msg.ack();
+  }
+
+  /** Reports a failed attempt and naks it with the retry policy's delay, or acks it when it was the last. */
+  private async reportFailed(a: Attempt, [cause, error]: [TaskFailureCause, string], durationMs: number): Promise<void> {
+    const { task, attempt, msg, base, where } = a;
+    const next = afterFailure(a.retries, attempt, cause);
+    await this.publish(
+      TASK_FAILED,
+      { ...base, ...where, attempt, cause, error, willRetry: next.retry, durationMs, failedAt: new Date().toISOString() },
+      `${task.taskId}:failed:${attempt}`,
+    );
+    if (next.retry) msg.nak(next.delayMs);
+    else msg.ack();
+  }
+
   /**
    * Stores a large result with the gateway, which takes it only from the machine holding the
    * attempt's lease: the lease is recorded when the gateway has read task.started, so a 403 is
@@ -277,6 +310,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     }
   }
 
+  /** A task event, retried briefly: an outcome must not be lost to a blip. Throws when NATS stays away. */
   private async publish<T extends object>(contract: Contract<T>, payload: T, msgId: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {

@@ -17,7 +17,11 @@ function client() {
 
 export function machineCommand(): Command {
   const machine = new Command('machine').description('Worker machines: create join tokens, list, inspect, remove');
+  for (const add of [addCreate, addList, addShow, addReputation, addRevoke, addRotateToken, addDelete]) add(machine);
+  return machine;
+}
 
+function addCreate(machine: Command): void {
   machine
     .command('create')
     .description('Create a machine and its one-time join token; prints the tern-agent line to run on the worker (operator token)')
@@ -29,7 +33,9 @@ export function machineCommand(): Command {
       const { body } = await client().request<CreatedMachine>('POST', '/api/v1/machines', request);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderCreated(body));
     });
+}
 
+function addList(machine: Command): void {
   machine
     .command('list')
     .description('Machines with state, hardware, current use, reputation and last heartbeat')
@@ -44,7 +50,9 @@ export function machineCommand(): Command {
       const { body } = await client().get<MachineSummary[]>(`/api/v1/machines${query ? `?${query}` : ''}`);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderMachineList(body));
     });
+}
 
+function addShow(machine: Command): void {
   machine
     .command('show')
     .description('One machine in full: state reason, inventory, network test, reputation and its components, last heartbeat')
@@ -54,7 +62,9 @@ export function machineCommand(): Command {
       const { body } = await client().get<MachineDetail>(`/api/v1/machines/${encodeURIComponent(id)}`);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderMachine(body));
     });
+}
 
+function addReputation(machine: Command): void {
   machine
     .command('reputation')
     .description("A machine's reputation: current score, its components and its history (newest first)")
@@ -72,7 +82,9 @@ export function machineCommand(): Command {
       );
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderReputation(body));
     });
+}
 
+function addRevoke(machine: Command): void {
   machine
     .command('revoke')
     .description('Cut a machine off at once: its machine token stops working and its NATS connection is closed (operator token)')
@@ -81,7 +93,9 @@ export function machineCommand(): Command {
       await client().request('POST', `/api/v1/machines/${encodeURIComponent(id)}/revoke`);
       console.log(`Machine ${id} revoked: it is disconnected; to let it back, delete it and create it again.`);
     });
+}
 
+function addRotateToken(machine: Command): void {
   machine
     .command('rotate-token')
     .description(
@@ -97,7 +111,9 @@ export function machineCommand(): Command {
           : `Machine ${body.machineId} has a new token; the old one no longer works. It is shown only now; on the worker run:\n\n  tern-agent config set token ${body.machineToken}`,
       );
     });
+}
 
+function addDelete(machine: Command): void {
   machine
     .command('delete')
     .description("Remove a machine; its tokens stop working and its agent's heartbeats are ignored (operator token)")
@@ -106,6 +122,4 @@ export function machineCommand(): Command {
       await client().request('DELETE', `/api/v1/machines/${encodeURIComponent(id)}`);
       console.log(`Machine ${id} removed.`);
     });
-
-  return machine;
 }

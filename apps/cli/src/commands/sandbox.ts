@@ -81,7 +81,11 @@ async function follow(response: Response): Promise<Extract<ExecEvent, { exit_cod
 
 export function sandboxCommand(): Command {
   const cmd = new Command('sandbox').description('Sandboxes: isolated containers to run code in, driven over the API');
+  for (const add of [addCreate, addList, addExec, addCp, addLs, addShell, addExpose, addSnapshot, addRm]) add(cmd);
+  return cmd;
+}
 
+function addCreate(cmd: Command): void {
   cmd
     .command('create')
     .description('Create a sandbox (POST /api/v1/sandboxes) and print its id once it runs')
@@ -122,7 +126,9 @@ export function sandboxCommand(): Command {
       if (body.state !== 'running') throw new Error(`sandbox ${body.id} ${body.state}: ${body.state_reason ?? 'no reason given'}`);
       process.stdout.write(`${body.id}\n`);
     });
+}
 
+function addList(cmd: Command): void {
   cmd
     .command('list')
     .description("The workspace's running sandboxes (--all: ended ones too)")
@@ -131,7 +137,9 @@ export function sandboxCommand(): Command {
       const { body } = await client().get<SandboxList>(`/api/v1/sandboxes?live=${o.all ? 'false' : 'true'}`);
       process.stdout.write(`${renderSandboxes(body.sandboxes)}\n`);
     });
+}
 
+function addExec(cmd: Command): void {
   cmd
     .command('exec')
     .description("Run a command (after --) or --code in a sandbox; its output streams here and its exit code is this command's")
@@ -154,7 +162,9 @@ export function sandboxCommand(): Command {
       if (exit.error) process.stderr.write(`tern: ${exit.error}\n`);
       process.exitCode = exit.exit_code ?? 128 + 9;
     });
+}
 
+function addCp(cmd: Command): void {
   cmd
     .command('cp')
     .description('Copy a file into or out of a sandbox: tern sandbox cp ./local <id>:/workspace/f, or <id>:path ./local')
@@ -175,7 +185,9 @@ export function sandboxCommand(): Command {
         process.stdout.write(`Copied ${bytes(data.length)} to ${to}\n`);
       }
     });
+}
 
+function addLs(cmd: Command): void {
   cmd
     .command('ls')
     .description("A directory's entries in a sandbox (default its workdir)")
@@ -186,13 +198,17 @@ export function sandboxCommand(): Command {
       const rows = body.entries.map((e) => [e.mode, e.type, String(e.size), e.mtime, e.name]);
       process.stdout.write(`${rows.length ? table(['MODE', 'TYPE', 'SIZE', 'MODIFIED', 'NAME'], rows) : `${body.path} is empty.`}\n`);
     });
+}
 
+function addShell(cmd: Command): void {
   cmd
     .command('shell')
     .description('An interactive shell in a sandbox, on a pty, over a WebSocket (exit or Ctrl-D ends it)')
     .argument('<id>', 'the sandbox')
     .action((id: string) => sandboxShell(resolveContext(), id));
+}
 
+function addExpose(cmd: Command): void {
   cmd
     .command('expose')
     .description('Expose a port the sandbox listens on and print its URL on the gateway (HTTP and WebSocket)')
@@ -206,7 +222,9 @@ export function sandboxCommand(): Command {
       });
       process.stdout.write(`${body.url}\n`);
     });
+}
 
+function addSnapshot(cmd: Command): void {
   cmd
     .command('snapshot')
     .description(
@@ -222,7 +240,9 @@ export function sandboxCommand(): Command {
       });
       process.stdout.write(`${body.image}\n`);
     });
+}
 
+function addRm(cmd: Command): void {
   cmd
     .command('rm')
     .description('Terminate a sandbox: its processes end, its container and files are removed')
@@ -231,6 +251,4 @@ export function sandboxCommand(): Command {
       const { body } = await client().request<SandboxView>('DELETE', sandboxPath(id));
       process.stdout.write(`Sandbox ${body.id} ${body.state}.\n`);
     });
-
-  return cmd;
 }

@@ -118,13 +118,23 @@ export async function getFile(ctx: CliContext, name: string, remote: string, loc
   return (await stat(local)).size;
 }
 
+function context() {
+  return resolveContext();
+}
+
+function client() {
+  return new ApiClient(context());
+}
+
 export function volumeCommand(): Command {
-  const ctx = () => resolveContext();
-  const client = () => new ApiClient(ctx());
   const volume = new Command('volume').description(
     "Volumes: the workspace's named file trees, mounted into containers by a spec's volumes:",
   );
+  for (const add of [addCreate, addList, addLs, addPut, addGet, addCommit, addRm, addDelete]) add(volume);
+  return volume;
+}
 
+function addCreate(volume: Command): void {
   volume
     .command('create')
     .argument('<name>', 'lower-case letters, digits or -')
@@ -133,7 +143,9 @@ export function volumeCommand(): Command {
       await client().request('POST', '/api/v1/volumes', { name });
       console.log(`volume ${name} created`);
     });
+}
 
+function addList(volume: Command): void {
   volume
     .command('list')
     .description("The workspace's volumes with their files and sizes, and its quota")
@@ -142,7 +154,9 @@ export function volumeCommand(): Command {
       const { body } = await client().get<VolumeList>('/api/v1/volumes');
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderVolumes(body));
     });
+}
 
+function addLs(volume: Command): void {
   volume
     .command('ls')
     .argument('<name>')
@@ -153,7 +167,9 @@ export function volumeCommand(): Command {
       const { body } = await client().get<Listing>(`/api/v1/volumes/${encodeURIComponent(name)}/ls?path=${encodeURIComponent(path)}`);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderListing(body));
     });
+}
 
+function addPut(volume: Command): void {
   volume
     .command('put')
     .argument('<name>')
@@ -162,10 +178,12 @@ export function volumeCommand(): Command {
     .option('--mode <octal>', 'permission bits, e.g. 644 or 755')
     .description('Upload a file (streamed: any size within the quota)')
     .action(async (name: string, local: string, remote: string, opts: { mode?: string }) => {
-      const put = (await putFile(ctx(), name, local, remote, opts.mode)) as { path: string; size: number; version: number };
+      const put = (await putFile(context(), name, local, remote, opts.mode)) as { path: string; size: number; version: number };
       console.log(`${put.path}: ${bytes(put.size)} written to ${name} (version ${put.version})`);
     });
+}
 
+function addGet(volume: Command): void {
   volume
     .command('get')
     .argument('<name>')
@@ -173,10 +191,12 @@ export function volumeCommand(): Command {
     .argument('<local>', 'where to write it')
     .description('Download a file (streamed)')
     .action(async (name: string, remote: string, local: string) => {
-      const size = await getFile(ctx(), name, remote, local);
+      const size = await getFile(context(), name, remote, local);
       console.log(`${local}: ${bytes(size)}`);
     });
+}
 
+function addCommit(volume: Command): void {
   volume
     .command('commit')
     .argument('<name>')
@@ -186,7 +206,9 @@ export function volumeCommand(): Command {
       const { body } = await client().request<CommitReport>('POST', `/api/v1/volumes/${encodeURIComponent(name)}/commit`);
       console.log(opts.json ? JSON.stringify(body, null, 2) : renderCommit(body));
     });
+}
 
+function addRm(volume: Command): void {
   volume
     .command('rm')
     .argument('<name>')
@@ -199,7 +221,9 @@ export function volumeCommand(): Command {
       );
       console.log(`${body.removed} files removed from ${name} (version ${body.version})`);
     });
+}
 
+function addDelete(volume: Command): void {
   volume
     .command('delete')
     .argument('<name>')
@@ -208,6 +232,4 @@ export function volumeCommand(): Command {
       await client().request('DELETE', `/api/v1/volumes/${encodeURIComponent(name)}`);
       console.log(`volume ${name} deleted`);
     });
-
-  return volume;
 }

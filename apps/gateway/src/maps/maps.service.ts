@@ -1,8 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { TASK_PAYLOAD_MAX_BYTES, type MapResultLine, type MapStarted, type MapView, type TaskState } from '#tern/contracts';
+import { type MapResultLine, type MapStarted, type MapView, type TaskState } from '#tern/contracts';
 import { type InputOutcome, type MapRow, MapsRepository, type SettledChunk, type StagedChunk, TasksRepository } from '#tern/persistence';
+import { ChunkTooLargeError, chunkCount, chunkOf, type MapChunk, MapChunker } from '#tern/tasks';
 import { fireAndForget } from '#tern/timing';
 import { ApiError } from '#tern/service';
 import type { Principal } from '../auth/principal.js';
@@ -73,44 +74,37 @@ export class MapsService {
       throw e;
     }
     fireAndForget(`publishing the chunks of map ${map.id} (the relay will)`, this.logger, this.publish(map.id));
-    const chunks = Math.ceil(total / chunkSize);
+    const chunks = chunkCount(total, chunkSize);
     this.logger.log({ mapId: map.id, deployment: record.name, total, chunks }, `map of ${total} input(s) in ${chunks} chunk(s) accepted`);
     return { map_id: map.id, total, function: record.name, version: record.version, chunk_size: chunkSize, chunks };
   }
 
-  /** Reads the body into staged chunks; answers how many inputs there were. */
+  /** Reads the body into staged chunks (cut by MapChunker), a batch per statement; answers how many inputs there were. */
   private async stageInputs(mapId: string, chunkSize: number, body: Readable): Promise<number> {
+    const chunker = new MapChunker(chunkSize);
     let batch: StagedChunk[] = [];
     let batchBytes = 0;
-    let current: unknown[] = [];
-    let currentBytes = 0;
-    let index = 0;
-    const close = () => {
-      if (!current.length) return;
-      if (currentBytes > TASK_PAYLOAD_MAX_BYTES)
-        throw new ApiError(
-          413,
-          `chunk ${batch.length ? batch[batch.length - 1].chunk + 1 : Math.floor((index - 1) / chunkSize)} (inputs from ${index - current.length}) is over the ${TASK_PAYLOAD_MAX_BYTES / 1024} KiB task payload limit: lower chunk_size`,
-        );
-      batch.push({ chunk: Math.floor((index - current.length) / chunkSize), firstIndex: index - current.length, inputs: current });
-      batchBytes += currentBytes;
-      current = [];
-      currentBytes = 0;
+    const stage = (chunk: MapChunk | undefined) => {
+      if (!chunk) return;
+      batch.push({ chunk: chunk.chunk, firstIndex: chunk.firstIndex, inputs: chunk.inputs });
+      batchBytes += chunk.bytes;
     };
-    for await (const input of readInputs(body as Readable & AsyncIterable<Buffer>)) {
-      current.push(input);
-      currentBytes += Buffer.byteLength(JSON.stringify(input)) + 1;
-      index++;
-      if (current.length === chunkSize) close();
-      if (batch.length >= STAGE_CHUNKS || batchBytes >= STAGE_BYTES) {
-        await this.maps.stage(mapId, batch);
-        batch = [];
-        batchBytes = 0;
+    try {
+      for await (const input of readInputs(body as Readable & AsyncIterable<Buffer>)) {
+        stage(chunker.add(input));
+        if (batch.length >= STAGE_CHUNKS || batchBytes >= STAGE_BYTES) {
+          await this.maps.stage(mapId, batch);
+          batch = [];
+          batchBytes = 0;
+        }
       }
+      stage(chunker.finish());
+    } catch (e) {
+      if (e instanceof ChunkTooLargeError) throw new ApiError(413, e.message);
+      throw e;
     }
-    close();
     if (batch.length) await this.maps.stage(mapId, batch);
-    return index;
+    return chunker.total;
   }
 
   /** Publishes the map's chunks to TASKS in input order, a few at a time. */
@@ -155,7 +149,7 @@ export class MapsService {
   private async *inInputOrder(map: MapRow, from: number): AsyncGenerator<string> {
     let index = from;
     while (index < map.total) {
-      const rows = await this.maps.inInputOrder(map.id, Math.floor(index / map.chunkSize), READ_CHUNKS);
+      const rows = await this.maps.inInputOrder(map.id, chunkOf(index, map.chunkSize), READ_CHUNKS);
       let moved = false;
       for (const row of rows) {
         if (row.settledSeq === null) break;

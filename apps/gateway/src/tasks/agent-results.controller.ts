@@ -16,10 +16,11 @@ import {
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { FINAL_TASK_STATES, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
 import { Messaging, putTaskResult } from '#tern/messaging';
 import { Public } from '#tern/observability';
 import { type Machine, TasksRepository } from '#tern/persistence';
+import { holdsOpenLease } from '#tern/tasks';
 import { CurrentMachine, MachineTokenOnly } from '../machine-registration/machine-caller.js';
 import { MachineCallerGuard } from '../machine-registration/machine-caller.guard.js';
 import { readBounded } from '../read-bounded.js';
@@ -58,7 +59,7 @@ export class AgentResultsController {
   ): Promise<{ resultRef: string }> {
     const lease = await this.tasks.leaseOf(taskId);
     if (!lease) throw new NotFoundException(`task ${taskId} not found`);
-    if (lease.machineId !== machine.id || lease.attempts !== attempt || (FINAL_TASK_STATES as readonly string[]).includes(lease.state)) {
+    if (!holdsOpenLease(lease, machine.id, attempt)) {
       throw new ForbiddenException(`attempt ${attempt} of task ${taskId} is not leased to this machine (now, or yet)`);
     }
     if (!(req.body instanceof Readable)) {

@@ -4,8 +4,8 @@ import { Ctx, Payload } from '@nestjs/microservices';
 import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED, TaskCompleted, TaskFailed, TaskStarted } from '#tern/contracts';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
+import { ORDINARY_REFUSALS } from '#tern/tasks';
 import { backoffMs, type BackoffShape } from '#tern/timing';
-import { ORDINARY_REFUSALS } from './task-leases.js';
 import { TaskTransitions, type TaskVerdict } from './task-transitions.js';
 
 const refused = new Counter({

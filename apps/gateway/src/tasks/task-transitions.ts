@@ -17,9 +17,8 @@ import {
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { boundAttempt } from '#tern/metering';
-import { type CancelledTask, type EndedTask, type LeaseClaim, type SettledAttempt, TasksRepository } from '#tern/persistence';
-import { type LeaseRefusal, whyRefused } from './task-leases.js';
-import { isFinal } from './task-views.js';
+import { type CancelledTask, type EndedTask, type SettledAttempt, TasksRepository } from '#tern/persistence';
+import { finalStateAfter, type LeaseClaim, type LeaseRefusal, lostBeforeStart, refusedForPlacement, whyRefused } from '#tern/tasks';
 import { TaskWaiters } from './task-waiters.js';
 
 /** Whether a task event changed the task, and if not why. */
@@ -65,7 +64,7 @@ export class TaskTransitions {
     });
     if (!before) {
       const lease = await this.tasks.leaseOf(e.taskId);
-      if (lease && lease.attempts < e.attempt && !isFinal(lease.state))
+      if (refusedForPlacement(lease, e.attempt))
         return this.refuse(TASK_STARTED, e, {
           why: 'no-placement',
           detail: `container ${e.containerId} was not placed on machine ${e.machineId} for the version of task ${e.taskId}`,
@@ -75,7 +74,7 @@ export class TaskTransitions {
     // The previous attempt was still running when this one began: its agent never reported, so
     // it was lost with its container or machine. Said once, naming that machine (reputation
     // counts it there); the agent's own report of it, if it came after all, has the same id.
-    if (before.was === 'RUNNING' && before.wasAttempt === e.attempt - 1 && before.wasMachine) {
+    if (lostBeforeStart(before, e.attempt)) {
       await this.messaging
         .publish(
           TASK_FAILED,
@@ -116,7 +115,7 @@ export class TaskTransitions {
       if (settled) await this.attemptEnded(outcome, settled, observedAt, claim);
       return this.verdict(TASK_FAILED, e, Boolean(settled));
     }
-    const state = e.cause === 'timeout' ? 'TIMEOUT' : 'ERROR';
+    const state = finalStateAfter(e.cause);
     let settled = await this.tasks.markFailed({ ...e, state, error });
     // Handed the task past its last attempt, this machine says the attempt before was lost: the
     // holder of that attempt's lease lost it, and nothing it ran is on record.

@@ -1,11 +1,8 @@
-import { FINAL_TASK_STATES, type TaskState, type TaskView } from '#tern/contracts';
+import type { TaskView } from '#tern/contracts';
 import type { TaskWithDeployment } from '#tern/persistence';
+import { isFinal } from '#tern/tasks';
 
 export type { TaskView } from '#tern/contracts';
-
-export function isFinal(state: TaskState): boolean {
-  return FINAL_TASK_STATES.includes(state);
-}
 
 /** What GET /api/v1/tasks/<id> answers; `result` only when asked for (the one-task view). */
 export function taskView(task: TaskWithDeployment, result?: { value: unknown }): TaskView {

@@ -15,13 +15,14 @@ import {
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type CancelledTask, DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
 import { ApiError } from '#tern/service';
+import { isFinal } from '#tern/tasks';
 import type { Principal } from '../auth/principal.js';
 import type { ListTasksQuery } from './dto/list-tasks.query.js';
 import { type SubmittedTask as Submitted, TaskSubmissionService } from './task-submission.service.js';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
 import { statsWindow, taskStats } from './task-stats.js';
-import { decodeCursor, encodeCursor, isFinal, taskView, type TaskView } from './task-views.js';
+import { decodeCursor, encodeCursor, taskView, type TaskView } from './task-views.js';
 
 /** What the caller calls the task in messages: a task of a queue, or a call of a function. */
 export type TaskNoun = 'task' | 'call';

@@ -1,6 +1,7 @@
 import { type Decision, decide } from '../decide.js';
 import { ScalingMemory } from '../memory.js';
-import type { ContainerObservation, Observation, ScalingPolicy } from '../observation.js';
+import type { ScalingPolicy } from '../observation.js';
+import { SimulatedCluster } from './cluster.js';
 import type { Trace } from './traces.js';
 
 export interface SimulationOptions {
@@ -59,24 +60,6 @@ export interface SimulationResult {
   readonly ticks: readonly TickRecord[];
 }
 
-interface Running {
-  readonly task: number;
-  readonly endsAt: number;
-}
-
-interface Container {
-  readonly id: string;
-  readonly startedAt: number;
-  readonly readyAt: number;
-  ready: boolean;
-  running: Running[];
-  /** When its last task finished (or when it became ready). */
-  idleSince: number;
-}
-
-/** Durations the service averages for meanDurationMs: the last ones finished. */
-const DURATIONS_AVERAGED = 50;
-
 /**
  * Replays a trace against a policy in 1-second ticks. Between ticks, in continuous time: tasks
  * arrive into a FIFO queue and start on the ready container with the fewest tasks (as the
@@ -87,147 +70,53 @@ const DURATIONS_AVERAGED = 50;
  */
 export function simulate(trace: Trace, policy: ScalingPolicy, options: SimulationOptions = {}): SimulationResult {
   const o = { ...DEFAULT_SIMULATION, ...options };
-  const tasks = trace.tasks;
-  const waits = new Array<number>(tasks.length).fill(NaN);
-  const queue: number[] = [];
-  let containers: Container[] = [];
-  const durations: number[] = [];
+  const cluster = new SimulatedCluster(trace.tasks, o);
   const memory = o.memory ? new ScalingMemory() : undefined;
   const ticks: TickRecord[] = [];
-  let next = 0;
   let arrivedIndex = 0;
-  let finished = 0;
-  let containerSeconds = 0;
   let scaleEvents = 0;
   let peak = 0;
   let previous: Decision | undefined;
-  let serial = 0;
-
-  const dispatch = (at: number) => {
-    while (queue.length) {
-      let best: Container | undefined;
-      for (const c of containers)
-        if (c.ready && c.running.length < o.workers && (!best || c.running.length < best.running.length)) best = c;
-      if (!best) return;
-      const task = queue.shift()!;
-      waits[task] = at - tasks[task].arrival;
-      best.running.push({ task, endsAt: at + tasks[task].service });
-    }
-  };
-
-  /** Processes every arrival, completion and readiness up to time `until`, in time order. */
-  const advance = (until: number) => {
-    for (;;) {
-      let at = Infinity;
-      let kind: 'arrival' | 'ready' | 'done' = 'arrival';
-      let container: Container | undefined;
-      if (next < tasks.length) at = tasks[next].arrival;
-      for (const c of containers) {
-        if (!c.ready && c.readyAt < at) [at, kind, container] = [c.readyAt, 'ready', c];
-        for (const r of c.running) if (r.endsAt < at) [at, kind, container] = [r.endsAt, 'done', c];
-      }
-      if (at > until) return;
-      if (kind === 'arrival') queue.push(next++);
-      else if (kind === 'ready') {
-        container!.ready = true;
-        container!.idleSince = at;
-      } else {
-        const c = container!;
-        const i = c.running.findIndex((r) => r.endsAt === at);
-        const [r] = c.running.splice(i, 1);
-        durations.push(tasks[r.task].service);
-        if (durations.length > DURATIONS_AVERAGED) durations.shift();
-        finished++;
-        if (c.running.length === 0) c.idleSince = at;
-      }
-      dispatch(at);
-    }
-  };
-
   let t = 0;
   for (; t <= trace.seconds + o.maxDrainSeconds; t++) {
-    advance(t);
-    const ready = containers.filter((c) => c.ready);
-    const inFlight = ready.reduce((n, c) => n + c.running.length, 0);
-    const arrived = next - arrivedIndex;
-    arrivedIndex = next;
-    const observation: Observation = {
-      inFlight,
-      buffered: queue.length,
-      meanDurationMs: durations.length ? (durations.reduce((a, b) => a + b, 0) / durations.length) * 1000 : 0,
-      containers: ready.map((c): ContainerObservation => ({
-        containerId: c.id,
-        inFlight: c.running.length,
-        idleSeconds: c.running.length ? 0 : t - c.idleSince,
-      })),
-      ...(o.reportArrivals ? { arrived } : {}),
-    };
+    cluster.advance(t);
+    const arrived = cluster.arrived - arrivedIndex;
+    arrivedIndex = cluster.arrived;
+    const observation = cluster.observe(t, o.reportArrivals ? arrived : undefined);
     const d = decide({ policy, previous, memory }, observation, t * 1000);
     if (d.desired !== (previous?.desired ?? 0)) scaleEvents++;
     previous = d;
-    containers = reconcile(containers, d, t);
-    peak = Math.max(peak, containers.length);
-    const readyAfter = containers.filter((c) => c.ready).length;
+    cluster.reconcile(d, t);
+    peak = Math.max(peak, cluster.size);
     ticks.push({
       t,
       desired: d.desired,
-      ready: readyAfter,
-      starting: containers.length - readyAfter,
-      inFlight,
-      buffered: queue.length,
+      ...cluster.counts(),
+      inFlight: observation.inFlight,
+      buffered: observation.buffered,
       reason: d.reason,
     });
-    if (t >= trace.seconds && finished === tasks.length && containers.length === 0) break;
+    if (t >= trace.seconds && cluster.drained) break;
   }
   const end = Math.min(t, trace.seconds + o.maxDrainSeconds);
-  for (const c of containers) containerSeconds += end - c.startedAt;
-
-  let unstarted = 0;
-  for (let i = 0; i < waits.length; i++) {
-    if (Number.isNaN(waits[i])) {
-      waits[i] = end - tasks[i].arrival;
-      unstarted++;
-    }
-  }
+  const { waits, unstarted } = cluster.finish(end);
   const sorted = [...waits].sort((a, b) => a - b);
+  const tasks = trace.tasks.length;
   return {
     trace: trace.name,
     policy: policy.type,
-    tasks: tasks.length,
+    tasks,
     waits,
     unstarted,
     p50Wait: quantile(sorted, 0.5),
     p95Wait: quantile(sorted, 0.95),
-    withinTarget: tasks.length ? waits.filter((w) => w <= o.latencyTargetSeconds).length / tasks.length : 1,
-    containerSeconds,
+    withinTarget: tasks ? waits.filter((w) => w <= o.latencyTargetSeconds).length / tasks : 1,
+    containerSeconds: cluster.containerSeconds,
     scaleEvents,
     peakContainers: peak,
     seconds: end,
     ticks,
   };
-
-  function reconcile(list: Container[], d: Decision, now: number): Container[] {
-    if (d.desired > list.length) {
-      const add = d.desired - list.length;
-      for (let i = 0; i < add; i++)
-        list.push({ id: `c${serial++}`, startedAt: now, readyAt: now + o.coldStartSeconds, ready: false, running: [], idleSince: now });
-      return list;
-    }
-    let excess = list.length - d.desired;
-    if (excess <= 0) return list;
-    // As the scheduler's containersToStop: not ready first (newest first), then the named idle.
-    const stop = new Set<string>();
-    for (const c of [...list].reverse()) if (!c.ready && excess > 0 && stop.add(c.id)) excess--;
-    for (const id of d.idleContainers) {
-      const c = list.find((k) => k.id === id);
-      if (excess > 0 && c && c.ready && c.running.length === 0 && !stop.has(id)) {
-        stop.add(id);
-        excess--;
-      }
-    }
-    for (const c of list) if (stop.has(c.id)) containerSeconds += now - c.startedAt;
-    return list.filter((c) => !stop.has(c.id));
-  }
 }
 
 /** The q-quantile of sorted values (nearest rank); 0 for none. */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { FINAL_TASK_STATES, type TaskState } from '#tern/contracts';
+import type { TaskState } from '#tern/contracts';
+import { FINAL_TASK_STATES } from '#tern/tasks';
 import { type CancelledTask, UNSENT_COLUMNS, type UnsentTask } from './tasks.repository.js';
 import { TransactionalRepository } from './transactional.repository.js';
 

@@ -1,5 +1,6 @@
-import { access, readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { execa } from 'execa';
+import { exists } from '../fs-exists.js';
 
 export interface DeviceNumbers {
   major: number;
@@ -22,11 +23,7 @@ export interface HostIo {
 export const nodeHostIo: HostIo = {
   readdir: (dir) => readdir(dir).catch(() => []),
   readFile: (path) => readFile(path, 'utf8'),
-  exists: (path) =>
-    access(path).then(
-      () => true,
-      () => false,
-    ),
+  exists,
   async statDevice(path) {
     const s = await stat(path, { bigint: true }).catch(() => undefined);
     if (!s || !(s.isCharacterDevice() || s.isBlockDevice())) return undefined;

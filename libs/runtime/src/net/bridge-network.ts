@@ -6,7 +6,8 @@ import { ContainerRuntimeError } from '../errors.js';
 import { type EgressPolicy, type RuntimeLogger, silentLogger } from '../types.js';
 import { BurstTracker } from './burst-tracker.js';
 import { ContainerDns, type DnsUpstream, hostResolvers } from './container-dns.js';
-import { formatNet, intToIp, ipToInt, type Ipv4Net, NEVER_REACHED, netSize, parseIpv4Cidr } from './ipv4.js';
+import { egressRuleset } from './egress-ruleset.js';
+import { formatNet, intToIp, type Ipv4Net, NEVER_REACHED, netSize, parseIpv4Cidr } from './ipv4.js';
 
 export interface BridgeNetworkOptions {
   /** The bridge the agent owns (default `tern0`); at most 15 characters. */
@@ -381,72 +382,8 @@ export class BridgeNetwork {
 
   /** The whole ruleset of this network, replaced in one nft transaction. */
   private async applyRules(): Promise<void> {
-    await this.nft(this.ruleset(await this.attachments()));
-  }
-
-  ruleset(attachments: readonly Attachment[]): string {
-    const t = this.table;
-    const br = JSON.stringify(this.bridge);
-    const subnet = formatNet(this.subnet);
-    const sorted = attachments.slice().sort((x, y) => ipToInt(x.address) - ipToInt(y.address));
-    const perContainer = sorted.flatMap((a) => {
-      if (a.egress.block) return [`    ip saddr ${a.address} drop`];
-      if (a.egress.allow) {
-        const nets = a.egress.allow.map((c) => parseIpv4Cidr(c)).filter((n): n is Ipv4Net => typeof n !== 'string');
-        const allowed = nets.length ? `ip daddr != { ${nets.map(formatNet).join(', ')} } ` : '';
-        return [`    ip saddr ${a.address} ${allowed}drop`];
-      }
-      return [];
-    });
-    const blockedAddresses = sorted.filter((a) => a.egress.block).map((a) => a.address);
-    return [
-      `table inet ${t} {}`,
-      `delete table inet ${t}`,
-      `table inet ${t} {`,
-      `  set never_reached {`,
-      `    type ipv4_addr; flags interval; auto-merge;`,
-      `    elements = { ${this.blocked.join(', ')} }`,
-      `  }`,
-      `  chain input {`,
-      `    type filter hook input priority filter - 5; policy accept;`,
-      // The DNS forwarder on the bridge's address answers the bridge only: never the machine's
-      // own network (a remote site's LAN), where it would be an open resolver.
-      ...(this.dns ? ['udp', 'tcp'].map((p) => `    iifname != ${br} ip daddr ${this.gateway} ${p} dport 53 drop`) : []),
-      `    iifname ${br} ct state established,related accept`,
-      // The DNS forwarder on the bridge's address, for every container that may reach out.
-      ...(blockedAddresses.length ? [`    iifname ${br} ip saddr { ${blockedAddresses.join(', ')} } drop`] : []),
-      ...(this.dns ? ['udp', 'tcp'].map((p) => `    iifname ${br} ip daddr ${this.gateway} ${p} dport 53 accept`) : []),
-      `    iifname ${br} drop`,
-      `  }`,
-      `  chain forward {`,
-      `    type filter hook forward priority filter - 5; policy accept;`,
-      `    iifname ${br} jump from_containers`,
-      `    oifname ${br} ct state established,related accept`,
-      `    oifname ${br} drop`,
-      `  }`,
-      `  chain from_containers {`,
-      `    meta nfproto ipv6 drop`,
-      `    ip saddr != ${subnet} drop`,
-      `    ip daddr @never_reached drop`,
-      ...perContainer,
-      `    accept`,
-      `  }`,
-      `  chain postrouting {`,
-      `    type nat hook postrouting priority srcnat; policy accept;`,
-      `    ip saddr ${subnet} oifname != ${br} masquerade`,
-      `  }`,
-      `}`,
-      `table bridge ${t} {}`,
-      `delete table bridge ${t}`,
-      `table bridge ${t} {`,
-      `  chain forward {`,
-      `    type filter hook forward priority filter; policy accept;`,
-      // Every tern container's host veth is tv<hash>: no frame goes from one to another.
-      `    iifname "tv*" oifname "tv*" drop`,
-      `  }`,
-      `}`,
-      '',
-    ].join('\n');
+    const network = { table: this.table, bridge: this.bridge, subnet: this.subnet, gateway: this.gateway, blocked: this.blocked };
+    await this.nft(egressRuleset({ ...network, dns: Boolean(this.dns) }, await this.attachments()));
   }
 
   private async nft(script: string): Promise<void> {

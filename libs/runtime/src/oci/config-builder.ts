@@ -70,23 +70,7 @@ const MASKED_PATHS = [
 const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
 
 export function buildOciConfig(input: OciConfigInput): OciSpec {
-  // Own pid, ipc, uts, mount and cgroup namespaces always; the network namespace is the one
-  // prepared for it on the agent's bridge (private), a new empty one (none), or the host's.
-  const namespaces: OciNamespace[] = [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }];
-  if (input.network === 'private') {
-    if (!input.netnsPath) throw new Error('a private network needs the path of its network namespace');
-    namespaces.push({ type: 'network', path: input.netnsPath });
-  }
-  if (input.network === 'none') namespaces.push({ type: 'network' });
   const userns = input.userNamespace;
-  if (userns) namespaces.push({ type: 'user' });
-  // sysfs can only be mounted by a user namespace that owns the network namespace: with the
-  // host's network or one the agent prepared, a container in its own user namespace gets the host's /sys bound read-only.
-  const sys: OciMount =
-    userns && input.network !== 'none'
-      ? { destination: '/sys', type: 'none', source: '/sys', options: ['rbind', 'nosuid', 'noexec', 'nodev', 'ro'] }
-      : { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] };
-
   const config: OciSpec = {
     ociVersion: '1.0.2',
     process: {
@@ -101,45 +85,9 @@ export function buildOciConfig(input: OciConfigInput): OciSpec {
     },
     root: { path: input.rootfs, readonly: true },
     hostname: hostnameFor(input.id),
-    mounts: [
-      { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
-      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
-      {
-        destination: '/dev/pts',
-        type: 'devpts',
-        source: 'devpts',
-        options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'],
-      },
-      {
-        destination: '/dev/shm',
-        type: 'tmpfs',
-        source: 'shm',
-        options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${input.shmBytes}`],
-      },
-      { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
-      sys,
-      {
-        destination: '/sys/fs/cgroup',
-        type: 'cgroup',
-        source: 'cgroup',
-        options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'],
-      },
-      {
-        destination: '/tmp',
-        type: 'tmpfs',
-        source: 'tmpfs',
-        options: ['nosuid', 'nodev', 'mode=1777', `size=${input.tmpBytes}`],
-      },
-      ...input.imageMounts,
-      ...input.volumes.map((v): OciMount => ({
-        destination: v.destination,
-        type: 'bind',
-        source: v.source,
-        options: ['rbind', 'rprivate', 'nosuid', 'nodev', v.readOnly ? 'ro' : 'rw'],
-      })),
-    ],
+    mounts: mountsFor(input),
     linux: {
-      namespaces,
+      namespaces: namespacesFor(input),
       ...(userns
         ? {
             uidMappings: [{ containerID: 0, hostID: userns.hostId, size: userns.size }],
@@ -160,6 +108,68 @@ export function buildOciConfig(input: OciConfigInput): OciSpec {
     annotations: input.annotations,
   };
   return input.edits ? applyEdits(config, input.edits) : config;
+}
+
+/**
+ * Own pid, ipc, uts, mount and cgroup namespaces always; the network namespace is the one
+ * prepared for it on the agent's bridge (private), a new empty one (none), or the host's.
+ */
+function namespacesFor(input: OciConfigInput): OciNamespace[] {
+  const namespaces: OciNamespace[] = [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'cgroup' }];
+  if (input.network === 'private') {
+    if (!input.netnsPath) throw new Error('a private network needs the path of its network namespace');
+    namespaces.push({ type: 'network', path: input.netnsPath });
+  }
+  if (input.network === 'none') namespaces.push({ type: 'network' });
+  if (input.userNamespace) namespaces.push({ type: 'user' });
+  return namespaces;
+}
+
+/** The kernel's filesystems, private tmpfs for /dev, /dev/shm and /tmp, then the image's mounts and the volumes. */
+function mountsFor(input: OciConfigInput): OciMount[] {
+  // sysfs can only be mounted by a user namespace that owns the network namespace: with the
+  // host's network or one the agent prepared, a container in its own user namespace gets the host's /sys bound read-only.
+  const sys: OciMount =
+    input.userNamespace && input.network !== 'none'
+      ? { destination: '/sys', type: 'none', source: '/sys', options: ['rbind', 'nosuid', 'noexec', 'nodev', 'ro'] }
+      : { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] };
+  return [
+    { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
+    { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
+    {
+      destination: '/dev/pts',
+      type: 'devpts',
+      source: 'devpts',
+      options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'],
+    },
+    {
+      destination: '/dev/shm',
+      type: 'tmpfs',
+      source: 'shm',
+      options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${input.shmBytes}`],
+    },
+    { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
+    sys,
+    {
+      destination: '/sys/fs/cgroup',
+      type: 'cgroup',
+      source: 'cgroup',
+      options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'],
+    },
+    {
+      destination: '/tmp',
+      type: 'tmpfs',
+      source: 'tmpfs',
+      options: ['nosuid', 'nodev', 'mode=1777', `size=${input.tmpBytes}`],
+    },
+    ...input.imageMounts,
+    ...input.volumes.map((v): OciMount => ({
+      destination: v.destination,
+      type: 'bind',
+      source: v.source,
+      options: ['rbind', 'rprivate', 'nosuid', 'nodev', v.readOnly ? 'ro' : 'rw'],
+    })),
+  ];
 }
 
 export function cpuFor(millicores: number): { quota: number; period: number; shares: number } {

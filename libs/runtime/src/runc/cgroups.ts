@@ -1,5 +1,6 @@
-import { access, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { exists } from '../fs-exists.js';
 
 export interface MemoryEvents {
   /** Processes the OOM killer killed in this cgroup; undefined when the kernel does not say (v1 before 4.13). */
@@ -7,12 +8,6 @@ export interface MemoryEvents {
   /** Times usage hit the limit (cgroup v1 memory.failcnt, v2 `max` events). */
   limitHits?: number;
 }
-
-const exists = (p: string) =>
-  access(p).then(
-    () => true,
-    () => false,
-  );
 
 /** Where cgroups live on this machine, read once from /proc/self/mounts. */
 export class Cgroups {

@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { access, chown, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, lchown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import {
   ContainerExistsError,
@@ -40,13 +38,14 @@ import {
 } from '../types.js';
 import { validateSpec } from '../validation.js';
 import { annotationsFor, Bundle, parseAnnotations, SHIM_SCRIPT } from './bundle.js';
-import { Cgroups, nofileHardLimit, wasOomKilled } from './cgroups.js';
-import { exitFromStatus } from './exit-status.js';
+import { Cgroups, nofileHardLimit } from './cgroups.js';
+import { ContainerExits } from './container-exits.js';
 import { RuncCli, type RuncState } from './runc-cli.js';
 import { type ExecSpec, runcExecArgs, SUPERVISED_EXEC_SCRIPT, supervisedExecArgs } from './runc-exec.js';
 import { awaitStart } from './start-wait.js';
 import { userNamespaceRefusal } from './user-namespace.js';
 import type { BridgeNetwork } from '../net/bridge-network.js';
+import { exists } from '../fs-exists.js';
 
 export interface RuncRuntimeOptions {
   /** `<stateDir>/runc` is runc's --root, `<stateDir>/containers/<id>` each bundle. */
@@ -79,13 +78,6 @@ export const PRIVATE_PORT = 8080;
 const NOBODY: UserSpec = { uid: 65534, gid: 65534 };
 const DEFAULT_TMP_BYTES = 256 * 1024 * 1024;
 const DEFAULT_SHM_BYTES = 64 * 1024 * 1024;
-const POLL_MS = 100;
-
-const exists = (p: string) =>
-  access(p).then(
-    () => true,
-    () => false,
-  );
 
 function mapStatus(s: RuncState['status']): ContainerStatus {
   if (s === 'creating' || s === 'created') return 'creating';
@@ -107,7 +99,7 @@ export class RuncRuntime implements ContainerRuntime {
   private readonly log: RuntimeLogger;
   private readonly gpu: GpuInjector;
   private readonly portsInUse = new Set<number>();
-  private readonly recording = new Map<string, Promise<ExitResult>>();
+  private readonly exits: ContainerExits;
   private host?: Promise<{ limitSwap: boolean; nofile: number; userNamespace?: UserNamespaceMapping }>;
 
   constructor(private readonly options: RuncRuntimeOptions) {
@@ -116,6 +108,7 @@ export class RuncRuntime implements ContainerRuntime {
     this.volumeRoot = options.volumeRoot ?? join(options.stateDir, 'volumes');
     this.log = options.logger ?? silentLogger;
     this.gpu = options.gpu ?? new GpuInjector();
+    this.exits = new ContainerExits({ bundle: (id) => this.bundle(id), runc: this.runc, cgroups: this.cgroups, log: this.log });
   }
 
   /** runc's --root: `runc --root <this> list` shows what Tern runs here. */
@@ -341,95 +334,20 @@ export class RuncRuntime implements ContainerRuntime {
     return [await tail(bundle.stderr), await tail(bundle.runcLog)].filter(Boolean).join('\n');
   }
 
-  /** The ExitResult once the container has exited: saved, or worked out from the shim's exit file and the cgroup. */
-  private async exitResult(id: string): Promise<ExitResult | undefined> {
-    const bundle = this.bundle(id);
-    const saved = await readFile(bundle.resultFile, 'utf8').catch(() => undefined);
-    if (saved !== undefined) return JSON.parse(saved) as ExitResult;
-    const status = await readFile(bundle.exitFile, 'utf8').catch(() => undefined);
-    if (status === undefined) return undefined;
-    return this.recordExit(id, Number(status.trim()));
-  }
-
-  /** Works out and saves the ExitResult once, however many callers (wait, list, logs) ask at the same time. */
-  private recordExit(id: string, status: number | null): Promise<ExitResult> {
-    let p = this.recording.get(id);
-    if (!p) {
-      p = this.computeExit(id, status).finally(() => this.recording.delete(id));
-      this.recording.set(id, p);
-    }
-    return p;
-  }
-
-  private async computeExit(id: string, status: number | null): Promise<ExitResult> {
-    const bundle = this.bundle(id);
-    const saved = await readFile(bundle.resultFile, 'utf8').catch(() => undefined);
-    if (saved !== undefined) return JSON.parse(saved) as ExitResult;
-    const config = await bundle.readConfig();
-    const events = config ? await this.cgroups.memoryEvents(config.linux.cgroupsPath) : undefined;
-    const result: ExitResult = {
-      ...exitFromStatus(status),
-      oomKilled: wasOomKilled(events, status),
-      // The shim wrote the exit file as runc returned: that is when it finished.
-      finishedAt: ((await stat(bundle.exitFile).catch(() => undefined))?.mtime ?? new Date()).toISOString(),
-    };
-    const tmp = `${bundle.resultFile}.${randomBytes(4).toString('hex')}.tmp`;
-    await writeFile(tmp, JSON.stringify(result));
-    await rename(tmp, bundle.resultFile);
-    this.log.info({ containerId: id, ...result }, 'container exited');
-    return result;
-  }
-
-  private async shimAlive(id: string): Promise<boolean> {
-    const bundle = this.bundle(id);
-    const pid = Number((await readFile(bundle.shimPidFile, 'utf8').catch(() => '')).trim());
-    if (!pid) return false;
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    return cmdline.includes('tern-shim') && cmdline.includes(bundle.dir);
-  }
-
-  /**
-   * The exit of a container whose shim is gone without writing an exit status (killed along
-   * with the agent's cgroup, say): known once runc says it has stopped; its status is lost.
-   */
-  private async lostExit(id: string): Promise<ExitResult | undefined> {
-    if (await this.shimAlive(id)) return undefined;
-    const known = await this.exitResult(id); // the shim may have finished just now
-    if (known) return known;
-    const state = await this.runc.state(id).catch(() => undefined);
-    if (state && state.status !== 'stopped') return undefined;
-    return this.recordExit(id, null);
-  }
-
-  async wait(id: string, signal?: AbortSignal): Promise<ExitResult> {
-    if (!(await exists(this.bundle(id).dir))) throw new ContainerNotFoundError(id);
-    for (let i = 0; ; i++) {
-      const done = (await this.exitResult(id)) ?? (i % 10 === 9 ? await this.lostExit(id) : undefined);
-      if (done) return done;
-      await sleep(POLL_MS, undefined, { signal });
-    }
-  }
-
-  /** wait() bounded by a timeout: undefined when it has not exited by then. */
-  private async waitAtMost(id: string, ms: number): Promise<ExitResult | undefined> {
-    try {
-      return await this.wait(id, AbortSignal.timeout(ms));
-    } catch (e) {
-      if ((e as Error).name === 'AbortError' || (e as Error).name === 'TimeoutError') return undefined;
-      throw e;
-    }
+  wait(id: string, signal?: AbortSignal): Promise<ExitResult> {
+    return this.exits.wait(id, signal);
   }
 
   async stop(id: string, graceMs = 10_000): Promise<ExitResult> {
     if (!(await exists(this.bundle(id).dir))) throw new ContainerNotFoundError(id);
-    const done = await this.exitResult(id);
+    const done = await this.exits.result(id);
     if (done) return done;
     // PID 1 of a pid namespace ignores SIGTERM unless it handles it: then the grace period runs out.
     const signalled = await this.runc.kill(id, 'SIGTERM');
-    const result = signalled ? await this.waitAtMost(id, graceMs) : undefined;
+    const result = signalled ? await this.exits.waitAtMost(id, graceMs) : undefined;
     if (result) return result;
     await this.runc.kill(id, 'SIGKILL', true);
-    const killed = await this.waitAtMost(id, 15_000);
+    const killed = await this.exits.waitAtMost(id, 15_000);
     if (!killed) throw new ContainerRuntimeError(`container ${id} did not exit after SIGKILL`, id);
     this.log.info({ containerId: id, graceMs }, 'container killed after grace period');
     return killed;
@@ -443,13 +361,13 @@ export class RuncRuntime implements ContainerRuntime {
       const state = states.get(id);
       const meta = parseAnnotations(state?.annotations ?? (await this.bundle(id).readConfig())?.annotations);
       if (!meta) continue;
-      let exit = await this.exitResult(id);
+      let exit = await this.exits.result(id);
       let status: ContainerStatus;
       if (exit) status = 'stopped';
       else if (state) status = mapStatus(state.status);
-      else status = (await this.shimAlive(id)) ? 'creating' : 'unknown';
+      else status = (await this.exits.shimAlive(id)) ? 'creating' : 'unknown';
       if (!exit && (status === 'stopped' || status === 'unknown')) {
-        exit = await this.lostExit(id);
+        exit = await this.exits.lost(id);
         if (exit) status = 'stopped';
       }
       out.push({
@@ -483,7 +401,7 @@ export class RuncRuntime implements ContainerRuntime {
     const isFinished = async () =>
       (await exists(bundle.exitFile)) ||
       (await exists(bundle.resultFile)) ||
-      (++checks % 40 === 0 && !!(await this.lostExit(id))) ||
+      (++checks % 40 === 0 && !!(await this.exits.lost(id))) ||
       !(await exists(bundle.dir));
     return (async function* () {
       if (!(await exists(bundle.dir))) throw new ContainerNotFoundError(id);
@@ -505,10 +423,10 @@ export class RuncRuntime implements ContainerRuntime {
     const port = meta?.address ? undefined : meta?.port;
     if (state && state.status !== 'stopped') {
       await this.runc.kill(id, 'SIGKILL', true).catch(() => false);
-      await this.waitAtMost(id, 10_000).catch(() => undefined);
+      await this.exits.waitAtMost(id, 10_000).catch(() => undefined);
     }
     // Read the OOM counters while the cgroup still exists.
-    if (await exists(bundle.dir)) await this.exitResult(id).catch(() => undefined);
+    if (await exists(bundle.dir)) await this.exits.result(id).catch(() => undefined);
     await this.runc.delete(id);
     await this.options.network?.detach(id);
     await rm(bundle.dir, { recursive: true, force: true });
