@@ -153,7 +153,12 @@ export class ContainersService implements BeforeApplicationShutdown {
       this.watch(c.id, t);
       if (endpoint) {
         // It may have become ready while no agent watched; ready was then never reported.
-        void waitForHealth({ ...endpoint, timeoutMs: 2000, signal: t.abort.signal }).then(
+        void waitForHealth({
+          ...endpoint,
+          ...(record.healthCheck ? { check: record.healthCheck } : {}),
+          timeoutMs: 2000,
+          signal: t.abort.signal,
+        }).then(
           () => {
             this.setState(c.id, 'ready');
             this.serve(t, endpoint);
@@ -276,6 +281,7 @@ export class ContainersService implements BeforeApplicationShutdown {
     try {
       await waitForHealth({
         ...endpoint,
+        ...(cmd.healthCheck ? { check: cmd.healthCheck } : {}),
         timeoutMs: cmd.startupTimeoutSeconds * 1000,
         signal: t.abort.signal,
         gaveUp: async () => exited || !!t.stopReason,
@@ -288,8 +294,10 @@ export class ContainersService implements BeforeApplicationShutdown {
       this.logger.log({ containerId: id, ...endpoint }, `container ${id} is ready on ${where}`);
     } catch (e) {
       if (t.stopReason || exited || t.abort.signal.aborted) return;
-      const error = `no passing GET /health on ${where} within ${cmd.startupTimeoutSeconds} s (${(e as Error).message})`;
+      const error = `not ready within ${cmd.startupTimeoutSeconds} s: ${(e as Error).message}`;
       t.failed = true;
+      // In the container's own log too, where its owner looks (tern logs).
+      this.emitLine(id, t, 'stderr', `[tern] ${error}`, new Date());
       await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error });
       this.requestStop(id, t, 'failed its health check', 5000);
     }

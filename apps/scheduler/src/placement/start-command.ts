@@ -52,6 +52,7 @@ export function startCommand(spec: ResolvedSpec, t: StartTarget, now: Date): Con
     ...(spec.onStart ? { onStart: spec.onStart } : {}),
     ...(spec.code ? { code: spec.code } : {}),
     ...(spec.command ? { command: [...spec.command] } : {}),
+    ...(spec.healthCheck ? { healthCheck: spec.healthCheck } : {}),
     env: { ...spec.env },
     resources: {
       cpuMillicores: spec.cpuMillicores,

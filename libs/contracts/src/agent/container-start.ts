@@ -81,6 +81,9 @@ export class ContainerStart {
   /** Requests or tasks each worker handles at once. */
   @IsInt() @Min(1) concurrency!: number;
 
+  /** The readiness check: a path for an HTTP GET that must answer 2xx, or `tcp` (the port accepts a connection); absent: /health. */
+  @IsOptional() @Matches(/^(tcp|\/[\x21-\x7e]{0,255})$/, { message: 'healthCheck must be a path starting with / or tcp' }) healthCheck?: string;
+
   /** Longest wait for the first passing health check before the start counts as failed. */
   @IsInt() @Min(1) startupTimeoutSeconds!: number;
 

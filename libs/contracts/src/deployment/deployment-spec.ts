@@ -132,8 +132,14 @@ export class DeploymentSpec {
   @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'on_start must look like app.py:load' })
   on_start?: string;
 
-  /** Your own server on $PORT instead of a handler. */
+  /** Your own server on $PORT instead of a handler; it runs in /app, the spec's folder. */
   @IsOptional() @IsArray() @ArrayMinSize(1) @IsString({ each: true }) command?: string[];
+  /** command: how the agent tells the server is ready: `http` (the default, GET health_path answers 2xx) or `tcp` ($PORT accepts a connection). */
+  @IsOptional() @IsIn(['http', 'tcp'], { message: 'health_check must be http or tcp' }) health_check?: 'http' | 'tcp';
+  /** command, health_check http: the path probed; default /health. */
+  @IsOptional()
+  @Matches(/^\/[\x21-\x7e]{0,255}$/, { message: 'health_path must be a path starting with / (printable, no spaces, at most 256 characters)' })
+  health_path?: string;
 
   /** Content address of the uploaded code (`PUT /api/v1/code/<sha256>`), mounted at /app. */
   @IsOptional() @Matches(/^sha256:[a-f0-9]{64}$/, { message: 'code must be sha256:<64 hex digits>' }) code?: string;

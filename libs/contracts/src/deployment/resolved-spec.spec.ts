@@ -136,6 +136,35 @@ describe('resolveSpec', () => {
   });
 });
 
+describe("resolveSpec: a command server's readiness check", () => {
+  const server = (extra: Record<string, unknown>) =>
+    resolve({ handler: undefined, code: undefined, command: ['python3', 'server.py'], ...extra });
+
+  it('probes GET /health by default, another path with health_path, or a TCP connection with health_check tcp', () => {
+    expect(server({}).healthCheck).toBeUndefined();
+    expect(server({ health_path: '/health' }).healthCheck).toBeUndefined();
+    expect(server({ health_path: '/v1/models' }).healthCheck).toBe('/v1/models');
+    expect(server({ health_check: 'http', health_path: '/ready' }).healthCheck).toBe('/ready');
+    expect(server({ health_check: 'tcp' }).healthCheck).toBe('tcp');
+  });
+
+  it('refuses them with a handler (its runner answers /health) and a path with tcp', () => {
+    expect(specError(() => resolve({ health_path: '/ready' }))).toMatch(/^health_path applies to command servers/);
+    expect(specError(() => resolve({ health_check: 'tcp' }))).toMatch(/^health_check applies to command servers/);
+    expect(specError(() => server({ health_check: 'tcp', health_path: '/ready' }))).toBe(
+      'health_path applies to health_check http, not tcp',
+    );
+  });
+
+  it('validates the fields themselves', async () => {
+    const result = await validatePayload(DeploymentSpec, { ...base, health_check: 'grpc', health_path: 'ready me' });
+    expect(result.ok).toBe(false);
+    const reason = result.ok ? '' : result.reason;
+    expect(reason).toMatch(/health_check must be http or tcp/);
+    expect(reason).toMatch(/health_path must be a path starting with \//);
+  });
+});
+
 describe('parseMemory', () => {
   it.each([
     ['512Mi', 512 * 2 ** 20],

@@ -12,6 +12,8 @@ export interface ResolvedSpec {
   readonly handler?: string;
   readonly onStart?: string;
   readonly command?: string[];
+  /** command only, when not the default `/health`: the readiness check (ContainerStart.healthCheck). */
+  readonly healthCheck?: string;
   readonly code?: string;
   readonly cpuMillicores: number;
   readonly memoryBytes: number;
@@ -157,6 +159,19 @@ function checkedSchedule(spec: DeploymentSpec): ResolvedSchedule {
   }
 }
 
+/** A command server's readiness check: a path or `tcp`; undefined for the default (GET /health). */
+function resolveHealthCheck(spec: DeploymentSpec): string | undefined {
+  for (const field of ['health_check', 'health_path'] as const) {
+    if (spec[field] !== undefined && !spec.command)
+      throw new SpecError(field, "applies to command servers (a handler's runner answers GET /health itself)");
+  }
+  if (spec.health_check === 'tcp') {
+    if (spec.health_path !== undefined) throw new SpecError('health_path', 'applies to health_check http, not tcp');
+    return 'tcp';
+  }
+  return spec.health_path !== undefined && spec.health_path !== '/health' ? spec.health_path : undefined;
+}
+
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
 export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (isImageBuild(spec.image))
@@ -168,6 +183,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (!spec.handler && !spec.command)
     throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
+  const healthCheck = resolveHealthCheck(spec);
   if (!pullsTasks(spec.kind)) {
     for (const field of ['task_policy', 'max_pending_tasks', 'callback_url', 'schedule'] as const) {
       if (spec[field] !== undefined)
@@ -201,6 +217,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     handler: spec.handler,
     onStart: spec.on_start,
     command: spec.command,
+    ...(healthCheck ? { healthCheck } : {}),
     code: spec.code,
     cpuMillicores: Math.round((spec.cpu ?? 1) * 1000),
     memoryBytes: parseMemory(spec.memory ?? '512Mi'),
