@@ -63,7 +63,11 @@ export interface TernConfig {
   readonly endpoints: { readonly bufferSize: number };
   readonly tasks: { readonly leaseWaitSeconds: number };
   /** CONTAINER_START_LIMIT_SECONDS: a container not ready this long after its placement is failed by the scheduler. */
-  readonly containers: { readonly startLimitSeconds: number };
+  readonly containers: {
+    readonly startLimitSeconds: number;
+    /** CONTAINER_CRASH_BACKOFF_*: the wait between starts of a crash-looping version. */
+    readonly crashBackoff: { readonly firstMs: number; readonly maxMs: number };
+  };
   /** Log streams one API token may hold open at once (per gateway). */
   readonly logs: { readonly followsPerToken: number };
   /** Per workspace, over all its volumes. */
@@ -256,7 +260,13 @@ export function loadConfig(service: ServiceName, env: NodeJS.ProcessEnv = proces
     ...(raw.REGISTRY_URL ? { registry: registryConfig(raw) } : {}),
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
-    containers: { startLimitSeconds: Number(raw.CONTAINER_START_LIMIT_SECONDS ?? 300) },
+    containers: {
+      startLimitSeconds: Number(raw.CONTAINER_START_LIMIT_SECONDS ?? 300),
+      crashBackoff: {
+        firstMs: Number(raw.CONTAINER_CRASH_BACKOFF_FIRST_MS ?? 1000),
+        maxMs: Number(raw.CONTAINER_CRASH_BACKOFF_MAX_MS ?? 300_000),
+      },
+    },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
     volumes: { quotaBytes: Number(raw.VOLUME_QUOTA_BYTES ?? 100 * 2 ** 30), quotaFiles: Number(raw.VOLUME_QUOTA_FILES ?? 1_000_000) },
     metering: { checkpointIntervalMs: Number(raw.METERING_CHECKPOINT_INTERVAL_MS ?? 5000) },

@@ -5,3 +5,4 @@ export * from './usage.js';
 export * from './backoff.js';
 export * from './machine-views.js';
 export * from './place-many.js';
+export * from './crash-loop.js';

@@ -13,6 +13,8 @@ export interface WaitForHealthOptions {
   signal?: AbortSignal;
   /** Stop early when this resolves true (e.g. the container exited). */
   gaveUp?: () => Promise<boolean>;
+  /** Told each failed probe's outcome (`answered 404`), so a container that exits first can say why it was not ready. */
+  onMiss?: (why: string) => void;
 }
 
 /** Between readiness probes: quick at first (a runner is up in a few hundred ms), then once a second. */
@@ -71,6 +73,7 @@ export async function waitForHealth(options: WaitForHealthOptions): Promise<numb
   for (let i = 1; ; i++) {
     const result = await probe();
     if (result.ok) return performance.now() - started;
+    options.onMiss?.(result.why);
     const what = `${describeCheck(check)} on ${host}:${port}`;
     if (performance.now() - started > timeoutMs) throw new Error(`${what} did not pass within ${timeoutMs} ms (last: ${result.why})`);
     if (options.gaveUp && (await options.gaveUp())) throw new Error(`gave up waiting for ${what} (last: ${result.why})`);

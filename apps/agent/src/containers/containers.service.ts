@@ -7,6 +7,8 @@ import {
   CONTAINER_STARTED,
   CONTAINER_STARTING,
   CONTAINER_STOPPED,
+  CRASH_LOG_LINE_CHARS,
+  CRASH_LOG_LINES,
   type ContainerFailurePhase,
   type ContainerStart,
   type ContainerStartReply,
@@ -20,7 +22,15 @@ import {
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { backoffMs, sleep } from '#tern/timing';
-import { ContainerStartError, type ExitResult, ImageError, InvalidContainerSpecError, reconcile, waitForHealth } from '#tern/runtime';
+import {
+  ContainerStartError,
+  describeCheck,
+  type ExitResult,
+  ImageError,
+  InvalidContainerSpecError,
+  reconcile,
+  waitForHealth,
+} from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
 import { findPythonSdkDir, findRunnersDir } from '../code/runners-dir.js';
@@ -56,6 +66,8 @@ interface Tracked {
   stopReason?: string;
   /** container.failed already sent (a failed health check), so the exit does not send another. */
   failed?: boolean;
+  /** Until it is ready: the last readiness probe's outcome (`GET /health: answered 404`), for a failure before then. */
+  notReady?: string;
   /** Aborts the health check and the log tail. */
   readonly abort: AbortController;
   logs?: Promise<void>;
@@ -259,7 +271,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       const error = (e as Error).message;
       this.logger.warn({ containerId: id, phase }, `container ${id} did not start: ${error}`);
       await starting;
-      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error });
+      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error, lastLines: this.lastLines(id) });
       this.untrack(id, 'failed', { endedAt: Date.now(), detail: error });
       return;
     }
@@ -285,7 +297,9 @@ export class ContainersService implements BeforeApplicationShutdown {
         timeoutMs: cmd.startupTimeoutSeconds * 1000,
         signal: t.abort.signal,
         gaveUp: async () => exited || !!t.stopReason,
+        onMiss: (why) => (t.notReady = `${describeCheck(cmd.healthCheck)}: ${why}`),
       });
+      t.notReady = undefined;
       if (t.stopReason || exited) return;
       this.setState(id, 'ready');
       // Serve invokes before announcing ready: the route appears when the scheduler hears of it.
@@ -298,7 +312,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       t.failed = true;
       // In the container's own log too, where its owner looks (tern logs).
       this.emitLine(id, t, 'stderr', `[tern] ${error}`, new Date());
-      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error });
+      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error, lastLines: this.lastLines(id) });
       this.requestStop(id, t, 'failed its health check', 5000);
     }
   }
@@ -365,6 +379,14 @@ export class ContainersService implements BeforeApplicationShutdown {
     );
   }
 
+  /** The container's last output lines, as its failure event carries them. */
+  private lastLines(id: string): string[] {
+    return this.ctx.state
+      .containerLog(id)
+      .slice(-CRASH_LOG_LINES)
+      .map((l) => (l.length > CRASH_LOG_LINE_CHARS ? l.slice(0, CRASH_LOG_LINE_CHARS) : l));
+  }
+
   /** What a stop's commit overwrote or left out, in the container's own log (`tern logs`), where its owner looks. */
   private reportStopCommits(id: string, t: Tracked, reports: Record<string, VolumeCommitAnswer>): void {
     for (const [volume, report] of Object.entries(reports)) {
@@ -383,13 +405,23 @@ export class ContainersService implements BeforeApplicationShutdown {
     await Promise.race([t.logs, new Promise((r) => setTimeout(r, 2000))]);
     const expected = !!t.stopReason;
     const crashed = !expected && (exit.oomKilled || exit.exitCode !== 0);
-    const how = exit.oomKilled
-      ? 'killed for using more memory than it was given'
-      : exit.signal
-        ? `killed by ${exit.signal}`
-        : `exited with code ${exit.exitCode}`;
+    const how =
+      (exit.oomKilled
+        ? 'killed for using more memory than it was given'
+        : exit.signal
+          ? `killed by ${exit.signal}`
+          : `exited with code ${exit.exitCode}`) + (t.notReady ? ` before it was ready (last ${t.notReady})` : '');
     const ended = { at: exit.finishedAt, untilSent: true };
-    if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how }, ended);
+    if (crashed && !t.failed) {
+      const code = exit.exitCode !== null && !exit.signal ? { exitCode: exit.exitCode } : {};
+      await this.publish(
+        CONTAINER_FAILED,
+        t.record,
+        'failed',
+        { phase: 'runtime', error: how, ...code, lastLines: this.lastLines(id) },
+        ended,
+      );
+    }
     const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
     // Before container.stopped: the gateway takes a commit only while the container is placed here.
     await this.commitSockets.close(id);

@@ -1,4 +1,5 @@
-import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import { BadRequestException, Inject, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
   type DeploymentSpec,
   pullsTasks,
@@ -20,6 +21,7 @@ import {
 import type { Principal } from '../auth/principal.js';
 import { ImagePins } from '../images/image-pins.service.js';
 import { TasksService } from '../tasks/tasks.service.js';
+import { crashLoopView } from './crash-loop-view.js';
 import { DeploymentRecords } from './deployment-records.js';
 import { type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
@@ -37,6 +39,7 @@ export class DeploymentsService {
     private readonly codeBundles: CodeBundlesRepository,
     private readonly imagePins: ImagePins,
     private readonly volumes: VolumesRepository,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
@@ -86,6 +89,7 @@ export class DeploymentsService {
         actual: actualByVersion.get(v.version) ?? 0,
         desiredReason: v.desiredReason,
         placementReason: v.placementReason,
+        crashLoop: crashLoopView(v, this.config.containers.crashBackoff),
         createdAt: v.createdAt.toISOString(),
       })),
       containers: containers.map((c) => ({

@@ -32,6 +32,11 @@ export interface VersionToReconcile {
   workspaceId: string;
   kind: DeploymentKind;
   deploymentState: string;
+  /** Whether it is the deployment's latest version (older ones are superseded). */
+  latest: boolean;
+  /** Its crash loop (CrashLoopsRepository). */
+  crashes: number;
+  lastCrashAt: Date | null;
 }
 
 /** A container that was failed because its machine went offline or was removed. */
@@ -144,7 +149,8 @@ const INSERT_FROM_EVENT = `
 const VERSIONS_TO_RECONCILE = `
   SELECT dv.id, dv.deployment_id::text AS "deploymentId", dv.version, dv.spec, dv.desired_containers AS "desiredContainers",
          dv.idle_containers AS "idleContainers", dv.placement_reason AS "placementReason", d.workspace_id::text AS "workspaceId",
-         d.kind, d.state AS "deploymentState"
+         d.kind, d.state AS "deploymentState", dv.version = d.latest_version AS latest, dv.crash_count AS crashes,
+         dv.last_crash_at AS "lastCrashAt"
   FROM deployment_versions dv JOIN deployments d ON d.id = dv.deployment_id
   WHERE dv.desired_containers > 0
      OR EXISTS (SELECT 1 FROM containers c WHERE c.deployment_version_id = dv.id AND c.state = ANY($1::text[]))

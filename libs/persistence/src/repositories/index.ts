@@ -1,5 +1,6 @@
 import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
+import { CrashLoopsRepository } from './crash-loops.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachineFaultsRepository } from './machine-faults.repository.js';
 import { MachinesRepository } from './machines.repository.js';
@@ -43,6 +44,7 @@ export type { NewNatsUser } from './nats-users.repository.js';
 export const REPOSITORIES = [
   CodeBundlesRepository,
   ContainersRepository,
+  CrashLoopsRepository,
   DeploymentsRepository,
   MachineFaultsRepository,
   MachinesRepository,
@@ -61,6 +63,7 @@ export const REPOSITORIES = [
 export {
   CodeBundlesRepository,
   ContainersRepository,
+  CrashLoopsRepository,
   DeploymentsRepository,
   MachineFaultsRepository,
   MachinesRepository,
@@ -78,6 +81,7 @@ export {
 
 // The view types repositories return and take.
 export type * from './containers.repository.js';
+export type * from './crash-loops.repository.js';
 export type * from './machine-faults.repository.js';
 export type * from './machines.repository.js';
 export type * from './maps.repository.js';
