@@ -23,6 +23,8 @@ export const LABEL = {
   concurrency: 'tern.concurrency',
   /** The readiness check when not GET /health (ContainerStart.healthCheck), so an adopted container is checked the same way. */
   healthCheck: 'tern.health-check',
+  /** Comma-separated error type names whose task failures are not retried (ContainerStart.noRetryOn). */
+  noRetryOn: 'tern.no-retry-on',
 } as const;
 
 /** What the agent knows of one of its containers, from the start command or from its labels. */
@@ -39,6 +41,7 @@ export interface ContainerRecord {
   workers: number;
   concurrency: number;
   healthCheck?: string;
+  noRetryOn?: string[];
 }
 
 /**
@@ -144,6 +147,7 @@ export function toContainerSpec(
     [LABEL.workers]: String(cmd.workers),
     [LABEL.concurrency]: String(cmd.concurrency),
     ...(cmd.healthCheck ? { [LABEL.healthCheck]: cmd.healthCheck } : {}),
+    ...(cmd.noRetryOn?.length ? { [LABEL.noRetryOn]: cmd.noRetryOn.join(',') } : {}),
   };
   return {
     id: cmd.containerId,
@@ -189,6 +193,7 @@ export function recordFromStart(cmd: ContainerStart, gpus: GpuInventory[]): Cont
     workers: cmd.workers,
     concurrency: cmd.concurrency,
     ...(cmd.healthCheck ? { healthCheck: cmd.healthCheck } : {}),
+    ...(cmd.noRetryOn?.length ? { noRetryOn: [...cmd.noRetryOn] } : {}),
   };
 }
 
@@ -213,6 +218,7 @@ export function recordFromLabels(id: string, labels: Record<string, string>, mac
     workers: Number(labels[LABEL.workers]) || 1,
     concurrency: Number(labels[LABEL.concurrency]) || 1,
     ...(labels[LABEL.healthCheck] ? { healthCheck: labels[LABEL.healthCheck] } : {}),
+    ...(labels[LABEL.noRetryOn] ? { noRetryOn: labels[LABEL.noRetryOn].split(',') } : {}),
   };
 }
 

@@ -20,7 +20,7 @@ import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
-import { callHandler } from './call-handler.js';
+import { callHandler, failedForGood } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { lostLastAttempt, willRetry } from './retry-rule.js';
 import { TaskPermits } from './task-permits.js';
@@ -238,7 +238,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
               ? ['container-lost', `container ${record.containerId} stopped while running it (${outcome.message})`]
               : ['error', `the handler's worker died while running it (${outcome.message})`]
             : ['error', outcome.message];
-      const retry = willRetry(attempt, task.maxRetries);
+      const retry = willRetry(attempt, task.maxRetries) && !failedForGood(outcome, record.noRetryOn);
       await this.publish(
         TASK_FAILED,
         { ...base, ...where, attempt, cause, error, willRetry: retry, durationMs, failedAt: new Date().toISOString() },

@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   IsArray,
   IsBoolean,
   IsIn,
@@ -83,6 +84,9 @@ export class ContainerStart {
 
   /** The readiness check: a path for an HTTP GET that must answer 2xx, or `tcp` (the port accepts a connection); absent: /health. */
   @IsOptional() @Matches(/^(tcp|\/[\x21-\x7e]{0,255})$/, { message: 'healthCheck must be a path starting with / or tcp' }) healthCheck?: string;
+
+  /** task_queue, function: error type names whose failures are not retried (the spec's task_policy.no_retry_on). */
+  @IsOptional() @IsArray() @ArrayMaxSize(32) @IsString({ each: true }) noRetryOn?: string[];
 
   /** Longest wait for the first passing health check before the start counts as failed. */
   @IsInt() @Min(1) startupTimeoutSeconds!: number;

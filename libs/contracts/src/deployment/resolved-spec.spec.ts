@@ -88,6 +88,18 @@ describe('resolveSpec', () => {
     );
   });
 
+  it('names the errors a task policy does not retry, once each, and validates them as type names', async () => {
+    const f = resolve({ kind: 'task_queue', task_policy: { no_retry_on: ['ValueError', 'app.BadInput', 'ValueError'] } });
+    expect(f.taskPolicy?.noRetryOn).toEqual(['ValueError', 'app.BadInput']);
+    expect(resolve({ kind: 'task_queue' }).taskPolicy?.noRetryOn).toBeUndefined();
+    const bad = await validatePayload(DeploymentSpec, {
+      ...base,
+      kind: 'task_queue',
+      task_policy: { no_retry_on: ['ValueError', 'not a type'] },
+    });
+    expect(bad.ok ? '' : bad.reason).toMatch(/task_policy.no_retry_on must list error type names/);
+  });
+
   it('gives an endpoint limits that fit streams: until the response starts, between pieces, in all', () => {
     expect(resolve({})).toMatchObject({ timeoutSeconds: 180, idleTimeoutSeconds: 60, maxDurationSeconds: 3600 });
     expect(endpointLimits(resolve({ timeout: 30, idle_timeout: 5, max_duration: 7200 }))).toEqual({

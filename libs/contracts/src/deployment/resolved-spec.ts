@@ -147,6 +147,7 @@ function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
     ...(p.ttl ? { ttlSeconds: p.ttl } : {}),
     maxPendingTasks: spec.max_pending_tasks ?? DEFAULT_MAX_PENDING_TASKS,
     ...(spec.callback_url ? { callbackUrl: spec.callback_url } : {}),
+    ...(p.no_retry_on?.length ? { noRetryOn: [...new Set(p.no_retry_on)] } : {}),
   };
 }
 
