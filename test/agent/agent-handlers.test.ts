@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { chmodSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -28,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 model = open("model.txt").read().strip()
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
-        body = f"{os.getcwd()} {model}".encode()
+        body = f"{os.getcwd()} {model} {os.environ.get('HF_TOKEN')}".encode()
         self.send_response(200 if self.path in ("/ready", "/where") else 404)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -92,6 +93,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
         MACHINE_HEARTBEAT_TTL_SECONDS: '10',
         CONTAINER_CRASH_BACKOFF_FIRST_MS: String(CRASH_BACKOFF.firstMs),
         CONTAINER_CRASH_BACKOFF_MAX_MS: String(CRASH_BACKOFF.maxMs),
+        SECRETS_KEY: randomBytes(32).toString('base64'),
       });
       nc = await connectNats({ ...TEST_NATS, name: 'agent-handlers-test' });
       messaging = new Messaging(nc, new Namespace(plane.namespace));
@@ -227,9 +229,19 @@ function handlerStart(containerId: string, code: string): ContainerStart {
           (version === undefined || e.data.deploymentVersion === version),
       );
 
-    it('runs a command server in its uploaded folder and calls it ready when its own health_path answers', async () => {
+    it("runs a command server in its uploaded folder, ready when its own health_path answers, with the workspace's secrets in its environment only", async () => {
+      const token = `hf_${randomBytes(12).toString('hex')}`;
+      expect((await plane.call('PUT', '/api/v1/secrets/HF_TOKEN', ADMIN, { value: token })).status).toBe(200);
+      // Naming a secret the workspace lacks is refused at deploy, not at every start.
+      const missing = await plane.call('POST', '/api/v1/deployments', ADMIN, {
+        name: 'own-server',
+        kind: 'endpoint',
+        command: ['python3', 'server.py'],
+        secrets: ['OPENAI_KEY'],
+      });
+      expect([missing.status, String(missing.body.message)]).toEqual([400, expect.stringMatching(/secrets: OPENAI_KEY not found/)]);
       const { id } = await deployCommand(
-        { name: 'own-server', command: ['python3', 'server.py'], health_path: '/ready' },
+        { name: 'own-server', command: ['python3', 'server.py'], health_path: '/ready', secrets: ['HF_TOKEN'] },
         { 'server.py': SERVER, 'model.txt': 'tiny-model-v2\n' },
       );
       await waitFor('ready', async () => eventsOf(id, 'ready').length + eventsOf(id, 'failed').length > 0, 30_000);
@@ -243,7 +255,17 @@ function handlerStart(containerId: string, code: string): ContainerStart {
       );
       let text = '';
       for await (const chunk of res.body) text += Buffer.from(chunk).toString();
-      expect([res.status, text]).toEqual([200, '/app tiny-model-v2']);
+      expect([res.status, text]).toEqual([200, `/app tiny-model-v2 ${token}`]);
+      // Nowhere else: not in the API's answers, the container events, or any service's or the agent's logs.
+      const seen = [
+        JSON.stringify((await plane.call('GET', '/api/v1/deployments/own-server', ADMIN)).body),
+        JSON.stringify((await plane.call('GET', '/api/v1/deployments', ADMIN)).body),
+        JSON.stringify((await plane.call('GET', '/api/v1/secrets', ADMIN)).body),
+        JSON.stringify(events),
+        ...plane.processes.flatMap((p) => p.lines),
+        ...agent.lines,
+      ];
+      expect(seen.filter((s) => s.includes(token))).toEqual([]);
       expect((await plane.call('POST', '/api/v1/deployments/own-server/stop', ADMIN)).status).toBeLessThan(300);
     }, 60_000);
 

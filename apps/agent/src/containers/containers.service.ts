@@ -51,6 +51,7 @@ import {
   toContainerSpec,
 } from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
+import { ContainerSecretsError, fetchContainerSecrets } from './container-secrets.js';
 import { fireAndForget } from '#tern/timing';
 import { CommitSockets } from '../volumes/commit-sockets.js';
 import { VolumeMountError, VolumeMounts } from '../volumes/volume-mounts.js';
@@ -116,9 +117,12 @@ export class ContainersService implements BeforeApplicationShutdown {
     private readonly gpuHolders: GpuHolders,
   ) {
     gpuHolders.add(() => [...this.tracked.values()].flatMap((t) => t.record.gpus));
-    const gateway = () => ({ gatewayUrl: ctx.settings.gatewayUrl, token: ctx.settings.token });
-    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), gateway);
+    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), () => this.gatewayAccess());
     this.commitSockets = new CommitSockets(join(ctx.settings.stateDir, 'volumes', 'sockets'), this.volumes);
+  }
+
+  private gatewayAccess() {
+    return { gatewayUrl: this.ctx.settings.gatewayUrl, token: this.ctx.settings.token };
   }
 
   private get machineId(): string {
@@ -249,21 +253,22 @@ export class ContainersService implements BeforeApplicationShutdown {
     let endpoint: ContainerEndpoint | undefined;
     try {
       const mounts = await this.mounts(cmd);
+      const secretEnv = cmd.secrets?.length ? await fetchContainerSecrets(this.gatewayAccess(), id) : {};
       // A pull shows in the container's logs (tern logs) and on the dashboard while it runs.
       const onPull = (ref: string, line: string) => {
         if (ref === cmd.image) this.emitLine(id, t, 'stdout', `[tern] image: ${line}`, new Date());
       };
       this.handle.pulls?.on('progress', onPull);
-      const running = await runtime
-        .start(toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network))
-        .finally(() => this.handle.pulls?.off('progress', onPull));
+      const spec = toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network);
+      spec.env = { ...spec.env, ...secretEnv };
+      const running = await runtime.start(spec).finally(() => this.handle.pulls?.off('progress', onPull));
       endpoint = endpointOf(running);
       t.endpoint = endpoint;
     } catch (e) {
       const phase: ContainerFailurePhase =
         e instanceof ImageError || e instanceof CodeBundleError || e instanceof VolumeMountError
           ? 'image'
-          : e instanceof InvalidContainerSpecError
+          : e instanceof InvalidContainerSpecError || e instanceof ContainerSecretsError
             ? 'create'
             : e instanceof ContainerStartError
               ? 'start'

@@ -16,6 +16,7 @@ import {
   DeploymentsRepository,
   type DeploymentWithCounts,
   MachinesRepository,
+  SecretsRepository,
   VolumesRepository,
 } from '#tern/persistence';
 import type { Principal } from '../auth/principal.js';
@@ -39,6 +40,7 @@ export class DeploymentsService {
     private readonly codeBundles: CodeBundlesRepository,
     private readonly imagePins: ImagePins,
     private readonly volumes: VolumesRepository,
+    private readonly secrets: SecretsRepository,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -51,6 +53,7 @@ export class DeploymentsService {
       );
     }
     await this.requireVolumes(principal, resolved);
+    await this.requireSecrets(principal, resolved);
     const { deployment, version } = await this.deployments.addVersion(
       principal.workspaceId,
       spec.name,
@@ -174,6 +177,18 @@ export class DeploymentsService {
           `volumes[${i}].name: volume ${v.name} not found in workspace "${principal.workspaceName}": create it first (tern volume create ${v.name})`,
         ]);
     }
+  }
+
+  /** Every secret the spec sets must be one of the workspace's: a container would otherwise fail at every start. */
+  private async requireSecrets(principal: Principal, resolved: ResolvedSpec): Promise<void> {
+    const names = resolved.secrets ?? [];
+    if (!names.length) return;
+    const have = new Set(await this.secrets.existing(principal.workspaceId, names));
+    const missing = names.filter((n) => !have.has(n));
+    if (missing.length)
+      throw new BadRequestException([
+        `secrets: ${missing.join(', ')} not found in workspace "${principal.workspaceName}": set each first (tern secret set ${missing[0]})`,
+      ]);
   }
 
   private async publish(deploymentId: string, what: string): Promise<void> {

@@ -55,6 +55,7 @@ export function startCommand(spec: ResolvedSpec, t: StartTarget, now: Date): Con
     ...(spec.healthCheck ? { healthCheck: spec.healthCheck } : {}),
     ...(spec.taskPolicy?.noRetryOn?.length ? { noRetryOn: [...spec.taskPolicy.noRetryOn] } : {}),
     env: { ...spec.env },
+    ...(spec.secrets?.length ? { secrets: [...spec.secrets] } : {}),
     resources: {
       cpuMillicores: spec.cpuMillicores,
       memoryBytes: spec.memoryBytes,

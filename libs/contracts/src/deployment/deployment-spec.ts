@@ -18,7 +18,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
-import { SECRET_NAME, SECRET_NAME_RULE } from '../secret/secrets.js';
+import { SECRET_ENV_NAME, SECRET_NAME, SECRET_NAME_RULE } from '../secret/secrets.js';
 import { allOf, IsIpv4Cidr, IsRecordOf } from '../validation.js';
 import { type ImageBuild, IsDeploymentImage } from './image-spec.js';
 import { SpecSchedule } from './schedule.js';
@@ -138,7 +138,9 @@ export class DeploymentSpec {
   @IsOptional() @IsIn(['http', 'tcp'], { message: 'health_check must be http or tcp' }) health_check?: 'http' | 'tcp';
   /** command, health_check http: the path probed; default /health. */
   @IsOptional()
-  @Matches(/^\/[\x21-\x7e]{0,255}$/, { message: 'health_path must be a path starting with / (printable, no spaces, at most 256 characters)' })
+  @Matches(/^\/[\x21-\x7e]{0,255}$/, {
+    message: 'health_path must be a path starting with / (printable, no spaces, at most 256 characters)',
+  })
   health_path?: string;
 
   /** Content address of the uploaded code (`PUT /api/v1/code/<sha256>`), mounted at /app. */
@@ -182,6 +184,19 @@ export class DeploymentSpec {
   autoscaler?: QueueDepthPolicy | RequestLatencyPolicy | PredictivePolicy;
 
   @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
+  /**
+   * Workspace secrets (`tern secret set HF_TOKEN`) set as environment variables of the same name
+   * when each container starts: never in the spec, the image, logs or the API. Names must be
+   * environment variable names.
+   */
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(64)
+  @Matches(SECRET_ENV_NAME, {
+    each: true,
+    message: 'secrets must name workspace secrets whose names are environment variable names (HF_TOKEN: letters, digits and _)',
+  })
+  secrets?: string[];
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => SpecVolume) volumes?: SpecVolume[];
 
   /** task_queue: retries, timeout and ttl of its tasks (a submit may override each). */

@@ -177,6 +177,20 @@ describe("resolveSpec: a command server's readiness check", () => {
   });
 });
 
+describe('resolveSpec: secrets as environment', () => {
+  it('keeps the names once each, never with an env entry of the same name or a variable Tern sets', async () => {
+    expect(resolve({ secrets: ['HF_TOKEN', 'DB_URL', 'HF_TOKEN'] }).secrets).toEqual(['HF_TOKEN', 'DB_URL']);
+    expect(resolve({}).secrets).toBeUndefined();
+    expect(specError(() => resolve({ secrets: ['HF_TOKEN'], env: { HF_TOKEN: 'x' } }))).toBe(
+      'secrets HF_TOKEN is also set in env: give it one source',
+    );
+    expect(specError(() => resolve({ secrets: ['PORT'] }))).toMatch(/^secrets PORT is set by Tern itself/);
+    expect(specError(() => resolve({ secrets: ['TERN_HANDLER'] }))).toMatch(/^secrets TERN_HANDLER is set by Tern itself/);
+    const bad = await validatePayload(DeploymentSpec, { ...base, secrets: ['hf-token'] });
+    expect(bad.ok ? '' : bad.reason).toMatch(/secrets must name workspace secrets whose names are environment variable names/);
+  });
+});
+
 describe('parseMemory', () => {
   it.each([
     ['512Mi', 512 * 2 ** 20],

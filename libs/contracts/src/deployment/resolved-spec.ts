@@ -44,6 +44,8 @@ export interface ResolvedSpec {
     readonly prewarm?: boolean;
   };
   readonly env: Record<string, string>;
+  /** Workspace secrets set as environment variables at each container's start (names only). */
+  readonly secrets?: readonly string[];
   readonly volumes: { name: string; mountPath: string; readOnly: boolean }[];
   readonly pool: string;
   /** Absent: the public internet (see NetworkPolicy). */
@@ -160,6 +162,17 @@ function checkedSchedule(spec: DeploymentSpec): ResolvedSchedule {
   }
 }
 
+/** The spec's secrets, once each; none may share its name with an env entry or one Tern sets (PORT, TERN_*). */
+function resolveSecrets(spec: DeploymentSpec): string[] {
+  const secrets = [...new Set(spec.secrets ?? [])];
+  for (const name of secrets) {
+    if (spec.env && Object.prototype.hasOwnProperty.call(spec.env, name))
+      throw new SpecError('secrets', `${name} is also set in env: give it one source`);
+    if (name === 'PORT' || name.startsWith('TERN_')) throw new SpecError('secrets', `${name} is set by Tern itself: rename the secret`);
+  }
+  return secrets;
+}
+
 /** A command server's readiness check: a path or `tcp`; undefined for the default (GET /health). */
 function resolveHealthCheck(spec: DeploymentSpec): string | undefined {
   for (const field of ['health_check', 'health_path'] as const) {
@@ -185,6 +198,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
   const healthCheck = resolveHealthCheck(spec);
+  const secrets = resolveSecrets(spec);
   if (!pullsTasks(spec.kind)) {
     for (const field of ['task_policy', 'max_pending_tasks', 'callback_url', 'schedule'] as const) {
       if (spec[field] !== undefined)
@@ -245,6 +259,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
     },
     env: spec.env ?? {},
+    ...(secrets.length ? { secrets } : {}),
     volumes: resolveVolumes(spec),
     pool: spec.pool ?? 'default',
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),
