@@ -136,6 +136,8 @@ export class DeploymentSpec {
   @IsOptional() @IsArray() @ArrayMinSize(1) @IsString({ each: true }) command?: string[];
   /** command: how the agent tells the server is ready: `http` (the default, GET health_path answers 2xx) or `tcp` ($PORT accepts a connection). */
   @IsOptional() @IsIn(['http', 'tcp'], { message: 'health_check must be http or tcp' }) health_check?: 'http' | 'tcp';
+  /** Seconds a new container may take to pass its readiness check (a model server loading weights); default 120. */
+  @IsOptional() @IsInt() @Min(1) @Max(3600) startup_timeout?: number;
   /** command, health_check http: the path probed; default /health. */
   @IsOptional()
   @Matches(/^\/[\x21-\x7e]{0,255}$/, {

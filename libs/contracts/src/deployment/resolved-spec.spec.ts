@@ -158,6 +158,9 @@ describe("resolveSpec: a command server's readiness check", () => {
     expect(server({ health_path: '/v1/models' }).healthCheck).toBe('/v1/models');
     expect(server({ health_check: 'http', health_path: '/ready' }).healthCheck).toBe('/ready');
     expect(server({ health_check: 'tcp' }).healthCheck).toBe('tcp');
+    // A model server loading weights may take longer than the default 120 s.
+    expect(server({ startup_timeout: 900 }).startupTimeoutSeconds).toBe(900);
+    expect(server({}).startupTimeoutSeconds).toBeUndefined();
   });
 
   it('refuses them with a handler (its runner answers /health) and a path with tcp', () => {

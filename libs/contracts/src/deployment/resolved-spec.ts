@@ -12,6 +12,8 @@ export interface ResolvedSpec {
   readonly handler?: string;
   readonly onStart?: string;
   readonly command?: string[];
+  /** When the spec sets one: seconds a new container may take to pass its readiness check (else the scheduler's 120). */
+  readonly startupTimeoutSeconds?: number;
   /** command only, when not the default `/health`: the readiness check (ContainerStart.healthCheck). */
   readonly healthCheck?: string;
   readonly code?: string;
@@ -233,6 +235,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     onStart: spec.on_start,
     command: spec.command,
     ...(healthCheck ? { healthCheck } : {}),
+    ...(spec.startup_timeout ? { startupTimeoutSeconds: spec.startup_timeout } : {}),
     code: spec.code,
     cpuMillicores: Math.round((spec.cpu ?? 1) * 1000),
     memoryBytes: parseMemory(spec.memory ?? '512Mi'),
