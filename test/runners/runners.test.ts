@@ -19,8 +19,8 @@ def predict(p):
         raise tern.HTTPError(p["status"], p.get("message", ""), headers={"Retry-After": "3", "Content-Length": "999"})
     if p.get("created"):
         return tern.Response({"id": p["created"]}, status=201, headers={"Location": "/items/" + p["created"]})
-    if p.get("text"):
-        return tern.Response(p["text"], status=202, media_type="text/csv")
+    if p.get("csv"):
+        return tern.Response(p["csv"], status=202, media_type="text/csv")
     if p.get("sleep"):
         time.sleep(p["sleep"])
     return {"echo": p, "loaded": state["loaded"], "loaded_in": state.get("loaded_in"), "pid": os.getpid()}
@@ -56,7 +56,7 @@ export async function predict(p) {
   if (p.fail) throw new RangeError('bad input: ' + p.fail);
   if (p.status) throw new tern.HTTPError(p.status, p.message, { headers: { 'Retry-After': '3', 'Content-Length': '999' } });
   if (p.created) return new tern.Response({ id: p.created }, { status: 201, headers: { Location: '/items/' + p.created } });
-  if (p.text) return new tern.Response(p.text, { status: 202, mediaType: 'text/csv' });
+  if (p.csv) return new tern.Response(p.csv, { status: 202, mediaType: 'text/csv' });
   if (p.sleep) await sleep(p.sleep);
   return { echo: p, loaded: state.loaded, loaded_in: state.loaded_in ?? null, pid: process.pid };
 }
@@ -134,7 +134,7 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
     expect((await r.post(JSON.stringify({ status: 200 }))).status).toBe(500);
     const created = await r.post(JSON.stringify({ created: 'x7' }));
     expect([created.status, created.headers.get('location'), await created.json()]).toEqual([201, '/items/x7', { id: 'x7' }]);
-    const text = await r.post(JSON.stringify({ text: 'a,b\n1,2\n' }));
+    const text = await r.post(JSON.stringify({ csv: 'a,b\n1,2\n' }));
     expect([text.status, text.headers.get('content-type'), await text.text()]).toEqual([202, 'text/csv', 'a,b\n1,2\n']);
     // A ValueError stays a 500: only what the handler raises as an HTTPError is a 4xx.
     expect((await r.post(JSON.stringify({ fail: 'x' }))).status).toBe(500);
