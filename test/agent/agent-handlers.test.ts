@@ -322,7 +322,7 @@ function handlerStart(containerId: string, code: string): ContainerStart {
       },
       5000,
     );
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 2000));
     expect(eventsOf(id, 'scheduled', 1).filter((e) => Date.parse(String(e.data.at)) > t1 + 1000)).toEqual([]);
     expect((await plane.call('POST', '/api/v1/deployments/crasher/stop', ADMIN)).status).toBeLessThan(300);
   }, 90_000);

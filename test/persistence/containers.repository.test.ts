@@ -126,6 +126,9 @@ describe('ContainersRepository', () => {
         workspaceId: expect.any(String),
         kind: 'endpoint',
         deploymentState: 'pending',
+        latest: false,
+        crashes: 0,
+        lastCrashAt: null,
       });
     });
 
