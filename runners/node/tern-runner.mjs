@@ -56,7 +56,7 @@ async function runChunk(handler, chunk) {
     } catch (e) {
       const message = `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`;
       if (!chunk.return_exceptions) {
-        const failed = new Error(`input ${i} of the chunk: ${message}`);
+        const failed = new Error(`input ${i} of the chunk: ${message}`, { cause: e });
         failed.name = 'MapInputError';
         throw failed;
       }
@@ -166,9 +166,11 @@ async function sendResponse(req, res, r) {
   res.end(data);
 }
 
-/** The error's class and those it derives from, by name (the task policy's no_retry_on matches any). */
+/** The error's class and those it derives from, by name (the task policy's no_retry_on matches any); a map input's too. */
 function errorTypes(e) {
-  const names = [];
+  const names = e?.name === 'MapInputError' && e.cause && typeof e.cause === 'object' ? errorTypes(e.cause) : [];
+  // An error's own name (a RangeError, or a plain Error named by its thrower).
+  if (typeof e?.name === 'string' && !names.includes(e.name)) names.push(e.name);
   for (let p = Object.getPrototypeOf(e); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
     const name = p.constructor?.name;
     if (name && !names.includes(name)) names.push(name);

@@ -335,7 +335,9 @@ class Handler(BaseHTTPRequestHandler):
         body = {"error": str(e) or type(e).__name__, "type": type(e).__name__}
         if with_traceback:
             # The task policy's no_retry_on matches any of these; the traceback is kept with the task.
-            body["types"] = error_types(type(e))
+            # A map's chunk fails for one input's error: its types count too.
+            cause = e.__cause__ if isinstance(e, MapInputError) else None
+            body["types"] = error_types(type(e)) + (error_types(type(cause)) if cause else [])
             body["traceback"] = trace[-TRACEBACK_CHARS:]
         self.send_json(500, body)
 

@@ -154,7 +154,10 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
     expect(outcomes[1].error).toBe(`${ERROR_TYPE[language]}: bad input: two`);
     const failed = await r.post(chunk([{ x: 1 }, { fail: 'two' }, { x: 3 }], false), task);
     expect(failed.status).toBe(500);
-    expect(((await failed.json()) as { error: string }).error).toBe(`input 1 of the chunk: ${ERROR_TYPE[language]}: bad input: two`);
+    const chunkError = (await failed.json()) as { error: string; types: string[] };
+    expect(chunkError.error).toBe(`input 1 of the chunk: ${ERROR_TYPE[language]}: bad input: two`);
+    // no_retry_on matches the input's own error through the chunk's.
+    expect(chunkError.types).toEqual(expect.arrayContaining(['MapInputError', ERROR_TYPE[language]]));
     // A task's failure carries its traceback (an endpoint's answer does not: see the 500 above).
     const one = (await (await r.post(JSON.stringify({ fail: 'deep' }), task)).json()) as { traceback?: string };
     expect(one.traceback).toMatch(
