@@ -267,6 +267,45 @@ function handlerStart(containerId: string, code: string): ContainerStart {
     expect((await plane.call('POST', '/api/v1/deployments/own-server/stop', ADMIN)).status).toBeLessThan(300);
   }, 60_000);
 
+  it("keeps a failing task's remote traceback with the task and does not retry an error its policy names", async () => {
+    const worker = bundle({
+      'work.py': 'def run(p):\n    if p.get("bad"):\n        raise ValueError("bad input: " + p["bad"])\n    return p\n',
+    });
+    expect(await uploadBundle(plane.base, worker)).toBe(201);
+    const deployed = await plane.call('POST', '/api/v1/deployments', ADMIN, {
+      name: 'worker',
+      kind: 'task_queue',
+      handler: 'work.py:run',
+      code: worker.digest,
+      cpu: 0.5,
+      memory: '128Mi',
+      task_policy: { max_retries: 3, no_retry_on: ['ValueError'] },
+    });
+    expect(deployed.status).toBe(201);
+    await db.query(`UPDATE deployment_versions SET desired_containers = 1 WHERE deployment_id = $1`, [deployed.body.deploymentId]);
+    const submitted = await fetch(`${plane.base}/taskqueue/worker`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ bad: 'seven' }),
+    });
+    expect(submitted.status).toBe(202);
+    const { task_id: taskId } = (await submitted.json()) as { task_id: string };
+    const task = await waitFor(
+      'the task failed',
+      async () => {
+        const { body } = await plane.call<{ status: string; attempts: number; error: string | null }>('GET', `/api/v1/tasks/${taskId}`);
+        return body.status === 'ERROR' && body;
+      },
+      60_000,
+    );
+    // One attempt of four: ValueError is named in no_retry_on.
+    expect(task.attempts).toBe(1);
+    expect(task.error).toMatch(
+      /^ValueError: bad input: seven\n\nRemote traceback:\nTraceback \(most recent call last\):[\s\S]*work\.py", line 3, in run[\s\S]*ValueError: bad input: seven$/,
+    );
+    expect((await plane.call('POST', '/api/v1/deployments/worker/stop', ADMIN)).status).toBeLessThan(300);
+  }, 90_000);
+
   it('backs off a crash loop (each start waits longer after the last crash), shows it with the exit code and last lines, and stops it once superseded', async () => {
     const { id } = await deployCommand({ name: 'crasher', command: ['python3', 'crash.py'] }, { 'crash.py': CRASHER });
     await waitFor('a first start', async () => eventsOf(id, 'scheduled').length > 0, 20_000);
