@@ -9,11 +9,13 @@
  *   npm run build && node dist/bench/autoscale/main.js [--seed 1] [--cold-start 20] [--seconds 1800]
  *     [--workers 4] [--service 5] [--target 10] [--keep-warm 10] [--max 50] [--infer-arrivals]
  */
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { type ScalingPolicy, type SimulationResult, simulate, standardTraces } from '#tern/autoscaling';
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  `Usage: node dist/bench/autoscale/main.js [--seed 1] [--cold-start 20] [--seconds 1800]
+    [--workers 4] [--service 5] [--target 10] [--keep-warm 10] [--max 50] [--infer-arrivals]`,
+  {
     seed: { type: 'string', default: '1' },
     'cold-start': { type: 'string', default: '20' },
     seconds: { type: 'string', default: '1800' },
@@ -24,7 +26,7 @@ const { values } = parseArgs({
     max: { type: 'string', default: '50' },
     'infer-arrivals': { type: 'boolean', default: false },
   },
-});
+);
 const num = (name: keyof typeof values): number => {
   const n = Number(values[name]);
   if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number (got ${String(values[name])})`);

@@ -20,7 +20,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { execa } from 'execa';
 import { freePort } from '#tern/runtime';
 import {
@@ -37,8 +37,9 @@ import {
   until,
 } from '../invoke/stack.js';
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  `Usage: node dist/bench/cold-start/main.js [--runs 5] [--network private,host] [--gateway URL --token T [--tern-home DIR]]`,
+  {
     runs: { type: 'string', default: '5' },
     gateway: { type: 'string' },
     token: { type: 'string' },
@@ -46,7 +47,7 @@ const { values } = parseArgs({
     name: { type: 'string', default: 'bench-cold' },
     network: { type: 'string', default: 'private,host' },
   },
-});
+);
 const RUNS = Number(values.runs);
 const NAME = values.name!;
 const BODY = Buffer.from(JSON.stringify({ name: 'Ada' }));

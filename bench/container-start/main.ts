@@ -11,12 +11,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { ImageStore, type OciSpec, RuncRuntime, waitForHealth } from '#tern/runtime';
 import { bareRuncStart, SERVERS } from './bare-runc.js';
 
-const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '15' }, server: { type: 'string', default: 'node' } },
+const values = benchArgs(`Usage: node dist/bench/container-start/main.js [--runs 15] [--server node|python]`, {
+  runs: { type: 'string', default: '15' },
+  server: { type: 'string', default: 'node' },
 });
 const runs = Number(values.runs);
 const server = SERVERS[values.server ?? 'node'];

@@ -15,19 +15,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { execa } from 'execa';
 import { buildBaseImage, freePort, ImageStore, type OciSpec, RuncRuntime, skopeoCopy, waitForHealth } from '#tern/runtime';
 import { bareRuncStart, SERVERS } from '../container-start/bare-runc.js';
 import { quantile } from '../invoke/stack.js';
 
-const { values } = parseArgs({
-  options: {
-    pulls: { type: 'string', default: '3' },
-    starts: { type: 'string', default: '10' },
-    'extra-mb': { type: 'string', default: '200' },
-    cache: { type: 'string', default: join(tmpdir(), 'tern-test-image-cache') },
-  },
+const values = benchArgs(`Usage: node dist/bench/images/main.js [--pulls 3] [--starts 10] [--extra-mb 200] [--cache DIR]`, {
+  pulls: { type: 'string', default: '3' },
+  starts: { type: 'string', default: '10' },
+  'extra-mb': { type: 'string', default: '200' },
+  cache: { type: 'string', default: join(tmpdir(), 'tern-test-image-cache') },
 });
 const pulls = Number(values.pulls);
 const starts = Number(values.starts);

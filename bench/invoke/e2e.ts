@@ -23,7 +23,7 @@
 import 'reflect-metadata';
 import { Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { freePort } from '#tern/runtime';
 import {
   api,
@@ -44,8 +44,10 @@ import {
 } from './stack.js';
 import { startRelay } from './relay.js';
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  `Usage: node dist/bench/invoke/e2e.js [--requests 2000] [--concurrency 16] [--network private,host]
+    [--gateway URL --token T [--tern-home DIR | --port P]] [--profile DIR]`,
+  {
     requests: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '16' },
     gateway: { type: 'string' },
@@ -56,7 +58,7 @@ const { values } = parseArgs({
     network: { type: 'string', default: 'private,host' },
     profile: { type: 'string' },
   },
-});
+);
 const REQUESTS = Number(values.requests);
 const CONCURRENCY = Number(values.concurrency);
 const NAME = values.name!;

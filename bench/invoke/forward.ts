@@ -9,16 +9,14 @@
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { Agent, request } from 'node:http';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import type { InvokeHead } from '#tern/contracts';
 import { forwardToContainer } from '../../apps/agent/src/invoke/forward.js';
 
-const { values } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '5000' },
-    concurrency: { type: 'string', default: '16' },
-    rounds: { type: 'string', default: '3' },
-  },
+const values = benchArgs(`Usage: node dist/bench/invoke/forward.js [--requests 5000] [--concurrency 16] [--rounds 3]`, {
+  requests: { type: 'string', default: '5000' },
+  concurrency: { type: 'string', default: '16' },
+  rounds: { type: 'string', default: '3' },
 });
 const REQUESTS = Number(values.requests);
 const ROUNDS = Number(values.rounds);

@@ -11,16 +11,14 @@
 import 'reflect-metadata';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { Logger } from '@nestjs/common';
 import { connectNats, invoke, Messaging, Namespace, serveInvoke } from '#tern/messaging';
 
-const { values } = parseArgs({
-  options: {
-    requests: { type: 'string', default: '2000' },
-    concurrency: { type: 'string', default: '32' },
-    bytes: { type: 'string', default: '1024' },
-  },
+const values = benchArgs(`Usage: node dist/bench/invoke/protocol.js [--requests 2000] [--concurrency 32] [--bytes 1024]`, {
+  requests: { type: 'string', default: '2000' },
+  concurrency: { type: 'string', default: '32' },
+  bytes: { type: 'string', default: '1024' },
 });
 const REQUESTS = Number(values.requests);
 const CONCURRENCY = Number(values.concurrency);

@@ -26,8 +26,13 @@ export interface Stack {
   ternHome: string;
   /** Own stack only: its NATS namespace on NATS_URL (benches that read its events or stores). */
   namespace?: string;
-  /** Stops what this bench started (nothing for an existing stack). */
+  /**
+   * Stops what this bench started: its own stack, or on an existing stack the deployments it
+   * made (a bench's `min_containers: 1` deployment left behind holds a core and fails the next bench).
+   */
   stop(): Promise<void>;
+  /** The deployments deploy() made on this stack. */
+  readonly deployed: Set<string>;
   /** Own stack only: the pid of each service (from run.json). */
   pids(): Promise<Record<string, number>>;
 }
@@ -57,13 +62,24 @@ export async function openStack(o: StackOptions): Promise<Stack> {
   const log = o.log ?? ((m: string) => console.error(m));
   if (o.gateway) {
     if (!o.token) throw new Error('--gateway needs --token');
-    return {
+    const existing: Stack = {
       gateway: o.gateway.replace(/\/+$/, ''),
       token: o.token,
       ternHome: o.ternHome ?? join(ROOT, '.tern'),
-      stop: async () => undefined,
+      deployed: new Set(),
+      stop: async () => {
+        for (const name of existing.deployed) {
+          const res = await fetch(`${existing.gateway}/api/v1/deployments/${encodeURIComponent(name)}`, {
+            method: 'DELETE',
+            headers: { authorization: `Bearer ${existing.token}` },
+          }).catch((e: Error) => ({ ok: false, status: e.message }));
+          if (res.ok || res.status === 404) log(`deleted the bench's deployment ${name}`);
+          else log(`could not delete the bench's deployment ${name} (${res.status}): delete it with \`tern delete ${name}\``);
+        }
+      },
       pids: () => Promise.reject(new Error('service pids are known for an own stack only')),
     };
+    return existing;
   }
   const tag = `bench${randomBytes(4).toString('hex')}`;
   // Its own bridge and range, so it never shares one with an agent already on this machine.
@@ -124,7 +140,7 @@ export async function openStack(o: StackOptions): Promise<Stack> {
     const run = JSON.parse(await readFile(join(ternHome, 'run.json'), 'utf8')) as { services: Record<string, { pid: number }> };
     return Object.fromEntries(Object.entries(run.services).map(([name, s]) => [name, s.pid]));
   };
-  return { ternHome, namespace: tag, stop, pids, ...(await upDetached(env, ternHome, t0, log, stop)) };
+  return { ternHome, namespace: tag, stop, pids, deployed: new Set(), ...(await upDetached(env, ternHome, t0, log, stop)) };
 }
 
 async function upDetached(env: NodeJS.ProcessEnv, ternHome: string, t0: number, log: (m: string) => void, stop: () => Promise<void>) {
@@ -187,6 +203,7 @@ export async function deploy(
   try {
     await writeFile(join(dir, 'app.py'), APP);
     await writeFile(join(dir, 'tern.yaml'), `name: ${name}\nkind: ${kind}\nhandler: app.py:predict\n${yaml}`);
+    s.deployed.add(name);
     await execa(process.execPath, [join(ROOT, 'bin', 'tern.js'), 'deploy', join(dir, 'tern.yaml')], {
       env: { ...process.env, TERN_GATEWAY: s.gateway, TERN_TOKEN: s.token },
       all: true,

@@ -15,11 +15,13 @@
  */
 import 'reflect-metadata';
 import { Agent } from 'node:http';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { api, deploy, type DeploymentView, openStack, send, type Stack, until } from '../invoke/stack.js';
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  `Usage: node dist/bench/map/main.js [--inputs 100000] [--chunks 1,10,100] [--baseline <inputs>] [--clients 32] [--slots 4]
+    [--gateway URL --token T]`,
+  {
     inputs: { type: 'string', default: '100000' },
     baseline: { type: 'string' },
     chunks: { type: 'string', default: '1,10,100' },
@@ -28,7 +30,7 @@ const { values } = parseArgs({
     gateway: { type: 'string' },
     token: { type: 'string' },
   },
-});
+);
 const INPUTS = Number(values.inputs);
 const BASELINE = Number(values.baseline ?? values.inputs);
 const CHUNKS = values.chunks!.split(',').map(Number);

@@ -17,15 +17,17 @@
  */
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import pg from 'pg';
 import { ContainersRepository, createDataSource, ReputationRepository, runMigrations } from '#tern/persistence';
 import { isPlaced, type MachineView, place, placeMany, type PlacementRequest, withContainer } from '#tern/placement';
 import { Placer } from '../../apps/scheduler/src/placement/placer.js';
 import type { ReputationScores } from '../../apps/scheduler/src/placement/reputation-scores.js';
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  `Usage: node dist/bench/placement/main.js [--database postgres://postgres@127.0.0.1:5432/postgres]
+    [--machines 10000] [--held 50000] [--containers 4000] [--batch 100] [--skip-in-process]`,
+  {
     database: { type: 'string', default: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     machines: { type: 'string', default: '10000' },
     held: { type: 'string', default: '50000' },
@@ -33,7 +35,7 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '100' },
     'skip-in-process': { type: 'boolean', default: false },
   },
-});
+);
 const GiB = 2 ** 30;
 const GPUS_PER_MACHINE = 8;
 const MODELS = ['NVIDIA H100 80GB HBM3', 'NVIDIA A100-SXM4-80GB'];

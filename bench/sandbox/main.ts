@@ -16,17 +16,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { execa } from 'execa';
 import { api, containerConfig, openStack, quantile, type Stack, until } from '../invoke/stack.js';
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '20' },
-    gateway: { type: 'string' },
-    token: { type: 'string' },
-    'tern-home': { type: 'string' },
-  },
+const values = benchArgs(`Usage: node dist/bench/sandbox/main.js [--runs 20] [--gateway URL --token T --tern-home DIR]`, {
+  runs: { type: 'string', default: '20' },
+  gateway: { type: 'string' },
+  token: { type: 'string' },
+  'tern-home': { type: 'string' },
 });
 const RUNS = Number(values.runs);
 const SPEC = { cpu: 0.25, memory: '256Mi', timeout: 600 };

@@ -31,7 +31,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '#tern/runtime';
@@ -51,8 +51,10 @@ import {
 } from '../invoke/stack.js';
 import { durableFloor } from './floor.js';
 
-const { values } = parseArgs({
-  options: {
+const values = benchArgs(
+  `Usage: node dist/bench/tasks/main.js [--tasks 2000] [--latency 200] [--clients 32] [--slots 4]
+    [--redis redis://127.0.0.1:6379] [--redis-server redis-server] [--gateway URL --token T]`,
+  {
     tasks: { type: 'string', default: '2000' },
     latency: { type: 'string', default: '200' },
     clients: { type: 'string', default: '32' },
@@ -63,7 +65,7 @@ const { values } = parseArgs({
     token: { type: 'string' },
     name: { type: 'string', default: 'bench-tasks' },
   },
-});
+);
 const TASKS = Number(values.tasks);
 const LATENCY_RUNS = Number(values.latency);
 const CLIENTS = Number(values.clients);

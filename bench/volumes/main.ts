@@ -17,7 +17,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from '../args.js';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -26,7 +26,10 @@ import { REGISTRY_TOKEN_PATH, VOLUME_CHUNK_BYTES } from '#tern/contracts';
 import { inParallel } from '#tern/volumes';
 import { api, deploy, type DeploymentView, openStack, quantile, sleep, until } from '../invoke/stack.js';
 
-const { values } = parseArgs({ options: { mib: { type: 'string', default: '512' }, runs: { type: 'string', default: '7' } } });
+const values = benchArgs(`Usage: node dist/bench/volumes/main.js [--mib 512] [--runs 7]`, {
+  mib: { type: 'string', default: '512' },
+  runs: { type: 'string', default: '7' },
+});
 const MIB = Number(values.mib);
 const RUNS = Number(values.runs);
 const VOLUME = 'bench-models';

@@ -34,14 +34,33 @@ describe('inventory', () => {
   it('lists external interfaces with bare addresses and a speed only when known', () => {
     expect(
       toInterfaces([
-        { iface: 'lo', mac: '00:00:00:00:00:00', ip4: '127.0.0.1', ip6: '::1', speed: null, internal: true },
-        { iface: 'eth0', mac: '02:fc:00:00:00:01', ip4: '192.0.2.2', ip6: 'fe80::1%eth0', speed: -1, internal: false },
-        { iface: 'ib0', mac: '', ip4: '10.0.0.5', ip6: '', speed: 100000, internal: false },
+        { iface: 'lo', mac: '00:00:00:00:00:00', ip4: '127.0.0.1', ip6: '::1', speed: null, internal: true, virtual: true },
+        { iface: 'eth0', mac: '02:fc:00:00:00:01', ip4: '192.0.2.2', ip6: 'fe80::1%eth0', speed: -1, internal: false, virtual: false },
+        { iface: 'ib0', mac: '', ip4: '10.0.0.5', ip6: '', speed: 100000, internal: false, virtual: false },
+        { iface: 'tb1234', mac: '02:fc:00:00:00:09', ip4: '10.64.0.1', ip6: '', speed: null, internal: false, virtual: true },
+        { iface: 'veth1a2b', mac: '02:fc:00:00:00:0a', ip4: '', ip6: '', speed: 10000, internal: false, virtual: true },
       ]),
     ).toEqual([
       { name: 'eth0', mac: '02:fc:00:00:00:01', addresses: ['192.0.2.2', 'fe80::1'], speedMbps: null },
       { name: 'ib0', addresses: ['10.0.0.5'], speedMbps: 100000 },
     ]);
+  });
+
+  it('lists no container veths or bridges, however many, while the machine has an interface of its own', () => {
+    const veths = Array.from({ length: 2000 }, (_, i) => ({
+      iface: `veth${i}`,
+      mac: '02:fc:00:00:01:01',
+      ip4: '',
+      ip6: '',
+      speed: 10000,
+      internal: false,
+      virtual: true,
+    }));
+    const eth0 = { iface: 'eth0', mac: '02:fc:00:00:00:01', ip4: '192.0.2.2', ip6: '', speed: 1000, internal: false, virtual: false };
+    expect(toInterfaces([eth0, ...veths]).map((i) => i.name)).toEqual(['eth0']);
+    // A node inside a network namespace or a container has only virtual interfaces: those with an address stand.
+    const inNamespace = { iface: 'eth1', mac: '02:fc:00:00:00:02', ip4: '10.1.0.2', ip6: '', speed: 10000, internal: false, virtual: true };
+    expect(toInterfaces([inNamespace, ...veths]).map((i) => i.name)).toEqual(['eth1']);
   });
 
   it('discovers this machine as a valid registration inventory (no GPU here)', async () => {

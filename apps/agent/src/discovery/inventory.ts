@@ -6,6 +6,7 @@ import {
   type GpuInventory,
   type MachineInventory,
   type NetworkInterfaceInventory,
+  INVENTORY_LIMITS,
   type OsInventory,
 } from '#tern/contracts';
 import { detectGpus, probeContext } from './gpu/index.js';
@@ -40,20 +41,28 @@ function bareAddress(a: string | undefined): string | undefined {
   return bare ? bare : undefined;
 }
 
+/**
+ * The machine's own network interfaces. Virtual ones (veths, bridges, tunnels: under
+ * /sys/devices/virtual) come and go with containers: listed, they changed the inventory at every
+ * container start and a busy machine passed the registration limit. They are kept only where the
+ * machine has no other (a node inside a container or a network namespace), and then only those
+ * with an address.
+ */
 export function toInterfaces(
-  nics: Pick<si.Systeminformation.NetworkInterfacesData, 'iface' | 'mac' | 'ip4' | 'ip6' | 'speed' | 'internal'>[],
+  nics: Pick<si.Systeminformation.NetworkInterfacesData, 'iface' | 'mac' | 'ip4' | 'ip6' | 'speed' | 'internal' | 'virtual'>[],
 ): NetworkInterfaceInventory[] {
-  return nics
-    .filter((n) => !n.internal)
-    .map((n) => {
-      const out: NetworkInterfaceInventory = {
-        name: n.iface,
-        addresses: [bareAddress(n.ip4), bareAddress(n.ip6)].filter((a): a is string => !!a),
-        speedMbps: typeof n.speed === 'number' && n.speed > 0 ? Math.round(n.speed) : null,
-      };
-      if (n.mac && n.mac !== '00:00:00:00:00:00') out.mac = n.mac;
-      return out;
-    });
+  const external = nics.filter((n) => !n.internal);
+  const physical = external.filter((n) => !n.virtual);
+  const kept = physical.length ? physical : external.filter((n) => n.ip4 || n.ip6);
+  return kept.slice(0, INVENTORY_LIMITS.networkInterfaces).map((n) => {
+    const out: NetworkInterfaceInventory = {
+      name: n.iface,
+      addresses: [bareAddress(n.ip4), bareAddress(n.ip6)].filter((a): a is string => !!a),
+      speedMbps: typeof n.speed === 'number' && n.speed > 0 ? Math.round(n.speed) : null,
+    };
+    if (n.mac && n.mac !== '00:00:00:00:00:00') out.mac = n.mac;
+    return out;
+  });
 }
 
 export function toOs(os: Pick<si.Systeminformation.OsData, 'platform' | 'distro' | 'release' | 'kernel' | 'arch'>): OsInventory {

@@ -6,10 +6,11 @@ import {
   STREAMS,
   type SubmittedTask,
   TASK_CANCELLED,
+  TASK_ITEM,
   taskConsumerName,
-  taskItemsOf,
   type TaskList,
   type TaskStats,
+  subjectFor,
 } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type CancelledTask, DeploymentsRepository, TasksRepository, type TaskWithDeployment } from '#tern/persistence';
@@ -136,16 +137,42 @@ export class TasksService {
 
   /**
    * A task queue was deleted: its unfinished tasks are CANCELLED (none will run: its containers
-   * wind down), its TASKS messages purged and its consumers removed.
+   * wind down), its consumers removed and its TASKS messages deleted.
    */
   async dropQueue(deploymentId: string, latestVersion: number): Promise<number> {
     const cancelled = await this.transitions.cancelAllOf(deploymentId, 'cancelled: its task queue was deleted');
     const jsm = await this.messaging.jsm();
     const stream = this.messaging.ns.stream(STREAMS.TASKS.name);
-    await jsm.streams.purge(stream, { filter: this.messaging.ns.subject(taskItemsOf(deploymentId)) }).catch(() => undefined);
     for (let v = 1; v <= latestVersion; v++) await jsm.consumers.delete(stream, taskConsumerName(deploymentId, v)).catch(() => undefined);
     if (cancelled) this.logger.log({ deploymentId, cancelled }, `cancelled ${cancelled} task(s) of a deleted task queue`);
+    // In the background: a queue may hold many. What a crash leaves behind expires with TASKS' max age.
+    void this.deleteMessages(deploymentId, latestVersion).catch((e: Error) =>
+      this.logger.warn({ deploymentId, err: e.message }, 'could not delete the messages of a deleted task queue'),
+    );
     return cancelled;
+  }
+
+  /**
+   * Deletes a deleted queue's TASKS messages one by one by sequence: the gateway may delete a
+   * TASKS message, never purge the stream (a purge's filter is not in its subject, so no
+   * permission could confine it to one queue).
+   */
+  private async deleteMessages(deploymentId: string, latestVersion: number): Promise<void> {
+    const jsm = await this.messaging.jsm();
+    const stream = this.messaging.ns.stream(STREAMS.TASKS.name);
+    let deleted = 0;
+    for (let v = 1; v <= latestVersion; v++) {
+      const subject = this.messaging.ns.subject(subjectFor(TASK_ITEM, deploymentId, String(v)));
+      for (let seq = 0; ;) {
+        // The client's type omits next_by_subj; nats-server answers it on STREAM.MSG.GET since 2.9.
+        const m = await jsm.streams.getMessage(stream, { next_by_subj: subject, seq } as unknown as { seq: number });
+        if (!m) break;
+        await jsm.streams.deleteMessage(stream, m.seq, false);
+        deleted++;
+        seq = m.seq + 1;
+      }
+    }
+    if (deleted) this.logger.log({ deploymentId, deleted }, `deleted ${deleted} message(s) of a deleted task queue`);
   }
 
   private async row(principal: Principal, id: string, withResult: boolean, noun: TaskNoun = 'task'): Promise<TaskWithDeployment> {

@@ -15,6 +15,7 @@ import {
   ContainerStopped,
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
+import { Reconciler } from '../placement/reconciler.js';
 import { RoutePublisher } from '../placement/route-publisher.js';
 import { ContainerLifecycleService } from './container-lifecycle.service.js';
 import { type LifecycleEvent } from './container-progress.js';
@@ -31,6 +32,7 @@ export class ContainersController {
   constructor(
     private readonly lifecycle: ContainerLifecycleService,
     private readonly routes: RoutePublisher,
+    private readonly reconciler: Reconciler,
   ) {}
 
   @OnMessage(CONTAINER_SCHEDULED)
@@ -75,6 +77,10 @@ export class ContainersController {
     this.logger.debug({ containerId: e.event.containerId, kind: e.kind, outcome }, `container ${e.event.containerId}: ${e.kind}`);
     // The route follows the row: a ready event puts it if the row is still running, an end removes it.
     if (e.kind === 'ready') await this.routes.refresh(e.event.containerId);
-    else if (e.kind === 'stopped' || e.kind === 'failed') await this.routes.remove([e.event.containerId]);
+    else if (e.kind === 'stopped' || e.kind === 'failed') {
+      await this.routes.remove([e.event.containerId]);
+      // Its resources are free again: a version waiting for room need not sit out its back-off.
+      this.reconciler.roomFreed();
+    }
   }
 }

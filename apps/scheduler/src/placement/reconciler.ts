@@ -26,7 +26,8 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
  * replicas one works on a version while the other skips it; placement itself locks the chosen
  * machines' rows and checks their generations (see Placer), so different versions never
  * overbook a machine either.
- * A version that found no room waits 1 s, doubling to 30 s, before it tries again. A version whose
+ * A version that found no room waits 1 s, doubling to 30 s, before it tries again, unless room
+ * frees first (a container ends: roomFreed; a machine becomes ready: resetBackoff). A version whose
  * containers crash waits CONTAINER_CRASH_BACKOFF_* after its last crash (crashWaitMs), starts one
  * at a time, and, once superseded, stops its containers at once.
  */
@@ -34,7 +35,8 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
 export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('reconciler');
   private readonly ticker = new Ticker({ name: 'reconcile pass', everyMs: EVERY_MS, logger: this.logger }, () => this.pass());
-  private readonly backoff = new Map<string, { failures: number; nextAt: number }>();
+  /** Versions sitting out a back-off; `forRoom` when what failed was finding room, not a start. */
+  private readonly backoff = new Map<string, { failures: number; nextAt: number; forRoom: boolean }>();
 
   constructor(
     private readonly containers: ContainersRepository,
@@ -59,8 +61,24 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     this.ticker.poke();
   }
 
+  /** A machine became ready: every waiting version may fit there, whatever failed before. */
   resetBackoff(): void {
     this.backoff.clear();
+  }
+
+  /**
+   * A container ended, so room may have freed: versions waiting for room
+   * try again on the next pass instead of sitting out up to 30 s of back-off. Versions backing off
+   * after a refused or failed start keep waiting: more room does not fix those.
+   */
+  roomFreed(): void {
+    let waited = false;
+    for (const [id, wait] of this.backoff) {
+      if (!wait.forRoom) continue;
+      this.backoff.delete(id);
+      waited = true;
+    }
+    if (waited) this.wake();
   }
 
   async pass(): Promise<void> {
@@ -129,7 +147,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     if (unplaced) {
       countPlacementFailure(unplaced);
       this.logger.warn({ versionId: v.id, reason: unplaced }, `cannot place ${v.deploymentId} v${v.version}: ${unplaced}`);
-      return this.fail(v, unplaced);
+      return this.fail(v, unplaced, { forRoom: true });
     }
     this.backoff.delete(v.id);
     await this.setReason(v, null);
@@ -260,9 +278,9 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  private async fail(v: VersionToReconcile, reason: string): Promise<void> {
+  private async fail(v: VersionToReconcile, reason: string, { forRoom = false } = {}): Promise<void> {
     const failures = (this.backoff.get(v.id)?.failures ?? 0) + 1;
-    this.backoff.set(v.id, { failures, nextAt: Date.now() + backoffMs(failures, PLACEMENT_BACKOFF) });
+    this.backoff.set(v.id, { failures, nextAt: Date.now() + backoffMs(failures, PLACEMENT_BACKOFF), forRoom });
     await this.setReason(v, reason);
   }
 

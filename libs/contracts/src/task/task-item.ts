@@ -57,8 +57,3 @@ export const TASK_ITEM = defineContract({
 export function taskConsumerName(deploymentId: string, version: number): string {
   return `tasks-${deploymentId}-v${version}`;
 }
-
-/** Every TASK_ITEM subject of one deployment, all versions (to purge a deleted task queue's tasks). */
-export function taskItemsOf(deploymentId: string): string {
-  return `tern.tasks.${deploymentId}.>`;
-}

@@ -1,0 +1,108 @@
+import 'reflect-metadata';
+import { TERN_CONFIG } from '#tern/config';
+import { type DeploymentSpec, resolveSpec } from '#tern/contracts';
+import { Messaging } from '#tern/messaging';
+import { ContainersRepository, type VersionToReconcile } from '#tern/persistence';
+import { newTestService } from '../../../../test/support/test-service.js';
+import { AgentCommands } from '../machines/agent-commands.js';
+import { Placer } from './placer.js';
+import { Reconciler } from './reconciler.js';
+
+const version = (crash: Partial<VersionToReconcile> = {}): VersionToReconcile => ({
+  id: 'v1',
+  deploymentId: 'd1',
+  version: 1,
+  spec: resolveSpec({ name: 'hello', kind: 'endpoint', handler: 'app.py:predict', code: `sha256:${'a'.repeat(64)}` } as DeploymentSpec),
+  desiredContainers: 1,
+  idleContainers: [],
+  placementReason: null,
+  workspaceId: 'w1',
+  kind: 'endpoint',
+  deploymentState: 'active',
+  latest: true,
+  crashes: 0,
+  lastCrashAt: null,
+  ...crash,
+});
+
+async function reconciler(v = version()) {
+  const { sut, fake } = await newTestService(Reconciler, [
+    [TERN_CONFIG, { containers: { startLimitSeconds: 300, crashBackoff: { firstMs: 1000, maxMs: 300_000 } } }],
+  ]);
+  const containers = fake(ContainersRepository);
+  containers.failOnOfflineMachines.mockResolvedValue([]);
+  containers.failStartsPastLimit.mockResolvedValue([]);
+  containers.versionsToReconcile.mockResolvedValue([v]);
+  containers.activeOf.mockResolvedValue([]);
+  containers.withVersionLock.mockImplementation(async (_id, work) => (await work(), true));
+  fake(Messaging).publish.mockResolvedValue(undefined as never);
+  return { sut, containers, placer: fake(Placer), agents: fake(AgentCommands) };
+}
+
+async function until(done: () => boolean) {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(done()).toBe(true);
+}
+
+describe('Reconciler back-off', () => {
+  it('a version that found no room waits out its back-off, and tries again at once when a container ends', async () => {
+    const { sut, placer, containers } = await reconciler();
+    placer.reserveMany.mockResolvedValue({ placed: [], unplaced: 'no machine has 1 CPU free' });
+
+    await sut.pass();
+    await sut.pass();
+    expect(placer.reserveMany).toHaveBeenCalledTimes(1); // the second pass sat out the back-off
+    expect(containers.setPlacementReason).toHaveBeenCalledWith('v1', 'no machine has 1 CPU free');
+
+    sut.roomFreed(); // wakes the loop: a pass runs now
+    await until(() => placer.reserveMany.mock.calls.length === 2);
+  });
+
+  it('a version whose start was refused keeps its back-off when a container ends, and loses it when a machine becomes ready', async () => {
+    const { sut, placer, agents, containers } = await reconciler();
+    placer.reserveMany.mockResolvedValue({
+      placed: [{ containerId: 'c1', machineId: 'm1', gpuType: null }],
+      unplaced: undefined,
+    } as never);
+    agents.start.mockResolvedValue({ accepted: false, reason: 'image pull denied' });
+
+    await sut.pass();
+    expect(containers.markStartFailed).toHaveBeenCalledWith('c1', 'machine m1 refused the start: image pull denied', undefined);
+    sut.roomFreed();
+    await sut.pass();
+    expect(placer.reserveMany).toHaveBeenCalledTimes(1);
+
+    sut.resetBackoff();
+    await sut.pass();
+    expect(placer.reserveMany).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe('Reconciler: crash loops', () => {
+  it('starts no container of a version before its crash back-off is over, and says so', async () => {
+    const lastCrashAt = new Date(Date.now() - 1000);
+    const { sut, placer, containers } = await reconciler(version({ crashes: 3, lastCrashAt }));
+    await sut.pass();
+    expect(placer.reserveMany).not.toHaveBeenCalled();
+    expect(containers.setPlacementReason).toHaveBeenCalledWith(
+      'v1',
+      `CrashLoopBackOff: 3 container(s) crashed in a row; next start at ${new Date(lastCrashAt.getTime() + 4000).toISOString()}`,
+    );
+  });
+
+  it('once the wait is over, starts one container at a time while the version loops', async () => {
+    const { sut, placer } = await reconciler(version({ desiredContainers: 3, crashes: 1, lastCrashAt: new Date(Date.now() - 1500) }));
+    placer.reserveMany.mockResolvedValue({ placed: [] });
+    await sut.pass();
+    expect(placer.reserveMany).toHaveBeenCalledWith('v1', expect.anything(), 1, 'scale-up');
+  });
+
+  it("stops a superseded version's containers at once while it loops, whatever it desires", async () => {
+    const { sut, containers, agents } = await reconciler(version({ latest: false, crashes: 2, lastCrashAt: new Date() }));
+    containers.activeOf.mockResolvedValue([{ id: 'c1', readyAt: null }]);
+    containers.markStopping.mockResolvedValue({ machineId: 'm1' } as never);
+    agents.stop.mockResolvedValue({ accepted: true });
+    await sut.pass();
+    expect(containers.markStopping).toHaveBeenCalledWith('c1', 'superseded while crash-looping', expect.anything());
+  });
+});
