@@ -21,7 +21,7 @@ describe('waitForHealth', () => {
     try {
       await waitForHealth({ port, check: '/ready', timeoutMs: 5000 });
       // 50, 75, 113, 169, 253, 380, 570 ms … : about 8 probes in 1.5 s, where 10 ms apart made 150.
-      expect(probes).toBeGreaterThanOrEqual(5);
+      expect(probes).toBeGreaterThanOrEqual(3);
       expect(probes).toBeLessThanOrEqual(10);
     } finally {
       await close();

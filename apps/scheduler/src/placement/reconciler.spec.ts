@@ -81,12 +81,13 @@ describe('Reconciler back-off', () => {
 describe('Reconciler: crash loops', () => {
   it('starts no container of a version before its crash back-off is over, and says so', async () => {
     const lastCrashAt = new Date(Date.now() - 1000);
-    const { sut, placer, containers } = await reconciler(version({ crashes: 3, lastCrashAt }));
+    // 9 crashes: 256 s, far longer than any slow test takes to get here.
+    const { sut, placer, containers } = await reconciler(version({ crashes: 9, lastCrashAt }));
     await sut.pass();
     expect(placer.reserveMany).not.toHaveBeenCalled();
     expect(containers.setPlacementReason).toHaveBeenCalledWith(
       'v1',
-      `CrashLoopBackOff: 3 container(s) crashed in a row; next start at ${new Date(lastCrashAt.getTime() + 4000).toISOString()}`,
+      `CrashLoopBackOff: 9 container(s) crashed in a row; next start at ${new Date(lastCrashAt.getTime() + 256_000).toISOString()}`,
     );
   });
 
