@@ -39,7 +39,7 @@ export async function bareRuncStart(template: OciSpec, dir: string, root: string
   const t0 = performance.now();
   try {
     await execa('runc', ['--root', root, 'run', '--detach', '--bundle', bundle, cid], { stdio: 'ignore' });
-    await waitForHealth({ port, timeoutMs: 30_000, intervalMs: 2 });
+    await waitForHealth({ port, timeoutMs: 30_000, interval: { firstMs: 2, maxMs: 2 } });
     return performance.now() - t0;
   } finally {
     await execa('runc', ['--root', root, 'delete', '--force', cid], { reject: false });

@@ -38,7 +38,7 @@ async function viaRuntime(): Promise<{ ms: number; config: OciSpec }> {
   const t0 = performance.now();
   try {
     const c = await runtime.start({ id: cid, image: 'host', args: server! });
-    await waitForHealth({ port: c.port!, timeoutMs: 30_000, intervalMs: 2 });
+    await waitForHealth({ port: c.port!, timeoutMs: 30_000, interval: { firstMs: 2, maxMs: 2 } });
     const ms = performance.now() - t0;
     const config = JSON.parse(await readFile(join(runtime.bundle(cid).dir, 'config.json'), 'utf8')) as OciSpec;
     return { ms, config };

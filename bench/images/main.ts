@@ -132,7 +132,7 @@ try {
     const t0 = performance.now();
     try {
       const c = await runtime.start({ id: cid, image: image.ref, args: SERVER });
-      await waitForHealth({ port: c.port!, timeoutMs: 30_000, intervalMs: 2 });
+      await waitForHealth({ port: c.port!, timeoutMs: 30_000, interval: { firstMs: 2, maxMs: 2 } });
       const ms = performance.now() - t0;
       return { ms, config: JSON.parse(await readFile(join(runtime.bundle(cid).dir, 'config.json'), 'utf8')) as OciSpec };
     } finally {

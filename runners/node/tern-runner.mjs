@@ -5,7 +5,9 @@
 //   HEAD          as GET, without the body
 //   POST <any>    JSON body -> await handler(payload) -> JSON (200); an (async) iterator result
 //                 is streamed (chunked NDJSON, or SSE when the request accepts text/event-stream);
-//                 400 for a body that is not JSON, 500 {"error", "type"} when the handler throws.
+//                 400 for a body that is not JSON, 500 {"error", "type"} when the handler throws
+//                 (and "traceback" for a task's call). tern.HTTPError thrown: its status and
+//                 {"error": message}; tern.Response returned: its status, headers and body.
 //                 A client that hangs up mid-stream stops it: the iterator is returned (its
 //                 `finally` runs) at its next item, and the runner logs it.
 //
@@ -54,7 +56,7 @@ async function runChunk(handler, chunk) {
     } catch (e) {
       const message = `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`;
       if (!chunk.return_exceptions) {
-        const failed = new Error(`input ${i} of the chunk: ${message}`);
+        const failed = new Error(`input ${i} of the chunk: ${message}`, { cause: e });
         failed.name = 'MapInputError';
         throw failed;
       }
@@ -131,10 +133,49 @@ function encodeItem(item, sse) {
   return typeof item === 'string' || Buffer.isBuffer(item) ? text : `${text}\n`;
 }
 
-function sendJson(res, status, obj) {
+function sendJson(res, status, obj, headers = {}) {
   const data = Buffer.from(JSON.stringify(obj));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': data.length });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': data.length });
   res.end(data);
+}
+
+// The runner frames the answer itself: a handler's headers do not choose these.
+const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+/** A handler's headers as the runner sends them: lower-case names, framing ones left out. */
+function ownHeaders(headers) {
+  const out = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!FRAMING_HEADERS.has(name.toLowerCase())) out[name.toLowerCase()] = String(value);
+  }
+  return out;
+}
+
+/** A tern.Response: bytes and strings as they are, an iterator streamed, the rest JSON. */
+async function sendResponse(req, res, r) {
+  const headers = ownHeaders(r.headers);
+  const body = await r.body;
+  if (isStream(body)) return stream(req, res, body, r.status, headers, r.mediaType);
+  let data;
+  let type;
+  if (body === undefined || body === null) [data, type] = [Buffer.alloc(0), 'text/plain; charset=utf-8'];
+  else if (Buffer.isBuffer(body) || body instanceof Uint8Array) [data, type] = [Buffer.from(body), 'application/octet-stream'];
+  else if (typeof body === 'string') [data, type] = [Buffer.from(body), 'text/plain; charset=utf-8'];
+  else [data, type] = [Buffer.from(JSON.stringify(body)), 'application/json'];
+  res.writeHead(r.status, { ...headers, 'content-type': headers['content-type'] ?? r.mediaType ?? type, 'content-length': data.length });
+  res.end(data);
+}
+
+/** The error's class and those it derives from, by name (the task policy's no_retry_on matches any); a map input's too. */
+function errorTypes(e) {
+  const names = e?.name === 'MapInputError' && e.cause && typeof e.cause === 'object' ? errorTypes(e.cause) : [];
+  // An error's own name (a RangeError, or a plain Error named by its thrower).
+  if (typeof e?.name === 'string' && !names.includes(e.name)) names.push(e.name);
+  for (let p = Object.getPrototypeOf(e); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    const name = p.constructor?.name;
+    if (name && !names.includes(name)) names.push(name);
+  }
+  return names;
 }
 
 function errorBody(e) {
@@ -147,9 +188,13 @@ async function readBody(req) {
   return Buffer.concat(chunks);
 }
 
-async function stream(req, res, items) {
-  const sse = (req.headers.accept ?? '').includes('text/event-stream');
-  res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/x-ndjson', 'cache-control': 'no-cache' });
+async function stream(req, res, items, status = 200, headers = {}, mediaType = undefined) {
+  const sse = (mediaType ?? req.headers.accept ?? '').includes('text/event-stream');
+  res.writeHead(status, {
+    'cache-control': 'no-cache',
+    ...headers,
+    'content-type': headers['content-type'] ?? mediaType ?? (sse ? 'text/event-stream' : 'application/x-ndjson'),
+  });
   let sent = 0;
   const hungUp = () => !res.writableFinished && (res.destroyed || req.socket.destroyed);
   // A wait for 'drain' must end when the client goes: no drain comes then, and the slot is held.
@@ -212,9 +257,13 @@ async function serve() {
       try {
         result = chunk && typeof chunk === 'object' ? await runChunk(handler, chunk) : await handler(payload);
       } catch (e) {
+        if (e?.ternHttpError) return sendJson(res, e.status, e.body ?? { error: e.message }, ownHeaders(e.headers));
         console.error(e?.stack ?? String(e));
-        return sendJson(res, 500, errorBody(e));
+        const traceback =
+          TASK_QUEUE && req.headers['x-tern-task-id'] && e?.stack ? { types: errorTypes(e), traceback: String(e.stack).slice(-8000) } : {};
+        return sendJson(res, 500, { ...errorBody(e), ...traceback });
       }
+      if (result?.ternResponse) return sendResponse(req, res, result);
       if (isStream(result)) return stream(req, res, result);
       let data;
       try {

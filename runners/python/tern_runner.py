@@ -5,7 +5,10 @@
     HEAD          as GET, without the body
     POST <any>    JSON body -> handler(payload) -> JSON (200); an iterator/generator result is
                   streamed (chunked NDJSON, or SSE when the request accepts text/event-stream);
-                  400 for a body that is not JSON, 500 {"error", "type"} when the handler raises.
+                  400 for a body that is not JSON, 500 {"error", "type"} when the handler raises
+                  (and "traceback" for a task's call: its caller is the workspace itself).
+                  A handler means another answer with tern.HTTPError(status, message) (raised:
+                  that status, {"error": message}) or tern.Response(body, status, headers).
                   A client that hangs up mid-stream stops it: the generator is closed (its
                   `finally` runs) before its next item is written, and the runner logs it.
 
@@ -138,6 +141,35 @@ def run_chunk(chunk):
     return outcomes
 
 
+# A task's traceback travels with its failure; its end is what matters.
+TRACEBACK_CHARS = 8000
+# The runner frames the answer itself: a handler's headers do not choose these.
+FRAMING_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive"}
+
+
+def error_types(cls):
+    """The class and those it derives from, by name (and module.name for non-builtins): ValueError, mymodule.BadInput."""
+    names = []
+    for c in cls.__mro__:
+        if c in (object, BaseException):
+            continue
+        names.append(c.__name__)
+        if c.__module__ != "builtins":
+            names.append(f"{c.__module__}.{c.__qualname__}")
+    return names
+
+
+def own_headers(headers):
+    """A handler's headers as the runner sends them: names and values as text, framing ones left out, Content-Type named so."""
+    out = {}
+    for name, value in (headers or {}).items():
+        name, value = str(name), str(value)
+        if name.lower() in FRAMING_HEADERS or "\n" in name + value or "\r" in name + value:
+            continue
+        out["Content-Type" if name.lower() == "content-type" else "Cache-Control" if name.lower() == "cache-control" else name] = value
+    return out
+
+
 def is_stream(result):
     # Strings, bytes, dicts and lists are values; only real iterators (generators) stream.
     return isinstance(result, collections.abc.Iterator)
@@ -257,11 +289,17 @@ class Handler(BaseHTTPRequestHandler):
         try:
             result = run_chunk(chunk) if isinstance(chunk, dict) else settle(STATE.handler(payload))
         except Exception as e:
-            self.fail(e)
+            if getattr(type(e), "__tern_http_error__", False):
+                self.send_http_error(e)
+            else:
+                self.fail(e, with_traceback=bool(task_id))
             return
         finally:
             if watch:
                 watch.set()
+        if getattr(type(result), "__tern_response__", False):
+            self.send_response_object(result)
+            return
         if is_stream(result):
             self.stream(result)
             return
@@ -291,17 +329,53 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- responses ------------------------------------------------------------------------
 
-    def fail(self, e):
-        log_err("".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip())
-        self.send_json(500, {"error": str(e) or type(e).__name__, "type": type(e).__name__})
+    def fail(self, e, with_traceback=False):
+        trace = "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip()
+        log_err(trace)
+        body = {"error": str(e) or type(e).__name__, "type": type(e).__name__}
+        if with_traceback:
+            # The task policy's no_retry_on matches any of these; the traceback is kept with the task.
+            # A map's chunk fails for one input's error: its types count too.
+            cause = e.__cause__ if isinstance(e, MapInputError) else None
+            body["types"] = error_types(type(e)) + (error_types(type(cause)) if cause else [])
+            body["traceback"] = trace[-TRACEBACK_CHARS:]
+        self.send_json(500, body)
 
-    def send_json(self, status, obj):
-        self.send_bytes(status, "application/json", json.dumps(obj).encode())
+    def send_http_error(self, e):
+        """A tern.HTTPError: its status and headers, its body or {"error": message}; no traceback (it was meant)."""
+        body = e.body if getattr(e, "body", None) is not None else {"error": getattr(e, "message", str(e))}
+        self.send_json(int(e.status), body, own_headers(getattr(e, "headers", None)))
 
-    def send_bytes(self, status, content_type, data):
+    def send_response_object(self, r):
+        """A tern.Response: its status and headers; bytes and str as they are, an iterator streamed, the rest JSON."""
+        headers = own_headers(r.headers)
+        body = settle(r.body)
+        if is_stream(body):
+            self.stream(body, int(r.status), headers, r.media_type)
+            return
+        if body is None:
+            data, content_type = b"", "text/plain; charset=utf-8"
+        elif isinstance(body, (bytes, bytearray)):
+            data, content_type = bytes(body), "application/octet-stream"
+        elif isinstance(body, str):
+            data, content_type = body.encode(), "text/plain; charset=utf-8"
+        else:
+            try:
+                data, content_type = json.dumps(body).encode(), "application/json"
+            except (TypeError, ValueError) as e:
+                self.fail(TypeError(f"tern.Response body is not JSON-serialisable: {e}"))
+                return
+        self.send_bytes(int(r.status), headers.pop("Content-Type", None) or r.media_type or content_type, data, headers)
+
+    def send_json(self, status, obj, headers=None):
+        self.send_bytes(status, "application/json", json.dumps(obj).encode(), headers)
+
+    def send_bytes(self, status, content_type, data, headers=None):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         # While loading (a throwaway server) or stopping, no connection outlives its response.
         if STATE.stopping or not STATE.ready:
             self.send_header("Connection", "close")
@@ -313,12 +387,15 @@ class Handler(BaseHTTPRequestHandler):
             self._headers_buffer.append(data)
         self.flush_headers()
 
-    def stream(self, items):
-        sse = "text/event-stream" in self.headers.get("Accept", "")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream" if sse else "application/x-ndjson")
+    def stream(self, items, status=200, headers=None, media_type=None):
+        sse = "text/event-stream" in (media_type or self.headers.get("Accept", ""))
+        headers = dict(headers or {})
+        self.send_response(status)
+        self.send_header("Content-Type", headers.pop("Content-Type", None) or media_type or ("text/event-stream" if sse else "application/x-ndjson"))
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Cache-Control", headers.pop("Cache-Control", None) or "no-cache")
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
         sent = 0
         try:

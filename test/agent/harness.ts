@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,28 @@ import { freePort, ServiceProcess } from '../support/processes.js';
 import { agentNetworkEnv, removeAgentNetwork } from '../support/agent-network.js';
 
 export const ADMIN = `tern_${'a'.repeat(43)}`;
+
+/** tar.gz of a folder, as `tern deploy` uploads it; returns the bytes and "sha256:<hex>". */
+export function bundle(files: Record<string, string>): { data: Buffer; digest: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'tern-bundle-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  const archive = join(dir, '..', `${dir.split('/').at(-1)}.tar.gz`);
+  execFileSync('tar', ['-czf', archive, '-C', dir, '.']);
+  const data = readFileSync(archive);
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(archive, { force: true });
+  return { data, digest: `sha256:${createHash('sha256').update(data).digest('hex')}` };
+}
+
+/** Uploads a bundle to the gateway as the admin (PUT /api/v1/code/<digest>); answers the status. */
+export async function uploadBundle(base: string, b: { data: Buffer; digest: string }): Promise<number> {
+  const put = await fetch(`${base}/api/v1/code/${b.digest}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/gzip' },
+    body: b.data,
+  });
+  return put.status;
+}
 
 /** A gateway and a scheduler from dist/, in their own schema and namespace, as an agent meets them. */
 export class ControlPlane {

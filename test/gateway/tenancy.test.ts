@@ -65,6 +65,7 @@ const ROUTES: Record<string, Route> = {
   'GET /api/v1/agent/task-permits/{deploymentId}/versions/{version}': { access: 'machine' },
   'GET /api/v1/agent/containers/{containerId}/volumes/{name}/manifest': { access: 'machine' },
   'GET /api/v1/agent/containers/{containerId}/volumes/{name}/grant': { access: 'machine' },
+  'GET /api/v1/agent/containers/{containerId}/secrets': { access: 'machine' },
   'GET /api/v1/agent/containers/{containerId}/volumes/{name}/chunks/{hex}': { access: 'machine' },
   'PUT /api/v1/agent/containers/{containerId}/volumes/{name}/chunks/{hex}': { access: 'machine' },
   'POST /api/v1/agent/containers/{containerId}/volumes/{name}/commit': { access: 'machine' },

@@ -53,7 +53,7 @@ const BODIES: Record<string, new () => object> = {
 };
 
 /** The fields of a request body that name an image, a volume or a secret of the caller's workspace. */
-const REFERENCE_FIELDS = ['image', 'base', 'volumes', 'registry_secret'];
+const REFERENCE_FIELDS = ['image', 'base', 'volumes', 'registry_secret', 'secrets'];
 
 interface Workspace {
   id: string;
@@ -109,6 +109,11 @@ const ATTEMPTS: Record<string, { name: string; body: (own: Workspace, a: Held) =
         registry_secret: a.secret,
       }),
       refusal: /registry_secret: .*a_registry/,
+    },
+    {
+      name: 'deploy secrets',
+      body: (own, a) => ({ name: 'taker', kind: 'endpoint', handler: 'app.py:f', code: own.code, secrets: [a.secret] }),
+      refusal: /secrets: a_registry not found in workspace/,
     },
   ],
   'POST /api/v1/sandboxes': [

@@ -126,6 +126,9 @@ describe('ContainersRepository', () => {
         workspaceId: expect.any(String),
         kind: 'endpoint',
         deploymentState: 'pending',
+        latest: false,
+        crashes: 0,
+        lastCrashAt: null,
       });
     });
 
@@ -212,6 +215,19 @@ describe('ContainersRepository', () => {
         ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
       );
       expect(await containers.failStartsPastLimit(300)).toEqual([]);
+      // A version whose spec gives a model server longer (startup_timeout) gets that plus 180 s.
+      const slow = await version(1, { startupTimeoutSeconds: 600 });
+      const loading = await container(slow.id, m, 'starting');
+      await placedAt(loading, 700);
+      expect(await containers.failStartsPastLimit(300)).toEqual([]);
+      await placedAt(loading, 781);
+      expect(await containers.failStartsPastLimit(300)).toEqual([
+        {
+          id: loading,
+          machineId: m,
+          stateReason: `not ready within 780 s of its placement on machine ${m} (the start limit; last state starting)`,
+        },
+      ]);
     });
 
     it('fails a refused start only while the container is still scheduled', async () => {

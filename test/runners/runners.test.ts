@@ -6,6 +6,7 @@ const APPS: Record<RunnerLanguage, { files: Record<string, string>; handler: str
     files: {
       'app.py': `
 import os, time
+import tern
 state = {"loaded": 0}
 def load():
     time.sleep(float(os.environ.get("LOAD_SECONDS", "0")))
@@ -14,6 +15,12 @@ def load():
 def predict(p):
     if p.get("fail"):
         raise ValueError("bad input: " + p["fail"])
+    if p.get("status"):
+        raise tern.HTTPError(p["status"], p.get("message", ""), headers={"Retry-After": "3", "Content-Length": "999"})
+    if p.get("created"):
+        return tern.Response({"id": p["created"]}, status=201, headers={"Location": "/items/" + p["created"]})
+    if p.get("csv"):
+        return tern.Response(p["csv"], status=202, media_type="text/csv")
     if p.get("sleep"):
         time.sleep(p["sleep"])
     return {"echo": p, "loaded": state["loaded"], "loaded_in": state.get("loaded_in"), "pid": os.getpid()}
@@ -47,6 +54,9 @@ export async function load() {
 }
 export async function predict(p) {
   if (p.fail) throw new RangeError('bad input: ' + p.fail);
+  if (p.status) throw new tern.HTTPError(p.status, p.message, { headers: { 'Retry-After': '3', 'Content-Length': '999' } });
+  if (p.created) return new tern.Response({ id: p.created }, { status: 201, headers: { Location: '/items/' + p.created } });
+  if (p.csv) return new tern.Response(p.csv, { status: 202, mediaType: 'text/csv' });
   if (p.sleep) await sleep(p.sleep);
   return { echo: p, loaded: state.loaded, loaded_in: state.loaded_in ?? null, pid: process.pid };
 }
@@ -114,6 +124,22 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
     expect((await r.post('{}')).status).toBe(200);
   });
 
+  it('answers what the handler means: tern.HTTPError its status, message and headers, tern.Response its status, headers and body', async () => {
+    const r = await start({ TERN_HANDLER: app.handler });
+    await r.waitForHealth(200);
+    const refused = await r.post(JSON.stringify({ status: 422, message: 'prompt is required' }));
+    expect([refused.status, refused.headers.get('retry-after'), await refused.json()]).toEqual([422, '3', { error: 'prompt is required' }]);
+    // No message: the status's own phrase. A status outside 400-599 is the handler's bug: 500.
+    expect(await (await r.post(JSON.stringify({ status: 404 }))).json()).toEqual({ error: 'Not Found' });
+    expect((await r.post(JSON.stringify({ status: 200 }))).status).toBe(500);
+    const created = await r.post(JSON.stringify({ created: 'x7' }));
+    expect([created.status, created.headers.get('location'), await created.json()]).toEqual([201, '/items/x7', { id: 'x7' }]);
+    const text = await r.post(JSON.stringify({ csv: 'a,b\n1,2\n' }));
+    expect([text.status, text.headers.get('content-type'), await text.text()]).toEqual([202, 'text/csv', 'a,b\n1,2\n']);
+    // A ValueError stays a 500: only what the handler raises as an HTTPError is a 4xx.
+    expect((await r.post(JSON.stringify({ fail: 'x' }))).status).toBe(500);
+  });
+
   it("runs a map's chunk as one task: the handler once per input, errors in place or the first one failing the chunk", async () => {
     const r = await start({ TERN_HANDLER: app.handler, TERN_DEPLOYMENT_KIND: 'function' });
     await r.waitForHealth(200);
@@ -128,7 +154,17 @@ describe.each(['python', 'node'] as const)('%s runner', (language) => {
     expect(outcomes[1].error).toBe(`${ERROR_TYPE[language]}: bad input: two`);
     const failed = await r.post(chunk([{ x: 1 }, { fail: 'two' }, { x: 3 }], false), task);
     expect(failed.status).toBe(500);
-    expect(((await failed.json()) as { error: string }).error).toBe(`input 1 of the chunk: ${ERROR_TYPE[language]}: bad input: two`);
+    const chunkError = (await failed.json()) as { error: string; types: string[] };
+    expect(chunkError.error).toBe(`input 1 of the chunk: ${ERROR_TYPE[language]}: bad input: two`);
+    // no_retry_on matches the input's own error through the chunk's.
+    expect(chunkError.types).toEqual(expect.arrayContaining(['MapInputError', ERROR_TYPE[language]]));
+    // A task's failure carries its traceback (an endpoint's answer does not: see the 500 above).
+    const one = (await (await r.post(JSON.stringify({ fail: 'deep' }), task)).json()) as { traceback?: string };
+    expect(one.traceback).toMatch(
+      language === 'python'
+        ? /Traceback \(most recent call last\)[\s\S]*ValueError: bad input: deep/
+        : /RangeError: bad input: deep\n\s+at predict/,
+    );
     // Without a task id (an endpoint's request) the marker is just input.
     expect(((await (await r.post(chunk([{ x: 1 }], true))).json()) as { echo: unknown }).echo).toMatchObject({ __tern_map_chunk__: {} });
   });

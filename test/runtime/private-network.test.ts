@@ -95,7 +95,7 @@ describeNet('private container network (bridge, NAT, egress rules)', () => {
       network: 'private',
     });
     neighbourAddress = running.address!;
-    await waitForHealth({ host: neighbourAddress, port: running.port!, path: '/', timeoutMs: 15_000 });
+    await waitForHealth({ host: neighbourAddress, port: running.port!, check: '/', timeoutMs: 15_000 });
   }, 60_000);
 
   afterAll(async () => {

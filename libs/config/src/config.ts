@@ -63,7 +63,11 @@ export interface TernConfig {
   readonly endpoints: { readonly bufferSize: number };
   readonly tasks: { readonly leaseWaitSeconds: number };
   /** CONTAINER_START_LIMIT_SECONDS: a container not ready this long after its placement is failed by the scheduler. */
-  readonly containers: { readonly startLimitSeconds: number };
+  readonly containers: {
+    readonly startLimitSeconds: number;
+    /** CONTAINER_CRASH_BACKOFF_*: the wait between starts of a crash-looping version. */
+    readonly crashBackoff: { readonly firstMs: number; readonly maxMs: number };
+  };
   /** MACHINE_CHALLENGE_INTERVAL_SECONDS: the mean time between two hardware challenges of a machine. */
   readonly verification: { readonly challengeIntervalSeconds: number };
   /** Log streams one API token may hold open at once (per gateway). */
@@ -270,7 +274,13 @@ function typed(service: ServiceName, raw: Raw, env: NodeJS.ProcessEnv): TernConf
     ...(raw.REGISTRY_URL ? { registry: registryConfig(raw) } : {}),
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
     tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
-    containers: { startLimitSeconds: Number(raw.CONTAINER_START_LIMIT_SECONDS ?? 300) },
+    containers: {
+      startLimitSeconds: Number(raw.CONTAINER_START_LIMIT_SECONDS ?? 300),
+      crashBackoff: {
+        firstMs: Number(raw.CONTAINER_CRASH_BACKOFF_FIRST_MS ?? 1000),
+        maxMs: Number(raw.CONTAINER_CRASH_BACKOFF_MAX_MS ?? 300_000),
+      },
+    },
     verification: { challengeIntervalSeconds: Number(raw.MACHINE_CHALLENGE_INTERVAL_SECONDS ?? 21600) },
     logs: { followsPerToken: Number(raw.LOG_FOLLOWS_PER_TOKEN ?? 4) },
     volumes: { quotaBytes: Number(raw.VOLUME_QUOTA_BYTES ?? 100 * 2 ** 30), quotaFiles: Number(raw.VOLUME_QUOTA_FILES ?? 1_000_000) },

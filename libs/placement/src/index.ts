@@ -6,3 +6,4 @@ export * from './backoff.js';
 export * from './machine-views.js';
 export * from './place-many.js';
 export * from './trust.js';
+export * from './crash-loop.js';

@@ -28,7 +28,7 @@ export { nerdctlRunArgs } from './nerdctl/nerdctl-args.js';
 export { exitFromStatus } from './runc/exit-status.js';
 export { reconcile, type ReconcileDecision, type ReconcileOptions, type ReconcileReport } from './reconcile.js';
 export { detectRuntime, type DetectRuntimeOptions } from './detect.js';
-export { waitForHealth, type WaitForHealthOptions } from './health.js';
+export { describeCheck, PROBE_INTERVAL, waitForHealth, type WaitForHealthOptions } from './health.js';
 export { freePort } from './ports.js';
 export { BridgeNetwork, type BridgeNetworkOptions, type Attachment, DEFAULT_BRIDGE, DEFAULT_SUBNET } from './net/bridge-network.js';
 export { parseIpv4Cidr, formatNet, NEVER_REACHED, type Ipv4Net } from './net/ipv4.js';

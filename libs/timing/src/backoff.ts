@@ -1,7 +1,9 @@
-/** How a back-off grows: firstMs after the first failure, doubling, capped at maxMs. */
+/** How a back-off grows: firstMs after the first failure, doubling (or × factor), capped at maxMs. */
 export interface BackoffShape {
   firstMs: number;
   maxMs: number;
+  /** Growth per failure; default 2. */
+  factor?: number;
   /** Spread each wait by ±jitter (0.2 → ±20 %) so a fleet does not retry in step. */
   jitter?: number;
 }
@@ -15,7 +17,7 @@ export const DEFAULT_BACKOFF: BackoffShape = { firstMs: 1000, maxMs: 60_000 };
  */
 export function backoffMs(failures: number, shape: BackoffShape = DEFAULT_BACKOFF, random: () => number = Math.random): number {
   if (failures <= 0) return 0;
-  const base = Math.min(shape.maxMs, shape.firstMs * 2 ** Math.min(failures - 1, 30));
+  const base = Math.min(shape.maxMs, Math.round(shape.firstMs * (shape.factor ?? 2) ** Math.min(failures - 1, 30)));
   const jitter = shape.jitter ?? 0;
   return jitter ? Math.round(base * (1 - jitter + 2 * jitter * random())) : base;
 }

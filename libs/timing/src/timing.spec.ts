@@ -7,6 +7,11 @@ describe('backoffMs', () => {
     expect([0, 1, 2, 3, 4, 5, 40].map((n) => backoffMs(n, shape))).toEqual([0, 500, 1000, 2000, 3000, 3000, 3000]);
   });
 
+  it('grows by the factor when one is given', () => {
+    const shape = { firstMs: 50, maxMs: 1000, factor: 1.5 };
+    expect([1, 2, 3, 4, 8, 9].map((n) => backoffMs(n, shape))).toEqual([50, 75, 113, 169, 854, 1000]);
+  });
+
   it('defaults to 1 s doubling up to 60 s', () => {
     expect([1, 2, 7, 8].map((n) => backoffMs(n))).toEqual([1000, 2000, 60_000, 60_000]);
   });

@@ -33,6 +33,7 @@ from .errors import (
     UnavailableError,
 )
 from .image import Image
+from .responses import HTTPError, Response
 from .sandbox import ExecResult, Sandbox, SandboxFiles
 
 __version__ = "0.1.0"
@@ -45,10 +46,12 @@ __all__ = [
     "Deployment",
     "ExecResult",
     "FunctionCall",
+    "HTTPError",
     "Image",
     "InvalidRequestError",
     "NotFoundError",
     "RemoteError",
+    "Response",
     "Sandbox",
     "SandboxFiles",
     "Task",

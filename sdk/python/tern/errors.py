@@ -43,12 +43,21 @@ class UnavailableError(ApiError):
     """429, 503, 504: too much waiting, stopped, or no capacity now; worth trying again later."""
 
 
+# Where a task's error gives way to the handler's own traceback (the agent writes it so).
+REMOTE_TRACEBACK = "\n\nRemote traceback:\n"
+
+
 class RemoteError(TernError):
-    """A call, task or map input that ran and failed: the handler's error as the gateway recorded it."""
+    """A call, task or map input that ran and failed: the handler's error as the gateway recorded it.
+
+    Its message ends with the handler's own traceback when the runner sent one; `traceback` holds it alone.
+    """
 
     def __init__(self, message: str, id: str) -> None:
         super().__init__(message)
         self.id = id
+        _, found, trace = message.partition(REMOTE_TRACEBACK)
+        self.traceback: Optional[str] = trace if found else None
 
 
 _KINDS: Tuple[Tuple[Tuple[int, ...], Type[ApiError]], ...] = (

@@ -32,3 +32,27 @@ class ErrorsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RemoteErrorTest(unittest.TestCase):
+    def test_a_remote_traceback_stays_in_the_message_and_is_held_alone(self):
+        trace = 'Traceback (most recent call last):\n  File "app.py", line 3, in predict\nValueError: bad input'
+        error = tern.RemoteError(f"t-1 ERROR: ValueError: bad input\n\nRemote traceback:\n{trace}", "t-1")
+        self.assertEqual(error.traceback, trace)
+        self.assertIn("Remote traceback:", str(error))
+        self.assertIsNone(tern.RemoteError("t-2 TIMEOUT: ran longer than its timeout", "t-2").traceback)
+
+
+class ResponsesTest(unittest.TestCase):
+    def test_an_http_error_takes_a_4xx_or_5xx_and_defaults_its_message_to_the_phrase(self):
+        error = tern.HTTPError(404)
+        self.assertEqual((error.status, error.message, error.headers), (404, "Not Found", {}))
+        self.assertEqual(tern.HTTPError(400, "prompt is required", headers={"X-Why": "1"}).headers, {"X-Why": "1"})
+        for status in (200, 302, 600, "400", True):
+            with self.assertRaises(ValueError):
+                tern.HTTPError(status)
+
+    def test_a_response_checks_its_status(self):
+        self.assertEqual(tern.Response({"id": 7}, status=201).status, 201)
+        with self.assertRaises(ValueError):
+            tern.Response(status=99)

@@ -52,7 +52,7 @@ export function DeploymentPage({ name }: { name: string }) {
                 columns={[
                   { title: 'version', cell: (v) => `v${v.version}${v.latest ? ' (latest)' : ''}` },
                   { title: 'desired / actual', cell: (v) => `${v.desired} / ${v.actual}` },
-                  { title: 'why', cell: (v) => v.placementReason ?? v.desiredReason ?? '' },
+                  { title: 'why', cell: (v) => v.placementReason ?? v.crashLoop?.state ?? v.desiredReason ?? '' },
                   { title: 'created', cell: (v) => time(v.createdAt) },
                 ]}
               />

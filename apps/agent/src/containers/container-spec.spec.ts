@@ -109,6 +109,16 @@ describe('container specs', () => {
     expect(recordFromLabels('c-1', labels, 'm-2')).toBeUndefined();
     expect(recordFromLabels('other', labels, 'm-1')).toBeUndefined();
     expect(recordFromLabels('c-1', {}, 'm-1')).toBeUndefined();
+    // A command server's own readiness check survives an agent restart with the container.
+    const tcp = { ...start, healthCheck: 'tcp' };
+    expect(recordFromLabels('c-1', toContainerSpec(tcp, 'm-1', []).labels!, 'm-1')).toMatchObject({ healthCheck: 'tcp' });
+  });
+
+  it('runs a command server in /app, its folder, when a code bundle comes with it', () => {
+    expect(toContainerSpec(start, 'm-1', [], { codeDir: '/state/code/abc' })).toMatchObject({
+      cwd: '/app',
+      binds: [{ hostPath: '/state/code/abc', containerPath: '/app' }],
+    });
   });
 });
 

@@ -21,6 +21,10 @@ export const LABEL = {
   /** Worker processes × requests each: how many tasks it runs at once. */
   workers: 'tern.workers',
   concurrency: 'tern.concurrency',
+  /** The readiness check when not GET /health (ContainerStart.healthCheck), so an adopted container is checked the same way. */
+  healthCheck: 'tern.health-check',
+  /** Comma-separated error type names whose task failures are not retried (ContainerStart.noRetryOn). */
+  noRetryOn: 'tern.no-retry-on',
 } as const;
 
 /** What the agent knows of one of its containers, from the start command or from its labels. */
@@ -36,6 +40,8 @@ export interface ContainerRecord {
   requestedAt: string;
   workers: number;
   concurrency: number;
+  healthCheck?: string;
+  noRetryOn?: string[];
 }
 
 /**
@@ -140,6 +146,8 @@ export function toContainerSpec(
     [LABEL.requestedAt]: cmd.requestedAt,
     [LABEL.workers]: String(cmd.workers),
     [LABEL.concurrency]: String(cmd.concurrency),
+    ...(cmd.healthCheck ? { [LABEL.healthCheck]: cmd.healthCheck } : {}),
+    ...(cmd.noRetryOn?.length ? { [LABEL.noRetryOn]: cmd.noRetryOn.join(',') } : {}),
   };
   return {
     id: cmd.containerId,
@@ -184,6 +192,8 @@ export function recordFromStart(cmd: ContainerStart, gpus: GpuInventory[]): Cont
     requestedAt: cmd.requestedAt,
     workers: cmd.workers,
     concurrency: cmd.concurrency,
+    ...(cmd.healthCheck ? { healthCheck: cmd.healthCheck } : {}),
+    ...(cmd.noRetryOn?.length ? { noRetryOn: [...cmd.noRetryOn] } : {}),
   };
 }
 
@@ -207,6 +217,8 @@ export function recordFromLabels(id: string, labels: Record<string, string>, mac
     requestedAt: labels[LABEL.requestedAt] ?? new Date(0).toISOString(),
     workers: Number(labels[LABEL.workers]) || 1,
     concurrency: Number(labels[LABEL.concurrency]) || 1,
+    ...(labels[LABEL.healthCheck] ? { healthCheck: labels[LABEL.healthCheck] } : {}),
+    ...(labels[LABEL.noRetryOn] ? { noRetryOn: labels[LABEL.noRetryOn].split(',') } : {}),
   };
 }
 

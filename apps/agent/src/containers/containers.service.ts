@@ -7,6 +7,8 @@ import {
   CONTAINER_STARTED,
   CONTAINER_STARTING,
   CONTAINER_STOPPED,
+  CRASH_LOG_LINE_CHARS,
+  CRASH_LOG_LINES,
   type ContainerFailurePhase,
   type ContainerStart,
   type ContainerStartReply,
@@ -20,7 +22,15 @@ import {
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { backoffMs, sleep } from '#tern/timing';
-import { ContainerStartError, type ExitResult, ImageError, InvalidContainerSpecError, reconcile, waitForHealth } from '#tern/runtime';
+import {
+  ContainerStartError,
+  describeCheck,
+  type ExitResult,
+  ImageError,
+  InvalidContainerSpecError,
+  reconcile,
+  waitForHealth,
+} from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { CodeBundleError, CodeBundles } from '../code/code-bundles.js';
 import { findPythonSdkDir, findRunnersDir } from '../code/runners-dir.js';
@@ -41,6 +51,7 @@ import {
   toContainerSpec,
 } from './container-spec.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
+import { ContainerSecretsError, fetchContainerSecrets } from './container-secrets.js';
 import { fireAndForget } from '#tern/timing';
 import { CommitSockets } from '../volumes/commit-sockets.js';
 import { VolumeMountError, VolumeMounts } from '../volumes/volume-mounts.js';
@@ -56,6 +67,8 @@ interface Tracked {
   stopReason?: string;
   /** container.failed already sent (a failed health check), so the exit does not send another. */
   failed?: boolean;
+  /** Until it is ready: the last readiness probe's outcome (`GET /health: answered 404`), for a failure before then. */
+  notReady?: string;
   /** Aborts the health check and the log tail. */
   readonly abort: AbortController;
   logs?: Promise<void>;
@@ -104,9 +117,12 @@ export class ContainersService implements BeforeApplicationShutdown {
     private readonly gpuHolders: GpuHolders,
   ) {
     gpuHolders.add(() => [...this.tracked.values()].flatMap((t) => t.record.gpus));
-    const gateway = () => ({ gatewayUrl: ctx.settings.gatewayUrl, token: ctx.settings.token });
-    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), gateway);
+    this.code = new CodeBundles(join(ctx.settings.stateDir, 'code'), () => this.gatewayAccess());
     this.commitSockets = new CommitSockets(join(ctx.settings.stateDir, 'volumes', 'sockets'), this.volumes);
+  }
+
+  private gatewayAccess() {
+    return { gatewayUrl: this.ctx.settings.gatewayUrl, token: this.ctx.settings.token };
   }
 
   private get machineId(): string {
@@ -153,7 +169,12 @@ export class ContainersService implements BeforeApplicationShutdown {
       this.watch(c.id, t);
       if (endpoint) {
         // It may have become ready while no agent watched; ready was then never reported.
-        void waitForHealth({ ...endpoint, timeoutMs: 2000, signal: t.abort.signal }).then(
+        void waitForHealth({
+          ...endpoint,
+          ...(record.healthCheck ? { check: record.healthCheck } : {}),
+          timeoutMs: 2000,
+          signal: t.abort.signal,
+        }).then(
           () => {
             this.setState(c.id, 'ready');
             this.serve(t, endpoint);
@@ -232,21 +253,22 @@ export class ContainersService implements BeforeApplicationShutdown {
     let endpoint: ContainerEndpoint | undefined;
     try {
       const mounts = await this.mounts(cmd);
+      const secretEnv = cmd.secrets?.length ? await fetchContainerSecrets(this.gatewayAccess(), id) : {};
       // A pull shows in the container's logs (tern logs) and on the dashboard while it runs.
       const onPull = (ref: string, line: string) => {
         if (ref === cmd.image) this.emitLine(id, t, 'stdout', `[tern] image: ${line}`, new Date());
       };
       this.handle.pulls?.on('progress', onPull);
-      const running = await runtime
-        .start(toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network))
-        .finally(() => this.handle.pulls?.off('progress', onPull));
+      const spec = toContainerSpec(cmd, this.machineId, gpus, mounts, this.handle.isolation?.network);
+      spec.env = { ...spec.env, ...secretEnv };
+      const running = await runtime.start(spec).finally(() => this.handle.pulls?.off('progress', onPull));
       endpoint = endpointOf(running);
       t.endpoint = endpoint;
     } catch (e) {
       const phase: ContainerFailurePhase =
         e instanceof ImageError || e instanceof CodeBundleError || e instanceof VolumeMountError
           ? 'image'
-          : e instanceof InvalidContainerSpecError
+          : e instanceof InvalidContainerSpecError || e instanceof ContainerSecretsError
             ? 'create'
             : e instanceof ContainerStartError
               ? 'start'
@@ -254,7 +276,7 @@ export class ContainersService implements BeforeApplicationShutdown {
       const error = (e as Error).message;
       this.logger.warn({ containerId: id, phase }, `container ${id} did not start: ${error}`);
       await starting;
-      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error });
+      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase, error, lastLines: this.lastLines(id) });
       this.untrack(id, 'failed', { endedAt: Date.now(), detail: error });
       return;
     }
@@ -276,10 +298,13 @@ export class ContainersService implements BeforeApplicationShutdown {
     try {
       await waitForHealth({
         ...endpoint,
+        ...(cmd.healthCheck ? { check: cmd.healthCheck } : {}),
         timeoutMs: cmd.startupTimeoutSeconds * 1000,
         signal: t.abort.signal,
         gaveUp: async () => exited || !!t.stopReason,
+        onMiss: (why) => (t.notReady = `${describeCheck(cmd.healthCheck)}: ${why}`),
       });
+      t.notReady = undefined;
       if (t.stopReason || exited) return;
       this.setState(id, 'ready');
       // Serve invokes before announcing ready: the route appears when the scheduler hears of it.
@@ -288,9 +313,11 @@ export class ContainersService implements BeforeApplicationShutdown {
       this.logger.log({ containerId: id, ...endpoint }, `container ${id} is ready on ${where}`);
     } catch (e) {
       if (t.stopReason || exited || t.abort.signal.aborted) return;
-      const error = `no passing GET /health on ${where} within ${cmd.startupTimeoutSeconds} s (${(e as Error).message})`;
+      const error = `not ready within ${cmd.startupTimeoutSeconds} s: ${(e as Error).message}`;
       t.failed = true;
-      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error });
+      // In the container's own log too, where its owner looks (tern logs).
+      this.emitLine(id, t, 'stderr', `[tern] ${error}`, new Date());
+      await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'health', error, lastLines: this.lastLines(id) });
       this.requestStop(id, t, 'failed its health check', 5000);
     }
   }
@@ -357,6 +384,14 @@ export class ContainersService implements BeforeApplicationShutdown {
     );
   }
 
+  /** The container's last output lines, as its failure event carries them. */
+  private lastLines(id: string): string[] {
+    return this.ctx.state
+      .containerLog(id)
+      .slice(-CRASH_LOG_LINES)
+      .map((l) => (l.length > CRASH_LOG_LINE_CHARS ? l.slice(0, CRASH_LOG_LINE_CHARS) : l));
+  }
+
   /** What a stop's commit overwrote or left out, in the container's own log (`tern logs`), where its owner looks. */
   private reportStopCommits(id: string, t: Tracked, reports: Record<string, VolumeCommitAnswer>): void {
     for (const [volume, report] of Object.entries(reports)) {
@@ -375,13 +410,23 @@ export class ContainersService implements BeforeApplicationShutdown {
     await Promise.race([t.logs, new Promise((r) => setTimeout(r, 2000))]);
     const expected = !!t.stopReason;
     const crashed = !expected && (exit.oomKilled || exit.exitCode !== 0);
-    const how = exit.oomKilled
-      ? 'killed for using more memory than it was given'
-      : exit.signal
-        ? `killed by ${exit.signal}`
-        : `exited with code ${exit.exitCode}`;
+    const how =
+      (exit.oomKilled
+        ? 'killed for using more memory than it was given'
+        : exit.signal
+          ? `killed by ${exit.signal}`
+          : `exited with code ${exit.exitCode}`) + (t.notReady ? ` before it was ready (last ${t.notReady})` : '');
     const ended = { at: exit.finishedAt, untilSent: true };
-    if (crashed && !t.failed) await this.publish(CONTAINER_FAILED, t.record, 'failed', { phase: 'runtime', error: how }, ended);
+    if (crashed && !t.failed) {
+      const code = exit.exitCode !== null && !exit.signal ? { exitCode: exit.exitCode } : {};
+      await this.publish(
+        CONTAINER_FAILED,
+        t.record,
+        'failed',
+        { phase: 'runtime', error: how, ...code, lastLines: this.lastLines(id) },
+        ended,
+      );
+    }
     const reason = t.stopReason ?? (exit.oomKilled ? 'oom' : 'exited');
     // Before container.stopped: the gateway takes a commit only while the container is placed here.
     await this.commitSockets.close(id);

@@ -1,11 +1,12 @@
 import { request } from 'node:http';
-import { TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { REMOTE_TRACEBACK, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 
 /** What one call of a task handler came to. */
 export type HandlerOutcome =
   | { kind: 'ok'; json: Buffer }
-  | { kind: 'error'; message: string }
+  /** The handler failed; `types` are its error's class and those it derives from (runner's word), `status` the runner's answer. */
+  | { kind: 'error'; message: string; types?: string[]; status?: number }
   /** The connection failed or broke: the container (or its worker) went away. */
   | { kind: 'gone'; message: string }
   | { kind: 'aborted' };
@@ -66,21 +67,41 @@ export function callHandler(
       res.on('end', () => {
         const data = Buffer.concat(parts);
         if (res.statusCode === 200) return finish({ kind: 'ok', json: data.length ? data : Buffer.from('null') });
-        finish({ kind: 'error', message: handlerError(res.statusCode ?? 0, data) });
+        finish({ kind: 'error', status: res.statusCode ?? 0, ...handlerError(res.statusCode ?? 0, data) });
       });
     });
     req.end(body);
   });
 }
 
-/** The runner answers a raised exception with 500 {"error", "type"}; anything else is shown as it came. */
-function handlerError(status: number, data: Buffer): string {
+/**
+ * The runner answers a raised exception with 500 {"error", "type", "types", "traceback"} (a
+ * tern.HTTPError with its own status and {"error"}); anything else is shown as it came. The
+ * traceback is kept in the task's error, after REMOTE_TRACEBACK.
+ */
+function handlerError(status: number, data: Buffer): { message: string; types?: string[] } {
   const text = data.toString('utf8');
   try {
-    const parsed = JSON.parse(text) as { error?: unknown; type?: unknown };
-    if (typeof parsed.error === 'string') return typeof parsed.type === 'string' ? `${parsed.type}: ${parsed.error}` : parsed.error;
+    const parsed = JSON.parse(text) as { error?: unknown; type?: unknown; types?: unknown; traceback?: unknown };
+    if (typeof parsed.error === 'string') {
+      const type = typeof parsed.type === 'string' ? parsed.type : undefined;
+      const said = status === 500 && type ? `${type}: ${parsed.error}` : status === 500 ? parsed.error : `${status} ${parsed.error}`;
+      const trace = typeof parsed.traceback === 'string' && parsed.traceback ? `${REMOTE_TRACEBACK}${parsed.traceback}` : '';
+      const types = Array.isArray(parsed.types) ? parsed.types.filter((t): t is string => typeof t === 'string') : type ? [type] : [];
+      return { message: `${said}${trace}`, ...(types.length ? { types } : {}) };
+    }
   } catch {
     // not JSON: shown raw below
   }
-  return `the handler answered ${status}${text ? `: ${text.slice(0, 500)}` : ''}`;
+  return { message: `the handler answered ${status}${text ? `: ${text.slice(0, 500)}` : ''}` };
+}
+
+/**
+ * Whether a handler's failure is one a retry cannot mend: a 4xx it answered on purpose
+ * (tern.HTTPError), or an error of a type the task policy's no_retry_on names.
+ */
+export function failedForGood(outcome: HandlerOutcome, noRetryOn: readonly string[] = []): boolean {
+  if (outcome.kind !== 'error') return false;
+  if (outcome.status !== undefined && outcome.status >= 400 && outcome.status < 500) return true;
+  return (outcome.types ?? []).some((t) => noRetryOn.includes(t));
 }

@@ -22,7 +22,7 @@ import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
-import { callHandler, type HandlerOutcome } from './call-handler.js';
+import { callHandler, failedForGood, type HandlerOutcome } from './call-handler.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
@@ -252,7 +252,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       durationMs = Date.now() - startedAt;
       if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
       if (outcome.kind === 'ok') await this.reportCompleted(a, outcome.json, durationMs);
-      else await this.reportFailed(a, failureOf(outcome, task, served), durationMs);
+      else await this.reportFailed(a, failureOf(outcome, task, served), durationMs, failedForGood(outcome, record.noRetryOn));
     } catch (e) {
       // Could not report (NATS away): leave it to redelivery, which runs it again.
       this.logger.warn({ taskId: task.taskId }, `task ${task.taskId} not settled: ${(e as Error).message}`);
@@ -279,9 +279,10 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Reports a failed attempt and naks it with the retry policy's delay, or acks it when it was the last. */
-  private async reportFailed(a: Attempt, [cause, error]: [TaskFailureCause, string], durationMs: number): Promise<void> {
+  /** `forGood`: a failure no retry mends (a deliberate 4xx, an error type task_policy.no_retry_on names). */
+  private async reportFailed(a: Attempt, [cause, error]: [TaskFailureCause, string], durationMs: number, forGood: boolean): Promise<void> {
     const { task, attempt, msg, base, where } = a;
-    const next = afterFailure(a.retries, attempt, cause);
+    const next = forGood ? ({ retry: false } as const) : afterFailure(a.retries, attempt, cause);
     await this.publish(
       TASK_FAILED,
       { ...base, ...where, attempt, cause, error, willRetry: next.retry, durationMs, failedAt: new Date().toISOString() },

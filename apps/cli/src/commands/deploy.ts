@@ -29,7 +29,7 @@ async function waitForContainers(api: ApiClient, result: DeployResult, timeoutS:
 export function deployCommand(): Command {
   return new Command('deploy')
     .description(
-      "Deploy a spec (tern.yaml), or a handler declared with the Python SDK's decorators (app.py:predict): uploads the folder when it has a handler, then creates a new version",
+      "Deploy a spec (tern.yaml), or a handler declared with the Python SDK's decorators (app.py:predict): uploads the folder (the container's /app), then creates a new version",
     )
     .argument('<file>', 'the spec, YAML or JSON, or app.py:<decorated handler>')
     .option('--no-wait', 'do not wait for min_containers to be ready')
@@ -43,7 +43,8 @@ export function deployCommand(): Command {
       const spec = python ? await readPythonSpec(python) : readSpecFile(file);
       // The folder the spec speaks for: the spec file's, or the decorated handler's.
       const specFile = python?.file ?? file;
-      if (spec.handler !== undefined && spec.code === undefined) {
+      // A handler and a command server alike run in /app, the spec's folder (code: in the spec names one uploaded before).
+      if ((spec.handler !== undefined || spec.command !== undefined) && spec.code === undefined) {
         const bundle = await packFolder(dirname(resolve(specFile)));
         await uploadFolder(client, bundle, log);
         spec.code = bundle.digest;

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { DeploymentDetail, DeploymentSummary } from '#tern/contracts';
+import type { DeploymentDetail, DeploymentSummary, VersionView } from '#tern/contracts';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
 import { ago } from '../format.js';
@@ -17,6 +17,18 @@ export function renderDeployments(list: DeploymentSummary[]): string {
   );
 }
 
+/** A version's crash loop: its count, its last crash (where, how, exit code), the next start, its last lines. */
+function renderCrashLoop(v: VersionView): string[] {
+  const c = v.crashLoop;
+  if (!c) return [];
+  const exit = c.exitCode === null ? '' : `, exit code ${c.exitCode}`;
+  return [
+    '',
+    `v${v.version}: ${c.state}: ${c.crashes} container(s) crashed in a row; last ${ago(c.lastCrashAt)} (${c.phase}: ${c.error}${exit}); next start ${new Date(c.nextStartAt) > new Date() ? `at ${c.nextStartAt}` : 'due'}`,
+    ...(c.lastLines.length ? ['  last lines:', ...c.lastLines.map((l) => `    ${l}`)] : []),
+  ];
+}
+
 export function renderDeployment(d: DeploymentDetail): string {
   const out = [
     renderDeployments([d]),
@@ -30,9 +42,10 @@ export function renderDeployment(d: DeploymentDetail): string {
         String(v.desired),
         String(v.actual),
         ago(v.createdAt),
-        v.placementReason ?? '',
+        v.placementReason ?? v.crashLoop?.state ?? '',
       ]),
     ),
+    ...d.versions.flatMap(renderCrashLoop),
   ];
   if (d.containers.length) {
     out.push(

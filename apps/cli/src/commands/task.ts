@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { SubmittedTask, TaskList, TaskView } from '#tern/contracts';
+import { REMOTE_TRACEBACK, type SubmittedTask, type TaskList, type TaskView } from '#tern/contracts';
 import { countArgument, jsonArgument, secondsArgument, versionArgument } from '../arguments.js';
 import { ApiClient } from '../api-client.js';
 import { resolveContext } from '../cli-config.js';
@@ -27,13 +27,16 @@ export function renderTasks(tasks: TaskView[]): string {
       String(t.attempts),
       ago(t.created_at),
       duration(t),
-      (t.error ?? '').slice(0, 60),
+      (t.error ?? '').split('\n')[0].slice(0, 60),
     ]),
   );
 }
 
+/** The task as JSON; a remote traceback in its error is printed again after it, as written (JSON would show it on one line). */
 function print(t: TaskView) {
   process.stdout.write(`${JSON.stringify(t, null, 2)}\n`);
+  const trace = t.error?.split(REMOTE_TRACEBACK)[1];
+  if (trace) process.stderr.write(`\nRemote traceback:\n${trace}\n`);
 }
 
 /** Waits (long polls) until the task ends or `timeoutSeconds` pass; the last view either way. */

@@ -1,4 +1,5 @@
-import { BadRequestException, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import { BadRequestException, Inject, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
   type DeploymentSpec,
   pullsTasks,
@@ -15,12 +16,14 @@ import {
   DeploymentsRepository,
   type DeploymentWithCounts,
   MachinesRepository,
+  SecretsRepository,
   VolumesRepository,
 } from '#tern/persistence';
 import { needsVerifiedMachine } from '#tern/placement';
 import type { Principal } from '../auth/principal.js';
 import { ImagePins } from '../images/image-pins.service.js';
 import { TasksService } from '../tasks/tasks.service.js';
+import { crashLoopView } from './crash-loop-view.js';
 import { DeploymentRecords } from './deployment-records.js';
 import { type DeploymentDetail, type DeploymentSummary, type DeployResult, deploymentUrl } from './deployment-views.js';
 import { gpuOfferProblem } from './gpu-offer.js';
@@ -38,6 +41,8 @@ export class DeploymentsService {
     private readonly codeBundles: CodeBundlesRepository,
     private readonly imagePins: ImagePins,
     private readonly volumes: VolumesRepository,
+    private readonly secrets: SecretsRepository,
+    @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
   async deploy(principal: Principal, spec: DeploymentSpec, baseUrl: string): Promise<DeployResult> {
@@ -49,6 +54,7 @@ export class DeploymentsService {
       );
     }
     await this.requireVolumes(principal, resolved);
+    await this.requireSecrets(principal, resolved);
     const { deployment, version } = await this.deployments.addVersion(
       principal.workspaceId,
       spec.name,
@@ -87,6 +93,7 @@ export class DeploymentsService {
         actual: actualByVersion.get(v.version) ?? 0,
         desiredReason: v.desiredReason,
         placementReason: v.placementReason,
+        crashLoop: crashLoopView(v, this.config.containers.crashBackoff),
         createdAt: v.createdAt.toISOString(),
       })),
       containers: containers.map((c) => ({
@@ -178,6 +185,18 @@ export class DeploymentsService {
           `volumes[${i}].name: volume ${v.name} not found in workspace "${principal.workspaceName}": create it first (tern volume create ${v.name})`,
         ]);
     }
+  }
+
+  /** Every secret the spec sets must be one of the workspace's: a container would otherwise fail at every start. */
+  private async requireSecrets(principal: Principal, resolved: ResolvedSpec): Promise<void> {
+    const names = resolved.secrets ?? [];
+    if (!names.length) return;
+    const have = new Set(await this.secrets.existing(principal.workspaceId, names));
+    const missing = names.filter((n) => !have.has(n));
+    if (missing.length)
+      throw new BadRequestException([
+        `secrets: ${missing.join(', ')} not found in workspace "${principal.workspaceName}": set each first (tern secret set ${missing[0]})`,
+      ]);
   }
 
   private async publish(deploymentId: string, what: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
-import { type SecretSummary } from '#tern/contracts';
+import { type AgentContainerSecrets, type SecretSummary } from '#tern/contracts';
 import { SecretsRepository } from '#tern/persistence';
 import { SecretBox } from './secret-box.js';
 
@@ -39,6 +39,25 @@ export class SecretsService {
     const sealed = await this.secrets.sealedValue(workspaceId, name);
     if (sealed === undefined) throw notFound(name);
     return this.sealer().open(workspaceId, name, sealed);
+  }
+
+  /**
+   * A starting container's secrets (its spec's `secrets:`) in clear, for its agent on `machineId`.
+   * 404 when the container is not one placed there that is still starting, or a secret it names
+   * is gone (the start then fails, saying which).
+   */
+  async envOfStartingContainer(machineId: string, containerId: string): Promise<AgentContainerSecrets> {
+    const found = await this.secrets.ofStartingContainer(machineId, containerId);
+    if (!found) throw new NotFoundException(`no container ${containerId} is starting on this machine`);
+    const env: Record<string, string> = {};
+    for (const { name, sealed } of found.secrets) {
+      if (sealed === null)
+        throw new NotFoundException(
+          `secret "${name}" named by the deployment's secrets is no longer in the workspace (tern secret set ${name})`,
+        );
+      env[name] = this.sealer().open(found.workspaceId, name, sealed);
+    }
+    return { env };
   }
 
   private sealer(): SecretBox {

@@ -8,7 +8,7 @@ import { AgentCommands } from '../machines/agent-commands.js';
 import { Placer } from './placer.js';
 import { Reconciler } from './reconciler.js';
 
-const version = (): VersionToReconcile => ({
+const version = (crash: Partial<VersionToReconcile> = {}): VersionToReconcile => ({
   id: 'v1',
   deploymentId: 'd1',
   version: 1,
@@ -19,14 +19,20 @@ const version = (): VersionToReconcile => ({
   workspaceId: 'w1',
   kind: 'endpoint',
   deploymentState: 'active',
+  latest: true,
+  crashes: 0,
+  lastCrashAt: null,
+  ...crash,
 });
 
-async function reconciler() {
-  const { sut, fake } = await newTestService(Reconciler, [[TERN_CONFIG, { containers: { startLimitSeconds: 300 } }]]);
+async function reconciler(v = version()) {
+  const { sut, fake } = await newTestService(Reconciler, [
+    [TERN_CONFIG, { containers: { startLimitSeconds: 300, crashBackoff: { firstMs: 1000, maxMs: 300_000 } } }],
+  ]);
   const containers = fake(ContainersRepository);
   containers.failOnOfflineMachines.mockResolvedValue([]);
   containers.failStartsPastLimit.mockResolvedValue([]);
-  containers.versionsToReconcile.mockResolvedValue([version()]);
+  containers.versionsToReconcile.mockResolvedValue([v]);
   containers.activeOf.mockResolvedValue([]);
   containers.withVersionLock.mockImplementation(async (_id, work) => (await work(), true));
   fake(Messaging).publish.mockResolvedValue(undefined as never);
@@ -69,5 +75,35 @@ describe('Reconciler back-off', () => {
     sut.resetBackoff();
     await sut.pass();
     expect(placer.reserveMany).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe('Reconciler: crash loops', () => {
+  it('starts no container of a version before its crash back-off is over, and says so', async () => {
+    const lastCrashAt = new Date(Date.now() - 1000);
+    // 9 crashes: 256 s, far longer than any slow test takes to get here.
+    const { sut, placer, containers } = await reconciler(version({ crashes: 9, lastCrashAt }));
+    await sut.pass();
+    expect(placer.reserveMany).not.toHaveBeenCalled();
+    expect(containers.setPlacementReason).toHaveBeenCalledWith(
+      'v1',
+      `CrashLoopBackOff: 9 container(s) crashed in a row; next start at ${new Date(lastCrashAt.getTime() + 256_000).toISOString()}`,
+    );
+  });
+
+  it('once the wait is over, starts one container at a time while the version loops', async () => {
+    const { sut, placer } = await reconciler(version({ desiredContainers: 3, crashes: 1, lastCrashAt: new Date(Date.now() - 1500) }));
+    placer.reserveMany.mockResolvedValue({ placed: [] });
+    await sut.pass();
+    expect(placer.reserveMany).toHaveBeenCalledWith('v1', expect.anything(), 1, 'scale-up');
+  });
+
+  it("stops a superseded version's containers at once while it loops, whatever it desires", async () => {
+    const { sut, containers, agents } = await reconciler(version({ latest: false, crashes: 2, lastCrashAt: new Date() }));
+    containers.activeOf.mockResolvedValue([{ id: 'c1', readyAt: null }]);
+    containers.markStopping.mockResolvedValue({ machineId: 'm1' } as never);
+    agents.stop.mockResolvedValue({ accepted: true });
+    await sut.pass();
+    expect(containers.markStopping).toHaveBeenCalledWith('c1', 'superseded while crash-looping', expect.anything());
   });
 });

@@ -3,7 +3,7 @@ import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { CONTAINER_FAILED, CONTAINER_SCHEDULED, pullsTasks, type ResolvedSpec } from '#tern/contracts';
 import { Messaging, RequestError, taskConsumerSpec } from '#tern/messaging';
 import { ContainersRepository, type LostContainer, type VersionToReconcile } from '#tern/persistence';
-import { PLACEMENT_BACKOFF } from '#tern/placement';
+import { crashWaitMs, isCrashLooping, PLACEMENT_BACKOFF } from '#tern/placement';
 import { AgentCommands } from '../machines/agent-commands.js';
 import { MachineFaultRelay } from '../machines/machine-fault-relay.js';
 import { type Placed, Placer } from './placer.js';
@@ -27,7 +27,9 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
  * machines' rows and checks their generations (see Placer), so different versions never
  * overbook a machine either.
  * A version that found no room waits 1 s, doubling to 30 s, before it tries again, unless room
- * frees first (a container ends: roomFreed; a machine becomes ready: resetBackoff).
+ * frees first (a container ends: roomFreed; a machine becomes ready: resetBackoff). A version whose
+ * containers crash waits CONTAINER_CRASH_BACKOFF_* after its last crash (crashWaitMs), starts one
+ * at a time, and, once superseded, stops its containers at once.
  */
 @Injectable()
 export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
@@ -95,7 +97,9 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async reconcile(v: VersionToReconcile): Promise<void> {
-    const stopAll = v.deploymentState === 'stopped' || v.deploymentState === 'deleted';
+    // A superseded version whose containers crash is not kept warm: they stop at once, none start.
+    const supersededLoop = !v.latest && isCrashLooping(v, Date.now(), this.config.containers.crashBackoff);
+    const stopAll = v.deploymentState === 'stopped' || v.deploymentState === 'deleted' || supersededLoop;
     const desired = stopAll ? 0 : v.desiredContainers;
     const active = await this.containers.activeOf(v.id, ACTIVE);
     if (active.length < desired) return this.scaleUp(v, desired - active.length);
@@ -106,7 +110,8 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
         v.idleContainers ?? [],
         stopAll,
       );
-      await this.stop(ids, stopAll ? `deployment ${v.deploymentState}` : 'scale-down');
+      const why = supersededLoop ? 'superseded while crash-looping' : stopAll ? `deployment ${v.deploymentState}` : 'scale-down';
+      await this.stop(ids, why);
     }
     this.backoff.delete(v.id);
     await this.setReason(v, null);
@@ -116,9 +121,17 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     if (!isResolvedSpec(v.spec)) return this.setReason(v, 'the version has no resolved spec to place');
     const wait = this.backoff.get(v.id);
     if (wait && wait.nextAt > Date.now()) return;
+    const crashBackoff = this.config.containers.crashBackoff;
+    const crashWait = crashWaitMs(v, Date.now(), crashBackoff);
+    if (crashWait > 0) {
+      const next = new Date(Date.now() + crashWait).toISOString();
+      return this.setReason(v, `CrashLoopBackOff: ${v.crashes} container(s) crashed in a row; next start at ${next}`);
+    }
     const spec = v.spec;
     const request = placementRequest(spec);
-    const { placed, unplaced } = await this.placer.reserveMany(v.id, request, missing, 'scale-up');
+    // While its containers crash, a version gets one new container at a time.
+    const count = isCrashLooping(v, Date.now(), crashBackoff) ? 1 : missing;
+    const { placed, unplaced } = await this.placer.reserveMany(v.id, request, count, 'scale-up');
     for (const p of placed) {
       this.logger.log(
         { containerId: p.containerId, machineId: p.machineId },

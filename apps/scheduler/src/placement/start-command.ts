@@ -1,7 +1,7 @@
 import type { ContainerStart, DeploymentKind, ResolvedSpec } from '#tern/contracts';
 import type { PlacementRequest } from '#tern/placement';
 
-/** Longest wait for a new container's first passing health check. */
+/** Longest wait for a new container's first passing health check, unless its spec sets startup_timeout. */
 export const STARTUP_TIMEOUT_SECONDS = 120;
 
 /** What the version's spec asks of each container, for placement. */
@@ -53,7 +53,10 @@ export function startCommand(spec: ResolvedSpec, t: StartTarget, now: Date): Con
     ...(spec.onStart ? { onStart: spec.onStart } : {}),
     ...(spec.code ? { code: spec.code } : {}),
     ...(spec.command ? { command: [...spec.command] } : {}),
+    ...(spec.healthCheck ? { healthCheck: spec.healthCheck } : {}),
+    ...(spec.taskPolicy?.noRetryOn?.length ? { noRetryOn: [...spec.taskPolicy.noRetryOn] } : {}),
     env: { ...spec.env },
+    ...(spec.secrets?.length ? { secrets: [...spec.secrets] } : {}),
     resources: {
       cpuMillicores: spec.cpuMillicores,
       memoryBytes: spec.memoryBytes,
@@ -65,7 +68,7 @@ export function startCommand(spec: ResolvedSpec, t: StartTarget, now: Date): Con
     ...(spec.network ? { network: 'block' in spec.network ? { block: true } : { allow: [...spec.network.allow] } } : {}),
     workers: spec.workers,
     concurrency: spec.concurrentRequests,
-    startupTimeoutSeconds: STARTUP_TIMEOUT_SECONDS,
+    startupTimeoutSeconds: spec.startupTimeoutSeconds ?? STARTUP_TIMEOUT_SECONDS,
     requestedAt: now.toISOString(),
   };
 }

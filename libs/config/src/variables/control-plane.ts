@@ -160,6 +160,26 @@ export const CONTROL_PLANE_VARIABLES = [
     services: ['reputation'],
     description: 'Half-life of the outcomes, heartbeats and latencies a reputation is computed from: old failures fade.',
   },
+  {
+    name: 'CONTAINER_CRASH_BACKOFF_FIRST_MS',
+    kind: 'int',
+    default: '1000',
+    min: 1,
+    max: 3_600_000,
+    services: ['scheduler', 'gateway'],
+    description:
+      "Crash loops: after a version's container crashes (exits, fails its readiness, cannot start), the wait before the scheduler starts the next one; doubles with each crash in a row.",
+  },
+  {
+    name: 'CONTAINER_CRASH_BACKOFF_MAX_MS',
+    kind: 'int',
+    default: '300000',
+    min: 1,
+    max: 86_400_000,
+    services: ['scheduler', 'gateway'],
+    description:
+      'Crash loops: the longest wait between two starts of a crashing version; its crash count starts over once it has gone twice this long (at least 10 minutes) without a crash.',
+  },
   // Proof of hardware (libs/proof, the scheduler's MachineVerifier).
   {
     name: 'MACHINE_CHALLENGE_INTERVAL_SECONDS',

@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   IsArray,
   IsBoolean,
   IsIn,
@@ -54,6 +55,8 @@ export class ContainerStart {
   @IsOptional() @IsArray() @IsString({ each: true }) args?: string[];
 
   @IsRecordOf('string') env!: Record<string, string>;
+  /** Workspace secrets to set as environment variables: names only; the agent fetches the values for this container from the gateway (AGENT_CONTAINERS_PATH/<id>/secrets). */
+  @IsOptional() @IsArray() @ArrayMaxSize(64) @IsString({ each: true }) secrets?: string[];
   @IsOptional() @Matches(/^\//, { message: 'cwd must be an absolute path' }) cwd?: string;
 
   @IsObject()
@@ -80,6 +83,14 @@ export class ContainerStart {
   @IsInt() @Min(1) workers!: number;
   /** Requests or tasks each worker handles at once. */
   @IsInt() @Min(1) concurrency!: number;
+
+  /** The readiness check: a path for an HTTP GET that must answer 2xx, or `tcp` (the port accepts a connection); absent: /health. */
+  @IsOptional()
+  @Matches(/^(tcp|\/[\x21-\x7e]{0,255})$/, { message: 'healthCheck must be a path starting with / or tcp' })
+  healthCheck?: string;
+
+  /** task_queue, function: error type names whose failures are not retried (the spec's task_policy.no_retry_on). */
+  @IsOptional() @IsArray() @ArrayMaxSize(32) @IsString({ each: true }) noRetryOn?: string[];
 
   /** Longest wait for the first passing health check before the start counts as failed. */
   @IsInt() @Min(1) startupTimeoutSeconds!: number;

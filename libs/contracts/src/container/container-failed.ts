@@ -1,4 +1,4 @@
-import { IsIn, IsString } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, MaxLength } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { ContainerEvent } from './container-event.js';
 
@@ -6,9 +6,22 @@ import { ContainerEvent } from './container-event.js';
 export const CONTAINER_FAILURE_PHASES = ['image', 'create', 'start', 'health', 'runtime', 'machine-lost'] as const;
 export type ContainerFailurePhase = (typeof CONTAINER_FAILURE_PHASES)[number];
 
+/** How many of a failed container's last lines its failure carries, and how long each may be. */
+export const CRASH_LOG_LINES = 20;
+export const CRASH_LOG_LINE_CHARS = 500;
+
 export class ContainerFailed extends ContainerEvent {
   @IsIn(CONTAINER_FAILURE_PHASES) phase!: ContainerFailurePhase;
   @IsString() error!: string;
+  /** runtime: the process's exit code (absent when a signal ended it). */
+  @IsOptional() @IsInt() exitCode?: number;
+  /** The container's last output lines (stderr ones start with "! "), for the crash-loop view of `tern deployments <name>`. */
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(CRASH_LOG_LINES)
+  @IsString({ each: true })
+  @MaxLength(CRASH_LOG_LINE_CHARS, { each: true })
+  lastLines?: string[];
 }
 
 export const CONTAINER_FAILED = defineContract({

@@ -18,7 +18,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { DEPLOYMENT_KINDS, type DeploymentKind } from '../domain.js';
-import { SECRET_NAME, SECRET_NAME_RULE } from '../secret/secrets.js';
+import { SECRET_ENV_NAME, SECRET_NAME, SECRET_NAME_RULE } from '../secret/secrets.js';
 import { allOf, IsIpv4Cidr, IsRecordOf } from '../validation.js';
 import { type ImageBuild, IsDeploymentImage } from './image-spec.js';
 import { SpecSchedule } from './schedule.js';
@@ -143,8 +143,18 @@ export class DeploymentSpec {
   @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'on_start must look like app.py:load' })
   on_start?: string;
 
-  /** Your own server on $PORT instead of a handler. */
+  /** Your own server on $PORT instead of a handler; it runs in /app, the spec's folder. */
   @IsOptional() @IsArray() @ArrayMinSize(1) @IsString({ each: true }) command?: string[];
+  /** command: how the agent tells the server is ready: `http` (the default, GET health_path answers 2xx) or `tcp` ($PORT accepts a connection). */
+  @IsOptional() @IsIn(['http', 'tcp'], { message: 'health_check must be http or tcp' }) health_check?: 'http' | 'tcp';
+  /** Seconds a new container may take to pass its readiness check (a model server loading weights); default 120. */
+  @IsOptional() @IsInt() @Min(1) @Max(3600) startup_timeout?: number;
+  /** command, health_check http: the path probed; default /health. */
+  @IsOptional()
+  @Matches(/^\/[\x21-\x7e]{0,255}$/, {
+    message: 'health_path must be a path starting with / (printable, no spaces, at most 256 characters)',
+  })
+  health_path?: string;
 
   /** Content address of the uploaded code (`PUT /api/v1/code/<sha256>`), mounted at /app. */
   @IsOptional() @Matches(/^sha256:[a-f0-9]{64}$/, { message: 'code must be sha256:<64 hex digits>' }) code?: string;
@@ -187,6 +197,19 @@ export class DeploymentSpec {
   autoscaler?: QueueDepthPolicy | RequestLatencyPolicy | PredictivePolicy;
 
   @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
+  /**
+   * Workspace secrets (`tern secret set HF_TOKEN`) set as environment variables of the same name
+   * when each container starts: never in the spec, the image, logs or the API. Names must be
+   * environment variable names.
+   */
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(64)
+  @Matches(SECRET_ENV_NAME, {
+    each: true,
+    message: 'secrets must name workspace secrets whose names are environment variable names (HF_TOKEN: letters, digits and _)',
+  })
+  secrets?: string[];
   @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => SpecVolume) volumes?: SpecVolume[];
 
   /** task_queue: retries, timeout and ttl of its tasks (a submit may override each). */

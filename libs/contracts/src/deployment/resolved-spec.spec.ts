@@ -88,6 +88,18 @@ describe('resolveSpec', () => {
     );
   });
 
+  it('names the errors a task policy does not retry, once each, and validates them as type names', async () => {
+    const f = resolve({ kind: 'task_queue', task_policy: { no_retry_on: ['ValueError', 'app.BadInput', 'ValueError'] } });
+    expect(f.taskPolicy?.noRetryOn).toEqual(['ValueError', 'app.BadInput']);
+    expect(resolve({ kind: 'task_queue' }).taskPolicy?.noRetryOn).toBeUndefined();
+    const bad = await validatePayload(DeploymentSpec, {
+      ...base,
+      kind: 'task_queue',
+      task_policy: { no_retry_on: ['ValueError', 'not a type'] },
+    });
+    expect(bad.ok ? '' : bad.reason).toMatch(/task_policy.no_retry_on must list error type names/);
+  });
+
   it('gives an endpoint limits that fit streams: until the response starts, between pieces, in all', () => {
     expect(resolve({})).toMatchObject({ timeoutSeconds: 180, idleTimeoutSeconds: 60, maxDurationSeconds: 3600 });
     expect(endpointLimits(resolve({ timeout: 30, idle_timeout: 5, max_duration: 7200 }))).toEqual({
@@ -133,6 +145,52 @@ describe('resolveSpec', () => {
     );
     expect(specError(() => resolve({ gpu: 'A100', gpu_count: 0 }))).toMatch(/^gpu_count must be at least 1/);
     expect(specError(() => resolve({ memory: 'lots' }))).toMatch(/^memory must be a size like 512Mi/);
+  });
+});
+
+describe("resolveSpec: a command server's readiness check", () => {
+  const server = (extra: Record<string, unknown>) =>
+    resolve({ handler: undefined, code: undefined, command: ['python3', 'server.py'], ...extra });
+
+  it('probes GET /health by default, another path with health_path, or a TCP connection with health_check tcp', () => {
+    expect(server({}).healthCheck).toBeUndefined();
+    expect(server({ health_path: '/health' }).healthCheck).toBeUndefined();
+    expect(server({ health_path: '/v1/models' }).healthCheck).toBe('/v1/models');
+    expect(server({ health_check: 'http', health_path: '/ready' }).healthCheck).toBe('/ready');
+    expect(server({ health_check: 'tcp' }).healthCheck).toBe('tcp');
+    // A model server loading weights may take longer than the default 120 s.
+    expect(server({ startup_timeout: 900 }).startupTimeoutSeconds).toBe(900);
+    expect(server({}).startupTimeoutSeconds).toBeUndefined();
+  });
+
+  it('refuses them with a handler (its runner answers /health) and a path with tcp', () => {
+    expect(specError(() => resolve({ health_path: '/ready' }))).toMatch(/^health_path applies to command servers/);
+    expect(specError(() => resolve({ health_check: 'tcp' }))).toMatch(/^health_check applies to command servers/);
+    expect(specError(() => server({ health_check: 'tcp', health_path: '/ready' }))).toBe(
+      'health_path applies to health_check http, not tcp',
+    );
+  });
+
+  it('validates the fields themselves', async () => {
+    const result = await validatePayload(DeploymentSpec, { ...base, health_check: 'grpc', health_path: 'ready me' });
+    expect(result.ok).toBe(false);
+    const reason = result.ok ? '' : result.reason;
+    expect(reason).toMatch(/health_check must be http or tcp/);
+    expect(reason).toMatch(/health_path must be a path starting with \//);
+  });
+});
+
+describe('resolveSpec: secrets as environment', () => {
+  it('keeps the names once each, never with an env entry of the same name or a variable Tern sets', async () => {
+    expect(resolve({ secrets: ['HF_TOKEN', 'DB_URL', 'HF_TOKEN'] }).secrets).toEqual(['HF_TOKEN', 'DB_URL']);
+    expect(resolve({}).secrets).toBeUndefined();
+    expect(specError(() => resolve({ secrets: ['HF_TOKEN'], env: { HF_TOKEN: 'x' } }))).toBe(
+      'secrets HF_TOKEN is also set in env: give it one source',
+    );
+    expect(specError(() => resolve({ secrets: ['PORT'] }))).toMatch(/^secrets PORT is set by Tern itself/);
+    expect(specError(() => resolve({ secrets: ['TERN_HANDLER'] }))).toMatch(/^secrets TERN_HANDLER is set by Tern itself/);
+    const bad = await validatePayload(DeploymentSpec, { ...base, secrets: ['hf-token'] });
+    expect(bad.ok ? '' : bad.reason).toMatch(/secrets must name workspace secrets whose names are environment variable names/);
   });
 });
 

@@ -12,6 +12,10 @@ export interface ResolvedSpec {
   readonly handler?: string;
   readonly onStart?: string;
   readonly command?: string[];
+  /** When the spec sets one: seconds a new container may take to pass its readiness check (else the scheduler's 120). */
+  readonly startupTimeoutSeconds?: number;
+  /** command only, when not the default `/health`: the readiness check (ContainerStart.healthCheck). */
+  readonly healthCheck?: string;
   readonly code?: string;
   readonly cpuMillicores: number;
   readonly memoryBytes: number;
@@ -42,6 +46,8 @@ export interface ResolvedSpec {
     readonly prewarm?: boolean;
   };
   readonly env: Record<string, string>;
+  /** Workspace secrets set as environment variables at each container's start (names only). */
+  readonly secrets?: readonly string[];
   readonly volumes: { name: string; mountPath: string; readOnly: boolean }[];
   readonly pool: string;
   /** Absent: the public internet (see NetworkPolicy). */
@@ -150,6 +156,7 @@ function resolveTaskPolicy(spec: DeploymentSpec): ResolvedTaskPolicy {
     ...(p.ttl ? { ttlSeconds: p.ttl } : {}),
     maxPendingTasks: spec.max_pending_tasks ?? DEFAULT_MAX_PENDING_TASKS,
     ...(spec.callback_url ? { callbackUrl: spec.callback_url } : {}),
+    ...(p.no_retry_on?.length ? { noRetryOn: [...new Set(p.no_retry_on)] } : {}),
   };
 }
 
@@ -160,6 +167,55 @@ function checkedSchedule(spec: DeploymentSpec): ResolvedSchedule {
     const m = /^(schedule(?:\.\w+)?) ([\s\S]*)$/.exec((e as Error).message);
     throw m ? new SpecError(m[1], m[2]) : new SpecError('schedule', (e as Error).message);
   }
+}
+
+/** The spec's secrets, once each; none may share its name with an env entry or one Tern sets (PORT, TERN_*). */
+function resolveSecrets(spec: DeploymentSpec): string[] {
+  const secrets = [...new Set(spec.secrets ?? [])];
+  for (const name of secrets) {
+    if (spec.env && Object.prototype.hasOwnProperty.call(spec.env, name))
+      throw new SpecError('secrets', `${name} is also set in env: give it one source`);
+    if (name === 'PORT' || name.startsWith('TERN_')) throw new SpecError('secrets', `${name} is set by Tern itself: rename the secret`);
+  }
+  return secrets;
+}
+
+/** A command server's readiness check: a path or `tcp`; undefined for the default (GET /health). */
+function resolveHealthCheck(spec: DeploymentSpec): string | undefined {
+  for (const field of ['health_check', 'health_path'] as const) {
+    if (spec[field] !== undefined && !spec.command)
+      throw new SpecError(field, "applies to command servers (a handler's runner answers GET /health itself)");
+  }
+  if (spec.health_check === 'tcp') {
+    if (spec.health_path !== undefined) throw new SpecError('health_path', 'applies to health_check http, not tcp');
+    return 'tcp';
+  }
+  return spec.health_path !== undefined && spec.health_path !== '/health' ? spec.health_path : undefined;
+}
+
+/** Fields that apply to some kinds only: given to another kind, a SpecError. */
+function checkKindFields(spec: DeploymentSpec): void {
+  if (!pullsTasks(spec.kind)) {
+    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url', 'schedule'] as const) {
+      if (spec[field] !== undefined)
+        throw new SpecError(field, `applies to task_queue and function deployments only (this is a ${spec.kind})`);
+    }
+  }
+  if (spec.kind !== 'endpoint') {
+    for (const field of ['idle_timeout', 'max_duration'] as const) {
+      if (spec[field] !== undefined) throw new SpecError(field, `applies to endpoint deployments only (this is a ${spec.kind})`);
+    }
+  }
+}
+
+/** `gpu` (a type, a list, or "any") and `gpu_count`, as placement reads them. */
+function resolveGpus(spec: DeploymentSpec): { gpuTypes: string[]; gpuCount: number } {
+  const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
+  const gpuList = spec.gpu === undefined ? [] : Array.isArray(spec.gpu) ? spec.gpu : [spec.gpu];
+  if (gpuList.some((g) => typeof g !== 'string' || !g.trim())) throw new SpecError('gpu', 'must be a GPU type, a list of types, or "any"');
+  const gpuTypes = gpuList.map((g) => g.trim()).filter((g) => g.toLowerCase() !== 'any');
+  if (gpuTypes.length && gpuCount === 0) throw new SpecError('gpu_count', 'must be at least 1 when gpu is set');
+  return { gpuTypes, gpuCount };
 }
 
 /** Fills defaults and checks the rules that span fields. Throws SpecError. */
@@ -173,24 +229,12 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
   if (!spec.handler && !spec.command)
     throw new SpecError('handler', 'or command is required (handler: app.py:predict, or command: [...] serving $PORT)');
   if (spec.on_start && !spec.handler) throw new SpecError('on_start', 'needs a handler (a command serves itself)');
-  if (!pullsTasks(spec.kind)) {
-    for (const field of ['task_policy', 'max_pending_tasks', 'callback_url', 'schedule'] as const) {
-      if (spec[field] !== undefined)
-        throw new SpecError(field, `applies to task_queue and function deployments only (this is a ${spec.kind})`);
-    }
-  }
-  if (spec.kind !== 'endpoint') {
-    for (const field of ['idle_timeout', 'max_duration'] as const) {
-      if (spec[field] !== undefined) throw new SpecError(field, `applies to endpoint deployments only (this is a ${spec.kind})`);
-    }
-  }
+  const healthCheck = resolveHealthCheck(spec);
+  const secrets = resolveSecrets(spec);
+  checkKindFields(spec);
   if (spec.network?.block && spec.network.allow) throw new SpecError('network', 'takes block or allow, not both');
   if (spec.handler && !spec.code) throw new SpecError('code', "is required with a handler (tern deploy uploads the spec's folder)");
-  const gpuCount = spec.gpu_count ?? (spec.gpu ? 1 : 0);
-  const gpuList = spec.gpu === undefined ? [] : Array.isArray(spec.gpu) ? spec.gpu : [spec.gpu];
-  if (gpuList.some((g) => typeof g !== 'string' || !g.trim())) throw new SpecError('gpu', 'must be a GPU type, a list of types, or "any"');
-  const gpuTypes = gpuList.map((g) => g.trim()).filter((g) => g.toLowerCase() !== 'any');
-  if (gpuTypes.length && gpuCount === 0) throw new SpecError('gpu_count', 'must be at least 1 when gpu is set');
+  const { gpuTypes, gpuCount } = resolveGpus(spec);
   const workers = spec.workers ?? 1;
   const concurrentRequests = spec.concurrent_requests ?? 1;
   const policy = spec.autoscaler;
@@ -206,6 +250,8 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     handler: spec.handler,
     onStart: spec.on_start,
     command: spec.command,
+    ...(healthCheck ? { healthCheck } : {}),
+    ...(spec.startup_timeout ? { startupTimeoutSeconds: spec.startup_timeout } : {}),
     code: spec.code,
     cpuMillicores: Math.round((spec.cpu ?? 1) * 1000),
     memoryBytes: parseMemory(spec.memory ?? '512Mi'),
@@ -232,6 +278,7 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
       ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
     },
     env: spec.env ?? {},
+    ...(secrets.length ? { secrets } : {}),
     volumes: resolveVolumes(spec),
     pool: spec.pool ?? 'default',
     ...(spec.network?.block ? { network: { block: true } } : spec.network?.allow ? { network: { allow: [...spec.network.allow] } } : {}),

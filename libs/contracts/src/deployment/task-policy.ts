@@ -1,4 +1,4 @@
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 
 /** The most retries a task may ask for; the TASKS consumers allow this many + 2 deliveries as a backstop. */
 export const MAX_TASK_RETRIES = 10;
@@ -20,6 +20,18 @@ export class SpecTaskPolicy {
   @IsOptional() @IsInt() @Min(1) @Max(86400) timeout?: number;
   /** Seconds a task may wait before its first attempt starts; it is EXPIRED after. Default: no limit. */
   @IsOptional() @IsInt() @Min(1) @Max(14 * 86400) ttl?: number;
+  /**
+   * Error types whose failures are not retried (`[ValueError, KeyError]`): the handler's
+   * exception class or any it derives from, by name. A tern.HTTPError with a 4xx status is never retried.
+   */
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(32)
+  @Matches(/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/, {
+    each: true,
+    message: 'task_policy.no_retry_on must list error type names (ValueError, mymodule.BadInput)',
+  })
+  no_retry_on?: string[];
 }
 
 /** A task policy with every default filled. */
@@ -29,4 +41,6 @@ export interface ResolvedTaskPolicy {
   readonly ttlSeconds?: number;
   readonly maxPendingTasks: number;
   readonly callbackUrl?: string;
+  /** Error type names not retried (absent: every error is, up to maxRetries). */
+  readonly noRetryOn?: readonly string[];
 }

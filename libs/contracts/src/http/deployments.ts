@@ -24,7 +24,24 @@ export interface VersionView {
   actual: number;
   desiredReason: string | null;
   placementReason: string | null;
+  /** Set while the version's containers crash in a row: the scheduler waits longer before each next start. */
+  crashLoop: CrashLoopView | null;
   createdAt: string;
+}
+
+/** A version in a crash loop: how often, when it may start again, and what its last crash said. */
+export interface CrashLoopView {
+  state: 'CrashLoopBackOff';
+  /** Containers that crashed in a row. */
+  crashes: number;
+  lastCrashAt: string;
+  /** When the scheduler starts the next container (past: it may already have). */
+  nextStartAt: string;
+  /** The last crash: where (runtime, health, start, image), how, its exit code, its last output lines. */
+  phase: string;
+  error: string;
+  exitCode: number | null;
+  lastLines: string[];
 }
 
 export interface ContainerView {

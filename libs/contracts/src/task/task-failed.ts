@@ -6,6 +6,9 @@ import { IsId } from '../validation.js';
 export const TASK_FAILURE_CAUSES = ['error', 'timeout', 'container-lost'] as const;
 export type TaskFailureCause = (typeof TASK_FAILURE_CAUSES)[number];
 
+/** Where a task's error gives way to the handler's own traceback, when its runner sent one (the CLI and SDKs split on it). */
+export const REMOTE_TRACEBACK = '\n\nRemote traceback:\n';
+
 export class TaskFailed {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;

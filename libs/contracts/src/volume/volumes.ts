@@ -20,6 +20,16 @@ export function agentVolumePath(containerId: string, volume: string): string {
   return `${AGENT_CONTAINERS_PATH}/${encodeURIComponent(containerId)}/volumes/${encodeURIComponent(volume)}`;
 }
 
+/** `GET …`: the secrets of a container placed on the calling machine, as environment variables, while it starts (AgentContainerSecrets). */
+export function agentSecretsPath(containerId: string): string {
+  return `${AGENT_CONTAINERS_PATH}/${encodeURIComponent(containerId)}/secrets`;
+}
+
+/** The answer of agentSecretsPath: name → value, for the container's environment only. */
+export interface AgentContainerSecrets {
+  env: Record<string, string>;
+}
+
 /** One file of a volume's manifest. */
 export interface VolumeFileEntry {
   /** Relative to the volume's root, `/`-separated, no `.` or `..` segment. */

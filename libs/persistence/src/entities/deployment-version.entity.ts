@@ -44,6 +44,17 @@ export class DeploymentVersion {
   @Column({ name: 'idle_containers', type: 'text', array: true, default: () => "'{}'" })
   idleContainers!: string[];
 
+  /** Containers of the version that crashed in a row (CrashLoopsRepository); the scheduler backs off on it. */
+  @Column({ name: 'crash_count', type: 'integer', default: 0 })
+  crashCount!: number;
+
+  @Column({ name: 'last_crash_at', type: 'timestamptz', nullable: true })
+  lastCrashAt!: Date | null;
+
+  /** The last crash: exit code, error, last log lines (CrashView). */
+  @Column({ name: 'last_crash', type: 'jsonb', nullable: true })
+  lastCrash!: Record<string, unknown> | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 }

@@ -24,6 +24,7 @@ import { ReputationHeartbeats1765360000000 } from './1765360000000-reputation-he
 import { MachineStateOutbox1765370000000 } from './1765370000000-machine-state-outbox.js';
 import { MachineGenerations1765420000000 } from './1765420000000-machine-generations.js';
 import { MachineFaults1765436000000 } from './1765436000000-machine-faults.js';
+import { CrashLoops1765450000000 } from './1765450000000-crash-loops.js';
 import { MachineVerification1765500000000 } from './1765500000000-machine-verification.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
@@ -54,5 +55,6 @@ export const MIGRATIONS = [
   MachineStateOutbox1765370000000,
   MachineGenerations1765420000000,
   MachineFaults1765436000000,
+  CrashLoops1765450000000,
   MachineVerification1765500000000,
 ] as const;

@@ -62,7 +62,8 @@ const INSERT_FROM_EVENT = `
 const VERSIONS_TO_RECONCILE = `
   SELECT dv.id, dv.deployment_id::text AS "deploymentId", dv.version, dv.spec, dv.desired_containers AS "desiredContainers",
          dv.idle_containers AS "idleContainers", dv.placement_reason AS "placementReason", d.workspace_id::text AS "workspaceId",
-         d.kind, d.state AS "deploymentState"
+         d.kind, d.state AS "deploymentState", dv.version = d.latest_version AS latest, dv.crash_count AS crashes,
+         dv.last_crash_at AS "lastCrashAt"
   FROM deployment_versions dv JOIN deployments d ON d.id = dv.deployment_id
   WHERE dv.desired_containers > 0
      OR EXISTS (SELECT 1 FROM containers c WHERE c.deployment_version_id = dv.id AND c.state = ANY($1::text[]))
@@ -89,14 +90,16 @@ const FAIL_ON_OFFLINE_MACHINES = `
  */
 const FAIL_STARTS_PAST_LIMIT = `
   WITH late AS (
-    SELECT id FROM containers
-    WHERE state IN ('scheduled', 'starting', 'running') AND ready_at IS NULL AND machine_id IS NOT NULL
-      AND created_at < now() - make_interval(secs => $1::int)
-    ORDER BY id FOR UPDATE SKIP LOCKED
+    SELECT c.id, l.secs FROM containers c
+    JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+    CROSS JOIN LATERAL (SELECT GREATEST($1::int, COALESCE((dv.spec->>'startupTimeoutSeconds')::int + 180, 0)) AS secs) l
+    WHERE c.state IN ('scheduled', 'starting', 'running') AND c.ready_at IS NULL AND c.machine_id IS NOT NULL
+      AND c.created_at < now() - make_interval(secs => l.secs)
+    ORDER BY c.id FOR UPDATE OF c SKIP LOCKED
   ), failed AS (
     UPDATE containers c
     SET state = 'failed', stopped_at = COALESCE(c.stopped_at, now()), updated_at = now(),
-        state_reason = 'not ready within ' || $1::int || ' s of its placement on machine ' || c.machine_id
+        state_reason = 'not ready within ' || late.secs || ' s of its placement on machine ' || c.machine_id
           || ' (the start limit; last state ' || c.state || ')'
     FROM late WHERE c.id = late.id
     RETURNING c.id, c.machine_id, c.ready_at, c.state_reason, c.deployment_version_id
@@ -224,8 +227,8 @@ export class ContainersRepository extends TransactionalRepository {
   }
 
   /**
-   * Fails every container not ready `limitSeconds` after its placement (see
-   * FAIL_STARTS_PAST_LIMIT), its fault in the outbox; returns them.
+   * Fails every container not ready `limitSeconds` after its placement (or its spec's
+   * startup_timeout + 180 s, when longer; see FAIL_STARTS_PAST_LIMIT), its fault in the outbox; returns them.
    */
   failStartsPastLimit(limitSeconds: number): Promise<{ id: string; machineId: string; stateReason: string }[]> {
     return this.rows(FAIL_STARTS_PAST_LIMIT, [limitSeconds]);

@@ -1,5 +1,6 @@
 import { CodeBundlesRepository } from './code-bundles.repository.js';
 import { ContainersRepository } from './containers.repository.js';
+import { CrashLoopsRepository } from './crash-loops.repository.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { MachineFaultsRepository } from './machine-faults.repository.js';
 import { MachineVerificationRepository } from './machine-verification.repository.js';
@@ -42,6 +43,7 @@ export type { NewNatsUser } from './nats-users.repository.js';
 export const REPOSITORIES = [
   CodeBundlesRepository,
   ContainersRepository,
+  CrashLoopsRepository,
   DeploymentsRepository,
   MachineFaultsRepository,
   MachineVerificationRepository,
@@ -61,6 +63,7 @@ export const REPOSITORIES = [
 export {
   CodeBundlesRepository,
   ContainersRepository,
+  CrashLoopsRepository,
   DeploymentsRepository,
   MachineFaultsRepository,
   MachineVerificationRepository,
@@ -79,6 +82,7 @@ export {
 
 // The view types repositories return and take.
 export type * from './containers.repository.js';
+export type * from './crash-loops.repository.js';
 export type * from './machine-faults.repository.js';
 export type * from './machine-verification.repository.js';
 export type * from './machines.repository.js';

@@ -43,6 +43,42 @@ export class SecretsRepository extends TransactionalRepository {
     return row?.sealed;
   }
 
+  /** Which of `names` the workspace holds. */
+  async existing(workspaceId: string, names: readonly string[]): Promise<string[]> {
+    const rows = await this.rows<{ name: string }>(
+      `SELECT name FROM workspace_secrets WHERE workspace_id = $1 AND name = ANY($2::text[])`,
+      [workspaceId, names],
+    );
+    return rows.map((r) => r.name);
+  }
+
+  /**
+   * The secrets a container's version names (its spec's `secrets`) and their sealed values, if
+   * the container is placed on `machineId` and still starting (not yet running, stopped or
+   * failed): the only moment its agent needs them. undefined otherwise; a secret removed since
+   * the deploy comes back with sealed null.
+   */
+  async ofStartingContainer(
+    machineId: string,
+    containerId: string,
+  ): Promise<{ workspaceId: string; secrets: { name: string; sealed: string | null }[] } | undefined> {
+    const rows = await this.rows<{ workspaceId: string; name: string | null; sealed: string | null }>(
+      `SELECT d.workspace_id::text AS "workspaceId", n.name, s.sealed
+         FROM containers c
+         JOIN deployment_versions dv ON dv.id = c.deployment_version_id
+         JOIN deployments d ON d.id = dv.deployment_id
+         LEFT JOIN LATERAL jsonb_array_elements_text(coalesce(dv.spec->'secrets', '[]'::jsonb)) AS n(name) ON true
+         LEFT JOIN workspace_secrets s ON s.workspace_id = d.workspace_id AND s.name = n.name
+        WHERE c.id = $2 AND c.machine_id = $1 AND c.state IN ('pending', 'scheduled', 'starting')`,
+      [machineId, containerId],
+    );
+    if (!rows.length) return undefined;
+    return {
+      workspaceId: rows[0].workspaceId,
+      secrets: rows.filter((r) => r.name !== null).map((r) => ({ name: r.name!, sealed: r.sealed })),
+    };
+  }
+
   async remove(workspaceId: string, name: string): Promise<boolean> {
     const rows = await this.rows<{ name: string }>(`DELETE FROM workspace_secrets WHERE workspace_id = $1 AND name = $2 RETURNING name`, [
       workspaceId,

@@ -15,3 +15,7 @@ export class PutSecretDto {
   @MaxLength(16384, { message: 'value must be at most 16384 characters' })
   value!: string;
 }
+
+export class AgentContainerParams {
+  @Matches(/^[A-Za-z0-9_.-]{1,128}$/, { message: 'containerId must be a container id' }) containerId!: string;
+}

@@ -26,6 +26,11 @@ export interface VersionToReconcile {
   workspaceId: string;
   kind: DeploymentKind;
   deploymentState: string;
+  /** Whether it is the deployment's latest version (older ones are superseded). */
+  latest: boolean;
+  /** Its crash loop (CrashLoopsRepository). */
+  crashes: number;
+  lastCrashAt: Date | null;
 }
 
 /** A container that was failed because its machine went offline or was removed. */
