@@ -356,6 +356,8 @@ describe('ContainersRepository', () => {
             cpuThreads: 8,
             memoryBytes: 64 * 2 ** 30,
             gpus: [{ index: 0, model: 'H100', memoryBytes: 80 * 2 ** 30 }],
+            // A new machine has proven nothing yet.
+            verification: 'unverified',
           },
         ]);
         expect(await tx.poolMinReputation(pool)).toBe(0.7);
