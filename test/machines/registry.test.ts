@@ -133,8 +133,9 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
 
     const cli = await tern(['machine', 'list'], base, ADMIN);
     expect(cli.code).toBe(0);
-    expect(cli.stdout).toMatch(/^ID\s+POOL\s+STATE\s+CPU\s+MEMORY\s+GPUS\s+NETWORK\s+REPUTATION\s+LAST HEARTBEAT$/m);
-    expect(cli.stdout).toMatch(/^gpu-1\s+default\s+ready\s+16 vCPU 12%\s+64 GiB 40%\s+1x H100 80GB HBM3\s+-\s+-\s+\d+s ago$/m);
+    expect(cli.stdout).toMatch(/^ID\s+POOL\s+STATE\s+HARDWARE\s+CPU\s+MEMORY\s+GPUS\s+NETWORK\s+REPUTATION\s+LAST HEARTBEAT$/m);
+    // No prover answers for this scripted machine: its hardware is unverified.
+    expect(cli.stdout).toMatch(/^gpu-1\s+default\s+ready\s+unverified\s+16 vCPU 12%\s+64 GiB 40%\s+1x H100 80GB HBM3\s+-\s+-\s+\d+s ago$/m);
     stop();
   });
 
