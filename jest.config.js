@@ -31,8 +31,8 @@ export default {
       globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
     },
     {
-      // Whole `npm run up` stacks with real containers, run beside the other tests two files at a
-      // time: their timing checks (lifetimes to 1 %, cold starts, kills) hold with a neighbour.
+      // Whole `npm run up` stacks with real containers: npm test runs them one at a time, after the
+      // rest, so that their timings (lifetimes to 1 %, cold starts, kills) do not suffer each other.
       ...shared,
       displayName: 'stack',
       testMatch: STACK_GLOBS,
