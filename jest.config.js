@@ -20,8 +20,10 @@ const STACK_GLOBS = ['<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/up.test.
 export default {
   // Integration tests start real processes; unit tests finish far inside this.
   testTimeout: 60_000,
+  // Longest kind of test file first where jest has no durations of its own (a fresh clone).
+  testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,scripts,sdk}/**/*.spec.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,scripts,sdk,bench}/**/*.spec.ts'] },
     {
       ...shared,
       displayName: 'integration',
@@ -31,8 +33,8 @@ export default {
       globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
     },
     {
-      // Whole `npm run up` stacks with real containers: npm test runs them one at a time, after the
-      // rest, so that their timings (lifetimes to 1 %, cold starts, kills) do not suffer each other.
+      // Whole `npm run up` stacks with real containers, run beside the other tests two files at a
+      // time: their timing checks (lifetimes to 1 %, cold starts, kills) hold with a neighbour.
       ...shared,
       displayName: 'stack',
       testMatch: STACK_GLOBS,

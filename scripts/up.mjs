@@ -145,7 +145,7 @@ async function up(f, exposed) {
     if (env.TERN_SKIP_INSTALL !== '1') {
       await ensureSystemPackages({
         required: [...(external.nats ? [] : ['nats-server']), ...(external.postgres ? [] : ['postgresql'])],
-        optional: ['runc', 'umoci', 'nftables', 'iproute2', 'docker-registry', 'apache2-utils', 'skopeo', 'debootstrap'],
+        optional: ['runc', 'umoci', 'nftables', 'iproute2', 'docker-registry', 'apache2-utils', 'skopeo', 'debootstrap', 'zstd'],
       });
       await ensureNodeModules();
     }
@@ -291,15 +291,17 @@ async function up(f, exposed) {
       return stopAll('start-up failed', 1);
     }
 
-    run.ready = true;
-    run.readyAt = new Date().toISOString();
-    record();
+    // The CLI's context first: `--detach` returns as soon as run.json says ready, and its caller
+    // (a script, a test) uses the CLI next.
     const cliConfig = writeCliContext('local', {
       gateway: gatewayUrl,
       token: adminToken,
       // `tern image base` pushes as the builders' user, or with this context's (operator) token under token auth.
       ...(registry ? { registry: cliRegistry(registry) } : {}),
     });
+    run.ready = true;
+    run.readyAt = new Date().toISOString();
+    record();
     const agents = result.last.body.agents.length;
     console.log(`
 ${green('✔')} ${bold('Tern is up')} ${dim(`in ${((Date.now() - t0) / 1000).toFixed(1)}s: 5 services, ${agents} agent${agents === 1 ? '' : 's'}`)}

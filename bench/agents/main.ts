@@ -12,7 +12,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import pg from 'pg';
@@ -20,6 +19,7 @@ import { HEARTBEATS_BUCKET, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
 import { type AccountSigner } from '#tern/nats-auth';
 import { freePort } from '#tern/runtime';
+import { benchArgs } from '../args.js';
 import { ROOT, sleep } from '../invoke/stack.js';
 import { agentId, Fleet } from './fleet.js';
 import { type NatsMonitor, profileNats, resetStatements, topStatements } from './profile.js';
@@ -54,7 +54,6 @@ const OPTIONS = {
   'scheduler-replicas': { type: 'string', default: '1' },
   database: { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   'profile-dir': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 } as const;
 
 function options() {
@@ -62,18 +61,7 @@ function options() {
     console.error(`${why}\n\n${USAGE}`);
     process.exit(2);
   };
-  const parse = () => {
-    try {
-      return parseArgs({ options: OPTIONS }).values;
-    } catch (e) {
-      return fail((e as Error).message);
-    }
-  };
-  const values = parse();
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
+  const values = benchArgs(USAGE, OPTIONS);
   const count = (name: keyof typeof OPTIONS, min = 1) => {
     const n = Number(values[name]);
     return Number.isInteger(n) && n >= min ? n : fail(`--${name} must be a whole number ≥ ${min}, not "${String(values[name])}"`);

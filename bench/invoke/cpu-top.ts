@@ -8,7 +8,7 @@
  * bench/invoke/README.md shows how the gateway's profile is taken and keeps its top frames.
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import { benchCommand } from '../args.js';
 
 interface ProfileNode {
   id: number;
@@ -21,8 +21,11 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
-if (positionals.length !== 1) throw new Error('usage: cpu-top.js <file.cpuprofile> [--top N]');
+const { values, positionals } = benchCommand(
+  `Usage: node dist/bench/invoke/cpu-top.js <file.cpuprofile> [--top 25]`,
+  { top: { type: 'string', default: '25' } },
+  { min: 1, max: 1 },
+);
 const profile = JSON.parse(await readFile(positionals[0]!, 'utf8')) as CpuProfile;
 
 /** Microseconds of self time per profile node id (a sample's delta is the time until the next one). */

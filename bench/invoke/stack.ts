@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { BridgeNetwork } from '#tern/runtime';
+import { stopOnInterrupt } from '../interrupt.js';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url)); // dist/bench/invoke → repo root
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,10 +30,13 @@ export interface Stack {
   /**
    * Stops what this bench started: its own stack, or on an existing stack the deployments it
    * made (a bench's `min_containers: 1` deployment left behind holds a core and fails the next bench).
+   * Runs once: on Ctrl-C or SIGTERM too, before the bench exits (stopOnInterrupt).
    */
   stop(): Promise<void>;
   /** The deployments deploy() made on this stack. */
   readonly deployed: Set<string>;
+  /** Has stop() end this too, first (the last added first): a bench's helper processes. */
+  alsoStop(stop: () => Promise<void>): void;
   /** Own stack only: the pid of each service (from run.json). */
   pids(): Promise<Record<string, number>>;
 }
@@ -60,26 +64,38 @@ export function benchNetworks(arg: string): BenchNetwork[] {
 /** Own stack unless gateway and token are given. */
 export async function openStack(o: StackOptions): Promise<Stack> {
   const log = o.log ?? ((m: string) => console.error(m));
+  const stack = await startOrFind(o, log);
+  const helpers: (() => Promise<void>)[] = [];
+  const stop = stopOnInterrupt(async () => {
+    for (const helper of helpers) await helper().catch((e: unknown) => log(`could not stop a helper: ${(e as Error).message}`));
+    await stack.stop();
+  }, log);
+  return { ...stack, stop, alsoStop: (helper) => void helpers.unshift(helper) };
+}
+
+async function startOrFind(o: StackOptions, log: (m: string) => void): Promise<Omit<Stack, 'alsoStop'>> {
   if (o.gateway) {
     if (!o.token) throw new Error('--gateway needs --token');
-    const existing: Stack = {
-      gateway: o.gateway.replace(/\/+$/, ''),
-      token: o.token,
+    const deployed = new Set<string>();
+    const gateway = o.gateway.replace(/\/+$/, '');
+    const token = o.token;
+    return {
+      gateway,
+      token,
       ternHome: o.ternHome ?? join(ROOT, '.tern'),
-      deployed: new Set(),
+      deployed,
       stop: async () => {
-        for (const name of existing.deployed) {
-          const res = await fetch(`${existing.gateway}/api/v1/deployments/${encodeURIComponent(name)}`, {
+        for (const name of deployed) {
+          const res = await fetch(`${gateway}/api/v1/deployments/${encodeURIComponent(name)}`, {
             method: 'DELETE',
-            headers: { authorization: `Bearer ${existing.token}` },
+            headers: { authorization: `Bearer ${token}` },
           }).catch((e: Error) => ({ ok: false, status: e.message }));
           if (res.ok || res.status === 404) log(`deleted the bench's deployment ${name}`);
-          else log(`could not delete the bench's deployment ${name} (${res.status}): delete it with \`tern delete ${name}\``);
+          else log(`could not delete the bench's deployment ${name} (${res.status}): delete it with \`tern deployment delete ${name}\``);
         }
       },
       pids: () => Promise.reject(new Error('service pids are known for an own stack only')),
     };
-    return existing;
   }
   const tag = `bench${randomBytes(4).toString('hex')}`;
   // Its own bridge and range, so it never shares one with an agent already on this machine.
@@ -157,7 +173,7 @@ async function upDetached(env: NodeJS.ProcessEnv, ternHome: string, t0: number, 
 }
 
 /** Containers the agent left behind (they outlive the agent by design). */
-async function killAgentContainers(ternHome: string): Promise<void> {
+export async function killAgentContainers(ternHome: string): Promise<void> {
   for (const d of existsSync(join(ternHome, 'agent')) ? readdirSync(join(ternHome, 'agent')) : []) {
     const root = join(ternHome, 'agent', d, 'runtime', 'runc');
     if (!existsSync(root)) continue;
@@ -192,16 +208,17 @@ const APP = `def predict(payload):\n    return {"hello": payload.get("name", "wo
 /** The bench handler's source, for benches that run it outside Tern too. */
 export const BENCH_APP = APP;
 
-/** Deploys a one-file Python endpoint (or task queue) through the CLI (`tern deploy`), as a user would. */
+/** Deploys a one-file Python endpoint (or task queue; `app.py`, the bench handler unless given) through the CLI (`tern deploy`), as a user would. */
 export async function deploy(
   s: Stack,
   name: string,
   yaml: string,
   kind: 'endpoint' | 'task_queue' | 'function' = 'endpoint',
+  app = APP,
 ): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tern-bench-app-'));
   try {
-    await writeFile(join(dir, 'app.py'), APP);
+    await writeFile(join(dir, 'app.py'), app);
     await writeFile(join(dir, 'tern.yaml'), `name: ${name}\nkind: ${kind}\nhandler: app.py:predict\n${yaml}`);
     s.deployed.add(name);
     await execa(process.execPath, [join(ROOT, 'bin', 'tern.js'), 'deploy', join(dir, 'tern.yaml')], {

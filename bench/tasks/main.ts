@@ -254,12 +254,14 @@ async function http(agent: Agent, method: string, url: string, headers: Record<s
 }
 
 const stack = await openStack({ gateway: values.gateway, token: values.token });
-const runner = await startRunner();
-const durableRedis = await startDurableRedis();
 const results: Figures[] = [];
 /** CPU each service of the stack (with its child processes) spent during the Tern phase, in ms. */
 const ternCpu: Record<string, number> = {};
+/** A helper process started: stack.stop() ends it (on Ctrl-C too), the last started first. */
+const started = <T extends { stop(): Promise<void> }>(helper: T): T => (stack.alsoStop(() => helper.stop()), helper);
 try {
+  const runner = started(await startRunner());
+  const durableRedis = started(await startDurableRedis());
   for (const make of [
     () => tern(stack),
     () => bullmq(values.redis!, runner.port),
@@ -286,8 +288,6 @@ try {
     }
   }
 } finally {
-  await durableRedis.stop();
-  await runner.stop();
   await stack.stop();
 }
 

@@ -12,18 +12,16 @@
  * afterwards. Needs root and runc.
  */
 import 'reflect-metadata';
-import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchArgs } from '../args.js';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { connect } from '@nats-io/transport-node';
-import { REGISTRY_TOKEN_PATH, VOLUME_CHUNK_BYTES } from '#tern/contracts';
-import { inParallel } from '#tern/volumes';
+import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
+import { RegistryBlobs } from '#tern/volumes';
+import { barePuts, chunkDigests, writeIntoCopy } from './commit.js';
+import { bareGets, putRandomVolume, registryToken, registryUrl, volumeRepositoryOf } from './store.js';
 import { api, deploy, type DeploymentView, openStack, quantile, sleep, until } from '../invoke/stack.js';
 
 const values = benchArgs(`Usage: node dist/bench/volumes/main.js [--mib 512] [--runs 7]`, {
@@ -34,6 +32,7 @@ const MIB = Number(values.mib);
 const RUNS = Number(values.runs);
 const VOLUME = 'bench-models';
 const PLAIN = 'bench-vol-plain';
+const WRITER = 'bench-vol-rw';
 const MOUNTED = 'bench-vol-ro';
 const BODY = Buffer.from(JSON.stringify({ name: 'Ada' }));
 /** Like bench/cold-start: one container at most, scaled to zero 2 s after its last request. */
@@ -52,46 +51,6 @@ nc.subscribe(`${stack.namespace}.container.*.started.v1`, {
   },
 });
 
-/** The sha256 of each chunk of the volume's file, as the gateway cuts it (for the floor's GETs). */
-const digests: string[] = [];
-
-/** N MiB of random bytes, made as they are sent (no chunk repeats, so none dedups); records each chunk's digest. */
-function randomStream(mib: number): ReadableStream<Uint8Array> {
-  let sent = 0;
-  const perChunk = VOLUME_CHUNK_BYTES / 2 ** 20;
-  let hash = createHash('sha256');
-  return new ReadableStream({
-    pull(controller) {
-      if (sent >= mib) {
-        if (sent % perChunk) digests.push(hash.digest('hex'));
-        return controller.close();
-      }
-      const piece = randomBytes(2 ** 20);
-      hash.update(piece);
-      if (++sent % perChunk === 0) {
-        digests.push(hash.digest('hex'));
-        hash = createHash('sha256');
-      }
-      controller.enqueue(piece);
-    },
-  });
-}
-
-async function putVolume(): Promise<void> {
-  await api(stack, 'POST', '/api/v1/volumes', { name: VOLUME });
-  const res = await fetch(`${stack.gateway}/api/v1/volumes/${VOLUME}/files?path=weights.bin`, {
-    method: 'PUT',
-    headers: {
-      authorization: `Bearer ${stack.token}`,
-      'content-type': 'application/octet-stream',
-      'content-length': String(MIB * 2 ** 20),
-    },
-    body: randomStream(MIB),
-    duplex: 'half',
-  } as RequestInit);
-  if (!res.ok) throw new Error(`put: ${res.status} ${await res.text()}`);
-}
-
 /** Waits until the deployment has scaled to zero, then starts one container with a request; its start latency. */
 async function coldStart(name: string): Promise<number> {
   await until(
@@ -104,6 +63,12 @@ async function coldStart(name: string): Promise<number> {
     200,
   );
   await sleep(500); // let the stopped container's teardown settle
+  const containerId = await request(name);
+  return until(`container.started of ${containerId}`, 10_000, async () => started.get(containerId));
+}
+
+/** One request to the endpoint; the id of the container that answered. */
+async function request(name: string): Promise<string> {
   // A first mount can take minutes: the gateway holds the request until the container is ready.
   const r = await fetch(`${stack.gateway}/endpoint/${name}`, {
     method: 'POST',
@@ -111,69 +76,48 @@ async function coldStart(name: string): Promise<number> {
     body: BODY,
     signal: AbortSignal.timeout(600_000),
   });
-  if (r.status !== 200) throw new Error(`${name}: cold request answered ${r.status}: ${await r.text()}`);
+  if (r.status !== 200) throw new Error(`${name}: request answered ${r.status}: ${await r.text()}`);
   await r.arrayBuffer();
-  const containerId = r.headers.get('x-tern-container-id') ?? '';
-  return until(`container.started of ${containerId}`, 10_000, async () => started.get(containerId));
-}
-
-/** A registry token of the stack's operator (its API token as the Basic-auth password) for `scope`. */
-async function registryToken(scope: string): Promise<string> {
-  const res = await fetch(`${stack.gateway}${REGISTRY_TOKEN_PATH}?service=tern-registry&scope=${encodeURIComponent(scope)}`, {
-    headers: { authorization: `Basic ${Buffer.from(`bench:${stack.token}`).toString('base64')}` },
-  });
-  if (!res.ok) throw new Error(`registry token: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { token: string }).token;
+  return r.headers.get('x-tern-container-id') ?? '';
 }
 
 /**
- * The floor: every blob of the volume fetched with bare HTTP GETs from the registry the agent
- * fetches from, as many at once as the agent fetches (16), each into its own file (fsynced): no
- * hashing, no cache, no tree. Seconds and bytes.
+ * A commit of a new file of N MiB that a container wrote into its read-write mount of the volume
+ * (`POST /api/v1/volumes/<name>/commit`: the agent reads, hashes and pushes its chunks, the
+ * gateway checks them and commits), and its floor right before: the same chunks pushed with bare
+ * uploads to a scratch repository of the same registry.
  */
-async function bareCopy(): Promise<{ seconds: number; bytes: number }> {
-  const catalogToken = await registryToken('registry:catalog:*');
-  const base = await registryUrl();
-  const catalog = (await (await fetch(`${base}/v2/_catalog?n=1000`, { headers: { authorization: `Bearer ${catalogToken}` } })).json()) as {
-    repositories: string[];
-  };
-  const repository = catalog.repositories.find((r) => r.startsWith('volumes/'));
-  if (!repository) throw new Error(`no volumes/ repository in the registry's catalog: ${catalog.repositories.join(', ')}`);
-  const token = await registryToken(`repository:${repository}:pull`);
-  const dir = join(work, 'bare-copy');
-  await mkdir(dir);
-  let bytes = 0;
+async function commitFigures(): Promise<{ seconds: number; floor: { seconds: number; bytes: number } }> {
+  const shape = SHAPE.replace('keep_warm_seconds: 2', 'keep_warm_seconds: 900');
+  await deploy(stack, WRITER, `${shape}volumes:\n  - name: ${VOLUME}\n    path: /models\n    mode: rw\n`);
+  const containerId = await request(WRITER);
+  const path = await writeIntoCopy(stack.ternHome, containerId, VOLUME, 'commit.bin', MIB);
+  const base = await registryUrl(stack);
+  const scratch = `volumes/bench-floor/${randomBytes(4).toString('hex')}`;
+  const token = await registryToken(stack, `repository:${scratch}:pull,push`);
+  const floor = await barePuts(path, new RegistryBlobs(async () => ({ url: base, repository: scratch, token })), await chunkDigests(path));
   const t0 = performance.now();
-  await inParallel(digests, 16, async (hex) => {
-    const res = await fetch(`${base}/v2/${repository}/blobs/sha256:${hex}`, { headers: { authorization: `Bearer ${token}` } });
-    if (!res.ok || !res.body) throw new Error(`GET blob ${hex}: ${res.status}`);
-    const file = createWriteStream(join(dir, hex));
-    await pipeline(Readable.fromWeb(res.body as WebReadableStream), file);
-    bytes += file.bytesWritten;
-  });
-  return { seconds: (performance.now() - t0) / 1000, bytes };
-}
-
-/** The registry `npm run up` started for the stack (run.json), or BENCH_REGISTRY_URL for an existing stack's. */
-async function registryUrl(): Promise<string> {
-  if (process.env.BENCH_REGISTRY_URL) return process.env.BENCH_REGISTRY_URL.replace(/\/+$/, '');
-  const run = JSON.parse(await readFile(join(stack.ternHome, 'run.json'), 'utf8')) as { registry?: { url?: string } };
-  if (!run.registry?.url)
-    throw new Error(`the stack runs no private registry (${join(stack.ternHome, 'run.json')}): set BENCH_REGISTRY_URL`);
-  return run.registry.url.replace(/\/+$/, '');
+  const answer = await api<{ containers: { outcome: string; reason?: string }[] }>(stack, 'POST', `/api/v1/volumes/${VOLUME}/commit`);
+  const seconds = (performance.now() - t0) / 1000;
+  if (!answer.containers.some((c) => c.outcome === 'committed')) throw new Error(`commit: ${JSON.stringify(answer)}`);
+  return { seconds, floor };
 }
 
 const ms = (xs: number[]) =>
   `median ${quantile(xs, 0.5).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
 
 try {
-  await putVolume();
+  const digests = await putRandomVolume(stack, VOLUME, 'weights.bin', MIB);
   await deploy(stack, PLAIN, SHAPE);
   await deploy(stack, MOUNTED, `${SHAPE}volumes:\n  - name: ${VOLUME}\n    path: /models\n    mode: ro\n`);
   // Warm-up without the volume (untimed): the code bundle and the image are on the machine before the first mount.
   await coldStart(PLAIN);
   // The floor right before the first mount, so both see the same machine.
-  const floor = await bareCopy();
+  const floor = await bareGets(
+    stack,
+    [{ repository: await volumeRepositoryOf(stack), digests, maxBytes: VOLUME_CHUNK_BYTES }],
+    join(work, 'bare-copy'),
+  );
   const firstMount = await coldStart(MOUNTED);
   const plain: number[] = [];
   const cached: number[] = [];
@@ -183,6 +127,7 @@ try {
     cached.push(await coldStart(MOUNTED));
     console.error(`run ${i + 1}/${RUNS}: start without volume ${plain.at(-1)} ms, with the cached volume ${cached.at(-1)} ms`);
   }
+  const commit = await commitFigures();
   const mountSeconds = (firstMount - quantile(plain, 0.5)) / 1000;
   const tern = MIB / mountSeconds;
   const bare = floor.bytes / 2 ** 20 / floor.seconds;
@@ -199,8 +144,15 @@ try {
     `bare registry GETs (floor)         ${(floor.bytes / 2 ** 20).toFixed(0)} MiB in ${floor.seconds.toFixed(2)} s: ${bare.toFixed(0)} MiB/s`,
   );
   console.log(`ratio (first mount / floor)        ${(tern / bare).toFixed(2)}x`);
+  const commitRate = MIB / commit.seconds;
+  const putRate = commit.floor.bytes / 2 ** 20 / commit.floor.seconds;
+  console.log(`commit                             ${MIB} MiB new file in ${commit.seconds.toFixed(2)} s: ${commitRate.toFixed(0)} MiB/s`);
+  console.log(
+    `bare registry PUTs (floor)         ${(commit.floor.bytes / 2 ** 20).toFixed(0)} MiB in ${commit.floor.seconds.toFixed(2)} s: ${putRate.toFixed(0)} MiB/s`,
+  );
+  console.log(`ratio (commit / floor)             ${(commitRate / putRate).toFixed(2)}x`);
 } finally {
-  for (const name of [PLAIN, MOUNTED]) await api(stack, 'DELETE', `/api/v1/deployments/${name}`).catch(() => undefined);
+  for (const name of [PLAIN, MOUNTED, WRITER]) await api(stack, 'DELETE', `/api/v1/deployments/${name}`).catch(() => undefined);
   await nc.close();
   await rm(work, { recursive: true, force: true });
   await stack.stop();

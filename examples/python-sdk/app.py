@@ -1,8 +1,7 @@
 """Handlers declared with Tern's Python SDK: the decorators are the specs.
 
-    npx tern deploy examples/python-sdk/app.py:predict   # an endpoint
-    npx tern deploy examples/python-sdk/app.py:count     # a task queue
-    npx tern deploy examples/python-sdk/app.py:square    # a function, for .remote() and .map()
+    npx tern deploy examples/python-sdk/app.py           # all three at once
+    npx tern deploy examples/python-sdk/app.py:square    # or one: a function, for .remote() and .map()
     python3 examples/python-sdk/main.py                  # calls them (PYTHONPATH=sdk/python, or pip install ./sdk/python)
 
 Importing this module only declares: nothing runs until Tern calls a handler in its container.
@@ -38,8 +37,9 @@ def count(payload):
     autoscaler={"type": "queue_depth", "tasks_per_container": 4, "max_containers": 2},
 )
 def square(payload):
-    """Squares n; an n that is not a number raises, to show how a map reports a failed input."""
-    n = payload.get("n", 0)
+    """Squares n, given as is (`square.remote(7)`) or as {"n": 7}; an n that is not a number raises,
+    to show how a map reports a failed input."""
+    n = payload.get("n", 0) if isinstance(payload, dict) else payload
     if not isinstance(n, (int, float)):
         raise ValueError(f'"n" must be a number, got {n!r}')
     return {"n": n, "square": n * n}

@@ -12,7 +12,8 @@
                   A client that hangs up mid-stream stops it: the generator is closed (its
                   `finally` runs) before its next item is written, and the runner logs it.
 
-Environment: TERN_HANDLER ("app.py:predict"), TERN_ON_START ("app.py:load", optional), PORT,
+Environment: TERN_HANDLER ("app.py:predict", or "app.py:Model.predict": Model() made once per
+container, its @tern.enter methods run, before /health is 200), TERN_ON_START ("app.py:load", optional), PORT,
 TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at once,
 default 1), TERN_DEPLOYMENT_KIND. The module is imported from the working directory (/app in a
 Tern container).
@@ -69,7 +70,8 @@ def env_int(name, default):
 
 
 def resolve(ref, what):
-    """"app.py:predict" or "pkg/app.py:predict" or "pkg.app:predict" -> the callable."""
+    """"app.py:predict", "pkg/app.py:predict" or "pkg.app:predict" -> the callable; "app.py:Model.predict"
+    (an instance method) -> a ClassHandler, instantiated later (see ClassHandler)."""
     path, sep, attr = ref.partition(":")
     if not sep or not path or not attr:
         raise SystemExit(f'tern-runner: {what} "{ref}" must look like "app.py:predict"')
@@ -78,12 +80,58 @@ def resolve(ref, what):
     module = importlib.import_module(module_name)
     target = module
     for part in attr.split("."):
+        cls = declared_class(target)
+        if cls is not None and inspect.isfunction(inspect.getattr_static(cls, part, None)):
+            return ClassHandler(cls, part, ref)
         if not hasattr(target, part):
             raise SystemExit(f'tern-runner: {what} "{ref}": {module_name} has no attribute "{attr}"')
         target = getattr(target, part)
+    # A class the SDK declared (@tern.endpoint on a class) serves the method it chose.
+    cls = declared_class(target)
+    method = getattr(target, "__tern_method__", None)
+    if cls is not None and isinstance(method, str):
+        return ClassHandler(cls, method, ref)
     if not callable(target):
         raise SystemExit(f'tern-runner: {what} "{ref}" is not callable')
     return target
+
+
+def declared_class(target):
+    """The class `target` is, or the one a Tern SDK decorator declared it from; None for anything else."""
+    if inspect.isclass(target):
+        return target
+    cls = getattr(target, "__tern_class__", None)
+    return cls if inspect.isclass(cls) else None
+
+
+class ClassHandler:
+    """A handler that is a class's method: one instance per container, made before /health is 200.
+
+    Like on_start it is made in the parent, before workers are forked, so they share what its
+    `@tern.enter` methods loaded. Those run once each, base classes' first, in the order they are
+    defined; an async one is awaited, and one that raises fails the start as on_start does.
+    """
+
+    def __init__(self, cls, method, ref):
+        self.cls = cls
+        self.method = method
+        self.ref = ref
+
+    def enter_methods(self):
+        names = []
+        for klass in reversed(self.cls.__mro__):
+            for name in vars(klass):
+                if name not in names and getattr(inspect.getattr_static(self.cls, name, None), "__tern_enter__", False):
+                    names.append(name)
+        return names
+
+    def instantiate(self):
+        instance = self.cls()
+        for name in self.enter_methods():
+            began = time.monotonic()
+            settle(getattr(instance, name)())
+            log(f"tern-runner: enter {self.cls.__name__}.{name} done in {time.monotonic() - began:.2f}s")
+        return getattr(instance, self.method)
 
 
 def settle(result):
@@ -629,11 +677,16 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
     try:
         began = time.monotonic()
-        STATE.handler = resolve(handler_ref, "TERN_HANDLER")
+        handler = resolve(handler_ref, "TERN_HANDLER")
         on_start_ref = os.environ.get("TERN_ON_START", "")
         if on_start_ref:
-            settle(resolve(on_start_ref, "TERN_ON_START")())
+            on_start = resolve(on_start_ref, "TERN_ON_START")
+            if isinstance(on_start, ClassHandler):
+                raise SystemExit(f'tern-runner: TERN_ON_START "{on_start_ref}" names a class: use its @tern.enter methods instead')
+            settle(on_start())
             log(f"tern-runner: on_start {on_start_ref} done in {time.monotonic() - began:.2f}s")
+        # After on_start: it may fetch what an enter method loads.
+        STATE.handler = handler.instantiate() if isinstance(handler, ClassHandler) else handler
     except SystemExit:
         raise
     except BaseException:

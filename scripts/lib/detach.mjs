@@ -32,7 +32,7 @@ function relay(path, pos) {
 /**
  * `up --detach`: runs the supervisor as a background process (own session, output to
  * <logs>/up.log) with the other arguments, relays its output until it reports ready or exits,
- * then returns.
+ * then returns: 0 once ready, else non-zero (the supervisor stopped before it was ready).
  */
 export async function detach(f, args = []) {
   const logFile = join(f.logs, 'up.log');
@@ -67,7 +67,10 @@ export async function detach(f, args = []) {
     if (exited !== undefined) {
       await sleep(100);
       relay(logFile, pos);
-      return exited;
+      if (exited !== 0) return exited;
+      // Stopped by a signal or `npm run down` while starting: not up, so not a success.
+      console.error(`The supervisor (pid ${child.pid}) stopped before Tern was ready; see ${logFile}`);
+      return 1;
     }
     await sleep(200);
   }

@@ -23,6 +23,9 @@ import { newPassword, readJson, writeJson } from './state.mjs';
  * Without it (tests of the static-credential path, as with an external REGISTRY_URL) two users,
  * `builder` (push) and `puller`, whose passwords live in `dir/credentials.json` (mode 600); the
  * registry only sees bcrypt hashes (htpasswd -B), and does not tell the two apart.
+ *
+ * @param {string} dir
+ * @param {{ host?: string, port?: number, tls?: { certFile: string, keyFile: string }, token?: { realm: string, service: string, issuer: string } }} [options]
  */
 export function prepareRegistry(dir, { host = '127.0.0.1', port, tls, token } = {}) {
   mkdirSync(join(dir, 'storage'), { recursive: true });

@@ -23,6 +23,8 @@ const PACKAGES = {
   'apache2-utils': () => which('htpasswd'),
   skopeo: () => which('skopeo'),
   debootstrap: () => which('debootstrap'),
+  // Agents unpack image layers pushed zstd (builds push them so) with the zstd tool.
+  zstd: () => which('zstd'),
 };
 
 /**

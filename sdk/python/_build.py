@@ -50,15 +50,21 @@ def _record_line(name, data):
     return f"{name},sha256={digest},{len(data)}"
 
 
+def _stem():
+    """`tern_gpu-0.1.0`: the distribution name as wheel and sdist file names spell it (PEP 427, PEP 625)."""
+    name, version = _project()[:2]
+    return f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}"
+
+
 def _wheel(wheel_directory, entries):
-    name, version, metadata = _metadata()
-    dist_info = f"{name}-{version}.dist-info"
+    _, _, metadata = _metadata()
+    dist_info = f"{_stem()}.dist-info"
     entries = list(entries) + [
         (f"{dist_info}/METADATA", metadata.encode()),
         (f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: tern _build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
     ]
     record = "\n".join([_record_line(n, d) for n, d in entries] + [f"{dist_info}/RECORD,,", ""])
-    filename = f"{name}-{version}-py3-none-any.whl"
+    filename = f"{_stem()}-py3-none-any.whl"
     with zipfile.ZipFile(os.path.join(wheel_directory, filename), "w", zipfile.ZIP_DEFLATED) as whl:
         for n, d in entries + [(f"{dist_info}/RECORD", record.encode())]:
             whl.writestr(zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0)), d)
@@ -85,12 +91,12 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 def build_sdist(sdist_directory, config_settings=None):
     import tarfile
 
-    name, version, metadata = _metadata()
-    filename = f"{name}-{version}.tar.gz"
+    _, _, metadata = _metadata()
+    filename = f"{_stem()}.tar.gz"
     with tarfile.open(os.path.join(sdist_directory, filename), "w:gz") as tar:
         own = [(n, open(os.path.join(ROOT, n), "rb").read()) for n in ("pyproject.toml", "_build.py", "README.md")]
         for n, d in own + list(_files()) + [("PKG-INFO", metadata.encode())]:
-            info = tarfile.TarInfo(f"{name}-{version}/{n}")
+            info = tarfile.TarInfo(f"{_stem()}/{n}")
             info.size = len(d)
             tar.addfile(info, io.BytesIO(d))
     return filename

@@ -140,7 +140,7 @@ describe('proof of hardware', () => {
     expect(v.checkedAt).toBeTruthy();
   }, 90_000);
 
-  it("keeps an agent's 8 × H100 it has no prover for unverified, places no verified-only work on it, and says why", async () => {
+  it('quarantines a real agent whose discovery sees 8 × H100 that are not there, places no verified-only work on it, and says why', async () => {
     const gpus = fakeNvidiaSmi();
     cleanups.push(() => rmSync(gpus, { recursive: true, force: true }));
     const agent = AgentProcess.forPlane(plane, { MACHINE_ID: 'fake-h100', PATH: `${gpus}:${process.env.PATH}` });
@@ -149,7 +149,8 @@ describe('proof of hardware', () => {
     agent.start();
     await agent.joined();
     expect((await machine('fake-h100')).gpus).toHaveLength(8);
-    // Its CPU passed; the agent declines its GPUs' challenges (no GPU prover yet): neither proven nor failed.
+    // Its CPU passed; for GPU 0 the agent starts its GPU prover in a container on the GPU the fake
+    // nvidia-smi names, which has no device behind it: the prover fails, and says how.
     const v = await waitFor(
       'fake-h100 challenged',
       async () => {
@@ -160,13 +161,13 @@ describe('proof of hardware', () => {
       250,
     );
     expect(Date.now() - started).toBeLessThan(60_000);
-    expect(v).toMatchObject({
-      state: 'unverified',
-      reason: 'GPU 0 (NVIDIA H100 80GB HBM3) is unproven: this agent has no prover for gpu:0 yet (GPU claims stay unverified)',
-    });
+    expect(v.state).toBe('quarantined');
+    expect(v.reason).toMatch(/^GPU 0 \(NVIDIA H100 80GB HBM3\) refused its challenge: the prover on gpu:0 failed: \S/);
 
     const shown = await tern(['machine', 'show', 'fake-h100'], plane.base, ADMIN);
-    expect(shown.stdout).toMatch(/^Hardware\s+unverified: GPU 0 \(NVIDIA H100 80GB HBM3\) is unproven/m);
+    expect(shown.stdout).toMatch(
+      /^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) refused its challenge: the prover on gpu:0 failed/m,
+    );
 
     // A deployment for one H100 on verified machines: the only H100s are the unverified machine's.
     const workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('verify') RETURNING id`)).rows[0].id as string;

@@ -13,6 +13,7 @@ import {
   SCALE_BACKLOG,
   SCALE_COMMAND,
   ScaleCommand,
+  SERVER_LOAD_REPORT,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
 import { TEST_NATS, testEnv, uniqueName } from '../support/isolation.js';
@@ -199,6 +200,36 @@ describe('autoscaler service', () => {
     machineReport('m-1', 45);
     const up = await command('d-machine', (c) => c.desired > 0);
     expect(up.command.desired).toBe(2);
+  });
+
+  it("scales on a server's reported load only for containers placed on the reporting machine, up to max", async () => {
+    const concurrency = spec({ type: 'concurrency', targetConcurrency: 30, targetLoad: 10, maxContainers: 4 });
+    await deploy('d-served', concurrency);
+    await deploy('d-victim', concurrency);
+    const routes = await messaging.kv({ name: ROUTES_BUCKET.name });
+    const route: RouteRecord = { containerId: 'c-s1', deploymentId: 'd-served', version: 1, machineId: 'm-1', capacity: 30, readyAt: '' };
+    await routes.put('c-s1', JSON.stringify(route));
+    const serverLoad = (machineId: string, deploymentId: string, load: number) =>
+      messaging.emit(
+        SERVER_LOAD_REPORT,
+        { machineId, deploymentId, version: 1, containers: [{ containerId: 'c-s1', load }], at: new Date().toISOString() },
+        [deploymentId],
+      );
+    const refused = () => counterValue(`http://127.0.0.1:${port}`, 'tern_autoscaler_server_loads_refused_total', {});
+    const before = await refused();
+    // m-2 speaks for m-1's container, and m-1 for its container under another deployment: neither counts.
+    serverLoad('m-2', 'd-served', 1e6);
+    serverLoad('m-1', 'd-victim', 1e6);
+    await waitFor('both refusals counted', async () => (await refused()) === before + 2, 5000, 50);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect([...commandsFor('d-served'), ...commandsFor('d-victim')].every((c) => c.command.desired === 0)).toBe(true);
+    // m-1's own container: 25 / 10 → 3, no gateway having reported it; then a flood stops at max_containers.
+    serverLoad('m-1', 'd-served', 25);
+    const up = await command('d-served', (c) => c.desired > 0);
+    expect(up.command).toMatchObject({ desired: 3, reason: expect.stringMatching(/reported load 25 \/ 10 per container → 3/) });
+    serverLoad('m-1', 'd-served', 1e6);
+    const capped = await command('d-served', (c) => c.desired > 3);
+    expect(capped.command).toMatchObject({ desired: 4, reason: expect.stringContaining('capped at max_containers 4') });
   });
 
   it('caps at max_containers', async () => {

@@ -7,6 +7,7 @@ import { ADMIN, client } from '../machines/harness.js';
 import { createTestSchema, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { connectTestNats, deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { insertMachines } from '../support/rows.js';
 
 const BUNDLE = Buffer.from('the bundle the log tests deploy');
 const CODE = `sha256:${createHash('sha256').update(BUNDLE).digest('hex')}`;
@@ -95,7 +96,7 @@ describe('deployment logs: one subscription per followed deployment, a cap per t
       expect(deployed.status).toBe(201);
       ids[name] = deployed.body.deploymentId;
     }
-    await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m-1', 'default', 'ready'), ('m-2', 'default', 'ready')`);
+    await insertMachines(db, { id: 'm-1' }, { id: 'm-2' });
     await place('c-alpha', 'alpha', 'm-1');
     await place('c-beta', 'beta', 'm-2');
   });

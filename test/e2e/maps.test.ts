@@ -150,9 +150,9 @@ describe('maps end to end', () => {
     const empty = await startMap('misc', '[]');
     expect(empty.status).toBe(400);
     expect(await message(empty)).toMatch(/the map has no inputs/);
-    const scalar = await startMap('misc', '[1, 2]');
-    expect(scalar.status).toBe(400);
-    expect(await message(scalar)).toMatch(/input 0 must be a JSON object/);
+    const nullInput = await startMap('misc', '[1, null]');
+    expect(nullInput.status).toBe(400);
+    expect(await message(nullInput)).toMatch(/input 1 is null/);
     const tooMany = await startMap('misc', '{}\n'.repeat(1_000_001));
     expect(tooMany.status).toBe(413);
     expect(await message(tooMany)).toMatch(/at most 1000000 inputs/);

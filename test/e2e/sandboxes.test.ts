@@ -10,7 +10,7 @@ import { PROBE_MODULE, ProbeTargets, reachable } from '../support/probe.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
-import { WEBSOCKET_ECHO_SERVER } from '../support/websocket-echo.js';
+import { echo, WEBSOCKET_ECHO_SERVER } from '../support/websocket-echo.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -86,22 +86,6 @@ const stdoutOf = (events: Record<string, unknown>[]) =>
 
 const wsUrl = (path: string) => `${stack.gateway.replace(/^http/, 'ws')}${path}`;
 const bearer = (token?: string) => ({ headers: token ? { authorization: `Bearer ${token}` } : {} });
-
-/** Sends each message over a WebSocket and collects one answer to each (text as text, binary as bytes). */
-function echo(url: string, token: string | undefined, messages: (string | Buffer)[]): Promise<(string | Buffer)[]> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, bearer(token));
-    const answers: (string | Buffer)[] = [];
-    ws.on('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
-    ws.on('error', reject);
-    ws.on('open', () => messages.forEach((m) => ws.send(m)));
-    ws.on('message', (data: Buffer, binary) => {
-      answers.push(binary ? data : data.toString('utf8'));
-      if (answers.length === messages.length) ws.close();
-    });
-    ws.on('close', () => resolve(answers));
-  });
-}
 
 /**
  * A shell over its WebSocket sized `?cols=100&rows=30`: once `stty size` answered that size, a
@@ -421,14 +405,17 @@ describeSandboxes('sandboxes over the API', () => {
 
     const echoed = await waitFor(
       'the echo server answers',
-      () => echo(wsUrl(`/sandbox/${id}/8765/chat?room=1`), stack.token, ['hello', 'again']).catch(() => undefined),
+      () =>
+        echo(wsUrl(`/sandbox/${id}/8765/chat?room=1`), { authorization: `Bearer ${stack.token}` }, ['hello', 'again']).catch(
+          () => undefined,
+        ),
       30_000,
       500,
     );
     expect(echoed).toEqual(['/chat?room=1 hello', '/chat?room=1 again']);
     // A message larger than a tunnel's 64 KiB messages comes back whole.
     const blob = Buffer.from(new Uint8Array(300 * 1024).map((_, i) => i % 253));
-    const [back] = await echo(wsUrl(`/sandbox/${id}/8765/`), stack.token, [blob]);
+    const [back] = await echo(wsUrl(`/sandbox/${id}/8765/`), { authorization: `Bearer ${stack.token}` }, [blob]);
     expect(Buffer.isBuffer(back) && back.equals(blob)).toBe(true);
 
     const exposed = await api('POST', `/api/v1/sandboxes/${id}/ports`, { port: 8765, public: true });
@@ -442,7 +429,7 @@ describeSandboxes('sandboxes over the API', () => {
     // No token at all: the URL is the credential, for HTTP and for a WebSocket.
     const plain = await fetch(`${url}page?q=1`);
     expect([plain.status, await plain.text()]).toEqual([200, 'plain /page?q=1']);
-    expect(await echo(wsUrl(`${path}live`), undefined, ['open'])).toEqual(['/live open']);
+    expect(await echo(wsUrl(`${path}live`), {}, ['open'])).toEqual(['/live open']);
     expect((await fetch(`${stack.gateway}/sandbox-public/${'A'.repeat(43)}/page`)).status).toBe(404);
     expect((await refusal(wsUrl(`/sandbox-public/${'A'.repeat(43)}/live`))).status).toBe(404);
 

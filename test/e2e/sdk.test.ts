@@ -1,15 +1,13 @@
 import { execFile } from 'node:child_process';
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { TernClient, TernInvalidRequestError, TernNotFoundError, TernRemoteError } from '#tern/client';
 import { packFolder } from '../../apps/cli/src/commands/deploy-bundle.js';
 import { EXAMPLES } from '../support/examples.js';
+import { PYTHON_SDK } from '../support/python-sdk.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { startStack, type Stack } from '../support/stack.js';
-
-const PYTHON_SDK = fileURLToPath(new URL('../../sdk/python', import.meta.url));
 
 let stack: Stack;
 let example: string;
@@ -34,6 +32,8 @@ def out(key, value):
 
 out("remote", predict.remote(text="hello from python"))
 out("function_remote", square.remote(n=12))
+out("scalar_remote", square.remote(7))
+out("scalar_map", [r["square"] for r in square.map(range(500), chunk_size=25)])
 task = count.put(text="banana")
 out("put", {"id": task.id, "result": task.get(timeout=120)})
 call = square.spawn(n=3)
@@ -67,6 +67,37 @@ out("unknown_remote", error_of(lambda: tern.Deployment(None, "function", "no-suc
 out("invalid_field", error_of(lambda: tern.Sandbox.create(cpu=-1)))
 `;
 
+/** A class deployment: state loaded once per container by an async @tern.enter, a workspace secret in its environment. */
+const CLASSES = `
+import asyncio, os
+import tern
+
+made = []
+
+@tern.function(name="sdk-greeter", cpu=0.25, memory="128Mi", keep_warm_seconds=30, secrets=[tern.Secret("SDK_GREETING")],
+               task_policy={"max_retries": 0, "timeout": 60})
+class Greeter:
+    def __init__(self):
+        made.append(os.getpid())
+        self.entered = 0
+
+    @tern.enter
+    async def load(self):
+        await asyncio.sleep(0.1)
+        self.entered += 1
+        self.greeting = os.environ["SDK_GREETING"]
+
+    @tern.method
+    def greet(self, payload):
+        return {"text": f"{self.greeting}, {payload['name']}", "entered": self.entered, "made": len(made), "instance": id(self)}
+`;
+
+const CLASS_CHECKS = `
+import json
+from classes import Greeter
+print(json.dumps({"remote": Greeter.remote(name="Ada"), "map": list(Greeter.map([{"name": n} for n in "xyz"]))}))
+`;
+
 function checks(stdout: string): Record<string, any> {
   return Object.assign(
     {},
@@ -88,11 +119,13 @@ function checks(stdout: string): Record<string, any> {
     await stack?.stop();
   });
 
-  it('deploys examples/python-sdk with tern deploy app.py:…, the decorators being the specs', async () => {
-    for (const handler of ['predict', 'count', 'square']) {
-      const deployed = await stack.tern('deploy', join(example, `app.py:${handler}`));
-      expect(deployed).toMatchObject({ code: 0 });
-    }
+  it('deploys examples/python-sdk with tern deploy app.py (every decorated handler, one upload), the decorators being the specs', async () => {
+    const deployed = await stack.tern('deploy', join(example, 'app.py'));
+    expect(deployed).toMatchObject({ code: 0 });
+    expect(deployed.stdout.match(/^Deployed sdk-(predict|count|square) version 1: /gm)).toHaveLength(3);
+    // One handler alone, by name: a new version of that one only.
+    const one = await stack.tern('deploy', join(example, 'app.py:square'));
+    expect(one.stdout).toMatch(/^Deployed sdk-square version 2: /m);
     const client = new TernClient({ gateway: stack.gateway, token: stack.token });
     const square = await client.deployment('sdk-square');
     expect(square).toMatchObject({ name: 'sdk-square', kind: 'function' });
@@ -105,15 +138,38 @@ function checks(stdout: string): Record<string, any> {
     const refused = await stack.tern('deploy', join(example, 'bad.py:bad'));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^tern: 400 .*cpu/m);
+    writeFileSync(join(example, 'plain.py'), 'def handle(payload):\n    return payload\n');
+    const none = await stack.tern('deploy', join(example, 'plain.py'));
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('plain.py declares no handler with @tern.endpoint, @tern.task_queue or @tern.function');
     const undeclared = await stack.tern('deploy', join(example, 'app.py:SMALL'));
     expect(undeclared.stderr).toContain('SMALL is not declared with @tern.endpoint, @tern.task_queue or @tern.function');
   }, 120_000);
+
+  it('deploys a class: its @tern.enter runs once per container, its method serves .remote() and .map(), a tern.Secret reaches it', async () => {
+    expect(await stack.tern('secret', 'set', 'SDK_GREETING', 'hello')).toMatchObject({ code: 0 });
+    writeFileSync(join(example, 'classes.py'), CLASSES);
+    const deployed = await stack.tern('deploy', join(example, 'classes.py'));
+    expect(deployed).toMatchObject({ code: 0 });
+    expect(deployed.stdout).toMatch(/^Deployed sdk-greeter version 1: /m);
+    const client = new TernClient({ gateway: stack.gateway, token: stack.token });
+    expect((await client.deployment('sdk-greeter')).spec).toMatchObject({ handler: 'classes.py:Greeter.greet' });
+    const got = JSON.parse((await python(['-c', CLASS_CHECKS])).stdout) as Record<string, any>;
+    expect(got.remote).toMatchObject({ text: 'hello, Ada', entered: 1, made: 1 });
+    expect(got.map.map((r: { text: string }) => r.text)).toEqual(['hello, x', 'hello, y', 'hello, z']);
+    // One container (max_containers 1), one instance for all four calls, entered once.
+    expect(new Set([got.remote, ...got.map].map((r: { instance: number }) => r.instance)).size).toBe(1);
+    for (const r of got.map) expect(r).toMatchObject({ entered: 1, made: 1 });
+  }, 300_000);
 
   it('calls them from Python: .remote(), .put() and its result, .spawn(), .map() over 1,000 inputs in order, a sandbox, typed errors', async () => {
     const { stdout } = await python(['-c', CHECKS]);
     const got = checks(stdout);
     expect(got.remote).toEqual({ text: 'hello from python', words: 3 });
     expect(got.function_remote).toEqual({ n: 12, square: 144 });
+    // Any JSON value is an input, as a Modal user passes it.
+    expect(got.scalar_remote).toEqual({ n: 7, square: 49 });
+    expect(got.scalar_map).toEqual(Array.from({ length: 500 }, (_, i) => i * i));
     expect(got.put.result).toEqual({ letters: { b: 1, a: 3, n: 2 } });
     expect(got.spawn.result).toEqual({ n: 3, square: 9 });
     // Each input once, in input order.

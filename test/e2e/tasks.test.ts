@@ -209,7 +209,10 @@ describe('task queues end to end', () => {
     const notJson = await submit('inputs', 'this is not json');
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as { message: string }).message).toMatch(/must be JSON/);
-    expect((await submit('inputs', [1, 2])).status).toBe(400);
+    // Any JSON value is an input but null (no body at all is {}).
+    const nullInput = await submit('inputs', 'null');
+    expect(nullInput.status).toBe(400);
+    expect(((await nullInput.json()) as { message: string }).message).toMatch(/the task payload is null/);
     const big = await submit('inputs', JSON.stringify({ x: 'y'.repeat(600 * 1024) }));
     expect(big.status).toBe(413);
     expect(((await big.json()) as { message: string }).message).toMatch(/512 KiB limit/);

@@ -72,6 +72,8 @@ const ROUTES: Record<string, Route> = {
 
   'GET /api/v1/workspaces': { access: 'operator' },
   'POST /api/v1/workspaces': { access: 'operator', body: () => ({ name: `by-operator-${Date.now()}` }) },
+  // Here with A's id for B (403); the operator's call names no workspace (400). Its effects: test/gateway/workspace-deletes.test.ts.
+  'DELETE /api/v1/workspaces/{id}': { access: 'operator' },
   'POST /api/v1/pools': { access: 'operator', body: () => ({ name: `pool-${Date.now()}` }) },
   'PATCH /api/v1/pools/{name}': { access: 'operator', body: () => ({}) },
   'DELETE /api/v1/pools/{name}': { access: 'operator' },
@@ -109,6 +111,8 @@ const ROUTES: Record<string, Route> = {
     body: (a) => ({ image: { pip: ['x==1'], pip_wheels: 'wheels' }, code: a.digest }),
     also: [503],
   },
+  // A's build by B's admin: 404 whether or not it exists (this gateway has no registry); B's member: 403.
+  'DELETE /api/v1/images': { access: 'workspace', query: (a) => `ref=127.0.0.1:5000/builds/${a.workspaceId}/app:1` },
   'POST /api/v1/deployments': { access: 'workspace', body: (a) => spec(a, a.deployment) },
   'GET /api/v1/deployments': { access: 'workspace' },
   'GET /api/v1/deployments/{name}': { access: 'workspace' },
@@ -116,6 +120,7 @@ const ROUTES: Record<string, Route> = {
   'POST /api/v1/deployments/{name}/start': { access: 'workspace' },
   'DELETE /api/v1/deployments/{name}': { access: 'workspace' },
   'GET /api/v1/deployments/{name}/logs': { access: 'workspace' },
+  'POST /api/v1/deployments/{name}/socket-tickets': { access: 'workspace' },
   'GET /api/v1/tasks': { access: 'workspace' },
   // Service states without hosts or agents for a workspace token (checked for A's secrets like every listing).
   'GET /api/v1/system': { access: 'workspace' },
@@ -217,6 +222,7 @@ function fill(path: string, a: Objects): string {
     if (path.startsWith('/api/v1/nats/users/')) return a.natsUserId;
     if (path.startsWith('/api/v1/machines/')) return a.machineId;
     if (path.startsWith('/api/v1/pools/')) return 'default';
+    if (path.startsWith('/api/v1/workspaces/')) return a.workspaceId;
     throw new Error(`no value for {${param}} in ${path}`);
   };
   return path.replace(/\{(\w+)\}/g, (_, param: string) => value(param));

@@ -80,7 +80,42 @@ describeBuild('building images from a spec, a layer per step', () => {
     const again = await build(spec, 'v1');
     expect(again.digest).toBe(first.digest);
     expect(again.steps.every((s) => s.cached)).toBe(true);
+    built = first.digest;
   }, 900_000);
+
+  let built: string;
+
+  it('pushes zstd layers (what agents unpack fastest) and builds on such an image as a base', async () => {
+    const raw = await execa('skopeo', [
+      'inspect',
+      '--raw',
+      '--tls-verify=false',
+      '--creds',
+      `${registry.puller.username}:${registry.puller.password}`,
+      `docker://${registry.host}/team/app@${built}`,
+    ]);
+    const manifest = JSON.parse(raw.stdout) as { layers: { mediaType: string }[] };
+    // The steps' layers; the base's, which the registry holds already, is mounted as it is (skopeo 1.9).
+    expect(manifest.layers.slice(-3).map((l) => l.mediaType)).toEqual(Array(3).fill('application/vnd.oci.image.layer.v1.tar+zstd'));
+    const onTop = await buildImage(
+      { commands: ['cat /opt/marker > /opt/on-top'] },
+      {
+        base: `${registry.host}/team/app@${built}`,
+        target: `${registry.host}/team/app:on-top`,
+        access: [registry.builder],
+        layout: layout(),
+        workDir: join(work, 'scratch'),
+      },
+    );
+    const sandbox = await RuntimeSandbox.create({}, { registries: [registry.puller] });
+    try {
+      const id = containerId('on-top');
+      await sandbox.runtime.start({ id, image: `${registry.host}/team/app@${onTop.digest}`, args: ['/bin/cat', '/opt/on-top'] });
+      expect((await collectLogs(sandbox.runtime, id)).map((l) => l.line)).toEqual(['built']);
+    } finally {
+      await sandbox.destroy();
+    }
+  }, 300_000);
 
   it('rebuilds only from a changed step on', async () => {
     const changed = await build({ ...spec, commands: ['echo changed > /opt/marker'] }, 'v2');

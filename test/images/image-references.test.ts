@@ -22,7 +22,7 @@ import { PutSecretDto } from '../../apps/gateway/src/secrets/dto/secret.dto.js';
 import { CreateTokenDto } from '../../apps/gateway/src/workspaces/dto/create-token.dto.js';
 import { CreateVolumeDto, VolumeCommitDto } from '../../apps/gateway/src/volumes/dto/volume.dto.js';
 import { CreateWorkspaceDto } from '../../apps/gateway/src/workspaces/dto/create-workspace.dto.js';
-import { runningGateway } from '../support/gateway.js';
+import { callGateway, runningGateway } from '../support/gateway.js';
 import { describeNeeding } from '../support/real-parts.js';
 import { pushTestBase, staticRegistryEnv, TestRegistry } from './support.js';
 
@@ -144,22 +144,8 @@ describeRefs("references to another workspace's images, volumes and secrets", ()
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  const call = async (method: string, path: string, token: string, body?: unknown, contentType = 'application/json') => {
-    const res = await fetch(`${gateway.base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
-      body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    let parsed: any = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // An NDJSON stream (a build that started): kept as text.
-    }
-    return { status: res.status, text, body: parsed };
-  };
+  const call = (method: string, path: string, token: string, body?: unknown, contentType?: string) =>
+    callGateway(gateway.base, method, path, token, body, { contentType });
 
   const workspace = async (name: string): Promise<Workspace> => {
     const made = await call('POST', '/api/v1/workspaces', OPERATOR, { name });

@@ -1,4 +1,4 @@
-import { open, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { open, readdir, rm, stat } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,8 +97,8 @@ describeImages('images in an OCI registry', () => {
       expect(evicted).toEqual([base.digest]);
       await expect(stat(a.rootfs)).rejects.toThrow(/ENOENT/);
       expect((await stat(b.rootfs)).isDirectory()).toBe(true);
-      const index = await readFile(join(sandbox.dir, 'images', 'layout', 'index.json'), 'utf8');
-      expect(index).not.toContain(base.digest.slice('sha256:'.length));
+      // Layers stream into tar: no copy of the compressed blobs is kept to evict.
+      await expect(stat(join(sandbox.dir, 'images', 'layout'))).rejects.toThrow(/ENOENT/);
       // Pulled again on demand.
       expect((await sandbox.images.resolve(refA)).digest).toBe(base.digest);
     } finally {

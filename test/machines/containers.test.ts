@@ -57,7 +57,11 @@ describe('agent commands and container lifecycle', () => {
     deploymentId = (
       await db.query(`INSERT INTO deployments (workspace_id, name, kind) VALUES ($1, 'llm', 'endpoint') RETURNING id`, [workspaceId])
     ).rows[0].id;
-    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}')`, [deploymentId]);
+    // The version wants one container, so the scheduler's reconciler (running beside these tests)
+    // keeps c-2 instead of stopping it as surplus; with no resolved spec it never places another.
+    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec, desired_containers) VALUES ($1, 1, '{}', 1)`, [
+      deploymentId,
+    ]);
   });
 
   afterAll(async () => {

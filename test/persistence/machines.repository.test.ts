@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_POOL, isUniqueViolation, Machine, MachinesRepository, MachineVerificationRepository, Pool } from '#tern/persistence';
+import { type ContainerState } from '#tern/contracts';
 import { migratedDatabase } from '../support/database.js';
+import { insertContainers, insertDeployment, insertWorkspace } from '../support/rows.js';
 
 const database = migratedDatabase('machines-repo');
 let db: DataSource;
@@ -69,23 +71,12 @@ describe('MachinesRepository', () => {
     });
     it('lists the machines that ran a container of a workspace, and no other', async () => {
       const [ran, runs, elsewhere] = [await machine(), await machine(), await machine()];
-      const workspace = async (): Promise<{ workspaceId: string; versionId: string }> => {
-        const [w] = await db.query(`INSERT INTO workspaces (name) VALUES ($1) RETURNING id`, [`ws-${randomUUID()}`]);
-        const [d] = await db.query(`INSERT INTO deployments (workspace_id, name, kind) VALUES ($1, 'app', 'endpoint') RETURNING id`, [
-          w.id,
-        ]);
-        const [v] = await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}') RETURNING id`, [
-          d.id,
-        ]);
-        return { workspaceId: w.id, versionId: v.id };
+      const workspace = async () => {
+        const workspaceId = await insertWorkspace(db);
+        return { workspaceId, ...(await insertDeployment(db, { workspaceId, name: 'app' })) };
       };
-      const container = (versionId: string, machineId: string | null, state: string) =>
-        db.query(`INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ($1, $2, $3, $4, '{}')`, [
-          `c-${randomUUID()}`,
-          versionId,
-          machineId,
-          state,
-        ]);
+      const container = (versionId: string, machineId: string | null, state: ContainerState) =>
+        insertContainers(db, { id: `c-${randomUUID()}`, versionId, machineId, state });
       const a = await workspace();
       const b = await workspace();
       await container(a.versionId, ran, 'stopped');

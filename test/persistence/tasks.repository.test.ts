@@ -280,6 +280,52 @@ describe('TasksRepository', () => {
       });
     });
 
+    it('records an attempt that ended before its start was reported as started and completed in one, on the conditions of a start', async () => {
+      const startedAt = new Date(Date.now() - 20).toISOString();
+      const both = (taskId: string, attempt: number, machineId: string, containerId = placed[machineId], resultJson = '{"quick": true}') =>
+        tasks.startAndComplete({
+          taskId,
+          resultJson,
+          resultRef: null,
+          attempt,
+          completedAt: new Date().toISOString(),
+          startedAt,
+          containerId,
+          machineId,
+        });
+      const t = await task({ callbackUrl: 'http://cb' });
+      expect(await both(t.id, 1, 'm-2', 'c-1')).toBeUndefined(); // c-1 is m-1's: no placement, no lease
+      expect(await row(t.id)).toMatchObject({ state: 'PENDING', attempts: 0, machineId: null });
+      const done = await both(t.id, 1, 'm-1');
+      expect(done).toEqual({
+        task: { ...(await tasks.findInWorkspace(t.id, workspaceId, true)), result: { quick: true } },
+        before: { was: 'PENDING', wasAttempt: 0, wasMachine: null, wasContainer: null, wasStartedAt: null, workspaceId, deploymentId },
+      });
+      expect(await row(t.id)).toMatchObject({
+        state: 'COMPLETE',
+        attempts: 1,
+        machineId: 'm-1',
+        containerId: 'c-1',
+        startedAt: new Date(startedAt),
+        result: { quick: true },
+        callbackState: 'pending',
+      });
+      // One completion per task: the same again, a later attempt, a plain result, a start: none changes it.
+      expect(await both(t.id, 1, 'm-1')).toBeUndefined();
+      expect(await both(t.id, 2, 'm-2', 'c-2', '{"second": true}')).toBeUndefined();
+      expect(await completion(t.id, 1, 'm-1', '{"again": true}')).toBeUndefined();
+      expect(await start(t.id, 2, 'm-2')).toBeUndefined();
+      expect(await tasks.settledBy(lease(t.id, 1), ['COMPLETE'])).toMatchObject({ machineId: 'm-1', startedAt: new Date(startedAt) });
+      // Over an attempt that started and went silent: the row as it was says which one was lost.
+      const lost = await task();
+      await start(lost.id, 1, 'm-2');
+      expect((await both(lost.id, 1, 'm-1'))?.task).toBeUndefined(); // not the attempt after the recorded one
+      expect(await both(lost.id, 2, 'm-1')).toMatchObject({
+        task: { state: 'COMPLETE', attempts: 2, machineId: 'm-1' },
+        before: { was: 'RUNNING', wasAttempt: 1, wasMachine: 'm-2', wasContainer: 'c-2' },
+      });
+    });
+
     it('cancels a task of its workspace not yet final, once', async () => {
       const t = await task();
       await tasks.markEnqueued(t.id, 7);
@@ -482,6 +528,60 @@ describe('TasksRepository', () => {
       expect(first.filter((id) => second.includes(id))).toEqual([]);
       expect([...first, ...second].sort()).toEqual([...before].sort());
       for (const id of mine) expect(before).toContain(id);
+    });
+  });
+
+  describe('spot checks', () => {
+    const check = {
+      state: 'pending' as const,
+      machineId: 'm-checked',
+      attempt: 1,
+      resultSha256: `sha256:${'1'.repeat(64)}`,
+      verifierMachineId: 'm-verifier',
+      verifierContainerId: 'c-verifier',
+      requestedAt: new Date().toISOString(),
+    };
+    const verifier = { machineId: 'm-verifier', containerId: 'c-verifier' };
+
+    it('records a check once, on a completed task only, answering its input', async () => {
+      const done = await task({ state: 'COMPLETE', payload: { n: 7 } });
+      const running = await task({ state: 'RUNNING' });
+      expect(await tasks.beginSpotCheck(done.id, check)).toEqual({ payload: { n: 7 } });
+      expect(await tasks.beginSpotCheck(done.id, { ...check, verifierMachineId: 'm-other' })).toBeUndefined();
+      expect(await tasks.beginSpotCheck(running.id, check)).toBeUndefined();
+      expect((await row(done.id)).spotCheck).toEqual(check);
+      expect((await tasks.findInWorkspace(done.id, workspaceId, false))?.spotCheck).toEqual(check);
+    });
+
+    it('settles a pending check once, from the verifier it names only', async () => {
+      const done = await task({ state: 'COMPLETE' });
+      await tasks.beginSpotCheck(done.id, check);
+      const change = { state: 'disagreed' as const, verifierSha256: `sha256:${'2'.repeat(64)}`, checkedAt: new Date().toISOString() };
+      expect(await tasks.settleSpotCheck(done.id, { ...verifier, machineId: 'm-checked' }, change)).toBeUndefined();
+      expect(await tasks.settleSpotCheck(done.id, { ...verifier, containerId: 'c-other' }, change)).toBeUndefined();
+      expect(await tasks.settleSpotCheck(done.id, verifier, change)).toEqual({
+        workspaceId,
+        deploymentId,
+        spotCheck: { ...check, ...change },
+      });
+      expect(await tasks.settleSpotCheck(done.id, verifier, { ...change, state: 'agreed' })).toBeUndefined();
+      expect(await tasks.spotCheckOf(done.id)).toMatchObject({ spotCheck: { state: 'disagreed' } });
+      expect((await row(done.id)).state).toBe('COMPLETE');
+    });
+
+    it('lists the pending checks, oldest completion first, and never a settled one', async () => {
+      const older = await task({ state: 'COMPLETE', timeoutSeconds: 30, endedAt: new Date(Date.now() - 60_000) });
+      const newer = await task({ state: 'COMPLETE', timeoutSeconds: 90, endedAt: new Date() });
+      const settled = await task({ state: 'COMPLETE', endedAt: new Date(Date.now() - 120_000) });
+      for (const t of [newer, older, settled]) await tasks.beginSpotCheck(t.id, check);
+      await tasks.settleSpotCheck(settled.id, verifier, { state: 'expired', reason: 'no answer', checkedAt: new Date().toISOString() });
+      const pending = await tasks.pendingSpotChecks(1000);
+      const ours = pending.filter((p) => [older.id, newer.id, settled.id].includes(p.taskId));
+      expect(ours).toEqual([
+        { taskId: older.id, timeoutSeconds: 30, spotCheck: check },
+        { taskId: newer.id, timeoutSeconds: 90, spotCheck: check },
+      ]);
+      expect(await tasks.spotCheckOf(settled.id)).toMatchObject({ spotCheck: { state: 'expired', reason: 'no answer' } });
     });
   });
 });

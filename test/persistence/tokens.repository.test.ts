@@ -64,6 +64,48 @@ describe('TokensRepository', () => {
     expect((await tokens.findInWorkspace(issued.id, ws.id))?.revokedAt).toBeInstanceOf(Date);
   });
 
+  it("deletes a workspace once: gone from reads, its name kept, its tokens revoked, another workspace's untouched", async () => {
+    const name = `ws-${randomUUID()}`;
+    const ws = await tokens.createWorkspace(name);
+    const other = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const mine = [await tokens.issue(fields(ws.id, 'a')), await tokens.issue({ ...fields(ws.id, 'op'), role: 'operator' })];
+    const theirs = await tokens.issue(fields(other.id));
+    expect((await tokens.activeOperatorTokens(ws.id)).map((t) => t.id)).toEqual([mine[1]!.id]);
+
+    expect(await tokens.markWorkspaceDeleted(ws.id, 'tok-1', 60_000)).toBe(true);
+    expect(await tokens.markWorkspaceDeleted(ws.id, 'tok-2', 60_000)).toBe(false);
+    expect(await tokens.findWorkspace(ws.id)).toBeNull();
+    expect((await tokens.listWorkspaces()).map((w) => w.id)).not.toContain(ws.id);
+    expect(await tokens.findWorkspaceByName(name)).toMatchObject({ id: ws.id, deletedAt: expect.any(Date) });
+    expect(isUniqueViolation(await rejection(tokens.createWorkspace(name)))).toBe(true);
+
+    expect((await tokens.revokeAllOf(ws.id)).sort()).toEqual(mine.map((t) => t.id).sort());
+    expect(await tokens.revokeAllOf(ws.id)).toEqual([]);
+    expect(await tokens.listActive(ws.id)).toEqual([]);
+    expect((await tokens.listActive(other.id)).map((t) => t.id)).toEqual([theirs.id]);
+  });
+
+  it("gives a deleted workspace's purge to one claimant at a time, again once its claim lapses, never once purged", async () => {
+    const ws = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    const held = await tokens.createWorkspace(`ws-${randomUUID()}`);
+    expect(await tokens.markWorkspaceDeleted(held.id, 'tok-held', 60_000)).toBe(true);
+    // The deleting gateway died at once: its claim lapsed.
+    expect(await tokens.markWorkspaceDeleted(ws.id, 'tok-op', 0)).toBe(true);
+    const mine = (claimed: (Workspace | undefined)[]) => claimed.filter((w) => w?.id === ws.id);
+
+    const both = await Promise.all([tokens.claimUnpurgedWorkspace(60_000), tokens.claimUnpurgedWorkspace(60_000)]);
+    expect(mine(both)).toEqual([expect.objectContaining({ id: ws.id, name: ws.name, deletedBy: 'tok-op', purgedAt: null })]);
+    expect(both.map((w) => w?.id)).not.toContain(held.id);
+    expect(mine([await tokens.claimUnpurgedWorkspace(60_000)])).toEqual([]);
+
+    await tokens.endWorkspacePurge(ws.id, false, 0);
+    expect(mine([await tokens.claimUnpurgedWorkspace(60_000)])).toHaveLength(1);
+    await tokens.endWorkspacePurge(ws.id, true, 0);
+    await db.query(`UPDATE workspaces SET purge_claimed_until = NULL WHERE id = $1`, [ws.id]);
+    expect(mine([await tokens.claimUnpurgedWorkspace(60_000)])).toEqual([]);
+    expect(await tokens.findWorkspaceByName(ws.name)).toMatchObject({ purgedAt: expect.any(Date), deletedBy: 'tok-op' });
+  });
+
   it('records when a token was last used', async () => {
     const ws = await tokens.createWorkspace(`ws-${randomUUID()}`);
     const issued = await tokens.issue(fields(ws.id));

@@ -13,6 +13,7 @@ import {
   SCALE_COMMAND,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
+import { insertDeployment } from '../support/rows.js';
 
 export const GiB = 2 ** 30;
 
@@ -118,15 +119,8 @@ export async function addMachine(
 }
 
 /** A ready deployment with one version of `s`, as the gateway writes it; its id. */
-export async function insertDeployment(db: pg.Client, workspaceId: string, name: string, s: ResolvedSpec): Promise<string> {
-  const id = (
-    await db.query(
-      `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`,
-      [workspaceId, name],
-    )
-  ).rows[0].id as string;
-  await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
-  return id;
+export async function readyDeployment(db: pg.Client, workspaceId: string, name: string, s: ResolvedSpec): Promise<string> {
+  return (await insertDeployment(db, { workspaceId, name, state: 'ready', spec: s })).deploymentId;
 }
 
 /** The autoscaler's command: `desired` containers of version 1. */

@@ -5,7 +5,8 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
-import { addMachine, FakeAgent, GiB, spec } from './harness.js';
+import { insertPool, insertWorkspace } from '../support/rows.js';
+import { addMachine, FakeAgent, GiB, readyDeployment, spec } from './harness.js';
 
 /** Scale commands in, containers placed on fake agents, routes out: the scheduler's placement end to end. */
 describe('placement', () => {
@@ -30,16 +31,7 @@ describe('placement', () => {
     agents.push(a);
     return a;
   };
-  const deploy = async (name: string, s: ResolvedSpec) => {
-    const id = (
-      await db.query(
-        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, $2, 'endpoint', 'ready', 1) RETURNING id`,
-        [workspaceId, name],
-      )
-    ).rows[0].id;
-    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [id, JSON.stringify(s)]);
-    return id as string;
-  };
+  const deploy = (name: string, s: ResolvedSpec) => readyDeployment(db, workspaceId, name, s);
   const scale = (
     deploymentId: string,
     desired: number,
@@ -81,8 +73,8 @@ describe('placement', () => {
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();
-    await db.query(`INSERT INTO pools (name) VALUES ('a'), ('b'), ('gpu'), ('d')`);
-    workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
+    for (const pool of ['a', 'b', 'gpu', 'd', 'e']) await insertPool(db, pool);
+    workspaceId = await insertWorkspace(db, 'acme');
   });
 
   afterAll(async () => {
@@ -174,13 +166,42 @@ describe('placement', () => {
     expect(v.placement_reason).toBe('no ready machine in pool gpu with gpu A100');
     expect(await containers(id, ['scheduled', 'starting', 'running', 'failed'])).toEqual([]);
 
-    // The machine gains an A100: the reason clears once placed (after the back-off).
+    // The machine gains an A100: room grew in the pool, so the next pass places it, back-off or not.
     await db.query(
       `UPDATE machines SET gpus = gpus || '[{"index": 1, "model": "NVIDIA A100-SXM4-80GB", "memoryBytes": 1}]'::jsonb WHERE id = 'gpu-1'`,
     );
-    await waitFor('placed', async () => (await routes(id)).length === 1, 40_000);
+    await waitFor('placed', async () => (await routes(id)).length === 1, 5000);
     expect((await version(id)).placement_reason).toBeNull();
     expect((await containers(id))[0].requested).toMatchObject({ gpuCount: 1, gpu: 'A100', gpuIndexes: [1] });
+  }, 60_000);
+
+  it('places a version short of room within 2 s of room freeing, whatever its back-off, with or without an event', async () => {
+    await addMachine(db, 'e-1', { pool: 'e', cpus: 2, memoryGiB: 64 });
+    const e1 = agent('e-1');
+    const big = await deploy('e-big', spec({ pool: 'e', cpuMillicores: 2000 }));
+    await scale(big, 1);
+    await waitFor('the big one placed', async () => (await containers(big)).length === 1);
+    const small = await deploy('e-small', spec({ pool: 'e' }));
+    await scale(small, 2);
+    await waitFor('a reason on the small one', async () => (await version(small)).placement_reason);
+    // Tries after 1, 2 and 4 s (a pass late each time at most): the back-off is 8 s by now, the next try 5 s away or more.
+    await new Promise((r) => setTimeout(r, 9500));
+    expect(await containers(small)).toEqual([]);
+
+    // The machine grows by a core (as a re-registration would write it): no event says so.
+    await db.query(`UPDATE machines SET cpu_threads = 3 WHERE id = 'e-1'`);
+    let t0 = Date.now();
+    await waitFor('one small placed', async () => (await containers(small)).length === 1, 10_000, 50);
+    expect(Date.now() - t0).toBeLessThan(2000);
+
+    // The big deployment is deleted (the state the gateway writes): its container stops, the other small one takes its room.
+    await db.query(`UPDATE deployments SET state = 'deleted' WHERE id = $1`, [big]);
+    await waitFor('the big one told to stop', async () => e1.stops.length === 1, 10_000, 20);
+    t0 = Date.now();
+    await waitFor('both small placed', async () => (await containers(small)).length === 2, 10_000, 50);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect((await containers(small)).every((c) => c.machine_id === 'e-1')).toBe(true);
+    await waitFor('the reason cleared', async () => (await version(small)).placement_reason === null);
   }, 60_000);
 
   it('replaces the containers of a machine that goes offline on another machine', async () => {

@@ -5,6 +5,7 @@ import type { PlacementRequest } from '#tern/placement';
 import { Placer } from '../../apps/scheduler/src/placement/placer.js';
 import type { ReputationScores } from '../../apps/scheduler/src/placement/reputation-scores.js';
 import { createTestSchema, type TestSchema } from '../support/isolation.js';
+import { insertDeployment, insertPool, insertWorkspace } from '../support/rows.js';
 import { addMachine, GiB } from './harness.js';
 
 /** Placer.reserveMany straight on Postgres: two replicas racing into one small pool, optimistically. */
@@ -38,19 +39,11 @@ describe('optimistic reservation', () => {
     await first.destroy();
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();
-    await db.query(`INSERT INTO pools (name) VALUES ('race')`);
+    await insertPool(db, 'race');
     // Six machines of 2 GPUs and 4 CPUs: room for 12 of the containers, GPUs binding.
     for (let i = 0; i < 6; i++) await addMachine(db, `r-${i}`, { pool: 'race', cpus: 4, memoryGiB: 64, gpus: ['H100', 'H100'] });
-    const ws = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
-    const dep = (
-      await db.query(
-        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'r', 'endpoint', 'ready', 1) RETURNING id`,
-        [ws],
-      )
-    ).rows[0].id;
-    versionId = (
-      await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, '{}'::jsonb) RETURNING id`, [dep])
-    ).rows[0].id;
+    const workspaceId = await insertWorkspace(db, 'acme');
+    ({ versionId } = await insertDeployment(db, { workspaceId, name: 'r', state: 'ready' }));
   });
 
   afterAll(async () => {

@@ -5,6 +5,7 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { addMachine, FakeAgent, spec } from '../placement/harness.js';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
+import { insertDeployment, insertWorkspace } from '../support/rows.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
 
 /** With the `reputation` bucket empty (no reputation service yet), the scheduler places by the stored scores. */
@@ -45,17 +46,13 @@ describe('placement by stored reputation', () => {
     await db.query(
       `INSERT INTO reputation_scores (machine_id, score, computed_at) VALUES ('m-good', 0.9, now()), ('m-bad', 0.95, now() - interval '1 day'), ('m-bad', 0.5, now())`,
     );
-    const workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
-    const id = (
-      await db.query(
-        `INSERT INTO deployments (workspace_id, name, kind, state, latest_version) VALUES ($1, 'picky', 'endpoint', 'ready', 1) RETURNING id`,
-        [workspaceId],
-      )
-    ).rows[0].id;
-    await db.query(`INSERT INTO deployment_versions (deployment_id, version, spec) VALUES ($1, 1, $2::jsonb)`, [
-      id,
-      JSON.stringify(spec({ minReputation: 0.7 })),
-    ]);
+    const workspaceId = await insertWorkspace(db, 'acme');
+    const { deploymentId: id } = await insertDeployment(db, {
+      workspaceId,
+      name: 'picky',
+      state: 'ready',
+      spec: spec({ minReputation: 0.7 }),
+    });
 
     await messaging.publish(
       SCALE_COMMAND,

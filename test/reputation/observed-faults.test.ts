@@ -10,7 +10,8 @@ import {
   type ResolvedSpec,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { addMachine, FakeAgent, insertDeployment, routesOf, scaleTo, spec } from '../placement/harness.js';
+import { addMachine, FakeAgent, readyDeployment, routesOf, scaleTo, spec } from '../placement/harness.js';
+import { insertPool, insertWorkspace } from '../support/rows.js';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
@@ -40,7 +41,7 @@ describe('reputation from faults the control plane observed', () => {
   const silentStarts: ContainerStart[] = [];
   const lazyStarts: ContainerStart[] = [];
 
-  const deploy = (name: string, s: ResolvedSpec) => insertDeployment(db, workspaceId, name, s);
+  const deploy = (name: string, s: ResolvedSpec) => readyDeployment(db, workspaceId, name, s);
   const scale = (deploymentId: string, desired: number) => scaleTo(messaging, deploymentId, desired);
   const routes = (deploymentId: string) => routesOf(messaging, deploymentId);
   const containersOn = async (machineId: string) =>
@@ -60,8 +61,8 @@ describe('reputation from faults the control plane observed', () => {
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();
     // The minimum the issue's pool had: a machine with no history must not sit above it for long.
-    await db.query(`INSERT INTO pools (name, min_reputation) VALUES ('strict', 0.9), ('lazy', 0.9)`);
-    workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
+    for (const pool of ['strict', 'lazy']) await insertPool(db, pool, { minReputation: 0.9 });
+    workspaceId = await insertWorkspace(db, 'acme');
     subs.push(messaging.listen(MACHINE_FAULT, (f) => void faults.push(f)));
 
     // The small machines are what best fit picks first.

@@ -2,7 +2,8 @@ import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type ResolvedSpec } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
-import { addMachine, FakeAgent, insertDeployment, routesOf, scaleTo, spec } from '../placement/harness.js';
+import { addMachine, FakeAgent, readyDeployment, routesOf, scaleTo, spec } from '../placement/harness.js';
+import { insertPool, insertWorkspace } from '../support/rows.js';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
@@ -25,7 +26,7 @@ describe('placement by reputation', () => {
   let bad: FakeAgent;
   let mid: number;
 
-  const deploy = (name: string, s: ResolvedSpec) => insertDeployment(db, workspaceId, name, s);
+  const deploy = (name: string, s: ResolvedSpec) => readyDeployment(db, workspaceId, name, s);
   const scale = (deploymentId: string, desired: number) => scaleTo(messaging, deploymentId, desired);
   const routes = (deploymentId: string) => routesOf(messaging, deploymentId);
   const attempts = async (machineId: string) => {
@@ -48,8 +49,8 @@ describe('placement by reputation', () => {
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();
-    await db.query(`INSERT INTO pools (name) VALUES ('rep')`);
-    workspaceId = (await db.query(`INSERT INTO workspaces (name) VALUES ('acme') RETURNING id`)).rows[0].id;
+    await insertPool(db, 'rep');
+    workspaceId = await insertWorkspace(db, 'acme');
     // m-bad is the smaller machine, so best fit alone would send work there first.
     await addMachine(db, 'm-good', { pool: 'rep', cpus: 8 });
     await addMachine(db, 'm-bad', { pool: 'rep', cpus: 2 });

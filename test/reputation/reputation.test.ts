@@ -6,6 +6,7 @@ import { DEFAULT_PARAMS, neutral } from '#tern/reputation';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { insertMachines } from '../support/rows.js';
 import { ADMIN, client, tern } from '../machines/harness.js';
 import { MachineEvents, reputationEntry } from './events.js';
 
@@ -144,9 +145,7 @@ describe('reputation service', () => {
       await gateway.ready();
       const base = `http://127.0.0.1:${port}`;
       const call = client(base);
-      await db.query(
-        `INSERT INTO machines (id, pool, state) VALUES ('m-good', 'default', 'ready'), ('m-bad', 'default', 'ready'), ('m-new', 'default', 'registered')`,
-      );
+      await insertMachines(db, { id: 'm-good' }, { id: 'm-bad' }, { id: 'm-new', state: 'registered' });
       const current = (await reputationEntry(messaging, 'm-bad'))!;
 
       const list = await call('GET', '/api/v1/machines', ADMIN);

@@ -8,10 +8,11 @@ import { connect, credsAuthenticator, type Msg, type NatsConnection } from '@nat
 import { type CreatedNatsUser, type NatsUserView, TASK_COMPLETED, TASK_STARTED, type TaskItem, taskConsumerName } from '#tern/contracts';
 import { Messaging, Namespace } from '#tern/messaging';
 import { inboxPrefix, newUserKey } from '#tern/nats-auth';
-import { runningGateway } from '../support/gateway.js';
+import { callGateway, runningGateway } from '../support/gateway.js';
 import { TEST_NATS_URL } from '../support/isolation.js';
 import { machineCreds, refused, taskPermitCreds } from '../support/nats-users.js';
 import { waitFor } from '../support/processes.js';
+import { insertContainers, insertMachines } from '../support/rows.js';
 import { tern } from '../machines/harness.js';
 
 const OPERATOR = `tern_${'n'.repeat(43)}`;
@@ -34,15 +35,8 @@ describe('integrator NATS users', () => {
   let credsFile: string;
   let nc: NatsConnection;
 
-  const call = async (method: string, path: string, token: string, body?: unknown, type = 'application/json') => {
-    const res = await fetch(`${gateway.base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': type } : {}) },
-      body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (method: string, path: string, token: string, body?: unknown, contentType?: string) =>
+    callGateway(gateway.base, method, path, token, body, { contentType });
 
   /** A workspace with its admin token and a task queue named "q" of its own code. */
   const workspace = async (name: string) => {
@@ -76,12 +70,9 @@ describe('integrator NATS users', () => {
     Object.assign(a, await workspace('integr-a'));
     Object.assign(b, await workspace('integr-b'));
     // The scheduler's placement of A's queue on machine m-int: the machine that runs its tasks.
-    await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m-int', 'default', 'ready')`);
+    await insertMachines(db, { id: 'm-int' });
     const [version] = (await db.query(`SELECT id FROM deployment_versions WHERE deployment_id = $1`, [a.queueId])).rows;
-    await db.query(
-      `INSERT INTO containers (id, deployment_version_id, machine_id, state, requested) VALUES ('c-int', $1, 'm-int', 'ready', '{}')`,
-      [version.id],
-    );
+    await insertContainers(db, { id: 'c-int', versionId: version.id, machineId: 'm-int', state: 'running' });
 
     credsFile = join(dir, 'bridge.creds');
     const made = await tern(

@@ -5,6 +5,7 @@ import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { freePort, ServiceProcess, waitFor } from '../support/processes.js';
+import { insertMachines } from '../support/rows.js';
 
 /** The scheduler as a real process: it must reject bad messages with a logged reason and keep serving. */
 describe('scheduler service', () => {
@@ -24,7 +25,7 @@ describe('scheduler service', () => {
     messaging = new Messaging(nc, ns);
     db = new pg.Client({ connectionString: schema.url, options: `-c search_path=${schema.schema}` });
     await db.connect();
-    await db.query(`INSERT INTO machines (id, pool, state) VALUES ('m1', 'default', 'ready'), ('m2', 'default', 'ready')`);
+    await insertMachines(db, { id: 'm1' }, { id: 'm2' });
   });
 
   afterAll(async () => {

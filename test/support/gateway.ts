@@ -40,3 +40,38 @@ export function runningGateway(label: string, token: string, env: Record<string,
   });
   return handle;
 }
+
+/** A gateway's answer in a test: its status, its text, and its body (the JSON parsed; otherwise the text, as an NDJSON stream's). */
+export interface GatewayAnswer {
+  status: number;
+  text: string;
+  body: any; // each test reads the fields its route answers
+}
+
+/**
+ * `method path` on the gateway at `base` with `token`: a Buffer body sent as it is (as
+ * `contentType`), any other as JSON.
+ */
+export async function callGateway(
+  base: string,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+  { contentType = 'application/json', timeoutMs = 30_000 }: { contentType?: string; timeoutMs?: number } = {},
+): Promise<GatewayAnswer> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
+    body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await res.text();
+  let parsed: unknown = text || undefined;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Empty, or not JSON (an NDJSON stream): kept as text.
+  }
+  return { status: res.status, text, body: parsed };
+}

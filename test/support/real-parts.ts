@@ -19,7 +19,8 @@ export type RealPart =
   | 'prometheus'
   | 'skopeo'
   | 'docker-registry'
-  | 'debootstrap';
+  | 'debootstrap'
+  | 'zstd';
 
 /** Why each part is needed and how to get it, for the message. */
 const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
@@ -35,6 +36,7 @@ const INSTALL: Record<Exclude<RealPart, 'root'>, string> = {
   skopeo: 'apt-get install skopeo',
   'docker-registry': 'apt-get install docker-registry apache2-utils',
   debootstrap: 'apt-get install debootstrap',
+  zstd: 'apt-get install zstd',
 };
 
 /** How a part tells its version (`ip` and `openssl` have no --version). */

@@ -1,7 +1,26 @@
+import WebSocket from 'ws';
+
+/** Sends each message over a WebSocket and collects one answer to each (text as text, binary as bytes). */
+export function echo(url: string, headers: Record<string, string>, messages: (string | Buffer)[]): Promise<(string | Buffer)[]> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    const answers: (string | Buffer)[] = [];
+    ws.on('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
+    ws.on('error', reject);
+    ws.on('open', () => messages.forEach((m) => ws.send(m)));
+    ws.on('message', (data: Buffer, binary) => {
+      answers.push(binary ? data : data.toString('utf8'));
+      if (answers.length === messages.length) ws.close();
+    });
+    ws.on('close', () => resolve(answers));
+  });
+}
+
 /**
  * A WebSocket echo server in Python's standard library, to run inside a sandbox: it answers a
  * text message with `<request path> <text>` (so a test sees the path the server got), echoes
- * binary messages as they are, and answers a plain GET with `plain <path>`.
+ * binary messages as they are, and answers a plain GET with `plain <path>`. Of the subprotocols a
+ * client offers it takes the first, as a server that speaks them all would.
  */
 export const WEBSOCKET_ECHO_SERVER = String.raw`
 import base64, hashlib, socket, struct, sys, threading
@@ -28,7 +47,9 @@ def serve(conn):
         conn.sendall(b'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n' % len(body) + body)
         return conn.close()
     accept = base64.b64encode(hashlib.sha1(keys[0].encode() + GUID).digest()).decode()
-    conn.sendall(('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n' % accept).encode())
+    offered = [l.split(':', 1)[1].split(',')[0].strip() for l in head.split('\r\n') if l.lower().startswith('sec-websocket-protocol:')]
+    chosen = 'Sec-WebSocket-Protocol: %s\r\n' % offered[0] if offered else ''
+    conn.sendall(('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n' % (accept, chosen)).encode())
     f = conn.makefile('rb')
     while True:
         first = f.read(2)

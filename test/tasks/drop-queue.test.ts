@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats } from '#tern/messaging';
-import { runningGateway } from '../support/gateway.js';
+import { callGateway, runningGateway } from '../support/gateway.js';
 import { TEST_NATS } from '../support/isolation.js';
 import { waitFor } from '../support/processes.js';
 
@@ -23,16 +23,8 @@ describe('a deleted task queue', () => {
     await nc?.close();
   });
 
-  const call = async (method: string, path: string, token: string, body?: unknown, contentType = 'application/json') => {
-    const res = await fetch(`${gateway.base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
-      body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as any) : undefined };
-  };
+  const call = (method: string, path: string, token: string, body?: unknown, contentType?: string) =>
+    callGateway(gateway.base, method, path, token, body, { contentType, timeoutMs: 10_000 });
 
   /** Messages in the namespace's TASKS stream on one deployment's subjects. */
   const queued = async (deploymentId: string) => {

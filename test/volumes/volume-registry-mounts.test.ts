@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
-import { VOLUME_CHUNK_BYTES, VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '#tern/contracts';
+import { REGISTRY_TOKEN_PATH, VOLUME_CHUNK_BYTES, VOLUME_CHUNKS_BUCKET, type VolumeBlobGrant } from '#tern/contracts';
 import { freePort } from '#tern/runtime';
 import { RegistryBlobs } from '#tern/volumes';
 import { makeTokenKey } from '../../scripts/lib/registry.mjs';
@@ -180,6 +180,15 @@ makeTokenKey(join(registryDir, 'registry', 'token-key.pem'), join(registryDir, '
 
     // Machine A has no container there; a volume the container does not mount; an API token: refused.
     expect((await grantOf('A', 'c-b-ro', 'models')).status).toBe(404);
+    // Nor does A get there through the token service: its token names nothing, the registry refuses the blob.
+    const asked = await fetch(
+      `${gateway.base}${REGISTRY_TOKEN_PATH}?service=tern-registry&scope=${encodeURIComponent(`repository:${grant.repository}:pull`)}`,
+      { headers: { authorization: `Basic ${Buffer.from(`machine:${agents.A.configFile().token}`).toString('base64')}` } },
+    );
+    expect(asked.status).toBe(200);
+    const unplaced = ((await asked.json()) as { token: string }).token;
+    const refused = await fetch(`${url}/v2/${grant.repository}/blobs/sha256:${hex}`, { headers: { authorization: `Bearer ${unplaced}` } });
+    expect([401, 403]).toContain(refused.status);
     expect((await grantOf('B', 'c-b-ro', 'data')).status).toBe(404);
     expect(
       (

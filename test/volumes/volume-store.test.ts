@@ -1,15 +1,16 @@
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
+import { VOLUME_CHUNK_BYTES, type VolumeManifest } from '#tern/contracts';
 import { freePort } from '#tern/runtime';
 import { BlobStoreError, EMPTY_CONFIG, inParallel, RegistryBlobs, volumeRepository, volumeVersionManifest } from '#tern/volumes';
 import { ChunkCache } from '../../apps/agent/src/volumes/chunk-cache.js';
 import type { ChunkSource } from '../../apps/agent/src/volumes/chunk-sources.js';
 import { uploadChunks } from '../../apps/agent/src/volumes/volume-mounts.js';
+import { writeTree } from '../../apps/agent/src/volumes/volume-trees.js';
 import { signRegistryToken } from '../../apps/gateway/src/registry-tokens/registry-token.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -23,7 +24,7 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
  * it for a machine a container mounting the volume is placed on); the agent's chunk cache
  * fetching many at once, verifying each as it streams in and sharing chunks by digest.
  */
-(await describeNeeding(['docker-registry', 'openssl']))('volume chunks in the registry', () => {
+(await describeNeeding(['root', 'docker-registry', 'openssl']))('volume chunks in the registry', () => {
   let work: string;
   let child: ResultPromise;
   let url: string;
@@ -243,5 +244,96 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
     await store.deleteManifest('v1');
     await collect();
     expect(existsSync(blobFile(sha256(kept)))).toBe(false);
+  }, 120_000);
+
+  /** A mount's source reading `repository` over the agent's client (node:http), counting the blobs it was given. */
+  const registrySource = (repository: string, read = blobs(repository, ['pull'])) => {
+    const source = {
+      from: 'the volume store (registry)',
+      parallel: 4,
+      uploads: 4,
+      fetched: 0,
+      fetch: async (hex: string) => {
+        const bytes = await read.read(hex, VOLUME_CHUNK_BYTES);
+        source.fetched++;
+        return bytes;
+      },
+      upload: () => Promise.reject(new Error('a mount uploads nothing')),
+    };
+    return source;
+  };
+  /** A volume of one file of `chunks` whole chunks and a short tail, pushed to `repository`. */
+  const pushedVolume = async (repository: string, chunks: number) => {
+    const parts = [...Array.from({ length: chunks }, () => randomBytes(VOLUME_CHUNK_BYTES)), randomBytes(1000)];
+    await inParallel(parts, 4, (c) => blobs(repository, ['pull', 'push']).put(sha256(c), c));
+    const file = { path: 'llm/weights.bin', size: chunks * VOLUME_CHUNK_BYTES + 1000, mode: 0o644, mtime: new Date().toISOString() };
+    const manifest: VolumeManifest = { volume: 'weights', version: 1, store: 'registry', files: [{ ...file, chunks: parts.map(sha256) }] };
+    return { manifest, bytes: Buffer.concat(parts) };
+  };
+
+  it('writes a tree straight from the fetched chunks, each verified, into the cache and the file', async () => {
+    const repo = volumeRepository('0d0d0d0d-0000-4000-8000-00000000000d', '1d1d1d1d-0000-4000-8000-00000000001d');
+    const { manifest, bytes } = await pushedVolume(repo, 6);
+    const cache = new ChunkCache(join(work, 'cache-tree'), 1024 * MiB);
+    const source = registrySource(repo);
+    await writeTree(manifest, join(work, 'tree-1'), cache, source);
+    expect(sha256(await readFile(join(work, 'tree-1', 'llm', 'weights.bin')))).toBe(sha256(bytes));
+    expect(source.fetched).toBe(7);
+    expect(readdirSync(join(work, 'cache-tree')).sort()).toEqual(manifest.files[0]!.chunks.slice().sort());
+    // Another tree of the same chunks (another version, another volume) comes from the cache alone.
+    const again = registrySource(repo);
+    await writeTree(manifest, join(work, 'tree-2'), cache, again);
+    expect(again.fetched).toBe(0);
+    expect(sha256(await readFile(join(work, 'tree-2', 'llm', 'weights.bin')))).toBe(sha256(bytes));
+  }, 120_000);
+
+  it('fails a mount whose store stops midway naming the store, keeps no partial chunk, and mounts once it is back', async () => {
+    const repo = volumeRepository('0e0e0e0e-0000-4000-8000-00000000000e', '1e1e1e1e-0000-4000-8000-00000000001e');
+    const { manifest, bytes } = await pushedVolume(repo, 12);
+    const cache = new ChunkCache(join(work, 'cache-stop'), 1024 * MiB);
+    const source = registrySource(repo);
+    const fetchOne = source.fetch;
+    let stopped: Promise<unknown> | undefined;
+    source.fetch = async (hex) => {
+      // The store goes away after a few chunks, with others in flight.
+      if (source.fetched >= 3 && !stopped) {
+        // The registry itself (its wrapper exits with it), killed as a crash would.
+        // pkill, not pgrep then kill: no window between finding it and signalling it.
+        await execa('pkill', ['-KILL', '-P', String(child.pid), '-x', 'docker-registry'], { reject: false });
+        stopped = child;
+      }
+      return fetchOne(hex);
+    };
+    await expect(writeTree(manifest, join(work, 'tree-stop'), cache, source)).rejects.toThrow(
+      new RegExp(`from the volume store ${url.replace(/[.:/]/g, '\\$&')}: (ECONNREFUSED|ECONNRESET|cut off)`),
+    );
+    await stopped;
+    const kept = readdirSync(join(work, 'cache-stop'));
+    expect(kept.filter((name) => !manifest.files[0]!.chunks.includes(name))).toEqual([]);
+    for (const hex of kept) expect(sha256(await readFile(join(work, 'cache-stop', hex)))).toBe(hex);
+
+    await startRegistry();
+    await writeTree(manifest, join(work, 'tree-back'), cache, registrySource(repo));
+    expect(sha256(await readFile(join(work, 'tree-back', 'llm', 'weights.bin')))).toBe(sha256(bytes));
+  }, 120_000);
+
+  it("fails clearly when the cache's disk fills, and keeps no truncated chunk", async () => {
+    const repo = volumeRepository('0f0f0f0f-0000-4000-8000-00000000000f', '1f1f1f1f-0000-4000-8000-00000000001f');
+    const { manifest } = await pushedVolume(repo, 4);
+    // A disk of two and a half chunks for the cache.
+    const small = join(work, 'small-disk');
+    mkdirSync(small);
+    await execa('mount', ['-t', 'tmpfs', '-o', `size=${Math.round(2.5 * VOLUME_CHUNK_BYTES)}`, 'tern-test-cache', small]);
+    try {
+      const cache = new ChunkCache(join(small, 'chunks'), 1024 * MiB);
+      await expect(writeTree(manifest, join(work, 'tree-full'), cache, registrySource(repo))).rejects.toThrow(
+        new RegExp(`volume chunk [0-9a-f]{64} from the volume store \\(registry\\) could not be kept in ${join(small, 'chunks')}: ENOSPC`),
+      );
+      const kept = readdirSync(join(small, 'chunks'));
+      expect(kept.length).toBeLessThan(manifest.files[0]!.chunks.length);
+      for (const hex of kept) expect(sha256(await readFile(join(small, 'chunks', hex)))).toBe(hex);
+    } finally {
+      await execa('umount', [small]);
+    }
   }, 120_000);
 });

@@ -7,16 +7,19 @@ import { ContainerCommandsController } from './containers/container-commands.con
 import { containerRuntimeProvider } from './containers/container-runtime.provider.js';
 import { ContainersService } from './containers/containers.service.js';
 import { GpuHolders } from './containers/gpu-holders.js';
+import { ContainerTunnelsController } from './invoke/container-tunnels.controller.js';
 import { InvokeRoutes } from './invoke/invoke-routes.js';
 import { HeartbeatService } from './heartbeat/heartbeat.service.js';
 import { JoinService } from './join.service.js';
 import { NatsLink } from './nats-link.js';
 import { NetworkProbe } from './network-test/network-probe.js';
 import { ProofCommandsController } from './proof/proof-commands.controller.js';
-import { cpuProvers, ProofsService } from './proof/proofs.service.js';
+import { ProofsService, provers } from './proof/proofs.service.js';
 import { RegistrationWatch } from './registration/registration-watch.js';
 import { SandboxCommandsController } from './sandboxes/sandbox-commands.controller.js';
+import { ServerLoads } from './server-loads/server-loads.js';
 import { SandboxesService } from './sandboxes/sandboxes.service.js';
+import { SpotChecker } from './tasks/spot-checker.js';
 import { TaskDispatcher } from './tasks/task-dispatcher.js';
 import { VolumeCommandsController } from './volumes/volume-commands.controller.js';
 import { volumeMountsProvider } from './volumes/volume-mounts.provider.js';
@@ -35,7 +38,13 @@ export class AgentModule {
           presence: { machineId: ctx.registration.machineId, pool: ctx.registration.pool },
         }),
       ],
-      controllers: [ContainerCommandsController, SandboxCommandsController, VolumeCommandsController, ProofCommandsController],
+      controllers: [
+        ContainerCommandsController,
+        ContainerTunnelsController,
+        SandboxCommandsController,
+        VolumeCommandsController,
+        ProofCommandsController,
+      ],
       providers: [
         { provide: AGENT_CONTEXT, useValue: ctx },
         NatsLink,
@@ -43,15 +52,17 @@ export class AgentModule {
         InvokeRoutes,
         ImageBuilds,
         TaskDispatcher,
+        SpotChecker,
         volumeMountsProvider,
         GpuHolders,
         SandboxesService,
+        ServerLoads,
         ContainersService,
         NetworkProbe,
         HeartbeatService,
         RegistrationWatch,
         JoinService,
-        cpuProvers,
+        provers,
         ProofsService,
       ],
     };

@@ -12,9 +12,7 @@ import {
   writeConfigFile,
 } from './settings/config-file.js';
 import { caProblem, keepCa } from './settings/ca-file.js';
-
-/** sysexits' EX_CONFIG, as run-agent uses for a bad configuration. */
-const EXIT_CONFIG = 78;
+import { EXIT_CONFIG } from './exit-codes.js';
 
 /** The agent itself is loaded only to run it: init and config stay quick. */
 async function runAgent(options: { stateDir?: string }) {
@@ -64,9 +62,19 @@ program
   .option('--machine-id <id>', 'machine id (default: the one the token names, or one derived from the host name)')
   .option('--ca <file>', "CA certificate (PEM) to pin for the gateway's HTTPS and NATS's TLS (kept as <state dir>/ca.pem)")
   .option('--builder', "this machine builds images from deployments' image specs (needs runc, umoci, skopeo, outbound network)")
+  .option('--site-cache <url>', "read volume chunks through this site's cache (a `tern-agent site-cache`, http://host:port)")
   .option(...stateDirOption)
   .action(
-    (opts: { gateway: string; token: string; pool: string; machineId?: string; ca?: string; builder?: boolean; stateDir?: string }) => {
+    (opts: {
+      gateway: string;
+      token: string;
+      pool: string;
+      machineId?: string;
+      ca?: string;
+      builder?: boolean;
+      siteCache?: string;
+      stateDir?: string;
+    }) => {
       const stateDir = opts.stateDir ?? stateDirOf(program.opts());
       const problem = opts.ca ? caProblem(opts.ca) : undefined;
       if (problem) throw new AgentConfigError([`--ca: ${problem}`]);
@@ -78,6 +86,7 @@ program
           ...(opts.machineId ? { machineId: opts.machineId } : {}),
           ...(opts.ca ? { ca: keepCa(stateDir, opts.ca) } : {}),
           ...(opts.builder ? { builder: 'true' } : {}),
+          ...(opts.siteCache ? { siteCache: opts.siteCache } : {}),
         },
         'init',
       );
@@ -99,6 +108,25 @@ program
     if (file.ca) (await import('./settings/pinned-ca.js')).pinGatewayCa(file.gateway, file.ca);
     const { machineId, path } = await rotateMachineToken(stateDir, file);
     process.stdout.write(`machine ${machineId}: new token saved in ${path}; a running agent uses it when it next registers\n`);
+  });
+
+program
+  .command('site-cache')
+  .description(
+    "serve the machines of this site volume chunks and image layers from one copy: a read-through cache in front of Tern's registry, which still decides each machine's access (machines name it with `tern-agent config set siteCache URL`)",
+  )
+  .requiredOption(
+    '--store <url>',
+    "Tern's registry (volumes and images) as the gateway and image references name it, e.g. https://registry.example.com",
+  )
+  .option('--listen <host:port>', 'where the machines of the site reach it', '0.0.0.0:5080')
+  .option('--dir <dir>', 'where blobs are kept (default <state dir>/site-cache)')
+  .option('--max-gb <gb>', 'most GB kept; least recently used blobs go first', '100')
+  .option(...stateDirOption)
+  .action(async (opts: { store: string; listen: string; dir?: string; maxGb: string; stateDir?: string }) => {
+    const { defaultSiteCacheDir, runSiteCache } = await import('./site-cache.js');
+    const dir = opts.dir ?? defaultSiteCacheDir(opts.stateDir ?? stateDirOf(program.opts()));
+    await runSiteCache({ store: opts.store, listen: opts.listen, dir, maxGb: opts.maxGb });
   });
 
 const config = program.command('config').description('show or change config.yaml');

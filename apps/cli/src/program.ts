@@ -18,6 +18,7 @@ import { tokenCommand } from './commands/token.js';
 import { usageCommand } from './commands/usage.js';
 import { secretCommand } from './commands/secret.js';
 import { volumeCommand } from './commands/volume.js';
+import { workspaceCommand } from './commands/workspace.js';
 
 /** The `tern` command and every subcommand, as `main.ts` runs it and the docs' check reads it. */
 export function ternProgram(): Command {
@@ -37,6 +38,7 @@ export function ternProgram(): Command {
     .addCommand(mapCommand())
     .addCommand(scheduleCommand())
     .addCommand(logsCommand())
+    .addCommand(workspaceCommand())
     .addCommand(tokenCommand())
     .addCommand(natsCommand())
     .addCommand(usageCommand())

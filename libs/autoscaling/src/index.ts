@@ -5,3 +5,4 @@ export * from './loads.js';
 export * from './memory.js';
 export * from './predictive.js';
 export * from './simulator/index.js';
+export * from './concurrency.js';

@@ -1,4 +1,4 @@
-import { combineLoads, type GatewayLoad, withBacklog } from './loads.js';
+import { combineLoads, type GatewayLoad, SERVER_LOAD_MAX_AGE_MS, withBacklog, withServerLoads } from './loads.js';
 
 const now = 100_000;
 const report = (gatewayId: string, fields: Partial<GatewayLoad> = {}): GatewayLoad => ({
@@ -66,5 +66,54 @@ describe('withBacklog', () => {
 
   it('does not add them twice when a report already counts them', () => {
     expect(withBacklog(combineLoads([report('g1', { buffered: 5 })], now), 3).buffered).toBe(5);
+  });
+
+  it('does not count held requests that have since got a container as waiting too', () => {
+    const o = withBacklog(combineLoads([report('g1', { inFlight: 4, buffered: 2 })], now), 6);
+    expect(o).toMatchObject({ inFlight: 4, buffered: 2 });
+    expect(withBacklog(combineLoads([report('g1', { inFlight: 2, buffered: 0 })], now), 6)).toMatchObject({ inFlight: 2, buffered: 4 });
+  });
+});
+
+describe('withServerLoads', () => {
+  const o = combineLoads(
+    [
+      report('g1', {
+        containers: [
+          { containerId: 'a', inFlight: 1, idleSeconds: 0 },
+          { containerId: 'b', inFlight: 0, idleSeconds: 4 },
+        ],
+      }),
+    ],
+    now,
+  );
+
+  it('sets the load of each ready container that reported lately', () => {
+    const loads = new Map([
+      ['a', { load: 7, receivedAt: now - 1000, readyAt: 0 }],
+      ['b', { load: 2, receivedAt: now - SERVER_LOAD_MAX_AGE_MS - 1, readyAt: 0 }],
+    ]);
+    const withLoads = withServerLoads(o, loads, now);
+    expect(withLoads.containers).toEqual([
+      { containerId: 'a', inFlight: 1, idleSeconds: 0, load: 7 },
+      { containerId: 'b', inFlight: 0, idleSeconds: 4 },
+    ]);
+    expect(withLoads.inFlight).toBe(o.inFlight);
+  });
+
+  it('adds a container no gateway reports, idle since it became ready, unless its report is stale', () => {
+    const loads = new Map([
+      ['c', { load: 12, receivedAt: now - 500, readyAt: now - 30_000 }],
+      ['d', { load: 12, receivedAt: now - SERVER_LOAD_MAX_AGE_MS - 1, readyAt: now - 30_000 }],
+      ['e', { load: 1, receivedAt: now, readyAt: now + 5000 }],
+    ]);
+    expect(withServerLoads(combineLoads([], now), loads, now).containers).toEqual([
+      { containerId: 'c', inFlight: 0, idleSeconds: 30, load: 12 },
+      { containerId: 'e', inFlight: 0, idleSeconds: 0, load: 1 },
+    ]);
+  });
+
+  it('leaves the observation as it was without reports', () => {
+    expect(withServerLoads(o, new Map(), now)).toBe(o);
   });
 });

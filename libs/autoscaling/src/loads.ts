@@ -52,9 +52,51 @@ export function combineLoads(reports: Iterable<GatewayLoad>, now: number, maxAge
 }
 
 /**
- * A backlog event says requests wait with no container before any load report may say so:
- * count them as buffered (the larger of the two, as they are the same requests).
+ * A backlog event says requests wait with no container before any load report may say so: the
+ * version has at least that many requests. They are the same requests a later report counts,
+ * waiting or by then in flight, so only the part of them no report accounts for is added as
+ * buffered (adding all of them counted each request that got a container twice for up to 3 s).
  */
 export function withBacklog(o: Observation, heldRequests: number): Observation {
-  return heldRequests > o.buffered ? { ...o, buffered: heldRequests } : o;
+  const unaccounted = heldRequests - Math.max(0, o.inFlight);
+  return unaccounted > o.buffered ? { ...o, buffered: unaccounted } : o;
+}
+
+/** A container's own report of its load, stamped when it arrived (by the autoscaler's clock). */
+export interface ServerLoad {
+  readonly load: number;
+  readonly receivedAt: number;
+  /** Epoch ms the container became ready (its route's word), for its idle time when no gateway reports it. */
+  readonly readyAt: number;
+}
+
+/** The agent reads a container's load every 2 s: a report older than three periods is from a container that stopped answering. */
+export const SERVER_LOAD_MAX_AGE_MS = 6000;
+
+/**
+ * Sets each ready container's `load` from its latest fresh report; containers without one keep
+ * none (the concurrency policy then counts no load for them). A container that reports its load
+ * but no gateway does (gateways report a version only once it has had a request, and a restarted
+ * one reports nothing until then) is added with no request in flight, idle since it became ready:
+ * the caller vouches that it is a ready container of this version.
+ */
+export function withServerLoads(
+  o: Observation,
+  loads: ReadonlyMap<string, ServerLoad>,
+  now: number,
+  maxAgeMs = SERVER_LOAD_MAX_AGE_MS,
+): Observation {
+  if (loads.size === 0) return o;
+  const fresh = [...loads].filter(([, r]) => now - r.receivedAt <= maxAgeMs);
+  const byId = new Map(fresh);
+  const containers: ContainerObservation[] = o.containers.map((c) => {
+    const r = byId.get(c.containerId);
+    return r ? { ...c, load: r.load } : c;
+  });
+  const known = new Set(o.containers.map((c) => c.containerId));
+  for (const [containerId, r] of fresh) {
+    if (!known.has(containerId))
+      containers.push({ containerId, inFlight: 0, idleSeconds: Math.max(0, (now - r.readyAt) / 1000), load: r.load });
+  }
+  return { ...o, containers };
 }

@@ -5,6 +5,12 @@ export interface ContainerObservation {
   readonly inFlight: number;
   /** Seconds since its last request finished (0 while busy); the least any gateway reports. */
   readonly idleSeconds: number;
+  /**
+   * The load its own server last reported (concurrency policy's target_load: queued tokens,
+   * waiting requests, …); absent when it reported none lately. Only ever used to size its own
+   * deployment version, and bounded there (REPORTED_LOAD_CAP).
+   */
+  readonly load?: number;
 }
 
 export interface Observation {
@@ -24,9 +30,20 @@ export interface Observation {
   readonly arrived?: number;
 }
 
+/** Requests that need a container now: running plus waiting. */
+export function demand(o: Observation): number {
+  return Math.max(0, o.inFlight) + Math.max(0, o.buffered);
+}
+
+/** What a policy asks for before the scale-down rule and the clamp, with a line saying why. */
+export interface Target {
+  readonly containers: number;
+  readonly reason: string;
+}
+
 export const EMPTY_OBSERVATION: Observation = { inFlight: 0, buffered: 0, meanDurationMs: 0, containers: [] };
 
-export type ScalingPolicyType = 'queue_depth' | 'request_latency' | 'predictive';
+export type ScalingPolicyType = 'queue_depth' | 'request_latency' | 'predictive' | 'concurrency';
 
 /** The parts of a resolved spec the policy reads (ResolvedSpec.autoscaler plus keep-warm). */
 export interface ScalingPolicy {
@@ -45,6 +62,10 @@ export interface ScalingPolicy {
   readonly panicWindowSeconds?: number;
   /** predictive: start containers ahead of bursts that recur with a stable period; default true. */
   readonly prewarm?: boolean;
+  /** concurrency: in-flight requests one container should carry (Knative's target, Modal's target_inputs). */
+  readonly targetConcurrency?: number;
+  /** concurrency: the server-reported load one container should carry; absent: scale on requests alone. */
+  readonly targetLoad?: number;
   readonly keepWarmSeconds: number;
 }
 
@@ -74,6 +95,7 @@ export function policyFor(spec: SpecScaling, latest: boolean): ScalingPolicy {
           prewarm: a.prewarm,
         }
       : {}),
+    ...(a.type === 'concurrency' ? { targetConcurrency: a.targetConcurrency, targetLoad: a.targetLoad } : {}),
     keepWarmSeconds: spec.keepWarmSeconds,
   };
 }

@@ -1,6 +1,6 @@
 import type { Observation, ScalingPolicy } from './observation.js';
-import { clamp, demand, policyTarget, queueDepthTarget, requestLatencyTarget } from './policies.js';
-import { policyFor } from './observation.js';
+import { clamp, policyTarget, queueDepthTarget, requestLatencyTarget } from './policies.js';
+import { demand, policyFor } from './observation.js';
 
 const queue: ScalingPolicy = { type: 'queue_depth', minContainers: 0, maxContainers: 10, tasksPerContainer: 30, keepWarmSeconds: 180 };
 const latency: ScalingPolicy = { ...queue, type: 'request_latency', desiredLatencySeconds: 30 };

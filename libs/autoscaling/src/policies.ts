@@ -1,17 +1,7 @@
 import type { ScalingMemory } from './memory.js';
-import type { Observation, ScalingPolicy } from './observation.js';
+import { demand, type Observation, type ScalingPolicy, type Target } from './observation.js';
+import { concurrencyTarget } from './concurrency.js';
 import { predictiveTarget } from './predictive.js';
-
-/** What a policy asks for before the scale-down rule and the clamp, with a line saying why. */
-export interface Target {
-  readonly containers: number;
-  readonly reason: string;
-}
-
-/** Requests that need a container now: running plus waiting. */
-export function demand(o: Observation): number {
-  return Math.max(0, o.inFlight) + Math.max(0, o.buffered);
-}
 
 /** queue_depth (Beam's QueueDepthAutoscaler): one container per tasksPerContainer requests. */
 export function queueDepthTarget(policy: ScalingPolicy, o: Observation): Target {
@@ -45,6 +35,7 @@ export function requestLatencyTarget(policy: ScalingPolicy, o: Observation): Tar
 export function policyTarget(policy: ScalingPolicy, o: Observation, memory?: ScalingMemory, now = 0): Target {
   if (policy.type === 'request_latency') return requestLatencyTarget(policy, o);
   if (policy.type === 'predictive') return predictiveTarget(policy, o, memory, now);
+  if (policy.type === 'concurrency') return concurrencyTarget(policy, o);
   return queueDepthTarget(policy, o);
 }
 

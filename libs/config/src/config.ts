@@ -61,7 +61,7 @@ export interface TernConfig {
     };
   };
   readonly endpoints: { readonly bufferSize: number };
-  readonly tasks: { readonly leaseWaitSeconds: number };
+  readonly tasks: { readonly leaseWaitSeconds: number; readonly spotCheckMarginSeconds: number };
   /** CONTAINER_START_LIMIT_SECONDS: a container not ready this long after its placement is failed by the scheduler. */
   readonly containers: {
     readonly startLimitSeconds: number;
@@ -273,7 +273,7 @@ function typed(service: ServiceName, raw: Raw, env: NodeJS.ProcessEnv): TernConf
     ...(raw.SECRETS_KEY ? { secretsKey: String(raw.SECRETS_KEY) } : {}),
     ...(raw.REGISTRY_URL ? { registry: registryConfig(raw) } : {}),
     endpoints: { bufferSize: Number(raw.ENDPOINT_BUFFER_SIZE ?? 1000) },
-    tasks: { leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300) },
+    tasks: tasksConfig(raw),
     containers: {
       startLimitSeconds: Number(raw.CONTAINER_START_LIMIT_SECONDS ?? 300),
       crashBackoff: {
@@ -298,6 +298,13 @@ function typed(service: ServiceName, raw: Raw, env: NodeJS.ProcessEnv): TernConf
       volumeCacheBytes: Number(raw.AGENT_VOLUME_CACHE_BYTES ?? 20 * 2 ** 30),
       dashboard: (raw.AGENT_DASHBOARD ?? 'auto') as 'auto' | 'on' | 'off',
     },
+  };
+}
+
+function tasksConfig(raw: Record<string, unknown>): TernConfig['tasks'] {
+  return {
+    leaseWaitSeconds: Number(raw.TASK_LEASE_WAIT_SECONDS ?? 300),
+    spotCheckMarginSeconds: Number(raw.SPOT_CHECK_MARGIN_SECONDS ?? 120),
   };
 }
 

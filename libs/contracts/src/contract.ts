@@ -40,6 +40,12 @@ export type StreamName = 'EVENTS' | 'COMMANDS' | 'TASKS' | 'HEARTBEATS';
 const MACHINE_TOKEN = 2;
 
 const registry = new Map<string, Contract>();
+/**
+ * The patterns' tokens, split once and grouped by their number, in the order of definition:
+ * findContract runs for every message a consumer takes (a heartbeat's subject is never a
+ * pattern), and splitting every contract's subject each time was most of its cost.
+ */
+const patternsByLength = new Map<number, { contract: Contract; tokens: string[] }[]>();
 
 export function defineContract<T extends object, R extends object = object>(c: Contract<T, R>): Contract<T, R> {
   if (!c.subject.startsWith(`${SUBJECT_ROOT}.`)) throw new Error(`subject ${c.subject} must start with ${SUBJECT_ROOT}.`);
@@ -48,6 +54,10 @@ export function defineContract<T extends object, R extends object = object>(c: C
   if (c.machineIdField && c.subject.split('.')[MACHINE_TOKEN] !== '*')
     throw new Error(`subject ${c.subject} names the publishing machine, so its third token must be *`);
   registry.set(c.subject, c as Contract);
+  const tokens = c.subject.split('.');
+  const sameLength = patternsByLength.get(tokens.length) ?? [];
+  if (!patternsByLength.has(tokens.length)) patternsByLength.set(tokens.length, sameLength);
+  sameLength.push({ contract: c as Contract, tokens });
   return c;
 }
 
@@ -60,10 +70,8 @@ export function findContract(subject: string): Contract | undefined {
   const exact = registry.get(subject);
   if (exact) return exact;
   const tokens = subject.split('.');
-  for (const c of registry.values()) {
-    const pattern = c.subject.split('.');
-    if (pattern.length === tokens.length && pattern.every((p, i) => p === '*' || p === tokens[i])) return c;
-  }
+  for (const { contract, tokens: pattern } of patternsByLength.get(tokens.length) ?? [])
+    if (pattern.every((p, i) => p === '*' || p === tokens[i])) return contract;
   return undefined;
 }
 

@@ -51,5 +51,5 @@ export type TaskState = (typeof TASK_STATES)[number];
 export const FINAL_TASK_STATES: readonly TaskState[] = ['COMPLETE', 'ERROR', 'CANCELLED', 'EXPIRED', 'TIMEOUT'];
 
 /** Autoscaling policies a deployment may choose. */
-export const SCALE_POLICIES = ['queue_depth', 'request_latency', 'predictive', 'fixed'] as const;
+export const SCALE_POLICIES = ['queue_depth', 'request_latency', 'predictive', 'concurrency', 'fixed'] as const;
 export type ScalePolicy = (typeof SCALE_POLICIES)[number];

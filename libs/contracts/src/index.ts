@@ -24,3 +24,5 @@ export * from './permissions.js';
 export * from './sandbox/sandbox-spec.js';
 export * from './volume/volumes.js';
 export * from './secret/secrets.js';
+// Last: it imports payload classes, which must not register their contracts ahead of the others.
+export * from './compiled-validation.js';

@@ -54,6 +54,7 @@ describe('describeFields', () => {
       'agentVersion',
       'isolation',
       'builder',
+      'siteCache',
     ]);
     const byName = Object.fromEntries(fields.map((f) => [f.name, f]));
     expect(byName.sequence).toMatchObject({ type: 'integer', required: true, rules: ['≥ 0'] });

@@ -104,7 +104,7 @@ function baseType(names: Set<string>, metadata: Metadata[], nested: Class<object
   if ([...names].some((n) => STRING_FORMATS.has(n))) return 'string';
   const isIn = metadata.find((m) => ruleName(m) === 'isIn');
   if (isIn) return [...new Set((isIn.constraints[0] as unknown[]).map((v) => typeof v))].join(' | ');
-  if (names.has(ValidationTypes.WHITELIST)) return 'any JSON';
+  if (names.has(ValidationTypes.WHITELIST) || names.has('isDefined')) return 'any JSON';
   return 'unknown';
 }
 
@@ -141,6 +141,8 @@ function describeRule(m: Metadata): string {
       return `at least ${first} characters`;
     case ValidationTypes.WHITELIST:
       return '';
+    case 'isDefined':
+      return 'not null';
     default:
       return ruleName(m);
   }

@@ -16,9 +16,11 @@ import {
   AGENT_CONTAINER_START,
   AGENT_CONTAINER_STOP,
   AGENT_LOAD_REPORT,
+  SERVER_LOAD_REPORT,
   AGENT_PROOF_CHALLENGE,
   AGENT_PROOF_PROBE,
   AGENT_TASK_CANCEL,
+  AGENT_TASK_SPOT_CHECK,
   AGENT_VOLUME_COMMIT,
   CONTAINER_FAILED,
   CONTAINER_LOG_LINE,
@@ -38,6 +40,7 @@ import {
   SANDBOX_TUNNEL_IN,
   SANDBOX_TUNNEL_OPEN,
   SANDBOX_TUNNEL_OUT,
+  CONTAINER_TUNNEL_OPEN,
   LOAD_REPORT,
   MACHINE_DISCOVERED,
   MACHINE_FAULT,
@@ -56,6 +59,8 @@ import {
   TASK_ENDED,
   TASK_FAILED,
   TASK_ITEM,
+  TASK_SPOT_CHECK_ENDED,
+  TASK_SPOT_CHECKED,
   TASK_STARTED,
   TASK_SUBMIT,
   TASK_SUBMITTED,
@@ -134,12 +139,14 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(SANDBOX_TUNNEL_OPEN, ['gateway'], ['agent'], true),
   access(SANDBOX_TUNNEL_IN, ['gateway'], ['agent'], true),
   access(SANDBOX_TUNNEL_OUT, ['agent'], ['gateway'], true),
+  access(CONTAINER_TUNNEL_OPEN, ['gateway'], ['agent'], true),
   // Only the chosen builder hears a build (it carries the registry's push user).
   access(AGENT_IMAGE_BUILD, ['gateway'], ['agent'], true),
   access(SANDBOX_STARTED, ['gateway'], ['metering', 'reputation']),
   access(SANDBOX_ENDED, ['gateway'], ['metering', 'reputation']),
   access(LOAD_REPORT, ['gateway'], ['autoscaler']),
   access(AGENT_LOAD_REPORT, ['agent'], ['autoscaler'], true),
+  access(SERVER_LOAD_REPORT, ['agent'], ['autoscaler'], true),
   access(MACHINE_REGISTERED, ['gateway'], []),
   access(MACHINE_DISCOVERED, ['gateway'], []),
   access(MACHINE_HEARTBEAT, ['agent', 'gateway'], ['scheduler', 'reputation'], true),
@@ -168,6 +175,11 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   // The gateway reports an attempt that never reported as lost (container-lost) when the next one starts.
   access(TASK_FAILED, ['agent', 'gateway'], ['gateway'], true),
   access(TASK_ATTEMPT_ENDED, ['gateway'], ['metering', 'reputation']),
+  // Spot checks: only the chosen verifier hears the run; its answer is a claim only the gateway
+  // hears, and only the gateway's verdict reaches reputation.
+  access(AGENT_TASK_SPOT_CHECK, ['gateway'], ['agent'], true),
+  access(TASK_SPOT_CHECKED, ['agent'], ['gateway'], true),
+  access(TASK_SPOT_CHECK_ENDED, ['gateway'], ['reputation']),
   forIntegrators(access(TASK_ENDED, ['gateway'], ['gateway']), 'events'),
   // The scheduler publishes schedule ticks' tasks. The autoscaler reads the queue's consumer state (pending tasks). Machines never subscribe to
   // task subjects: they pull one version's consumer through a task permit (TASK_PERMIT below).

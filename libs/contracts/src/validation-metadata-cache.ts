@@ -18,6 +18,12 @@ const addRule = storage.addValidationMetadata.bind(storage);
 
 let rulesOf = new WeakMap<object, Map<string, Rules>>();
 let groupedOf = new WeakMap<Rules, ReturnType<Storage['groupByPropertyName']>>();
+let version = 0;
+
+/** Counts the rules added so far: what was built from the rules (compiled-validation.ts) is stale once it moves. */
+export function rulesVersion(): number {
+  return version;
+}
 
 storage.getTargetValidationMetadatas = (target, schema, always, strictGroups, groups) => {
   const key = JSON.stringify([schema, always, strictGroups, groups ?? null]);
@@ -37,5 +43,6 @@ storage.groupByPropertyName = (rules) => {
 storage.addValidationMetadata = (rule) => {
   rulesOf = new WeakMap();
   groupedOf = new WeakMap();
+  version++;
   addRule(rule);
 };

@@ -1,6 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { type ValidationError, validate } from 'class-validator';
-import { type Class } from '#tern/contracts';
+import { type Class, compiledValidatorOf } from '#tern/contracts';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -20,11 +20,17 @@ export function describeValidationErrors(errors: ValidationError[], parent = '')
   });
 }
 
-/** Validates a plain object against a payload class: unknown fields and type errors are both rejected. */
+/**
+ * Validates a plain object against a payload class: unknown fields and type errors are both
+ * rejected. The class's compiled check (compiled-validation.ts) answers for a payload it
+ * accepts; any other goes through class-validator, which gives the reason.
+ */
 export async function validatePayload<T extends object>(cls: Class<T>, plain: unknown): Promise<Decoded<T>> {
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
     return { ok: false, reason: 'payload must be a JSON object' };
   }
+  const accepted = compiledValidatorOf(cls)?.(plain);
+  if (accepted) return { ok: true, value: accepted };
   const value = plainToInstance(cls, plain);
   const errors = await validate(value, { whitelist: true, forbidNonWhitelisted: true });
   if (errors.length) return { ok: false, reason: describeValidationErrors(errors).join('; ') };

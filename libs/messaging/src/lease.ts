@@ -10,7 +10,8 @@ import { type Messaging } from './messaging.js';
 export const LEASE_TTL_MS = 5000;
 /** The holder renews this often; the others try to take it as often. */
 export const LEASE_RENEW_MS = 1000;
-const LEASE_KEY = 'leader';
+/** The key the holder's replica id is written under. */
+export const LEASE_KEY = 'leader';
 
 /**
  * One replica of a service at a time holds the lease in a dedicated KV bucket, for work that

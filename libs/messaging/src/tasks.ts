@@ -38,3 +38,9 @@ export async function getTaskResult(messaging: Messaging, ref: string): Promise<
   const bytes = await store.getBlob(ref);
   return bytes ? (JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown) : undefined;
 }
+
+/** A large task result's bytes as stored (spot checks compare them); undefined once gone. */
+export async function getTaskResultBytes(messaging: Messaging, ref: string): Promise<Uint8Array | undefined> {
+  const store = await messaging.objectStore({ name: RESULTS_BUCKET.name });
+  return (await store.getBlob(ref)) ?? undefined;
+}

@@ -115,6 +115,8 @@ export function saveInstallation(dir: string, inst: Installation): void {
 
 /** nats-server's max_control_line this needs; an external server must allow as much. */
 export const MAX_CONTROL_LINE = 65536;
+/** Seconds a client has to finish its TLS handshake with the installation's NATS. */
+const TLS_HANDSHAKE_SECONDS = 5;
 
 export interface ServerConfigOptions {
   host: string;
@@ -176,7 +178,11 @@ export function serverConfig(inst: Installation, opts: ServerConfigOptions): str
     // A user JWT with its permissions travels in the CONNECT line (the gateway's is ~11 KB).
     `max_control_line: ${MAX_CONTROL_LINE}`,
     ...(opts.monitor ? [`http: "127.0.0.1:${opts.monitor.httpPort}"`, `prof_port: ${opts.monitor.profPort}`] : []),
-    ...(opts.tls ? [`tls: { cert_file: ${q(opts.tls.certFile)}, key_file: ${q(opts.tls.keyFile)} }`] : []),
+    // nats-server gives a client 0.5 s to finish its TLS handshake unless told: too little for an
+    // agent a few hundred milliseconds away, or any client of a loaded host.
+    ...(opts.tls
+      ? [`tls: { cert_file: ${q(opts.tls.certFile)}, key_file: ${q(opts.tls.keyFile)}, timeout: ${TLS_HANDSHAKE_SECONDS} }`]
+      : []),
     `operator: ${q(inst.operator.jwt)}`,
     `system_account: ${q(inst.system.publicKey)}`,
     `resolver: { type: full, dir: ${q(opts.resolverDir)}, allow_delete: false, interval: "2m" }`,

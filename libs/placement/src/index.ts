@@ -7,3 +7,4 @@ export * from './machine-views.js';
 export * from './place-many.js';
 export * from './trust.js';
 export * from './crash-loop.js';
+export * from './room.js';

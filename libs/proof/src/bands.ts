@@ -12,32 +12,54 @@ export interface ThroughputBand {
   /** Matches a GPU's model name; the CPU band has none. */
   readonly pattern?: RegExp;
   readonly floorMacsPerSecond: number;
+  /** The prover's start, counted in the time to the commitment: none on the CPU, GPU_PROVER_START_MS on a GPU. */
+  readonly startMs: number;
   readonly calibrated: boolean;
 }
+
+/**
+ * What a GPU prover takes before it multiplies: a Tern container on the GPU (runc), Python's
+ * import of PyTorch and a CUDA context (apps/agent GpuProver), all inside the timed window because
+ * the seed comes with the challenge. An uncalibrated placeholder like the floors below: the
+ * device check (scripts/device-check) prints the measured start beside the product's rate.
+ *
+ * It dominates the window at GPU_CHALLENGE_N (the product itself is under a millisecond at the
+ * floors below), so today's GPU band tells a GPU from a prover that needs minutes (the reference
+ * prover, a plain-Python one) but not from a CPU running an exact float64 product through BLAS:
+ * NumPy did 4096³ in 14.1 s on a 2-core machine at load average 25, inside the H100's 17.7 s,
+ * and a many-core server does it in well under a second. The band needs a challenge the CPU
+ * cannot do in the window: a prover started before the seed is sent and a larger n.
+ */
+export const GPU_PROVER_START_MS = 15_000;
 
 /**
  * The CPU band: what the reference prover (one thread, plain JavaScript) does at the least on a
  * busy machine. Measured: 37 to 57 M/s on a 2-core machine at load average 24, so the floor
  * leaves a loaded honest machine a wide margin. Thread count is not proven: one thread answers.
  */
-export const CPU_BAND: ThroughputBand = { name: 'CPU', floorMacsPerSecond: 5e6, calibrated: false };
+export const CPU_BAND: ThroughputBand = { name: 'CPU', floorMacsPerSecond: 5e6, startMs: 0, calibrated: false };
 
 /** Most specific first: the first whose pattern matches a model name is its band. */
 export const GPU_BANDS: readonly ThroughputBand[] = [
-  { name: 'H200', pattern: /\bH200\b/i, floorMacsPerSecond: 100e12, calibrated: false },
-  { name: 'H100', pattern: /\bH100\b/i, floorMacsPerSecond: 100e12, calibrated: false },
-  { name: 'A100', pattern: /\bA100\b/i, floorMacsPerSecond: 50e12, calibrated: false },
-  { name: 'L40S', pattern: /\bL40S\b/i, floorMacsPerSecond: 50e12, calibrated: false },
-  { name: 'RTX 4090', pattern: /\b4090\b/i, floorMacsPerSecond: 40e12, calibrated: false },
-  { name: 'L4', pattern: /\bL4\b/i, floorMacsPerSecond: 20e12, calibrated: false },
-  { name: 'A10', pattern: /\bA10G?\b/i, floorMacsPerSecond: 20e12, calibrated: false },
-  { name: 'RTX 3090', pattern: /\b3090\b/i, floorMacsPerSecond: 10e12, calibrated: false },
-  { name: 'V100', pattern: /\bV100\b/i, floorMacsPerSecond: 5e12, calibrated: false },
-  { name: 'T4', pattern: /\bT4\b/i, floorMacsPerSecond: 5e12, calibrated: false },
+  { name: 'H200', pattern: /\bH200\b/i, floorMacsPerSecond: 100e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'H100', pattern: /\bH100\b/i, floorMacsPerSecond: 100e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'A100', pattern: /\bA100\b/i, floorMacsPerSecond: 50e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'L40S', pattern: /\bL40S\b/i, floorMacsPerSecond: 50e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'RTX 4090', pattern: /\b4090\b/i, floorMacsPerSecond: 40e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'L4', pattern: /\bL4\b/i, floorMacsPerSecond: 20e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'A10', pattern: /\bA10G?\b/i, floorMacsPerSecond: 20e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'RTX 3090', pattern: /\b3090\b/i, floorMacsPerSecond: 10e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'V100', pattern: /\bV100\b/i, floorMacsPerSecond: 5e12, startMs: GPU_PROVER_START_MS, calibrated: false },
+  { name: 'T4', pattern: /\bT4\b/i, floorMacsPerSecond: 5e12, startMs: GPU_PROVER_START_MS, calibrated: false },
 ];
 
 /** A GPU of a model the table does not list still claims to be a GPU. */
-export const UNLISTED_GPU_BAND: ThroughputBand = { name: 'unlisted GPU', floorMacsPerSecond: 1e12, calibrated: false };
+export const UNLISTED_GPU_BAND: ThroughputBand = {
+  name: 'unlisted GPU',
+  floorMacsPerSecond: 1e12,
+  startMs: GPU_PROVER_START_MS,
+  calibrated: false,
+};
 
 export function gpuBand(model: string): ThroughputBand {
   return GPU_BANDS.find((b) => b.pattern!.test(model)) ?? UNLISTED_GPU_BAND;
@@ -68,7 +90,7 @@ export function allowanceMs(n: number): number {
 
 /** The longest a device of `band` may take from the challenge to its commitment. */
 export function commitmentDeadlineMs(band: ThroughputBand, n: number): number {
-  return Math.ceil((n ** 3 / band.floorMacsPerSecond) * 1000 + allowanceMs(n));
+  return Math.ceil((n ** 3 / band.floorMacsPerSecond) * 1000 + allowanceMs(n) + band.startMs);
 }
 
 /** 1.2 G, 100 T: multiply-adds per second in words. */

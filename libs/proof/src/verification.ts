@@ -15,8 +15,8 @@ export type ChallengeOutcome =
   /** Nothing on the machine answers challenges (an agent without a prover, or none at all). */
   | { readonly kind: 'unanswered'; readonly reason: string }
   /**
-   * The machine answers, but has no prover for a claimed device (today's agent has none for
-   * GPUs): the claim stays unproven, the machine unverified, not quarantined, and it is asked
+   * The machine answers, but has no prover for a claimed device (an agent declines a GPU its
+   * discovery did not see, one not NVIDIA's, or any GPU without a runtime): the claim stays unproven, the machine unverified, not quarantined, and it is asked
    * again at the usual interval. An honest GPU machine may then run what asks for no verified
    * machine; a machine that does answer a GPU challenge is held to the GPU's band.
    */

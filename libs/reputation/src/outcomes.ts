@@ -74,8 +74,25 @@ export interface OutcomeRate {
   readonly faults: number;
 }
 
+/** Every machine's decayed attempts and shared failures per deployment, summed: what one machine's rate is judged against. */
+export type OutcomeTotals = ReadonlyMap<string, { readonly attempts: number; readonly shared: number }>;
+
+/** The totals over `books` (every machine's) at `now`. */
+export function outcomeTotals(books: Iterable<OutcomeBook>, now: number, params: ReputationParams): OutcomeTotals {
+  const totals = new Map<string, { attempts: number; shared: number }>();
+  for (const book of books) {
+    for (const [deploymentId, tally] of Object.entries(book)) {
+      const c = countsAt(tally, now, params);
+      const t = totals.get(deploymentId) ?? { attempts: 0, shared: 0 };
+      totals.set(deploymentId, { attempts: t.attempts + c.attempts, shared: t.shared + c.shared });
+    }
+  }
+  return totals;
+}
+
 /**
- * The success rate of every machine, judged against its peers.
+ * The success rate of one machine, judged against its peers (`totals` over every machine, this
+ * one included).
  *
  * For machine m and deployment d, with decayed counts n (attempts), s (shared failures) and
  * k (machine failures), and N', S' the same deployment's attempts and shared failures on every
@@ -90,35 +107,26 @@ export interface OutcomeRate {
  * that fails only on m leaves p near the others' rate, so m's failures beyond it count. With
  * little evidence elsewhere (N' small) p leans to m's own rate: the benefit of the doubt.
  */
-export function outcomeRates(books: ReadonlyMap<string, OutcomeBook>, now: number, params: ReputationParams): Map<string, OutcomeRate> {
-  const counts = new Map<string, Map<string, Counts>>();
-  const totals = new Map<string, { attempts: number; shared: number }>();
-  for (const [machineId, book] of books) {
-    const mine = new Map<string, Counts>();
-    for (const [deploymentId, tally] of Object.entries(book)) {
-      const c = countsAt(tally, now, params);
-      mine.set(deploymentId, c);
-      const t = totals.get(deploymentId) ?? { attempts: 0, shared: 0 };
-      totals.set(deploymentId, { attempts: t.attempts + c.attempts, shared: t.shared + c.shared });
-    }
-    counts.set(machineId, mine);
+export function outcomeRate(book: OutcomeBook, totals: OutcomeTotals, now: number, params: ReputationParams): OutcomeRate {
+  let attempts = 0;
+  let faults = 0;
+  for (const [deploymentId, tally] of Object.entries(book)) {
+    const c = countsAt(tally, now, params);
+    // A book outside the totals has no peers.
+    const all = totals.get(deploymentId) ?? c;
+    const otherAttempts = Math.max(0, all.attempts - c.attempts);
+    const otherShared = Math.max(0, all.shared - c.shared);
+    const own = c.attempts > 0 ? c.shared / c.attempts : 0;
+    const baseline = (otherShared + params.baselineStrength * own) / (otherAttempts + params.baselineStrength);
+    const excess = Math.max(0, c.shared - c.attempts * baseline);
+    attempts += c.attempts;
+    faults += Math.min(c.attempts, excess + c.machine);
   }
+  return { rate: smoothedRate(attempts - faults, attempts, params), attempts, faults };
+}
 
-  const rates = new Map<string, OutcomeRate>();
-  for (const [machineId, mine] of counts) {
-    let attempts = 0;
-    let faults = 0;
-    for (const [deploymentId, c] of mine) {
-      const all = totals.get(deploymentId)!;
-      const otherAttempts = Math.max(0, all.attempts - c.attempts);
-      const otherShared = Math.max(0, all.shared - c.shared);
-      const own = c.attempts > 0 ? c.shared / c.attempts : 0;
-      const baseline = (otherShared + params.baselineStrength * own) / (otherAttempts + params.baselineStrength);
-      const excess = Math.max(0, c.shared - c.attempts * baseline);
-      attempts += c.attempts;
-      faults += Math.min(c.attempts, excess + c.machine);
-    }
-    rates.set(machineId, { rate: smoothedRate(attempts - faults, attempts, params), attempts, faults });
-  }
-  return rates;
+/** The success rate of every machine in `books`, judged against the others (see outcomeRate). */
+export function outcomeRates(books: ReadonlyMap<string, OutcomeBook>, now: number, params: ReputationParams): Map<string, OutcomeRate> {
+  const totals = outcomeTotals(books.values(), now, params);
+  return new Map([...books].map(([machineId, book]) => [machineId, outcomeRate(book, totals, now, params)]));
 }

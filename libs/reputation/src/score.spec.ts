@@ -263,3 +263,49 @@ describe('scoreMachines', () => {
     expect(changedMeaningfully({ score: s.score, components: s.components, standing: 'proven' }, s)).toBe(true);
   });
 });
+
+describe('scoring the machines that changed', () => {
+  /** A small seeded generator (mulberry32), so a failure is the same fleet on every run. */
+  const random = (seed: number) => () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+
+  /** Machines in three pools sharing five deployments: flapping, late beats, failures of every kind, start latencies, some network tests. */
+  function randomFleet(size: number, next: () => number) {
+    const outcomes = ['success', 'success', 'success', 'shared', 'machine'] as const;
+    return Array.from({ length: size }, (_, i) => {
+      const r = newMachineRecord(`m-${i}`, `pool-${i % 3}`);
+      let at = now - 20 * DAY_MS * next();
+      for (let online = true; at < now; online = !online, at += 2 * DAY_MS * next()) applyState(r, online, at, now);
+      const beats = Math.floor(200 * next());
+      for (let b = 0; b < beats; b++) applyHeartbeat(r, b + 1 + Math.floor(next() * 1.2), now - (beats - b) * 10_000 * (1 + next()), P);
+      for (let t = 0; t < 40 * next(); t++) {
+        const outcome = outcomes[Math.floor(next() * outcomes.length)];
+        applyTaskOutcome(r, `t-${i}-${t}`, `d-${Math.floor(next() * 5)}`, outcome, now - 10 * DAY_MS * next(), P);
+      }
+      for (let c = 0; c < 10 * next(); c++) {
+        const outcome = outcomes[Math.floor(next() * outcomes.length)];
+        const latency = outcome === 'success' ? 500 + 20_000 * next() : undefined;
+        applyStartOutcome(r, `c-${i}-${c}`, `d-${Math.floor(next() * 5)}`, outcome, now - 5 * DAY_MS * next(), P, latency);
+      }
+      if (next() < 0.3)
+        applyMeasuredNetwork(r, { throughputMbps: 2000 * next(), latencyMs: 200 * next(), failed: next() < 0.1, testedAt: now - HOUR_MS });
+      return r;
+    });
+  }
+
+  it.each([1, 2, 3])('gives the changed machines the scores a pass over every machine gives them (fleet %i)', (seed) => {
+    const next = random(seed);
+    const fleet = randomFleet(400, next);
+    const changed = fleet.filter(() => next() < 0.1);
+    const everyMachine = new Map(scoreMachines(fleet, now, P).map((s) => [s.machineId, s]));
+
+    expect(scoreMachines(fleet, now, P, changed)).toEqual(changed.map((r) => everyMachine.get(r.machineId)));
+    // The peers matter: scored among themselves alone, the changed machines score otherwise.
+    const amongThemselves = scoreMachines(changed, now, P);
+    expect(amongThemselves.some((s) => s.score !== everyMachine.get(s.machineId)!.score)).toBe(true);
+  });
+});

@@ -1,7 +1,7 @@
 import { punctuality } from './heartbeat.js';
 import { latencyComponent, meanLatency, median } from './latency.js';
 import { networkComponent } from './network.js';
-import { outcomeRates } from './outcomes.js';
+import { outcomeRate, type OutcomeTotals, outcomeTotals } from './outcomes.js';
 import { type ReputationParams, WEIGHTED_COMPONENTS, type WeightedComponent } from './params.js';
 import { type MachineRecord } from './record.js';
 import { uptime, UPTIME_PERIODS_MS } from './uptime.js';
@@ -38,22 +38,20 @@ export function standingOf(observed: number, params: ReputationParams): Standing
 const round = (n: number) => Math.round(Math.min(1, Math.max(0, n)) * 10_000) / 10_000;
 
 /**
- * Scores every machine at `now`. Machines are scored together because two inputs are relative:
- * task and start failures are judged against the same deployment on the other machines, and
- * start latency against the median of the machine's pool.
- *
- *   score = Σ weight × component / Σ weight   (over the components with evidence: network only
- *           once the control plane measured it)
- *   uptime = 0.5 × uptime(1 d) + 0.3 × uptime(7 d) + 0.2 × uptime(30 d)
+ * What a machine is judged against, from the whole fleet at one `now`: task and start failures
+ * against the same deployment on the other machines, start latency against the median of the
+ * machine's pool (each pool's median computed once).
  */
-export function scoreMachines(records: readonly MachineRecord[], now: number, params: ReputationParams): MachineScore[] {
-  const tasks = outcomeRates(new Map(records.map((r) => [r.machineId, r.tasks])), now, params);
-  const starts = outcomeRates(new Map(records.map((r) => [r.machineId, r.starts])), now, params);
+export interface PeerInputs {
+  readonly tasks: OutcomeTotals;
+  readonly starts: OutcomeTotals;
+  readonly poolMedianMs: ReadonlyMap<string, number | null>;
+}
 
-  const latencies = new Map(records.map((r) => [r.machineId, meanLatency(r.latency, now, params)]));
+export function peerInputs(records: readonly MachineRecord[], now: number, params: ReputationParams): PeerInputs {
   const byPool = new Map<string, number[]>();
   for (const r of records) {
-    const l = latencies.get(r.machineId);
+    const l = meanLatency(r.latency, now, params);
     if (!l) continue;
     const key = r.pool ?? '';
     // Pushed, not copied: a copy per machine made each pass quadratic in the pool's size.
@@ -61,34 +59,65 @@ export function scoreMachines(records: readonly MachineRecord[], now: number, pa
     if (!byPool.has(key)) byPool.set(key, values);
     values.push(l.meanMs);
   }
-  const poolMedian = new Map([...byPool].map(([pool, values]) => [pool, median(values)]));
+  return {
+    tasks: outcomeTotals(
+      records.map((r) => r.tasks),
+      now,
+      params,
+    ),
+    starts: outcomeTotals(
+      records.map((r) => r.starts),
+      now,
+      params,
+    ),
+    poolMedianMs: new Map([...byPool].map(([pool, values]) => [pool, median(values)])),
+  };
+}
 
-  return records.map((r) => {
-    const [u1, u7, u30] = UPTIME_PERIODS_MS.map((p) => uptime(r.transitions, now, p));
-    const [w1, w7, w30] = params.uptimeWeights;
-    const task = tasks.get(r.machineId)!;
-    const start = starts.get(r.machineId)!;
-    const weighted: Partial<Record<WeightedComponent, number>> = {
-      uptime: w1 * u1 + w7 * u7 + w30 * u30,
-      taskSuccess: task.rate,
-      startSuccess: start.rate,
-      startLatency: latencyComponent(latencies.get(r.machineId) ?? null, poolMedian.get(r.pool ?? '') ?? null, params),
-      heartbeat: punctuality(r.heartbeats, now, params),
-      ...(r.measuredNetwork ? { network: networkComponent(r.measuredNetwork, params) } : {}),
-    };
-    const counted = WEIGHTED_COMPONENTS.filter((c) => weighted[c] !== undefined);
-    const weight = counted.reduce((sum, c) => sum + params.weights[c], 0);
-    const score = counted.reduce((sum, c) => sum + params.weights[c] * weighted[c]!, 0) / weight;
-    const components = { ...weighted, uptime1d: u1, uptime7d: u7, uptime30d: u30 };
-    const observed = Math.round((task.attempts + start.attempts) * 100) / 100;
-    return {
-      machineId: r.machineId,
-      score: round(score),
-      components: Object.fromEntries(Object.entries(components).map(([k, v]) => [k, round(v)])) as ScoreComponents,
-      observed,
-      standing: standingOf(observed, params),
-    };
-  });
+/**
+ * Scores every machine at `now`. Machines are scored together because two inputs are relative
+ * (see PeerInputs); `only` scores those of the records alone, against the same peers: the same
+ * scores a pass over every machine gives them.
+ *
+ *   score = Σ weight × component / Σ weight   (over the components with evidence: network only
+ *           once the control plane measured it)
+ *   uptime = 0.5 × uptime(1 d) + 0.3 × uptime(7 d) + 0.2 × uptime(30 d)
+ */
+export function scoreMachines(
+  records: readonly MachineRecord[],
+  now: number,
+  params: ReputationParams,
+  only: readonly MachineRecord[] = records,
+): MachineScore[] {
+  const peers = peerInputs(records, now, params);
+  return only.map((r) => scoreMachine(r, peers, now, params));
+}
+
+export function scoreMachine(r: MachineRecord, peers: PeerInputs, now: number, params: ReputationParams): MachineScore {
+  const [u1, u7, u30] = UPTIME_PERIODS_MS.map((p) => uptime(r.transitions, now, p));
+  const [w1, w7, w30] = params.uptimeWeights;
+  const task = outcomeRate(r.tasks, peers.tasks, now, params);
+  const start = outcomeRate(r.starts, peers.starts, now, params);
+  const weighted: Partial<Record<WeightedComponent, number>> = {
+    uptime: w1 * u1 + w7 * u7 + w30 * u30,
+    taskSuccess: task.rate,
+    startSuccess: start.rate,
+    startLatency: latencyComponent(meanLatency(r.latency, now, params), peers.poolMedianMs.get(r.pool ?? '') ?? null, params),
+    heartbeat: punctuality(r.heartbeats, now, params),
+    ...(r.measuredNetwork ? { network: networkComponent(r.measuredNetwork, params) } : {}),
+  };
+  const counted = WEIGHTED_COMPONENTS.filter((c) => weighted[c] !== undefined);
+  const weight = counted.reduce((sum, c) => sum + params.weights[c], 0);
+  const score = counted.reduce((sum, c) => sum + params.weights[c] * weighted[c]!, 0) / weight;
+  const components = { ...weighted, uptime1d: u1, uptime7d: u7, uptime30d: u30 };
+  const observed = Math.round((task.attempts + start.attempts) * 100) / 100;
+  return {
+    machineId: r.machineId,
+    score: round(score),
+    components: Object.fromEntries(Object.entries(components).map(([k, v]) => [k, round(v)])) as ScoreComponents,
+    observed,
+    standing: standingOf(observed, params),
+  };
 }
 
 /**

@@ -29,6 +29,15 @@ export interface LeaseClaim {
 export const TASK_ACK_WAIT_MS = 30_000;
 /** How often the agent running a task tells JetStream it is still at it: three times per ack wait. */
 export const TASK_PROGRESS_EVERY_MS = Math.floor(TASK_ACK_WAIT_MS / 3);
+/**
+ * How long an agent holds back an attempt's task.started. An attempt that ends sooner with a
+ * result sends no start at all: its task.completed carries `withStart` and the gateway records
+ * the start and the result in one statement (one message and one write per task fewer for the
+ * quick tasks that make most of a busy queue). Also the most a completion `withStart` may claim
+ * to have run: the gateway never sees such a start, so it records one no earlier than this long
+ * before the completion reached NATS.
+ */
+export const TASK_START_REPORT_DELAY_MS = 50;
 
 /**
  * Why a task event was not believed. final and stale-attempt are the ordinary leftovers of

@@ -2,3 +2,4 @@ export * from './backoff.js';
 export * from './ticker.js';
 export * from './fire-and-forget.js';
 export * from './map-limit.js';
+export * from './throttle.js';

@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { backoffMs, fireAndForget, mapLimit, sleep, Ticker } from './index.js';
+import { backoffMs, fireAndForget, mapLimit, sleep, Throttle, Ticker } from './index.js';
 
 describe('backoffMs', () => {
   it('doubles from firstMs up to maxMs, and waits nothing before a failure', () => {
@@ -122,5 +122,40 @@ describe('mapLimit', () => {
     });
     expect(answers).toEqual([50, 10, 40, 20, 30]);
     expect(most).toBe(2);
+  });
+});
+
+describe('Throttle', () => {
+  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => jest.useRealTimers());
+
+  it('calls at once after a quiet spell, and folds the calls within the gap into one at its end', () => {
+    const fn = jest.fn();
+    const throttle = new Throttle(200, fn);
+    throttle.call();
+    expect(fn).toHaveBeenCalledTimes(1);
+    for (let i = 0; i < 10; i++) {
+      jest.advanceTimersByTime(10);
+      throttle.call();
+    }
+    expect(fn).toHaveBeenCalledTimes(1);
+    jest.advanceTimersByTime(99);
+    expect(fn).toHaveBeenCalledTimes(1);
+    jest.advanceTimersByTime(1); // 200 ms after the first
+    expect(fn).toHaveBeenCalledTimes(2);
+    jest.advanceTimersByTime(1000);
+    expect(fn).toHaveBeenCalledTimes(2);
+    throttle.call();
+    expect(fn).toHaveBeenCalledTimes(3);
+  });
+
+  it('drops the folded call when stopped', () => {
+    const fn = jest.fn();
+    const throttle = new Throttle(200, fn);
+    throttle.call();
+    throttle.call();
+    throttle.stop();
+    jest.advanceTimersByTime(1000);
+    expect(fn).toHaveBeenCalledTimes(1);
   });
 });

@@ -30,11 +30,23 @@ export async function* chunksOf(source: AsyncIterable<Uint8Array>, size: number)
   if (filled > 0) yield chunk.subarray(0, filled);
 }
 
-/** Runs `work` over `items` with at most `limit` at once (chunk fetches, uploads and checks). */
+/**
+ * Runs `work` over `items` with at most `limit` at once (chunk fetches, uploads and checks). The
+ * first failure stops new work and is thrown once the work in flight has settled: nothing of this
+ * call is still writing when its caller sees the error (and cleans up, or retries).
+ */
 export async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (next < items.length) await work(items[next++]!);
+    while (!failure && next < items.length) {
+      try {
+        await work(items[next++]!);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw failure.error;
 }

@@ -1,3 +1,5 @@
 export * from './chunks.js';
 export * from './registry-blobs.js';
 export * from './volume-path.js';
+export * from './http-get.js';
+export * from './site-cache.js';

@@ -11,14 +11,25 @@
     for result in square.map({"n": n} for n in range(1000)):  # in order, as they arrive
         ...
 
+    @tern.endpoint(gpu="A10G", secrets=[tern.Secret("HF_TOKEN")], volumes={"/models": tern.Volume("weights")})
+    class Embedder:                       # one instance per container
+        @tern.enter                       # runs once, before the container takes work
+        def load(self): ...
+        @tern.method                      # serves each request
+        def run(self, payload): ...
+
+    Embedder.remote({"text": "hi"})
+
 Configuration: TERN_GATEWAY / TERN_TOKEN, else ~/.tern/config.json (the CLI's), or tern.configure().
 Inside a container, `tern.volume.commit()` commits what it wrote to its read-write volumes.
 Standard library only.
 """
 
 from . import volume
+from .admin import delete_image, delete_workspace
 from .calls import FunctionCall, Task
 from .client import configure
+from .cls import enter, method
 from .decorators import endpoint, function, task_queue
 from .deployment import Deployment, lookup
 from .errors import (
@@ -35,6 +46,8 @@ from .errors import (
 from .image import Image
 from .responses import HTTPError, Response
 from .sandbox import ExecResult, Sandbox, SandboxFiles
+from .secret import Secret
+from .volume import Volume
 
 __version__ = "0.1.0"
 
@@ -54,13 +67,19 @@ __all__ = [
     "Response",
     "Sandbox",
     "SandboxFiles",
+    "Secret",
     "Task",
     "TernError",
     "UnavailableError",
+    "Volume",
     "configure",
+    "delete_image",
+    "delete_workspace",
     "endpoint",
+    "enter",
     "function",
     "lookup",
+    "method",
     "task_queue",
     "volume",
 ]

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Union
 from ._config import Connection
 from .errors import ConnectionError, api_error, message_of
 
-Body = Union[None, bytes, Iterable[bytes], Mapping[str, Any], list]
+Body = Union[None, bytes, Iterable[bytes], Mapping[str, Any], list, str, int, float]
 
 #: How long one read may wait; long polls ask the gateway for less.
 READ_TIMEOUT_S = 60.0
@@ -55,7 +55,8 @@ class Http:
         if self.connection.token:
             headers["authorization"] = f"Bearer {self.connection.token}"
         data: Any = None
-        if isinstance(body, (dict, list)):
+        # JSON: any value but None (a handler's input may be `7` or "text"); raw bodies are bytes.
+        if isinstance(body, (dict, list, str, int, float)):
             data = json.dumps(body).encode()
             headers["content-type"] = "application/json"
         elif body is not None:

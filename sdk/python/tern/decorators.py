@@ -1,7 +1,9 @@
 """`@tern.endpoint`, `@tern.task_queue`, `@tern.function`: a handler and its spec in one place.
 
 Each takes the spec's own options (docs/spec.md); what is left unset takes the gateway's
-default. `name` defaults to the function's name with `_` as `-`.
+default. `name` defaults to the function's name with `_` as `-` (a class's: TextEmbedder ->
+text-embedder). On a class, the deployment serves one of its methods with state its `@tern.enter`
+methods load once per container (tern/cls.py says which method).
 
 The signatures repeat on purpose: each lists the options its kind takes, so that editors and type
 checkers show them and a misspelt option, or one the kind does not have, is a TypeError where the
@@ -10,13 +12,17 @@ decorator is written rather than a 400 at deploy.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+import inspect
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from .deployment import Deployment, Handler, Volumes
+from .cls import class_name
+from .deployment import ClassDeployment, Deployment, Handler, Volumes
 from .image import Image
+from .secret import Secret
 
 ImageRef = Union[None, str, Image]
 Gpu = Union[None, str, List[str]]
+Secrets = Optional[Sequence[Union[str, Secret]]]
 
 
 def _declare(kind: str, options: Dict[str, Any]) -> Callable[[Handler], Deployment]:
@@ -24,6 +30,8 @@ def _declare(kind: str, options: Dict[str, Any]) -> Callable[[Handler], Deployme
     settings = {k: v for k, v in options.items() if v is not None}
 
     def declare(fn: Handler) -> Deployment:
+        if inspect.isclass(fn):
+            return ClassDeployment(fn, kind, name or class_name(fn), settings)
         return Deployment(fn, kind, name or fn.__name__.replace("_", "-").lower(), settings)
 
     return declare
@@ -46,6 +54,7 @@ def endpoint(
     max_duration: Optional[int] = None,
     autoscaler: Optional[Mapping[str, Any]] = None,
     env: Optional[Mapping[str, str]] = None,
+    secrets: Secrets = None,
     volumes: Optional[Volumes] = None,
     network: Optional[Mapping[str, Any]] = None,
     pool: Optional[str] = None,
@@ -77,6 +86,7 @@ def task_queue(
     max_pending_tasks: Optional[int] = None,
     callback_url: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
+    secrets: Secrets = None,
     volumes: Optional[Volumes] = None,
     network: Optional[Mapping[str, Any]] = None,
     pool: Optional[str] = None,
@@ -102,6 +112,7 @@ def function(
     task_policy: Optional[Mapping[str, Any]] = None,
     schedule: Union[None, str, Mapping[str, Any]] = None,
     env: Optional[Mapping[str, str]] = None,
+    secrets: Secrets = None,
     volumes: Optional[Volumes] = None,
     network: Optional[Mapping[str, Any]] = None,
     pool: Optional[str] = None,

@@ -10,27 +10,34 @@ is left callable as it was, which is how Tern's runner calls it in the container
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ._http import Http, quote, query
 from .calls import WAIT_PER_REQUEST, FunctionCall, Task
 from .client import default_http
+from .cls import served_method
 from .errors import RemoteError
 from .image import Image
 from .maps import map_results, start_map
+from .secret import secret_names
+from .volume import Volume
 
 Handler = Callable[..., Any]
-Volumes = Union[Mapping[str, str], Sequence[Mapping[str, Any]]]
+Volumes = Union[Mapping[str, Union[str, Volume]], Sequence[Union[Mapping[str, Any], Volume]]]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
 def _volumes(volumes: Volumes) -> List[Dict[str, Any]]:
-    """`{"/data": "weights"}` (Modal's shape) or the spec's list of `{name, mount_path, mode}`."""
+    """`{"/data": "weights"}` or `{"/data": tern.Volume("weights")}` (Modal's shape), or a list of
+    the spec's `{name, path, mode}` and `tern.Volume(name, path=...)`."""
     if isinstance(volumes, Mapping):
-        return [{"name": name, "mount_path": path} for path, name in volumes.items()]
-    return [dict(v) for v in volumes]
+        return [v.mount(path) if isinstance(v, Volume) else {"name": v, "mount_path": path} for path, v in volumes.items()]
+    if isinstance(volumes, (str, Volume)):
+        raise TypeError('volumes takes a mapping or a list: volumes={"/data": tern.Volume("weights")}')
+    return [v.mount() if isinstance(v, Volume) else dict(v) for v in volumes]
 
 
 def _schedule(schedule: Union[str, Mapping[str, Any]]) -> Dict[str, Any]:
@@ -44,16 +51,25 @@ class Deployment:
     """A decorated handler: call it as the function it was, or `.remote()` / `.spawn()` / `.put()` /
     `.map()` the deployed version of it."""
 
+    # A class deployment's method (ClassDeployment); a function's handler is the function itself.
+    method: Optional[str] = None
+
     def __init__(self, fn: Optional[Handler], kind: str, name: str, options: Dict[str, Any], http: Optional[Http] = None) -> None:
         if not _NAME.match(name):
             raise ValueError(f"deployment name {name!r} must be 1-63 lower-case letters, digits or -, starting with a letter or digit")
         self.fn = fn
         self.kind = kind
         self.name = name
-        self.options = options
+        # Secrets and volumes in the spec's form now, so a bad one fails where the decorator is written.
+        self.options = dict(options)
+        if self.options.get("secrets") is not None:
+            self.options["secrets"] = secret_names(self.options["secrets"])
+        if self.options.get("volumes"):
+            self.options["volumes"] = _volumes(self.options["volumes"])
         self._http = http
         if fn is not None:
-            functools.update_wrapper(self, fn)
+            # Not a class's __dict__: its methods are its instances', not this handle's.
+            functools.update_wrapper(self, fn, updated=() if inspect.isclass(fn) else functools.WRAPPER_UPDATES)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fn is None:
@@ -65,8 +81,9 @@ class Deployment:
         return self._http or default_http()
 
     def spec(self, handler: str) -> Dict[str, Any]:
-        """The deployment spec, with `handler` (`"app.py:predict"`) naming this function in its file."""
-        spec: Dict[str, Any] = {"name": self.name, "kind": self.kind, "handler": handler}
+        """The deployment spec, with `handler` (`"app.py:predict"`, `"app.py:Embedder"`) naming this
+        function or class in its file; a class's names its method too (`"app.py:Embedder.run"`)."""
+        spec: Dict[str, Any] = {"name": self.name, "kind": self.kind, "handler": f"{handler}.{self.method}" if self.method else handler}
         options = dict(self.options)
         image = options.pop("image", None)
         if image is not None:
@@ -76,7 +93,7 @@ class Deployment:
             spec["on_start"] = on_start if isinstance(on_start, str) else f"{handler.rsplit(':', 1)[0]}:{on_start.__name__}"
         volumes = options.pop("volumes", None)
         if volumes:
-            spec["volumes"] = _volumes(volumes)
+            spec["volumes"] = volumes
         schedule = options.pop("schedule", None)
         if schedule is not None:
             spec["schedule"] = _schedule(schedule)
@@ -85,7 +102,12 @@ class Deployment:
 
     # Calls on the deployed handler.
 
-    def _input(self, payload: Optional[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> Dict[str, Any]:
+    def _input(self, payload: Any, kwargs: Mapping[str, Any]) -> Any:
+        """The handler's one argument: any JSON value (`.remote(7)`), or a dict of `payload` and the keyword arguments."""
+        if payload is not None and not isinstance(payload, Mapping):
+            if kwargs:
+                raise TypeError(f"{self.name}: keyword arguments go with a dict input, not with {type(payload).__name__}")
+            return payload
         body = dict(payload or {})
         body.update(kwargs)
         return body
@@ -95,10 +117,8 @@ class Deployment:
         pin = (f"@{version}" if prefix == "endpoint" else f"/v{version}") if version else ""
         return f"/{prefix}/{quote(self.name)}{pin}"
 
-    def remote(
-        self, payload: Optional[Mapping[str, Any]] = None, *, version: Optional[int] = None, timeout: float = 3600, **kwargs: Any
-    ) -> Any:
-        """Runs it once on Tern and answers its result: `predict.remote({"x": 1})` or `predict.remote(x=1)`."""
+    def remote(self, payload: Any = None, *, version: Optional[int] = None, timeout: float = 3600, **kwargs: Any) -> Any:
+        """Runs it once on Tern and answers its result: `square.remote(7)`, `predict.remote({"x": 1})` or `predict.remote(x=1)`."""
         body = self._input(payload, kwargs)
         if self.kind == "endpoint":
             return self.http.request("POST", self._route("endpoint", version), body, timeout=timeout)
@@ -107,15 +127,13 @@ class Deployment:
         # The first request already waits a while, so a short call answers in one round trip.
         return self._call(body, version, wait=min(WAIT_PER_REQUEST, int(timeout)), what="remote").get(timeout)
 
-    def spawn(
-        self, payload: Optional[Mapping[str, Any]] = None, *, version: Optional[int] = None, **kwargs: Any
-    ) -> Union[FunctionCall, Task]:
+    def spawn(self, payload: Any = None, *, version: Optional[int] = None, **kwargs: Any) -> Union[FunctionCall, Task]:
         """Starts it without waiting: a FunctionCall (a function) or a Task (a task queue) to `.get()` later."""
         if self.kind == "task_queue":
             return self.put(payload, version=version, **kwargs)
         return self._call(self._input(payload, kwargs), version, wait=0, what="spawn")
 
-    def _call(self, body: Dict[str, Any], version: Optional[int], wait: int, what: str) -> FunctionCall:
+    def _call(self, body: Any, version: Optional[int], wait: int, what: str) -> FunctionCall:
         """POST /function/<name>?wait=: answers once the call ends or `wait` seconds pass."""
         self._require("function", what)
         view = self.http.request("POST", f"{self._route('function', version)}{query(wait=wait)}", body)
@@ -123,7 +141,7 @@ class Deployment:
 
     def put(
         self,
-        payload: Optional[Mapping[str, Any]] = None,
+        payload: Any = None,
         *,
         version: Optional[int] = None,
         max_retries: Optional[int] = None,
@@ -140,7 +158,7 @@ class Deployment:
 
     def map(
         self,
-        inputs: Iterable[Mapping[str, Any]],
+        inputs: Iterable[Any],
         *,
         chunk_size: int = 1,
         return_exceptions: bool = False,
@@ -175,6 +193,28 @@ class Deployment:
 
     def __repr__(self) -> str:
         return f"tern.Deployment({self.name!r}, kind={self.kind!r})"
+
+
+class ClassDeployment(Deployment):
+    """A decorated class: one instance per container serves `method` (tern/cls.py says which).
+
+    `Model()` is still the class's own instance, locally; the runner finds the class and its method
+    through `__tern_class__` and `__tern_method__`.
+    """
+
+    def __init__(self, cls: type, kind: str, name: str, options: Dict[str, Any], http: Optional[Http] = None) -> None:
+        super().__init__(cls, kind, name, options, http)
+        self.method = served_method(cls)
+        self.__tern_class__ = cls
+        self.__tern_method__ = self.method
+
+    def __getattr__(self, name: str) -> Any:
+        # The name a decorated class is bound to is this handle, also in its own methods: reading
+        # `Model.LABEL` or `Model.helper` there reaches the class. (Setting one sets it here.)
+        cls = self.__dict__.get("__tern_class__")
+        if cls is None or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(cls, name)
 
 
 def lookup(name: str, http: Optional[Http] = None) -> Deployment:

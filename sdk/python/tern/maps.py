@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from http.client import HTTPException
-from typing import Any, Dict, Iterable, Iterator, Mapping
+from typing import Any, Dict, Iterable, Iterator
 
 from ._http import Http, query, quote
 from .errors import ApiError
@@ -14,13 +14,13 @@ from .errors import ApiError
 RECONNECT_S = 1.0
 
 
-def _ndjson(inputs: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+def _ndjson(inputs: Iterable[Any]) -> Iterator[bytes]:
     """The inputs as NDJSON lines, produced only as fast as the gateway reads them."""
     for item in inputs:
         yield (json.dumps(item) + "\n").encode()
 
 
-def start_map(http: Http, route: str, inputs: Iterable[Mapping[str, Any]], **options: Any) -> Dict[str, Any]:
+def start_map(http: Http, route: str, inputs: Iterable[Any], **options: Any) -> Dict[str, Any]:
     """POST <route> with the inputs streamed (never whole in memory); answers once every input is durably accepted."""
     with http.open("POST", f"{route}{query(**options)}", _ndjson(inputs), content_type="application/x-ndjson") as response:
         return json.loads(response.read())

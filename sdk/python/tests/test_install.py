@@ -37,7 +37,7 @@ class InstallTest(unittest.TestCase):
                 self.assertEqual(x.read(), y.read())
             with zipfile.ZipFile(os.path.join(a, name)) as whl:
                 names = set(whl.namelist())
-                record = whl.read("tern-0.1.0.dist-info/RECORD").decode()
+                record = whl.read("tern_gpu-0.1.0.dist-info/RECORD").decode()
             self.assertTrue({"tern/__init__.py", "tern/py.typed", "tern/spec.py", "tern/volume.py"} <= names)
             self.assertEqual({line.split(",")[0] for line in record.splitlines()}, names)
 

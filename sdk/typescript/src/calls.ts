@@ -1,6 +1,6 @@
 import type { CallView, SubmittedTask, TaskView } from '../../../libs/contracts/src/index.js';
 import { TernRemoteError } from './errors.js';
-import { type TernHttp } from './http.js';
+import { type Input, type TernHttp } from './http.js';
 
 /** Seconds one long poll holds open: under the transport's 30 s request timeout; longer waits poll again. */
 export const WAIT_PER_REQUEST = 25;
@@ -50,7 +50,7 @@ export class FunctionCalls {
   constructor(private readonly http: TernHttp) {}
 
   /** Starts a call and answers at once (`wait=0`) or once it ends within `waitSeconds`. */
-  async spawn(name: string, input: object, options: TaskOverrides & { version?: number; waitSeconds?: number } = {}): Promise<CallView> {
+  async spawn(name: string, input: Input, options: TaskOverrides & { version?: number; waitSeconds?: number } = {}): Promise<CallView> {
     const { version, waitSeconds = 0, ...overrides } = options;
     const path = `${routeOf('function', name, version)}${queryOf({ ...overrides, wait: waitSeconds })}`;
     return (await this.http.request<CallView>('POST', path, input)).body;
@@ -65,7 +65,7 @@ export class FunctionCalls {
   /** One call, its result; a failed call is a TernRemoteError with the handler's error, one still running after `timeoutSeconds` too. */
   async run<T = unknown>(
     name: string,
-    input: object,
+    input: Input,
     options: TaskOverrides & { version?: number; timeoutSeconds?: number } = {},
   ): Promise<T> {
     const { timeoutSeconds = 3600, ...rest } = options;
@@ -78,7 +78,7 @@ export class FunctionCalls {
 export class Tasks {
   constructor(private readonly http: TernHttp) {}
 
-  async put(name: string, input: object, options: TaskOverrides & { version?: number } = {}): Promise<SubmittedTask> {
+  async put(name: string, input: Input, options: TaskOverrides & { version?: number } = {}): Promise<SubmittedTask> {
     const { version, ...overrides } = options;
     return (await this.http.request<SubmittedTask>('POST', `${routeOf('taskqueue', name, version)}${queryOf({ ...overrides })}`, input))
       .body;

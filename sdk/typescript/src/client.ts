@@ -1,16 +1,18 @@
 import type {
   CallView,
+  DeletedImage,
   DeploymentDetail,
   DeploymentSpec,
   DeployResult,
   SandboxSpec,
   SubmittedTask,
   TaskView,
+  WorkspaceDeleted,
 } from '../../../libs/contracts/src/index.js';
 import { FunctionCalls, routeOf, type TaskOverrides, Tasks } from './calls.js';
 import { resolveConnection, type TernConnection } from './config.js';
 import { apiError } from './errors.js';
-import { parseJson, TernHttp } from './http.js';
+import { type Input, parseJson, TernHttp } from './http.js';
 import { type MapInputs, type MapOptions, Maps } from './maps.js';
 import { Sandbox } from './sandboxes.js';
 
@@ -80,19 +82,19 @@ export class TernClient {
   /** Calls a function once and answers its result. */
   run<T = unknown>(
     name: string,
-    input: object = {},
+    input: Input = {},
     options: TaskOverrides & { version?: number; timeoutSeconds?: number } = {},
   ): Promise<T> {
     return this.calls.run<T>(name, input, options);
   }
 
   /** Starts a function call without waiting; `wait(call_id)` later. */
-  spawn(name: string, input: object = {}, options: TaskOverrides & { version?: number } = {}): Promise<CallView> {
+  spawn(name: string, input: Input = {}, options: TaskOverrides & { version?: number } = {}): Promise<CallView> {
     return this.calls.spawn(name, input, options);
   }
 
   /** Submits a task to a task queue. */
-  put(name: string, input: object = {}, options: TaskOverrides & { version?: number } = {}): Promise<SubmittedTask> {
+  put(name: string, input: Input = {}, options: TaskOverrides & { version?: number } = {}): Promise<SubmittedTask> {
     return this.tasks.put(name, input, options);
   }
 
@@ -104,6 +106,19 @@ export class TernClient {
   /** Maps a function over inputs server-side; each result in order as it arrives. */
   map<T = unknown>(name: string, inputs: MapInputs, options?: MapOptions & { onProgress?: (done: number, total: number) => void }) {
     return this.maps.map<T>(name, inputs, options);
+  }
+
+  /**
+   * Deletes an image from Tern's registry (`tern image rm`): a workspace admin its own builds, the
+   * operator any; refused while a deployment or a live sandbox runs it.
+   */
+  async deleteImage(ref: string): Promise<DeletedImage> {
+    return (await this.http.request<DeletedImage>('DELETE', `/api/v1/images?ref=${encodeURIComponent(ref)}`)).body;
+  }
+
+  /** Deletes a workspace and what it holds, its usage kept (`tern workspace rm`; an operator token). */
+  async deleteWorkspace(id: string): Promise<WorkspaceDeleted> {
+    return (await this.http.request<WorkspaceDeleted>('DELETE', `/api/v1/workspaces/${encodeURIComponent(id)}`)).body;
   }
 
   /** A new sandbox, running. */

@@ -5,8 +5,11 @@ import { pipeline } from 'node:stream/promises';
 import { type TernConnection } from './config.js';
 import { apiError, TernConnectionError } from './errors.js';
 
-/** What a request may carry: JSON (an object), raw bytes, or a stream of bytes sent as it is read. */
-export type RequestBody = object | Uint8Array | ReadableStream<Uint8Array> | undefined;
+/** A handler's input: any JSON value but null (an object, an array, a number, a string, a boolean). */
+export type Input = object | string | number | boolean;
+
+/** What a request may carry: JSON (any value but null), raw bytes, or a stream of bytes sent as it is read. */
+export type RequestBody = Input | Uint8Array | ReadableStream<Uint8Array> | undefined;
 
 export interface SendOptions {
   /** Give up after this long; none by default for streams, 30 s for `request`. */

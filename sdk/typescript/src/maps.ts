@@ -1,7 +1,7 @@
 import type { MapResultLine, MapStarted, MapView } from '../../../libs/contracts/src/index.js';
 import { routeOf, queryOf } from './calls.js';
 import { TernApiError, TernRemoteError } from './errors.js';
-import { ndjsonLines, type TernHttp } from './http.js';
+import { type Input, ndjsonLines, type TernHttp } from './http.js';
 
 /** How long a reader waits before asking again for the lines it has not had. */
 const RECONNECT_MS = 1_000;
@@ -18,13 +18,13 @@ export interface MapOptions {
   timeout?: number;
 }
 
-/** Inputs of a map: objects (sent as NDJSON while they are read) or NDJSON bytes as they are. */
-export type MapInputs = Iterable<object> | AsyncIterable<object> | ReadableStream<Uint8Array>;
+/** Inputs of a map: JSON values (sent as NDJSON while they are read) or NDJSON bytes as they are. */
+export type MapInputs = Iterable<Input> | AsyncIterable<Input> | ReadableStream<Uint8Array>;
 
 /** Objects as a stream of NDJSON lines, read only as fast as the gateway takes them. */
-function ndjsonStream(inputs: Iterable<object> | AsyncIterable<object>): ReadableStream<Uint8Array> {
+function ndjsonStream(inputs: Iterable<Input> | AsyncIterable<Input>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  const source = (inputs as AsyncIterable<object>)[Symbol.asyncIterator]?.() ?? (inputs as Iterable<object>)[Symbol.iterator]();
+  const source = (inputs as AsyncIterable<Input>)[Symbol.asyncIterator]?.() ?? (inputs as Iterable<Input>)[Symbol.iterator]();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const next = await source.next();

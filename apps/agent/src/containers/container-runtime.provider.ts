@@ -17,6 +17,7 @@ import {
 } from '#tern/runtime';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { registryCredentials } from './registry-credentials.js';
+import { SiteCacheFront } from './site-cache-front.js';
 
 export const CONTAINER_RUNTIME = Symbol('CONTAINER_RUNTIME');
 
@@ -74,8 +75,9 @@ async function controlPlaneAddresses(ctx: AgentContext): Promise<string[]> {
   return [...out];
 }
 
-function runtimeLogger(): RuntimeLogger {
-  const logger = new Logger('runtime');
+/** A Nest logger in the runtime's shape (`context` names it in the logs). */
+export function runtimeLogger(context = 'runtime'): RuntimeLogger {
+  const logger = new Logger(context);
   return {
     debug: (obj, msg) => logger.debug(obj, msg ?? ''),
     info: (obj, msg) => logger.log(obj, msg ?? ''),
@@ -107,6 +109,7 @@ export const containerRuntimeProvider: Provider = {
             })
           : undefined;
       if (ctx.settings.userNamespaces === 'auto') await letMappedRootIn(dir, logger);
+      const siteCache = new SiteCacheFront(ctx.settings.siteCache, (message) => logger.warn(message));
       // The image store asks the runtime which images its containers use (never evicted).
       const runtimeRef: { current?: ContainerRuntime } = {};
       const pulls = new ImagePulls();
@@ -115,7 +118,7 @@ export const containerRuntimeProvider: Provider = {
         stateDir: join(dir, 'runtime'),
         images: new ImageStore({
           root: join(dir, 'images'),
-          registries: () => registryCredentials(ctx),
+          registries: () => siteCache.through(registryCredentials(ctx)),
           onPullProgress: (ref, line) => {
             logger.log(`image ${ref}: ${line}`);
             pulls.emit('progress', ref, line);

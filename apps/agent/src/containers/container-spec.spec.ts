@@ -112,6 +112,11 @@ describe('container specs', () => {
     // A command server's own readiness check survives an agent restart with the container.
     const tcp = { ...start, healthCheck: 'tcp' };
     expect(recordFromLabels('c-1', toContainerSpec(tcp, 'm-1', []).labels!, 'm-1')).toMatchObject({ healthCheck: 'tcp' });
+    // So does where its load is read, so an adopted container's load still reaches the autoscaler.
+    const loaded = { ...start, loadProbe: { path: '/metrics', metric: 'vllm:num_requests_waiting' } };
+    const adopted = recordFromLabels('c-1', toContainerSpec(loaded, 'm-1', []).labels!, 'm-1');
+    expect(adopted).toEqual(recordFromStart(loaded, []));
+    expect(adopted?.loadProbe).toEqual({ path: '/metrics', metric: 'vllm:num_requests_waiting' });
   });
 
   it('runs a command server in /app, its folder, when a code bundle comes with it', () => {

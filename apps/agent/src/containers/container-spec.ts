@@ -25,6 +25,9 @@ export const LABEL = {
   healthCheck: 'tern.health-check',
   /** Comma-separated error type names whose task failures are not retried (ContainerStart.noRetryOn). */
   noRetryOn: 'tern.no-retry-on',
+  /** Where its load is read for the autoscaler (ContainerStart.loadProbe), so an adopted container reports it too. */
+  loadPath: 'tern.load-path',
+  loadMetric: 'tern.load-metric',
 } as const;
 
 /** What the agent knows of one of its containers, from the start command or from its labels. */
@@ -42,6 +45,7 @@ export interface ContainerRecord {
   concurrency: number;
   healthCheck?: string;
   noRetryOn?: string[];
+  loadProbe?: { path: string; metric?: string };
 }
 
 /**
@@ -148,6 +152,8 @@ export function toContainerSpec(
     [LABEL.concurrency]: String(cmd.concurrency),
     ...(cmd.healthCheck ? { [LABEL.healthCheck]: cmd.healthCheck } : {}),
     ...(cmd.noRetryOn?.length ? { [LABEL.noRetryOn]: cmd.noRetryOn.join(',') } : {}),
+    ...(cmd.loadProbe ? { [LABEL.loadPath]: cmd.loadProbe.path } : {}),
+    ...(cmd.loadProbe?.metric ? { [LABEL.loadMetric]: cmd.loadProbe.metric } : {}),
   };
   return {
     id: cmd.containerId,
@@ -194,6 +200,7 @@ export function recordFromStart(cmd: ContainerStart, gpus: GpuInventory[]): Cont
     concurrency: cmd.concurrency,
     ...(cmd.healthCheck ? { healthCheck: cmd.healthCheck } : {}),
     ...(cmd.noRetryOn?.length ? { noRetryOn: [...cmd.noRetryOn] } : {}),
+    ...(cmd.loadProbe ? { loadProbe: { ...cmd.loadProbe } } : {}),
   };
 }
 
@@ -219,6 +226,9 @@ export function recordFromLabels(id: string, labels: Record<string, string>, mac
     concurrency: Number(labels[LABEL.concurrency]) || 1,
     ...(labels[LABEL.healthCheck] ? { healthCheck: labels[LABEL.healthCheck] } : {}),
     ...(labels[LABEL.noRetryOn] ? { noRetryOn: labels[LABEL.noRetryOn].split(',') } : {}),
+    ...(labels[LABEL.loadPath]
+      ? { loadProbe: { path: labels[LABEL.loadPath], ...(labels[LABEL.loadMetric] ? { metric: labels[LABEL.loadMetric] } : {}) } }
+      : {}),
   };
 }
 

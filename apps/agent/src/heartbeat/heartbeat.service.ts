@@ -77,6 +77,7 @@ export class HeartbeatService implements BeforeApplicationShutdown {
         agentVersion: TERN_VERSION,
         ...(this.containers.isolation() ? { isolation: this.containers.isolation() } : {}),
         ...(this.ctx.settings.builder ? { builder: true } : {}),
+        ...(this.ctx.settings.siteCache ? { siteCache: this.ctx.settings.siteCache } : {}),
       };
       await this.messaging.publish(MACHINE_HEARTBEAT, beat, {
         tokens: [registration.machineId],

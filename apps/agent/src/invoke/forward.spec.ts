@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { InvokeHead } from '#tern/contracts';
 import { InvokeError } from '#tern/messaging';
-import { forwardToContainer } from './forward.js';
+import { containerForwarder, forwardToContainer } from './forward.js';
 
 const head = (over: Partial<InvokeHead> = {}): InvokeHead => ({
   requestId: 'r-1',
@@ -122,5 +123,54 @@ describe('forwarding an invoke to a container', () => {
     while (longClosedAt === undefined && Date.now() - cancelledAt < 3000) await new Promise((r) => setTimeout(r, 10));
     // Seen by the container at once, not at the end of its 5 s stream.
     expect(longClosedAt! - cancelledAt).toBeLessThan(500);
+  });
+});
+
+describe("a container's own connections", () => {
+  /**
+   * As Tern's runners serve: each accepted connection holds one of the container's request slots
+   * (here one) until it closes, so a second connection is read only once the first is gone.
+   */
+  let server: Server;
+  let port: number;
+  beforeAll(async () => {
+    let holder: Socket | undefined;
+    const freed: (() => void)[] = [];
+    /** Resolves once `socket` holds the slot: at once if free or its own, else when the holder's connection closes. */
+    const slotFor = async (socket: Socket): Promise<void> => {
+      while (holder && holder !== socket) await new Promise<void>((r) => freed.push(r));
+      if (holder === socket) return;
+      holder = socket;
+      socket.once('close', () => {
+        holder = undefined;
+        for (const wake of freed.splice(0)) wake();
+      });
+    };
+    server = createServer((req, res) => {
+      slotFor(req.socket).then(
+        () => setTimeout(() => res.end(req.url), req.url === '/slow' ? 500 : 10),
+        () => res.destroy(),
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise((r) => server.close(r)));
+
+  it('are no more than the requests it takes at once: a second request waits for the kept-alive one, not for its idle timeout', async () => {
+    const forwarder = containerForwarder({ host: '127.0.0.1', port }, 1);
+    try {
+      const started = Date.now();
+      const call = (path: string) =>
+        forwarder.handler(head({ method: 'GET', path }), new Uint8Array(), new AbortController().signal).then((r) => r.status);
+      // Two at once (as after a client's hang-up, when the gateway's slot frees before the
+      // container's): the second rides the first's connection once it is free.
+      const slow = call('/slow');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await Promise.all([slow, call('/next')])).toEqual([200, 200]);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await forwarder.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher, Pool } from 'undici';
 import type { InvokeHead } from '#tern/contracts';
 import { CHUNK_BYTES, ChunkQueue, InvokeError, type InvokeHandler, type InvokeHandlerResult } from '#tern/messaging';
 
@@ -8,13 +8,15 @@ export interface ContainerEndpoint {
   port: number;
 }
 
+const CONNECTION_OPTIONS = { keepAliveTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 };
+
 /**
  * Kept-alive connections to the containers, a pool per container address (undici's: a request
  * is a call on a parser already in place, where node:http builds a ClientRequest, an
  * IncomingMessage and their streams each time). No timeouts of its own: the head's timeout
  * (the signal) governs a request, however long it allows.
  */
-export const containerAgent = new Agent({ keepAliveTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 });
+export const containerAgent = new Agent(CONNECTION_OPTIONS);
 
 /** Bodies up to one response message are read whole and sent with the head; longer ones stream. */
 const WHOLE_BODY_BYTES = CHUNK_BYTES;
@@ -39,6 +41,7 @@ export function forwardToContainer(
   head: InvokeHead,
   body: Uint8Array,
   signal: AbortSignal,
+  dispatcher: Dispatcher = containerAgent,
 ): Promise<InvokeHandlerResult> {
   return new Promise((resolve, reject) => {
     const call = new ContainerCall(port, head.timeoutMs, signal, resolve, reject);
@@ -47,10 +50,7 @@ export function forwardToContainer(
     const headers: Record<string, string> = { ...head.headers };
     for (const name of NOT_SENT) delete headers[name];
     // The body as the message brought it (a view of NATS's read buffer, not a copy).
-    containerAgent.dispatch(
-      { origin: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, method: head.method, path: head.path, headers, body },
-      call,
-    );
+    dispatcher.dispatch({ origin: originOf({ host, port }), method: head.method, path: head.path, headers, body }, call);
   });
 }
 
@@ -168,7 +168,28 @@ class ContainerCall implements Dispatcher.DispatchHandlers {
   }
 }
 
-/** The invoke handler for the container at `endpoint`. */
-export function containerForwarder(endpoint: ContainerEndpoint): InvokeHandler {
-  return (head, body, signal) => forwardToContainer(endpoint, head, body, signal);
+function originOf({ host, port }: ContainerEndpoint): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** A container's invoke handler, and how to let go of its connections once it stops serving. */
+export interface ContainerForwarder {
+  handler: InvokeHandler;
+  close(): Promise<void>;
+}
+
+/**
+ * The invoke handler for the container at `endpoint`, on its own pool of at most `connections`
+ * kept-alive connections: as many as the requests it takes at once. Tern's runners give each
+ * accepted connection one of their request slots until it closes, so an idle kept-alive
+ * connection beyond that count would hold the slot a new connection waits for, until the
+ * keep-alive ran out (10 s). Requests past the count wait here for a connection instead.
+ */
+export function containerForwarder(endpoint: ContainerEndpoint, connections: number): ContainerForwarder {
+  const pool = new Pool(originOf(endpoint), { ...CONNECTION_OPTIONS, connections: Math.max(1, connections) });
+  return {
+    handler: (head, body, signal) => forwardToContainer(endpoint, head, body, signal, pool),
+    // Lets requests in flight finish (a container stopping gracefully answers them).
+    close: () => pool.close(),
+  };
 }

@@ -4,7 +4,7 @@ import { AGENT_BODIES_PATH } from '#tern/contracts';
 import { type BodyFetcher, Messaging, serveInvoke } from '#tern/messaging';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
-import { containerForwarder, type ContainerEndpoint } from './forward.js';
+import { containerForwarder, type ContainerEndpoint, type ContainerForwarder } from './forward.js';
 
 /**
  * The invoke subjects this agent serves: `tern.agent.<machineId>.invoke.<containerId>.v1` for each of its ready
@@ -15,7 +15,7 @@ import { containerForwarder, type ContainerEndpoint } from './forward.js';
 @Injectable()
 export class InvokeRoutes implements OnApplicationShutdown {
   private readonly logger = new Logger('invoke');
-  private readonly subs = new Map<string, Subscription>();
+  private readonly subs = new Map<string, { sub: Subscription; forwarder: ContainerForwarder; endpoint: ContainerEndpoint }>();
 
   constructor(
     @Inject(Messaging) private readonly messaging: Messaging,
@@ -31,25 +31,26 @@ export class InvokeRoutes implements OnApplicationShutdown {
     return new Uint8Array(await response.arrayBuffer());
   };
 
-  serve(containerId: string, endpoint: ContainerEndpoint): void {
+  /** `connections`: the requests the container takes at once (its workers × concurrency). */
+  serve(containerId: string, endpoint: ContainerEndpoint, connections: number): void {
     if (this.subs.has(containerId)) return;
-    this.subs.set(
-      containerId,
-      serveInvoke(
-        this.messaging,
-        { machineId: this.ctx.registration.machineId, containerId },
-        containerForwarder(endpoint),
-        this.fetchBody,
-      ),
-    );
+    const forwarder = containerForwarder(endpoint, connections);
+    const sub = serveInvoke(this.messaging, { machineId: this.ctx.registration.machineId, containerId }, forwarder.handler, this.fetchBody);
+    this.subs.set(containerId, { sub, forwarder, endpoint });
     this.logger.log({ containerId, ...endpoint }, `serving invokes for ${containerId} (${endpoint.host}:${endpoint.port})`);
   }
 
   drop(containerId: string): void {
-    const sub = this.subs.get(containerId);
-    if (!sub) return;
+    const served = this.subs.get(containerId);
+    if (!served) return;
     this.subs.delete(containerId);
-    sub.unsubscribe();
+    served.sub.unsubscribe();
+    served.forwarder.close().catch((e: Error) => this.logger.warn(`closing the connections to ${containerId}: ${e.message}`));
+  }
+
+  /** Where a container this agent serves invokes for listens; undefined for any other (not ready, stopped, not here). */
+  endpointOf(containerId: string): ContainerEndpoint | undefined {
+    return this.subs.get(containerId)?.endpoint;
   }
 
   serving(): string[] {

@@ -1,8 +1,13 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { join } from 'node:path';
 import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import { ReplyError } from '#tern/messaging';
 import { fireAndForget } from '#tern/timing';
-import { CpuProver } from './cpu-prover.js';
+import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
+import { findRunnersDir } from '../code/runners-dir.js';
+import { CONTAINER_RUNTIME, type RuntimeHandle, runtimeLogger } from '../containers/container-runtime.provider.js';
+import { GpuProver, proverPython } from './gpu-prover.js';
+import { type ProverChoices, proverFor } from './prover-for.js';
 import type { Prover, ProverFactory } from './prover.js';
 
 /** A challenge waits this long for its probe after the commitment, then its product is dropped. */
@@ -13,18 +18,29 @@ const MAX_OPEN = 2;
 /** The ProverFactory's injection token. */
 export const PROVERS = Symbol('PROVERS');
 
-/**
- * The CPU's challenges on the CPU. A GPU's are declined (501) until a GPU prover exists (see
- * Prover): computed on the CPU they could only fail the GPU's band and quarantine an honest
- * machine; declined, the GPU claim stays unproven and the machine unverified.
- */
-export const cpuProvers = {
+/** The agent's provers: the CPU's, and GpuProver on its own runtime with Tern's runners. */
+export const provers = {
   provide: PROVERS,
-  useValue: ((challenge) => {
-    if (challenge.device !== 'cpu')
-      throw new ReplyError(501, `this agent has no prover for ${challenge.device} yet (GPU claims stay unverified)`);
-    return new CpuProver(challenge);
-  }) satisfies ProverFactory,
+  inject: [AGENT_CONTEXT, CONTAINER_RUNTIME],
+  useFactory: (ctx: AgentContext, handle: RuntimeHandle): ProverFactory => {
+    const runnersDir = findRunnersDir();
+    const python = proverPython();
+    const logger = runtimeLogger('proofs');
+    const gpuProver: ProverChoices['gpuProver'] = !handle.runtime
+      ? { unavailable: `no container runtime (${handle.problem})` }
+      : !runnersDir
+        ? { unavailable: "Tern's runners are not installed with this agent (set AGENT_RUNNERS_DIR)" }
+        : (challenge, gpu) =>
+            new GpuProver(challenge, {
+              runtime: handle.runtime,
+              runnersDir,
+              gpu: { index: gpu.index, ...(gpu.uuid ? { uuid: gpu.uuid } : {}) },
+              workDir: join(ctx.settings.stateDir, 'proofs'),
+              ...python,
+              logger,
+            });
+    return (challenge) => proverFor(challenge, { gpus: ctx.inventory.gpus, gpuProver });
+  },
 };
 
 /**
@@ -54,7 +70,9 @@ export class ProofsService implements OnModuleDestroy {
       return root;
     } catch (e) {
       await this.drop(challenge.challengeId);
-      throw e;
+      // The reason goes to the scheduler (and on to `tern machine show`), not a bare "internal error".
+      if (e instanceof ReplyError) throw e;
+      throw new ReplyError(500, `the prover on ${challenge.device} failed: ${(e as Error).message}`);
     }
   }
 

@@ -5,10 +5,10 @@ import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/con
  * the device the challenge names, commits to it, then answers the probe from the product it
  * kept. One Prover per challenge; `release()` frees what it holds (its product, its worker).
  *
- * The CPU prover (CpuProver) is the only one today: the agent declines a GPU challenge (501),
- * so a GPU claim stays unproven and the machine unverified (it runs only what asks for no
- * verified machine) rather than quarantined for a GPU it has no way to show. A CUDA prover (a Tern container started on the claimed GPU, running the same int8
- * product with PyTorch) is another implementation of this interface, chosen by proverFor().
+ * CpuProver proves the CPU in a worker thread; GpuProver proves an NVIDIA GPU from a Tern
+ * container on it (runners/python/tern_prover.py with PyTorch). proverFor() picks one, or declines
+ * (501) a device discovery did not see: that claim stays unproven and the machine unverified
+ * rather than quarantined for a device the agent has no way to show.
  */
 export interface Prover {
   /** The Merkle root over C's rows, hex. */

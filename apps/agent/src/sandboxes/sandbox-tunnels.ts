@@ -23,7 +23,7 @@ export function shellArgs(cols = 80, rows = 24): string[] {
   return ['script', '-qfec', shell, '/dev/null'];
 }
 
-function connectToPort(host: string, port: number): Promise<Socket> {
+export function connectToPort(host: string, port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, timeout: CONNECT_TIMEOUT_MS });
     socket.once('connect', () => {

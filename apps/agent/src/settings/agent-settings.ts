@@ -27,6 +27,8 @@ export interface AgentSettings {
   imageCacheBytes: number;
   /** The machine offers building images (AGENT_BUILDER=true): it answers AGENT_IMAGE_BUILD. */
   builder: boolean;
+  /** The site cache volume chunks are read through (AGENT_SITE_CACHE); undefined: straight from the store. */
+  siteCache?: string;
   /** The CA pinned for the gateway's HTTPS and NATS's TLS; undefined: the system's roots, NATS as the server offers. */
   ca?: string;
 }
@@ -46,6 +48,7 @@ export const ENV_KEYS = {
   AGENT_IMAGE_CACHE_GB: 'imageCacheGb',
   AGENT_CA_FILE: 'ca',
   AGENT_BUILDER: 'builder',
+  AGENT_SITE_CACHE: 'siteCache',
 } as const;
 
 /**
@@ -100,6 +103,7 @@ export function resolveSettings(file: AgentConfigFile | undefined, env: NodeJS.P
     userNamespaces: (merged.userNamespaces as AgentSettings['userNamespaces']) ?? 'auto',
     imageCacheBytes: Math.round(Number(merged.imageCacheGb ?? 50) * 1e9),
     builder: merged.builder === 'true',
+    ...(merged.siteCache ? { siteCache: merged.siteCache } : {}),
     ...(merged.ca ? { ca: merged.ca } : {}),
   };
 }

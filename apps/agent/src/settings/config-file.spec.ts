@@ -51,6 +51,13 @@ describe('config.yaml', () => {
     );
   });
 
+  it("takes a site cache's http(s)://host:port, without a trailing slash, and refuses a path", () => {
+    expect(validateConfig({ ...good, siteCache: 'http://10.0.0.5:5080/' }).siteCache).toBe('http://10.0.0.5:5080');
+    expect(problems(() => validateConfig({ ...good, siteCache: 'http://10.0.0.5:5080/v2/' }))[0]).toContain(
+      'siteCache must be http(s)://host[:port]',
+    );
+  });
+
   it('round-trips through YAML and reports syntax errors', () => {
     const config = validateConfig({ ...good, machineId: 'm-1', dashboard: 'off' });
     expect(parseConfigYaml(renderConfigYaml(config))).toEqual(config);

@@ -34,6 +34,8 @@ export interface AgentConfigFile {
   imageCacheGb?: string;
   /** `true`: this machine builds images for the control plane (it is handed the registry's push user per build). */
   builder?: string;
+  /** `http://host:port` of this machine's site cache (`tern-agent site-cache`): volume chunks are read through it. */
+  siteCache?: string;
   /** PEM file of the CA the agent pins for the gateway's HTTPS and NATS's TLS (tern-agent init --ca). */
   ca?: string;
   /**
@@ -156,6 +158,14 @@ export const CONFIG_KEYS: Record<ConfigKey, KeySpec> = {
     required: false,
     check: (v) => (['true', 'false'].includes(v) ? undefined : `builder must be true or false, not "${v}"`),
     description: "true: this machine builds images from deployments' image specs (runc, umoci, skopeo and outbound network needed)",
+  },
+  siteCache: {
+    required: false,
+    check: (v) =>
+      /^https?:\/\/[^/\s]+\/?$/.test(v) ? undefined : `siteCache must be http(s)://host[:port] (a \`tern-agent site-cache\`), not "${v}"`,
+    normalise: (v) => v.trim().replace(/\/+$/, ''),
+    description:
+      "http(s)://host:port of the site's cache (tern-agent site-cache on a machine of this site): volume chunks are read through it, so the site's uplink carries each once",
   },
   ca: {
     required: false,

@@ -17,7 +17,14 @@ import {
 } from '#tern/contracts';
 import { inboxPrefix } from '#tern/nats-auth';
 import { decode, Messaging, PULL_EXPIRES_MS } from '#tern/messaging';
-import { afterFailure, compileRetryPolicy, isPastLastAttempt, TASK_PROGRESS_EVERY_MS, type TaskRetryPolicy } from '#tern/tasks';
+import {
+  afterFailure,
+  compileRetryPolicy,
+  isPastLastAttempt,
+  TASK_PROGRESS_EVERY_MS,
+  TASK_START_REPORT_DELAY_MS,
+  type TaskRetryPolicy,
+} from '#tern/tasks';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
@@ -35,8 +42,13 @@ const PUBLISH_RETRY_BACKOFF = { firstMs: 500, maxMs: 4000 };
 interface Served {
   readonly record: ContainerRecord;
   readonly endpoint: ContainerEndpoint;
+  /** No new pulls: the container is stopping (or gone). */
   stopped: boolean;
+  /** The container is gone: what a pull still brings goes back to the stream. */
+  gone: boolean;
   readonly loops: Promise<void>[];
+  /** Once stopped: settles when its pulls and their tasks have ended (it then leaves `served`). */
+  drained?: Promise<void>;
 }
 
 interface Running {
@@ -76,6 +88,7 @@ function failureOf(outcome: Exclude<HandlerOutcome, { kind: 'ok' }>, task: TaskI
 @Injectable()
 export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('tasks');
+  /** Containers pulling tasks, and those told to stop whose last pulls have not ended yet. */
   private readonly served = new Map<string, Served>();
   private readonly running = new Map<string, Running>();
   private readonly cancelled = new Set<string>();
@@ -112,14 +125,14 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationShutdown() {
     this.subscription?.unsubscribe();
     await this.loads.stop();
-    for (const id of [...this.served.keys()]) this.drop(id);
+    for (const id of [...this.served.keys()]) fireAndForget('dropping its task pulls', this.logger, this.drop(id));
     this.permits.closeAll();
   }
 
   /** Starts pulling tasks for a ready task-queue container. */
   serve(record: ContainerRecord, endpoint: ContainerEndpoint): void {
     if (this.served.has(record.containerId)) return;
-    const served: Served = { record, endpoint, stopped: false, loops: [] };
+    const served: Served = { record, endpoint, stopped: false, gone: false, loops: [] };
     this.served.set(record.containerId, served);
     this.loads.track(record);
     this.permits.retain(record.deploymentId, record.deploymentVersion);
@@ -129,17 +142,34 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     this.logger.log({ containerId: record.containerId, slots }, `pulling tasks for ${record.containerId} (${slots} at a time)`);
   }
 
-  /** Stops pulling for a container that is stopping or gone; tasks it was running end as lost. */
-  drop(containerId: string): void {
+  /** Where a container this machine serves tasks for answers; undefined when it serves none by that id. */
+  endpointOf(containerId: string): { endpoint: ContainerEndpoint; deploymentId: string; deploymentVersion: number } | undefined {
     const served = this.served.get(containerId);
-    if (!served) return;
+    if (!served || served.stopped) return undefined;
+    return { endpoint: served.endpoint, deploymentId: served.record.deploymentId, deploymentVersion: served.record.deploymentVersion };
+  }
+
+  /**
+   * Stops pulling for a container that is stopping (`alive`) or gone; resolves once its pulls
+   * and the tasks they brought have ended. A pull still waiting when a container is told to stop
+   * may yet bring a task: a container still alive runs it (its stop waits for this), since a task
+   * handed back to the stream would spend one of its attempts without running.
+   */
+  drop(containerId: string, alive = false): Promise<void> {
+    const served = this.served.get(containerId);
+    if (!served) return Promise.resolve();
+    served.gone ||= !alive;
+    if (served.drained) return served.drained;
     served.stopped = true;
-    this.served.delete(containerId);
     this.loads.untrack(containerId);
     // The permit stays open until the container's tasks have settled (their acks go through it).
     const { deploymentId, deploymentVersion } = served.record;
-    const settled = Promise.allSettled(served.loops).then(() => this.permits.release(deploymentId, deploymentVersion));
-    fireAndForget('closing a task permit', this.logger, settled);
+    served.drained = Promise.allSettled(served.loops).then(() => {
+      this.served.delete(containerId);
+      this.permits.release(deploymentId, deploymentVersion);
+    });
+    fireAndForget('closing a task permit', this.logger, served.drained);
+    return served.drained;
   }
 
   private onCancelled(taskId: string) {
@@ -161,8 +191,8 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
         while (!served.stopped) {
           const msg = await consumer.next({ expires: PULL_EXPIRES_MS });
           if (!msg) continue;
-          // Stopped while pulling: hand it straight back.
-          if (served.stopped) msg.nak();
+          // Gone while pulling: hand it straight back (a container that is only stopping runs it; see drop).
+          if (served.gone) msg.nak();
           else await this.run(served, msg);
         }
       } catch (e) {
@@ -239,19 +269,30 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       run.abort.abort();
     }, task.timeoutSeconds * 1000);
     try {
-      // Reported while the handler runs: the outcome waits for it, the handler need not.
-      const announced = this.publish(
-        TASK_STARTED,
-        { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() },
-        `${task.taskId}:started:${attempt}`,
-      );
+      // Reported while the handler runs, once it has run TASK_START_REPORT_DELAY_MS: the outcome
+      // waits for it, the handler need not. A quicker attempt with an inline result reports none:
+      // its completion stands for the start too (withStart).
+      let announced: Promise<void> | undefined;
+      const announce = () =>
+        (announced ??= this.publish(
+          TASK_STARTED,
+          { ...base, ...where, attempt, startedAt: new Date(startedAt).toISOString() },
+          `${task.taskId}:started:${attempt}`,
+        ));
+      // Awaited below; this catch only keeps a failure before then from counting as unhandled.
+      const reportStart = setTimeout(() => {
+        announce().catch(() => undefined);
+      }, TASK_START_REPORT_DELAY_MS);
       const outcome = await callHandler(served.endpoint, task.taskId, attempt, task.payload, run.abort.signal);
-      await announced;
+      clearTimeout(reportStart);
+      // A large result is stored with the gateway, which takes it only from a recorded lease.
+      const withStart = !announced && outcome.kind === 'ok' && outcome.json.length <= TASK_RESULT_INLINE_BYTES;
+      if (!withStart) await announce();
       // A broken connection is the container dying more often than not: give its exit a moment to be seen.
-      if (outcome.kind === 'gone' && !served.stopped) await sleep(1000);
+      if (outcome.kind === 'gone' && !served.gone) await sleep(1000);
       durationMs = Date.now() - startedAt;
       if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
-      if (outcome.kind === 'ok') await this.reportCompleted(a, outcome.json, durationMs);
+      if (outcome.kind === 'ok') await this.reportCompleted(a, outcome.json, durationMs, withStart);
       else await this.reportFailed(a, failureOf(outcome, task, served), durationMs, failedForGood(outcome, record.noRetryOn));
     } catch (e) {
       // Could not report (NATS away): leave it to redelivery, which runs it again.
@@ -265,14 +306,19 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     }
   }
 
-  private async reportCompleted({ task, attempt, msg, base, where }: Attempt, json: Buffer, durationMs: number): Promise<void> {
+  private async reportCompleted(
+    { task, attempt, msg, base, where }: Attempt,
+    json: Buffer,
+    durationMs: number,
+    withStart: boolean,
+  ): Promise<void> {
     const big = json.length > TASK_RESULT_INLINE_BYTES;
     const result = big
       ? { resultRef: await this.putResult(task.taskId, attempt, json) }
       : { result: JSON.parse(json.toString('utf8')) as unknown };
     await this.publish(
       TASK_COMPLETED,
-      { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString() },
+      { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString(), ...(withStart ? { withStart } : {}) },
       `${task.taskId}:completed:${attempt}`,
     );
     msg.ack();

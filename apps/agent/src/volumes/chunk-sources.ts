@@ -1,5 +1,5 @@
-import { agentVolumePath, type VolumeBlobGrant } from '#tern/contracts';
-import { RegistryBlobs } from '#tern/volumes';
+import { agentVolumePath, VOLUME_CHUNK_BYTES, type VolumeBlobGrant } from '#tern/contracts';
+import { RegistryBlobs, type SiteCacheUse } from '#tern/volumes';
 import { callGateway, type GatewayAccess, refusalOf } from '../gateway-data.js';
 import type { ChunkBytes } from './chunk-cache.js';
 
@@ -12,9 +12,9 @@ export class VolumeMountError extends Error {
 export interface ChunkSource {
   /** Named in errors: which store refused or served a bad chunk. */
   readonly from: string;
-  /** Chunks fetched at once: the gateway buffers each one whole, the registry streams. */
+  /** Chunks fetched at once, each held whole on its way. */
   readonly parallel: number;
-  /** Chunks of a file uploaded at once by a commit (each a 4 MiB buffer). */
+  /** Chunks of a file uploaded at once by a commit (each a buffer of a chunk). */
   readonly uploads: number;
   fetch(hex: string): Promise<ChunkBytes>;
   /** Stores a chunk for a commit (nothing sent when the store holds it already). */
@@ -27,19 +27,25 @@ const CALL_TIMEOUT_MS = 300_000;
  * Chunks straight from the registry (no control-plane process carries them), with a token the
  * gateway signs for this volume's repository only after checking the container is placed on this
  * machine: pull, and push for a read-write mount. Asked again when the registry says it expired.
+ * Reads go through the machine's site cache where it has one (commits go to the store).
  */
-export function registryChunks(gateway: () => GatewayAccess, containerId: string, volume: string): ChunkSource {
-  const blobs = new RegistryBlobs(async () => {
-    const response = await callGateway(gateway(), `${agentVolumePath(containerId, volume)}/grant`, CALL_TIMEOUT_MS);
-    if (!response.ok) throw new VolumeMountError(`volume ${volume}: the gateway refused a store token: ${await refusalOf(response)}`);
-    return (await response.json()) as VolumeBlobGrant;
-  }, CALL_TIMEOUT_MS);
+export function registryChunks(gateway: () => GatewayAccess, containerId: string, volume: string, siteCache?: SiteCacheUse): ChunkSource {
+  const blobs = new RegistryBlobs(
+    async () => {
+      const response = await callGateway(gateway(), `${agentVolumePath(containerId, volume)}/grant`, CALL_TIMEOUT_MS);
+      if (!response.ok) throw new VolumeMountError(`volume ${volume}: the gateway refused a store token: ${await refusalOf(response)}`);
+      return (await response.json()) as VolumeBlobGrant;
+    },
+    CALL_TIMEOUT_MS,
+    siteCache,
+  );
   return {
-    from: 'the volume store (registry)',
+    from: siteCache ? `the volume store (registry) through the site cache ${siteCache.url}` : 'the volume store (registry)',
+    // Each chunk is held whole on its way (at most VOLUME_CHUNK_BYTES): 16 at once keep 64 MiB in flight.
     parallel: 16,
-    // The quota is checked at the commit, for all its chunks at once.
-    uploads: 4,
-    fetch: (hex) => blobs.open(hex),
+    // The quota is checked at the commit, for all its chunks at once; 8 buffers of a chunk each.
+    uploads: 8,
+    fetch: (hex) => blobs.read(hex, VOLUME_CHUNK_BYTES),
     upload: async (hex, chunk) => {
       await blobs.put(hex, chunk);
     },

@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { AGENT_SOCKET_NAME } from '../containers/container-spec.js';
@@ -46,7 +48,12 @@ export class CommitSockets {
       );
     });
     const path = join(dir, AGENT_SOCKET_NAME);
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, resolve));
+    // A Unix socket's address is at most 107 bytes, and a state directory deep in the filesystem
+    // passes it (the path is cut short and the socket lands elsewhere): listen on a short name,
+    // then move the socket into place (a connect finds it by its file, not by its address).
+    const short = Buffer.byteLength(path) > 100 ? join(tmpdir(), `tern-sock-${randomBytes(6).toString('hex')}`) : path;
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(short, resolve));
+    if (short !== path) await rename(short, path);
     // Any user in the container (user namespaces included) may connect.
     await chmod(path, 0o666);
     this.servers.set(containerId, server);

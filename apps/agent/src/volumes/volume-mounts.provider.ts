@@ -12,6 +12,11 @@ export const volumeMountsProvider: Provider = {
   useFactory: (ctx: AgentContext, config: TernConfig) => {
     const gateway = () => ({ gatewayUrl: ctx.settings.gatewayUrl, token: ctx.settings.token });
     const volumesDir = join(ctx.settings.stateDir, 'volumes');
-    return new VolumeMounts(volumesDir, new ChunkCache(join(volumesDir, 'chunks'), config.agent.volumeCacheBytes), gateway);
+    return new VolumeMounts(
+      volumesDir,
+      new ChunkCache(join(volumesDir, 'chunks'), config.agent.volumeCacheBytes),
+      gateway,
+      ctx.settings.siteCache,
+    );
   },
 };

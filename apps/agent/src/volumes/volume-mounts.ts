@@ -1,24 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import {
-  chmod,
-  copyFile,
-  type FileHandle,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  readlink,
-  realpath,
-  rename,
-  rm,
-  stat,
-  utimes,
-  writeFile,
-} from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, mkdir, open, readdir, readFile, readlink, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import {
   agentVolumePath,
   type ContainerStart,
@@ -28,10 +12,10 @@ import {
   type VolumeFileEntry,
   type VolumeManifest,
 } from '#tern/contracts';
-import { inParallel, sha256Hex, volumePath } from '#tern/volumes';
 import { callGateway, type GatewayAccess, refusalOf } from '../gateway-data.js';
 import type { ChunkCache } from './chunk-cache.js';
 import { type ChunkSource, gatewayChunks, registryChunks, VolumeMountError } from './chunk-sources.js';
+import { writeTree } from './volume-trees.js';
 
 export { VolumeMountError } from './chunk-sources.js';
 
@@ -67,6 +51,8 @@ export class VolumeMounts {
     private readonly root: string,
     private readonly cache: ChunkCache,
     private readonly gateway: () => GatewayAccess,
+    /** The site cache chunks are read through (AGENT_SITE_CACHE), if the machine has one. */
+    private readonly siteCache?: string,
   ) {}
 
   /** Host directories by volume name for the start command's volumes. */
@@ -192,26 +178,13 @@ export class VolumeMounts {
   }
 
   private source(containerId: string, volume: string, store: VolumeManifest['store']): ChunkSource {
-    return (store === 'registry' ? registryChunks : gatewayChunks)(this.gateway, containerId, volume);
+    if (store !== 'registry') return gatewayChunks(this.gateway, containerId, volume);
+    const siteCache = this.siteCache ? { url: this.siteCache, unreachable: (message: string) => this.logger.warn(message) } : undefined;
+    return registryChunks(this.gateway, containerId, volume, siteCache);
   }
 
   private async materialize(containerId: string, manifest: VolumeManifest, dir: string): Promise<void> {
-    await mkdir(dir, { recursive: true, mode: 0o755 });
-    const source = this.source(containerId, manifest.volume, manifest.store);
-    const chunkPath = (hex: string) => this.cache.ensure(hex, () => source.fetch(hex), source.from);
-    // Every chunk on this machine first, many at once; each is verified as it streams into the cache.
-    const missing = [...new Set(manifest.files.flatMap((f) => f.chunks))].filter((hex) => !this.cache.has(hex));
-    await inParallel(missing, source.parallel, chunkPath);
-    for (const file of manifest.files) {
-      const checked = volumePath(file.path);
-      if ('problem' in checked) throw new VolumeMountError(`volume ${manifest.volume}: ${checked.problem}`);
-      const target = join(dir, ...checked.path.split('/'));
-      await mkdir(dirname(target), { recursive: true, mode: 0o755 });
-      await writeFileOf(file, target, chunkPath);
-      await chmod(target, file.mode & 0o777);
-      const mtime = new Date(file.mtime);
-      await utimes(target, mtime, mtime);
-    }
+    await writeTree(manifest, dir, this.cache, this.source(containerId, manifest.volume, manifest.store));
   }
 
   // --- committing ----------------------------------------------------------------------
@@ -317,16 +290,6 @@ export class VolumeMounts {
   }
 }
 
-/** Writes a file of a volume from its chunks in the cache. */
-async function writeFileOf(file: VolumeFileEntry, target: string, chunkPath: (hex: string) => Promise<string>): Promise<void> {
-  if (!file.chunks.length) return writeFile(target, '');
-  // One chunk: a copy (a reflink where the filesystem has them).
-  if (file.chunks.length === 1) return copyFile(await chunkPath(file.chunks[0]), target, constants.COPYFILE_FICLONE);
-  for (const [i, hex] of file.chunks.entries()) {
-    await pipeline(createReadStream(await chunkPath(hex)), createWriteStream(target, { flags: i === 0 ? 'w' : 'a' }));
-  }
-}
-
 /**
  * Reads the file a chunk at a time and uploads the chunks, `source.uploads` at once (each read
  * into a buffer of its own, reused once its upload is done: memory holds that many chunks at
@@ -351,7 +314,8 @@ export async function uploadChunks(source: ChunkSource, handle: FileHandle): Pro
     if (!filled) break;
     position += filled;
     const chunk = buffer.subarray(0, filled);
-    const hex = sha256Hex(chunk);
+    // On libuv's threads: the event loop keeps reading and sending while the chunk is hashed.
+    const hex = Buffer.from(await crypto.subtle.digest('SHA-256', chunk)).toString('hex');
     digests.push(hex);
     // A chunk repeated in the file (zeros, say) goes once.
     if (sent.has(hex)) {

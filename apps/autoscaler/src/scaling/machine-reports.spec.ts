@@ -1,5 +1,5 @@
-import type { AgentLoadReport, RouteRecord } from '#tern/contracts';
-import { placedPartOf, UNPLACED_WARN_AFTER_MS, UnplacedStreaks } from './machine-reports.js';
+import type { AgentLoadReport, RouteRecord, ServerLoadReport } from '#tern/contracts';
+import { placedPartOf, placedServerLoads, UNPLACED_WARN_AFTER_MS, UnplacedStreaks } from './machine-reports.js';
 
 describe('placedPartOf', () => {
   const routes: Record<string, RouteRecord> = {
@@ -66,5 +66,34 @@ describe('UnplacedStreaks', () => {
     streaks.refused('d-1.1', 'm-1', 0);
     streaks.forget('d-1.1');
     expect(streaks.refused('d-1.1', 'm-1', UNPLACED_WARN_AFTER_MS)).toBe(false);
+  });
+});
+
+describe('placedServerLoads', () => {
+  const routes: Record<string, RouteRecord> = {
+    'c-1': { containerId: 'c-1', deploymentId: 'd-1', version: 1, machineId: 'm-1', capacity: 1, readyAt: '' },
+    'c-2': { containerId: 'c-2', deploymentId: 'd-1', version: 1, machineId: 'm-2', capacity: 1, readyAt: '' },
+    'c-3': { containerId: 'c-3', deploymentId: 'd-2', version: 1, machineId: 'm-1', capacity: 1, readyAt: '' },
+  };
+  const routeOf = (id: string) => routes[id];
+  const report = (containers: { containerId: string; load: number }[], extra: Partial<ServerLoadReport> = {}): ServerLoadReport => ({
+    machineId: 'm-1',
+    deploymentId: 'd-1',
+    version: 1,
+    containers,
+    at: new Date(0).toISOString(),
+    ...extra,
+  });
+
+  it("keeps only loads of the reporting machine's own containers of that version", () => {
+    const loads = [
+      { containerId: 'c-1', load: 4 },
+      { containerId: 'c-2', load: 900 },
+      { containerId: 'c-3', load: 900 },
+      { containerId: 'c-ghost', load: 900 },
+    ];
+    expect(placedServerLoads(report(loads), routeOf)).toEqual([{ containerId: 'c-1', load: 4 }]);
+    expect(placedServerLoads(report(loads, { version: 2 }), routeOf)).toEqual([]);
+    expect(placedServerLoads(report(loads, { machineId: 'm-2' }), routeOf)).toEqual([{ containerId: 'c-2', load: 900 }]);
   });
 });

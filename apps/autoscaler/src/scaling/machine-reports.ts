@@ -1,4 +1,4 @@
-import type { AgentLoadReport, LoadReport, RouteRecord } from '#tern/contracts';
+import type { AgentLoadReport, ContainerServerLoad, LoadReport, RouteRecord, ServerLoadReport } from '#tern/contracts';
 
 /**
  * A machine's load report as far as the scheduler's placements vouch for it: only the containers
@@ -22,6 +22,20 @@ export function placedPartOf(report: AgentLoadReport, routeOf: (containerId: str
     containers,
     at: report.at,
   };
+}
+
+/**
+ * The container loads of a server-load report that the routes place on the reporting machine for
+ * that version: a machine cannot move another machine's, version's or deployment's scale.
+ */
+export function placedServerLoads(
+  report: ServerLoadReport,
+  routeOf: (containerId: string) => RouteRecord | undefined,
+): ContainerServerLoad[] {
+  return report.containers.filter((c) => {
+    const route = routeOf(c.containerId);
+    return route?.machineId === report.machineId && route.deploymentId === report.deploymentId && route.version === report.version;
+  });
 }
 
 /**

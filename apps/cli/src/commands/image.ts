@@ -148,11 +148,24 @@ function showCommand(): Command {
     });
 }
 
+function rmCommand(): Command {
+  return new Command('rm')
+    .description(
+      "Delete an image from Tern's registry, with every tag of its manifest (workspace admin: your own builds; operator: any); refused while a deployment or a live sandbox runs it",
+    )
+    .argument('<ref>', 'host/repository:tag or host/repository@sha256:…')
+    .action(async (ref: string) => {
+      const deleted = await new TernClient(resolveContext()).deleteImage(ref);
+      process.stdout.write(`Deleted ${deleted.image} (${deleted.digest}) and every tag naming it.\n`);
+    });
+}
+
 export function imageCommand(): Command {
   return new Command('image')
-    .description("Images in the registry: build the Debian base, build a spec's image, show one")
+    .description("Images in the registry: build the Debian base, build a spec's image, show one, delete one")
     .addCommand(baseCommand())
     .addCommand(buildCommand())
     .addCommand(listCommand())
-    .addCommand(showCommand());
+    .addCommand(showCommand())
+    .addCommand(rmCommand());
 }

@@ -93,6 +93,14 @@ describe('machine views', () => {
     expect(renderMachine({ ...machine, reputation: null }, now)).toMatch(/^Reputation\s+not scored yet$/m);
   });
 
+  it('says where its volume and image bytes come from: a site cache or the registry', () => {
+    expect(renderMachine(machine, now)).toMatch(/^Volume and image bytes from\s+Tern's registry, directly$/m);
+    const cached = { ...machine, heartbeat: { ...machine.heartbeat!, siteCache: 'http://10.0.0.5:5080' } };
+    expect(renderMachine(cached, now)).toMatch(
+      /^Volume and image bytes from\s+the site cache http:\/\/10\.0\.0\.5:5080 \(in front of Tern's registry; images of other registries directly\)$/m,
+    );
+  });
+
   it('says what the hardware challenge found, and why a machine is quarantined', () => {
     expect(renderMachine(machine, now)).toMatch(/^Hardware\s+verified: proved CPU \(AMD EPYC 7B13\) at 900 M .* \(checked 1m ago\)$/m);
     const reason = 'GPU 0 (NVIDIA H100 80GB HBM3) did not commit to a 4096×4096 int8 product within 2.68 s';

@@ -117,6 +117,13 @@ export function renderMachine(m: MachineDetail, now = Date.now()): string {
       `${iso.runtime}, network ${iso.network === 'host' ? "host (containers share the machine's network: no isolation)" : 'private'}, user namespaces ${iso.userNamespaces ? 'on' : 'off'}`,
     ]);
   if (m.heartbeat) lines.push(['Builds images', m.heartbeat.builder ? 'yes (AGENT_BUILDER=true)' : 'no']);
+  if (m.heartbeat)
+    lines.push([
+      'Volume and image bytes from',
+      m.heartbeat.siteCache
+        ? `the site cache ${m.heartbeat.siteCache} (in front of Tern's registry; images of other registries directly)`
+        : "Tern's registry, directly",
+    ]);
   if (m.heartbeat) lines.push(...block('Containers', m.heartbeat.runningContainers.length ? m.heartbeat.runningContainers : ['none']));
   const width = Math.max(...lines.map(([k]) => k.length));
   return lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`.trimEnd()).join('\n');

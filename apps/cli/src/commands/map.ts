@@ -20,7 +20,7 @@ export function mapCommand(): Command {
   return new Command('map')
     .description('Map a function over many inputs server-side: POST /function/<name>/map, then the results as NDJSON in input order')
     .argument('<function>', 'the function deployment')
-    .requiredOption('--input <file>', 'the inputs: NDJSON (one JSON object per line) or a JSON array; - for stdin')
+    .requiredOption('--input <file>', 'the inputs: NDJSON (one JSON value per line) or a JSON array; - for stdin')
     .option('--chunk-size <n>', 'inputs per task (the handler is called once per input in the container)', countArgument, 1)
     .option('--out <file>', 'write the result lines here (default: stdout)')
     .option('--return-exceptions', "keep a failed input's error in its place instead of failing the map")

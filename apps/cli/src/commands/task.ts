@@ -56,7 +56,7 @@ export function taskCommand(): Command {
     .command('put')
     .description('Submit a task: POST /taskqueue/<queue>[/v<N>] with a JSON payload; prints the task id (or the result with --wait)')
     .argument('<queue>', 'the task_queue deployment')
-    .option('-d, --data <json>', 'the payload (a JSON object)', jsonArgument, '{}')
+    .option('-d, --data <json>', "the payload (any JSON value: the handler's argument)", jsonArgument, '{}')
     .option('--version <n>', 'a specific version of the queue', versionArgument)
     .option('--max-retries <n>', "override the queue's max_retries", countArgument)
     .option('--timeout <seconds>', "override the queue's task timeout", secondsArgument)

@@ -64,7 +64,8 @@ export class AuthService implements OnApplicationBootstrap {
 
   private async lookUp(hash: string): Promise<Principal | undefined> {
     const row = await this.tokens.findActiveByHash(hash);
-    if (!row || !row.workspace) {
+    // A deleted workspace's tokens are revoked with it; the check also covers one issued while it was being deleted.
+    if (!row || !row.workspace || row.workspace.deletedAt) {
       this.verified.delete(hash);
       return undefined;
     }

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { AuthService } from '../auth/auth.service.js';
 import { EndpointsService } from './endpoints.service.js';
+import { withoutTicket } from './socket-tickets.js';
 
 /** The patterns served (metrics label requests by pattern). */
 const PATTERNS = ['/endpoint/:name', '/endpoint/:name/*'];
@@ -54,7 +55,7 @@ export class EndpointsRoute {
       if (reply.sent) return;
       // ApiError and AuthService's 401: the very answer Nest's exception filter gives them.
       if (e instanceof HttpException) return void reply.code(e.getStatus()).send(e.getResponse());
-      this.logger.error(`request ${request.url} failed: ${(e as Error).stack ?? e}`);
+      this.logger.error(`request ${withoutTicket(request.url)} failed: ${(e as Error).stack ?? e}`);
       void reply.code(500).send({ statusCode: 500, error: STATUS_CODES[500], message: 'internal error' });
     }
   }

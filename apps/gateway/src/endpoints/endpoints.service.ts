@@ -2,12 +2,13 @@ import { Readable } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DeploymentRecord, endpointLimits, HTTP_METHODS, type HttpMethod } from '#tern/contracts';
-import { invoke, InvokeError, type InvokeResponse, Messaging } from '#tern/messaging';
+import { InvokeError, type InvokeResponse } from '#tern/messaging';
 import { ContainersRepository } from '#tern/persistence';
 import { ApiError } from '#tern/service';
 import type { Principal } from '../auth/principal.js';
 import { NOTICE_HEADER, parseEndpointUrl, pathNotice, pinnedVersion, SERVED_VERSION_HEADER, VERSION_HEADER } from './endpoint-path.js';
 import { forwardable } from './headers.js';
+import { InvokeClient } from './invoke-client.js';
 import type { Lane } from './lane.js';
 import { LanesService } from './lanes.service.js';
 import { originalContentType, requestIdOf } from './raw-body.js';
@@ -29,7 +30,7 @@ export class EndpointsService {
   private readonly logger = new Logger('endpoints');
 
   constructor(
-    private readonly messaging: Messaging,
+    private readonly invoker: InvokeClient,
     private readonly table: RoutesMirror,
     private readonly lanes: LanesService,
     private readonly stats: RequestStats,
@@ -38,6 +39,54 @@ export class EndpointsService {
 
   async forward(principal: Principal, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const requestId = requestIdOf(request);
+    const { target, method, record } = await this.resolve(principal, request, reply);
+    const limits = endpointLimits(record.spec);
+    const arrived = Date.now();
+    const deadline = arrived + limits.firstByteMs;
+    const clock = new RequestLimits(record.name, limits.idleMs);
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) clock.end('client_closed', 499, 'the client closed the connection');
+    });
+    clock.untilStart(
+      deadline,
+      `no response from "${record.name}" v${record.version} started within ${limits.firstByteMs / 1000} s (the deployment's timeout)`,
+    );
+    clock.inAll(arrived + limits.totalMs, `the request passed ${limits.totalMs / 1000} s in all (the deployment's max_duration)`);
+    const lane = this.lanes.lane(record.deploymentId, record.version);
+    const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type', VERSION_HEADER]);
+    const contentType = originalContentType(request);
+    if (contentType) headers['content-type'] = contentType;
+    headers['x-tern-request-id'] = requestId;
+    const tern: Record<string, string> = { [SERVED_VERSION_HEADER]: String(record.version) };
+    const notice = pathNotice(target.name, target.path, record.version, (v) => !!this.table.record(record.deploymentId, v));
+    if (notice) tern[NOTICE_HEADER] = notice;
+    const outgoing: OutgoingCall = {
+      requestId,
+      record,
+      lane,
+      deadline,
+      method,
+      path: target.path,
+      headers,
+      body: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
+      // The agent's own cap, a little after ours so that ours, which names the limit, ends it.
+      agentEndsAt: arrived + limits.totalMs + AGENT_GRACE_MS,
+    };
+    try {
+      const { containerId, response, started } = await this.send(outgoing, clock);
+      clock.started();
+      this.respond(reply, response, { containerId, lane, started, clock, record, tern });
+    } catch (e) {
+      clock.clear();
+      throw e;
+    }
+  }
+
+  /**
+   * The deployment version a request names, or the 4xx/503 that says why there is none to send it
+   * to; from when the version is known, the request counts in its stats whatever its outcome.
+   */
+  private async resolve(principal: Principal, request: FastifyRequest, reply: FastifyReply) {
     const target = parseEndpointUrl(request.url);
     if (!target) throw new ApiError(404, 'expected /endpoint/<name>[@<version>][/<path>]');
     const pin = pinnedVersion(target, request.headers[VERSION_HEADER]);
@@ -61,70 +110,50 @@ export class EndpointsService {
       throw new ApiError(400, `deployment "${target.name}" is a ${record.spec.kind}, not an endpoint${where}`);
     }
     if (record.state === 'stopped') throw new ApiError(503, `deployment "${target.name}" stopped: start it to serve requests`);
+    return { target, method, record };
+  }
 
-    const limits = endpointLimits(record.spec);
-    const arrived = Date.now();
-    const deadline = arrived + limits.firstByteMs;
-    const clock = new RequestLimits(record.name, limits.idleMs);
-    reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) clock.end('client_closed', 499, 'the client closed the connection');
-    });
-    clock.untilStart(
-      deadline,
-      `no response from "${record.name}" v${record.version} started within ${limits.firstByteMs / 1000} s (the deployment's timeout)`,
-    );
-    clock.inAll(arrived + limits.totalMs, `the request passed ${limits.totalMs / 1000} s in all (the deployment's max_duration)`);
-    const lane = this.lanes.lane(record.deploymentId, record.version);
-    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const headers = forwardable(request.headers, ['authorization', 'host', 'content-length', 'content-type', VERSION_HEADER]);
-    const contentType = originalContentType(request);
-    if (contentType) headers['content-type'] = contentType;
-    headers['x-tern-request-id'] = requestId;
-    const tern: Record<string, string> = { [SERVED_VERSION_HEADER]: String(record.version) };
-    const notice = pathNotice(target.name, target.path, record.version, (v) => !!this.table.record(record.deploymentId, v));
-    if (notice) tern[NOTICE_HEADER] = notice;
-
-    try {
-      for (let attempt = 0; ; attempt++) {
-        const containerId = await this.takeContainer(lane, record, deadline, attempt > 0, clock);
-        const started = Date.now();
-        let response: InvokeResponse;
-        try {
-          const machineId = lane.machineOf(containerId);
-          if (!machineId) throw new InvokeError(503, `container ${containerId} is no longer routed`);
-          response = await invoke(
-            this.messaging,
-            { machineId, containerId },
-            {
-              requestId,
-              deploymentId: record.deploymentId,
-              method,
-              path: target.path,
-              headers,
-              // The agent's own cap, a little after ours so that ours, which names the limit, ends it.
-              timeoutMs: Math.max(1, arrived + limits.totalMs + AGENT_GRACE_MS - Date.now()),
-            },
-            body,
-            { signal: clock.signal },
-          );
-        } catch (e) {
-          lane.release(containerId);
-          if (!(e instanceof InvokeError)) throw e;
-          if (e instanceof EndedEarly) throw new ApiError(e.code, e.message);
-          if (e.code === 503 || e.code === 502) lane.markSuspect(containerId);
-          // No responders: the request never reached a container, so another one may take it.
-          if (e.code === 503 && attempt < RETRIES_ON_GONE && lane.hasRoom()) continue;
-          if (e.code === 503)
-            throw new ApiError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
-          throw new ApiError(e.code, e.message);
-        }
-        clock.started();
-        this.respond(reply, response, { containerId, lane, started, clock, record, tern });
-        return;
+  /**
+   * Invokes a container with room and waits for its response head. A container that vanished
+   * before the request reached it (no responders) is marked suspect and another one with room
+   * tried, at most RETRIES_ON_GONE times; any other failure ends the request with its status.
+   */
+  private async send(
+    call: OutgoingCall,
+    clock: RequestLimits,
+  ): Promise<{ containerId: string; response: InvokeResponse; started: number }> {
+    const { lane, record } = call;
+    for (let attempt = 0; ; attempt++) {
+      const containerId = await this.takeContainer(lane, record, call.deadline, attempt > 0, clock);
+      const started = Date.now();
+      try {
+        const machineId = lane.machineOf(containerId);
+        if (!machineId) throw new InvokeError(503, `container ${containerId} is no longer routed`);
+        const response = await this.invoker.send(
+          { machineId, containerId },
+          {
+            requestId: call.requestId,
+            deploymentId: record.deploymentId,
+            method: call.method,
+            path: call.path,
+            headers: call.headers,
+            timeoutMs: Math.max(1, call.agentEndsAt - Date.now()),
+          },
+          call.body,
+          { signal: clock.signal },
+        );
+        return { containerId, response, started };
+      } catch (e) {
+        lane.release(containerId);
+        if (!(e instanceof InvokeError)) throw e;
+        if (e instanceof EndedEarly) throw new ApiError(e.code, e.message);
+        if (e.code === 503 || e.code === 502) lane.markSuspect(containerId);
+        // No responders: the request never reached a container, so another one may take it.
+        if (e.code === 503 && attempt < RETRIES_ON_GONE && lane.hasRoom()) continue;
+        if (e.code === 503)
+          throw new ApiError(503, `container ${containerId} of "${record.name}" went away before answering; retry shortly`);
+        throw new ApiError(e.code, e.message);
       }
-    } catch (e) {
-      clock.clear();
-      throw e;
     }
   }
 
@@ -219,6 +248,21 @@ export class EndpointsService {
     stream.on('close', release);
     void reply.send(stream);
   }
+}
+
+/** A request on its way to a container of its version. */
+interface OutgoingCall {
+  requestId: string;
+  record: DeploymentRecord;
+  lane: Lane;
+  /** When its response must have started (ms): until then it may wait for a container with room. */
+  deadline: number;
+  method: HttpMethod;
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** When the agent gives up on it by itself (ms). */
+  agentEndsAt: number;
 }
 
 /** What respond needs of the call that got a response. */

@@ -17,7 +17,7 @@ export class FunctionsController {
   @ApiOperation({
     summary: 'Call a function once',
     description:
-      "The body (a JSON object) is the handler's input. Waits up to `wait` seconds (default 60, at most 300) and answers 200 {call_id, status, result} when the call ended by then, else 202 {call_id, status}: read it later at GET /api/v1/calls/<id>[/wait]. max_retries, timeout, ttl override the function's task policy for this call. 400 not JSON, 404 unknown function, 413 input over 512 KiB, 429 too many calls waiting, 503 stopped.",
+      "The body, any JSON value but null (empty means {}), is the handler's one argument. Waits up to `wait` seconds (default 60, at most 300) and answers 200 {call_id, status, result} when the call ended by then, else 202 {call_id, status}: read it later at GET /api/v1/calls/<id>[/wait]. max_retries, timeout, ttl override the function's task policy for this call. 400 not JSON, 404 unknown function, 413 input over 512 KiB, 429 too many calls waiting, 503 stopped.",
   })
   call(
     @CurrentPrincipal() p: Principal,

@@ -67,6 +67,7 @@ export function machineDetail(m: Machine, beat?: HeartbeatSnapshot, reputation?:
           runningContainers: beat.runningContainers,
           ...(beat.isolation ? { isolation: beat.isolation } : {}),
           ...(beat.builder ? { builder: true } : {}),
+          ...(beat.siteCache ? { siteCache: beat.siteCache } : {}),
         }
       : null,
     createdAt: m.createdAt.toISOString(),

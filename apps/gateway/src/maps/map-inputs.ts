@@ -65,8 +65,7 @@ export async function* readInputs(body: AsyncIterable<Buffer> & Readable): Async
 }
 
 function checked(value: unknown, index: number): unknown {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new ApiError(400, `input ${index} must be a JSON object (its fields are the handler's input), e.g. {"n": 1}`);
+  if (value === null) throw new ApiError(400, `input ${index} is null: each input is any other JSON value, the handler's argument`);
   if (index >= MAX_MAP_INPUTS) throw new ApiError(413, `a map takes at most ${MAX_MAP_INPUTS} inputs: split it into several maps`);
   if (Buffer.byteLength(JSON.stringify(value)) > TASK_PAYLOAD_MAX_BYTES) throw tooLarge(`input ${index}`);
   const problem = jsonValueProblem(value);

@@ -9,13 +9,18 @@ import { TaskTransitions } from '../tasks/task-transitions.js';
 import { TaskWaiters } from '../tasks/task-waiters.js';
 
 export const SETTLE_EVERY_MS = 2_000;
+/**
+ * The sweep's least spacing. Every task's end pokes the settler (most are no map's chunks), so a
+ * sweep on every poke was one query per task; the tick still sweeps at least once a period.
+ */
+export const SWEEP_SPACING_MS = SETTLE_EVERY_MS / 2;
 const BATCH = 500;
 
 /**
  * Settles a map's chunks once their tasks end: each input's outcome copied beside its chunk,
  * the map's counts and state moved on, and a map without return_exceptions failed at its first
  * error (what has not finished is cancelled). Woken by TASK_ENDED notices; a sweep every tick
- * catches what a notice missed (a restart, another replica's). Several replicas may settle one
+ * (not on every notice: see SWEEP_SPACING_MS) catches what a notice missed (a restart, another replica's). Several replicas may settle one
  * chunk at once: the repository settles it once.
  */
 @Injectable()
@@ -23,6 +28,7 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly logger = new Logger('map-settler');
   private readonly ticker = new Ticker({ name: 'map settler', everyMs: SETTLE_EVERY_MS, logger: this.logger }, () => this.run());
   private noticed = new Set<string>();
+  private sweptAt = -Infinity;
   private subscription?: Subscription;
 
   constructor(
@@ -52,6 +58,8 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
       for (const id of ids) this.noticed.delete(id);
       await this.settleAll(await this.maps.endedChunks(ids, BATCH));
     }
+    if (Date.now() - this.sweptAt < SWEEP_SPACING_MS) return;
+    this.sweptAt = Date.now();
     let swept: EndedChunk[];
     do {
       swept = await this.maps.endedChunks(undefined, BATCH);

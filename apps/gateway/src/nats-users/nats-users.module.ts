@@ -3,5 +3,5 @@ import { NatsAccount } from './nats-account.js';
 import { NatsUsersController } from './nats-users.controller.js';
 import { NatsUsersService } from './nats-users.service.js';
 
-@Module({ controllers: [NatsUsersController], providers: [NatsUsersService, NatsAccount] })
+@Module({ controllers: [NatsUsersController], providers: [NatsUsersService, NatsAccount], exports: [NatsUsersService] })
 export class NatsUsersModule {}

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  BadRequestException,
   ConflictException,
   ForbiddenException,
   Inject,
@@ -8,6 +9,7 @@ import {
   NotFoundException,
   ServiceUnavailableException,
 } from '@nestjs/common';
+import { NKeysError } from '@nats-io/nkeys';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import type { CreatedNatsUser, IntegratorScope, NatsUserView } from '#tern/contracts';
 import { integratorInbox, issueIntegratorJwt } from '#tern/nats-auth';
@@ -47,6 +49,10 @@ export class NatsUsersService {
       scopes: body.allow,
       name: body.name,
       publicKey: body.publicKey,
+    }).catch((e: Error) => {
+      // The body's validation refuses a malformed key first; one nkeys still refuses is the caller's to fix too.
+      if (e instanceof NKeysError) throw new BadRequestException(`publicKey is not a user public key nkeys accepts (${e.message})`);
+      throw e;
     });
     let user: NatsUser;
     try {
@@ -79,6 +85,17 @@ export class NatsUsersService {
     await this.account.revoke([user.publicKey]);
     await this.users.markRevoked(user.id);
     this.logger.log({ userId: user.id, workspaceId: user.workspaceId }, `revoked integrator NATS user ${user.name}`);
+  }
+
+  /** A deleted workspace's users, all revoked at once (one revocation-list update); answers how many. */
+  async revokeAllOf(workspaceId: string): Promise<number> {
+    const users = await this.users.activeOf(workspaceId);
+    if (!users.length) return 0;
+    // Without operator mode no user JWT could have been issued since: the rows are what is left.
+    if (this.account.enabled) await this.account.revoke(users.map((u) => u.publicKey));
+    for (const u of users) await this.users.markRevoked(u.id);
+    this.logger.log({ workspaceId, users: users.length }, `revoked the ${users.length} NATS user(s) of a deleted workspace`);
+    return users.length;
   }
 
   private workspaceFor(p: Principal, workspace: string | undefined): string {

@@ -10,7 +10,7 @@ import { grantAccess, parseScopes, type RegistryTokenSigner, signRegistryToken }
 /** Actions on one repository of Tern's registry. */
 export interface RepositoryGrant {
   readonly repository: string;
-  /** `delete`: the control plane's own, removing a volume's old version manifests; never a caller's. */
+  /** `delete`: the control plane's own, removing a volume's old version manifests or a deleted image; never a caller's. */
   readonly actions: readonly ('pull' | 'push' | 'delete')[];
 }
 
@@ -92,6 +92,12 @@ export class RegistryTokens {
       subject,
       grants.map((g) => ({ type: 'repository', name: g.repository, actions: [...g.actions] })),
     );
+  }
+
+  /** A token for the control plane to list every repository (`registry:catalog:*`); undefined without token auth. */
+  catalogToken(): string | undefined {
+    if (!this.signer) return undefined;
+    return signRegistryToken(this.signer, 'tern-gateway', [{ type: 'registry', name: 'catalog', actions: ['*'] }]).token;
   }
 
   private answer(t: { token: string; expiresIn: number; issuedAt: string }): RegistryTokenResponse {

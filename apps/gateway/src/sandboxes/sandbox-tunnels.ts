@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { HttpException, Injectable, Logger, NotFoundException, UnauthorizedException } from '@nestjs/common';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { Duplex } from 'node:stream';
@@ -9,6 +9,8 @@ import type { Sandbox } from '#tern/persistence';
 import { fireAndForget } from '#tern/timing';
 import { AuthService } from '../auth/auth.service.js';
 import type { Principal } from '../auth/principal.js';
+import { EndpointSockets } from '../endpoints/endpoint-sockets.js';
+import { serveUpgrade, upgradeHead } from '../upgrades.js';
 import { SandboxesService } from './sandboxes.service.js';
 import { shellMessage } from './shell-messages.js';
 
@@ -20,22 +22,6 @@ const RESIZE_TIMEOUT_MS = 10_000;
 const SHELL_URL = /^\/api\/v1\/sandboxes\/([^/?]+)\/shell(?:\?(.*))?$/;
 const PORT_URL = /^\/sandbox\/([^/?]+)\/([^/?]+)(.*)$/;
 const PUBLIC_PORT_URL = /^\/sandbox-public\/([^/?]+)(.*)$/;
-
-/** Writes an HTTP error on a socket that asked for an upgrade, then closes it. */
-function refuse(socket: Duplex, status: number, message: string): void {
-  const body = JSON.stringify({ statusCode: status, message });
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-}
-
-/** The upgrade request as the sandbox's server receives it: its own path, the caller's headers less Tern's credential. */
-function requestHead(req: IncomingMessage, path: string): string {
-  const lines = [`${req.method} ${path.startsWith('/') ? path : `/${path}`} HTTP/1.1`];
-  for (let i = 0; i < req.rawHeaders.length; i += 2)
-    if (req.rawHeaders[i].toLowerCase() !== 'authorization') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-  return `${lines.join('\r\n')}\r\n\r\n`;
-}
 
 /**
  * A shell's WebSocket as a byte stream: binary messages are the terminal's bytes both ways; the
@@ -97,16 +83,8 @@ export class SandboxTunnels {
 
   /** The HTTP server's `upgrade` listener. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    socket.on('error', () => socket.destroy());
-    fireAndForget(
-      `upgrade of ${req.url}`,
-      this.logger,
-      this.route(req, socket, head).catch((e: unknown) => {
-        if (e instanceof HttpException) return refuse(socket, e.getStatus(), e.message);
-        refuse(socket, 500, 'the tunnel could not be opened');
-        throw e;
-      }),
-    );
+    if (EndpointSockets.handles(req.url)) return; // the endpoints module's listener answers those
+    serveUpgrade(this.logger, `upgrade of ${req.url}`, socket, () => this.route(req, socket, head), 'the tunnel could not be opened');
   }
 
   private async route(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -124,7 +102,7 @@ export class SandboxTunnels {
     }
     const shell = SHELL_URL.exec(url);
     if (shell) return this.toShell(await this.sandboxes.running(await this.principal(req), shell[1]), shell[2], req, socket, head);
-    throw new NotFoundException(`no WebSocket at ${url.split('?')[0]}: sandbox ports and shells only`);
+    throw new NotFoundException(`no WebSocket at ${url.split('?')[0]}: sandbox ports, shells and endpoints only`);
   }
 
   private async principal(req: IncomingMessage): Promise<Principal> {
@@ -136,7 +114,9 @@ export class SandboxTunnels {
 
   private async toPort(sandbox: Sandbox, port: number, req: IncomingMessage, path: string, socket: Duplex, head: Buffer) {
     const end = await this.open(sandbox, { target: 'port', port });
-    socket.unshift(Buffer.concat([Buffer.from(requestHead(req, path || '/')), head]));
+    // The server gets the caller's headers less Tern's credential.
+    const requestHead = upgradeHead(req, path || '/', (name, value) => (name.toLowerCase() === 'authorization' ? undefined : value));
+    socket.unshift(Buffer.concat([Buffer.from(requestHead), head]));
     await end.attach(socket);
   }
 

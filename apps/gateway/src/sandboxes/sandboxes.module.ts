@@ -22,6 +22,7 @@ import { SandboxesService } from './sandboxes.service.js';
   imports: [ImagesModule, RegistryTokensModule],
   controllers: [SandboxesController, SandboxCallsController, SandboxPortsController, SandboxPublicPortsController],
   providers: [SandboxPlacer, SandboxesService, SandboxSnapshots, SandboxCallsService, SandboxSweeper, SandboxTunnels],
+  exports: [SandboxesService],
 })
 export class SandboxesModule implements OnModuleInit {
   constructor(

@@ -1,11 +1,21 @@
 import { Controller, Inject } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { Ctx, Payload } from '@nestjs/microservices';
-import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED, TaskCompleted, TaskFailed, TaskStarted } from '#tern/contracts';
+import {
+  TASK_COMPLETED,
+  TASK_FAILED,
+  TASK_SPOT_CHECKED,
+  TASK_STARTED,
+  TaskCompleted,
+  TaskFailed,
+  TaskSpotChecked,
+  TaskStarted,
+} from '#tern/contracts';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
 import { ORDINARY_REFUSALS } from '#tern/tasks';
 import { backoffMs, type BackoffShape } from '#tern/timing';
+import { SpotChecks } from './spot-checks.js';
 import { TaskTransitions, type TaskVerdict } from './task-transitions.js';
 
 const refused = new Counter({
@@ -31,6 +41,7 @@ export const NOT_YET_LEASED_BACKOFF: BackoffShape = { firstMs: 5, maxMs: 5000 };
 export class TaskEventsController {
   constructor(
     private readonly transitions: TaskTransitions,
+    private readonly spotChecks: SpotChecks,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -47,6 +58,15 @@ export class TaskEventsController {
   @OnMessage(TASK_FAILED, { concurrency: 64 })
   async failed(@Payload() e: TaskFailed, @Ctx() ctx: JetStreamContext) {
     this.settle(await this.transitions.failed(e, ctx.delivery!.storedAt), ctx);
+  }
+
+  /** A verifier's answer to a spot check: believed only from the machine and container asked. */
+  @OnMessage(TASK_SPOT_CHECKED, { concurrency: 16 })
+  async spotChecked(@Payload() e: TaskSpotChecked, @Ctx() ctx: JetStreamContext) {
+    const answer = await this.spotChecks.answered(e);
+    if (answer.accepted) return;
+    refused.inc({ reason: 'not-asked' });
+    ctx.delivery!.reject(`not believed (not-asked): ${answer.detail}`);
   }
 
   /**

@@ -188,8 +188,8 @@ export class TaskSubmissionService {
   }
 }
 
-/** The body as a JSON object (a handler's keyword arguments); 400/413 otherwise. */
-export function parsePayload(body: Buffer): Record<string, unknown> {
+/** The body as a JSON value, the handler's one argument ({} when empty); 400/413 otherwise. */
+export function parsePayload(body: Buffer): unknown {
   if (body.length > TASK_PAYLOAD_MAX_BYTES) throw new ApiError(413, payloadTooLarge());
   if (!body.length || !body.toString('utf8').trim()) return {};
   // The raw-body route skips the API's JSON parser; the same checks, before jsonb refuses the value.
@@ -201,12 +201,12 @@ export function parsePayload(body: Buffer): Record<string, unknown> {
   } catch (e) {
     throw new ApiError(400, `the task payload must be JSON: ${(e as Error).message}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ApiError(400, 'the task payload must be a JSON object (its fields are the handler\'s input), e.g. {"prompt": "..."}');
-  }
+  // No input at all is an empty body (the handler gets {}); a jsonb null would read back as none.
+  if (value === null)
+    throw new ApiError(400, "the task payload is null: send any other JSON value (the handler's argument), or no body for {}");
   const valueProblem = jsonValueProblem(value);
   if (valueProblem) throw new ApiError(400, `the task payload: ${valueProblem}`);
-  return value as Record<string, unknown>;
+  return value;
 }
 
 export function payloadTooLarge(): string {

@@ -11,17 +11,20 @@ describe('task payload', () => {
     }
   };
 
-  it('is a JSON object; an empty body is {}', () => {
+  it("is any JSON value but null, the handler's one argument; an empty body is {}", () => {
     expect(parsePayload(Buffer.from('{"n": 1}'))).toEqual({ n: 1 });
+    expect(parsePayload(Buffer.from('7'))).toBe(7);
+    expect(parsePayload(Buffer.from('[1, "two"]'))).toEqual([1, 'two']);
+    expect(parsePayload(Buffer.from('"text"'))).toBe('text');
+    expect(parsePayload(Buffer.from('false'))).toBe(false);
     expect(parsePayload(Buffer.alloc(0))).toEqual({});
     expect(parsePayload(Buffer.from('  \n'))).toEqual({});
   });
 
   it('answers 400 for anything else and 413 beyond 512 KiB', () => {
     expect(status('not json')).toBe(400);
-    expect(status('[1, 2]')).toBe(400);
-    expect(status('"text"')).toBe(400);
     expect(status('null')).toBe(400);
+    expect(status('[1, "\\u0000"]')).toBe(400);
     expect(status(JSON.stringify({ x: 'y'.repeat(512 * 1024) }))).toBe(413);
   });
 

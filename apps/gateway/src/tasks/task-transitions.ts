@@ -17,8 +17,25 @@ import {
 } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { boundAttempt } from '#tern/metering';
-import { type CancelledTask, type EndedTask, type SettledAttempt, TasksRepository } from '#tern/persistence';
-import { finalStateAfter, type LeaseClaim, type LeaseRefusal, lostBeforeStart, refusedForPlacement, whyRefused } from '#tern/tasks';
+import {
+  type CancelledTask,
+  type EndedTask,
+  type SettledAttempt,
+  type StartedOver,
+  TasksRepository,
+  type TaskWithDeployment,
+} from '#tern/persistence';
+import {
+  finalStateAfter,
+  type LeaseClaim,
+  type LeaseRefusal,
+  lostBeforeStart,
+  refusedForPlacement,
+  TASK_START_REPORT_DELAY_MS,
+  whyRefused,
+} from '#tern/tasks';
+import { fireAndForget } from '#tern/timing';
+import { SpotChecks } from './spot-checks.js';
 import { TaskWaiters } from './task-waiters.js';
 
 /** Whether a task event changed the task, and if not why. */
@@ -48,6 +65,7 @@ export class TaskTransitions {
     private readonly tasks: TasksRepository,
     private readonly messaging: Messaging,
     private readonly waiters: TaskWaiters,
+    private readonly spotChecks: SpotChecks,
   ) {}
 
   /**
@@ -62,46 +80,43 @@ export class TaskTransitions {
     const before = await marking.finally(() => {
       if (this.starting.get(key) === marking) this.starting.delete(key);
     });
-    if (!before) {
-      const lease = await this.tasks.leaseOf(e.taskId);
-      if (refusedForPlacement(lease, e.attempt))
-        return this.refuse(TASK_STARTED, e, {
-          why: 'no-placement',
-          detail: `container ${e.containerId} was not placed on machine ${e.machineId} for the version of task ${e.taskId}`,
-        });
-      return this.refuse(TASK_STARTED, e, whyRefused(lease, e));
-    }
-    // The previous attempt was still running when this one began: its agent never reported, so
-    // it was lost with its container or machine. Said once, naming that machine (reputation
-    // counts it there); the agent's own report of it, if it came after all, has the same id.
-    if (lostBeforeStart(before, e.attempt)) {
-      await this.messaging
-        .publish(
-          TASK_FAILED,
-          {
-            taskId: e.taskId,
-            deploymentId: e.deploymentId,
-            ...(e.deploymentVersion ? { deploymentVersion: e.deploymentVersion } : {}),
-            workspaceId: e.workspaceId,
-            machineId: before.wasMachine,
-            ...(before.wasContainer ? { containerId: before.wasContainer } : {}),
-            attempt: before.wasAttempt,
-            cause: 'container-lost',
-            error: `attempt ${before.wasAttempt} never reported: its container or machine was lost; running it again`,
-            willRetry: true,
-            failedAt: e.startedAt,
-          },
-          { msgId: `${e.taskId}:failed:${before.wasAttempt}` },
-        )
-        .catch((err: Error) => this.logger.warn({ taskId: e.taskId, err: err.message }, 'could not report a lost attempt'));
-      // Nothing the lost attempt ran is on record: no duration.
-      await this.attemptEnded(
-        { taskId: e.taskId, attempt: before.wasAttempt, machineId: before.wasMachine, outcome: 'failed', cause: 'container-lost' },
-        { ...before, machineId: before.wasMachine, containerId: before.wasContainer, startedAt: null },
-        observedAt,
-      );
-    }
+    if (!before) return this.startRefused(TASK_STARTED, e);
+    await this.lostBefore(e, before, e.startedAt, observedAt);
     return ACCEPTED;
+  }
+
+  /**
+   * The previous attempt was still running when attempt `e.attempt` began: its agent never
+   * reported, so it was lost with its container or machine. Said once, naming that machine
+   * (reputation counts it there); the agent's own report of it, if it came after all, has the same id.
+   */
+  private async lostBefore(e: TaskStarted | TaskCompleted, before: StartedOver, startedAt: string, observedAt: Date): Promise<void> {
+    if (!lostBeforeStart(before, e.attempt)) return;
+    await this.messaging
+      .publish(
+        TASK_FAILED,
+        {
+          taskId: e.taskId,
+          deploymentId: e.deploymentId,
+          ...(e.deploymentVersion ? { deploymentVersion: e.deploymentVersion } : {}),
+          workspaceId: e.workspaceId,
+          machineId: before.wasMachine,
+          ...(before.wasContainer ? { containerId: before.wasContainer } : {}),
+          attempt: before.wasAttempt,
+          cause: 'container-lost',
+          error: `attempt ${before.wasAttempt} never reported: its container or machine was lost; running it again`,
+          willRetry: true,
+          failedAt: startedAt,
+        },
+        { msgId: `${e.taskId}:failed:${before.wasAttempt}` },
+      )
+      .catch((err: Error) => this.logger.warn({ taskId: e.taskId, err: err.message }, 'could not report a lost attempt'));
+    // Nothing the lost attempt ran is on record: no duration.
+    await this.attemptEnded(
+      { taskId: e.taskId, attempt: before.wasAttempt, machineId: before.wasMachine, outcome: 'failed', cause: 'container-lost' },
+      { ...before, machineId: before.wasMachine, containerId: before.wasContainer, startedAt: null },
+      observedAt,
+    );
   }
 
   /** An attempt's failure, believed from the holder of its lease (or, for a last attempt lost, from a machine placed to be handed it). */
@@ -141,8 +156,7 @@ export class TaskTransitions {
     const inline = e.resultRef ? null : e.result === undefined ? null : JSON.stringify(e.result);
     if (inline && Buffer.byteLength(inline) > TASK_RESULT_INLINE_BYTES)
       this.logger.warn({ taskId: e.taskId }, 'a large result arrived inline');
-    await this.startOf(e);
-    const settled = await this.tasks.complete({
+    const completion = {
       taskId: e.taskId,
       resultJson: inline,
       resultRef: e.resultRef ?? null,
@@ -150,7 +164,19 @@ export class TaskTransitions {
       completedAt: e.completedAt,
       containerId: e.containerId,
       machineId: e.machineId,
-    });
+    };
+    let settled: TaskWithDeployment | undefined;
+    let startedOver: { before: StartedOver; startedAt: string } | undefined;
+    if (e.withStart) {
+      // No start was reported: one is recorded now, no earlier than the agent could have held it back.
+      const startedAt = new Date(observedAt.getTime() - Math.min(e.durationMs, TASK_START_REPORT_DELAY_MS)).toISOString();
+      const both = await this.tasks.startAndComplete({ ...completion, startedAt });
+      settled = both?.task;
+      if (both) startedOver = { before: both.before, startedAt };
+    } else {
+      await this.startOf(e);
+      settled = await this.tasks.complete(completion);
+    }
     const ended = { taskId: e.taskId, attempt: e.attempt, machineId: e.machineId, outcome: 'completed' as const };
     const claim = { claimedEndedAt: Date.parse(e.completedAt), claimedDurationMs: e.durationMs };
     if (settled) {
@@ -163,8 +189,11 @@ export class TaskTransitions {
       await nextTurn();
       this.announce(e.taskId, settled.workspaceId, 'COMPLETE', e.completedAt);
       await this.attemptEnded(ended, settled, observedAt, claim);
+      // After the result is kept and told: a spot check never holds up, nor changes, the task's own outcome.
+      fireAndForget(`spot check of task ${e.taskId}`, this.logger, this.spotChecks.consider(settled, e.attempt, e.machineId, inline));
+      if (startedOver) await this.lostBefore(e, startedOver.before, startedOver.startedAt, observedAt);
     } else await this.tellAgain(e, ['COMPLETE'], (repeat) => this.attemptEnded(ended, repeat, observedAt, claim));
-    return this.verdict(TASK_COMPLETED, e, Boolean(settled));
+    return e.withStart && !settled ? this.startRefused(TASK_COMPLETED, e) : this.verdict(TASK_COMPLETED, e, Boolean(settled));
   }
 
   /**
@@ -207,6 +236,17 @@ export class TaskTransitions {
 
   private async verdict(contract: Contract, claim: LeaseClaim, changed: boolean): Promise<TaskVerdict> {
     return changed ? ACCEPTED : this.refuse(contract, claim, whyRefused(await this.tasks.leaseOf(claim.taskId), claim));
+  }
+
+  /** Why a start (or a completion standing for one) changed nothing, judged against the lease as it stands now. */
+  private async startRefused(contract: Contract, e: TaskStarted | TaskCompleted): Promise<TaskVerdict> {
+    const lease = await this.tasks.leaseOf(e.taskId);
+    if (refusedForPlacement(lease, e.attempt))
+      return this.refuse(contract, e, {
+        why: 'no-placement',
+        detail: `container ${e.containerId} was not placed on machine ${e.machineId} for the version of task ${e.taskId}`,
+      });
+    return this.refuse(contract, e, whyRefused(lease, e));
   }
 
   private refuse(contract: Contract, claim: LeaseClaim, refusal: { why: LeaseRefusal; detail: string }): TaskVerdict {

@@ -1,4 +1,4 @@
-import type { TaskView } from '#tern/contracts';
+import type { TaskSpotCheckRecord, TaskView } from '#tern/contracts';
 import type { TaskWithDeployment } from '#tern/persistence';
 import { isFinal } from '#tern/tasks';
 
@@ -26,6 +26,20 @@ export function taskView(task: TaskWithDeployment, result?: { value: unknown }):
     ...(task.callbackUrl
       ? { callback: { url: task.callbackUrl, state: task.callbackState, attempts: task.callbackAttempts, error: task.callbackError } }
       : {}),
+    ...(task.spotCheck ? { spot_check: spotCheckView(task.spotCheck) } : {}),
+  };
+}
+
+function spotCheckView(c: TaskSpotCheckRecord): NonNullable<TaskView['spot_check']> {
+  return {
+    state: c.state,
+    machine_id: c.machineId,
+    verifier_machine_id: c.verifierMachineId ?? null,
+    result_sha256: c.resultSha256,
+    verifier_sha256: c.verifierSha256 ?? null,
+    reason: c.reason ?? null,
+    requested_at: c.requestedAt,
+    checked_at: c.checkedAt ?? null,
   };
 }
 

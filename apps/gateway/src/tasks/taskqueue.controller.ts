@@ -17,7 +17,7 @@ export class TaskQueueController {
   @ApiOperation({
     summary: 'Submit a task to a task queue',
     description:
-      "The body (a JSON object) is the handler's input. Answers 202 {task_id}. Query parameters override the queue's task policy for this task: max_retries, timeout, ttl (seconds), callback_url. 400 not JSON, 404 unknown queue, 413 payload over 512 KiB, 429 max_pending_tasks reached, 503 stopped.",
+      "The body, any JSON value but null (empty means {}), is the handler's one argument. Answers 202 {task_id}. Query parameters override the queue's task policy for this task: max_retries, timeout, ttl (seconds), callback_url. 400 not JSON, 404 unknown queue, 413 payload over 512 KiB, 429 max_pending_tasks reached, 503 stopped.",
   })
   submit(@CurrentPrincipal() p: Principal, @Param('name') name: string, @Query() q: SubmitTaskQuery, @Req() req: FastifyRequest) {
     return this.submissions.submit(p, name, undefined, bodyOf(req), q);

@@ -7,6 +7,9 @@ import { installRawBody } from '../endpoints/raw-body.js';
 import { MachineRegistrationModule } from '../machine-registration/machine-registration.module.js';
 import { AgentResultsController } from './agent-results.controller.js';
 import { CallbackDelivery } from './callback-delivery.js';
+import { ReputationReader } from '../machines/reputation-reader.js';
+import { SpotCheckExpiry } from './spot-check-expiry.js';
+import { SpotChecks } from './spot-checks.js';
 import { TaskEventsController } from './task-events.controller.js';
 import { TaskQueueController } from './taskqueue.controller.js';
 import { TaskSubmitRequestsController } from './task-submit-requests.controller.js';
@@ -18,11 +21,22 @@ import { TaskWaiters } from './task-waiters.js';
 import { TasksController } from './tasks.controller.js';
 import { TasksService } from './tasks.service.js';
 
-/** Task queues: submit, read, wait, cancel; the task state machine; the outbox relay, ttl expiry and callbacks (see docs/architecture.md, Task queues). */
+/** Task queues: submit, read, wait, cancel; the task state machine; the outbox relay, ttl expiry, spot-check expiry and callbacks (see docs/architecture.md, Task queues). */
 @Module({
   imports: [EndpointsModule, MachineRegistrationModule],
   controllers: [TaskQueueController, TasksController, TaskEventsController, AgentResultsController, TaskSubmitRequestsController],
-  providers: [TaskSubmissionService, TaskTransitions, TasksService, TaskWaiters, TaskOutboxRelay, TaskExpiry, CallbackDelivery],
+  providers: [
+    TaskSubmissionService,
+    TaskTransitions,
+    SpotChecks,
+    SpotCheckExpiry,
+    ReputationReader,
+    TasksService,
+    TaskWaiters,
+    TaskOutboxRelay,
+    TaskExpiry,
+    CallbackDelivery,
+  ],
   exports: [TasksService, TaskSubmissionService, TaskTransitions, TaskWaiters],
 })
 export class TasksModule implements OnModuleInit {

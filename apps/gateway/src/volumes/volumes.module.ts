@@ -12,6 +12,7 @@ import { VolumesService } from './volumes.service.js';
   imports: [MachineRegistrationModule, RegistryTokensModule],
   controllers: [VolumesController, AgentVolumesController],
   providers: [VolumeChunkStore, VolumesService],
+  exports: [VolumesService],
 })
 export class VolumesModule implements OnModuleInit {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

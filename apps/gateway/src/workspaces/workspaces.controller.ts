@@ -4,13 +4,17 @@ import { OperatorOnly, WorkspaceAdminOnly } from '../auth/roles.decorator.js';
 import { CurrentPrincipal, type Principal } from '../auth/principal.js';
 import { CreateTokenDto } from './dto/create-token.dto.js';
 import { CreateWorkspaceDto } from './dto/create-workspace.dto.js';
+import { WorkspaceDeletion } from './workspace-deletion.service.js';
 import { WorkspacesService } from './workspaces.service.js';
 
 @ApiTags('workspaces')
 @ApiBearerAuth()
 @Controller('api/v1')
 export class WorkspacesController {
-  constructor(private readonly workspaces: WorkspacesService) {}
+  constructor(
+    private readonly workspaces: WorkspacesService,
+    private readonly deletion: WorkspaceDeletion,
+  ) {}
 
   @Get('workspace')
   @ApiOperation({ summary: 'The workspace of the calling token' })
@@ -31,6 +35,16 @@ export class WorkspacesController {
   @ApiOperation({ summary: 'Create a workspace and its first admin token (a workspace admin, nothing more), shown once (operator)' })
   create(@Body() body: CreateWorkspaceDto) {
     return this.workspaces.create(body.name);
+  }
+
+  @Delete('workspaces/:id')
+  @OperatorOnly()
+  @ApiOperation({
+    summary:
+      "Delete a workspace and what it holds (operator): tokens and NATS users revoked, deployments deleted (containers wind down, unfinished tasks cancelled), live sandboxes terminated, secrets destroyed, volumes and its registry builds deleted; its usage is kept. 409 for the default workspace, the caller's own, or one holding an operator token",
+  })
+  remove(@CurrentPrincipal() p: Principal, @Param('id', new ParseUUIDPipe()) id: string) {
+    return this.deletion.delete(p, id);
   }
 
   @Get('tokens')

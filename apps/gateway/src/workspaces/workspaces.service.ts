@@ -57,7 +57,14 @@ export class WorkspacesService {
     try {
       workspace = await this.tokens.createWorkspace(name);
     } catch (e) {
-      if (isUniqueViolation(e)) throw new ConflictException(`workspace "${name}" already exists`);
+      if (isUniqueViolation(e)) {
+        const taken = await this.tokens.findWorkspaceByName(name);
+        if (taken?.deletedAt)
+          throw new ConflictException(
+            `workspace "${name}" was deleted at ${taken.deletedAt.toISOString()}; its name is not given again (its usage is kept under it): choose another`,
+          );
+        throw new ConflictException(`workspace "${name}" already exists`);
+      }
       throw e;
     }
     const { token, row } = await this.auth.issue(workspace.id, 'admin', 'admin');

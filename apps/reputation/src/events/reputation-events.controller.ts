@@ -19,7 +19,9 @@ import {
   SandboxEnded,
   SandboxLifecycle,
   TASK_ATTEMPT_ENDED,
+  TASK_SPOT_CHECK_ENDED,
   TaskAttemptEnded,
+  TaskSpotCheckEnded,
 } from '#tern/contracts';
 import { JetStreamContext, OnMessage } from '#tern/messaging';
 import {
@@ -168,8 +170,22 @@ export class ReputationEventsController {
     );
   }
 
+  /**
+   * A spot check's verdict, by the gateway's own comparison: a result that disagreed with a
+   * verifier of higher reputation counts in full against the machine that returned it, as one
+   * more task attempt it failed (its completion had counted as a success). Agreement adds nothing:
+   * the attempt counted already.
+   */
+  @OnMessage(TASK_SPOT_CHECK_ENDED, { concurrency: MANY })
+  spotCheckEnded(@Payload() e: TaskSpotCheckEnded) {
+    if (e.verdict !== 'disagreed') return;
+    return this.change(e.machineId, undefined, (r) =>
+      applyTaskOutcome(r, `spot:${e.taskId}`, e.deploymentId, 'machine', Date.parse(e.at), this.params),
+    );
+  }
+
   private async change(machineId: string, pool: string | undefined, apply: Parameters<MachineBook['update']>[2]) {
     await this.book.update(machineId, pool, apply);
-    this.scorer.nudge();
+    this.scorer.nudge(machineId);
   }
 }

@@ -44,7 +44,9 @@ interface Published {
 }
 
 /**
- * Recomputes every machine's score on a timer and soon after events. A score that moved
+ * Recomputes every machine's score on a timer, and soon after an event the scores of the
+ * machines whose records it changed (against the same peers: the scores a pass over every machine
+ * would give them; the others' move only with time, which the timer's pass follows). A score that moved
  * meaningfully (or whose last history row is REPUTATION_HISTORY_INTERVAL_SECONDS old) gets a
  * history row in reputation_scores, a REPUTATION_SCORE event and a fresh entry in the
  * `reputation` KV bucket, which the scheduler reads.
@@ -59,6 +61,10 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly lease: Lease;
   private readonly records = new Map<string, MachineRecord>();
   private readonly published = new Map<string, Published>();
+  /** Machines whose records an event changed since the last pass. */
+  private readonly changed = new Set<string>();
+  /** When the last pass over every machine began. */
+  private everyAt = 0;
   /** The database time of the last read of changed records; undefined while not scoring. */
   private readAt?: Date;
   private ticker?: Ticker;
@@ -87,8 +93,9 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     await this.lease.stop();
   }
 
-  /** Asks for a pass shortly (an event changed a record). */
-  nudge() {
+  /** Asks for the machine to be scored shortly (an event changed its record). */
+  nudge(machineId: string) {
+    this.changed.add(machineId);
     if (this.soon || this.stopped) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
@@ -96,17 +103,28 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     }, AFTER_EVENT_MS);
   }
 
-  /** One pass over every machine, by the lease holder. */
+  /**
+   * One pass by the lease holder: over every machine once a period, over the machines events
+   * changed in between (a period's pokes are far more than its one tick: each state change is one).
+   */
   private async recompute(now = Date.now()): Promise<void> {
     if (!this.lease.held()) return this.forget();
+    // Taken before the read: a machine changed after it is scored on the next pass.
+    const changedIds = [...this.changed];
+    this.changed.clear();
     await this.catchUp();
-    const records = [...this.records.values()].filter((r) => {
+    const live = (r: MachineRecord) => {
       const last = Math.max(r.transitions.at(-1)?.at ?? 0, r.heartbeats.lastArrival ?? 0, r.measuredNetwork?.testedAt ?? 0);
       return now - last < FORGET_AFTER_MS;
-    });
-    if (!records.length) return;
+    };
+    const records = [...this.records.values()].filter(live);
+    // The period's own tick may come a little early of a period since the last: slack.
+    const everyMachine = now - this.everyAt >= 0.9 * this.config.reputation.recomputeIntervalMs;
+    const changed = changedIds.flatMap((id) => this.records.get(id) ?? []).filter(live);
+    if (everyMachine) this.everyAt = now;
+    if (!records.length || (!everyMachine && !changed.length)) return;
     const timer = recomputeSeconds.startTimer();
-    const scores = scoreMachines(records, now, this.params);
+    const scores = scoreMachines(records, now, this.params, everyMachine ? records : changed);
     for (const s of scores) reputationScore.set({ machine: s.machineId }, s.score);
     const historyEveryMs = this.config.reputation.historyIntervalSeconds * 1000;
     const history: MachineScore[] = [];
@@ -171,6 +189,8 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
 
   /** Not the lease holder: the copy would go stale; a later lease starts afresh. */
   private forget(): void {
+    this.changed.clear();
+    this.everyAt = 0;
     if (!this.readAt) return;
     this.records.clear();
     this.published.clear();

@@ -7,13 +7,16 @@ import { crashWaitMs, isCrashLooping, PLACEMENT_BACKOFF } from '#tern/placement'
 import { AgentCommands } from '../machines/agent-commands.js';
 import { MachineFaultRelay } from '../machines/machine-fault-relay.js';
 import { type Placed, Placer } from './placer.js';
+import { RoomGrowth } from './room-growth.js';
 import { RoutePublisher } from './route-publisher.js';
 import { containersToStop } from './scale-down.js';
 import { isResolvedSpec, placementRequest, startCommand } from './start-command.js';
-import { backoffMs, mapLimit, Ticker } from '#tern/timing';
+import { backoffMs, mapLimit, Throttle, Ticker } from '#tern/timing';
 import { countPlacementFailure, countStartFailure } from './placement-metrics.js';
 
 const EVERY_MS = 1000;
+/** Room freeing wakes the loop at most this often: a deployment's containers stopping together wake it twice, not once each. */
+const ROOM_WAKE_GAP_MS = 200;
 const STOP_GRACE_SECONDS = 10;
 /** Start orders in flight at once for one version's scale-up (each waits for its agent's answer). */
 const STARTS_AT_ONCE = 16;
@@ -27,7 +30,10 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
  * machines' rows and checks their generations (see Placer), so different versions never
  * overbook a machine either.
  * A version that found no room waits 1 s, doubling to 30 s, before it tries again, unless room
- * frees first (a container ends: roomFreed; a machine becomes ready: resetBackoff). A version whose
+ * grows in its pool first: every pass asks RoomGrowth, which reads Postgres, so room freed by any
+ * cause, seen by any replica, cuts the wait short within a pass; a container's end wakes a pass at
+ * once (roomFreed, at most one per 200 ms), a machine becoming ready clears every back-off
+ * (resetBackoff). A version whose
  * containers crash waits CONTAINER_CRASH_BACKOFF_* after its last crash (crashWaitMs), starts one
  * at a time, and, once superseded, stops its containers at once.
  */
@@ -35,8 +41,9 @@ const ACTIVE = ['scheduled', 'starting', 'running'];
 export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('reconciler');
   private readonly ticker = new Ticker({ name: 'reconcile pass', everyMs: EVERY_MS, logger: this.logger }, () => this.pass());
-  /** Versions sitting out a back-off; `forRoom` when what failed was finding room, not a start. */
-  private readonly backoff = new Map<string, { failures: number; nextAt: number; forRoom: boolean }>();
+  /** Versions sitting out a back-off; `roomIn` (their pool) when what failed was finding room, not a start. */
+  private readonly backoff = new Map<string, { failures: number; nextAt: number; roomIn?: string }>();
+  private readonly roomWake = new Throttle(ROOM_WAKE_GAP_MS, () => this.wake());
 
   constructor(
     private readonly containers: ContainersRepository,
@@ -45,6 +52,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly agents: AgentCommands,
     private readonly routes: RoutePublisher,
     private readonly faults: MachineFaultRelay,
+    private readonly room: RoomGrowth,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -53,6 +61,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onModuleDestroy() {
+    this.roomWake.stop();
     await this.ticker.stop();
   }
 
@@ -67,23 +76,17 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * A container ended, so room may have freed: versions waiting for room
-   * try again on the next pass instead of sitting out up to 30 s of back-off. Versions backing off
-   * after a refused or failed start keep waiting: more room does not fix those.
+   * A container ended, so room may have freed: a pass runs now (or 200 ms after the last such
+   * wake), and the versions waiting for room in a pool where it grew try again in it.
    */
   roomFreed(): void {
-    let waited = false;
-    for (const [id, wait] of this.backoff) {
-      if (!wait.forRoom) continue;
-      this.backoff.delete(id);
-      waited = true;
-    }
-    if (waited) this.wake();
+    if (this.backoff.size) this.roomWake.call();
   }
 
   async pass(): Promise<void> {
     await this.loseOffline();
     const versions = await this.containers.versionsToReconcile(ACTIVE);
+    await this.retryWhereRoomGrew(new Set(versions.map((v) => v.id)));
     for (const v of versions) {
       if (this.ticker.stopping) return;
       try {
@@ -94,6 +97,27 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     }
     // Last: their replacements are placed on the next pass, by when reputation has counted the fault.
     await this.failLateStarts();
+  }
+
+  /**
+   * Versions waiting for room in a pool where room grew (RoomGrowth) try again on this pass; their
+   * failures are kept, so a try that still finds none backs off further. Versions backing off
+   * after a refused or failed start keep waiting: more room does not fix those. A version no
+   * longer to reconcile (its deployment deleted before it found room) stops waiting, so its pool
+   * is not looked at for nothing. When the look fails, the back-offs run their course.
+   */
+  private async retryWhereRoomGrew(current: ReadonlySet<string>): Promise<void> {
+    const waiting = new Set<string>();
+    for (const [id, wait] of this.backoff) {
+      if (!current.has(id)) this.backoff.delete(id);
+      else if (wait.roomIn !== undefined) waiting.add(wait.roomIn);
+    }
+    try {
+      const grown = await this.room.poolsGrown(waiting);
+      for (const wait of this.backoff.values()) if (wait.roomIn !== undefined && grown.has(wait.roomIn)) wait.nextAt = 0;
+    } catch (e) {
+      this.logger.warn({ err: (e as Error).message }, `cannot tell where room grew: ${(e as Error).message}`);
+    }
   }
 
   private async reconcile(v: VersionToReconcile): Promise<void> {
@@ -122,15 +146,16 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     const wait = this.backoff.get(v.id);
     if (wait && wait.nextAt > Date.now()) return;
     const crashBackoff = this.config.containers.crashBackoff;
-    const crashWait = crashWaitMs(v, Date.now(), crashBackoff);
+    const now = Date.now(); // one clock reading: the next start is the last crash plus its back-off, to the millisecond
+    const crashWait = crashWaitMs(v, now, crashBackoff);
     if (crashWait > 0) {
-      const next = new Date(Date.now() + crashWait).toISOString();
+      const next = new Date(now + crashWait).toISOString();
       return this.setReason(v, `CrashLoopBackOff: ${v.crashes} container(s) crashed in a row; next start at ${next}`);
     }
     const spec = v.spec;
     const request = placementRequest(spec);
     // While its containers crash, a version gets one new container at a time.
-    const count = isCrashLooping(v, Date.now(), crashBackoff) ? 1 : missing;
+    const count = isCrashLooping(v, now, crashBackoff) ? 1 : missing;
     const { placed, unplaced } = await this.placer.reserveMany(v.id, request, count, 'scale-up');
     for (const p of placed) {
       this.logger.log(
@@ -147,7 +172,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     if (unplaced) {
       countPlacementFailure(unplaced);
       this.logger.warn({ versionId: v.id, reason: unplaced }, `cannot place ${v.deploymentId} v${v.version}: ${unplaced}`);
-      return this.fail(v, unplaced, { forRoom: true });
+      return this.fail(v, unplaced, { roomIn: request.pool });
     }
     this.backoff.delete(v.id);
     await this.setReason(v, null);
@@ -247,6 +272,7 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     const late = await this.containers.failStartsPastLimit(this.config.containers.startLimitSeconds);
     if (!late.length) return;
     this.faults.poke();
+    this.roomFreed();
     await this.routes.remove(late.map((c) => c.id));
     for (const c of late) {
       this.logger.warn({ containerId: c.id, machineId: c.machineId }, `container ${c.id} failed: ${c.stateReason}`);
@@ -278,9 +304,10 @@ export class Reconciler implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  private async fail(v: VersionToReconcile, reason: string, { forRoom = false } = {}): Promise<void> {
+  private async fail(v: VersionToReconcile, reason: string, { roomIn }: { roomIn?: string } = {}): Promise<void> {
     const failures = (this.backoff.get(v.id)?.failures ?? 0) + 1;
-    this.backoff.set(v.id, { failures, nextAt: Date.now() + backoffMs(failures, PLACEMENT_BACKOFF), forRoom });
+    const nextAt = Date.now() + backoffMs(failures, PLACEMENT_BACKOFF);
+    this.backoff.set(v.id, roomIn === undefined ? { failures, nextAt } : { failures, nextAt, roomIn });
     await this.setReason(v, reason);
   }
 

@@ -54,6 +54,7 @@ export function startCommand(spec: ResolvedSpec, t: StartTarget, now: Date): Con
     ...(spec.code ? { code: spec.code } : {}),
     ...(spec.command ? { command: [...spec.command] } : {}),
     ...(spec.healthCheck ? { healthCheck: spec.healthCheck } : {}),
+    ...(spec.loadProbe ? { loadProbe: { ...spec.loadProbe } } : {}),
     ...(spec.taskPolicy?.noRetryOn?.length ? { noRetryOn: [...spec.taskPolicy.noRetryOn] } : {}),
     env: { ...spec.env },
     ...(spec.secrets?.length ? { secrets: [...spec.secrets] } : {}),

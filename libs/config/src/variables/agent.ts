@@ -63,6 +63,13 @@ export const AGENT_VARIABLES = [
       "Directory holding Tern's handler runners (python/tern_runner.py, node/tern-runner.mjs), bound read-only into handler containers at /tern/runners (default: the runners/ folder of the agent's installation).",
   },
   {
+    name: 'AGENT_PROVER_PYTHON',
+    kind: 'string',
+    services: ['agent'],
+    description:
+      "The Python interpreter with PyTorch that proves this machine's GPUs (runners/python/tern_prover.py in a container on the GPU), e.g. /opt/torch/.venv/bin/python3; its virtual environment is bound read-only into the prover's container when outside /usr (default: python3 of the host image).",
+  },
+  {
     name: 'AGENT_DASHBOARD',
     kind: 'enum',
     default: 'auto',

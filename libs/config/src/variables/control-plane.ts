@@ -212,6 +212,16 @@ export const CONTROL_PLANE_VARIABLES = [
       "How long a task outcome waits for the start that records its attempt's lease (it may overtake it); then it is dropped as coming from no lease holder.",
   },
   {
+    name: 'SPOT_CHECK_MARGIN_SECONDS',
+    kind: 'int',
+    default: '120',
+    min: 1,
+    max: 86400,
+    services: ['gateway'],
+    description:
+      "How long past the task's own timeout a spot check waits on its verifier; then it is `expired` and counts against neither machine.",
+  },
+  {
     name: 'LOG_FOLLOWS_PER_TOKEN',
     kind: 'int',
     default: '4',

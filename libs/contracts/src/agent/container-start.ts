@@ -27,6 +27,14 @@ export class VolumeMount {
   @IsBoolean() readOnly!: boolean;
 }
 
+/** An HTTP GET on the container's $PORT that answers its load: `{"load": <number>}`, or Prometheus text holding `metric`. */
+export class LoadProbe {
+  @Matches(/^\/[\x21-\x7e]{0,255}$/, { message: 'loadProbe.path must be a path starting with /' }) path!: string;
+  @IsOptional()
+  @Matches(/^[a-zA-Z_:][a-zA-Z0-9_:]{0,199}$/, { message: 'loadProbe.metric must be a Prometheus metric name' })
+  metric?: string;
+}
+
 export class ContainerStart {
   @IsId() containerId!: string;
   @IsId() deploymentId!: string;
@@ -88,6 +96,9 @@ export class ContainerStart {
   @IsOptional()
   @Matches(/^(tcp|\/[\x21-\x7e]{0,255})$/, { message: 'healthCheck must be a path starting with / or tcp' })
   healthCheck?: string;
+
+  /** Where the agent reads the container's own load for the autoscaler (the spec's load_path and load_metric); absent: it does not. */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => LoadProbe) loadProbe?: LoadProbe;
 
   /** task_queue, function: error type names whose failures are not retried (the spec's task_policy.no_retry_on). */
   @IsOptional() @IsArray() @ArrayMaxSize(32) @IsString({ each: true }) noRetryOn?: string[];

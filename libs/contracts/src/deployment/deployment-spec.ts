@@ -9,6 +9,7 @@ import {
   IsNumber,
   IsObject,
   IsOptional,
+  IsPositive,
   IsString,
   IsUrl,
   Matches,
@@ -75,6 +76,33 @@ export class PredictivePolicy {
   @IsOptional() @IsBoolean() prewarm?: boolean;
 }
 
+/**
+ * Knative's concurrency target, Modal's target inputs: one container per target_concurrency
+ * requests in flight or waiting, a soft target below the hard limit (workers ×
+ * concurrent_requests) so a container starts before the others are full.
+ */
+export class ConcurrencyPolicy {
+  @IsIn(['concurrency']) type!: 'concurrency';
+  @IsOptional() @IsInt() @Min(0) @Max(1000) min_containers?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) max_containers?: number;
+  /** In-flight requests one container should carry; default (and at most) workers × concurrent_requests. */
+  @IsOptional() @IsInt() @Min(1) target_concurrency?: number;
+  /**
+   * The load one container's own server should carry, as it reports it at load_path (vLLM's
+   * waiting requests, queued tokens, …): ceil(sum of reports / target_load) containers, when
+   * more than the requests ask for.
+   */
+  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0.001) @Max(1_000_000) target_load?: number;
+  /** Where the agent reads a container's load every 2 s (GET on $PORT); default /load, answering `{"load": <number>}`. */
+  @IsOptional()
+  @Matches(/^\/[\x21-\x7e]{0,255}$/, { message: 'load_path must be a path starting with / (e.g. /load or /metrics)' })
+  load_path?: string;
+  /** Read load_path as Prometheus text and take this metric (summed over its series), e.g. vllm:num_requests_waiting. */
+  @IsOptional()
+  @Matches(/^[a-zA-Z_:][a-zA-Z0-9_:]{0,199}$/, { message: 'load_metric must be a Prometheus metric name (e.g. vllm:num_requests_waiting)' })
+  load_metric?: string;
+}
+
 /** A volume of the workspace mounted at `path` (or `mount_path`), `mode: ro` (or `read_only: true`) or rw (the default). */
 export class SpecVolume {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'volumes.name must be lower-case letters, digits or -' }) name!: string;
@@ -108,6 +136,17 @@ export class SpecPlacement {
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;
 }
 
+/**
+ * Spot checks of results (task_queue, function): `sample` (0 < sample ≤ 1) of the tasks also run
+ * on another verified machine of higher reputation, and the outputs are compared byte for byte.
+ */
+export class SpecVerify {
+  @IsNumber({}, { message: 'verify.sample must be a number' })
+  @IsPositive({ message: 'verify.sample must be above 0 (0.02 checks 2 % of tasks)' })
+  @Max(1, { message: 'verify.sample must be at most 1 (every task)' })
+  sample!: number;
+}
+
 export class DeploymentSpec {
   @Matches(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: 'name must be 1-63 lower-case letters, digits or -, starting with a letter or digit' })
   name!: string;
@@ -133,9 +172,15 @@ export class DeploymentSpec {
   @Matches(SECRET_NAME, { message: `registry_secret must name a secret: ${SECRET_NAME_RULE}` })
   registry_secret?: string;
 
-  /** `app.py:predict` (Python runner) or `app.js:predict` / `app.mjs:predict` (Node runner). */
+  /**
+   * `app.py:predict` or `app.py:Model.predict` (Python runner: the class is instantiated once per
+   * container, its `@tern.enter` methods run, then the method serves), or `app.js:predict` /
+   * `app.mjs:predict` (Node runner).
+   */
   @IsOptional()
-  @Matches(/^[\w./-]+\.(py|js|mjs|cjs):[A-Za-z_$][\w$]*$/, { message: 'handler must look like app.py:predict or app.js:predict' })
+  @Matches(/^([\w./-]+\.py:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?|[\w./-]+\.(js|mjs|cjs):[A-Za-z_$][\w$]*)$/, {
+    message: 'handler must look like app.py:predict, app.py:Model.predict or app.js:predict',
+  })
   handler?: string;
 
   /** Runs once per container before it takes requests (load a model): same form as handler. */
@@ -190,11 +235,12 @@ export class DeploymentSpec {
         { value: QueueDepthPolicy, name: 'queue_depth' },
         { value: RequestLatencyPolicy, name: 'request_latency' },
         { value: PredictivePolicy, name: 'predictive' },
+        { value: ConcurrencyPolicy, name: 'concurrency' },
       ],
     },
     keepDiscriminatorProperty: true,
   })
-  autoscaler?: QueueDepthPolicy | RequestLatencyPolicy | PredictivePolicy;
+  autoscaler?: QueueDepthPolicy | RequestLatencyPolicy | PredictivePolicy | ConcurrencyPolicy;
 
   @IsOptional() @IsRecordOf('string') env?: Record<string, string>;
   /**
@@ -229,4 +275,6 @@ export class DeploymentSpec {
   @IsOptional() @IsPoolName() pool?: string;
   @IsOptional() @IsNumber() @Min(0) @Max(1) min_reputation?: number;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecPlacement) placement?: SpecPlacement;
+  /** task_queue, function: spot checks of results on another machine (SpecVerify). */
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => SpecVerify) verify?: SpecVerify;
 }

@@ -21,6 +21,23 @@ function specError(fn: () => unknown): string {
 }
 
 describe('resolveSpec', () => {
+  it('takes verify.sample in (0, 1] on kinds that run tasks, saying what to fix otherwise', async () => {
+    expect(resolve({ kind: 'task_queue', verify: { sample: 0.02 } }).verify).toEqual({ sample: 0.02 });
+    expect(resolve({ kind: 'function', verify: { sample: 1 } }).verify).toEqual({ sample: 1 });
+    expect(resolve({ kind: 'task_queue' }).verify).toBeUndefined();
+    expect(specError(() => resolve({ verify: { sample: 0.5 } }))).toMatch(/^verify checks task results: only task_queue and function/);
+    for (const [sample, why] of [
+      [0, /verify.sample must be above 0/],
+      [-0.1, /verify.sample must be above 0/],
+      [1.5, /verify.sample must be at most 1/],
+      ['all', /verify.sample must be a number/],
+    ] as const) {
+      const bad = await validatePayload(DeploymentSpec, { ...base, kind: 'task_queue', verify: { sample } });
+      expect(bad.ok ? '' : bad.reason).toMatch(why);
+    }
+    expect((await validatePayload(DeploymentSpec, { ...base, kind: 'task_queue', verify: { sample: 1 } })).ok).toBe(true);
+  });
+
   it('mounts each volume once at its own directory, refusing the root, dot segments and doubles', () => {
     expect(
       resolve({
@@ -222,6 +239,19 @@ describe('DeploymentSpec validation', () => {
     expect(reason).toMatch(/handler: handler must look like app.py:predict/);
     expect(reason).toMatch(/autoscaler.max_containers: max_containers must not be less than 1/);
   });
+
+  it("takes a Python class's method as the handler (the runner makes the class once per container), not a Node one's", async () => {
+    const handler = async (h: string) => {
+      const result = await validatePayload(DeploymentSpec, { name: 'hello', kind: 'endpoint', handler: h });
+      return result.ok ? 'ok' : result.reason;
+    };
+    for (const ok of ['app.py:Embedder.run', 'pkg/app.py:Model.__call__', 'app.py:predict', 'app.mjs:predict', 'app.js:$x']) {
+      expect(await handler(ok)).toBe('ok');
+    }
+    for (const bad of ['app.py:Embedder.run.more', 'app.py:Embedder.', 'app.mjs:Embedder.run', 'app.py:.run']) {
+      expect(await handler(bad)).toMatch(/handler must look like app.py:predict, app.py:Model.predict or app.js:predict/);
+    }
+  });
 });
 
 describe('resolveSpec: task queues and the predictive policy', () => {
@@ -271,7 +301,7 @@ describe('resolveSpec: task queues and the predictive policy', () => {
       'autoscaler.panic_window must not exceed stable_window (30)',
     );
     expect(specError(() => resolve({ autoscaler: { type: 'reactive' } }))).toBe(
-      'autoscaler.type must be one of queue_depth, request_latency, predictive',
+      'autoscaler.type must be one of queue_depth, request_latency, predictive, concurrency',
     );
   });
 
@@ -287,6 +317,78 @@ describe('resolveSpec: task queues and the predictive policy', () => {
     expect(reason).toMatch(/autoscaler.panic_window: panic_window must not be less than 1/);
     expect(reason).toMatch(/autoscaler.prewarm: prewarm must be a boolean value/);
     expect(reason).toMatch(/autoscaler.desired_latency: desired_latency must not be less than 0.01/);
+  });
+
+  it('fills target_concurrency with what a container holds, and takes a lower one', () => {
+    expect(resolve({ workers: 2, concurrent_requests: 4, autoscaler: { type: 'concurrency', max_containers: 5 } }).autoscaler).toEqual({
+      type: 'concurrency',
+      minContainers: 0,
+      maxContainers: 5,
+      tasksPerContainer: 8,
+      desiredLatencySeconds: undefined,
+      targetConcurrency: 8,
+    });
+    expect(
+      resolve({ concurrent_requests: 4, autoscaler: { type: 'concurrency', target_concurrency: 2, min_containers: 1, max_containers: 3 } })
+        .autoscaler,
+    ).toMatchObject({ type: 'concurrency', minContainers: 1, maxContainers: 3, targetConcurrency: 2 });
+  });
+
+  it('refuses a target_concurrency above what a container holds, saying what to change', () => {
+    expect(specError(() => resolve({ concurrent_requests: 4, autoscaler: { type: 'concurrency', target_concurrency: 5 } }))).toBe(
+      'autoscaler.target_concurrency must not exceed what one container holds at once, workers × concurrent_requests (4): raise concurrent_requests or lower the target',
+    );
+    expect(specError(() => resolve({ autoscaler: { type: 'concurrency', min_containers: 4, max_containers: 3 } }))).toBe(
+      'autoscaler.min_containers must not exceed max_containers (3)',
+    );
+  });
+
+  it.each([
+    [0, /autoscaler.target_concurrency: target_concurrency must not be less than 1/],
+    [1.5, /autoscaler.target_concurrency: target_concurrency must be an integer number/],
+    ['2', /autoscaler.target_concurrency: target_concurrency must be an integer number/],
+  ])('refuses target_concurrency %p with a reason naming the field', async (target_concurrency, why) => {
+    const result = await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'concurrency', target_concurrency } });
+    expect(result.ok ? '' : result.reason).toMatch(why);
+  });
+
+  it('refuses target_concurrency on another policy', async () => {
+    const result = await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'queue_depth', target_concurrency: 2 } });
+    expect(result.ok ? '' : result.reason).toMatch(/target_concurrency should not exist/);
+    expect((await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'concurrency', target_concurrency: 1 } })).ok).toBe(true);
+  });
+
+  it('reads the load probe of target_load, /load by default', () => {
+    const withLoad = resolve({ autoscaler: { type: 'concurrency', target_load: 8, max_containers: 4 } });
+    expect(withLoad.autoscaler).toMatchObject({ type: 'concurrency', targetConcurrency: 1, targetLoad: 8 });
+    expect(withLoad.loadProbe).toEqual({ path: '/load' });
+    const vllm = resolve({
+      autoscaler: { type: 'concurrency', target_load: 4, load_path: '/metrics', load_metric: 'vllm:num_requests_waiting' },
+    });
+    expect(vllm.loadProbe).toEqual({ path: '/metrics', metric: 'vllm:num_requests_waiting' });
+    expect(resolve({ autoscaler: { type: 'concurrency' } }).loadProbe).toBeUndefined();
+    expect(resolve({ autoscaler: { type: 'concurrency' } }).autoscaler).not.toHaveProperty('targetLoad');
+  });
+
+  it('refuses a load_path or load_metric without target_load, saying what is missing', () => {
+    expect(specError(() => resolve({ autoscaler: { type: 'concurrency', load_path: '/load' } }))).toBe(
+      'autoscaler.load_path needs target_load: the load one container should carry',
+    );
+    expect(specError(() => resolve({ autoscaler: { type: 'concurrency', load_metric: 'queue_size' } }))).toBe(
+      'autoscaler.load_metric needs target_load: the load one container should carry',
+    );
+  });
+
+  it.each([
+    [{ target_load: 0 }, /autoscaler.target_load: target_load must not be less than 0.001/],
+    [{ target_load: 2_000_000 }, /autoscaler.target_load: target_load must not be greater than 1000000/],
+    [{ target_load: 'many' }, /autoscaler.target_load: target_load must be a number/],
+    [{ target_load: 1, load_path: 'load' }, /load_path must be a path starting with \/ \(e.g. \/load or \/metrics\)/],
+    [{ target_load: 1, load_path: '/lo ad' }, /load_path must be a path starting with \//],
+    [{ target_load: 1, load_metric: 'vllm num' }, /load_metric must be a Prometheus metric name/],
+  ])('refuses %p with a reason naming the field', async (fields, why) => {
+    const result = await validatePayload(DeploymentSpec, { ...base, autoscaler: { type: 'concurrency', ...fields } });
+    expect(result.ok ? '' : result.reason).toMatch(why);
   });
 
   it('accepts a predictive spec with no knobs', async () => {

@@ -1,5 +1,5 @@
 import { type DeploymentKind, pullsTasks, SCALE_POLICIES, type ScalePolicy } from '../domain.js';
-import type { DeploymentSpec, PredictivePolicy } from './deployment-spec.js';
+import type { ConcurrencyPolicy, DeploymentSpec, PredictivePolicy } from './deployment-spec.js';
 import { isImageBuild } from './image-spec.js';
 import { type ResolvedSchedule, resolveSchedule } from './schedule.js';
 import { DEFAULT_MAX_PENDING_TASKS, DEFAULT_TASK_RETRIES, type ResolvedTaskPolicy } from './task-policy.js';
@@ -44,7 +44,13 @@ export interface ResolvedSpec {
     readonly stableWindowSeconds?: number;
     readonly panicWindowSeconds?: number;
     readonly prewarm?: boolean;
+    /** concurrency only: in-flight requests one container should carry. */
+    readonly targetConcurrency?: number;
+    /** concurrency only, when the spec sets target_load: the server-reported load one container should carry. */
+    readonly targetLoad?: number;
   };
+  /** With target_load: where the agent reads each container's own load (ContainerStart.loadProbe). */
+  readonly loadProbe?: { readonly path: string; readonly metric?: string };
   readonly env: Record<string, string>;
   /** Workspace secrets set as environment variables at each container's start (names only). */
   readonly secrets?: readonly string[];
@@ -62,6 +68,8 @@ export interface ResolvedSpec {
   readonly taskPolicy?: ResolvedTaskPolicy;
   /** function and task_queue only, when the spec has one. */
   readonly schedule?: ResolvedSchedule;
+  /** function and task_queue only, when the spec asks for spot checks: the share of tasks checked. */
+  readonly verify?: { readonly sample: number };
 }
 
 /** The spec's volumes: each mounted once, at its own path, which is a directory inside the container (not its root, no `..`). */
@@ -125,6 +133,29 @@ function predictiveKnobs(p: PredictivePolicy) {
     panicWindowSeconds,
     prewarm: p.prewarm ?? true,
   };
+}
+
+/** The concurrency policy's target: soft, so never above what a container holds at once (more would wait in the gateway). */
+function concurrencyKnobs(p: ConcurrencyPolicy, holds: number) {
+  const targetConcurrency = p.target_concurrency ?? holds;
+  if (targetConcurrency > holds)
+    throw new SpecError(
+      'autoscaler.target_concurrency',
+      `must not exceed what one container holds at once, workers × concurrent_requests (${holds}): raise concurrent_requests or lower the target`,
+    );
+  if (p.target_load === undefined && (p.load_path !== undefined || p.load_metric !== undefined))
+    throw new SpecError(
+      p.load_path !== undefined ? 'autoscaler.load_path' : 'autoscaler.load_metric',
+      'needs target_load: the load one container should carry',
+    );
+  return { targetConcurrency, ...(p.target_load !== undefined ? { targetLoad: p.target_load } : {}) };
+}
+
+/** Where the agent reads a container's own load, when the policy scales on it. */
+function loadProbeOf(spec: DeploymentSpec): ResolvedSpec['loadProbe'] {
+  const p = spec.autoscaler;
+  if (p?.type !== 'concurrency' || p.target_load === undefined) return undefined;
+  return { path: p.load_path ?? '/load', ...(p.load_metric ? { metric: p.load_metric } : {}) };
 }
 
 /** Defaults per kind: endpoints stay warm 180 s, task queues and functions 10 s (Beam's defaults). */
@@ -276,7 +307,9 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
         workers * concurrentRequests,
       desiredLatencySeconds: policy?.type === 'request_latency' || policy?.type === 'predictive' ? policy.desired_latency : undefined,
       ...(policy?.type === 'predictive' ? predictiveKnobs(policy) : {}),
+      ...(policy?.type === 'concurrency' ? concurrencyKnobs(policy, workers * concurrentRequests) : {}),
     },
+    ...(loadProbeOf(spec) ? { loadProbe: loadProbeOf(spec) } : {}),
     env: spec.env ?? {},
     ...(secrets.length ? { secrets } : {}),
     volumes: resolveVolumes(spec),
@@ -285,9 +318,17 @@ export function resolveSpec(spec: DeploymentSpec): ResolvedSpec {
     minReputation: stricter(spec.min_reputation, spec.placement?.min_reputation),
     ...(pullsTasks(spec.kind) ? { taskPolicy: resolveTaskPolicy(spec) } : {}),
     ...(spec.schedule ? { schedule: checkedSchedule(spec) } : {}),
+    ...(spec.verify ? { verify: checkedVerify(spec) } : {}),
   };
 }
 
 function stricter(a: number | undefined, b: number | undefined): number | undefined {
   return a === undefined ? b : b === undefined ? a : Math.max(a, b);
+}
+
+/** Spot checks compare task results: only kinds that run tasks have any. */
+function checkedVerify(spec: DeploymentSpec): { sample: number } {
+  if (!pullsTasks(spec.kind))
+    throw new SpecError('verify', `checks task results: only task_queue and function deployments have them (this is ${spec.kind})`);
+  return { sample: spec.verify!.sample };
 }

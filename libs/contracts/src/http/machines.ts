@@ -106,6 +106,8 @@ export interface MachineDetail extends MachineSummary {
     isolation?: { runtime: string; network: 'private' | 'host'; userNamespaces: boolean };
     /** The machine builds images (its agent runs with AGENT_BUILDER=true). */
     builder?: boolean;
+    /** The site cache its volume chunks come through (AGENT_SITE_CACHE); absent: straight from the store. */
+    siteCache?: string;
   } | null;
   createdAt: string;
   updatedAt: string;

@@ -22,6 +22,20 @@ export interface TaskView {
   /** Only when the task was submitted with a callback_url. */
   /** `error`: why the last attempt failed (an answer, or an address callbacks may not reach); null once delivered. */
   callback?: { url: string; state: string | null; attempts: number; error: string | null };
+  /**
+   * Only when its deployment spot-checks results (`verify`) and the task was drawn: the checked
+   * machine, the verifier, and the verdict (`disagreed`: the verifier's output differed).
+   */
+  spot_check?: {
+    state: string;
+    machine_id: string;
+    verifier_machine_id: string | null;
+    result_sha256: string;
+    verifier_sha256: string | null;
+    reason: string | null;
+    requested_at: string;
+    checked_at: string | null;
+  };
 }
 
 /** `GET /api/v1/tasks`: newest first, `next_cursor` for the next page. */

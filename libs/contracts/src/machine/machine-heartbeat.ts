@@ -9,7 +9,9 @@ import {
   IsObject,
   IsOptional,
   IsString,
+  Matches,
   Max,
+  MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
@@ -64,6 +66,9 @@ export class MachineHeartbeat {
 
   /** The machine builds images (AGENT_BUILDER=true): the gateway sends it builds (AGENT_IMAGE_BUILD). */
   @IsOptional() @IsBoolean() builder?: boolean;
+
+  /** The site cache its volume chunks are read through (AGENT_SITE_CACHE), as the agent was told: shown, never trusted for access. */
+  @IsOptional() @IsString() @MaxLength(300) @Matches(/^https?:\/\/[^/\s]+$/) siteCache?: string;
 }
 
 /** What the scheduler keeps per machine in the heartbeats bucket (HEARTBEATS_BUCKET): the beat, and when it arrived. */

@@ -1,4 +1,4 @@
-import { Allow, IsInt, IsISO8601, IsOptional, IsString, Min } from 'class-validator';
+import { Allow, IsBoolean, IsInt, IsISO8601, IsOptional, IsString, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
@@ -17,6 +17,12 @@ export class TaskCompleted {
   /** Set instead of result when the result is over TASK_RESULT_INLINE_BYTES: its object name in the `results` store. */
   @IsOptional() @IsString() resultRef?: string;
   @IsISO8601() completedAt!: string;
+  /**
+   * True when no tern.task.started.v1 was sent for this attempt: it ended before its start was due
+   * to be reported (TASK_START_REPORT_DELAY_MS in libs/tasks), so this completion stands for the
+   * start too (the gateway checks the placement and records the lease with the result).
+   */
+  @IsOptional() @IsBoolean() withStart?: boolean;
 }
 
 export const TASK_COMPLETED = defineContract({
@@ -26,5 +32,5 @@ export const TASK_COMPLETED = defineContract({
   payload: TaskCompleted,
   stream: 'EVENTS',
   description:
-    'A task finished successfully. Sent by the agent holding the lease of the attempt (Nats-Msg-Id = `<task id>:completed:<attempt>`, so a repeat is stored once while the completion of a later attempt is not taken for it); read by the gateway (stores the result, calls the callback; believed only from the lease holder of the attempt, one completion per task), which says what it accepted in tern.task.attempt-ended.v1 for metering and reputation.',
+    'A task finished successfully. Sent by the agent holding the lease of the attempt (Nats-Msg-Id = `<task id>:completed:<attempt>`, so a repeat is stored once while the completion of a later attempt is not taken for it); read by the gateway (stores the result, calls the callback; believed only from the lease holder of the attempt, one completion per task; with `withStart`, an attempt that ended before its start was reported, believed from a container placed for the task as a start is, and recorded as its start and result in one), which says what it accepted in tern.task.attempt-ended.v1 for metering and reputation.',
 });

@@ -1,4 +1,4 @@
-import { IsInt, IsISO8601, IsObject, IsOptional, Max, Min } from 'class-validator';
+import { IsDefined, IsInt, IsISO8601, IsOptional, Max, Min } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { MAX_TASK_RETRIES } from '../deployment/task-policy.js';
 import { IsId } from '../validation.js';
@@ -8,8 +8,8 @@ export class TaskItem {
   @IsId() deploymentId!: string;
   @IsInt() @Min(1) deploymentVersion!: number;
   @IsId() workspaceId!: string;
-  /** The caller's input, passed to the handler as the body of POST /. */
-  @IsObject() payload!: Record<string, unknown>;
+  /** The caller's input, any JSON value but null, passed to the handler as the body of POST /. */
+  @IsDefined() payload!: unknown;
   /** Retries after the first attempt: the task runs at most maxRetries + 1 times (JetStream's delivery count is the attempt). */
   @IsInt() @Min(0) @Max(MAX_TASK_RETRIES) maxRetries!: number;
   /** Longest one attempt may run; the agent stops it then (cause timeout). */
@@ -25,7 +25,7 @@ export function taskItemOf(task: {
   deploymentId: string;
   version: number;
   workspaceId: string;
-  payload: Record<string, unknown>;
+  payload: unknown;
   maxRetries: number;
   timeoutSeconds: number;
   ttlSeconds: number | null;

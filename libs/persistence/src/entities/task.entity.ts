@@ -10,7 +10,7 @@ import {
   type Relation,
   UpdateDateColumn,
 } from 'typeorm';
-import { type TaskState } from '#tern/contracts';
+import { type TaskSpotCheckRecord, type TaskState } from '#tern/contracts';
 import { numberFromText } from '../column-transformers.js';
 import { DeploymentVersion } from './deployment-version.entity.js';
 import { Deployment } from './deployment.entity.js';
@@ -24,6 +24,7 @@ import { Workspace } from './workspace.entity.js';
 @Index('ix_tasks_workspace_created', ['workspaceId', 'createdAt'])
 @Index('ix_tasks_callback_due', ['callbackNextAt'], { where: "callback_state = 'pending'" })
 @Index('ix_tasks_unsent', ['createdAt'], { where: 'enqueued_at IS NULL' })
+@Index('ix_tasks_spot_check_pending', ['endedAt'], { where: "spot_check->>'state' = 'pending'" })
 @Check('ck_tasks_callback_state', "callback_state IN ('pending', 'delivered', 'failed')")
 export class Task {
   /** The gateway may set it before publishing, so the JetStream message id and the row agree. */
@@ -117,6 +118,10 @@ export class Task {
   /** No foreign key: a task's history outlives the container that ran it. */
   @Column({ name: 'container_id', type: 'text', nullable: true })
   containerId!: string | null;
+
+  /** Its spot check, when its deployment asked for them and it was drawn (TaskSpotCheckRecord); null otherwise. */
+  @Column({ name: 'spot_check', type: 'jsonb', nullable: true })
+  spotCheck!: TaskSpotCheckRecord | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;

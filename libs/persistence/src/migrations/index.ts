@@ -26,6 +26,10 @@ import { MachineGenerations1765420000000 } from './1765420000000-machine-generat
 import { MachineFaults1765436000000 } from './1765436000000-machine-faults.js';
 import { CrashLoops1765450000000 } from './1765450000000-crash-loops.js';
 import { MachineVerification1765500000000 } from './1765500000000-machine-verification.js';
+import { TaskSpotChecks1765600000000 } from './1765600000000-task-spot-checks.js';
+import { PendingSpotChecks1765640000000 } from './1765640000000-pending-spot-checks.js';
+import { WorkspaceDeletes1765641000000 } from './1765641000000-workspace-deletes.js';
+import { WorkspacePurges1765642000000 } from './1765642000000-workspace-purges.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -57,4 +61,8 @@ export const MIGRATIONS = [
   MachineFaults1765436000000,
   CrashLoops1765450000000,
   MachineVerification1765500000000,
+  TaskSpotChecks1765600000000,
+  PendingSpotChecks1765640000000,
+  WorkspaceDeletes1765641000000,
+  WorkspacePurges1765642000000,
 ] as const;

@@ -103,6 +103,18 @@ export class DeploymentsRepository {
     return rows[0];
   }
 
+  /** The deployments (not deleted) whose latest version runs `image` (a pinned reference), with their workspaces. */
+  usingImage(image: string): Promise<{ name: string; workspaceId: string; workspaceName: string }[]> {
+    return queryRowsOn(
+      this.db,
+      `SELECT d.name, d.workspace_id AS "workspaceId", w.name AS "workspaceName"
+       FROM deployments d JOIN deployment_versions v ON v.deployment_id = d.id AND v.version = d.latest_version
+       JOIN workspaces w ON w.id = d.workspace_id
+       WHERE d.state <> 'deleted' AND v.spec->>'image' = $1 ORDER BY w.name, d.name`,
+      [image],
+    );
+  }
+
   /** Deleted ones included: the caller decides what a deleted deployment means. */
   findByName(workspaceId: string, name: string): Promise<Deployment | null> {
     return this.db.getRepository(Deployment).findOneBy({ workspaceId, name });

@@ -22,6 +22,8 @@ export type {
   EndedTask,
   NewTask,
   SettledAttempt,
+  PendingSpotCheck,
+  SpotCheckOfTask,
   StartedOver,
   TaskActivityRow,
   TaskListFilter,

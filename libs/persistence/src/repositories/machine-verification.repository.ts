@@ -77,6 +77,13 @@ export class MachineVerificationRepository extends TransactionalRepository {
     return row?.before;
   }
 
+  /** Those of `ids` whose hardware passed its challenge (verification `verified`). */
+  async verifiedAmong(ids: readonly string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows = await this.rows<{ id: string }>(`SELECT id FROM machines WHERE id = ANY($1::text[]) AND verification = 'verified'`, [ids]);
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** Machines per pool and verification state, for tern_machine_verification. */
   async countByPoolAndVerification(): Promise<VerificationCount[]> {
     const rows = await this.rows<{ pool: string; verification: VerificationState; count: string }>(

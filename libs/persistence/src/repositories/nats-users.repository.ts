@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, IsNull } from 'typeorm';
 import { NatsUser } from '../entities/nats-user.entity.js';
 
 /** The id is the caller's: the user's JWT (its inbox) names it, and is signed before the row is written. */
@@ -23,6 +23,11 @@ export class NatsUsersRepository {
 
   findById(id: string): Promise<NatsUser | null> {
     return this.db.getRepository(NatsUser).findOneBy({ id });
+  }
+
+  /** The workspace's users not revoked. */
+  activeOf(workspaceId: string): Promise<NatsUser[]> {
+    return this.db.getRepository(NatsUser).findBy({ workspaceId, revokedAt: IsNull() });
   }
 
   async markRevoked(id: string): Promise<void> {

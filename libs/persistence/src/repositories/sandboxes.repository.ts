@@ -83,6 +83,14 @@ export class SandboxesRepository extends TransactionalRepository {
     );
   }
 
+  /** The live (placing or running) sandboxes whose image is `image` (a pinned reference). */
+  liveUsingImage(image: string): Promise<{ id: string; workspaceId: string }[]> {
+    return this.rows(
+      `SELECT id, workspace_id AS "workspaceId" FROM sandboxes WHERE state IN ('placing', 'running') AND spec->>'image' = $1 ORDER BY id`,
+      [image],
+    );
+  }
+
   /** Exposes a port of a running sandbox (again: nothing changes); undefined when it is not running. */
   async exposePort(id: string, port: number): Promise<number[] | undefined> {
     const [row] = await this.rows<{ ports: number[] }>(

@@ -86,4 +86,10 @@ export class SecretsRepository extends TransactionalRepository {
     ]);
     return rows.length > 0;
   }
+
+  /** Destroys every secret of the workspace; answers how many. */
+  async removeAll(workspaceId: string): Promise<number> {
+    return (await this.rows<{ name: string }>(`DELETE FROM workspace_secrets WHERE workspace_id = $1 RETURNING name`, [workspaceId]))
+      .length;
+  }
 }

@@ -1,13 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { TaskState } from '#tern/contracts';
 import type { LeaseClaim, TaskLease } from '#tern/tasks';
+import type { TaskSpotCheckRecord, TaskState } from '#tern/contracts';
 import { GroupCommit } from '../group-commit.js';
 import * as activity from './tasks/task-activity.js';
 import * as callbacks from './tasks/task-callbacks.js';
 import * as endings from './tasks/task-endings.js';
 import * as outbox from './tasks/task-outbox.js';
 import * as reads from './tasks/task-reads.js';
+import * as spotChecks from './tasks/task-spot-checks.js';
 import type {
   CallbackClaim,
   CancelledTask,
@@ -16,6 +17,7 @@ import type {
   NewTask,
   SettledAttempt,
   StartedAttempt,
+  StartedCompletion,
   StartedOver,
   TaskActivityRow,
   TaskListFilter,
@@ -25,6 +27,7 @@ import type {
 import * as transitions from './tasks/task-transitions.js';
 
 export type * from './tasks/task-rows.js';
+export type { PendingSpotCheck, SpotCheckOfTask } from './tasks/task-spot-checks.js';
 export { newTaskValues, UNSENT_COLUMNS } from './tasks/task-outbox.js';
 
 /** How long a task's enqueued mark waits before its statement (see enqueuedMarks). */
@@ -74,6 +77,12 @@ export class TasksRepository {
   /** Results recorded together: one statement for the attempts that completed meanwhile. */
   private readonly completions = new GroupCommit<Completion, TaskWithDeployment | undefined>(
     (completions) => transitions.completeMany(this.db, completions),
+    { keyOf: (e) => e.taskId },
+  );
+
+  /** Attempts that ended before their start was reported, together: one statement for their starts and results. */
+  private readonly startedCompletions = new GroupCommit<Completion & { startedAt: string }, StartedCompletion | undefined>(
+    (items) => transitions.startAndCompleteMany(this.db, items),
     { keyOf: (e) => e.taskId },
   );
 
@@ -153,6 +162,16 @@ export class TasksRepository {
     return this.completions.add(e);
   }
 
+  /**
+   * An attempt that ended before its start was reported: its start (believed as markStarted's,
+   * from a container placed for the task, on an open task at an earlier attempt) and its result,
+   * in one statement. Answers the task as it now is and the row as it was before, or undefined
+   * when nothing changed. Those arriving while one statement is in flight share the next one.
+   */
+  startAndComplete(e: Completion & { startedAt: string }): Promise<StartedCompletion | undefined> {
+    return this.startedCompletions.add(e);
+  }
+
   /** The attempt the claimant settled already, when the task ended in one of `states` under its lease. */
   settledBy(claim: LeaseClaim, states: readonly TaskState[]): Promise<SettledAttempt | undefined> {
     return transitions.settledBy(this.db, claim, states);
@@ -207,6 +226,31 @@ export class TasksRepository {
     from: Date,
   ): Promise<{ p50: number | null; p95: number | null; p99: number | null }> {
     return activity.durationPercentiles(this.db, workspaceId, deploymentName, from);
+  }
+
+  // Spot checks of results (tasks/task-spot-checks.ts).
+
+  /** Records a COMPLETE task's spot check once; answers its input, or undefined when it had one. */
+  beginSpotCheck(taskId: string, check: TaskSpotCheckRecord): Promise<{ payload: Record<string, unknown> } | undefined> {
+    return spotChecks.beginSpotCheck(this.db, taskId, check);
+  }
+
+  /** Settles a pending spot check, from the verifier it names only. */
+  settleSpotCheck(
+    taskId: string,
+    verifier: { machineId: string; containerId: string },
+    change: Pick<TaskSpotCheckRecord, 'state' | 'verifierSha256' | 'reason' | 'checkedAt'>,
+  ): Promise<spotChecks.SpotCheckOfTask | undefined> {
+    return spotChecks.settleSpotCheck(this.db, taskId, verifier, change);
+  }
+
+  spotCheckOf(taskId: string): Promise<spotChecks.SpotCheckOfTask | undefined> {
+    return spotChecks.spotCheckOf(this.db, taskId);
+  }
+
+  /** The oldest checks still waiting on their verifiers (the spot-check sweeper's candidates). */
+  pendingSpotChecks(limit: number): Promise<spotChecks.PendingSpotCheck[]> {
+    return spotChecks.pendingSpotChecks(this.db, limit);
   }
 
   // Callbacks (tasks/task-callbacks.ts).

@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ImageError } from '../errors.js';
@@ -50,6 +50,10 @@ describe('oci layouts', () => {
       ],
     };
     writeFileSync(join(layout, 'index.json'), JSON.stringify(index));
-    await expect(resolveManifest(`oci:${layout}`, layout, 'latest')).rejects.toThrow('refusing to build a path from it');
+    try {
+      await expect(resolveManifest(`oci:${layout}`, layout, 'latest')).rejects.toThrow('refusing to build a path from it');
+    } finally {
+      rmSync(layout, { recursive: true, force: true });
+    }
   });
 });

@@ -16,10 +16,9 @@ export interface ImageStoreOptions {
    * Registries this machine pulls from (pull credentials); others are reached anonymously. A
    * function is asked at each pull, for credentials that change while the agent runs.
    */
-  registries?: RegistryAccessList | (() => RegistryAccessList);
+  registries?: RegistryAccessList | (() => RegistryAccessList | Promise<RegistryAccessList>);
   /** Pull progress (`Copying blob sha256:… done`), for the container's logs and the dashboard. */
   onPullProgress?: (ref: string, line: string) => void;
-  skopeo?: string;
   /**
    * Most bytes the unpacked registry images may take: past it, the least recently used ones not
    * in use are removed after a pull. Absent: no limit.
@@ -38,7 +37,7 @@ export interface ImageStoreOptions {
 export class ImageStore {
   private readonly inFlight = new Map<string, Promise<PreparedImage>>();
   private host?: Promise<PreparedImage>;
-  /** skopeo rewrites the shared layout's index.json: one pull at a time. */
+  /** One pull at a time: each has the machine's bandwidth and cores, and eviction sees a settled cache. */
   private pulls: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: ImageStoreOptions) {}
@@ -73,16 +72,17 @@ export class ImageStore {
     return p;
   }
 
-  /** A registry image by digest, into the shared layout `<root>/layout`, unpacked under `<root>/oci`. */
+  /**
+   * A registry image by digest, streamed and unpacked under `<root>/oci`. `<root>/layout` is where
+   * earlier agents kept the blobs (skopeo's OCI layout): eviction still clears it.
+   */
   private pull(ref: string): Promise<PreparedImage> {
-    const { onPullProgress, registries = [], skopeo, umoci, maxBytes, inUse, onEvict } = this.options;
+    const { onPullProgress, registries = [], umoci, maxBytes, inUse, onEvict } = this.options;
     const layout = join(this.options.root, 'layout');
     const ociDir = join(this.options.root, 'oci');
     const p = this.pulls.then(async () => {
-      const access = typeof registries === 'function' ? registries() : registries;
-      const image = await pullRegistryImage(ref, layout, ociDir, access, {
-        ...(skopeo ? { skopeo } : {}),
-        ...(umoci ? { umoci } : {}),
+      const access = typeof registries === 'function' ? await registries() : registries;
+      const image = await pullRegistryImage(ref, ociDir, access, {
         ...(onPullProgress ? { onProgress: (line: string) => onPullProgress(ref, line) } : {}),
       });
       await touchImage(dirname(image.rootfs));

@@ -15,7 +15,7 @@ interface Descriptor {
   platform?: { os?: string; architecture?: string };
 }
 
-interface ImageConfig {
+export interface ImageConfig {
   config?: { Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string; User?: string };
 }
 
@@ -100,43 +100,34 @@ async function addMountPoints(rootfs: string): Promise<void> {
 }
 
 /**
- * An `oci:` image, unpacked with umoci into `<dir>/<manifest hex digest>/rootfs` once; later
- * resolves of any tag pointing at the same manifest reuse it.
+ * Completes an unpacked image in `tmp` (its `rootfs` there already): mount points, the reduced
+ * config beside it, then renamed to `final` in one step, so no half-made image is ever found
+ * under its digest. A concurrent preparation that got there first wins.
  */
-export async function prepareOciImage(ref: string, layout: string, tag: string, dir: string, umoci = 'umoci'): Promise<PreparedImage> {
-  const manifestDesc = await resolveManifest(ref, layout, tag);
-  const digest = manifestDesc.digest;
-  const final = join(dir, `sha256-${requireSha256Hex(ref, digest)}`);
-  const metaPath = join(final, 'image.json');
-  if (!(await stat(metaPath).catch(() => undefined))) {
-    const manifest = await readJson<{ config: Descriptor }>(ref, blobPath(ref, layout, digest));
-    const config = await readJson<ImageConfig>(ref, blobPath(ref, layout, manifest.config.digest));
-    const tmp = join(dir, `.tmp-${randomBytes(6).toString('hex')}`);
-    try {
-      await mkdir(tmp, { recursive: true });
-      const r = await execa(umoci, ['raw', 'unpack', '--image', `${layout}:${tag}`, join(tmp, 'rootfs')], { reject: false });
-      if (r.exitCode !== 0) throw new ImageError(ref, `umoci raw unpack failed: ${r.stderr || r.stdout || r.message}`);
-      await addMountPoints(join(tmp, 'rootfs'));
-      const c = config.config ?? {};
-      const cached: CachedImage = {
-        ref,
-        digest,
-        env: c.Env ?? [],
-        entrypoint: c.Entrypoint ?? [],
-        cmd: c.Cmd ?? [],
-        ...(c.WorkingDir ? { cwd: c.WorkingDir } : {}),
-      };
-      const user = await resolveImageUser(ref, join(tmp, 'rootfs'), c.User);
-      if (user) cached.user = user;
-      await writeFile(join(tmp, 'image.json'), JSON.stringify(cached, null, 2));
-      await rename(tmp, final).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e;
-      });
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
-  }
-  const cached = await readJson<CachedImage>(ref, metaPath);
+export async function completeImage(ref: string, digest: string, config: ImageConfig, tmp: string, final: string): Promise<void> {
+  await addMountPoints(join(tmp, 'rootfs'));
+  const c = config.config ?? {};
+  const cached: CachedImage = {
+    ref,
+    digest,
+    env: c.Env ?? [],
+    entrypoint: c.Entrypoint ?? [],
+    cmd: c.Cmd ?? [],
+    ...(c.WorkingDir ? { cwd: c.WorkingDir } : {}),
+  };
+  const user = await resolveImageUser(ref, join(tmp, 'rootfs'), c.User);
+  if (user) cached.user = user;
+  await writeFile(join(tmp, 'image.json'), JSON.stringify(cached, null, 2));
+  await rename(tmp, final).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e;
+  });
+}
+
+/** The unpacked image at `final` (`<dir>/sha256-<hex>`), or undefined when it is not there (yet). */
+export async function unpackedImage(ref: string, final: string): Promise<PreparedImage | undefined> {
+  const text = await readFile(join(final, 'image.json'), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const cached = JSON.parse(text) as CachedImage;
   const mounts: OciMount[] = [];
   for (const f of ETC_BINDS) {
     if ((await stat(f).catch(() => undefined))?.isFile())
@@ -144,7 +135,7 @@ export async function prepareOciImage(ref: string, layout: string, tag: string, 
   }
   return {
     ref,
-    digest,
+    digest: cached.digest,
     rootfs: join(final, 'rootfs'),
     mounts,
     env: cached.env,
@@ -154,4 +145,28 @@ export async function prepareOciImage(ref: string, layout: string, tag: string, 
     ...(cached.user ? { user: cached.user } : {}),
     sharesHostUsr: false,
   };
+}
+
+/**
+ * An `oci:` image, unpacked with umoci into `<dir>/<manifest hex digest>/rootfs` once; later
+ * resolves of any tag pointing at the same manifest reuse it.
+ */
+export async function prepareOciImage(ref: string, layout: string, tag: string, dir: string, umoci = 'umoci'): Promise<PreparedImage> {
+  const manifestDesc = await resolveManifest(ref, layout, tag);
+  const digest = manifestDesc.digest;
+  const final = join(dir, `sha256-${requireSha256Hex(ref, digest)}`);
+  const done = await unpackedImage(ref, final);
+  if (done) return done;
+  const manifest = await readJson<{ config: Descriptor }>(ref, blobPath(ref, layout, digest));
+  const config = await readJson<ImageConfig>(ref, blobPath(ref, layout, manifest.config.digest));
+  const tmp = join(dir, `.tmp-${randomBytes(6).toString('hex')}`);
+  try {
+    await mkdir(tmp, { recursive: true });
+    const r = await execa(umoci, ['raw', 'unpack', '--image', `${layout}:${tag}`, join(tmp, 'rootfs')], { reject: false });
+    if (r.exitCode !== 0) throw new ImageError(ref, `umoci raw unpack failed: ${r.stderr || r.stdout || r.message}`);
+    await completeImage(ref, digest, config, tmp, final);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  return (await unpackedImage(ref, final))!;
 }

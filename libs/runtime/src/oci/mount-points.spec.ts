@@ -1,4 +1,4 @@
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureMountPoints } from './mount-points.js';
@@ -15,11 +15,15 @@ describe('ensureMountPoints', () => {
       { destination: '/data', type: 'bind', source: dir },
       { destination: '/usr/local/nvidia/lib64/lib.so', type: 'bind', source: file },
     ];
-    await ensureMountPoints(rootfs, mounts);
-    await ensureMountPoints(rootfs, mounts);
-    expect(statSync(join(rootfs, 'dev')).isDirectory()).toBe(true);
-    expect(() => statSync(join(rootfs, 'dev', 'nvidia0'))).toThrow();
-    expect(statSync(join(rootfs, 'data')).isDirectory()).toBe(true);
-    expect(statSync(join(rootfs, 'usr/local/nvidia/lib64/lib.so')).isFile()).toBe(true);
+    try {
+      await ensureMountPoints(rootfs, mounts);
+      await ensureMountPoints(rootfs, mounts);
+      expect(statSync(join(rootfs, 'dev')).isDirectory()).toBe(true);
+      expect(() => statSync(join(rootfs, 'dev', 'nvidia0'))).toThrow();
+      expect(statSync(join(rootfs, 'data')).isDirectory()).toBe(true);
+      expect(statSync(join(rootfs, 'usr/local/nvidia/lib64/lib.so')).isFile()).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

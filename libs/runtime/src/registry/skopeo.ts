@@ -14,6 +14,12 @@ export interface RegistryAccess {
   password?: string;
   /** A registry bearer token already in hand (the gateway signs its own), instead of a user. */
   token?: string;
+  /**
+   * The site cache in front of this registry (`tern-agent site-cache`): an agent's pulls read
+   * their blobs through it with the same token, and from the registry itself when it cannot be
+   * reached (`unreachable` hears why). skopeo ignores it.
+   */
+  siteCache?: { url: string; unreachable?: (message: string) => void };
 }
 
 /** Registry access by host; a host not listed is reached anonymously over verified TLS. */
@@ -23,6 +29,12 @@ export interface SkopeoOptions {
   skopeo?: string;
   /** Called with each line skopeo prints (`Copying blob sha256:… done`): pull and push progress. */
   onProgress?: (line: string) => void;
+  /**
+   * Layers written in this compression (`--dest-compress-format`; a layer compressed otherwise is
+   * recompressed): `zstd` for what agents pull (it decompresses several times faster than gzip),
+   * `gzip` for a layout umoci must read (umoci 0.4 reads no zstd).
+   */
+  compress?: 'gzip' | 'zstd';
 }
 
 function accessFor(list: RegistryAccessList, host: string): RegistryAccess | undefined {
@@ -70,6 +82,7 @@ export async function skopeoCopy(
     const args = ['copy', '--retry-times', '2', '--digestfile', join(dir, 'digest')];
     if (from.startsWith('docker://')) args.push(...sideFlags('src', srcAccess));
     if (to.startsWith('docker://')) args.push(...sideFlags('dest', destAccess));
+    if (options.compress) args.push('--dest-compress-format', options.compress);
     args.push(from, to);
     const child = execa(options.skopeo ?? 'skopeo', args, { reject: false, all: false });
     child.stdout?.setEncoding('utf8');

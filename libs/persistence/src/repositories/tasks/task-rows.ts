@@ -22,6 +22,7 @@ export type TaskWithDeployment = Pick<
   | 'callbackError'
   | 'containerId'
   | 'machineId'
+  | 'spotCheck'
   | 'streamSeq'
   | 'createdAt'
   | 'startedAt'
@@ -34,7 +35,7 @@ export type UnsentTask = Pick<
   Task,
   'id' | 'workspaceId' | 'deploymentId' | 'version' | 'maxRetries' | 'timeoutSeconds' | 'ttlSeconds' | 'callbackUrl' | 'createdAt'
 > & {
-  payload: Record<string, unknown>;
+  payload: unknown;
 };
 
 /** A task to accept: its id is chosen by the caller (it becomes the TASKS message id). */
@@ -80,6 +81,12 @@ export interface Completion {
   completedAt: string;
   containerId: string;
   machineId: string;
+}
+
+/** An attempt's start and result recorded in one: the task as it now is, and the row as it was before the start. */
+export interface StartedCompletion {
+  task: TaskWithDeployment;
+  before: StartedOver;
 }
 
 /** A task just made final by a sweep or a cancel: where its TASKS message sits (null: never published). */

@@ -14,7 +14,7 @@ export const taskColumns = (
 ) => `t.id, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId", ${deploymentName} AS "deploymentName", t.deployment_version AS version, t.state,
   t.result_ref AS "resultRef", t.error, t.attempts, t.max_retries AS "maxRetries", t.timeout_seconds AS "timeoutSeconds", t.ttl_seconds AS "ttlSeconds",
   t.callback_url AS "callbackUrl", t.callback_state AS "callbackState", t.callback_attempts AS "callbackAttempts", t.callback_error AS "callbackError", t.container_id AS "containerId",
-  t.machine_id AS "machineId", t.stream_seq AS "streamSeq", t.created_at AS "createdAt", t.started_at AS "startedAt", t.ended_at AS "endedAt", t.updated_at AS "updatedAt"`;
+  t.machine_id AS "machineId", t.spot_check AS "spotCheck", t.stream_seq AS "streamSeq", t.created_at AS "createdAt", t.started_at AS "startedAt", t.ended_at AS "endedAt", t.updated_at AS "updatedAt"`;
 export const TASK_COLUMNS = taskColumns('d.name');
 /** The container $4 was placed by the scheduler on machine $5 for the deployment version of the task (row of tasks). */
 export const PLACED = `EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
@@ -23,6 +23,24 @@ export const PLACED = `EXISTS (SELECT 1 FROM containers c JOIN deployment_versio
 export const leaseHeldBy = (a: number, m: number, c: number) =>
   `attempts = $${a} AND machine_id = $${m} AND container_id IS NOT DISTINCT FROM $${c}`;
 export const TASK_FROM = `tasks t JOIN deployments d ON d.id = t.deployment_id`;
+
+// A start's pieces, shared by markStartedMany and startAndCompleteMany (whose items, in a CTE `x`,
+// carry id, attempt, started_at, container_id and machine_id).
+/** The rows of the items' tasks whose container was placed on its machine for the task's version, locked in id order, as they were. */
+export const PLACED_BEFORE = `SELECT t.id, t.state, t.attempts, t.machine_id, t.container_id, t.started_at FROM tasks t JOIN x ON x.id = t.id
+  WHERE EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
+                WHERE c.id = x.container_id AND c.machine_id = x.machine_id AND v.deployment_id = t.deployment_id AND v.version = t.deployment_version)
+  ORDER BY t.id FOR UPDATE OF t`;
+/** The start's change: RUNNING's lease (attempt, machine, container) and when it was seen. */
+export const START_SET = `attempts = x.attempt, started_at = x.started_at, container_id = x.container_id, machine_id = x.machine_id, updated_at = now()`;
+/** A start counts on a task not final whose recorded attempt is an earlier one. */
+export const STARTS_OVER = `before.state NOT IN ${FINAL} AND before.attempts < x.attempt`;
+/** The row as it was before the start (a StartedOver, less the task's workspace and deployment). */
+export const STARTED_OVER = `before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer", before.started_at AS "wasStartedAt"`;
+/** The result's change: COMPLETE, its result, and its callback due. */
+export const COMPLETE_SET = `state = 'COMPLETE', result = x.result::jsonb, result_ref = x.result_ref, ended_at = x.completed_at, error = NULL, ${CALLBACK_DUE}`;
+/** The columns a completion answers: the task as its waiters answer it, result included. */
+export const COMPLETED_TASK = `${taskColumns('(SELECT name FROM deployments WHERE id = t.deployment_id)')}, t.result`;
 
 /** bigint arrives as text (see numberFromText); stream sequences stay far below 2^53. */
 function seq(value: string | number | null): number | null {

@@ -4,8 +4,23 @@ import type { DataSource } from 'typeorm';
 import type { TaskState } from '#tern/contracts';
 import type { LeaseClaim, TaskLease } from '#tern/tasks';
 import { queryPreparedOn, queryRowsOn } from '../../query-rows.js';
-import type { Completion, SettledAttempt, StartedAttempt, StartedOver, TaskWithDeployment } from './task-rows.js';
-import { CALLBACK_DUE, FINAL, inOrder, leaseHeldBy, PLACED, type Raw, SETTLED, taskColumns, withSeq } from './task-sql.js';
+import type { Completion, SettledAttempt, StartedAttempt, StartedCompletion, StartedOver, TaskWithDeployment } from './task-rows.js';
+import {
+  CALLBACK_DUE,
+  COMPLETE_SET,
+  COMPLETED_TASK,
+  FINAL,
+  inOrder,
+  leaseHeldBy,
+  PLACED,
+  PLACED_BEFORE,
+  type Raw,
+  SETTLED,
+  START_SET,
+  STARTED_OVER,
+  STARTS_OVER,
+  withSeq,
+} from './task-sql.js';
 
 /**
  * markStarted for many attempts (of distinct tasks) in one statement, the rows locked in id
@@ -17,14 +32,10 @@ export async function markStartedMany(db: DataSource, starts: StartedAttempt[]):
     'tasks_mark_started',
     `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::text[], $5::text[])
                   WITH ORDINALITY AS x(id, attempt, started_at, container_id, machine_id, n)),
-          before AS (SELECT t.id, t.state, t.attempts, t.machine_id, t.container_id, t.started_at FROM tasks t JOIN x ON x.id = t.id
-                     WHERE EXISTS (SELECT 1 FROM containers c JOIN deployment_versions v ON v.id = c.deployment_version_id
-                                   WHERE c.id = x.container_id AND c.machine_id = x.machine_id AND v.deployment_id = t.deployment_id AND v.version = t.deployment_version)
-                     ORDER BY t.id FOR UPDATE OF t)
-     UPDATE tasks t SET state = 'RUNNING', attempts = x.attempt, started_at = x.started_at, container_id = x.container_id, machine_id = x.machine_id, updated_at = now()
-     FROM before JOIN x ON x.id = before.id WHERE t.id = before.id AND before.state NOT IN ${FINAL} AND before.attempts < x.attempt
-     RETURNING x.n, before.state AS was, before.attempts AS "wasAttempt", before.machine_id AS "wasMachine", before.container_id AS "wasContainer", before.started_at AS "wasStartedAt",
-       t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId"`,
+          before AS (${PLACED_BEFORE})
+     UPDATE tasks t SET state = 'RUNNING', ${START_SET}
+     FROM before JOIN x ON x.id = before.id WHERE t.id = before.id AND ${STARTS_OVER}
+     RETURNING x.n, ${STARTED_OVER}, t.workspace_id AS "workspaceId", t.deployment_id AS "deploymentId"`,
     [
       starts.map((e) => e.taskId),
       starts.map((e) => e.attempt),
@@ -91,21 +102,55 @@ export async function completeMany(db: DataSource, completions: Completion[]): P
     `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
                   WITH ORDINALITY AS x(id, result, result_ref, attempt, completed_at, container_id, machine_id, n)),
           locked AS (SELECT t.id FROM tasks t JOIN x ON x.id = t.id ORDER BY t.id FOR UPDATE OF t)
-     UPDATE tasks t SET state = 'COMPLETE', result = x.result::jsonb, result_ref = x.result_ref, ended_at = x.completed_at, error = NULL, ${CALLBACK_DUE}, updated_at = now()
+     UPDATE tasks t SET ${COMPLETE_SET}, updated_at = now()
      FROM locked JOIN x ON x.id = locked.id
      WHERE t.id = locked.id AND t.state NOT IN ${FINAL} AND t.attempts = x.attempt AND t.machine_id = x.machine_id AND t.container_id IS NOT DISTINCT FROM x.container_id
-     RETURNING x.n, ${taskColumns('(SELECT name FROM deployments WHERE id = t.deployment_id)')}, t.result`,
-    [
-      completions.map((e) => e.taskId),
-      completions.map((e) => e.resultJson),
-      completions.map((e) => e.resultRef),
-      completions.map((e) => e.attempt),
-      completions.map((e) => e.completedAt),
-      completions.map((e) => e.containerId),
-      completions.map((e) => e.machineId),
-    ],
+     RETURNING x.n, ${COMPLETED_TASK}`,
+    completionColumns(completions),
   );
   return inOrder(completions.length, rows, withSeq<TaskWithDeployment>);
+}
+
+/** The parameters of a batch of completions, $1 to $7 of completeMany and startAndCompleteMany. */
+function completionColumns(completions: Completion[]): unknown[][] {
+  return [
+    completions.map((e) => e.taskId),
+    completions.map((e) => e.resultJson),
+    completions.map((e) => e.resultRef),
+    completions.map((e) => e.attempt),
+    completions.map((e) => e.completedAt),
+    completions.map((e) => e.containerId),
+    completions.map((e) => e.machineId),
+  ];
+}
+
+/**
+ * startAndComplete for many attempts (of distinct tasks) in one statement: an attempt that ended
+ * before its start was reported (TaskCompleted.withStart). The start's conditions and lease are
+ * markStartedMany's (placement, not final, a later attempt than the row's); the result needs no
+ * lease check beyond them, since this very statement gives the reporter the lease. Answers the
+ * task as it now is and the row as it was before, or undefined when nothing changed.
+ */
+export async function startAndCompleteMany(
+  db: DataSource,
+  items: (Completion & { startedAt: string })[],
+): Promise<(StartedCompletion | undefined)[]> {
+  type Row = Raw<TaskWithDeployment> & Omit<StartedOver, 'workspaceId' | 'deploymentId'> & { n: string };
+  const rows = await queryPreparedOn<Row>(
+    db,
+    'tasks_start_and_complete',
+    `WITH x AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[], $8::timestamptz[])
+                  WITH ORDINALITY AS x(id, result, result_ref, attempt, completed_at, container_id, machine_id, started_at, n)),
+          before AS (${PLACED_BEFORE})
+     UPDATE tasks t SET ${COMPLETE_SET}, ${START_SET}
+     FROM before JOIN x ON x.id = before.id WHERE t.id = before.id AND ${STARTS_OVER}
+     RETURNING x.n, ${STARTED_OVER}, ${COMPLETED_TASK}`,
+    [...completionColumns(items), items.map((e) => e.startedAt)],
+  );
+  return inOrder(items.length, rows, ({ was, wasAttempt, wasMachine, wasContainer, wasStartedAt, ...task }) => ({
+    task: withSeq<TaskWithDeployment>(task),
+    before: { was, wasAttempt, wasMachine, wasContainer, wasStartedAt, workspaceId: task.workspaceId, deploymentId: task.deploymentId },
+  }));
 }
 
 /**

@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { Agent as HttpAgent, get as httpGet, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, get as httpsGet } from 'node:https';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Kept-alive connections to the store: a mount asks for thousands of blobs, one TCP handshake each would cost more than the bytes. */
+const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) };
+
+/** The answer to a GET: the body when 200, else the status and the start of its text. */
+export type GetAnswer = { bytes: Buffer } | { status: number; text: string };
+
+/**
+ * GETs `url` and hands the final answer to `read`: the body when 200, else the status and the
+ * start of its text. Redirects (a storage backend's signed URL) are followed, at most 5, without
+ * the authorization header; a network error rejects with its code.
+ */
+function getFollowing<T>(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  read: (res: IncomingMessage) => Promise<T>,
+  hops = 0,
+): Promise<T | { status: number; text: string }> {
+  const https = url.startsWith('https:');
+  return new Promise((resolve, reject) => {
+    const req = (https ? httpsGet : httpGet)(url, { headers, agent: https ? agents.https : agents.http, timeout: timeoutMs }, (res) => {
+      const location = res.headers.location;
+      if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location && hops < 5) {
+        res.resume();
+        resolve(getFollowing(new URL(location, url).href, {}, timeoutMs, read, hops + 1));
+      } else if (res.statusCode !== 200) textOf(res).then((text) => resolve({ status: res.statusCode ?? 0, text }), reject);
+      else read(res).then(resolve, reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (e: NodeJS.ErrnoException) => reject(new Error(e.code ?? e.message)));
+  });
+}
+
+/**
+ * GETs `url` into one buffer sized by the answer's Content-Length (so each byte is copied once,
+ * from the socket's piece into it), refusing a body over `maxBytes` or one cut short.
+ */
+export function getInto(url: string, headers: Record<string, string>, maxBytes: number, timeoutMs: number): Promise<GetAnswer> {
+  return getFollowing(url, headers, timeoutMs, async (res) => ({ bytes: await bodyOf(res, maxBytes) }));
+}
+
+/** The answer to a GET into a file: the body's size and sha256 when 200, else the status and the start of its text. */
+export type FileAnswer = { size: number; sha256: string } | { status: number; text: string };
+
+/**
+ * GETs `url` into `file` (created, mode 600) while hashing it, whatever its size; `onBytes`
+ * hears each piece's length as it arrives. A body cut short rejects (the caller removes the file).
+ */
+export function getToFile(
+  url: string,
+  headers: Record<string, string>,
+  file: string,
+  timeoutMs: number,
+  onBytes: (n: number) => void = () => undefined,
+): Promise<FileAnswer> {
+  return getFollowing(url, headers, timeoutMs, async (res) => {
+    const hash = createHash('sha256');
+    let size = 0;
+    const count = new Transform({
+      transform: (piece: Buffer, _encoding, done) => {
+        hash.update(piece);
+        size += piece.length;
+        onBytes(piece.length);
+        done(null, piece);
+      },
+    });
+    const expected = Number(res.headers['content-length']);
+    await pipeline(res, count, createWriteStream(file, { mode: 0o600 })).catch((e: NodeJS.ErrnoException) => {
+      throw new Error(e.code ?? e.message);
+    });
+    if (Number.isSafeInteger(expected) && size !== expected) throw new Error(`cut off after ${size} of ${expected} bytes`);
+    return { size, sha256: hash.digest('hex') };
+  });
+}
+
+function bodyOf(res: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const length = Number(res.headers['content-length']);
+  return new Promise((resolve, reject) => {
+    if (!Number.isSafeInteger(length) || length > maxBytes) {
+      res.destroy();
+      return reject(new Error(`a blob of ${res.headers['content-length'] ?? 'unknown'} bytes (at most ${maxBytes} taken)`));
+    }
+    const bytes = Buffer.allocUnsafe(length);
+    let filled = 0;
+    res.on('data', (piece: Buffer) => {
+      if (filled + piece.length > length) return res.destroy(new Error(`more than the ${length} bytes announced`));
+      piece.copy(bytes, filled);
+      filled += piece.length;
+    });
+    res.on('error', (e: NodeJS.ErrnoException) => reject(new Error(e.code ?? e.message)));
+    res.on('aborted', () => reject(new Error(`cut off after ${filled} of ${length} bytes`)));
+    res.on('end', () => (filled === length ? resolve(bytes) : reject(new Error(`cut off after ${filled} of ${length} bytes`))));
+    res.on('close', () => {
+      if (filled !== length) reject(new Error(`cut off after ${filled} of ${length} bytes`));
+    });
+  });
+}
+
+async function textOf(res: IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const piece of res) if (text.length < 300) text += String(piece);
+  return text.slice(0, 300);
+}

@@ -1,0 +1,144 @@
+/**
+ * The device check (issue 29 item 6), bundled by build.mjs into one file and run by run.sh on a
+ * machine with an NVIDIA GPU: the agent's own discovery, runtime and GPU prover against libs/proof's
+ * verifier, with this script in the scheduler's place (ProofRounds' steps, without NATS).
+ *
+ *   1. discovery reads the GPUs (nvidia-smi);
+ *   2. each one is challenged as the scheduler would (deviceClaims: its band, n, deadline): a runc
+ *      container through Tern's runtime gets the GPU and runs tern_prover.py with the machine's
+ *      PyTorch; the round passes or fails on time and on the answer, and a calibration line gives
+ *      the measured rate and start for bands.ts;
+ *   3. a claim of 8 GPUs of the model found (or, with none found, of one H100) is challenged the
+ *      same way: what discovery did not see is declined, so the claim is not verified.
+ *
+ * Prints one JSON summary line last; exits 0 when the real GPUs passed and the larger claim did not.
+ *
+ * `--fake-gpu` (a machine without one, e.g. CI's): the runtime gives the prover's container fake
+ * NVIDIA device nodes and discovery "sees" an H100 that is not there; the prover computes on the
+ * CPU in plain Python, and the check passes when that GPU claim is refused (late for the H100
+ * band) all the same. (NumPy's float64 BLAS on a CPU may not be late: bands.ts says why.)
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { GpuInventory, HardwareChallenge } from '#tern/contracts';
+import { decodeInt32, type DeviceClaim, deviceClaims, encodeInt32, judgeTiming, newChallenge, newProbe, verifyAnswer } from '#tern/proof';
+import { GpuInjector, ImageStore, RuncRuntime, silentLogger } from '#tern/runtime';
+import { fakeHost } from '../../libs/runtime/src/gpu/fake-host.js';
+import { detectGpus, probeContext } from '../../apps/agent/src/discovery/gpu/index.js';
+import { GpuProver, proverPython } from '../../apps/agent/src/proof/gpu-prover.js';
+import { proverFor } from '../../apps/agent/src/proof/prover-for.js';
+
+interface Round {
+  device: string;
+  label: string;
+  verdict: 'passed' | 'failed' | 'declined';
+  reason?: string;
+  elapsedMs?: number;
+  deadlineMs: number;
+  macsPerSecond?: number;
+  prover?: GpuProver['committed'];
+}
+
+const fake = process.argv.includes('--fake-gpu');
+const runnersDir = process.env.AGENT_RUNNERS_DIR ?? join(process.cwd(), 'runners');
+const dir = await mkdtemp(join(tmpdir(), 'tern-device-check-'));
+const images = new ImageStore({ root: join(dir, 'images') });
+const fakeNodes = fakeHost({
+  devices: { '/dev/nvidia0': { major: 195, minor: 0, type: 'c' }, '/dev/nvidiactl': { major: 195, minor: 255, type: 'c' } },
+  files: { '/usr/bin/nvidia-smi': '' },
+});
+const runtime = new RuncRuntime({
+  stateDir: join(dir, 'state'),
+  images,
+  ...(fake ? { gpu: new GpuInjector({ io: fakeNodes, cdiDirs: [] }) } : {}),
+});
+
+const FAKE_H100: GpuInventory = { index: 0, vendor: 'nvidia', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81_559, driverVersion: 'fake' };
+const gpus = fake
+  ? [FAKE_H100]
+  : await detectGpus(probeContext(totalmem()), undefined, (vendor, e) => console.error(`discovery (${vendor}): ${e.message}`));
+console.error(`discovery: ${gpus.length ? gpus.map((g) => `GPU ${g.index} ${g.model} ${g.memoryMiB} MiB`).join(', ') : 'no GPU'}`);
+
+async function prove(claim: DeviceClaim): Promise<Round> {
+  const base = { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs };
+  const challenge = newChallenge(claim.n);
+  const hw: HardwareChallenge = {
+    challengeId: `dc-${claim.device.replace(':', '-')}-${Date.now()}`,
+    device: claim.device,
+    deadlineMs: claim.deadlineMs,
+    ...challenge,
+  };
+  let prover: GpuProver;
+  try {
+    prover = proverFor(hw, {
+      gpus,
+      gpuProver: (c, gpu) =>
+        new GpuProver(c, {
+          runtime,
+          runnersDir,
+          gpu: { index: gpu.index, ...(gpu.uuid ? { uuid: gpu.uuid } : {}) },
+          workDir: join(dir, 'proofs'),
+          ...proverPython(),
+          ...(fake ? { product: 'python' as const } : {}),
+          logger: silentLogger,
+        }),
+    }) as GpuProver;
+  } catch (e) {
+    return { ...base, verdict: 'declined', reason: (e as Error).message };
+  }
+  try {
+    const started = performance.now();
+    const root = await Promise.race([
+      prover.commit(),
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), claim.deadlineMs).unref()),
+    ]);
+    const elapsedMs = root === undefined ? undefined : performance.now() - started;
+    const timing = judgeTiming(claim, elapsedMs);
+    if (!timing.ok || root === undefined)
+      return { ...base, verdict: 'failed', reason: timing.ok ? 'no commitment' : timing.reason, elapsedMs, prover: prover.committed };
+    const probe = newProbe(challenge);
+    const reply = await prover.answer({ challengeId: hw.challengeId, vectors: probe.vectors.map((v) => encodeInt32(v)), rows: probe.rows });
+    const answer = {
+      products: reply.products.map((p) => Array.from(decodeInt32(p) ?? [])),
+      rows: reply.rows.map((r) => ({ index: r.index, values: Array.from(decodeInt32(r.values) ?? []), proof: r.proof })),
+    };
+    const verdict = verifyAnswer(challenge, { root }, probe, answer);
+    if (!verdict.ok) return { ...base, verdict: 'failed', reason: verdict.reason, elapsedMs, prover: prover.committed };
+    return { ...base, verdict: 'passed', elapsedMs, macsPerSecond: timing.macsPerSecond, prover: prover.committed };
+  } catch (e) {
+    return { ...base, verdict: 'failed', reason: (e as Error).message, prover: prover.committed };
+  } finally {
+    await prover.release().catch((e: Error) => console.error(`release: ${e.message}`));
+  }
+}
+
+function claimsOf(claimed: Pick<GpuInventory, 'index' | 'model'>[]): DeviceClaim[] {
+  return deviceClaims({ cpuModel: null, cpuThreads: null, gpus: claimed }).filter((c) => c.device !== 'cpu');
+}
+
+const honest: Round[] = [];
+for (const claim of claimsOf(gpus)) honest.push(await prove(claim));
+const model = gpus[0]?.model ?? 'NVIDIA H100 80GB HBM3';
+const larger: Round[] = [];
+for (const claim of claimsOf(Array.from({ length: 8 }, (_, index) => ({ index, model })))) larger.push(await prove(claim));
+
+for (const r of honest.filter((x) => x.prover))
+  console.error(
+    `calibration: ${r.label} n=${claimsOf(gpus)[0]!.n} commit ${r.elapsedMs?.toFixed(0)} ms (draw ${r.prover!.timings.drawMs}, product ${r.prover!.timings.productMs}, hash ${r.prover!.timings.hashMs} ms; start and transfer the rest) with ${r.prover!.backend}: product alone ${((claimsOf(gpus)[0]!.n ** 3 / r.prover!.timings.productMs) * 1000).toExponential(2)} multiply-adds/s`,
+  );
+const largerVerified = larger.every((r) => r.verdict === 'passed');
+const ok =
+  gpus.length > 0 && (fake ? honest.every((r) => r.verdict === 'failed') : honest.every((r) => r.verdict === 'passed')) && !largerVerified;
+await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+console.log(
+  JSON.stringify({
+    ok,
+    fake,
+    gpus: gpus.map((g) => ({ index: g.index, model: g.model, memoryMiB: g.memoryMiB })),
+    honest,
+    larger: { claimed: `8 × ${model}`, verified: largerVerified, rounds: larger },
+  }),
+);
+process.exit(ok ? 0 : 1);
