@@ -22,6 +22,14 @@ export function fakeOf<T extends object>(cls: Type<T>): Fake<T> {
   return fake as Fake<T>;
 }
 
+/**
+ * A fake that still passes `instanceof cls` (its own jest.fn()s shadow the class's methods), for
+ * code that picks a path by the class it was given, as the agent does for the runc runtime.
+ */
+export function fakeInstanceOf<T extends object>(cls: Type<T>): Fake<T> {
+  return Object.setPrototypeOf(fakeOf(cls), cls.prototype as object) as Fake<T>;
+}
+
 export interface TestService<T> {
   /** The service under test, built by Nest's injector as in the app. */
   sut: T;
