@@ -1,23 +1,16 @@
-import type { GpuInventory } from '#tern/contracts';
 import { MACHINE_HEARTBEAT } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { agentContext } from '../../../../test/support/agent-context.js';
 import { newTestService } from '../../../../test/support/test-service.js';
 import { AGENT_CONTEXT } from '../agent-context.js';
 import { ContainersService } from '../containers/containers.service.js';
+import { h100 } from '../discovery/gpu/fixtures/inventory.js';
 import { NatsLink } from '../nats-link.js';
+import type { AgentSettings } from '../settings/agent-settings.js';
 import { HeartbeatService } from './heartbeat.service.js';
 
-const gpu = (index: number): GpuInventory => ({
-  index,
-  vendor: 'nvidia',
-  model: 'NVIDIA H100 80GB HBM3',
-  memoryMiB: 81559,
-  driverVersion: '550',
-});
-
-async function heartbeats(settings: Parameters<typeof agentContext>[0]['settings'] = {}) {
-  const ctx = agentContext({ gpus: [gpu(0), gpu(1)], settings });
+async function heartbeats(settings: Partial<AgentSettings> = {}) {
+  const ctx = agentContext({ gpus: [h100(0), h100(1)], settings });
   const { sut, fake } = await newTestService(HeartbeatService, [[AGENT_CONTEXT, ctx]]);
   const link = fake(NatsLink);
   link.connected = true;
