@@ -1,3 +1,4 @@
+import type { MachineNetworkTested } from '#tern/contracts';
 import { AGENT_CONTEXT } from './agent-context.js';
 import { agentContext } from '../../../test/support/agent-context.js';
 import { newTestService } from '../../../test/support/test-service.js';
@@ -7,6 +8,9 @@ import { JoinService } from './join.service.js';
 import { NetworkProbe } from './network-test/network-probe.js';
 import { RegistrationWatch } from './registration/registration-watch.js';
 
+/** What the network test answers; the join does not read it. */
+const tested = {} as MachineNetworkTested;
+
 /** The join, with each step noting itself and the agent's phase when it ran. */
 async function join() {
   const ctx = agentContext();
@@ -14,7 +18,10 @@ async function join() {
   const steps: string[] = [];
   const note = (step: string) => () => void steps.push(`${step} (${ctx.state.phase})`);
   fake(ContainersService).reconcile.mockImplementation(async () => note('reconcile')());
-  fake(NetworkProbe).run.mockImplementation(async () => note('network test')());
+  fake(NetworkProbe).run.mockImplementation(async () => {
+    note('network test')();
+    return tested;
+  });
   fake(HeartbeatService).start.mockImplementation(note('heartbeats'));
   fake(RegistrationWatch).start.mockImplementation(note('registration watch'));
   return { sut, ctx, steps, probe: fake(NetworkProbe), heartbeats: fake(HeartbeatService) };
@@ -36,7 +43,7 @@ describe('JoinService', () => {
   it('sends no heartbeat while the network test has not finished: the scheduler places nothing on an untested machine', async () => {
     const { sut, ctx, probe, heartbeats } = await join();
     let finishTest!: () => void;
-    probe.run.mockReturnValue(new Promise<void>((resolve) => (finishTest = resolve)));
+    probe.run.mockReturnValue(new Promise((resolve) => (finishTest = () => resolve(tested))));
     const joined = sut.onApplicationBootstrap();
     await new Promise((r) => setImmediate(r));
     expect(heartbeats.start).not.toHaveBeenCalled();

@@ -1,25 +1,9 @@
-import { type ContainerStart, type GpuInventory, gpuTypeMatches } from '#tern/contracts';
+import { type GpuInventory, gpuTypeMatches } from '#tern/contracts';
 import { allocateGpus, recordFromLabels, recordFromStart, runnerArgs, toContainerSpec } from './container-spec.js';
 import { h100 } from '../discovery/gpu/fixtures/inventory.js';
+import { containerStart } from './fixtures/container-start.js';
 
-const start: ContainerStart = {
-  containerId: 'c-1',
-  deploymentId: 'dep-1',
-  deploymentVersion: 3,
-  workspaceId: 'ws-1',
-  deploymentKind: 'endpoint',
-  image: 'host',
-  command: ['python3', '/app/main.py'],
-  args: ['--fast'],
-  env: { GREETING: 'hello' },
-  resources: { cpuMillicores: 500, memoryBytes: 256 * 2 ** 20, gpuCount: 1, gpuType: 'H100' },
-  volumes: [{ volume: 'models', mountPath: '/models', readOnly: true }],
-  ports: [8000],
-  workers: 2,
-  concurrency: 4,
-  startupTimeoutSeconds: 30,
-  requestedAt: '2025-01-01T00:00:00.000Z',
-};
+const start = containerStart();
 
 const a100 = (index: number): GpuInventory => ({
   index,

@@ -12,29 +12,15 @@ import { h100 } from '../discovery/gpu/fixtures/inventory.js';
 import { InvokeRoutes } from '../invoke/invoke-routes.js';
 import { TaskDispatcher } from '../tasks/task-dispatcher.js';
 import { VolumeMounts } from '../volumes/volume-mounts.js';
-import { CONTAINER_RUNTIME, type RuntimeHandle } from './container-runtime.provider.js';
+import { containerStart } from './fixtures/container-start.js';
+import { CONTAINER_RUNTIME, ImagePulls, type RuntimeHandle } from './container-runtime.provider.js';
 import { toContainerSpec } from './container-spec.js';
 import { ContainersService } from './containers.service.js';
 import { GpuHolders } from './gpu-holders.js';
 
-const start = (over: Partial<ContainerStart> = {}): ContainerStart => ({
-  containerId: 'c-1',
-  deploymentId: 'dep-1',
-  deploymentVersion: 3,
-  workspaceId: 'ws-1',
-  deploymentKind: 'endpoint',
-  image: 'host',
-  command: ['python3', '/app/main.py'],
-  env: {},
-  resources: { cpuMillicores: 500, memoryBytes: 256 * 2 ** 20, gpuCount: 1 },
-  volumes: [],
-  ports: [8000],
-  workers: 2,
-  concurrency: 4,
-  startupTimeoutSeconds: 30,
-  requestedAt: '2026-01-01T00:00:00.000Z',
-  ...over,
-});
+/** A start whose container needs nothing mounted (no code bundle, no volumes) and one GPU of any kind. */
+const start = (over: Partial<ContainerStart> = {}): ContainerStart =>
+  containerStart({ volumes: [], resources: { cpuMillicores: 500, memoryBytes: 256 * 2 ** 20, gpuCount: 1 }, ...over });
 
 const exited = (exitCode: number | null, extra: Partial<ExitResult> = {}): ExitResult => ({
   exitCode,
@@ -71,9 +57,11 @@ async function containers(handle?: RuntimeHandle) {
     yield { containerId, stream: 'stderr' as const, line: 'Traceback: boom', time: new Date() };
   });
   runtime.start.mockImplementation(async (spec) => ({ id: spec.id, port: healthPort() }) as never);
+  const pulls = new ImagePulls();
+  const runc: RuntimeHandle = { runtime, isolation: { runtime: 'runc', network: 'host', userNamespaces: false }, pulls };
   const ctx = agentContext({ gpus: [h100(0)] });
   const { sut, fake } = await newTestService(ContainersService, [
-    [CONTAINER_RUNTIME, handle ?? { runtime, isolation: { runtime: 'runc', network: 'host', userNamespaces: false } }],
+    [CONTAINER_RUNTIME, handle ?? runc],
     [AGENT_CONTEXT, ctx],
     [GpuHolders, new GpuHolders()],
   ]);
@@ -86,7 +74,7 @@ async function containers(handle?: RuntimeHandle) {
   const payload = (msgId: string) => messaging.publish.mock.calls.find(([, , opts]) => opts?.msgId === msgId)?.[1];
   const until = (msgId: string) => waitFor(msgId, async () => events().includes(msgId), 5000, 10);
   const exit = (id: string, result: ExitResult) => exits.get(id)!(result);
-  return { sut, ctx, runtime, messaging, invokes: fake(InvokeRoutes), tasks, events, payload, until, exit };
+  return { sut, ctx, runtime, pulls, messaging, invokes: fake(InvokeRoutes), tasks, events, payload, until, exit };
 }
 
 describe('ContainersService.start', () => {
@@ -101,6 +89,19 @@ describe('ContainersService.start', () => {
     expect(invokes.serve.mock.invocationCallOrder[0]).toBeLessThan(readyCall);
     expect(tasks.serve).not.toHaveBeenCalled();
     expect(ctx.state.containerRows()).toMatchObject([{ id: 'c-1', state: 'ready', deployment: 'dep-1:v3' }]);
+  });
+
+  it("shows the pull of its own image in its log, not another's", async () => {
+    const { sut, ctx, runtime, pulls, until } = await containers();
+    // Its image's progress, and another start's at the same time.
+    runtime.image.mockImplementation(async (ref) => {
+      pulls.emit('progress', ref, 'layer 1/2 pulled');
+      pulls.emit('progress', 'other:image', 'layer of another image');
+      return undefined as never;
+    });
+    sut.start(start({ image: 'python:3.12-slim' }));
+    await until('c-1:ready');
+    expect(ctx.state.containerLog('c-1')).toEqual(['[tern] image: layer 1/2 pulled', '! Traceback: boom']);
   });
 
   it("has a task queue's ready container pull tasks too", async () => {

@@ -5,7 +5,7 @@ import { NerdctlRuntime, RuncRuntime } from '#tern/runtime';
 import { agentContext } from '../../../../test/support/agent-context.js';
 import { fakeInstanceOf, newTestService } from '../../../../test/support/test-service.js';
 import { AGENT_CONTEXT } from '../agent-context.js';
-import { CONTAINER_RUNTIME, type RuntimeHandle } from '../containers/container-runtime.provider.js';
+import { CONTAINER_RUNTIME, ImagePulls, type RuntimeHandle } from '../containers/container-runtime.provider.js';
 import { GpuHolders } from '../containers/gpu-holders.js';
 import { h100 } from '../discovery/gpu/fixtures/inventory.js';
 import { VolumeMounts } from '../volumes/volume-mounts.js';
@@ -34,16 +34,20 @@ async function sandboxes(handle?: RuntimeHandle) {
   runtime.start.mockResolvedValue({ address: '10.88.0.5' } as never);
   const gpuHolders = new GpuHolders();
   const { sut, fake } = await newTestService(SandboxesService, [
-    [CONTAINER_RUNTIME, handle ?? { runtime, isolation: { runtime: 'runc', network: 'private', userNamespaces: false } }],
+    [
+      CONTAINER_RUNTIME,
+      handle ?? { runtime, isolation: { runtime: 'runc', network: 'private', userNamespaces: false }, pulls: new ImagePulls() },
+    ],
     [AGENT_CONTEXT, agentContext({ gpus: [h100(0)] })],
     [GpuHolders, gpuHolders],
   ]);
-  const subscribe = jest.fn(() => ({ unsubscribe: jest.fn() }));
+  const unsubscribe = jest.fn();
+  const subscribe = jest.fn(() => ({ unsubscribe }));
   Object.assign(fake(Messaging), { nc: { subscribe }, ns: { subject: (s: string) => s } });
   const volumes = fake(VolumeMounts);
   volumes.mount.mockResolvedValue({});
   volumes.release.mockResolvedValue({});
-  return { sut, runtime, gpuHolders, volumes, subscribe };
+  return { sut, runtime, gpuHolders, volumes, subscribe, unsubscribe };
 }
 
 describe('SandboxesService.create', () => {
@@ -67,7 +71,8 @@ describe('SandboxesService.create', () => {
     const other = await sandboxes({
       runtime: nerdctl,
       isolation: { runtime: 'nerdctl', network: 'host', userNamespaces: false },
-    } as RuntimeHandle);
+      pulls: new ImagePulls(),
+    });
     await expect(other.sut.create(create())).resolves.toEqual({
       running: false,
       reason: 'sandboxes need the runc runtime (this machine runs nerdctl)',
@@ -123,13 +128,13 @@ describe('SandboxesService.create', () => {
 
 describe('SandboxesService, once a sandbox runs', () => {
   it('removes it after a start still under way, and stops serving it', async () => {
-    const { sut, runtime, subscribe } = await sandboxes();
+    const { sut, runtime, unsubscribe } = await sandboxes();
     const starting = sut.create(create());
     const removed = sut.remove({ sandboxId: 'sb-1', reason: 'deleted' } as never);
     await expect(removed).resolves.toEqual({ removed: true });
     await starting;
     expect(runtime.remove).toHaveBeenCalledWith('sb-1');
-    expect(subscribe.mock.results[0].value.unsubscribe).toHaveBeenCalled();
+    expect(unsubscribe).toHaveBeenCalled();
     expect(sut.runningIds()).toEqual([]);
   });
 

@@ -20,7 +20,7 @@ async function lanes() {
   const { sut, fake } = await newTestService(LanesService, [[TERN_CONFIG, { endpoints: { bufferSize: 2 } }]]);
   const table = fake(RoutesMirror);
   const routes: RouteRecord[] = [];
-  const records = new Map<string, DeploymentRecord>([['d1.2', { state: 'running' } as DeploymentRecord]]);
+  const records = new Map<string, DeploymentRecord>([['d1.2', { state: 'active' } as Partial<DeploymentRecord> as DeploymentRecord]]);
   table.routesOf.mockImplementation(() => [...routes]);
   table.record.mockImplementation((id, version) => records.get(`${id}.${version}`));
   sut.onApplicationBootstrap();
@@ -55,7 +55,7 @@ describe('LanesService', () => {
     for (const gone of ['stopped', 'deleted'] as const) {
       const { sut, records, changed } = await lanes();
       const waiting = sut.lane('d1', 2).acquire(30_000);
-      if (gone === 'stopped') records.set('d1.2', { state: 'stopped' } as DeploymentRecord);
+      if (gone === 'stopped') records.set('d1.2', { state: 'stopped' } as Partial<DeploymentRecord> as DeploymentRecord);
       else records.delete('d1.2');
       changed('d1', 2);
       await expect(waiting).resolves.toEqual({ error: 'timeout' });
@@ -67,7 +67,7 @@ describe('LanesService', () => {
     const lane = sut.lane('d1', 2);
     sut.askForCapacity(lane);
     expect(messaging.publish).not.toHaveBeenCalled();
-    void lane.acquire(30_000);
+    expect(lane.acquire(30_000)).toBeInstanceOf(Promise);
     jest.advanceTimersByTime(300);
     sut.askForCapacity(lane);
     expect(messaging.publish).toHaveBeenCalledWith(
@@ -81,7 +81,7 @@ describe('LanesService', () => {
     routes.push(route('c-1'));
     const lane = sut.lane('d1', 2);
     lane.tryAcquire();
-    void lane.acquire(30_000);
+    expect(lane.acquire(30_000)).toBeInstanceOf(Promise);
     jest.advanceTimersByTime(1000);
     expect(messaging.emit).toHaveBeenCalledTimes(1);
     expect(messaging.emit).toHaveBeenCalledWith(

@@ -13,7 +13,7 @@ async function calls() {
   const submissions = fake(TaskSubmissionService);
   submissions.submit.mockResolvedValue({ task_id: 't-1' } as never);
   const tasks = fake(TasksService);
-  tasks.wait.mockResolvedValue({ task_id: 't-1', deployment: 'resize', version: 1, status: 'succeeded' } as TaskView);
+  tasks.wait.mockResolvedValue({ task_id: 't-1', deployment: 'resize', version: 1, status: 'COMPLETE' } as Partial<TaskView> as TaskView);
   return { sut, submissions, tasks };
 }
 
@@ -24,7 +24,7 @@ describe('CallsService.call', () => {
     const view = await sut.call(principal, 'resize', undefined, body, { wait: 5, max_retries: 0 } as never);
     expect(submissions.submit).toHaveBeenCalledWith(principal, 'resize', undefined, body, { max_retries: 0 }, 'function');
     expect(tasks.wait).toHaveBeenCalledWith(principal, 't-1', 5, 'call');
-    expect(view).toMatchObject({ call_id: 't-1', function: 'resize', status: 'succeeded' });
+    expect(view).toMatchObject({ call_id: 't-1', function: 'resize', status: 'COMPLETE' });
   });
 
   it(`holds the request ${DEFAULT_CALL_WAIT_SECONDS} s when the caller names no wait, and not at all for wait=0`, async () => {
@@ -36,7 +36,7 @@ describe('CallsService.call', () => {
 
   it("reads only calls, not the workspace's other tasks", async () => {
     const { sut, tasks } = await calls();
-    tasks.get.mockResolvedValue({ task_id: 't-1' } as TaskView);
+    tasks.get.mockResolvedValue({ task_id: 't-1' } as Partial<TaskView> as TaskView);
     await sut.get(principal, 't-1');
     expect(tasks.get).toHaveBeenCalledWith(principal, 't-1', 'call');
   });
