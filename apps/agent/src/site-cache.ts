@@ -24,7 +24,17 @@ export async function runSiteCache(opts: SiteCacheCommand): Promise<void> {
   if (!(maxGb > 0)) problems.push(`--max-gb must be a positive number, not "${opts.maxGb}"`);
   if (problems.length) throw new AgentConfigError(problems);
   const host = listen![1]!.replace(/^\[(.*)\]$/, '$1');
-  const cache = await startSiteCache({ upstream: store, dir: opts.dir, maxBytes: Math.round(maxGb * 1e9) }, Number(listen![2]), host);
+  const cache = await startSiteCache(
+    {
+      upstream: store,
+      dir: opts.dir,
+      maxBytes: Math.round(maxGb * 1e9),
+      // Its machines only see their transfer cut: the operator reads why here.
+      failed: (message) => process.stderr.write(`site cache: ${message}\n`),
+    },
+    Number(listen![2]),
+    host,
+  );
   process.stdout.write(
     `site cache of ${store} listening on ${cache.url} (blobs in ${opts.dir}, at most ${maxGb} GB)\n` +
       `machines of this site read through it with: tern-agent config set siteCache http://<this machine>:${listen![2]}\n`,

@@ -1,9 +1,5 @@
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { Agent as HttpAgent, get as httpGet, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, get as httpsGet } from 'node:https';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 
 /** Kept-alive connections to the store: a mount asks for thousands of blobs, one TCP handshake each would cost more than the bytes. */
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) };
@@ -46,38 +42,16 @@ export function getInto(url: string, headers: Record<string, string>, maxBytes: 
   return getFollowing(url, headers, timeoutMs, async (res) => ({ bytes: await bodyOf(res, maxBytes) }));
 }
 
-/** The answer to a GET into a file: the body's size and sha256 when 200, else the status and the start of its text. */
-export type FileAnswer = { size: number; sha256: string } | { status: number; text: string };
-
 /**
- * GETs `url` into `file` (created, mode 600) while hashing it, whatever its size; `onBytes`
- * hears each piece's length as it arrives. A body cut short rejects (the caller removes the file).
+ * GETs `url` and answers its body, unread, when 200 (the caller reads it, or destroys it), else
+ * the status and the start of its text.
  */
-export function getToFile(
+export function getBody(
   url: string,
   headers: Record<string, string>,
-  file: string,
   timeoutMs: number,
-  onBytes: (n: number) => void = () => undefined,
-): Promise<FileAnswer> {
-  return getFollowing(url, headers, timeoutMs, async (res) => {
-    const hash = createHash('sha256');
-    let size = 0;
-    const count = new Transform({
-      transform: (piece: Buffer, _encoding, done) => {
-        hash.update(piece);
-        size += piece.length;
-        onBytes(piece.length);
-        done(null, piece);
-      },
-    });
-    const expected = Number(res.headers['content-length']);
-    await pipeline(res, count, createWriteStream(file, { mode: 0o600 })).catch((e: NodeJS.ErrnoException) => {
-      throw new Error(e.code ?? e.message);
-    });
-    if (Number.isSafeInteger(expected) && size !== expected) throw new Error(`cut off after ${size} of ${expected} bytes`);
-    return { size, sha256: hash.digest('hex') };
-  });
+): Promise<{ body: IncomingMessage } | { status: number; text: string }> {
+  return getFollowing(url, headers, timeoutMs, (res) => Promise.resolve({ body: res }));
 }
 
 function bodyOf(res: IncomingMessage, maxBytes: number): Promise<Buffer> {

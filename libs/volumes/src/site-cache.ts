@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { LRUCache } from 'lru-cache';
-import { getToFile } from './http-get.js';
+import { BlobDownload, type BlobBytes, BlobReader, openKept } from './blob-download.js';
 
 /**
  * A site's cache in front of the blob store (the registry of volumes and images): the machines
@@ -18,7 +17,8 @@ import { getToFile } from './http-get.js';
  * that token is served, and the store's refusal (401, 403, 404) is passed on as it came. Bytes
  * are kept by their sha256 and checked on the way in, so a machine gets from the cache exactly
  * the bytes the store holds under the digest it asked for. Concurrent misses of one blob share
- * one download.
+ * one download, and its bytes go to every machine asking as they arrive from the store, not once
+ * the whole blob is in (blob-download.ts): a blob that turns out wrong cuts their transfers short.
  */
 export interface SiteCacheOptions {
   /** The blob store (the registry): `http(s)://host[:port]`. */
@@ -28,6 +28,8 @@ export interface SiteCacheOptions {
   /** Most bytes kept; least recently used blobs go first. */
   maxBytes: number;
   timeoutMs?: number;
+  /** Hears why a download failed (its machines only see their transfer cut). */
+  failed?(message: string): void;
 }
 
 /** What the cache has done since it started (`GET /site-cache/stats`). */
@@ -50,7 +52,7 @@ const BLOB = /^\/v2\/((?:[a-z0-9]+(?:[._-][a-z0-9]+)*\/)*[a-z0-9]+(?:[._-][a-z0-
 
 export class SiteCache {
   private readonly kept: LRUCache<string, number>;
-  private readonly downloads = new Map<string, Promise<void>>();
+  private readonly downloads = new Map<string, BlobDownload>();
   private readonly counts = { upstreamBytes: 0, servedBytes: 0, hits: 0, misses: 0, refused: 0 };
   private readonly timeoutMs: number;
   private loaded?: Promise<void>;
@@ -103,12 +105,15 @@ export class SiteCache {
       res.writeHead(allowed.refused, allowed.headers);
       return void res.end(allowed.text);
     }
-    if (this.kept.get(hex) !== undefined) this.counts.hits++;
-    else {
+    let bytes: BlobBytes;
+    if (this.kept.get(hex) !== undefined) {
+      this.counts.hits++;
+      bytes = await openKept(this.path(hex));
+    } else {
       this.counts.misses++;
-      await this.download(repository, hex, req.headers.authorization!);
+      bytes = this.download(repository, hex, req.headers.authorization!, allowed.size);
     }
-    await this.send(hex, req.method === 'HEAD', res);
+    await this.send(hex, bytes, req, res);
   }
 
   /** The store's answer to a HEAD with the requester's token: allowed, or what to pass on. */
@@ -131,51 +136,88 @@ export class SiteCache {
     };
   }
 
-  /** One download per blob at a time: the others wait for it and read the kept file. */
-  private download(repository: string, hex: string, authorization: string): Promise<void> {
-    let running = this.downloads.get(hex);
-    if (!running) {
-      running = this.fetchBlob(repository, hex, authorization).finally(() => this.downloads.delete(hex));
-      this.downloads.set(hex, running);
+  /** One download per blob at a time: the others read the same growing file. Attached for the caller, who releases it. */
+  private download(repository: string, hex: string, authorization: string, headSize: number): BlobDownload {
+    let download = this.downloads.get(hex);
+    if (!download) {
+      const started = new BlobDownload({
+        hex,
+        url: `${this.options.upstream}/v2/${repository}/blobs/sha256:${hex}`,
+        store: this.options.upstream,
+        authorization,
+        headSize,
+        tmp: join(this.options.dir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`),
+        path: this.path(hex),
+        timeoutMs: this.timeoutMs,
+        onBytes: (n) => (this.counts.upstreamBytes += n),
+      });
+      // Kept (or not) and out of the map at once: a later request opens the kept file or starts anew.
+      const settle = (size?: number) => {
+        if (size !== undefined) this.kept.set(hex, size);
+        this.downloads.delete(hex);
+        started.letGo();
+      };
+      void started.done.then(settle, (e: Error) => {
+        settle();
+        this.options.failed?.(e.message);
+      });
+      this.downloads.set(hex, started);
+      download = started;
     }
-    return running;
+    download.attach();
+    return download;
   }
 
-  private async fetchBlob(repository: string, hex: string, authorization: string): Promise<void> {
-    const tmp = join(this.options.dir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
+  /**
+   * The blob, or the one range `bytes=a-b` a GET asks for (206; one it does not have: 416). A
+   * range of a blob still downloading is answered like the whole blob: its bytes go out as they
+   * arrive, its last byte once the whole blob is verified, so the range completes when the
+   * download does and never with bytes that may turn out wrong.
+   */
+  private async send(hex: string, bytes: BlobBytes, req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      const url = `${this.options.upstream}/v2/${repository}/blobs/sha256:${hex}`;
-      const got = await getToFile(url, { authorization }, tmp, this.timeoutMs, (n) => (this.counts.upstreamBytes += n)).catch(
-        (e: Error) => {
-          throw new Error(`cannot read blob ${hex} from the store ${this.options.upstream}: ${e.message}`);
-        },
-      );
-      if ('status' in got) throw new Error(`the store ${this.options.upstream} answered ${got.status} for blob ${hex}`);
-      if (got.sha256 !== hex) throw new Error(`the store ${this.options.upstream} sent blob ${hex} hashing to ${got.sha256}; refused`);
-      await rename(tmp, this.path(hex));
-      this.kept.set(hex, got.size);
-    } catch (e) {
-      await rm(tmp, { force: true });
-      throw e;
+      const size = await bytes.ready();
+      const asked = req.method === 'GET' ? req.headers.range : undefined;
+      const range = asked === undefined ? ([0, size] as const) : byteRange(asked, size);
+      if (!range) {
+        res.writeHead(416, { 'content-type': 'application/json', 'content-range': `bytes */${size}` });
+        return void res.end(JSON.stringify({ error: `blob ${hex} has ${size} bytes: no range "${asked}" of them` }));
+      }
+      const [start, end] = range;
+      res.writeHead(asked === undefined ? 200 : 206, {
+        'content-type': 'application/octet-stream',
+        'content-length': String(end - start),
+        'docker-content-digest': `sha256:${hex}`,
+        'accept-ranges': 'bytes',
+        ...(asked === undefined ? {} : { 'content-range': `bytes ${start}-${end - 1}/${size}` }),
+      });
+      if (req.method === 'HEAD') return void res.end();
+      await pipeline(new BlobReader(bytes, start, end, (n) => (this.counts.servedBytes += n)), res);
+    } finally {
+      bytes.release();
     }
-  }
-
-  private async send(hex: string, headOnly: boolean, res: ServerResponse): Promise<void> {
-    const file = this.path(hex);
-    const size = (await stat(file)).size;
-    res.writeHead(200, {
-      'content-type': 'application/octet-stream',
-      'content-length': String(size),
-      'docker-content-digest': `sha256:${hex}`,
-    });
-    if (headOnly) return void res.end();
-    this.counts.servedBytes += size;
-    await pipeline(createReadStream(file), res);
   }
 
   private path(hex: string): string {
     return join(this.options.dir, hex);
   }
+}
+
+/**
+ * The one range `bytes=a-b`, `bytes=a-` or `bytes=-n` asks for, as [start, end) within a blob of
+ * `size` bytes (an end past the blob is its end); undefined when it names no byte of it or is not
+ * one range of bytes.
+ */
+function byteRange(header: string, size: number): readonly [number, number] | undefined {
+  const asked = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!asked || (asked[1] === '' && asked[2] === '')) return undefined;
+  if (asked[1] === '') {
+    const suffix = Number(asked[2]);
+    return suffix > 0 && size > 0 ? [Math.max(0, size - suffix), size] : undefined;
+  }
+  const start = Number(asked[1]);
+  const last = asked[2] === '' ? size - 1 : Math.min(Number(asked[2]), size - 1);
+  return start <= last ? [start, last + 1] : undefined;
 }
 
 function answer(res: ServerResponse, status: number, body: object): void {
@@ -193,7 +235,8 @@ export async function startSiteCache(
   await cache.load();
   const server = createServer((req, res) => {
     cache.handle(req, res).catch((e: Error) => {
-      // The store unreachable or a blob refused on its way in: the machine hears why, as a 502.
+      // The store unreachable or refusing the GET: the machine hears why, as a 502. Once a blob's
+      // bytes are on their way (a blob refused by its digest, a store gone mid-way), its transfer is cut.
       if (!res.headersSent) answer(res, 502, { error: `site cache: ${e.message}` });
       else res.destroy(e);
     });
