@@ -119,7 +119,16 @@ try {
 
   const site =
     values['site-cache'] === 'on'
-      ? await startSiteCache({ upstream: registry, dir: join(work, 'site-cache'), maxBytes: 2 * WEIGHTS_MIB * MiB }, 0, '127.0.0.1')
+      ? await startSiteCache(
+          {
+            upstream: registry,
+            dir: join(work, 'site-cache'),
+            maxBytes: 2 * WEIGHTS_MIB * MiB,
+            failed: (message) => console.error(`site cache: ${message}`),
+          },
+          0,
+          '127.0.0.1',
+        )
       : undefined;
   if (site) stack.alsoStop(() => site.close());
   const machines: { machine: BenchMachine; deployment: string }[] = [];

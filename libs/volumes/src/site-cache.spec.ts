@@ -102,7 +102,7 @@ describe('SiteCache', () => {
     return hex;
   }
 
-  /** The store sends half of each blob, then the rest once `rest` opens (or after 3 s regardless). */
+  /** The store sends half of each blob, then the rest once `rest` opens (or after 10 s regardless). */
   function sendInTwo(rest: Promise<void>): { finished: () => boolean } {
     let finished = false;
     store.sendBody = (res, bytes) => {
@@ -111,7 +111,7 @@ describe('SiteCache', () => {
         res.end(bytes.subarray(bytes.length / 2));
         finished = true;
       };
-      Promise.race([rest, new Promise((resolve) => setTimeout(resolve, 3_000).unref())]).then(end, end);
+      Promise.race([rest, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]).then(end, end);
     };
     return { finished: () => finished };
   }
