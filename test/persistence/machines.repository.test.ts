@@ -361,6 +361,37 @@ describe('MachineVerificationRepository', () => {
     expect(await row(id)).toMatchObject({ verification: 'unverified' });
   });
 
+  it("counts the GPUs its own rows put to work on a machine, and puts off a challenge keeping the machine's state", async () => {
+    const id = await registered();
+    const workspaceId = await insertWorkspace(db);
+    const { versionId } = await insertDeployment(db, { workspaceId, name: `gpu-work-${id}` });
+    const gpu = (n: number) => ({ cpuMillicores: 1000, memoryBytes: 2 ** 30, gpuCount: n });
+    await insertContainers(
+      db,
+      { id: `${id}-run`, versionId, machineId: id, state: 'running', requested: gpu(1) },
+      { id: `${id}-cpu`, versionId, machineId: id, state: 'running', requested: gpu(0) },
+      { id: `${id}-gone`, versionId, machineId: id, state: 'stopped', requested: gpu(4) },
+    );
+    await db.query(
+      `INSERT INTO sandboxes (id, workspace_id, machine_id, pool, state, spec, requested, timeout_seconds)
+       VALUES ($1, $2, $3, 'default', 'running', '{}', $4::jsonb, 60), ($5, $2, $3, 'default', 'stopped', '{}', $4::jsonb, 60)`,
+      [`${id}-sbx`, workspaceId, id, JSON.stringify(gpu(2)), `${id}-sbx-gone`],
+    );
+    const [claimed] = (await verification.claimDue(1000, 60_000)).filter((m) => m.id === id);
+    expect(claimed).toMatchObject({ gpusInUse: 3, checkedAt: null });
+
+    await verification.record(claimed!, { state: 'verified', reason: 'proved' }, 0);
+    const before = await row(id);
+    await verification.defer(id, 600_000);
+    const after = await row(id);
+    expect(after).toMatchObject({
+      verification: 'verified',
+      verificationReason: 'proved',
+      verificationCheckedAt: before.verificationCheckedAt,
+    });
+    expect(after.verificationDueAt.getTime()).toBeGreaterThan(Date.now() + 590_000);
+  });
+
   it('counts machines per pool and state', async () => {
     const counts = await verification.countByPoolAndVerification();
     expect(counts.find((c) => c.pool === DEFAULT_POOL && c.verification === 'unverified')?.count).toBeGreaterThan(0);

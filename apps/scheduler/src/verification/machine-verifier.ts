@@ -17,6 +17,13 @@ const JITTER = 0.5;
 const UNANSWERED_RETRY_MS = 60_000;
 /** A quarantined machine is asked again this soon at the latest (it may have been overloaded once). */
 const QUARANTINED_RETRY_MS = 5 * 60_000;
+/** A machine whose GPUs run work is looked at again this soon: its challenge waits for them to be free. */
+const BUSY_RETRY_MS = 10 * 60_000;
+/**
+ * Challenge intervals a verified machine's GPUs may stay busy past its last challenge and still
+ * count as proven: past them it is unverified until a challenge finds its GPUs free.
+ */
+const BUSY_INTERVALS = 4;
 /**
  * How long a claimed machine is this scheduler's: longer than the longest challenge (a commitment
  * deadline of a few seconds and a probe of at most 15 s per device, for up to 16 GPUs). A scheduler
@@ -56,6 +63,7 @@ export class MachineVerifier implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   private async verify(machine: ClaimedMachine): Promise<void> {
+    if (machine.gpus.length > 0 && machine.gpusInUse > 0) return this.waitForFreeGpus(machine);
     const outcome = await this.challenge(machine);
     const verdict = verificationAfter(outcome);
     const interval = nextChallengeDelayMs(this.config.verification.challengeIntervalSeconds * 1000, JITTER);
@@ -77,6 +85,25 @@ export class MachineVerifier implements OnApplicationBootstrap, OnModuleDestroy 
       this.reconciler.resetBackoff();
       this.reconciler.wake();
     }
+  }
+
+  /**
+   * A GPU's challenge would share the device with the work placed on it (slower, its memory
+   * taken), failing an honest machine, so it waits for the GPUs to be free: the machine keeps its
+   * state, and is looked at again in BUSY_RETRY_MS. That it is busy is the control plane's own
+   * record of what it placed there, not the machine's word. A verified machine busy for longer
+   * than BUSY_INTERVALS intervals since its last challenge is no longer counted as proven: it
+   * becomes unverified (its running work goes on; new work that asks for verified machines goes
+   * elsewhere) until a challenge finds its GPUs free.
+   */
+  private async waitForFreeGpus(machine: ClaimedMachine): Promise<void> {
+    countChallenge('gpu', 'busy');
+    const limitMs = BUSY_INTERVALS * this.config.verification.challengeIntervalSeconds * 1000;
+    const sinceMs = machine.checkedAt ? Date.now() - machine.checkedAt.getTime() : 0;
+    if (machine.verification !== 'verified' || sinceMs <= limitMs) return this.repository.defer(machine.id, BUSY_RETRY_MS);
+    const reason = `its GPUs have run work since its last challenge ${Math.round(sinceMs / 3_600_000)} h ago: verified again once a challenge finds them free`;
+    const before = await this.repository.record(machine, { state: 'unverified', reason }, BUSY_RETRY_MS);
+    if (before === 'verified') this.logger.log({ machineId: machine.id, reason }, `machine ${machine.id}: verified → unverified`);
   }
 
   /** Every claimed device in turn; the first that fails decides. */

@@ -9,11 +9,11 @@ const verification = new Gauge({
 
 const challenges = new Counter({
   name: 'tern_machine_challenges_total',
-  help: 'Hardware challenges this scheduler ran, by device kind (cpu, gpu) and outcome (passed, failed, unanswered)',
+  help: 'Hardware challenges this scheduler ran, by device kind (cpu, gpu) and outcome (passed, failed, unanswered, unproven; busy: put off while its GPUs run work)',
   labelNames: ['device', 'outcome'],
 });
 
-export function countChallenge(device: string, outcome: 'passed' | 'failed' | 'unanswered' | 'unproven'): void {
+export function countChallenge(device: string, outcome: 'passed' | 'failed' | 'unanswered' | 'unproven' | 'busy'): void {
   challenges.inc({ device: device.startsWith('gpu') ? 'gpu' : 'cpu', outcome });
 }
 

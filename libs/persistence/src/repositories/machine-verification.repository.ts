@@ -26,7 +26,21 @@ export interface ClaimedMachine {
   cpuThreads: number | null;
   gpus: MachineGpu[];
   verification: VerificationState;
+  /** When a challenge last decided its state; null before the first. */
+  checkedAt: Date | null;
+  /**
+   * GPUs the control plane's own records put to work on it now: its unfinished containers' and
+   * sandboxes' requests. A GPU's challenge shares the device with that work, so it waits.
+   */
+  gpusInUse: number;
 }
+
+/** GPUs requested by a machine's unfinished containers and sandboxes, from the control plane's rows. */
+const GPUS_IN_USE = `
+  (SELECT COALESCE(SUM((c.requested->>'gpuCount')::int), 0) FROM containers c
+    WHERE c.machine_id = m.id AND c.state IN ('pending', 'scheduled', 'starting', 'running', 'stopping'))
+  + (SELECT COALESCE(SUM((s.requested->>'gpuCount')::int), 0) FROM sandboxes s
+    WHERE s.machine_id = m.id AND s.state IN ('placing', 'running'))`;
 
 export interface VerificationCount {
   pool: string;
@@ -51,9 +65,15 @@ export class MachineVerificationRepository extends TransactionalRepository {
        FROM (SELECT id FROM machines WHERE state IN ('ready', 'unschedulable') AND verification_due_at <= now()
              ORDER BY verification_due_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
        WHERE m.id = due.id
-       RETURNING m.id, m.pool, m.cpu_model AS "cpuModel", m.cpu_threads AS "cpuThreads", m.gpus, m.verification`,
+       RETURNING m.id, m.pool, m.cpu_model AS "cpuModel", m.cpu_threads AS "cpuThreads", m.gpus, m.verification,
+                 m.verification_checked_at AS "checkedAt", (${GPUS_IN_USE})::int AS "gpusInUse"`,
       [limit, leaseMs],
     );
+  }
+
+  /** The machine's challenge put off by `nextInMs`, its state and reason as they are. */
+  async defer(id: string, nextInMs: number): Promise<void> {
+    await this.rows(`UPDATE machines SET verification_due_at = now() + $2 * interval '1 millisecond' WHERE id = $1`, [id, nextInMs]);
   }
 
   /**
