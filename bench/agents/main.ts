@@ -20,6 +20,7 @@ import { Namespace } from '#tern/messaging';
 import { type AccountSigner } from '#tern/nats-auth';
 import { freePort } from '#tern/runtime';
 import { benchArgs } from '../args.js';
+import { stopOnInterrupt } from '../interrupt.js';
 import { ROOT, sleep } from '../invoke/stack.js';
 import { agentId, Fleet } from './fleet.js';
 import { type NatsMonitor, profileNats, resetStatements, topStatements } from './profile.js';
@@ -178,13 +179,20 @@ async function main() {
   const measuring = (sentAt: number) => sentAt >= windowStart && sentAt < windowEnd;
   const reputation = new ReputationLag(measuring);
   const fleet = new Fleet(o.workers, (id, sequence, sentAt) => reputation.beat(id, sequence, sentAt));
-  process.once('SIGINT', () => {
-    for (const service of services) service.stop().catch(() => undefined);
-    fleet.stop().catch(() => undefined);
-    nats.child.kill('SIGTERM');
-    setTimeout(() => process.exit(130), 2000);
-  });
   const shared = await connect({ servers: nats.url, authenticator: admin, name: 'bench-agents' });
+  // However the run ends (its end, an error, Ctrl-C, a `timeout`'s SIGTERM): no agent, service,
+  // nats-server or database of it is left behind to load the machine for whatever runs next.
+  const cleanup = stopOnInterrupt(async () => {
+    await fleet.stop().catch(() => undefined);
+    await shared.close().catch(() => undefined);
+    for (const s of services) await s.stop().catch(() => undefined);
+    await db.end().catch(() => undefined);
+    await root.query(`DROP DATABASE IF EXISTS ${tag} WITH (FORCE)`).catch((e: Error) => log(`drop database: ${e.message}`));
+    await root.end().catch(() => undefined);
+    nats.child.kill('SIGTERM');
+    await sleep(500);
+    await rm(dir, { recursive: true, force: true });
+  }, log);
   try {
     for (const name of SERVICES)
       for (let replica = 0; replica < (name === 'scheduler' ? o.schedulerReplicas : 1); replica++) {
@@ -232,6 +240,8 @@ async function main() {
         await sleep(100);
       }
     })();
+    // Its failure is seen where it is awaited; meanwhile (a cleanup closing the database under it) it must not end the process.
+    reputationPoll.catch(() => undefined);
     const readyAmong = async (first: number, last: number) =>
       Number(
         (
@@ -322,15 +332,7 @@ async function main() {
     printSummary(results, o.maxLagMs);
     if (rejoined) console.log(rejoined);
   } finally {
-    await fleet.stop();
-    await shared.close().catch(() => undefined);
-    for (const s of services) await s.stop();
-    await db.end().catch(() => undefined);
-    await root.query(`DROP DATABASE IF EXISTS ${tag} WITH (FORCE)`).catch((e: Error) => log(`drop database: ${e.message}`));
-    await root.end();
-    nats.child.kill('SIGTERM');
-    await sleep(500);
-    await rm(dir, { recursive: true, force: true });
+    await cleanup();
   }
 }
 

@@ -34,8 +34,7 @@ export class ServiceProcess {
   async ready(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!/listening on|started \(no HTTP/.test(this.output)) {
-      if (this.child!.exitCode !== null || Date.now() > deadline)
-        throw new Error(`${this.name} did not start:\n${this.output.slice(-3000)}`);
+      if (exited(this.child!) || Date.now() > deadline) throw new Error(`${this.name} did not start:\n${this.output.slice(-3000)}`);
       await sleep(100);
     }
   }
@@ -50,10 +49,16 @@ export class ServiceProcess {
 
   async stop(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    // Killed by a signal (a `timeout`'s SIGTERM reaches the whole process group) it has no exit
+    // code, only a signal: waiting for an exit already past would never end.
+    if (!child || exited(child)) return;
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await new Promise((r) => child.once('exit', r));
     clearTimeout(timer);
   }
+}
+
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
 }
