@@ -5,9 +5,10 @@ started on the claimed GPU, the Python twin of libs/proof's ReferenceProver.
     0. reads {"prepare": {"n", "allocateBytes", "claimedBytes"}} (no seed: the scheduler sends it
        only once the prover is ready, so none of this is timed): imports PyTorch, makes the CUDA
        context, allocates the product's buffers for n and runs it once on zeros (cuBLAS's kernels
-       load), then allocates and touches allocateBytes of device memory in all (the GPU's claimed
-       claimedBytes less the margin), frees the extra, and writes {"ready": true, "backend",
-       "allocatedBytes", "timings"}. Without CUDA it refuses: a GPU claim is not proven on a CPU.
+       load), then allocates and touches device memory until, with what others hold on the
+       device, it has allocateBytes (the GPU's claimed claimedBytes less the margin), frees the
+       extra, and writes {"ready": true, "backend", "allocatedBytes", "heldByOthersBytes",
+       "timings"}. Without CUDA it refuses: a GPU claim is not proven on a CPU.
        TERN_PROVER_FAKE_GPU=1 (the device check's --fake-gpu only) lets it go on without;
     1. reads {"seed": hex, "n": n}, draws A and B from the seed exactly as matrices.ts does,
        computes C = A.B (int8 x int8, int32 sums) on the device, and writes {"root": hex, ...},
@@ -372,10 +373,15 @@ def prepare(message):
     Product.warm(torch, zeros, n)
     torch.cuda.synchronize()
     context = time.perf_counter()
+    # A workload may hold part of the GPU when a challenge comes: what the device holds for others
+    # (and for CUDA contexts, this one's included) counts, since with the prover's own it cannot
+    # exceed the device's memory. The prover allocates and touches the rest of the claim.
+    free, total = torch.cuda.mem_get_info()
+    others = max(0, total - free - torch.cuda.memory_reserved())
     pieces, held = [], torch.cuda.memory_allocated()
     try:
-        while held < allocate:
-            size = min(MEMORY_PIECE, allocate - held)
+        while others + held < allocate:
+            size = min(MEMORY_PIECE, allocate - others - held)
             piece = torch.empty(size, dtype=torch.uint8, device="cuda")
             piece.fill_(0xA5)
             pieces.append(piece)
@@ -384,14 +390,15 @@ def prepare(message):
     except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
         if "out of memory" not in str(e).lower():
             raise
-    got = held
     del pieces, zeros
     torch.cuda.empty_cache()
-    if got < allocate:
+    if others + held < allocate:
         raise RuntimeError(
-            f"{torch.cuda.get_device_name(0)} claims {claimed} bytes of memory; the prover allocated {got} bytes of the {allocate} it must"
+            f"{torch.cuda.get_device_name(0)} claims {claimed} bytes of memory; the prover allocated {held} bytes"
+            f" ({others} more held by CUDA contexts and other processes) of the {allocate} it must"
         )
-    return {"ready": True, "backend": backend_name(), "allocatedBytes": got, "timings": {"startMs": _ms(started, context), "allocateMs": _ms(context)}}
+    timings = {"startMs": _ms(started, context), "allocateMs": _ms(context)}
+    return {"ready": True, "backend": backend_name(), "allocatedBytes": others + held, "heldByOthersBytes": others, "timings": timings}
 
 
 def _why_no_cuda():

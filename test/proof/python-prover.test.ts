@@ -151,11 +151,23 @@ describe('the Python prover (runners/python/tern_prover.py)', () => {
     child.kill('SIGKILL');
   });
 
+  it('counts what a workload holds on the device, and allocates the rest of the claim', async () => {
+    const { child, channel } = startProver('', {
+      PYTHONPATH: FAKE_TORCH,
+      FAKE_TORCH_DEVICE_BYTES: String(4 * GIB),
+      FAKE_TORCH_OTHERS_BYTES: String(2 * GIB),
+    });
+    const ready = await channel.prepare({ n: 64, allocateBytes: 3 * GIB, claimedBytes: Math.floor((3 * GIB) / 0.9) });
+    expect(ready).toMatchObject({ ready: true, heldByOthersBytes: 2 * GIB });
+    expect(ready.allocatedBytes).toBeGreaterThanOrEqual(3 * GIB);
+    child.kill('SIGKILL');
+  });
+
   it('refuses to get ready on a CUDA device smaller than the claim, naming the claimed and the allocated bytes', async () => {
     const { child, channel } = startProver('', { PYTHONPATH: FAKE_TORCH, FAKE_TORCH_DEVICE_BYTES: String(4 * GIB) });
     await expect(channel.prepare({ n: 64, allocateBytes: 9 * GIB, claimedBytes: 10 * GIB })).rejects.toThrow(
       new ProverFailed(
-        `the prover refused: RuntimeError: NVIDIA Fake 4GB claims ${10 * GIB} bytes of memory; the prover allocated ${3 * GIB + 64 * 64} bytes of the ${9 * GIB} it must`,
+        `the prover refused: RuntimeError: NVIDIA Fake 4GB claims ${10 * GIB} bytes of memory; the prover allocated ${3 * GIB + 64 * 64} bytes (0 more held by CUDA contexts and other processes) of the ${9 * GIB} it must`,
       ),
     );
     await once(child, 'exit');

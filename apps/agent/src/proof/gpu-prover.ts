@@ -117,6 +117,7 @@ export class GpuProver implements Prover {
         gpu: this.options.gpu.index,
         backend: this.ready.backend,
         allocatedBytes: this.ready.allocatedBytes,
+        heldByOthersBytes: this.ready.heldByOthersBytes,
         ...this.ready.timings,
       },
       `the GPU prover is ready (${this.ready.backend})`,

@@ -15,8 +15,10 @@ export interface PythonProverCommitted {
 export interface PythonProverReady {
   /** What will compute C: `torch-cuda (<device name>)`, or `python (fake GPU)` in the device check's fake mode. */
   backend: string;
-  /** Device memory allocated and touched, of what was asked. */
+  /** Device memory allocated and touched, with heldByOthersBytes: together at most the device's memory. */
   allocatedBytes: number;
+  /** What the device held for CUDA contexts and other processes (a workload on the GPU) when the prover allocated. */
+  heldByOthersBytes?: number;
   timings: { startMs: number; allocateMs: number };
 }
 

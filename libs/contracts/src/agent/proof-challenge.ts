@@ -31,7 +31,11 @@ export class HardwareProverPrepare {
 }
 
 export class HardwareProverReady {
-  /** Device memory the prover allocated and touched; absent where nothing was claimed. */
+  /**
+   * Device memory the prover allocated and touched, with what the device held for CUDA contexts and
+   * other processes (a workload on the GPU) at the time: together at most the device's memory.
+   * Absent where nothing was claimed.
+   */
   @IsOptional() @IsInt() @Min(0) @Max(MAX_BYTES) allocatedBytes?: number;
 }
 

@@ -1,4 +1,5 @@
-"""A stand-in for PyTorch with one CUDA device of FAKE_TORCH_DEVICE_BYTES bytes, enough for
+"""A stand-in for PyTorch with one CUDA device of FAKE_TORCH_DEVICE_BYTES bytes, of which other
+processes hold FAKE_TORCH_OTHERS_BYTES, enough for
 tern_prover.py's prepare step (the CUDA context, the warm-up product, the claimed memory) to run
 where no GPU is: allocations are counted, not made, and fail past the device's size as CUDA's do."""
 
@@ -14,12 +15,20 @@ class OutOfMemoryError(RuntimeError):
     pass
 
 
+def _capacity():
+    return int(os.environ.get("FAKE_TORCH_DEVICE_BYTES", "0"))
+
+
+def _free_before():
+    """The device's memory less what others hold, before this process's allocations."""
+    return _capacity() - int(os.environ.get("FAKE_TORCH_OTHERS_BYTES", "0"))
+
+
 class Tensor:
     def __init__(self, count, dtype):
         self.size = 0
         size = count * _SIZES[dtype]
-        capacity = int(os.environ.get("FAKE_TORCH_DEVICE_BYTES", "0"))
-        if _allocated[0] + size > capacity:
+        if _allocated[0] + size > _free_before():
             raise OutOfMemoryError(f"CUDA out of memory. Tried to allocate {size} bytes")
         _allocated[0] += size
         self.size, self.count, self.dtype = size, count, dtype
@@ -79,6 +88,14 @@ class cuda:
     @staticmethod
     def memory_allocated():
         return _allocated[0]
+
+    @staticmethod
+    def memory_reserved():
+        return _allocated[0]
+
+    @staticmethod
+    def mem_get_info():
+        return _free_before() - _allocated[0], _capacity()
 
     @staticmethod
     def empty_cache():
