@@ -2,6 +2,14 @@
 """Tern's GPU prover: answers one hardware challenge (libs/proof) from inside a Tern container
 started on the claimed GPU, the Python twin of libs/proof's ReferenceProver.
 
+    0. reads {"prepare": {"n", "allocateBytes", "claimedBytes"}} (no seed: the scheduler sends it
+       only once the prover is ready, so none of this is timed): imports PyTorch, makes the CUDA
+       context, allocates the product's buffers for n and runs it once on zeros (cuBLAS's kernels
+       load), then allocates and touches device memory until, with what others hold on the
+       device, it has allocateBytes (the GPU's claimed claimedBytes less the margin), frees the
+       extra, and writes {"ready": true, "backend", "allocatedBytes", "heldByOthersBytes",
+       "timings"}. Without CUDA it refuses: a GPU claim is not proven on a CPU.
+       TERN_PROVER_FAKE_GPU=1 (the device check's --fake-gpu only) lets it go on without;
     1. reads {"seed": hex, "n": n}, draws A and B from the seed exactly as matrices.ts does,
        computes C = A.B (int8 x int8, int32 sums) on the device, and writes {"root": hex, ...},
        the Merkle root over C's rows as merkle.ts builds it;
@@ -228,6 +236,16 @@ class Product:
             self.backend, self._device = "python", None
             self.rows_bytes = _product_python(ab, n)
 
+    @staticmethod
+    def warm(torch, zeros, n):
+        """The product once on zeros of the challenge's size: cuBLAS loads its kernels before the seed."""
+        m = -(-n // 8) * 8
+        try:
+            padded = torch.nn.functional.pad(zeros, (0, m - n, 0, m - n))
+            torch._int_mm(padded, padded)
+        except (RuntimeError, AttributeError):
+            zeros.double() @ zeros.double()
+
     def _on_cuda(self, torch, ab, n):
         host = torch.frombuffer(bytearray(ab), dtype=torch.int8)
         a = host[: n * n].view(n, n).cuda()
@@ -334,6 +352,69 @@ def parse_challenge(message):
     return bytes.fromhex(seed), n
 
 
+# Device memory is allocated in pieces of this size, so a short device reports how much it got.
+MEMORY_PIECE = 1 << 30
+
+
+def prepare(message):
+    """Everything before the seed; the product's own path (Product) finds PyTorch and CUDA as left here."""
+    started = time.perf_counter()
+    n, allocate, claimed = message.get("n"), message.get("allocateBytes", 0), message.get("claimedBytes", 0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > MAX_N:
+        raise ValueError(f"n must be a whole number in [1, {MAX_N}]")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (allocate, claimed)):
+        raise ValueError("allocateBytes and claimedBytes must be whole numbers of bytes")
+    torch = _torch()
+    if torch is None:
+        if os.environ.get("TERN_PROVER_FAKE_GPU") == "1":
+            return {"ready": True, "backend": f"{backend_name()} (fake GPU)", "allocatedBytes": 0, "timings": {"startMs": _ms(started), "allocateMs": 0}}
+        raise RuntimeError(f"no CUDA device for a GPU claim: {_why_no_cuda()}; a CPU cannot prove a GPU")
+    zeros = torch.zeros((n, n), dtype=torch.int8, device="cuda")
+    Product.warm(torch, zeros, n)
+    torch.cuda.synchronize()
+    context = time.perf_counter()
+    # A workload may hold part of the GPU when a challenge comes: what the device holds for others
+    # (and for CUDA contexts, this one's included) counts, since with the prover's own it cannot
+    # exceed the device's memory. The prover allocates and touches the rest of the claim.
+    free, total = torch.cuda.mem_get_info()
+    others = max(0, total - free - torch.cuda.memory_reserved())
+    pieces, held = [], torch.cuda.memory_allocated()
+    try:
+        while others + held < allocate:
+            size = min(MEMORY_PIECE, allocate - others - held)
+            piece = torch.empty(size, dtype=torch.uint8, device="cuda")
+            piece.fill_(0xA5)
+            pieces.append(piece)
+            held += size
+        torch.cuda.synchronize()
+    except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
+        if "out of memory" not in str(e).lower():
+            raise
+    del pieces, zeros
+    torch.cuda.empty_cache()
+    if others + held < allocate:
+        raise RuntimeError(
+            f"{torch.cuda.get_device_name(0)} claims {claimed} bytes of memory; the prover allocated {held} bytes"
+            f" ({others} more held by CUDA contexts and other processes) of the {allocate} it must"
+        )
+    timings = {"startMs": _ms(started, context), "allocateMs": _ms(context)}
+    return {"ready": True, "backend": backend_name(), "allocatedBytes": others + held, "heldByOthersBytes": others, "timings": timings}
+
+
+def _why_no_cuda():
+    if not _allowed("torch"):
+        return f"TERN_PROVER_PRODUCT={os.environ.get('TERN_PROVER_PRODUCT')} rules out PyTorch"
+    try:
+        import torch
+    except ImportError as e:
+        return f"PyTorch does not import ({e})"
+    return f"PyTorch {torch.__version__} sees no CUDA device (torch.cuda.is_available() is false)"
+
+
+def _ms(a, b=None):
+    return round(((b or time.perf_counter()) - a) * 1000, 1)
+
+
 def commit(message):
     seed, n = parse_challenge(message)
     started = time.perf_counter()
@@ -361,8 +442,14 @@ def answer(product, levels, message):
 
 
 def serve(reader, write):
+    """The prepare step first when the agent sends one (it always does); a challenge straight away
+    otherwise (the protocol's tests over stdio)."""
     try:
-        product, levels, committed = commit(json.loads(reader.readline() or "{}"))
+        message = json.loads(reader.readline() or "{}")
+        if "prepare" in message:
+            write(prepare(message["prepare"] if isinstance(message["prepare"], dict) else {}))
+            message = json.loads(reader.readline() or "{}")
+        product, levels, committed = commit(message)
         write(committed)
         line = reader.readline()
         if not line:

@@ -4,26 +4,37 @@
  * verifier, with this script in the scheduler's place (ProofRounds' steps, without NATS).
  *
  *   1. discovery reads the GPUs (nvidia-smi);
- *   2. each one is challenged as the scheduler would (deviceClaims: its band, n, deadline): a runc
- *      container through Tern's runtime gets the GPU and runs tern_prover.py with the machine's
- *      PyTorch; the round passes or fails on time and on the answer, and a calibration line gives
- *      the measured rate and start for bands.ts;
+ *   2. each one is challenged as the scheduler would (deviceClaims: its band, n, deadline, memory): a
+ *      runc container through Tern's runtime gets the GPU and runs tern_prover.py with the machine's
+ *      PyTorch, which gets ready (untimed: PyTorch, CUDA, the GPU's memory allocated) before the
+ *      seed is drawn; the round passes or fails on memory, on time and on the answer, and a
+ *      calibration line gives the measured rate, start and round trip for bands.ts;
  *   3. a claim of 8 GPUs of the model found (or, with none found, of one H100) is challenged the
  *      same way: what discovery did not see is declined, so the claim is not verified.
  *
  * Prints one JSON summary line last; exits 0 when the real GPUs passed and the larger claim did not.
  *
  * `--fake-gpu` (a machine without one, e.g. CI's): the runtime gives the prover's container fake
- * NVIDIA device nodes and discovery "sees" an H100 that is not there; the prover computes on the
- * CPU in plain Python, and the check passes when that GPU claim is refused (late for the H100
- * band) all the same. (NumPy's float64 BLAS on a CPU may not be late: bands.ts says why.)
+ * NVIDIA device nodes and discovery "sees" an H100 that is not there (its memory not claimed: there
+ * is none to allocate); the prover, let go on without CUDA, computes on the CPU in plain Python,
+ * and the check passes when that GPU claim is refused (late for the H100 band) all the same. (NumPy's float64 BLAS on a CPU may not be late: bands.ts says why.)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { GpuInventory, HardwareChallenge } from '#tern/contracts';
-import { decodeInt32, type DeviceClaim, deviceClaims, encodeInt32, judgeTiming, newChallenge, newProbe, verifyAnswer } from '#tern/proof';
+import type { GpuInventory } from '#tern/contracts';
+import {
+  decodeInt32,
+  type DeviceClaim,
+  deviceClaims,
+  encodeInt32,
+  judgeMemory,
+  judgeTiming,
+  newChallenge,
+  newProbe,
+  verifyAnswer,
+} from '#tern/proof';
 import { GpuInjector, ImageStore, RuncRuntime, silentLogger } from '#tern/runtime';
 import { fakeHost } from '../../libs/runtime/src/gpu/fake-host.js';
 import { detectGpus, probeContext } from '../../apps/agent/src/discovery/gpu/index.js';
@@ -39,6 +50,7 @@ interface Round {
   deadlineMs: number;
   macsPerSecond?: number;
   prover?: GpuProver['committed'];
+  ready?: GpuProver['ready'];
 }
 
 const fake = process.argv.includes('--fake-gpu');
@@ -63,70 +75,78 @@ console.error(`discovery: ${gpus.length ? gpus.map((g) => `GPU ${g.index} ${g.mo
 
 async function prove(claim: DeviceClaim): Promise<Round> {
   const base = { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs };
-  const challenge = newChallenge(claim.n);
-  const hw: HardwareChallenge = {
-    challengeId: `dc-${claim.device.replace(':', '-')}-${Date.now()}`,
-    device: claim.device,
-    deadlineMs: claim.deadlineMs,
-    ...challenge,
-  };
+  const request = { challengeId: `dc-${claim.device.replace(':', '-')}-${Date.now()}`, device: claim.device, n: claim.n };
   let prover: GpuProver;
   try {
-    prover = proverFor(hw, {
-      gpus,
-      gpuProver: (c, gpu) =>
-        new GpuProver(c, {
-          runtime,
-          runnersDir,
-          gpu: { index: gpu.index, ...(gpu.uuid ? { uuid: gpu.uuid } : {}) },
-          workDir: join(dir, 'proofs'),
-          ...proverPython(),
-          ...(fake ? { product: 'python' as const } : {}),
-          logger: silentLogger,
-        }),
-    }) as GpuProver;
+    prover = proverFor(
+      { ...request, ...(claim.claimedMemoryBytes ? { claimedMemoryBytes: claim.claimedMemoryBytes } : {}) },
+      {
+        gpus,
+        gpuProver: (c, gpu) =>
+          new GpuProver(c, {
+            runtime,
+            runnersDir,
+            gpu: { index: gpu.index, ...(gpu.uuid ? { uuid: gpu.uuid } : {}) },
+            workDir: join(dir, 'proofs'),
+            ...proverPython(),
+            ...(fake ? { fakeGpu: true } : {}),
+            logger: silentLogger,
+          }),
+      },
+    ) as GpuProver;
   } catch (e) {
     return { ...base, verdict: 'declined', reason: (e as Error).message };
   }
   try {
+    const { allocatedBytes } = await prover.prepare();
+    const memory = judgeMemory(claim, allocatedBytes);
+    if (!memory.ok) return { ...base, verdict: 'failed', reason: memory.reason, ready: prover.ready };
+    const challenge = newChallenge(claim.n);
     const started = performance.now();
     const root = await Promise.race([
-      prover.commit(),
+      prover.commit(challenge.seed),
       new Promise<undefined>((r) => setTimeout(() => r(undefined), claim.deadlineMs).unref()),
     ]);
     const elapsedMs = root === undefined ? undefined : performance.now() - started;
     const timing = judgeTiming(claim, elapsedMs);
+    const seen = { elapsedMs, prover: prover.committed, ready: prover.ready };
     if (!timing.ok || root === undefined)
-      return { ...base, verdict: 'failed', reason: timing.ok ? 'no commitment' : timing.reason, elapsedMs, prover: prover.committed };
+      return { ...base, verdict: 'failed', reason: timing.ok ? 'no commitment' : timing.reason, ...seen };
     const probe = newProbe(challenge);
-    const reply = await prover.answer({ challengeId: hw.challengeId, vectors: probe.vectors.map((v) => encodeInt32(v)), rows: probe.rows });
+    const reply = await prover.answer({
+      challengeId: request.challengeId,
+      vectors: probe.vectors.map((v) => encodeInt32(v)),
+      rows: probe.rows,
+    });
     const answer = {
       products: reply.products.map((p) => Array.from(decodeInt32(p) ?? [])),
       rows: reply.rows.map((r) => ({ index: r.index, values: Array.from(decodeInt32(r.values) ?? []), proof: r.proof })),
     };
     const verdict = verifyAnswer(challenge, { root }, probe, answer);
-    if (!verdict.ok) return { ...base, verdict: 'failed', reason: verdict.reason, elapsedMs, prover: prover.committed };
-    return { ...base, verdict: 'passed', elapsedMs, macsPerSecond: timing.macsPerSecond, prover: prover.committed };
+    if (!verdict.ok) return { ...base, verdict: 'failed', reason: verdict.reason, ...seen };
+    return { ...base, verdict: 'passed', macsPerSecond: timing.macsPerSecond, ...seen };
   } catch (e) {
-    return { ...base, verdict: 'failed', reason: (e as Error).message, prover: prover.committed };
+    return { ...base, verdict: 'failed', reason: (e as Error).message, prover: prover.committed, ready: prover.ready };
   } finally {
     await prover.release().catch((e: Error) => console.error(`release: ${e.message}`));
   }
 }
 
-function claimsOf(claimed: Pick<GpuInventory, 'index' | 'model'>[]): DeviceClaim[] {
+function claimsOf(claimed: { index: number; model: string; memoryBytes?: number }[]): DeviceClaim[] {
   return deviceClaims({ cpuModel: null, cpuThreads: null, gpus: claimed }).filter((c) => c.device !== 'cpu');
 }
 
 const honest: Round[] = [];
-for (const claim of claimsOf(gpus)) honest.push(await prove(claim));
+// A real GPU's claim is its memory as discovery read it; the fake one has none to allocate.
+const claimedGpus = gpus.map((g) => ({ index: g.index, model: g.model, ...(fake ? {} : { memoryBytes: g.memoryMiB * 2 ** 20 }) }));
+for (const claim of claimsOf(claimedGpus)) honest.push(await prove(claim));
 const model = gpus[0]?.model ?? 'NVIDIA H100 80GB HBM3';
 const larger: Round[] = [];
 for (const claim of claimsOf(Array.from({ length: 8 }, (_, index) => ({ index, model })))) larger.push(await prove(claim));
 
 for (const r of honest.filter((x) => x.prover))
   console.error(
-    `calibration: ${r.label} n=${claimsOf(gpus)[0]!.n} commit ${r.elapsedMs?.toFixed(0)} ms (draw ${r.prover!.timings.drawMs}, product ${r.prover!.timings.productMs}, hash ${r.prover!.timings.hashMs} ms; start and transfer the rest) with ${r.prover!.backend}: product alone ${((claimsOf(gpus)[0]!.n ** 3 / r.prover!.timings.productMs) * 1000).toExponential(2)} multiply-adds/s`,
+    `calibration: ${r.label} n=${claimsOf(gpus)[0]!.n} ready in ${r.ready?.timings.startMs} ms + ${r.ready?.timings.allocateMs} ms allocating ${r.ready?.allocatedBytes} bytes (untimed); commit ${r.elapsedMs?.toFixed(0)} ms (draw ${r.prover!.timings.drawMs}, product ${r.prover!.timings.productMs}, hash ${r.prover!.timings.hashMs} ms; round trip and transfers the rest) with ${r.prover!.backend}: product alone ${((claimsOf(gpus)[0]!.n ** 3 / r.prover!.timings.productMs) * 1000).toExponential(2)} multiply-adds/s`,
   );
 const largerVerified = larger.every((r) => r.verdict === 'passed');
 const ok =

@@ -5,16 +5,19 @@ import pg from 'pg';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   AGENT_PROOF_CHALLENGE,
+  AGENT_PROOF_PREPARE,
   AGENT_PROOF_PROBE,
   type MachineDetail,
   MACHINE_HEARTBEAT,
   type HardwareChallenge,
   type HardwareProbe,
+  type HardwareProverPrepare,
+  type HardwareProverReady,
   SCALE_COMMAND,
 } from '#tern/contracts';
-import { connectNats, Messaging, Namespace } from '#tern/messaging';
+import { connectNats, Messaging, Namespace, ReplyError } from '#tern/messaging';
 import { formatCreds, inboxPrefix, newUserKey } from '#tern/nats-auth';
-import { decodeInt32, encodeInt32, multiply, ReferenceProver } from '#tern/proof';
+import { decodeInt32, deviceClaims, encodeInt32, memoryToAllocate, multiply, ReferenceProver } from '#tern/proof';
 import { TEST_NATS } from '../support/isolation.js';
 import { connectAs } from '../support/nats-users.js';
 import { waitFor } from '../support/processes.js';
@@ -44,6 +47,32 @@ function wireAnswer(prover: ReferenceProver, probe: HardwareProbe) {
     products: a.products.map((y) => encodeInt32(y)),
     rows: a.rows.map((r) => ({ index: r.index, values: encodeInt32(r.values), proof: r.proof })),
   };
+}
+
+/** Answers the prepare step as an agent does: ready at once, unless `ready` says otherwise. */
+function prepares(
+  m: Messaging,
+  id: string,
+  ready: (p: HardwareProverPrepare) => HardwareProverReady | Promise<HardwareProverReady> = () => ({}),
+): void {
+  m.serve(AGENT_PROOF_PREPARE, id, ready, [id]);
+}
+
+/** Answers every challenge honestly with the reference prover, once `before` (a delay, a refusal) is through. */
+function answersHonestly(m: Messaging, id: string, before: (c: HardwareChallenge) => Promise<void> = () => Promise.resolve()): void {
+  const held = new Map<string, ReferenceProver>();
+  m.serve(
+    AGENT_PROOF_CHALLENGE,
+    id,
+    async (c: HardwareChallenge) => {
+      await before(c);
+      const prover = new ReferenceProver(c);
+      held.set(c.challengeId, prover);
+      return { root: prover.commitment().root };
+    },
+    [id],
+  );
+  m.serve(AGENT_PROOF_PROBE, id, (p: HardwareProbe) => wireAnswer(held.get(p.challengeId)!, p), [id]);
 }
 
 /**
@@ -162,11 +191,11 @@ describe('proof of hardware', () => {
     );
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(v.state).toBe('quarantined');
-    expect(v.reason).toMatch(/^GPU 0 \(NVIDIA H100 80GB HBM3\) refused its challenge: the prover on gpu:0 failed: \S/);
+    expect(v.reason).toMatch(/^GPU 0 \(NVIDIA H100 80GB HBM3\) refused its challenge: the prover on gpu:0 did not get ready: \S/);
 
     const shown = await tern(['machine', 'show', 'fake-h100'], plane.base, ADMIN);
     expect(shown.stdout).toMatch(
-      /^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) refused its challenge: the prover on gpu:0 failed/m,
+      /^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) refused its challenge: the prover on gpu:0 did not get ready/m,
     );
 
     // A deployment for one H100 on verified machines: the only H100s are the unverified machine's.
@@ -206,6 +235,8 @@ describe('proof of hardware', () => {
     await scripted(
       'cpu-h100',
       (m) => {
+        // It says it allocated what each GPU claims (the agent's word: only the timing is proof).
+        prepares(m, 'cpu-h100', (p) => (p.claimedMemoryBytes ? { allocatedBytes: p.claimedMemoryBytes } : {}));
         const held = new Map<string, ReferenceProver>();
         m.serve(
           AGENT_PROOF_CHALLENGE,
@@ -235,6 +266,7 @@ describe('proof of hardware', () => {
 
   it('quarantines a prover that skipped half the product', async () => {
     await scripted('forger', (m) => {
+      prepares(m, 'forger');
       const held = new Map<string, ReferenceProver>();
       m.serve(
         AGENT_PROOF_CHALLENGE,
@@ -258,23 +290,65 @@ describe('proof of hardware', () => {
 
   it('quarantines a prover slower than its claimed band', async () => {
     await scripted('slowpoke', (m) => {
-      const held = new Map<string, ReferenceProver>();
-      m.serve(
-        AGENT_PROOF_CHALLENGE,
-        'slowpoke',
-        async (c: HardwareChallenge) => {
-          const prover = new ReferenceProver(c);
-          held.set(c.challengeId, prover);
-          await new Promise((r) => setTimeout(r, c.deadlineMs + 500));
-          return { root: prover.commitment().root };
-        },
-        ['slowpoke'],
-      );
-      m.serve(AGENT_PROOF_PROBE, 'slowpoke', (p: HardwareProbe) => wireAnswer(held.get(p.challengeId)!, p), ['slowpoke']);
+      prepares(m, 'slowpoke');
+      answersHonestly(m, 'slowpoke', (c) => new Promise((r) => setTimeout(r, c.deadlineMs + 500)));
     });
     const v = await verification('slowpoke', 'quarantined', 30_000);
     expect(v.reason).toMatch(
       /^CPU \(AMD EPYC 7B13\) did not commit to a 256×256 int8 product within [\d.]+ s, the time the CPU band's floor of 5 M multiply-adds\/s \(uncalibrated\) allows$/,
+    );
+  }, 60_000);
+
+  it('leaves the prepare step out of the timed window: a prover that takes longer to get ready than its deadline still verifies', async () => {
+    let deadlineMs = 0;
+    await scripted('slow-start', (m) => {
+      prepares(m, 'slow-start', async (p) => {
+        deadlineMs = deviceClaims({ cpuModel: null, cpuThreads: null, gpus: [] })[0]!.deadlineMs;
+        expect(p).toMatchObject({ device: 'cpu', n: 256 });
+        await new Promise((r) => setTimeout(r, deadlineMs + 1000));
+        return {};
+      });
+      answersHonestly(m, 'slow-start');
+    });
+    const v = await verification('slow-start', 'verified', 40_000);
+    expect(deadlineMs).toBeGreaterThan(1000);
+    expect(v.reason).toMatch(/^proved CPU \(AMD EPYC 7B13\) at /);
+  }, 60_000);
+
+  it('quarantines a machine whose GPU prover does not get ready, with its reason, and one that allocates less than the GPU claims', async () => {
+    await scripted(
+      'no-cuda',
+      (m) => {
+        prepares(m, 'no-cuda', (p) => {
+          if (p.device === 'cpu') return {};
+          throw new ReplyError(500, `the prover on ${p.device} did not get ready: no CUDA device for a GPU claim`);
+        });
+        answersHonestly(m, 'no-cuda');
+      },
+      ['NVIDIA H100 80GB HBM3'],
+    );
+    const claimed = 81_559 * 2 ** 20;
+    const asked: (number | undefined)[] = [];
+    await scripted(
+      'small-gpu',
+      (m) => {
+        prepares(m, 'small-gpu', (p) => {
+          if (p.device === 'cpu') return {};
+          asked.push(p.claimedMemoryBytes);
+          return { allocatedBytes: 24 * 2 ** 30 };
+        });
+        answersHonestly(m, 'small-gpu');
+      },
+      ['NVIDIA H100 80GB HBM3'],
+    );
+    const noCuda = await verification('no-cuda', 'quarantined', 30_000);
+    expect(noCuda.reason).toBe(
+      'GPU 0 (NVIDIA H100 80GB HBM3) refused its challenge: the prover on gpu:0 did not get ready: no CUDA device for a GPU claim',
+    );
+    const small = await verification('small-gpu', 'quarantined', 30_000);
+    expect(asked[0]).toBe(claimed);
+    expect(small.reason).toBe(
+      `GPU 0 (NVIDIA H100 80GB HBM3) claims ${claimed} bytes of memory, but its prover allocated ${24 * 2 ** 30} of the ${memoryToAllocate(claimed)} it must (90 %)`,
     );
   }, 60_000);
 

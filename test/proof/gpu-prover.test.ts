@@ -12,7 +12,8 @@ const RUNNERS = join(import.meta.dirname, '../../runners');
 
 // The GPU prover's whole path on a machine without a GPU: the runtime gives the container a
 // fake GPU (NVIDIA device nodes, no driver), as it gives a real one to workloads, and the prover
-// inside computes on the CPU (no PyTorch in the host image here).
+// inside computes on the CPU (no PyTorch in the host image here) where it is told the GPU is fake,
+// and refuses to get ready otherwise.
 describeWithRunc('GpuProver in a runc container on a (fake) GPU', () => {
   let sandbox: RuntimeSandbox;
   beforeAll(async () => {
@@ -24,21 +25,27 @@ describeWithRunc('GpuProver in a runc container on a (fake) GPU', () => {
   });
   afterAll(() => sandbox.destroy());
 
-  const proverOf = (challenge: { challengeId: string; seed: string; n: number }, python?: string) =>
+  const proverOf = (
+    challenge: { challengeId: string; n: number; claimedMemoryBytes?: number },
+    { python, fakeGpu = true }: { python?: string; fakeGpu?: boolean } = {},
+  ) =>
     new GpuProver(challenge, {
       runtime: sandbox.runtime,
       runnersDir: RUNNERS,
       gpu: { index: 0 },
       workDir: join(sandbox.dir, 'proofs'),
       ...(python ? { python } : {}),
+      fakeGpu,
       logger: silentLogger,
     });
 
-  it('commits over its socket, answers a probe that verifies, and leaves no container or socket behind', async () => {
+  it('gets ready, commits over its socket to the seed sent after, answers a probe that verifies, and leaves no container or socket behind', async () => {
     const challenge = { challengeId: 'gpu-ok', ...newChallenge(64) };
     const prover = proverOf(challenge);
     try {
-      const root = await prover.commit();
+      expect(await prover.prepare()).toEqual({ allocatedBytes: 0 });
+      expect(prover.ready?.backend).toMatch(/^(python|numpy) \(fake GPU\)$/);
+      const root = await prover.commit(challenge.seed);
       expect(root).toBe(new ReferenceProver(challenge).commitment().root);
       expect(prover.committed?.backend).toMatch(/^(python|numpy)$/);
       expect((await sandbox.runtime.list()).map((c) => c.labels)).toEqual([{ 'tern.proof.challenge': 'gpu-ok' }]);
@@ -56,10 +63,22 @@ describeWithRunc('GpuProver in a runc container on a (fake) GPU', () => {
     expect(await readdir(join(sandbox.dir, 'proofs'))).toEqual([]);
   });
 
-  it('says why when its container ends before connecting', async () => {
-    const prover = proverOf({ challengeId: 'gpu-bad', ...newChallenge(64) }, '/usr/bin/false');
+  it('refuses to get ready for a GPU it has no CUDA for, naming why, before any seed', async () => {
+    const prover = proverOf({ challengeId: 'gpu-nocuda', n: 64, claimedMemoryBytes: 80 * 2 ** 30 }, { fakeGpu: false });
     try {
-      await expect(prover.commit()).rejects.toThrow(/the prover's container exited before connecting: exit 1/);
+      await expect(prover.prepare()).rejects.toThrow(
+        /^the prover refused: RuntimeError: no CUDA device for a GPU claim: PyTorch (does not import|.* sees no CUDA device).*; a CPU cannot prove a GPU$/,
+      );
+    } finally {
+      await prover.release();
+    }
+    expect(await sandbox.runtime.list()).toEqual([]);
+  });
+
+  it('says why when its container ends before connecting', async () => {
+    const prover = proverOf({ challengeId: 'gpu-bad', n: 64 }, { python: '/usr/bin/false' });
+    try {
+      await expect(prover.prepare()).rejects.toThrow(/the prover's container exited before connecting: exit 1/);
     } finally {
       await prover.release();
     }

@@ -23,12 +23,18 @@ import { ProverChannel, ProverFailed } from '../../apps/agent/src/proof/prover-c
 // paths: it must draw the same matrices and commit to the same root as libs/proof, and its
 // answers must pass (and corrupted ones fail) libs/proof's verifier.
 const PROVER = join(import.meta.dirname, '../../runners/python/tern_prover.py');
+/** A PyTorch stand-in with one CUDA device of FAKE_TORCH_DEVICE_BYTES: the prepare step's CUDA path without a GPU. */
+const FAKE_TORCH = join(import.meta.dirname, 'fake-torch');
+const GIB = 2 ** 30;
 const run = promisify(execFile);
 
 type Python = ChildProcessByStdio<Writable, Readable, Readable>;
 
-function startProver(product: 'python' | 'numpy' = 'python'): { child: Python; channel: ProverChannel } {
-  const child = spawn('python3', [PROVER], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TERN_PROVER_PRODUCT: product } });
+function startProver(product: 'python' | 'numpy' | '' = 'python', env: NodeJS.ProcessEnv = {}): { child: Python; channel: ProverChannel } {
+  const child = spawn('python3', [PROVER], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, TERN_PROVER_PRODUCT: product, TERN_PROVER_FAKE_GPU: '', ...env },
+  });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const channel = new ProverChannel(child.stdout, child.stdin, async () => {
@@ -107,6 +113,71 @@ describe('the Python prover (runners/python/tern_prover.py)', () => {
     const { child, channel } = startProver();
     await expect(channel.commit({ seed: 'zz', n: 64 })).rejects.toThrow(
       new ProverFailed('the prover refused: ValueError: seed must be 64 hex digits'),
+    );
+    await once(child, 'exit');
+    expect(child.exitCode).toBe(1);
+  });
+
+  it.each([
+    ['python', /TERN_PROVER_PRODUCT=python rules out PyTorch/],
+    ['numpy', /TERN_PROVER_PRODUCT=numpy rules out PyTorch/],
+    ['', /PyTorch does not import|sees no CUDA device/],
+  ] as const)('refuses to get ready for a GPU claim without CUDA (product %j), saying why', async (product, why) => {
+    const { child, channel } = startProver(product);
+    const failed = channel.prepare({ n: 64, allocateBytes: 9 * 2 ** 30, claimedBytes: 10 * 2 ** 30 });
+    await expect(failed).rejects.toThrow(ProverFailed);
+    await expect(failed).rejects.toThrow(
+      /^the prover refused: RuntimeError: no CUDA device for a GPU claim: .*; a CPU cannot prove a GPU$/,
+    );
+    await expect(failed).rejects.toThrow(why);
+    await once(child, 'exit');
+    expect(child.exitCode).toBe(1);
+  });
+
+  it('gets ready without CUDA only for the device check’s fake GPU, then commits to the seed sent after', async () => {
+    const { child, channel } = startProver('python', { TERN_PROVER_FAKE_GPU: '1' });
+    const ready = await channel.prepare({ n: 64, allocateBytes: 0, claimedBytes: 0 });
+    expect(ready).toMatchObject({ ready: true, backend: 'python (fake GPU)', allocatedBytes: 0 });
+    const challenge = newChallenge(64);
+    expect((await channel.commit(challenge)).root).toBe(new ReferenceProver(challenge).commitment().root);
+    child.kill('SIGKILL');
+  });
+
+  it('allocates the memory it is asked for on a CUDA device, and says so', async () => {
+    const { child, channel } = startProver('', { PYTHONPATH: FAKE_TORCH, FAKE_TORCH_DEVICE_BYTES: String(4 * GIB) });
+    const ready = await channel.prepare({ n: 64, allocateBytes: 3 * GIB, claimedBytes: Math.floor((3 * GIB) / 0.9) });
+    expect(ready).toMatchObject({ ready: true, backend: 'torch-cuda (NVIDIA Fake 4GB)' });
+    expect(ready.allocatedBytes).toBeGreaterThanOrEqual(3 * GIB);
+    child.kill('SIGKILL');
+  });
+
+  it('counts what a workload holds on the device, and allocates the rest of the claim', async () => {
+    const { child, channel } = startProver('', {
+      PYTHONPATH: FAKE_TORCH,
+      FAKE_TORCH_DEVICE_BYTES: String(4 * GIB),
+      FAKE_TORCH_OTHERS_BYTES: String(2 * GIB),
+    });
+    const ready = await channel.prepare({ n: 64, allocateBytes: 3 * GIB, claimedBytes: Math.floor((3 * GIB) / 0.9) });
+    expect(ready).toMatchObject({ ready: true, heldByOthersBytes: 2 * GIB });
+    expect(ready.allocatedBytes).toBeGreaterThanOrEqual(3 * GIB);
+    child.kill('SIGKILL');
+  });
+
+  it('refuses to get ready on a CUDA device smaller than the claim, naming the claimed and the allocated bytes', async () => {
+    const { child, channel } = startProver('', { PYTHONPATH: FAKE_TORCH, FAKE_TORCH_DEVICE_BYTES: String(4 * GIB) });
+    await expect(channel.prepare({ n: 64, allocateBytes: 9 * GIB, claimedBytes: 10 * GIB })).rejects.toThrow(
+      new ProverFailed(
+        `the prover refused: RuntimeError: NVIDIA Fake 4GB claims ${10 * GIB} bytes of memory; the prover allocated ${3 * GIB + 64 * 64} bytes (0 more held by CUDA contexts and other processes) of the ${9 * GIB} it must`,
+      ),
+    );
+    await once(child, 'exit');
+    expect(child.exitCode).toBe(1);
+  });
+
+  it('refuses a malformed prepare step with a reason', async () => {
+    const { child, channel } = startProver('python', { TERN_PROVER_FAKE_GPU: '1' });
+    await expect(channel.prepare({ n: 0, allocateBytes: 0, claimedBytes: 0 })).rejects.toThrow(
+      new ProverFailed('the prover refused: ValueError: n must be a whole number in [1, 131072]'),
     );
     await once(child, 'exit');
     expect(child.exitCode).toBe(1);

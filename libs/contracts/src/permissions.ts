@@ -18,6 +18,7 @@ import {
   AGENT_LOAD_REPORT,
   SERVER_LOAD_REPORT,
   AGENT_PROOF_CHALLENGE,
+  AGENT_PROOF_PREPARE,
   AGENT_PROOF_PROBE,
   AGENT_TASK_CANCEL,
   AGENT_TASK_SPOT_CHECK,
@@ -119,6 +120,7 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(AGENT_CONTAINER_START, ['scheduler'], ['agent'], true),
   access(AGENT_CONTAINER_STOP, ['scheduler'], ['agent'], true),
   // Proof of hardware: only the scheduler challenges, only the challenged machine hears it.
+  access(AGENT_PROOF_PREPARE, ['scheduler'], ['agent'], true),
   access(AGENT_PROOF_CHALLENGE, ['scheduler'], ['agent'], true),
   access(AGENT_PROOF_PROBE, ['scheduler'], ['agent'], true),
   // Reputation times a start from the scheduler's command, not from the agent's word.

@@ -4,11 +4,11 @@ import {
   CPU_BAND,
   formatRate,
   GPU_BANDS,
-  GPU_PROVER_START_MS,
+  GPU_PROVER_ROUND_TRIP_MS,
   gpuBand,
   UNLISTED_GPU_BAND,
 } from './bands.js';
-import { deviceClaims, judgeTiming } from './device-claims.js';
+import { deviceClaims, judgeMemory, judgeTiming, MEMORY_MARGIN, memoryToAllocate } from './device-claims.js';
 import { multiply } from './matrices.js';
 import { nextChallengeDelayMs, verificationAfter } from './verification.js';
 import { decodeInt32, encodeInt32 } from './wire.js';
@@ -68,13 +68,33 @@ describe('throughput bands', () => {
     expect(cpu!.deadlineMs).toBe(Math.ceil((256 ** 3 / CPU_BAND.floorMacsPerSecond) * 1000 + allowanceMs(256)));
     expect(cpu!.deadlineMs).toBeLessThan(5000);
     // An H100's: the product is nothing at its floor; the allowance is for drawing and hashing, and
-    // the GPU prover's start (its container, PyTorch, CUDA).
+    // the round trip to the GPU prover, started before the seed was sent (the prepare step).
     expect(gpu!.deadlineMs).toBe(commitmentDeadlineMs(gpuBand('H100'), 4096));
-    expect(gpu!.deadlineMs).toBe(Math.ceil((4096 ** 3 / 100e12) * 1000 + allowanceMs(4096) + GPU_PROVER_START_MS));
-    expect(gpu!.deadlineMs).toBeLessThan(18_000);
-    // Meeting it on a CPU takes 3.9 G multiply-adds/s, hundreds of times one core of the reference
-    // prover (a many-core BLAS does it: bands.ts says so).
-    expect(4096 ** 3 / (gpu!.deadlineMs / 1000)).toBeGreaterThan(3.5e9);
+    expect(gpu!.deadlineMs).toBe(Math.ceil((4096 ** 3 / 100e12) * 1000 + allowanceMs(4096) + GPU_PROVER_ROUND_TRIP_MS));
+    expect(gpu!.deadlineMs).toBe(3179);
+    // Meeting it on a CPU takes 21.6 G multiply-adds/s, thousands of times one core of the
+    // reference prover (a many-core BLAS still does it: bands.ts says so).
+    expect(4096 ** 3 / (gpu!.deadlineMs / 1000)).toBeGreaterThan(20e9);
+  });
+
+  it("carries each GPU's claimed memory, and fails a prover that allocated less than it less the margin, naming both", () => {
+    const claimed = 81_559 * 2 ** 20;
+    const [cpu, gpu] = deviceClaims({
+      cpuModel: null,
+      cpuThreads: null,
+      gpus: [{ index: 0, model: 'NVIDIA H100 80GB HBM3', memoryBytes: claimed }],
+    });
+    expect(cpu!.claimedMemoryBytes).toBeUndefined();
+    expect(gpu!.claimedMemoryBytes).toBe(claimed);
+    expect(MEMORY_MARGIN).toBe(0.1);
+    expect(memoryToAllocate(claimed)).toBe(Math.floor(claimed * 0.9));
+    expect(judgeMemory(cpu!, undefined)).toEqual({ ok: true });
+    expect(judgeMemory(gpu!, memoryToAllocate(claimed))).toEqual({ ok: true });
+    expect(judgeMemory(gpu!, 24 * 2 ** 30)).toEqual({
+      ok: false,
+      reason: `GPU 0 (NVIDIA H100 80GB HBM3) claims 85520809984 bytes of memory, but its prover allocated 25769803776 of the 76968728985 it must (90 %)`,
+    });
+    expect(judgeMemory(gpu!, undefined)).toMatchObject({ ok: false, reason: expect.stringContaining('allocated 0 of the') });
   });
 
   it('measures a CPU product well inside its band here', () => {
@@ -93,12 +113,12 @@ describe('throughput bands', () => {
     expect(judgeTiming(gpu!, 30_000)).toEqual({
       ok: false,
       reason:
-        "GPU 0 (NVIDIA H100 80GB HBM3) took 30 s to commit to a 4096×4096 int8 product (2.29 G multiply-adds/s): the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows 18 s",
+        "GPU 0 (NVIDIA H100 80GB HBM3) took 30 s to commit to a 4096×4096 int8 product (2.29 G multiply-adds/s): the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows 3.18 s",
     });
     expect(judgeTiming(gpu!, undefined)).toEqual({
       ok: false,
       reason:
-        "GPU 0 (NVIDIA H100 80GB HBM3) did not commit to a 4096×4096 int8 product within 18 s, the time the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows",
+        "GPU 0 (NVIDIA H100 80GB HBM3) did not commit to a 4096×4096 int8 product within 3.18 s, the time the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows",
     });
     expect(formatRate(1.2e9)).toBe('1.2 G');
     expect(formatRate(999)).toBe('999');

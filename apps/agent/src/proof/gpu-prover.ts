@@ -2,10 +2,11 @@ import { readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';
-import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
+import type { HardwareAnswer, HardwareProbe } from '#tern/contracts';
+import { memoryToAllocate } from '#tern/proof';
 import type { ContainerRuntime, GpuDeviceRef, HostBind, LogLine, RuntimeLogger } from '#tern/runtime';
-import { ProverChannel, ProverFailed, type PythonProverCommitted } from './prover-channel.js';
-import type { Prover } from './prover.js';
+import { ProverChannel, ProverFailed, type PythonProverCommitted, type PythonProverReady } from './prover-channel.js';
+import type { Prover, ProverReady, ProverRequest } from './prover.js';
 
 /** Where the prover's container sees Tern's runners and the agent's socket. */
 const RUNNERS_MOUNT = '/tern/runners';
@@ -34,11 +35,12 @@ export interface GpuProverOptions {
   /** Host directories bound read-only at the same path: where that interpreter and its packages live, when outside /usr. */
   pythonDirs?: string[];
   /**
-   * `python` rules out PyTorch and NumPy in the container (tern_prover.py's TERN_PROVER_PRODUCT):
-   * the device check's fake GPU, answered from the CPU, takes the path certain to miss a GPU band
-   * (NumPy's float64 BLAS may not miss it: see bands.ts GPU_PROVER_START_MS). Only ever slower.
+   * The device check's fake GPU (device nodes, no driver): the prover may get ready without CUDA
+   * (tern_prover.py refuses a GPU claim without it otherwise) and computes in plain Python, the
+   * path certain to miss a GPU band (NumPy's float64 BLAS may not miss it: see bands.ts
+   * GPU_PROVER_ROUND_TRIP_MS). Never set by the agent.
    */
-  product?: 'python';
+  fakeGpu?: boolean;
   logger: RuntimeLogger;
 }
 
@@ -46,10 +48,11 @@ export interface GpuProverOptions {
  * Proves a GPU from inside a Tern container on it: the runtime starts runners/python/tern_prover.py
  * on the host image with the claimed GPU given to it as to any workload (network `none`, no
  * capabilities, the usual limits), and the agent talks to it over a unix socket it listens on in
- * a directory bound into the container. The prover computes C with PyTorch on the device (see
- * tern_prover.py), commits, and answers the probe from the product it kept; the container goes
- * when the challenge is answered or dropped. The container's start, Python's and CUDA's count in
- * the time to the commitment (bands.ts GPU_PROVER_START_MS).
+ * a directory bound into the container. prepare() starts all that, before the seed exists: the
+ * prover imports PyTorch, makes its CUDA context, allocates the product's buffers and the GPU's
+ * claimed memory (less libs/proof's MEMORY_MARGIN), and says it is ready; none of it is timed.
+ * commit() then sends the seed: the prover computes C on the device, commits, and answers the
+ * probe from the product it kept; the container goes when the challenge is answered or dropped.
  */
 export class GpuProver implements Prover {
   private readonly containerId: string;
@@ -58,17 +61,21 @@ export class GpuProver implements Prover {
   private socketDir?: string;
   private channel?: ProverChannel;
   private started = false;
+  /** Ends the wait for the container's exit: it polls the runtime until then. */
+  private readonly released = new AbortController();
+  /** What the prover said once ready: its backend, the memory it allocated, its start's timings. */
+  ready?: PythonProverReady;
   /** What the prover said with its commitment: its backend and timings (logged, and the device check's calibration line). */
   committed?: PythonProverCommitted;
 
   constructor(
-    private readonly challenge: Pick<HardwareChallenge, 'challengeId' | 'seed' | 'n'>,
+    private readonly challenge: Pick<ProverRequest, 'challengeId' | 'n' | 'claimedMemoryBytes'>,
     private readonly options: GpuProverOptions,
   ) {
     this.containerId = `tern-proof-${challenge.challengeId}`;
   }
 
-  async commit(): Promise<string> {
+  async prepare(): Promise<ProverReady> {
     await mkdir(this.options.workDir, { recursive: true });
     this.socketDir = await mkdtemp(join(this.options.workDir, 'proof-'));
     // The container's user (nobody, or a mapped id under a user namespace) walks in and connects.
@@ -84,7 +91,7 @@ export class GpuProver implements Prover {
         PYTHONUNBUFFERED: '1',
         PYTHONDONTWRITEBYTECODE: '1',
         HOME: '/tmp',
-        ...(this.options.product ? { TERN_PROVER_PRODUCT: this.options.product } : {}),
+        ...(this.options.fakeGpu ? { TERN_PROVER_PRODUCT: 'python', TERN_PROVER_FAKE_GPU: '1' } : {}),
       },
       network: 'none',
       memoryBytes: PROVER_MEMORY_BYTES,
@@ -94,7 +101,7 @@ export class GpuProver implements Prover {
       labels: { [PROVER_LABEL]: this.challenge.challengeId },
     });
     this.started = true;
-    const exited = runtime.wait(this.containerId).then(async () => {
+    const exited = runtime.wait(this.containerId, this.released.signal).then(async () => {
       throw new ProverFailed(`the prover's container exited before connecting: ${await this.exitReason()}`);
     });
     // Seen by the race below when it comes first; once connected, the exit is the channel's to explain.
@@ -102,7 +109,25 @@ export class GpuProver implements Prover {
     const socket = await Promise.race([connected, exited]);
     this.socket = socket;
     this.channel = new ProverChannel(socket, socket, () => this.exitReason());
-    this.committed = await this.channel.commit(this.challenge);
+    const claimed = this.challenge.claimedMemoryBytes ?? 0;
+    this.ready = await this.channel.prepare({ n: this.challenge.n, allocateBytes: memoryToAllocate(claimed), claimedBytes: claimed });
+    this.options.logger.info(
+      {
+        challengeId: this.challenge.challengeId,
+        gpu: this.options.gpu.index,
+        backend: this.ready.backend,
+        allocatedBytes: this.ready.allocatedBytes,
+        heldByOthersBytes: this.ready.heldByOthersBytes,
+        ...this.ready.timings,
+      },
+      `the GPU prover is ready (${this.ready.backend})`,
+    );
+    return { allocatedBytes: this.ready.allocatedBytes };
+  }
+
+  async commit(seed: string): Promise<string> {
+    if (!this.channel) throw new ProverFailed('the prover is not ready');
+    this.committed = await this.channel.commit({ seed, n: this.challenge.n });
     this.options.logger.info(
       { challengeId: this.challenge.challengeId, gpu: this.options.gpu.index, backend: this.committed.backend, ...this.committed.timings },
       `the GPU prover committed (${this.committed.backend})`,
@@ -116,6 +141,7 @@ export class GpuProver implements Prover {
   }
 
   async release(): Promise<void> {
+    this.released.abort();
     this.server?.close();
     this.socket?.destroy();
     if (this.started) await this.options.runtime.remove(this.containerId);

@@ -1,20 +1,24 @@
 import type { HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import { decodeInt32, encodeInt32, newChallenge, newProbe, ReferenceProver, verifyAnswer } from '#tern/proof';
-import type { Prover } from './prover.js';
+import type { Prover, ProverReady, ProverRequest } from './prover.js';
 import { ProofsService } from './proofs.service.js';
 
 /** The reference prover in this thread: what the CPU prover's worker runs. */
 class InProcessProver implements Prover {
   released = false;
-  private readonly prover: ReferenceProver;
-  constructor(challenge: HardwareChallenge) {
-    this.prover = new ReferenceProver(challenge);
+  prepared = false;
+  private prover?: ReferenceProver;
+  constructor(private readonly request: ProverRequest) {}
+  prepare(): Promise<ProverReady> {
+    this.prepared = true;
+    return Promise.resolve({});
   }
-  commit() {
+  commit(seed: string) {
+    this.prover = new ReferenceProver({ seed, n: this.request.n });
     return Promise.resolve(this.prover.commitment().root);
   }
   answer(probe: HardwareProbe) {
-    const a = this.prover.answer({ vectors: probe.vectors.map((v) => Array.from(decodeInt32(v)!)), rows: probe.rows });
+    const a = this.prover!.answer({ vectors: probe.vectors.map((v) => Array.from(decodeInt32(v)!)), rows: probe.rows });
     return Promise.resolve({
       products: a.products.map((y) => encodeInt32(y)),
       rows: a.rows.map((r) => ({ index: r.index, values: encodeInt32(r.values), proof: r.proof })),
@@ -30,6 +34,8 @@ function challengeOf(id: string, deadlineMs = 10_000): HardwareChallenge {
   return { challengeId: id, device: 'cpu', deadlineMs, ...newChallenge(64) };
 }
 
+const prepareOf = (id: string, deadlineMs = 10_000) => ({ challengeId: id, device: 'cpu', n: 64, deadlineMs });
+
 describe('the agent side of a proof', () => {
   let made: InProcessProver[];
   let proofs: ProofsService;
@@ -43,9 +49,13 @@ describe('the agent side of a proof', () => {
   });
   afterEach(() => proofs.onModuleDestroy());
 
-  it('commits, answers the probe from the product it kept, then lets it go', async () => {
+  it('gets a prover ready, commits with it once the seed comes, answers the probe from the product it kept, then lets it go', async () => {
+    await expect(proofs.prepare(prepareOf('c-1'))).resolves.toEqual({});
+    expect(made).toHaveLength(1);
     const challenge = challengeOf('c-1');
     const root = await proofs.challenge(challenge);
+    // The prover made by the prepare step committed: no second one.
+    expect(made).toHaveLength(1);
     const probe = newProbe(challenge);
     const reply = await proofs.probe({ challengeId: 'c-1', vectors: probe.vectors.map((v) => encodeInt32(v)), rows: probe.rows });
     const answer = {
@@ -57,17 +67,46 @@ describe('the agent side of a proof', () => {
     await expect(proofs.probe({ challengeId: 'c-1', vectors: [], rows: [] })).rejects.toMatchObject({ code: 404 });
   });
 
+  it('gets one ready inside the challenge when no prepare step came (a scheduler from before it)', async () => {
+    const challenge = challengeOf('c-old');
+    await proofs.challenge(challenge);
+    expect(made).toHaveLength(1);
+    expect(made[0]!.prepared).toBe(true);
+  });
+
   it('refuses a challenge it holds already, and more than two at once', async () => {
+    await proofs.prepare(prepareOf('c-1'));
+    await expect(proofs.prepare(prepareOf('c-1'))).rejects.toMatchObject({ code: 409 });
     await proofs.challenge(challengeOf('c-1'));
     await expect(proofs.challenge(challengeOf('c-1'))).rejects.toMatchObject({ code: 409 });
     await proofs.challenge(challengeOf('c-2'));
-    await expect(proofs.challenge(challengeOf('c-3'))).rejects.toMatchObject({ code: 429 });
+    await expect(proofs.prepare(prepareOf('c-3'))).rejects.toMatchObject({ code: 429 });
   });
 
-  it('lets a prover go at the challenge deadline: the scheduler stopped waiting', async () => {
-    const hanging = new InProcessProver(challengeOf('c-h'));
+  it('says the prover did not get ready, with its words, and frees its slot', async () => {
+    const broken = new InProcessProver(prepareOf('c-b'));
+    broken.prepare = () => Promise.reject(new Error('no CUDA device for a GPU claim'));
+    const service = new ProofsService(() => broken);
+    await expect(service.prepare({ ...prepareOf('c-b'), device: 'gpu:0' })).rejects.toMatchObject({
+      code: 500,
+      message: 'the prover on gpu:0 did not get ready: no CUDA device for a GPU claim',
+    });
+    expect(broken.released).toBe(true);
+    await expect(service.challenge(challengeOf('c-x'))).rejects.toMatchObject({ code: 500 });
+  });
+
+  it('lets a prover go at the prepare deadline and at the challenge deadline: the scheduler stopped waiting', async () => {
+    const stuck = new InProcessProver(prepareOf('c-s'));
+    stuck.prepare = () => new Promise<ProverReady>(() => undefined);
+    const preparing = new ProofsService(() => stuck);
+    preparing.prepare(prepareOf('c-s', 50)).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(stuck.released).toBe(true);
+
+    const hanging = new InProcessProver(prepareOf('c-h'));
     hanging.commit = () => new Promise<string>(() => undefined);
     const slow = new ProofsService(() => hanging);
+    await slow.prepare(prepareOf('c-h'));
     const pending = slow.challenge(challengeOf('c-h', 50));
     pending.catch(() => undefined);
     await new Promise((r) => setTimeout(r, 200));

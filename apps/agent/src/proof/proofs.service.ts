@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { join } from 'node:path';
-import type { HardwareAnswer, HardwareChallenge, HardwareProbe } from '#tern/contracts';
+import type { HardwareAnswer, HardwareChallenge, HardwareProbe, HardwareProverPrepare, HardwareProverReady } from '#tern/contracts';
 import { ReplyError } from '#tern/messaging';
 import { fireAndForget } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
@@ -10,6 +10,8 @@ import { GpuProver, proverPython } from './gpu-prover.js';
 import { type ProverChoices, proverFor } from './prover-for.js';
 import type { Prover, ProverFactory } from './prover.js';
 
+/** A ready prover waits this long for its seed (the scheduler sends it at once), then it is dropped. */
+const SEED_WAIT_MS = 30_000;
 /** A challenge waits this long for its probe after the commitment, then its product is dropped. */
 const PROBE_WAIT_MS = 30_000;
 /** Challenges held at once: the scheduler sends one device at a time; more is not its doing. */
@@ -30,8 +32,8 @@ export const provers = {
       ? { unavailable: `no container runtime (${handle.problem})` }
       : !runnersDir
         ? { unavailable: "Tern's runners are not installed with this agent (set AGENT_RUNNERS_DIR)" }
-        : (challenge, gpu) =>
-            new GpuProver(challenge, {
+        : (request, gpu) =>
+            new GpuProver(request, {
               runtime: handle.runtime,
               runnersDir,
               gpu: { index: gpu.index, ...(gpu.uuid ? { uuid: gpu.uuid } : {}) },
@@ -44,25 +46,50 @@ export const provers = {
 };
 
 /**
- * The agent's side of proof of hardware: a prover per challenge, kept from the commitment to the
- * probe, dropped at the challenge's deadline (the scheduler has stopped waiting by then) or once
- * answered.
+ * The agent's side of proof of hardware: a prover per challenge, got ready before the seed comes
+ * (untimed), kept from the commitment to the probe, dropped at each step's deadline (the scheduler
+ * has stopped waiting by then) or once answered.
  */
 @Injectable()
 export class ProofsService implements OnModuleDestroy {
   private readonly logger = new Logger('proofs');
-  private readonly open = new Map<string, { prover: Prover; timer: NodeJS.Timeout }>();
+  private readonly open = new Map<string, { prover: Prover; timer: NodeJS.Timeout; ready: boolean }>();
 
   constructor(@Inject(PROVERS) private readonly provers: ProverFactory) {}
 
-  async challenge(challenge: HardwareChallenge): Promise<string> {
-    if (this.open.has(challenge.challengeId)) throw new ReplyError(409, `challenge ${challenge.challengeId} is under way already`);
+  async prepare(request: HardwareProverPrepare): Promise<HardwareProverReady> {
+    if (this.open.has(request.challengeId)) throw new ReplyError(409, `challenge ${request.challengeId} is under way already`);
     if (this.open.size >= MAX_OPEN) throw new ReplyError(429, `${MAX_OPEN} challenges are under way already`);
-    const prover = this.provers(challenge);
-    this.hold(challenge.challengeId, prover, challenge.deadlineMs);
+    const prover = this.provers(request);
+    this.hold(request.challengeId, prover, request.deadlineMs, false);
     try {
-      const root = await prover.commit();
-      this.hold(challenge.challengeId, prover, PROBE_WAIT_MS);
+      const ready = await prover.prepare();
+      this.hold(request.challengeId, prover, SEED_WAIT_MS, true);
+      this.logger.log(
+        { challengeId: request.challengeId, device: request.device, n: request.n, allocatedBytes: ready.allocatedBytes },
+        `a prover is ready on ${request.device}`,
+      );
+      return ready.allocatedBytes === undefined ? {} : { allocatedBytes: ready.allocatedBytes };
+    } catch (e) {
+      await this.drop(request.challengeId);
+      throw asReply(e, `the prover on ${request.device} did not get ready`);
+    }
+  }
+
+  /**
+   * Commits with the prover the prepare step got ready. A challenge with none (a scheduler from
+   * before the prepare step) gets one now, inside its window, as it always did.
+   */
+  async challenge(challenge: HardwareChallenge): Promise<string> {
+    if (!this.open.has(challenge.challengeId)) await this.prepare(challenge);
+    const held = this.open.get(challenge.challengeId);
+    if (!held) throw new ReplyError(404, `no prover ready for challenge ${challenge.challengeId} (past its wait)`);
+    if (!held.ready) throw new ReplyError(409, `challenge ${challenge.challengeId} is under way already`);
+    const { prover } = held;
+    this.hold(challenge.challengeId, prover, challenge.deadlineMs, false);
+    try {
+      const root = await prover.commit(challenge.seed);
+      this.hold(challenge.challengeId, prover, PROBE_WAIT_MS, false);
       this.logger.log(
         { challengeId: challenge.challengeId, device: challenge.device, n: challenge.n },
         `committed to a ${challenge.n}×${challenge.n} product on ${challenge.device}`,
@@ -70,9 +97,7 @@ export class ProofsService implements OnModuleDestroy {
       return root;
     } catch (e) {
       await this.drop(challenge.challengeId);
-      // The reason goes to the scheduler (and on to `tern machine show`), not a bare "internal error".
-      if (e instanceof ReplyError) throw e;
-      throw new ReplyError(500, `the prover on ${challenge.device} failed: ${(e as Error).message}`);
+      throw asReply(e, `the prover on ${challenge.device} failed`);
     }
   }
 
@@ -90,13 +115,13 @@ export class ProofsService implements OnModuleDestroy {
     await Promise.all([...this.open.keys()].map((id) => this.drop(id)));
   }
 
-  /** (Re)arms the challenge's timer: past it, its prover is released. */
-  private hold(id: string, prover: Prover, ms: number): void {
+  /** (Re)arms the challenge's timer: past it, its prover is released. `ready`: waiting for its seed. */
+  private hold(id: string, prover: Prover, ms: number, ready: boolean): void {
     const held = this.open.get(id);
     if (held) clearTimeout(held.timer);
     const timer = setTimeout(() => fireAndForget(`dropping challenge ${id}`, this.logger, () => this.drop(id)), ms);
     timer.unref();
-    this.open.set(id, { prover, timer });
+    this.open.set(id, { prover, timer, ready });
   }
 
   private async drop(id: string): Promise<void> {
@@ -106,4 +131,10 @@ export class ProofsService implements OnModuleDestroy {
     clearTimeout(held.timer);
     await held.prover.release().catch((e: Error) => this.logger.warn({ challengeId: id, err: e.message }, 'releasing a prover failed'));
   }
+}
+
+/** The reason goes to the scheduler (and on to `tern machine show`), not a bare "internal error". */
+function asReply(e: unknown, what: string): ReplyError {
+  if (e instanceof ReplyError) return e;
+  return new ReplyError(500, `${what}: ${(e as Error).message}`);
 }

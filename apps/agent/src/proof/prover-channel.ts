@@ -11,12 +11,23 @@ export interface PythonProverCommitted {
   timings: { drawMs: number; productMs: number; hashMs: number };
 }
 
+/** The Python prover's line once ready (runners/python/tern_prover.py), before any seed. */
+export interface PythonProverReady {
+  /** What will compute C: `torch-cuda (<device name>)`, or `python (fake GPU)` in the device check's fake mode. */
+  backend: string;
+  /** Device memory allocated and touched, with heldByOthersBytes: together at most the device's memory. */
+  allocatedBytes: number;
+  /** What the device held for CUDA contexts and other processes (a workload on the GPU) when the prover allocated. */
+  heldByOthersBytes?: number;
+  timings: { startMs: number; allocateMs: number };
+}
+
 /** A refusal or a crash of the prover, with its words. */
 export class ProverFailed extends Error {}
 
 /**
- * The agent's end of the exchange with the Python prover: one JSON object a line, the challenge
- * then the probe, each answered once. Over a unix socket (a prover in a container) or a child's
+ * The agent's end of the exchange with the Python prover: one JSON object a line, the prepare
+ * step, the challenge, then the probe, each answered once. Over a unix socket (a prover in a container) or a child's
  * stdio (tests); either way the prover is a stranger to parse, never to trust.
  */
 export class ProverChannel {
@@ -29,6 +40,13 @@ export class ProverChannel {
     private readonly whyEnded: () => Promise<string>,
   ) {
     this.lines = createInterface({ input, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  }
+
+  /** Gets the prover ready for an n×n product, allocating `allocateBytes` of device memory (the claim less the margin) and naming `claimedBytes` when it cannot. */
+  async prepare(request: { n: number; allocateBytes: number; claimedBytes: number }): Promise<PythonProverReady> {
+    const reply = await this.exchange({ prepare: request });
+    if (reply.ready !== true || typeof reply.allocatedBytes !== 'number') throw new ProverFailed('the prover did not say it was ready');
+    return reply as unknown as PythonProverReady;
   }
 
   async commit(challenge: Pick<HardwareChallenge, 'seed' | 'n'>): Promise<PythonProverCommitted> {

@@ -1,13 +1,17 @@
-import type { GpuInventory, HardwareChallenge } from '#tern/contracts';
-import { newChallenge } from '#tern/proof';
-import type { Prover } from './prover.js';
+import type { GpuInventory } from '#tern/contracts';
+import type { Prover, ProverRequest } from './prover.js';
 import { proverFor, type ProverChoices } from './prover-for.js';
 
 const H100: GpuInventory = { index: 0, vendor: 'nvidia', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81_559, driverVersion: '580.159.04' };
 const made: string[] = [];
 const stub = (name: string): Prover => {
   made.push(name);
-  return { commit: () => Promise.resolve(''), answer: () => Promise.reject(new Error('unused')), release: () => Promise.resolve() };
+  return {
+    prepare: () => Promise.resolve({}),
+    commit: () => Promise.resolve(''),
+    answer: () => Promise.reject(new Error('unused')),
+    release: () => Promise.resolve(),
+  };
 };
 const choices = (over: Partial<ProverChoices> = {}): ProverChoices => ({
   gpus: [H100],
@@ -15,7 +19,7 @@ const choices = (over: Partial<ProverChoices> = {}): ProverChoices => ({
   cpuProver: (c) => stub(`cpu for ${c.challengeId}`),
   ...over,
 });
-const challenge = (device: string): HardwareChallenge => ({ challengeId: 'c-1', device, deadlineMs: 1000, ...newChallenge(64) });
+const challenge = (device: string): ProverRequest => ({ challengeId: 'c-1', device, n: 64 });
 
 describe('proverFor', () => {
   beforeEach(() => (made.length = 0));

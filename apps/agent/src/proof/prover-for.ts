@@ -1,15 +1,15 @@
-import type { GpuInventory, HardwareChallenge } from '#tern/contracts';
+import type { GpuInventory } from '#tern/contracts';
 import { ReplyError } from '#tern/messaging';
 import { CpuProver } from './cpu-prover.js';
-import type { Prover } from './prover.js';
+import type { Prover, ProverRequest } from './prover.js';
 
 /** What proverFor() chooses from: the machine as discovery saw it, and how to start a GPU prover on it. */
 export interface ProverChoices {
   /** The GPUs discovery saw (nvidia-smi for NVIDIA), as last registered. */
   gpus: readonly GpuInventory[];
   /** Starts a GPU prover on one of them, or says why this agent cannot (no runtime, no runners). */
-  gpuProver: ((challenge: HardwareChallenge, gpu: GpuInventory) => Prover) | { unavailable: string };
-  cpuProver?: (challenge: HardwareChallenge) => Prover;
+  gpuProver: ((request: ProverRequest, gpu: GpuInventory) => Prover) | { unavailable: string };
+  cpuProver?: (request: ProverRequest) => Prover;
 }
 
 /**
@@ -18,7 +18,7 @@ export interface ProverChoices {
  * the machine unverified, rather than quarantined for a device this agent has no way to show
  * (computed on the CPU, a GPU's challenge could only fail the GPU's band).
  */
-export function proverFor(challenge: HardwareChallenge, choices: ProverChoices): Prover {
+export function proverFor(challenge: ProverRequest, choices: ProverChoices): Prover {
   if (challenge.device === 'cpu') return (choices.cpuProver ?? ((c) => new CpuProver(c)))(challenge);
   const index = Number(challenge.device.slice('gpu:'.length));
   const gpu = choices.gpus.find((g) => g.index === index);

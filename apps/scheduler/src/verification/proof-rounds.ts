@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
-import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PROBE, type HardwareAnswer } from '#tern/contracts';
+import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PREPARE, AGENT_PROOF_PROBE, type HardwareAnswer } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import {
   decodeInt32,
   type DeviceClaim,
   encodeInt32,
+  judgeMemory,
   judgeTiming,
   newChallenge,
   newProbe,
@@ -15,6 +16,12 @@ import {
   verifyAnswer,
 } from '#tern/proof';
 
+/**
+ * How long a machine has to get a prover ready, untimed against the band: a GPU prover's container,
+ * PyTorch's import, a CUDA context and the claimed memory allocated and touched (tens of seconds on
+ * a cold machine; minutes would be a broken one).
+ */
+export const PREPARE_TIMEOUT_MS = 120_000;
 /** How long a machine has to answer the probe: O(n²) work once C is in hand, so timing it adds nothing. */
 const PROBE_TIMEOUT_MS = 15_000;
 
@@ -26,16 +33,40 @@ export type RoundResult =
 
 /**
  * One proof-of-compute round (libs/proof) against one claimed device of one machine, over the
- * machine's own request subjects: the challenge, timed from sending it to the commitment, then
- * the probe, drawn only once the commitment is in, and the check of the answer.
+ * machine's own request subjects: the prepare step (a prover ready on the device, the claimed
+ * memory allocated; its own limit, untimed), the challenge with the seed, timed from sending it to
+ * the commitment, then the probe, drawn only once the commitment is in, and the check of the answer.
  */
 @Injectable()
 export class ProofRounds {
   constructor(private readonly messaging: Messaging) {}
 
   async prove(machineId: string, claim: DeviceClaim): Promise<RoundResult> {
-    const challenge = newChallenge(claim.n);
     const challengeId = randomUUID();
+    let allocatedBytes: number | undefined;
+    try {
+      ({ allocatedBytes } = await this.messaging.request(
+        AGENT_PROOF_PREPARE,
+        {
+          challengeId,
+          device: claim.device,
+          n: claim.n,
+          deadlineMs: PREPARE_TIMEOUT_MS,
+          ...(claim.claimedMemoryBytes ? { claimedMemoryBytes: claim.claimedMemoryBytes } : {}),
+        },
+        { tokens: [machineId], timeoutMs: PREPARE_TIMEOUT_MS },
+      ));
+    } catch (e) {
+      return failure(
+        claim,
+        e,
+        () => `${claim.label}: the prover on ${claim.device} did not get ready within ${PREPARE_TIMEOUT_MS / 1000} s`,
+      );
+    }
+    const memory = judgeMemory(claim, allocatedBytes);
+    if (!memory.ok) return { kind: 'failed', reason: memory.reason };
+    // Drawn only now: nothing of the seed exists while the prover gets ready.
+    const challenge = newChallenge(claim.n);
     const started = performance.now();
     let root: string;
     try {
