@@ -23,7 +23,7 @@ import { benchArgs } from '../args.js';
 import { execa } from 'execa';
 import { buildBaseImage, freePort, ImageStore, type OciSpec, RuncRuntime, skopeoCopy, waitForHealth } from '#tern/runtime';
 import { bareRuncStart, SERVERS } from '../container-start/bare-runc.js';
-import { quantile } from '../invoke/stack.js';
+import { cpuSeconds, quantile } from '../invoke/stack.js';
 
 const values = benchArgs(
   `Usage: node dist/bench/images/main.js [--pulls 3] [--starts 10] [--extra-mb 200] [--compress zstd] [--cache DIR]`,
@@ -50,13 +50,6 @@ const id = (kind: string) => `bench-${kind}-${randomBytes(3).toString('hex')}`;
 
 const row = (name: string, xs: number[], unit = 1) =>
   `${name.padEnd(34)}${[quantile(xs, 0.5), Math.min(...xs), Math.max(...xs)].map((v) => (v / unit).toFixed(1).padStart(9)).join('')}`;
-
-/** CPU seconds this process and its finished children (tar, zstd, gzip) have used: utime + stime + cutime + cstime. */
-async function cpuSeconds(): Promise<number> {
-  const stat = await readFile('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return fields.slice(11, 15).reduce((n, f) => n + Number(f), 0) / 100; // USER_HZ
-}
 
 interface Layer {
   digest: string;

@@ -359,6 +359,16 @@ export async function cpuMs(pids: number[]): Promise<number> {
   return (ticks * 1000) / CLOCK_TICKS;
 }
 
+/**
+ * CPU seconds a process (`self`: this one) and its children that have ended (tar, zstd, gzip)
+ * have used: utime + stime + cutime + cstime.
+ */
+export async function cpuSeconds(pid: number | 'self' = 'self'): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields.slice(11, 15).reduce((n, f) => n + Number(f), 0) / CLOCK_TICKS;
+}
+
 /** USER_HZ: Linux reports process times in these (100 on every mainstream build). */
 const CLOCK_TICKS = 100;
 

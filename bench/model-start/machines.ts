@@ -13,6 +13,8 @@ export interface BenchMachine {
   pool: string;
   /** Its agent's state dir: its image store, volume cache and containers. */
   stateDir: string;
+  /** Its agent's process: what the machine's own work (pull, unpack, mount) costs in CPU. */
+  agentPid: number;
 }
 
 /**
@@ -66,5 +68,5 @@ export async function joinMachine(stack: Stack, id: string, pool: string, siteCa
     async () => ((await api<{ state?: string }>(stack, 'GET', `/api/v1/machines/${id}`)).state === 'ready' ? true : undefined),
     500,
   );
-  return { id, pool, stateDir };
+  return { id, pool, stateDir, agentPid: agent.pid! };
 }

@@ -19,7 +19,7 @@ import { execa } from 'execa';
 import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
 import { startSiteCache } from '#tern/volumes';
 import { benchArgs } from '../args.js';
-import { deploy, openStack } from '../invoke/stack.js';
+import { cpuSeconds, deploy, openStack } from '../invoke/stack.js';
 import { bareGets, putRandomVolume, registryUrl, volumeRepositoryOf } from '../volumes/store.js';
 import { LIBRARY_DIR, pushBenchImage } from './image.js';
 import { type BenchMachine, joinMachine } from './machines.js';
@@ -167,14 +167,20 @@ try {
   const rows: string[] = [];
   let uplinkBefore = 0;
   for (const { machine, deployment } of machines) {
+    const cpuBefore = { agent: await cpuSeconds(machine.agentPid), bench: await cpuSeconds() };
     const { seconds, loaded } = await coldStart(deployment);
+    // CPU moves much less than the wall clock with what else the machine runs: the agent with its
+    // tar and zstd, and this process (the site cache, and the request itself).
+    const agentCpu = (await cpuSeconds(machine.agentPid)) - cpuBefore.agent;
+    const benchCpu = (await cpuSeconds()) - cpuBefore.bench;
     const bytes = imageBytes + WEIGHTS_MIB * MiB;
     const atFloor = bytes / floorRate;
     const uplink = site ? site.cache.stats.upstreamBytes - uplinkBefore : undefined;
     uplinkBefore = site?.cache.stats.upstreamBytes ?? 0;
     rows.push(
       `${machine.id.padEnd(13)} ${seconds.toFixed(2).padStart(8)} s   ${(bytes / MiB).toFixed(0).padStart(6)} MiB / ${(floorRate / MiB).toFixed(0)} MiB/s = ` +
-        `${atFloor.toFixed(2)} s   ratio ${(seconds / atFloor).toFixed(2)}x   (on_start read the weights in ${loaded.read_seconds.toFixed(2)} s` +
+        `${atFloor.toFixed(2)} s   ratio ${(seconds / atFloor).toFixed(2)}x   (CPU: agent ${agentCpu.toFixed(2)} s, ` +
+        `${site ? 'site cache and ' : ''}bench ${benchCpu.toFixed(2)} s; on_start read the weights in ${loaded.read_seconds.toFixed(2)} s` +
         `${uplink === undefined ? '' : `; the site cache fetched ${(uplink / MiB).toFixed(0)} MiB from the registry for it`})`,
     );
     console.error(`${rows.at(-1)}; load average ${load()}`);

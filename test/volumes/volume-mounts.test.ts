@@ -260,19 +260,28 @@ const execFileAsync = promisify(execFile);
     expect((await call('DELETE', '/api/v1/volumes/huge', ADMIN)).status).toBe(204);
   }, 1_800_000);
 
-  it('mounts a read-only volume from the chunk cache: a second container on the machine downloads nothing', async () => {
-    const chunksDir = join(agents.B.stateDir, 'volumes', 'chunks');
+  it('mounts a read-only volume once per machine: a second container on the machine downloads nothing', async () => {
+    const volumesDir = join(agents.B.stateDir, 'volumes');
+    // The read-only trees of `models` on B, by their model file's inode.
+    const trees = () =>
+      readdirSync(join(volumesDir, 'ro')).flatMap((workspace) =>
+        readdirSync(join(volumesDir, 'ro', workspace))
+          .filter((t) => t.startsWith('models@'))
+          .map((t) => [t, statSync(join(volumesDir, 'ro', workspace, t, 'llm', 'model.bin')).ino]),
+      );
     const ro = [{ volume: 'models', mountPath: '/models', readOnly: true }];
     await start('B', 'c-b-ro1', 'reader', ro, { READ: '/models/llm/model.bin', LIFETIME: '1' });
     await waitFor('c-b-ro1 stopped', async () => kinds('c-b-ro1').includes('stopped'), 90_000);
     expect(linesOf('c-b-ro1')).toContain(`read /models/llm/model.bin: ${'weights'.repeat(10).slice(0, 64)}`);
-    const cached = readdirSync(chunksDir).map((f) => [f, statSync(join(chunksDir, f)).ino]);
-    expect(cached.map(([f]) => f)).toContain(await firstChunkOf('models', 'llm/model.bin'));
+    // Its chunks written once, into the tree (which the cache reads them from), not into the cache as well.
+    expect(readdirSync(join(volumesDir, 'chunks'))).not.toContain(await firstChunkOf('models', 'llm/model.bin'));
+    const built = trees();
+    expect(built).toHaveLength(1);
 
     await start('B', 'c-b-ro2', 'reader', ro, { READ: '/models/llm/model.bin', WRITE: '/models/x=refused', LIFETIME: '1' });
     await waitFor('c-b-ro2 stopped', async () => kinds('c-b-ro2').includes('stopped'), 90_000);
-    // Same files, same inodes: nothing fetched again. And a read-only mount takes no writes.
-    expect(readdirSync(chunksDir).map((f) => [f, statSync(join(chunksDir, f)).ino])).toEqual(cached);
+    // The same tree, the same file: nothing fetched or written again. And a read-only mount takes no writes.
+    expect(trees()).toEqual(built);
     expect(h.events.find((e) => e.data.containerId === 'c-b-ro2' && e.kind === 'failed')?.data.error).toMatch(/exited with code 1/);
     expect((await call('GET', '/api/v1/volumes/models/ls?path=llm', ADMIN)).body.files).toHaveLength(1);
 

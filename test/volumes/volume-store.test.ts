@@ -10,7 +10,7 @@ import { BlobStoreError, EMPTY_CONFIG, inParallel, RegistryBlobs, volumeReposito
 import { ChunkCache } from '../../apps/agent/src/volumes/chunk-cache.js';
 import type { ChunkSource } from '../../apps/agent/src/volumes/chunk-sources.js';
 import { uploadChunks } from '../../apps/agent/src/volumes/volume-mounts.js';
-import { writeTree } from '../../apps/agent/src/volumes/volume-trees.js';
+import { holdTree, writeTree } from '../../apps/agent/src/volumes/volume-trees.js';
 import { signRegistryToken } from '../../apps/gateway/src/registry-tokens/registry-token.js';
 import { waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -285,6 +285,34 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
     await writeTree(manifest, join(work, 'tree-2'), cache, again);
     expect(again.fetched).toBe(0);
     expect(sha256(await readFile(join(work, 'tree-2', 'llm', 'weights.bin')))).toBe(sha256(bytes));
+  }, 120_000);
+
+  it("writes a read-only tree's chunks once, into the tree, and copies them from it, verified, for the next tree", async () => {
+    const repo = volumeRepository('0c0c0c0c-0000-4000-8000-00000000000c', '1c1c1c1c-0000-4000-8000-00000000001c');
+    const { manifest, bytes } = await pushedVolume(repo, 3);
+    const cache = new ChunkCache(join(work, 'cache-ro'), 1024 * MiB);
+    const source = registrySource(repo);
+    const tree = join(work, 'tree-ro');
+    await writeTree(manifest, tree, cache, source, true);
+    expect(sha256(await readFile(join(tree, 'llm', 'weights.bin')))).toBe(sha256(bytes));
+    expect(source.fetched).toBe(4);
+    expect(readdirSync(join(work, 'cache-ro'))).toEqual([]);
+    holdTree(manifest, tree, cache);
+
+    // The next version (one chunk of it changed under the tree since): the others come from the tree, the changed one from the store.
+    const handle = await open(join(tree, 'llm', 'weights.bin'), 'r+');
+    await handle.write(Buffer.from('changed'), 0, 7, VOLUME_CHUNK_BYTES + 10);
+    await handle.close();
+    const next = registrySource(repo);
+    await writeTree({ ...manifest, version: 2 }, join(work, 'tree-ro-2'), cache, next);
+    expect(sha256(await readFile(join(work, 'tree-ro-2', 'llm', 'weights.bin')))).toBe(sha256(bytes));
+    expect(next.fetched).toBe(1);
+
+    // The tree removed: its chunks come from the cache (the read-write tree above kept the one it fetched) or the store.
+    cache.forgetTree(tree);
+    const after = registrySource(repo);
+    await writeTree({ ...manifest, version: 3 }, join(work, 'tree-ro-3'), cache, after, true);
+    expect(after.fetched).toBe(3);
   }, 120_000);
 
   it('fails a mount whose store stops midway naming the store, keeps no partial chunk, and mounts once it is back', async () => {

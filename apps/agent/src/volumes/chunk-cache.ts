@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -9,14 +9,26 @@ import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
 /** A chunk's bytes as its source gives them: whole (the registry's and the gateway's answers) or as a stream. */
 export type ChunkBytes = Uint8Array | ReadableStream<Uint8Array>;
 
+/** Where a chunk's bytes lie in a file of a read-only tree. */
+export interface ChunkSpan {
+  path: string;
+  offset: number;
+  size: number;
+}
+
 /**
  * Volume chunks on this machine, one file per chunk named by its sha256 (`<dir>/<hex>`), kept
  * up to `maxBytes` and evicted least recently used first. A chunk is verified against its name
  * before it is kept, so a cached one is never wrong and a second mount downloads nothing.
+ * Chunks a read-only tree holds are not copied here as well (`deliver`): the cache knows where
+ * they lie in the tree's files (`holdInTree`) until the tree goes, and whoever reads them back
+ * checks their digest again, since they are not files of its own.
  */
 export class ChunkCache {
   private readonly lru: LRUCache<string, number>;
   private readonly inFlight = new Map<string, Promise<string>>();
+  /** By digest: a span of a read-only tree's file holding the chunk (not kept across restarts: the trees are, unindexed). */
+  private readonly inTrees = new Map<string, ChunkSpan>();
   private loaded?: Promise<void>;
 
   constructor(
@@ -61,7 +73,9 @@ export class ChunkCache {
     if (this.lru.get(hex) !== undefined) return join(this.dir, hex);
     let p = this.inFlight.get(hex);
     if (!p) {
-      p = this.fetch(hex, download, from, deliver).finally(() => this.inFlight.delete(hex));
+      p = this.fetch(hex, download, from, deliver)
+        .then(() => join(this.dir, hex))
+        .finally(() => this.inFlight.delete(hex));
       this.inFlight.set(hex, p);
     }
     return p;
@@ -69,6 +83,38 @@ export class ChunkCache {
 
   has(hex: string): boolean {
     return this.lru.has(hex);
+  }
+
+  /**
+   * Fetches a chunk this machine lacks and hands its verified bytes to `deliver` without keeping
+   * a file of it: for a read-only tree, which keeps the bytes itself (`holdInTree` once it is in
+   * place), so a model's weights are written to disk once, not twice. A chunk cached or being
+   * fetched by `ensure` already comes from there; two read-only trees missing one chunk at the
+   * same moment each fetch it (no file to share it through).
+   */
+  async deliver(hex: string, download: () => Promise<ChunkBytes>, from: string, deliver: Deliver): Promise<void> {
+    await this.load();
+    if (this.lru.has(hex) || this.inFlight.has(hex)) {
+      const path = await this.ensure(hex, download, from);
+      await deliver(await readFile(path));
+      return;
+    }
+    await this.fetch(hex, download, from, deliver, false);
+  }
+
+  /** The chunk lies at `span` of a read-only tree's file that is in place, until `forgetTree` names the tree. */
+  holdInTree(hex: string, span: ChunkSpan): void {
+    this.inTrees.set(hex, span);
+  }
+
+  /** Where a read-only tree holds the chunk, if one does; the reader checks the bytes against `hex`. */
+  inTree(hex: string): ChunkSpan | undefined {
+    return this.inTrees.get(hex);
+  }
+
+  /** The tree at `dir` is about to be removed: its chunks are no longer here. */
+  forgetTree(dir: string): void {
+    for (const [hex, span] of this.inTrees) if (span.path.startsWith(`${dir}/`)) this.inTrees.delete(hex);
   }
 
   /** Bytes held. */
@@ -82,9 +128,10 @@ export class ChunkCache {
    * while their sha256 is computed, both on libuv's threads (the event loop only receives
    * bytes), and renames the file only once the digest matches: a wrong, truncated or
    * half-written chunk (a refused source, a full disk, a crash) never lies under a good name.
-   * `deliver` gets the verified bytes (a mount writes them straight into its tree).
+   * `deliver` gets the verified bytes (a mount writes them straight into its tree). Not `keep`:
+   * the bytes are verified and delivered, and no file is written.
    */
-  private async fetch(hex: string, download: () => Promise<ChunkBytes>, from: string, deliver?: Deliver): Promise<string> {
+  private async fetch(hex: string, download: () => Promise<ChunkBytes>, from: string, deliver?: Deliver, keep = true): Promise<void> {
     const tmp = join(this.dir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`);
     let bytes: Uint8Array;
     try {
@@ -92,20 +139,20 @@ export class ChunkCache {
       bytes = data instanceof Uint8Array ? data : await whole(data);
       const [actual] = await Promise.all([
         crypto.subtle.digest('SHA-256', bytes).then((d) => Buffer.from(d).toString('hex')),
-        writeWhole(tmp, bytes).catch((e: Error) => {
-          // A full disk: say which chunk and from where.
-          throw new Error(`volume chunk ${hex} from ${from} could not be kept in ${this.dir}: ${e.message}`, { cause: e });
-        }),
+        keep &&
+          writeWhole(tmp, bytes).catch((e: Error) => {
+            // A full disk: say which chunk and from where.
+            throw new Error(`volume chunk ${hex} from ${from} could not be kept in ${this.dir}: ${e.message}`, { cause: e });
+          }),
       ]);
       if (actual !== hex) throw new Error(`volume chunk ${hex} from ${from} hashes to ${actual}; refusing it`);
-      await rename(tmp, join(this.dir, hex));
+      if (keep) await rename(tmp, join(this.dir, hex));
     } catch (e) {
-      await rm(tmp, { force: true });
+      if (keep) await rm(tmp, { force: true });
       throw e;
     }
-    this.lru.set(hex, bytes.length);
+    if (keep) this.lru.set(hex, bytes.length);
     await deliver?.(bytes);
-    return join(this.dir, hex);
   }
 }
 

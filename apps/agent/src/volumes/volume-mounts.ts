@@ -15,7 +15,7 @@ import {
 import { callGateway, type GatewayAccess, refusalOf } from '../gateway-data.js';
 import type { ChunkCache } from './chunk-cache.js';
 import { type ChunkSource, gatewayChunks, registryChunks, VolumeMountError } from './chunk-sources.js';
-import { writeTree } from './volume-trees.js';
+import { holdTree, writeTree } from './volume-trees.js';
 
 export { VolumeMountError } from './chunk-sources.js';
 
@@ -39,7 +39,8 @@ const CALL_TIMEOUT_MS = 300_000;
  * share one tree per volume version (`<root>/ro/<workspace>/<volume>@<version>`, built once);
  * a read-write mount gets its own copy (`<root>/rw/<container>/<volume>`), committed back when
  * the container stops (or when asked) as the files that differ from what it started with.
- * Chunks come through the ChunkCache, so what this machine holds is never downloaded again.
+ * Chunks come through the ChunkCache, so what this machine holds is never downloaded again; a
+ * read-only tree's chunks are written once, into the tree, which the cache then reads them from.
  */
 export class VolumeMounts {
   private readonly logger = new Logger('volumes');
@@ -153,13 +154,18 @@ export class VolumeMounts {
     let p = this.building.get(dir);
     if (!p) {
       p = (async () => {
-        if (await exists(dir)) return dir;
+        if (await exists(dir)) {
+          // Built before this agent started: the cache learns its chunks again.
+          holdTree(manifest, dir, this.cache);
+          return dir;
+        }
         const tmp = `${dir}.tmp-${randomBytes(4).toString('hex')}`;
         try {
-          await this.materialize(containerId, manifest, tmp);
+          await this.materialize(containerId, manifest, tmp, true);
           await rename(tmp, dir).catch(async (e: NodeJS.ErrnoException) => {
             if (!(await exists(dir))) throw e;
           });
+          holdTree(manifest, dir, this.cache);
           return dir;
         } finally {
           await rm(tmp, { recursive: true, force: true });
@@ -183,8 +189,8 @@ export class VolumeMounts {
     return registryChunks(this.gateway, containerId, volume, siteCache);
   }
 
-  private async materialize(containerId: string, manifest: VolumeManifest, dir: string): Promise<void> {
-    await writeTree(manifest, dir, this.cache, this.source(containerId, manifest.volume, manifest.store));
+  private async materialize(containerId: string, manifest: VolumeManifest, dir: string, readOnly = false): Promise<void> {
+    await writeTree(manifest, dir, this.cache, this.source(containerId, manifest.volume, manifest.store), readOnly);
   }
 
   // --- committing ----------------------------------------------------------------------
@@ -279,8 +285,10 @@ export class VolumeMounts {
       for (const t of trees) {
         const [name, version] = t.split('@');
         const dir = join(ro, workspace, t);
-        if (Number(version) < newest.get(name)! && !inUse.has(dir) && !this.building.has(dir))
+        if (Number(version) < newest.get(name)! && !inUse.has(dir) && !this.building.has(dir)) {
+          this.cache.forgetTree(dir);
           await rm(dir, { recursive: true, force: true });
+        }
       }
     }
   }

@@ -15,13 +15,21 @@ interface Place {
 
 /**
  * Writes the files of a volume version under `dir` from its chunks. The chunks this machine lacks
- * are fetched `source.parallel` at once; each one's verified bytes go into the cache and, from
- * the same buffer, straight to their places in the tree's files (no second read of the cache
- * file). Chunks already cached (or fetched by another mount at the same moment) are copied from
- * the cache: a reflink where the filesystem has them for a file of one chunk. A file's chunks are
- * whole chunks but its last (as `chunksOf` and commits cut them), so chunk i lies at i chunks.
+ * are fetched `source.parallel` at once; each one's verified bytes go straight to their places in
+ * the tree's files and, unless the tree is `readOnly` (which then holds them for the cache: see
+ * `holdTree`), into the cache, from the same buffer. Chunks already cached (or fetched by another
+ * mount at the same moment) are copied from the cache: a reflink where the filesystem has them
+ * for a file of one chunk; chunks a read-only tree holds are read back from it and verified. A
+ * file's chunks are whole chunks but its last (as `chunksOf` and commits cut them), so chunk i
+ * lies at i chunks.
  */
-export async function writeTree(manifest: VolumeManifest, dir: string, cache: ChunkCache, source: ChunkSource): Promise<void> {
+export async function writeTree(
+  manifest: VolumeManifest,
+  dir: string,
+  cache: ChunkCache,
+  source: ChunkSource,
+  readOnly = false,
+): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o755 });
   const files = manifest.files.map((file) => {
     const checked = volumePath(file.path);
@@ -41,29 +49,68 @@ export async function writeTree(manifest: VolumeManifest, dir: string, cache: Ch
     }
   }
   const delivered = new Set<string>();
-  const missing = [...places.keys()].filter((hex) => !cache.has(hex));
-  await inParallel(missing, source.parallel, (hex) =>
-    cache.ensure(
-      hex,
-      () => source.fetch(hex),
-      source.from,
-      async (bytes) => {
-        for (const place of places.get(hex)!) await writeAt(place, bytes);
-        delivered.add(hex);
-      },
-    ),
-  );
+  const missing = [...places.keys()].filter((hex) => !cache.has(hex) && !cache.inTree(hex));
+  await inParallel(missing, source.parallel, (hex) => {
+    const deliver = async (bytes: Uint8Array) => {
+      for (const place of places.get(hex)!) await writeAt(place, bytes);
+      delivered.add(hex);
+    };
+    const fetch = () => source.fetch(hex);
+    return readOnly ? cache.deliver(hex, fetch, source.from, deliver) : cache.ensure(hex, fetch, source.from, deliver);
+  });
   for (const file of files) {
     for (const [i, hex] of file.chunks.entries()) {
       if (delivered.has(hex)) continue;
+      const place = { target: file.target, offset: i * VOLUME_CHUNK_BYTES };
+      if (await copyFromTree(cache, hex, place)) continue;
       const cached = await cache.ensure(hex, () => source.fetch(hex), source.from);
       if (file.chunks.length === 1) await copyFile(cached, file.target, constants.COPYFILE_FICLONE);
-      else await pipeline(createReadStream(cached), createWriteStream(file.target, { flags: 'r+', start: i * VOLUME_CHUNK_BYTES }));
+      else await pipeline(createReadStream(cached), createWriteStream(file.target, { flags: 'r+', start: place.offset }));
     }
     await chmod(file.target, file.mode & 0o777);
     const mtime = new Date(file.mtime);
     await utimes(file.target, mtime, mtime);
   }
+}
+
+/**
+ * Tells the cache where the chunks of a read-only tree now in place at `dir` lie, so that another
+ * tree (the volume's next version, a read-write copy) copies them from it rather than fetching.
+ */
+export function holdTree(manifest: VolumeManifest, dir: string, cache: ChunkCache): void {
+  for (const file of manifest.files) {
+    const checked = volumePath(file.path);
+    if ('problem' in checked) continue;
+    const path = join(dir, ...checked.path.split('/'));
+    for (const [i, hex] of file.chunks.entries()) {
+      const offset = i * VOLUME_CHUNK_BYTES;
+      cache.holdInTree(hex, { path, offset, size: Math.min(VOLUME_CHUNK_BYTES, file.size - offset) });
+    }
+  }
+}
+
+/**
+ * Copies a chunk a read-only tree holds to `place` once its bytes still match its digest; false
+ * when no tree holds it, or the tree went or changed under it (then it is fetched as any other).
+ */
+async function copyFromTree(cache: ChunkCache, hex: string, place: Place): Promise<boolean> {
+  const span = cache.inTree(hex);
+  if (!span) return false;
+  const bytes = Buffer.allocUnsafe(span.size);
+  try {
+    const handle = await open(span.path, 'r');
+    try {
+      const { bytesRead } = await handle.read(bytes, 0, span.size, span.offset);
+      if (bytesRead !== span.size) return false;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return false;
+  }
+  if (Buffer.from(await crypto.subtle.digest('SHA-256', bytes)).toString('hex') !== hex) return false;
+  await writeAt(place, bytes);
+  return true;
 }
 
 async function writeAt(place: Place, bytes: Uint8Array): Promise<void> {
