@@ -1,6 +1,7 @@
 import type { HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import { decodeInt32, encodeInt32, newChallenge, newProbe, ReferenceProver, verifyAnswer } from '#tern/proof';
 import type { Prover, ProverReady, ProverRequest } from './prover.js';
+import { GpuHolders } from '../containers/gpu-holders.js';
 import { ProofsService } from './proofs.service.js';
 
 /** The reference prover in this thread: what the CPU prover's worker runs. */
@@ -45,7 +46,7 @@ describe('the agent side of a proof', () => {
       const p = new InProcessProver(c);
       made.push(p);
       return p;
-    });
+    }, new GpuHolders());
   });
   afterEach(() => proofs.onModuleDestroy());
 
@@ -67,6 +68,23 @@ describe('the agent side of a proof', () => {
     await expect(proofs.probe({ challengeId: 'c-1', vectors: [], rows: [] })).rejects.toMatchObject({ code: 404 });
   });
 
+  it('holds a GPU from its prepare step until its prover is let go, so no start lands on it meanwhile', async () => {
+    const holders = new GpuHolders();
+    const gpuProofs = new ProofsService((c) => new InProcessProver(c), holders);
+    await gpuProofs.prepare({ ...prepareOf('g-1'), device: 'gpu:1' });
+    expect(holders.busy()).toEqual(new Set(['nvidia:1']));
+    const challenge = { ...challengeOf('g-1'), device: 'gpu:1' };
+    await gpuProofs.challenge(challenge);
+    expect(holders.busy()).toEqual(new Set(['nvidia:1']));
+    const probe = newProbe(challenge);
+    await gpuProofs.probe({ challengeId: 'g-1', vectors: probe.vectors.map((v) => encodeInt32(v)), rows: probe.rows });
+    expect(holders.busy()).toEqual(new Set());
+    // The CPU's challenge holds no GPU.
+    await gpuProofs.prepare(prepareOf('c-2'));
+    expect(holders.busy()).toEqual(new Set());
+    await gpuProofs.onModuleDestroy();
+  });
+
   it('gets one ready inside the challenge when no prepare step came (a scheduler from before it)', async () => {
     const challenge = challengeOf('c-old');
     await proofs.challenge(challenge);
@@ -86,7 +104,7 @@ describe('the agent side of a proof', () => {
   it('says the prover did not get ready, with its words, and frees its slot', async () => {
     const broken = new InProcessProver(prepareOf('c-b'));
     broken.prepare = () => Promise.reject(new Error('no CUDA device for a GPU claim'));
-    const service = new ProofsService(() => broken);
+    const service = new ProofsService(() => broken, new GpuHolders());
     await expect(service.prepare({ ...prepareOf('c-b'), device: 'gpu:0' })).rejects.toMatchObject({
       code: 500,
       message: 'the prover on gpu:0 did not get ready: no CUDA device for a GPU claim',
@@ -98,14 +116,14 @@ describe('the agent side of a proof', () => {
   it('lets a prover go at the prepare deadline and at the challenge deadline: the scheduler stopped waiting', async () => {
     const stuck = new InProcessProver(prepareOf('c-s'));
     stuck.prepare = () => new Promise<ProverReady>(() => undefined);
-    const preparing = new ProofsService(() => stuck);
+    const preparing = new ProofsService(() => stuck, new GpuHolders());
     preparing.prepare(prepareOf('c-s', 50)).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 200));
     expect(stuck.released).toBe(true);
 
     const hanging = new InProcessProver(prepareOf('c-h'));
     hanging.commit = () => new Promise<string>(() => undefined);
-    const slow = new ProofsService(() => hanging);
+    const slow = new ProofsService(() => hanging, new GpuHolders());
     await slow.prepare(prepareOf('c-h'));
     const pending = slow.challenge(challengeOf('c-h', 50));
     pending.catch(() => undefined);

@@ -6,6 +6,7 @@ import { fireAndForget } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { findRunnersDir } from '../code/runners-dir.js';
 import { CONTAINER_RUNTIME, type RuntimeHandle, runtimeLogger } from '../containers/container-runtime.provider.js';
+import { GpuHolders } from '../containers/gpu-holders.js';
 import { GpuProver, proverPython } from './gpu-prover.js';
 import { type ProverChoices, proverFor } from './prover-for.js';
 import type { Prover, ProverFactory } from './prover.js';
@@ -53,18 +54,28 @@ export const provers = {
 @Injectable()
 export class ProofsService implements OnModuleDestroy {
   private readonly logger = new Logger('proofs');
-  private readonly open = new Map<string, { prover: Prover; timer: NodeJS.Timeout; ready: boolean }>();
+  private readonly open = new Map<string, { prover: Prover; timer: NodeJS.Timeout; ready: boolean; device: string }>();
 
-  constructor(@Inject(PROVERS) private readonly provers: ProverFactory) {}
+  /**
+   * A GPU under challenge is held, as a container's or a sandbox's GPU is, from its prepare step to
+   * its release: a start arriving meanwhile gets another GPU or is refused (and placed again), and
+   * does not share the device with the product being timed. Only NVIDIA GPUs get a prover.
+   */
+  constructor(
+    @Inject(PROVERS) private readonly provers: ProverFactory,
+    gpuHolders: GpuHolders,
+  ) {
+    gpuHolders.add(() => [...this.open.values()].filter((h) => h.device.startsWith('gpu:')).map((h) => `nvidia:${h.device.slice(4)}`));
+  }
 
   async prepare(request: HardwareProverPrepare): Promise<HardwareProverReady> {
     if (this.open.has(request.challengeId)) throw new ReplyError(409, `challenge ${request.challengeId} is under way already`);
     if (this.open.size >= MAX_OPEN) throw new ReplyError(429, `${MAX_OPEN} challenges are under way already`);
     const prover = this.provers(request);
-    this.hold(request.challengeId, prover, request.deadlineMs, false);
+    this.hold(request.challengeId, prover, request.deadlineMs, false, request.device);
     try {
       const ready = await prover.prepare();
-      this.hold(request.challengeId, prover, SEED_WAIT_MS, true);
+      this.hold(request.challengeId, prover, SEED_WAIT_MS, true, request.device);
       this.logger.log(
         { challengeId: request.challengeId, device: request.device, n: request.n, allocatedBytes: ready.allocatedBytes },
         `a prover is ready on ${request.device}`,
@@ -86,10 +97,10 @@ export class ProofsService implements OnModuleDestroy {
     if (!held) throw new ReplyError(404, `no prover ready for challenge ${challenge.challengeId} (past its wait)`);
     if (!held.ready) throw new ReplyError(409, `challenge ${challenge.challengeId} is under way already`);
     const { prover } = held;
-    this.hold(challenge.challengeId, prover, challenge.deadlineMs, false);
+    this.hold(challenge.challengeId, prover, challenge.deadlineMs, false, challenge.device);
     try {
       const root = await prover.commit(challenge.seed);
-      this.hold(challenge.challengeId, prover, PROBE_WAIT_MS, false);
+      this.hold(challenge.challengeId, prover, PROBE_WAIT_MS, false, challenge.device);
       this.logger.log(
         { challengeId: challenge.challengeId, device: challenge.device, n: challenge.n },
         `committed to a ${challenge.n}×${challenge.n} product on ${challenge.device}`,
@@ -116,12 +127,12 @@ export class ProofsService implements OnModuleDestroy {
   }
 
   /** (Re)arms the challenge's timer: past it, its prover is released. `ready`: waiting for its seed. */
-  private hold(id: string, prover: Prover, ms: number, ready: boolean): void {
+  private hold(id: string, prover: Prover, ms: number, ready: boolean, device: string): void {
     const held = this.open.get(id);
     if (held) clearTimeout(held.timer);
     const timer = setTimeout(() => fireAndForget(`dropping challenge ${id}`, this.logger, () => this.drop(id)), ms);
     timer.unref();
-    this.open.set(id, { prover, timer, ready });
+    this.open.set(id, { prover, timer, ready, device });
   }
 
   private async drop(id: string): Promise<void> {
