@@ -133,6 +133,8 @@ describe('placement', () => {
 
     await scale(id, 0, [rows[1].id]);
     await waitFor('routes gone', async () => (await routes(id)).length === 0);
+    // The route goes first (no request is sent to a container being stopped), then the stop command.
+    await waitFor('the second stop', async () => a1.stops.length === 2);
     expect(a1.stops).toEqual([rows[0].id, rows[1].id]);
     await waitFor('both stopped', async () => (await containers(id, ['stopped'])).length === 2);
   });
