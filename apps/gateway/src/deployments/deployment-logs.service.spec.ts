@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
 import { TERN_CONFIG } from '#tern/config';
-import type { ContainerLogLine } from '#tern/contracts';
+import { CONTAINER_LOG_LINE, type ContainerLogLine, subjectFor } from '#tern/contracts';
 import { encode, Messaging, Namespace } from '#tern/messaging';
 import type { Deployment } from '#tern/persistence';
 import { newTestService } from '../../../../test/support/test-service.js';
@@ -12,7 +12,7 @@ const deployment = { id: 'd1', name: 'echo' } as Deployment;
 
 /** A line as an agent publishes it: on its own machine's subject, `<namespace>.logs.<machine>.<deployment>.<container>.v1`. */
 const published = (machineId: string, containerId: string, line: string) => ({
-  subject: `tern.logs.${machineId}.d1.${containerId}.v1`,
+  subject: subjectFor(CONTAINER_LOG_LINE, machineId, 'd1', containerId),
   data: encode({ containerId, deploymentId: 'd1', stream: 'stdout', line, sequence: 0, at: '2026-01-01T00:00:00Z' }),
 });
 
@@ -86,7 +86,7 @@ describe('DeploymentLogsService.stream', () => {
       published('m-1', 'c-2', 'not placed yet'),
       published('m-1', 'c-9', 'not the deployment’s'),
       {
-        subject: 'tern.logs.m-1.d1.c-1.v1',
+        subject: subjectFor(CONTAINER_LOG_LINE, 'm-1', 'd1', 'c-1'),
         data: encode({ containerId: 'c-1', deploymentId: 'd2', stream: 'stdout', line: 'x', sequence: 1, at: '2026-01-01T00:00:00Z' }),
       },
       published('m-1', 'c-1', 'two'),
