@@ -2,7 +2,7 @@ import type { HardwareChallenge, HardwareProbe } from '#tern/contracts';
 import { decodeInt32, encodeInt32, newChallenge, newProbe, ReferenceProver, verifyAnswer } from '#tern/proof';
 import type { Prover, ProverReady, ProverRequest } from './prover.js';
 import { GpuHolders } from '../containers/gpu-holders.js';
-import { ProofsService } from './proofs.service.js';
+import { MAX_OPEN, ProofsService } from './proofs.service.js';
 
 /** The reference prover in this thread: what the CPU prover's worker runs. */
 class InProcessProver implements Prover {
@@ -92,13 +92,37 @@ describe('the agent side of a proof', () => {
     expect(made[0]!.prepared).toBe(true);
   });
 
-  it('refuses a challenge it holds already, and more than two at once', async () => {
+  it('refuses a challenge it holds already, and more than the scheduler can send at once', async () => {
     await proofs.prepare(prepareOf('c-1'));
     await expect(proofs.prepare(prepareOf('c-1'))).rejects.toMatchObject({ code: 409 });
     await proofs.challenge(challengeOf('c-1'));
     await expect(proofs.challenge(challengeOf('c-1'))).rejects.toMatchObject({ code: 409 });
-    await proofs.challenge(challengeOf('c-2'));
-    await expect(proofs.prepare(prepareOf('c-3'))).rejects.toMatchObject({ code: 429 });
+    for (let i = 2; i <= MAX_OPEN; i++) await proofs.prepare(prepareOf(`c-${i}`));
+    await expect(proofs.prepare(prepareOf('c-last'))).rejects.toMatchObject({ code: 429 });
+  });
+
+  it('computes the products of all the GPUs challenged at once side by side', async () => {
+    let computing = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const gpus = new ProofsService((c) => {
+      const p = new InProcessProver(c);
+      const commit = p.commit.bind(p);
+      p.commit = async (seed) => {
+        computing++;
+        await gate;
+        return commit(seed);
+      };
+      return p;
+    }, new GpuHolders());
+    const ids = [0, 1, 2, 3].map((i) => `g-${i}`);
+    await Promise.all(ids.map((id, i) => gpus.prepare({ ...prepareOf(id), device: `gpu:${i}` })));
+    const roots = Promise.all(ids.map((id, i) => gpus.challenge({ ...challengeOf(id), device: `gpu:${i}` })));
+    // Every product under way before any is done: none waits for another GPU's.
+    expect(computing).toBe(4);
+    release();
+    expect(await roots).toHaveLength(4);
+    await gpus.onModuleDestroy();
   });
 
   it('says the prover did not get ready, with its words, and frees its slot', async () => {

@@ -1,6 +1,13 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { join } from 'node:path';
-import type { HardwareAnswer, HardwareChallenge, HardwareProbe, HardwareProverPrepare, HardwareProverReady } from '#tern/contracts';
+import {
+  type HardwareAnswer,
+  type HardwareChallenge,
+  type HardwareProbe,
+  type HardwareProverPrepare,
+  type HardwareProverReady,
+  INVENTORY_LIMITS,
+} from '#tern/contracts';
 import { ReplyError } from '#tern/messaging';
 import { fireAndForget } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
@@ -11,12 +18,19 @@ import { GpuProver, proverPython } from './gpu-prover.js';
 import { type ProverChoices, proverFor } from './prover-for.js';
 import type { Prover, ProverFactory } from './prover.js';
 
-/** A ready prover waits this long for its seed (the scheduler sends it at once), then it is dropped. */
-const SEED_WAIT_MS = 30_000;
+/**
+ * A ready prover waits this long for its seed, then it is dropped. The scheduler sends the seeds of
+ * all a machine's GPUs at once, when the last of them is ready: up to its prepare limit (120 s)
+ * after the first.
+ */
+const SEED_WAIT_MS = 150_000;
 /** A challenge waits this long for its probe after the commitment, then its product is dropped. */
 const PROBE_WAIT_MS = 30_000;
-/** Challenges held at once: the scheduler sends one device at a time; more is not its doing. */
-const MAX_OPEN = 2;
+/**
+ * Challenges held at once: the scheduler challenges the CPU, then every claimed GPU at once (at most
+ * INVENTORY_LIMITS.gpus), and may overlap one more round; more is not its doing.
+ */
+export const MAX_OPEN = INVENTORY_LIMITS.gpus + 2;
 
 /** The ProverFactory's injection token. */
 export const PROVERS = Symbol('PROVERS');

@@ -26,7 +26,7 @@ async function verifier(machine: ClaimedMachine) {
   repository.claimDue.mockResolvedValue([machine]);
   repository.record.mockResolvedValue(machine.verification);
   const rounds = fake(ProofRounds);
-  rounds.prove.mockResolvedValue({ kind: 'passed', macsPerSecond: 1e12 });
+  rounds.prove.mockImplementation((_, claims) => Promise.resolve(claims.map(() => ({ kind: 'passed' as const, macsPerSecond: 1e12 }))));
   return { sut, repository, rounds, reconciler: fake(Reconciler) };
 }
 
@@ -34,7 +34,7 @@ describe('MachineVerifier', () => {
   it('challenges every claimed device of a machine whose GPUs are free, and stores the verdict', async () => {
     const { sut, repository, rounds } = await verifier(claimed({ verification: 'unverified' }));
     await sut.pass();
-    expect(rounds.prove.mock.calls.map(([, claim]) => claim.device)).toEqual(['cpu', 'gpu:0']);
+    expect(rounds.prove.mock.calls.map(([, claims]) => claims.map((c) => c.device))).toEqual([['cpu'], ['gpu:0']]);
     expect(repository.record).toHaveBeenCalledWith(
       expect.objectContaining({ id: 'm-1' }),
       expect.objectContaining({ state: 'verified' }),
@@ -71,7 +71,28 @@ describe('MachineVerifier', () => {
   it('challenges a machine with no GPUs whatever its containers do', async () => {
     const { sut, rounds, repository } = await verifier(claimed({ gpus: [], gpusInUse: 0, verification: 'unverified' }));
     await sut.pass();
-    expect(rounds.prove.mock.calls.map(([, claim]) => claim.device)).toEqual(['cpu']);
+    expect(rounds.prove.mock.calls.map(([, claims]) => claims.map((c) => c.device))).toEqual([['cpu']]);
     expect(repository.defer).not.toHaveBeenCalled();
+  });
+
+  it('challenges the CPU, then every GPU at once; the first device that fails decides', async () => {
+    const gpus = [0, 1, 2].map((index) => ({ ...h100, index }));
+    const { sut, repository, rounds } = await verifier(claimed({ gpus, verification: 'unverified' }));
+    rounds.prove.mockImplementation((_, claims) =>
+      Promise.resolve(
+        claims.map((c) =>
+          c.device === 'cpu' || c.device === 'gpu:0'
+            ? { kind: 'passed' as const, macsPerSecond: 1e12 }
+            : { kind: 'failed' as const, reason: `${c.device} late` },
+        ),
+      ),
+    );
+    await sut.pass();
+    expect(rounds.prove.mock.calls.map(([, claims]) => claims.map((c) => c.device))).toEqual([['cpu'], ['gpu:0', 'gpu:1', 'gpu:2']]);
+    expect(repository.record).toHaveBeenCalledWith(
+      expect.objectContaining({ id: 'm-1' }),
+      { state: 'quarantined', reason: 'gpu:1 late' },
+      expect.any(Number),
+    );
   });
 });

@@ -25,16 +25,17 @@ const BUSY_RETRY_MS = 10 * 60_000;
  */
 const BUSY_INTERVALS = 4;
 /**
- * How long a claimed machine is this scheduler's: longer than the longest challenge (a commitment
- * deadline of a few seconds and a probe of at most 15 s per device, for up to 16 GPUs). A scheduler
+ * How long a claimed machine is this scheduler's: longer than the longest challenge (the CPU's round,
+ * then every GPU's at once: prepare steps of at most 120 s, a commitment deadline of a few seconds,
+ * probes of at most 15 s, and the checks, two threads at a time). A scheduler
  * that dies mid-challenge leaves the machine to be challenged again after it.
  */
 const LEASE_MS = 10 * 60_000;
 
 /**
  * Challenges machines to prove the hardware they claim (libs/proof): each heartbeating machine
- * whose challenge is due (at join, after an inventory change, at random times after each one),
- * every claimed device in turn, the CPU first. The verdict and its reason go on the machine's row
+ * whose challenge is due (at join, after an inventory change, at random times after each one):
+ * the CPU first, then every claimed GPU at once. The verdict and its reason go on the machine's row
  * (`tern machine show`); placement reads them (libs/placement trust tiers).
  */
 @Injectable()
@@ -106,14 +107,22 @@ export class MachineVerifier implements OnApplicationBootstrap, OnModuleDestroy 
     if (before === 'verified') this.logger.log({ machineId: machine.id, reason }, `machine ${machine.id}: verified → unverified`);
   }
 
-  /** Every claimed device in turn; the first that fails decides. */
+  /**
+   * The CPU's round first, then every GPU's at once (ProofRounds: one start for all, so one real
+   * GPU cannot answer for several in turn); the first device, in that order, that fails decides.
+   */
   private async challenge(machine: ClaimedMachine): Promise<ChallengeOutcome> {
+    const [cpu, ...gpus] = deviceClaims(machine);
     const proven: string[] = [];
-    for (const claim of deviceClaims(machine)) {
-      const result = await this.rounds.prove(machine.id, claim).catch((e: Error) => ({ kind: 'unanswered' as const, reason: e.message }));
-      countChallenge(claim.device, result.kind);
-      if (result.kind !== 'passed') return result;
-      proven.push(`${claim.label} at ${formatRate(result.macsPerSecond)} multiply-adds/s`);
+    for (const claims of [[cpu!], gpus].filter((group) => group.length > 0)) {
+      const results = await this.rounds
+        .prove(machine.id, claims)
+        .catch((e: Error) => claims.map(() => ({ kind: 'unanswered' as const, reason: e.message })));
+      results.forEach((result, i) => countChallenge(claims[i]!.device, result.kind));
+      for (const [i, result] of results.entries()) {
+        if (result.kind !== 'passed') return result;
+        proven.push(`${claims[i]!.label} at ${formatRate(result.macsPerSecond)} multiply-adds/s`);
+      }
     }
     return { kind: 'passed', summary: `proved ${proven.join('; ')}` };
   }

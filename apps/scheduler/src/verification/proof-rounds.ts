@@ -13,8 +13,9 @@ import {
   newProbe,
   type ProofAnswer,
   type TimingVerdict,
-  verifyAnswer,
 } from '#tern/proof';
+import { mapLimit } from '#tern/timing';
+import { AnswerChecker, type AnswerToCheck } from './answer-checker.js';
 
 /**
  * How long a machine has to get a prover ready, untimed against the band: a GPU prover's container,
@@ -31,17 +32,49 @@ export type RoundResult =
   | { kind: 'unanswered'; reason: string }
   | { kind: 'unproven'; reason: string };
 
+/** Answers checked at once per machine, each in its own thread (AnswerChecker). */
+const CHECK_THREADS = 2;
+
+/** A device whose prover is ready, waiting for its seed. */
+interface Prepared {
+  readonly claim: DeviceClaim;
+  readonly challengeId: string;
+}
+
+/** A device that committed in time and answered its probe: what is left is the check. */
+interface Answered {
+  readonly claim: DeviceClaim;
+  readonly toCheck: AnswerToCheck;
+  readonly macsPerSecond: number;
+}
+
 /**
- * One proof-of-compute round (libs/proof) against one claimed device of one machine, over the
- * machine's own request subjects: the prepare step (a prover ready on the device, the claimed
- * memory allocated; its own limit, untimed), the challenge with the seed, timed from sending it to
- * the commitment, then the probe, drawn only once the commitment is in, and the check of the answer.
+ * Proof-of-compute rounds (libs/proof) against claimed devices of one machine, over the machine's
+ * own request subjects, all the devices of one call at once: every prover is got ready first (the
+ * prepare step: a prover on the device, the claimed memory allocated; its own limit, untimed),
+ * then every challenge goes out at the same moment with a seed of its own, each device's
+ * commitment timed from that one start. A machine that answers k claimed GPUs' challenges in turn
+ * from fewer real ones needs k times the product's time for the last and misses its window; sent
+ * one after another, each would have found the one real GPU free. Each probe is drawn only once
+ * its device's commitment is in, and the answers are checked in worker threads (AnswerChecker).
  */
 @Injectable()
 export class ProofRounds {
-  constructor(private readonly messaging: Messaging) {}
+  constructor(
+    private readonly messaging: Messaging,
+    private readonly checker: AnswerChecker,
+  ) {}
 
-  async prove(machineId: string, claim: DeviceClaim): Promise<RoundResult> {
+  /** One result per claim, in the claims' order. */
+  async prove(machineId: string, claims: readonly DeviceClaim[]): Promise<RoundResult[]> {
+    const prepared = await Promise.all(claims.map((claim) => this.prepare(machineId, claim)));
+    // One start for every device: a prover that waits for another device's product is late.
+    const started = performance.now();
+    const answered = await Promise.all(prepared.map((p) => ('kind' in p ? p : this.challenge(machineId, p, started))));
+    return mapLimit(answered, CHECK_THREADS, async (a) => ('kind' in a ? a : this.check(a)));
+  }
+
+  private async prepare(machineId: string, claim: DeviceClaim): Promise<Prepared | RoundResult> {
     const challengeId = randomUUID();
     let allocatedBytes: number | undefined;
     try {
@@ -65,9 +98,13 @@ export class ProofRounds {
     }
     const memory = judgeMemory(claim, allocatedBytes);
     if (!memory.ok) return { kind: 'failed', reason: memory.reason };
+    return { claim, challengeId };
+  }
+
+  /** The timed challenge from `started`, then the probe once the commitment is in. */
+  private async challenge(machineId: string, { claim, challengeId }: Prepared, started: number): Promise<Answered | RoundResult> {
     // Drawn only now: nothing of the seed exists while the prover gets ready.
     const challenge = newChallenge(claim.n);
-    const started = performance.now();
     let root: string;
     try {
       ({ root } = await this.messaging.request(
@@ -93,20 +130,26 @@ export class ProofRounds {
     }
     const answer = decodeAnswer(reply);
     if (!answer) return { kind: 'failed', reason: `${claim.label} answered its probe with values that are not int32 vectors` };
-    const verdict = verifyAnswer(challenge, { root }, probe, answer);
+    return { claim, toCheck: { challenge, commitment: { root }, probe, answer }, macsPerSecond: timing.macsPerSecond };
+  }
+
+  private async check({ claim, toCheck, macsPerSecond }: Answered): Promise<RoundResult> {
+    const verdict = await this.checker.check(toCheck);
     if (!verdict.ok) return { kind: 'failed', reason: `${claim.label}: ${verdict.reason}` };
-    return { kind: 'passed', macsPerSecond: timing.macsPerSecond };
+    return { kind: 'passed', macsPerSecond };
   }
 }
 
 /**
  * 503: nothing on the machine serves proofs; 501: no prover for this device on the machine (the
- * claim stays unproven); 504: too late; anything else: the agent's refusal.
+ * claim stays unproven); 429: more challenges at once than the agent takes (an agent from before
+ * all GPUs were challenged together takes two: the claim stays unproven, as with 501, until it is
+ * upgraded); 504: too late; anything else: the agent's refusal.
  */
 function failure(claim: DeviceClaim, e: unknown, onTimeout: () => string): RoundResult {
   if (!(e instanceof RequestError)) throw e;
   if (e.code === 503) return { kind: 'unanswered', reason: 'the machine does not answer hardware challenges (no prover listening)' };
-  if (e.code === 501) return { kind: 'unproven', reason: `${claim.label} is unproven: ${e.message}` };
+  if (e.code === 501 || e.code === 429) return { kind: 'unproven', reason: `${claim.label} is unproven: ${e.message}` };
   if (e.code === 504) return { kind: 'failed', reason: onTimeout() };
   return { kind: 'failed', reason: `${claim.label} refused its challenge: ${e.message}` };
 }
