@@ -4,8 +4,9 @@
  * verifier, with this script in the scheduler's place (ProofRounds' steps, without NATS).
  *
  *   1. discovery reads the GPUs (nvidia-smi);
- *   2. each one is challenged as the scheduler would (deviceClaims: its band, n, deadline, memory): a
- *      runc container through Tern's runtime gets the GPU and runs tern_prover.py with the machine's
+ *   2. all are challenged at once as the scheduler would (deviceClaims: each its band, n, deadline,
+ *      memory; every prover ready first, then one start for every window): for each, a runc
+ *      container through Tern's runtime gets the GPU and runs tern_prover.py with the machine's
  *      PyTorch, which gets ready (untimed: PyTorch, CUDA, the GPU's memory allocated) before the
  *      seed is drawn; the round passes or fails on memory, on time and on the answer, and a
  *      calibration line gives the measured rate, start and round trip for bands.ts;
@@ -73,12 +74,11 @@ const gpus = fake
   : await detectGpus(probeContext(totalmem()), undefined, (vendor, e) => console.error(`discovery (${vendor}): ${e.message}`));
 console.error(`discovery: ${gpus.length ? gpus.map((g) => `GPU ${g.index} ${g.model} ${g.memoryMiB} MiB`).join(', ') : 'no GPU'}`);
 
-async function prove(claim: DeviceClaim): Promise<Round> {
-  const base = { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs };
+/** The GPU prover for a claim, as the agent picks it, or the claim's round when it is declined. */
+function proverOf(claim: DeviceClaim): GpuProver | Round {
   const request = { challengeId: `dc-${claim.device.replace(':', '-')}-${Date.now()}`, device: claim.device, n: claim.n };
-  let prover: GpuProver;
   try {
-    prover = proverFor(
+    return proverFor(
       { ...request, ...(claim.claimedMemoryBytes ? { claimedMemoryBytes: claim.claimedMemoryBytes } : {}) },
       {
         gpus,
@@ -95,17 +95,46 @@ async function prove(claim: DeviceClaim): Promise<Round> {
       },
     ) as GpuProver;
   } catch (e) {
-    return { ...base, verdict: 'declined', reason: (e as Error).message };
+    return { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs, verdict: 'declined', reason: (e as Error).message };
   }
+}
+
+/**
+ * Every claim's round as the scheduler runs a machine's GPUs (ProofRounds): every prover got ready
+ * first, then every seed sent at once, each commitment timed from that one start.
+ */
+async function proveAll(claims: DeviceClaim[]): Promise<Round[]> {
+  const provers = claims.map(proverOf);
+  try {
+    const prepared = await Promise.all(claims.map((claim, i) => prepare(claim, provers[i]!)));
+    const started = performance.now();
+    return await Promise.all(claims.map((claim, i) => prepared[i] ?? prove(claim, provers[i] as GpuProver, started)));
+  } finally {
+    for (const p of provers) if (p instanceof GpuProver) await p.release().catch((e: Error) => console.error(`release: ${e.message}`));
+  }
+}
+
+/** undefined once the prover is ready with the claimed memory; else the claim's round, failed or declined. */
+async function prepare(claim: DeviceClaim, prover: GpuProver | Round): Promise<Round | undefined> {
+  if (!(prover instanceof GpuProver)) return prover;
+  const base = { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs };
   try {
     const { allocatedBytes } = await prover.prepare();
     const memory = judgeMemory(claim, allocatedBytes);
-    if (!memory.ok) return { ...base, verdict: 'failed', reason: memory.reason, ready: prover.ready };
+    return memory.ok ? undefined : { ...base, verdict: 'failed', reason: memory.reason, ready: prover.ready };
+  } catch (e) {
+    return { ...base, verdict: 'failed', reason: (e as Error).message, ready: prover.ready };
+  }
+}
+
+/** The timed challenge from `started`, the probe and the check. */
+async function prove(claim: DeviceClaim, prover: GpuProver, started: number): Promise<Round> {
+  const base = { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs };
+  try {
     const challenge = newChallenge(claim.n);
-    const started = performance.now();
     const root = await Promise.race([
       prover.commit(challenge.seed),
-      new Promise<undefined>((r) => setTimeout(() => r(undefined), claim.deadlineMs).unref()),
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), claim.deadlineMs - (performance.now() - started)).unref()),
     ]);
     const elapsedMs = root === undefined ? undefined : performance.now() - started;
     const timing = judgeTiming(claim, elapsedMs);
@@ -114,7 +143,7 @@ async function prove(claim: DeviceClaim): Promise<Round> {
       return { ...base, verdict: 'failed', reason: timing.ok ? 'no commitment' : timing.reason, ...seen };
     const probe = newProbe(challenge);
     const reply = await prover.answer({
-      challengeId: request.challengeId,
+      challengeId: `dc-${claim.device}`,
       vectors: probe.vectors.map((v) => encodeInt32(v)),
       rows: probe.rows,
     });
@@ -127,8 +156,6 @@ async function prove(claim: DeviceClaim): Promise<Round> {
     return { ...base, verdict: 'passed', macsPerSecond: timing.macsPerSecond, ...seen };
   } catch (e) {
     return { ...base, verdict: 'failed', reason: (e as Error).message, prover: prover.committed, ready: prover.ready };
-  } finally {
-    await prover.release().catch((e: Error) => console.error(`release: ${e.message}`));
   }
 }
 
@@ -136,13 +163,11 @@ function claimsOf(claimed: { index: number; model: string; memoryBytes?: number 
   return deviceClaims({ cpuModel: null, cpuThreads: null, gpus: claimed }).filter((c) => c.device !== 'cpu');
 }
 
-const honest: Round[] = [];
 // A real GPU's claim is its memory as discovery read it; the fake one has none to allocate.
 const claimedGpus = gpus.map((g) => ({ index: g.index, model: g.model, ...(fake ? {} : { memoryBytes: g.memoryMiB * 2 ** 20 }) }));
-for (const claim of claimsOf(claimedGpus)) honest.push(await prove(claim));
+const honest = await proveAll(claimsOf(claimedGpus));
 const model = gpus[0]?.model ?? 'NVIDIA H100 80GB HBM3';
-const larger: Round[] = [];
-for (const claim of claimsOf(Array.from({ length: 8 }, (_, index) => ({ index, model })))) larger.push(await prove(claim));
+const larger = await proveAll(claimsOf(Array.from({ length: 8 }, (_, index) => ({ index, model }))));
 
 for (const r of honest.filter((x) => x.prover))
   console.error(

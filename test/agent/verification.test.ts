@@ -264,6 +264,39 @@ describe('proof of hardware', () => {
     expect(shown.stdout).toMatch(/^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit/m);
   }, 120_000);
 
+  it("challenges every claimed GPU at once, each with its own seed, once all the GPUs' provers are ready", async () => {
+    const asked: { step: 'prepare' | 'challenge'; device: string; at: number; seed?: string }[] = [];
+    await scripted(
+      'two-h100',
+      (m) => {
+        prepares(m, 'two-h100', async (p) => {
+          // GPU 1 gets ready a second after GPU 0: GPU 0's seed must wait for it.
+          if (p.device === 'gpu:1') await new Promise((r) => setTimeout(r, 1000));
+          asked.push({ step: 'prepare', device: p.device, at: Date.now() });
+          return p.claimedMemoryBytes ? { allocatedBytes: p.claimedMemoryBytes } : {};
+        });
+        answersHonestly(m, 'two-h100', async (c) => {
+          if (c.device === 'cpu') return;
+          asked.push({ step: 'challenge', device: c.device, at: Date.now(), seed: c.seed });
+          // No GPU here: the product is never in time.
+          await new Promise((r) => setTimeout(r, c.deadlineMs + 500));
+          throw new ReplyError(500, 'no GPU');
+        });
+      },
+      ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'],
+    );
+    const v = await verification('two-h100', 'quarantined', 30_000);
+    expect(v.reason).toMatch(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within/);
+    const gpus = asked.filter((a) => a.device !== 'cpu');
+    // Both provers ready before either seed went out.
+    expect(gpus.map((a) => `${a.step} ${a.device}`).slice(0, 2)).toEqual(['prepare gpu:0', 'prepare gpu:1']);
+    const [first, second] = gpus.slice(2);
+    expect([first, second].map((a) => `${a!.step} ${a!.device}`).sort()).toEqual(['challenge gpu:0', 'challenge gpu:1']);
+    // Sent together (one start for both windows), not one after the other's window (3.18 s).
+    expect(second!.at - first!.at).toBeLessThan(1000);
+    expect(first!.seed).not.toBe(second!.seed);
+  }, 60_000);
+
   it('quarantines a prover that skipped half the product', async () => {
     await scripted('forger', (m) => {
       prepares(m, 'forger');
