@@ -15,7 +15,9 @@ started on the claimed GPU, the Python twin of libs/proof's ReferenceProver.
        the Merkle root over C's rows as merkle.ts builds it;
     2. reads {"vectors": [base64 int32 ...], "rows": [i ...]} (the probe, drawn after the root
        arrived) and writes {"products": [...], "rows": [{"index", "values", "proof"}]}, C.r mod P
-       for each vector and the revealed rows with their Merkle proofs, in wire.ts's encoding.
+       for each vector and the revealed rows with their Merkle proofs, in wire.ts's encoding;
+       again, from the same product, while the probe says "more": true (its rows in parts,
+       wire.ts probeParts, when the answer would not fit one NATS message).
 
 One JSON object a line, over a unix socket the agent listens on (--connect PATH: the container's
 stdio goes to log files) or over stdin/stdout. Errors: {"error": "..."} and exit status 1.
@@ -451,10 +453,16 @@ def serve(reader, write):
             message = json.loads(reader.readline() or "{}")
         product, levels, committed = commit(message)
         write(committed)
-        line = reader.readline()
-        if not line:
-            return 0
-        write(answer(product, levels, json.loads(line)))
+        # The probe, in one part or several (libs/proof probeParts), each answered from the same
+        # product; every part but the last says "more".
+        more = True
+        while more:
+            line = reader.readline()
+            if not line:
+                return 0
+            probe = json.loads(line)
+            more = probe.get("more") is True
+            write(answer(product, levels, probe))
         return 0
     except (ValueError, RuntimeError, MemoryError) as e:
         write({"error": f"{type(e).__name__}: {e}"})

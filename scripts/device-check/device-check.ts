@@ -34,6 +34,7 @@ import {
   judgeTiming,
   newChallenge,
   newProbe,
+  probeParts,
   verifyAnswer,
 } from '#tern/proof';
 import { GpuInjector, ImageStore, RuncRuntime, silentLogger } from '#tern/runtime';
@@ -142,14 +143,19 @@ async function prove(claim: DeviceClaim, prover: GpuProver, started: number): Pr
     if (!timing.ok || root === undefined)
       return { ...base, verdict: 'failed', reason: timing.ok ? 'no commitment' : timing.reason, ...seen };
     const probe = newProbe(challenge);
-    const reply = await prover.answer({
-      challengeId: `dc-${claim.device}`,
-      vectors: probe.vectors.map((v) => encodeInt32(v)),
-      rows: probe.rows,
-    });
+    // In parts, as the scheduler asks (two at n = 8192): the prover answers each from the product it kept.
+    const vectors = probe.vectors.map((v) => encodeInt32(v));
+    const parts = probeParts(claim.n, probe.rows);
+    const replies = [];
+    for (const [i, rows] of parts.entries())
+      replies.push(
+        await prover.answer({ challengeId: `dc-${claim.device}`, vectors, rows, ...(i < parts.length - 1 ? { more: true } : {}) }),
+      );
     const answer = {
-      products: reply.products.map((p) => Array.from(decodeInt32(p) ?? [])),
-      rows: reply.rows.map((r) => ({ index: r.index, values: Array.from(decodeInt32(r.values) ?? []), proof: r.proof })),
+      products: replies[0]!.products.map((p) => Array.from(decodeInt32(p) ?? [])),
+      rows: replies
+        .flatMap((reply) => reply.rows)
+        .map((r) => ({ index: r.index, values: Array.from(decodeInt32(r.values) ?? []), proof: r.proof })),
     };
     const verdict = verifyAnswer(challenge, { root }, probe, answer);
     if (!verdict.ok) return { ...base, verdict: 'failed', reason: verdict.reason, ...seen };

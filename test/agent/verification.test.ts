@@ -243,7 +243,7 @@ describe('proof of hardware', () => {
           'cpu-h100',
           async (c: HardwareChallenge) => {
             // The CPU's own challenge is answered honestly. A GPU's product computed on a CPU (a
-            // 4096×4096 one takes minutes here) is still running when the H100's deadline passes.
+            // 8192×8192 one takes many minutes here) is still running when the H100's deadline passes.
             if (c.device !== 'cpu') await new Promise((r) => setTimeout(r, c.deadlineMs + 500));
             const prover = new ReferenceProver(c.device === 'cpu' ? c : { ...c, n: 2 });
             held.set(c.challengeId, prover);
@@ -258,7 +258,7 @@ describe('proof of hardware', () => {
     const v = await verification('cpu-h100', 'quarantined', 60_000);
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(v.reason).toMatch(
-      /^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within [\d.]+ s, the time the H100 band's floor of 100 T multiply-adds\/s \(uncalibrated\) allows$/,
+      /^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 8192×8192 int8 product within [\d.]+ s, the time the H100 band's floor of 100 T multiply-adds\/s \(uncalibrated\) allows$/,
     );
     const shown = await tern(['machine', 'show', 'cpu-h100'], plane.base, ADMIN);
     expect(shown.stdout).toMatch(/^Hardware\s+quarantined: GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit/m);
@@ -286,13 +286,13 @@ describe('proof of hardware', () => {
       ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'],
     );
     const v = await verification('two-h100', 'quarantined', 30_000);
-    expect(v.reason).toMatch(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within/);
+    expect(v.reason).toMatch(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 8192×8192 int8 product within/);
     const gpus = asked.filter((a) => a.device !== 'cpu');
     // Both provers ready before either seed went out.
     expect(gpus.map((a) => `${a.step} ${a.device}`).slice(0, 2)).toEqual(['prepare gpu:0', 'prepare gpu:1']);
     const [first, second] = gpus.slice(2);
     expect([first, second].map((a) => `${a!.step} ${a!.device}`).sort()).toEqual(['challenge gpu:0', 'challenge gpu:1']);
-    // Sent together (one start for both windows), not one after the other's window (3.18 s).
+    // Sent together (one start for both windows), not one after the other's window (8.22 s).
     expect(second!.at - first!.at).toBeLessThan(1000);
     expect(first!.seed).not.toBe(second!.seed);
   }, 60_000);

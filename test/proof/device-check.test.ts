@@ -24,7 +24,7 @@ describeWithRunc('the device check, on a machine without a GPU', () => {
     expect(summary.honest).toEqual([
       expect.objectContaining({
         verdict: 'failed',
-        reason: expect.stringMatching(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within 3.18 s/),
+        reason: expect.stringMatching(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 8192×8192 int8 product within 8.22 s/),
       }),
     ]);
     expect(summary.larger.verified).toBe(false);

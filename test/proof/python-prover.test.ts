@@ -84,6 +84,23 @@ describe('the Python prover (runners/python/tern_prover.py)', () => {
     },
   );
 
+  it('answers a probe in parts from the product it kept, and ends after the last part', async () => {
+    const challenge = newChallenge(64);
+    const { child, channel } = startProver();
+    const { root } = await channel.commit(challenge);
+    const probe = newProbe(challenge);
+    const vectors = probe.vectors.map((v) => encodeInt32(v));
+    const first = await channel.answer({ vectors, rows: probe.rows.slice(0, 16), more: true });
+    expect(child.exitCode).toBeNull();
+    const last = await channel.answer({ vectors, rows: probe.rows.slice(16) });
+    expect(last.products).toEqual(first.products);
+    expect(verifyAnswer(challenge, { root }, probe, decoded({ products: first.products, rows: [...first.rows, ...last.rows] }))).toEqual({
+      ok: true,
+    });
+    await once(child, 'exit');
+    expect(child.exitCode).toBe(0);
+  });
+
   it('gives an answer that, corrupted in any part, the verifier refuses', async () => {
     const challenge = newChallenge(64);
     const { channel } = startProver();
@@ -196,7 +213,7 @@ describe('the Python prover (runners/python/tern_prover.py)', () => {
     const verdict = judgeTiming(gpu!, elapsed);
     expect(verdict).toMatchObject({
       ok: false,
-      reason: expect.stringMatching(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 4096×4096 int8 product within/),
+      reason: expect.stringMatching(/^GPU 0 \(NVIDIA H100 80GB HBM3\) did not commit to a 8192×8192 int8 product within/),
     });
   }, 60_000);
 });

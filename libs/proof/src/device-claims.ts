@@ -1,4 +1,4 @@
-import { CPU_BAND, CPU_CHALLENGE_N, commitmentDeadlineMs, formatRate, GPU_CHALLENGE_N, gpuBand, type ThroughputBand } from './bands.js';
+import { CPU_BAND, commitmentDeadlineMs, formatRate, gpuBand, type ThroughputBand } from './bands.js';
 
 /** What a machine says it has, as its registration stored it. */
 export interface ClaimedInventory {
@@ -37,19 +37,19 @@ export interface DeviceClaim {
 
 /** The machine's devices in the order they are challenged: the CPU, then each GPU. */
 export function deviceClaims(inventory: ClaimedInventory): DeviceClaim[] {
-  const claim = (device: string, label: string, band: ThroughputBand, n: number, memoryBytes?: number): DeviceClaim => ({
+  const claim = (device: string, label: string, band: ThroughputBand, memoryBytes?: number): DeviceClaim => ({
     device,
     label,
     band,
-    n,
-    deadlineMs: commitmentDeadlineMs(band, n),
+    n: band.n,
+    deadlineMs: commitmentDeadlineMs(band, band.n),
     ...(memoryBytes ? { claimedMemoryBytes: memoryBytes } : {}),
   });
   return [
-    claim('cpu', `CPU (${inventory.cpuModel ?? 'unknown model'})`, CPU_BAND, CPU_CHALLENGE_N),
+    claim('cpu', `CPU (${inventory.cpuModel ?? 'unknown model'})`, CPU_BAND),
     ...[...inventory.gpus]
       .sort((a, b) => a.index - b.index)
-      .map((g) => claim(`gpu:${g.index}`, `GPU ${g.index} (${g.model})`, gpuBand(g.model), GPU_CHALLENGE_N, g.memoryBytes)),
+      .map((g) => claim(`gpu:${g.index}`, `GPU ${g.index} (${g.model})`, gpuBand(g.model), g.memoryBytes)),
   ];
 }
 

@@ -1,17 +1,21 @@
+import { randomInt } from 'node:crypto';
 import {
   allowanceMs,
   commitmentDeadlineMs,
   CPU_BAND,
   formatRate,
   GPU_BANDS,
+  GPU_CHALLENGE_N,
   GPU_PROVER_ROUND_TRIP_MS,
   gpuBand,
+  LARGE_GPU_CHALLENGE_N,
   UNLISTED_GPU_BAND,
 } from './bands.js';
 import { deviceClaims, judgeMemory, judgeTiming, MEMORY_MARGIN, memoryToAllocate } from './device-claims.js';
 import { multiply } from './matrices.js';
 import { nextChallengeDelayMs, verificationAfter } from './verification.js';
-import { decodeInt32, encodeInt32 } from './wire.js';
+import { newChallenge, newProbe, PROBE_VECTORS } from './protocol.js';
+import { ANSWER_PART_BYTES, decodeInt32, encodeInt32, probeParts } from './wire.js';
 
 const eightH100 = {
   cpuModel: 'AMD EPYC 7B13',
@@ -56,7 +60,9 @@ describe('throughput bands', () => {
   it('challenges the CPU first, then each GPU in index order, sized and timed for the claimed device', () => {
     const claims = deviceClaims(eightH100);
     expect(claims.map((c) => c.device)).toEqual(['cpu', ...Array.from({ length: 8 }, (_, i) => `gpu:${i}`)]);
-    expect(claims[1]).toMatchObject({ label: 'GPU 0 (NVIDIA H100 80GB HBM3)', n: 4096, band: { name: 'H100' } });
+    expect(claims[1]).toMatchObject({ label: 'GPU 0 (NVIDIA H100 80GB HBM3)', n: 8192, band: { name: 'H100' } });
+    // The fastest bands get the larger product; the others keep the one whose answer fits one message.
+    expect(deviceClaims({ cpuModel: null, cpuThreads: null, gpus: [{ index: 0, model: 'NVIDIA L4' }] })[1]).toMatchObject({ n: 4096 });
     expect(deviceClaims({ cpuModel: null, cpuThreads: null, gpus: [] })).toEqual([
       expect.objectContaining({ device: 'cpu', label: 'CPU (unknown model)', n: 256 }),
     ]);
@@ -69,12 +75,12 @@ describe('throughput bands', () => {
     expect(cpu!.deadlineMs).toBeLessThan(5000);
     // An H100's: the product is nothing at its floor; the allowance is for drawing and hashing, and
     // the round trip to the GPU prover, started before the seed was sent (the prepare step).
-    expect(gpu!.deadlineMs).toBe(commitmentDeadlineMs(gpuBand('H100'), 4096));
-    expect(gpu!.deadlineMs).toBe(Math.ceil((4096 ** 3 / 100e12) * 1000 + allowanceMs(4096) + GPU_PROVER_ROUND_TRIP_MS));
-    expect(gpu!.deadlineMs).toBe(3179);
-    // Meeting it on a CPU takes 21.6 G multiply-adds/s, thousands of times one core of the
-    // reference prover (a many-core BLAS still does it: bands.ts says so).
-    expect(4096 ** 3 / (gpu!.deadlineMs / 1000)).toBeGreaterThan(20e9);
+    expect(gpu!.deadlineMs).toBe(commitmentDeadlineMs(gpuBand('H100'), 8192));
+    expect(gpu!.deadlineMs).toBe(Math.ceil((8192 ** 3 / 100e12) * 1000 + allowanceMs(8192) + GPU_PROVER_ROUND_TRIP_MS));
+    expect(gpu!.deadlineMs).toBe(8217);
+    // Meeting it on a CPU takes 66.9 G multiply-adds/s, thousands of times one core of the
+    // reference prover (a fast many-core BLAS still does it: bands.ts says so).
+    expect(8192 ** 3 / (gpu!.deadlineMs / 1000)).toBeGreaterThan(60e9);
   });
 
   it("carries each GPU's claimed memory, and fails a prover that allocated less than it less the margin, naming both", () => {
@@ -113,12 +119,12 @@ describe('throughput bands', () => {
     expect(judgeTiming(gpu!, 30_000)).toEqual({
       ok: false,
       reason:
-        "GPU 0 (NVIDIA H100 80GB HBM3) took 30 s to commit to a 4096×4096 int8 product (2.29 G multiply-adds/s): the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows 3.18 s",
+        "GPU 0 (NVIDIA H100 80GB HBM3) took 30 s to commit to a 8192×8192 int8 product (18.3 G multiply-adds/s): the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows 8.22 s",
     });
     expect(judgeTiming(gpu!, undefined)).toEqual({
       ok: false,
       reason:
-        "GPU 0 (NVIDIA H100 80GB HBM3) did not commit to a 4096×4096 int8 product within 3.18 s, the time the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows",
+        "GPU 0 (NVIDIA H100 80GB HBM3) did not commit to a 8192×8192 int8 product within 8.22 s, the time the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows",
     });
     expect(formatRate(1.2e9)).toBe('1.2 G');
     expect(formatRate(999)).toBe('999');
@@ -134,4 +140,27 @@ describe('wire encoding', () => {
     // 31 revealed rows of n = 4096 in base64: under NATS's 1 MiB default max_payload with room to spare.
     expect(31 * encodeInt32(new Int32Array(4096)).length).toBeLessThan(0.7 * 2 ** 20);
   });
+
+  it.each([
+    [GPU_CHALLENGE_N, 1],
+    [LARGE_GPU_CHALLENGE_N, 2],
+  ])("splits the probe's answer at n = %i into %i part(s), each fitting one NATS message, every row once", (n, count) => {
+    const { rows } = newProbe(newChallenge(n));
+    const parts = probeParts(n, rows);
+    expect(parts).toHaveLength(count);
+    expect(parts.flat()).toEqual(rows);
+    for (const part of parts) expect(Buffer.byteLength(answerPart(n, part))).toBeLessThan(2 ** 20 - 100_000);
+    // One row more in a part would pass the budget: the parts are as few as they can be.
+    if (count > 1) expect(Buffer.byteLength(answerPart(n, [...parts[0]!, 0]))).toBeGreaterThan(ANSWER_PART_BYTES);
+  });
 });
+
+/** A part of a probe's answer as the agent sends it, with values of every size. */
+function answerPart(n: number, rows: number[]): string {
+  const vector = () => encodeInt32(Int32Array.from({ length: n }, () => randomInt(-(2 ** 31), 2 ** 31)));
+  const depth = Math.ceil(Math.log2(n));
+  return JSON.stringify({
+    products: Array.from({ length: PROBE_VECTORS }, vector),
+    rows: rows.map((index) => ({ index, values: vector(), proof: Array<string>(depth).fill('f'.repeat(64)) })),
+  });
+}

@@ -1,6 +1,8 @@
+import { PROBE_VECTORS } from './protocol.js';
+
 /**
  * int32 vectors on the wire: little-endian bytes in base64, a third of JSON's decimal size, so
- * 31 revealed rows of n = 4096 fit one NATS message.
+ * 31 revealed rows of n = 4096 fit one NATS message (larger n: probeParts).
  */
 export function encodeInt32(values: ArrayLike<number>): string {
   const bytes = Buffer.alloc(values.length * 4);
@@ -16,4 +18,26 @@ export function decodeInt32(text: string): Int32Array | undefined {
   const out = new Int32Array(bytes.length / 4);
   for (let i = 0; i < out.length; i++) out[i] = bytes.readInt32LE(i * 4);
   return out;
+}
+
+/** What one part of a probe's answer may take of a NATS message (1 MiB max_payload), the rest left to JSON's envelope. */
+export const ANSWER_PART_BYTES = 900_000;
+
+/** Characters of n int32s in base64. */
+function base64Length(n: number): number {
+  return 4 * Math.ceil((4 * n) / 3);
+}
+
+/**
+ * The probe's rows in parts whose answers each fit one NATS message: every part's answer carries
+ * the products (PROBE_VECTORS vectors of n) and its share of the rows, each n int32 with its
+ * Merkle proof (a 64-hex-digit hash per level). At n = 4096 the 31 rows fit one part; at 8192, two.
+ */
+export function probeParts(n: number, rows: readonly number[]): number[][] {
+  const products = PROBE_VECTORS * (base64Length(n) + 3);
+  const row = base64Length(n) + Math.ceil(Math.log2(n)) * 67 + 40;
+  const perPart = Math.max(1, Math.floor((ANSWER_PART_BYTES - products) / row));
+  const parts: number[][] = [];
+  for (let i = 0; i < rows.length; i += perPart) parts.push(rows.slice(i, i + perPart));
+  return parts;
 }

@@ -8,7 +8,7 @@ export interface CpuProverCommitted {
   root: string;
 }
 
-/** What the worker is asked second: the probe, as it came. */
+/** What the worker is asked next: the probe, or a part of it, as it came. */
 export type CpuProverAsk = Pick<HardwareProbe, 'vectors' | 'rows'>;
 
 /**

@@ -4,12 +4,13 @@ import type { CpuProverAsk, CpuProverCommitted } from './cpu-prover.js';
 
 /**
  * The CPU prover's thread: computes the product off the agent's event loop, posts the
- * commitment, then answers the one probe it gets from the product it kept.
+ * commitment, then answers each probe it gets from the product it kept.
  */
 const { seed, n } = workerData as { seed: string; n: number };
 const prover = new ReferenceProver({ seed, n });
 parentPort!.postMessage({ root: prover.commitment().root } satisfies CpuProverCommitted);
-parentPort!.once('message', (ask: CpuProverAsk) => {
+// Each probe, or each part of one (libs/proof probeParts), from the same product.
+parentPort!.on('message', (ask: CpuProverAsk) => {
   const vectors = ask.vectors.map((v) => Array.from(decodeInt32(v) ?? []));
   const answer = prover.answer({ vectors, rows: ask.rows });
   parentPort!.postMessage({

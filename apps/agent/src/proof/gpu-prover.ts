@@ -14,7 +14,8 @@ const SOCKET_MOUNT = '/tern/proof';
 const SOCKET_NAME = 'prover.sock';
 /**
  * PyTorch's import and CUDA context, A and B (2n² bytes), C (4n² bytes) on the host for the tree
- * and on the device: 8 GiB leaves room at n = 4096 (C is 64 MiB) for any torch build.
+ * and on the device: 8 GiB leaves room at n = 8192 (C is 256 MiB, its rows as bytes as much) for
+ * any torch build.
  */
 const PROVER_MEMORY_BYTES = 8 * 2 ** 30;
 /** torch starts a thread per core and more; each counts against pids. */

@@ -68,6 +68,24 @@ describe('the agent side of a proof', () => {
     await expect(proofs.probe({ challengeId: 'c-1', vectors: [], rows: [] })).rejects.toMatchObject({ code: 404 });
   });
 
+  it('answers a probe in parts from the product it kept, and lets the prover go after the last', async () => {
+    await proofs.prepare(prepareOf('c-p'));
+    const challenge = challengeOf('c-p');
+    const root = await proofs.challenge(challenge);
+    const probe = newProbe(challenge);
+    const vectors = probe.vectors.map((v) => encodeInt32(v));
+    const first = await proofs.probe({ challengeId: 'c-p', vectors, rows: probe.rows.slice(0, 20), more: true });
+    expect(made[0]!.released).toBe(false);
+    const last = await proofs.probe({ challengeId: 'c-p', vectors, rows: probe.rows.slice(20) });
+    expect(made[0]!.released).toBe(true);
+    expect(last.products).toEqual(first.products);
+    const answer = {
+      products: first.products.map((p) => Array.from(decodeInt32(p)!)),
+      rows: [...first.rows, ...last.rows].map((r) => ({ index: r.index, values: Array.from(decodeInt32(r.values)!), proof: r.proof })),
+    };
+    expect(verifyAnswer(challenge, { root }, probe, answer)).toEqual({ ok: true });
+  });
+
   it('holds a GPU from its prepare step until its prover is let go, so no start lands on it meanwhile', async () => {
     const holders = new GpuHolders();
     const gpuProofs = new ProofsService((c) => new InProcessProver(c), holders);

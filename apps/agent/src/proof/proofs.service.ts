@@ -126,13 +126,20 @@ export class ProofsService implements OnModuleDestroy {
     }
   }
 
+  /** Answers a probe, or a part of one: the product is kept for the next part while `more` says one follows. */
   async probe(probe: HardwareProbe): Promise<HardwareAnswer> {
     const held = this.open.get(probe.challengeId);
     if (!held) throw new ReplyError(404, `no committed challenge ${probe.challengeId} (answered, or past its deadline)`);
+    let kept = false;
     try {
-      return await held.prover.answer(probe);
+      const answer = await held.prover.answer(probe);
+      if (probe.more) {
+        this.hold(probe.challengeId, held.prover, PROBE_WAIT_MS, false, held.device);
+        kept = true;
+      }
+      return answer;
     } finally {
-      await this.drop(probe.challengeId);
+      if (!kept) await this.drop(probe.challengeId);
     }
   }
 

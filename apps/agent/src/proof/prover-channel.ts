@@ -27,8 +27,9 @@ export class ProverFailed extends Error {}
 
 /**
  * The agent's end of the exchange with the Python prover: one JSON object a line, the prepare
- * step, the challenge, then the probe, each answered once. Over a unix socket (a prover in a container) or a child's
- * stdio (tests); either way the prover is a stranger to parse, never to trust.
+ * step, the challenge, then the probe (in one part or several), each answered once. Over a unix
+ * socket (a prover in a container) or a child's stdio (tests); either way the prover is a stranger
+ * to parse, never to trust.
  */
 export class ProverChannel {
   private readonly lines: AsyncIterator<string>;
@@ -56,8 +57,9 @@ export class ProverChannel {
     return reply as unknown as PythonProverCommitted;
   }
 
-  async answer(probe: Pick<HardwareProbe, 'vectors' | 'rows'>): Promise<HardwareAnswer> {
-    const reply = await this.exchange({ vectors: probe.vectors, rows: probe.rows });
+  /** Answers the probe, or a part of it (`more`: another part follows, from the same product). */
+  async answer(probe: Pick<HardwareProbe, 'vectors' | 'rows' | 'more'>): Promise<HardwareAnswer> {
+    const reply = await this.exchange({ vectors: probe.vectors, rows: probe.rows, ...(probe.more ? { more: true } : {}) });
     if (!Array.isArray(reply.products) || !Array.isArray(reply.rows)) throw new ProverFailed('the prover answered no products and rows');
     // The scheduler validates the answer's shape and checks every value; the agent passes it on.
     return { products: reply.products as string[], rows: reply.rows as HardwareAnswer['rows'] };

@@ -39,9 +39,9 @@ describe('AnswerChecker', () => {
     expect(await checker.check({ challenge, commitment: prover.commitment(), probe, answer })).toMatchObject({ ok: false });
   });
 
-  it("leaves the event loop free while it checks a product larger than a GPU's", async () => {
-    // n = 8192: drawing A and B and the Freivalds pass take most of a second of CPU; on the event
-    // loop, that would be one gap as long as the check.
+  it("leaves the event loop free while it checks an H100's product", async () => {
+    // n = 8192: drawing A and B and a Freivalds pass take most of a second of CPU or more; on the
+    // event loop, that would be one gap as long as the check.
     const toCheck = zeroProductAnswer(8192);
     let last = performance.now();
     let longestGapMs = 0;

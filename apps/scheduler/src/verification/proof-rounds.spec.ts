@@ -1,6 +1,17 @@
 import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PREPARE, AGENT_PROOF_PROBE, type Contract } from '#tern/contracts';
 import { type Messaging, RequestError } from '#tern/messaging';
-import { decodeInt32, type DeviceClaim, deviceClaims, encodeInt32, memoryToAllocate, ReferenceProver } from '#tern/proof';
+import {
+  decodeInt32,
+  type DeviceClaim,
+  deviceClaims,
+  encodeInt32,
+  memoryToAllocate,
+  merkleLevels,
+  merkleProof,
+  merkleRoot,
+  ReferenceProver,
+  rowLeaf,
+} from '#tern/proof';
 import { AnswerChecker } from './answer-checker.js';
 import { ProofRounds } from './proof-rounds.js';
 
@@ -102,7 +113,7 @@ describe('a proof round', () => {
       },
     ]);
     expect(asked.map((a) => a.subject)).toEqual([AGENT_PROOF_PREPARE.subject]);
-    expect(asked[0]!.payload).toMatchObject({ device: 'gpu:0', n: 4096, claimedMemoryBytes: H100_BYTES });
+    expect(asked[0]!.payload).toMatchObject({ device: 'gpu:0', n: 8192, claimedMemoryBytes: H100_BYTES });
   });
 
   it('fails a device whose prover did not get ready in time, or refused to, naming why; leaves one the agent cannot prove unproven', async () => {
@@ -169,4 +180,43 @@ describe('a proof round', () => {
         "GPU 1 (NVIDIA H100 80GB HBM3) did not commit to a 64×64 int8 product within 3.00 s, the time the H100 band's floor of 100 T multiply-adds/s (uncalibrated) allows",
     });
   }, 30_000);
+
+  it("asks for an H100's 8192 probe in parts that each fit one NATS message, and checks the rows of all of them", async () => {
+    // A product of zeros, committed to honestly: its rows pass against the root and the products,
+    // so the check gets as far as A·B, which it is not.
+    const n = gpu!.n;
+    const zeros = encodeInt32(new Int32Array(n));
+    const levels = merkleLevels(Array.from({ length: n }, (_, i) => rowLeaf(i, new Int32Array(n))));
+    const zeroMachine = (secondProducts: string) => {
+      const parts: { rows: number[]; more?: unknown }[] = [];
+      const { rounds } = machine({
+        [AGENT_PROOF_PREPARE.subject]: () => Promise.resolve({ allocatedBytes: H100_BYTES }),
+        [AGENT_PROOF_CHALLENGE.subject]: () => Promise.resolve({ root: merkleRoot(levels).toString('hex') }),
+        [AGENT_PROOF_PROBE.subject]: (p) => {
+          parts.push({ rows: p.rows as number[], more: p.more });
+          return Promise.resolve({
+            products: [zeros, parts.length > 1 ? secondProducts : zeros],
+            rows: parts.at(-1)!.rows.map((index) => ({
+              index,
+              values: zeros,
+              proof: merkleProof(levels, index).map((h) => h.toString('hex')),
+            })),
+          });
+        },
+      });
+      return { rounds, parts };
+    };
+
+    const whole = zeroMachine(zeros);
+    expect(await whole.rounds.prove('m-1', [gpu!])).toEqual([
+      { kind: 'failed', reason: 'GPU 0 (NVIDIA H100 80GB HBM3): the product is not A·B' },
+    ]);
+    expect(whole.parts.map((p) => p.more)).toEqual([true, undefined]);
+    expect(whole.parts.flatMap((p) => p.rows)).toHaveLength(31);
+
+    const changing = zeroMachine(encodeInt32(new Int32Array(n).fill(1)));
+    expect(await changing.rounds.prove('m-1', [gpu!])).toEqual([
+      { kind: 'failed', reason: 'GPU 0 (NVIDIA H100 80GB HBM3) answered the parts of one probe with different products' },
+    ]);
+  }, 60_000);
 });

@@ -12,6 +12,8 @@ import {
   newChallenge,
   newProbe,
   type ProofAnswer,
+  type ProofProbe,
+  probeParts,
   type TimingVerdict,
 } from '#tern/proof';
 import { mapLimit } from '#tern/timing';
@@ -118,19 +120,39 @@ export class ProofRounds {
     const timing = judgeTiming(claim, performance.now() - started);
     if (!timing.ok) return { kind: 'failed', reason: timing.reason };
     const probe = newProbe(challenge);
-    let reply: HardwareAnswer;
-    try {
-      reply = await this.messaging.request(
-        AGENT_PROOF_PROBE,
-        { challengeId, vectors: probe.vectors.map((v) => encodeInt32(v)), rows: probe.rows },
-        { tokens: [machineId], timeoutMs: PROBE_TIMEOUT_MS },
-      );
-    } catch (e) {
-      return failure(claim, e, () => `${claim.label} did not answer its probe within ${PROBE_TIMEOUT_MS / 1000} s`);
-    }
-    const answer = decodeAnswer(reply);
-    if (!answer) return { kind: 'failed', reason: `${claim.label} answered its probe with values that are not int32 vectors` };
+    const answer = await this.probe(machineId, claim, challengeId, probe);
+    if ('kind' in answer) return answer;
     return { claim, toCheck: { challenge, commitment: { root }, probe, answer }, macsPerSecond: timing.macsPerSecond };
+  }
+
+  /**
+   * The probe, its rows in parts whose answers each fit one NATS message (probeParts: one part up
+   * to n = 4096, two at 8192), each part with the same vectors: every part's products must be the
+   * first's, and the rows of all parts make the answer.
+   */
+  private async probe(machineId: string, claim: DeviceClaim, challengeId: string, probe: ProofProbe): Promise<ProofAnswer | RoundResult> {
+    const vectors = probe.vectors.map((v) => encodeInt32(v));
+    const parts = probeParts(claim.n, probe.rows);
+    const answer: ProofAnswer = { products: [], rows: [] };
+    for (const [i, rows] of parts.entries()) {
+      let reply: HardwareAnswer;
+      try {
+        reply = await this.messaging.request(
+          AGENT_PROOF_PROBE,
+          { challengeId, vectors, rows, ...(i < parts.length - 1 ? { more: true } : {}) },
+          { tokens: [machineId], timeoutMs: PROBE_TIMEOUT_MS },
+        );
+      } catch (e) {
+        return failure(claim, e, () => `${claim.label} did not answer its probe within ${PROBE_TIMEOUT_MS / 1000} s`);
+      }
+      const part = decodeAnswer(reply);
+      if (!part) return { kind: 'failed', reason: `${claim.label} answered its probe with values that are not int32 vectors` };
+      if (i > 0 && JSON.stringify(part.products) !== JSON.stringify(answer.products))
+        return { kind: 'failed', reason: `${claim.label} answered the parts of one probe with different products` };
+      answer.products = part.products;
+      answer.rows.push(...part.rows);
+    }
+    return answer;
   }
 
   private async check({ claim, toCheck, macsPerSecond }: Answered): Promise<RoundResult> {
@@ -144,12 +166,13 @@ export class ProofRounds {
  * 503: nothing on the machine serves proofs; 501: no prover for this device on the machine (the
  * claim stays unproven); 429: more challenges at once than the agent takes (an agent from before
  * all GPUs were challenged together takes two: the claim stays unproven, as with 501, until it is
- * upgraded); 504: too late; anything else: the agent's refusal.
+ * upgraded); 400: the agent refuses the request's shape (one from before n = 8192 and probes in
+ * parts: unproven too, until upgraded); 504: too late; anything else: the agent's refusal.
  */
 function failure(claim: DeviceClaim, e: unknown, onTimeout: () => string): RoundResult {
   if (!(e instanceof RequestError)) throw e;
   if (e.code === 503) return { kind: 'unanswered', reason: 'the machine does not answer hardware challenges (no prover listening)' };
-  if (e.code === 501 || e.code === 429) return { kind: 'unproven', reason: `${claim.label} is unproven: ${e.message}` };
+  if (e.code === 501 || e.code === 429 || e.code === 400) return { kind: 'unproven', reason: `${claim.label} is unproven: ${e.message}` };
   if (e.code === 504) return { kind: 'failed', reason: onTimeout() };
   return { kind: 'failed', reason: `${claim.label} refused its challenge: ${e.message}` };
 }

@@ -1,13 +1,13 @@
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 
 const HEX_256 = /^[0-9a-f]{64}$/;
 /** Base64 of little-endian 32-bit integers. */
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-/** The largest challenge: its answer must fit one NATS message (libs/proof GPU_CHALLENGE_N). */
-export const PROOF_MAX_N = 4096;
+/** The largest challenge (libs/proof LARGE_GPU_CHALLENGE_N): its probe is answered in parts, each one NATS message (probeParts). */
+export const PROOF_MAX_N = 8192;
 
 /** `cpu` or `gpu:<index>`. */
 const DEVICE = /^(cpu|gpu:\d{1,3})$/;
@@ -58,12 +58,18 @@ export class HardwareCommitment {
   @Matches(HEX_256, { message: 'root must be 64 hex digits' }) root!: string;
 }
 
-/** Step 2, sent only once the commitment arrived: the probe vectors and the rows to reveal. */
+/**
+ * Step 2, sent only once the commitment arrived: the probe vectors and the rows to reveal. Where
+ * the answer would not fit one NATS message (n = 8192), the rows come in parts, each part with
+ * the same vectors and `more` on all but the last: the agent keeps the product until the last.
+ */
 export class HardwareProbe {
   @IsId() challengeId!: string;
   /** Each vector: n residues mod P as base64 int32s. */
   @IsArray() @ArrayMaxSize(8) @IsString({ each: true }) @Matches(BASE64, { each: true }) vectors!: string[];
   @IsArray() @ArrayMaxSize(64) @IsInt({ each: true }) @Min(0, { each: true }) rows!: number[];
+  /** More parts of this probe follow. Absent: the last (or only) part. */
+  @IsOptional() @IsBoolean() more?: boolean;
 }
 
 export class HardwareRevealedRow {
@@ -104,5 +110,5 @@ export const AGENT_PROOF_PROBE = defineContract({
   payload: HardwareProbe,
   reply: HardwareAnswer,
   description:
-    "The probe of a proof challenge, drawn after the commitment: answer C·r for each vector and reveal the chosen rows with their Merkle proofs. Token: machine id. Sent by the scheduler; answered by that machine's agent.",
+    "The probe of a proof challenge, drawn after the commitment: answer C·r for each vector and reveal the chosen rows with their Merkle proofs. Where the answer would not fit one message (n = 8192) the rows come in parts, `more` on all but the last, each answered from the same product. Token: machine id. Sent by the scheduler; answered by that machine's agent.",
 });
