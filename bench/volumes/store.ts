@@ -96,9 +96,9 @@ export interface BlobSet {
 
 /**
  * The floor: every blob fetched with bare HTTP GETs from the registry the agent fetches from, 16
- * at once (as the agent fetches chunks), over the agent's client (node:http, kept-alive
- * connections, each blob read into one buffer and written to its own file under `dir` with one
- * call): no hashing, no cache, no tree. Seconds and bytes.
+ * at once (as the agent fetches chunks), over the agent's client (`getInto`: kept-alive
+ * connections, each blob read into one new buffer and written to its own file under `dir` with
+ * one call): no hashing, no cache, no tree. Seconds and bytes.
  */
 export async function bareGets(stack: Stack, sets: BlobSet[], dir: string): Promise<{ seconds: number; bytes: number }> {
   const base = await registryUrl(stack);

@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, get as httpGet, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, get as httpsGet } from 'node:https';
+import { getStraight } from './http-into.js';
 
 /** Kept-alive connections to the store: a mount asks for thousands of blobs, one TCP handshake each would cost more than the bytes. */
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }) };
@@ -35,11 +36,24 @@ function getFollowing<T>(
 }
 
 /**
- * GETs `url` into one buffer sized by the answer's Content-Length (so each byte is copied once,
- * from the socket's piece into it), refusing a body over `maxBytes` or one cut short.
+ * GETs `url` into one buffer sized by the answer's Content-Length, refusing a body over `maxBytes`
+ * or one cut short. The buffer is the start of `into` when given (a caller's reused buffer: a body
+ * larger than it is refused), else a new one. Over plain HTTP the socket reads straight into it
+ * (http-into.ts); over HTTPS, and after a redirect, node:https's pieces are copied into it.
  */
-export function getInto(url: string, headers: Record<string, string>, maxBytes: number, timeoutMs: number): Promise<GetAnswer> {
-  return getFollowing(url, headers, timeoutMs, async (res) => ({ bytes: await bodyOf(res, maxBytes) }));
+export async function getInto(
+  url: string,
+  headers: Record<string, string>,
+  maxBytes: number,
+  timeoutMs: number,
+  into?: Buffer,
+): Promise<GetAnswer> {
+  const most = into ? Math.min(maxBytes, into.length) : maxBytes;
+  const read = async (res: IncomingMessage) => ({ bytes: await bodyOf(res, most, into) });
+  const target = new URL(url);
+  if (target.protocol !== 'http:') return getFollowing(url, headers, timeoutMs, read);
+  const got = await getStraight(target, headers, most, timeoutMs, into);
+  return 'location' in got ? getFollowing(got.location, {}, timeoutMs, read, 1) : got;
 }
 
 /**
@@ -54,14 +68,14 @@ export function getBody(
   return getFollowing(url, headers, timeoutMs, (res) => Promise.resolve({ body: res }));
 }
 
-function bodyOf(res: IncomingMessage, maxBytes: number): Promise<Buffer> {
+function bodyOf(res: IncomingMessage, maxBytes: number, into?: Buffer): Promise<Buffer> {
   const length = Number(res.headers['content-length']);
   return new Promise((resolve, reject) => {
     if (!Number.isSafeInteger(length) || length > maxBytes) {
       res.destroy();
       return reject(new Error(`a blob of ${res.headers['content-length'] ?? 'unknown'} bytes (at most ${maxBytes} taken)`));
     }
-    const bytes = Buffer.allocUnsafe(length);
+    const bytes = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
     let filled = 0;
     res.on('data', (piece: Buffer) => {
       if (filled + piece.length > length) return res.destroy(new Error(`more than the ${length} bytes announced`));

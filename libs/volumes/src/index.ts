@@ -3,3 +3,4 @@ export * from './registry-blobs.js';
 export * from './volume-path.js';
 export * from './http-get.js';
 export * from './site-cache.js';
+export * from './sha256-threads.js';

@@ -64,13 +64,14 @@ export class RegistryBlobs {
   /**
    * The blob's bytes in one buffer of at most `maxBytes` (a larger blob is refused before it is
    * read), over node:http: the registry's bytes land in the buffer as they arrive, without a web
-   * stream between (undici's fetch body costs about a fifth more CPU per byte). The caller checks
-   * the digest.
+   * stream between (undici's fetch body costs about a fifth more CPU per byte). `into`: a buffer
+   * of the caller's to read into (its start is answered), which the caller reuses once done with
+   * the bytes. The caller checks the digest.
    */
-  async read(hex: string, maxBytes: number): Promise<Buffer> {
+  async read(hex: string, maxBytes: number, into?: Buffer): Promise<Buffer> {
     for (let attempt = 0; ; attempt++) {
       const g = await this.grantNow(attempt > 0);
-      const got = await this.readOnce(g, hex, maxBytes);
+      const got = await this.readOnce(g, hex, maxBytes, into);
       if ('bytes' in got) return got.bytes;
       if (got.status === 401 && attempt === 0) continue;
       throw new BlobStoreError(
@@ -85,11 +86,11 @@ export class RegistryBlobs {
    * whether it may serve it); straight from the store when the cache cannot be reached, so a
    * site whose cache is down still mounts, over its uplink.
    */
-  private async readOnce(g: BlobGrant, hex: string, maxBytes: number): Promise<GetAnswer & { from: string }> {
+  private async readOnce(g: BlobGrant, hex: string, maxBytes: number, into?: Buffer): Promise<GetAnswer & { from: string }> {
     const headers = { authorization: `Bearer ${g.token}` };
     if (this.siteCache) {
       const via = this.siteCache;
-      const got = await getInto(`${via.url}/v2/${g.repository}/blobs/sha256:${hex}`, headers, maxBytes, this.timeoutMs).catch(
+      const got = await getInto(`${via.url}/v2/${g.repository}/blobs/sha256:${hex}`, headers, maxBytes, this.timeoutMs, into).catch(
         (e: Error) => {
           via.unreachable?.(`the site cache ${via.url} cannot be reached (${e.message}); reading from the volume store ${g.url}`);
           return undefined;
@@ -97,7 +98,7 @@ export class RegistryBlobs {
       );
       if (got) return { ...got, from: `the site cache ${via.url} of the volume store ${g.url}` };
     }
-    const got = await getInto(blobUrl(g, hex), headers, maxBytes, this.timeoutMs).catch((e: Error) => {
+    const got = await getInto(blobUrl(g, hex), headers, maxBytes, this.timeoutMs, into).catch((e: Error) => {
       throw new BlobStoreError(`cannot read blob ${hex} from the volume store ${g.url}: ${e.message}`);
     });
     return { ...got, from: `the volume store ${g.url}` };

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { LRUCache } from 'lru-cache';
 import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
+import { sha256Of } from '#tern/volumes';
 
 /** A chunk's bytes as its source gives them: whole (the registry's and the gateway's answers) or as a stream. */
 export type ChunkBytes = Uint8Array | ReadableStream<Uint8Array>;
@@ -125,8 +126,8 @@ export class ChunkCache {
   /**
    * Takes the chunk's bytes whole (a chunk is at most VOLUME_CHUNK_BYTES: memory holds the
    * chunks in flight, whatever the volume's size), writes them to a file beside its final name
-   * while their sha256 is computed, both on libuv's threads (the event loop only receives
-   * bytes), and renames the file only once the digest matches: a wrong, truncated or
+   * while their sha256 is computed, both off the event loop (which only receives bytes: libuv's
+   * threads write, `sha256Of` hashes), and renames the file only once the digest matches: a wrong, truncated or
    * half-written chunk (a refused source, a full disk, a crash) never lies under a good name.
    * `deliver` gets the verified bytes (a mount writes them straight into its tree). Not `keep`:
    * the bytes are verified and delivered, and no file is written.
@@ -138,7 +139,7 @@ export class ChunkCache {
       const data = await download();
       bytes = data instanceof Uint8Array ? data : await whole(data);
       const [actual] = await Promise.all([
-        crypto.subtle.digest('SHA-256', bytes).then((d) => Buffer.from(d).toString('hex')),
+        sha256Of(bytes),
         keep &&
           writeWhole(tmp, bytes).catch((e: Error) => {
             // A full disk: say which chunk and from where.

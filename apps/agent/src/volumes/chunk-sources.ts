@@ -16,7 +16,8 @@ export interface ChunkSource {
   readonly parallel: number;
   /** Chunks of a file uploaded at once by a commit (each a buffer of a chunk). */
   readonly uploads: number;
-  fetch(hex: string): Promise<ChunkBytes>;
+  /** `into`: a buffer of a chunk's size the bytes may be read into (the caller reuses it once done with them). */
+  fetch(hex: string, into?: Buffer): Promise<ChunkBytes>;
   /** Stores a chunk for a commit (nothing sent when the store holds it already). */
   upload(hex: string, chunk: Uint8Array): Promise<void>;
 }
@@ -45,7 +46,7 @@ export function registryChunks(gateway: () => GatewayAccess, containerId: string
     parallel: 16,
     // The quota is checked at the commit, for all its chunks at once; 8 buffers of a chunk each.
     uploads: 8,
-    fetch: (hex) => blobs.read(hex, VOLUME_CHUNK_BYTES),
+    fetch: (hex, into) => blobs.read(hex, VOLUME_CHUNK_BYTES, into),
     upload: async (hex, chunk) => {
       await blobs.put(hex, chunk);
     },

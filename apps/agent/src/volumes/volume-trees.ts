@@ -3,7 +3,7 @@ import { chmod, copyFile, mkdir, open, truncate, utimes, writeFile } from 'node:
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { VOLUME_CHUNK_BYTES, type VolumeManifest } from '#tern/contracts';
-import { inParallel, volumePath } from '#tern/volumes';
+import { inParallel, sha256Of, sharedBuffer, volumePath } from '#tern/volumes';
 import type { ChunkCache } from './chunk-cache.js';
 import { type ChunkSource, VolumeMountError } from './chunk-sources.js';
 
@@ -50,20 +50,31 @@ export async function writeTree(
   }
   const delivered = new Set<string>();
   const missing = [...places.keys()].filter((hex) => !cache.has(hex) && !cache.inTree(hex));
-  await inParallel(missing, source.parallel, (hex) => {
+  // One buffer per fetch in flight, reused by the next fetch once its chunk is written (a fresh
+  // 4 MiB buffer per chunk kept the garbage collector busy), over shared memory so that its
+  // digest is taken by another thread without a copy.
+  const free: Buffer[] = [];
+  await inParallel(missing, source.parallel, async (hex) => {
+    const buffer = free.pop() ?? sharedBuffer(VOLUME_CHUNK_BYTES);
     const deliver = async (bytes: Uint8Array) => {
       for (const place of places.get(hex)!) await writeAt(place, bytes);
       delivered.add(hex);
     };
-    const fetch = () => source.fetch(hex);
-    return readOnly ? cache.deliver(hex, fetch, source.from, deliver) : cache.ensure(hex, fetch, source.from, deliver);
+    const fetch = () => source.fetch(hex, buffer);
+    try {
+      await (readOnly ? cache.deliver(hex, fetch, source.from, deliver) : cache.ensure(hex, fetch, source.from, deliver));
+    } finally {
+      free.push(buffer);
+    }
   });
+  // The chunks left are copied one at a time, each through the same buffer.
+  const spare = () => (free[0] ??= sharedBuffer(VOLUME_CHUNK_BYTES));
   for (const file of files) {
     for (const [i, hex] of file.chunks.entries()) {
       if (delivered.has(hex)) continue;
       const place = { target: file.target, offset: i * VOLUME_CHUNK_BYTES };
-      if (await copyFromTree(cache, hex, place)) continue;
-      const cached = await cache.ensure(hex, () => source.fetch(hex), source.from);
+      if (await copyFromTree(cache, hex, place, spare)) continue;
+      const cached = await cache.ensure(hex, () => source.fetch(hex, spare()), source.from);
       if (file.chunks.length === 1) await copyFile(cached, file.target, constants.COPYFILE_FICLONE);
       else await pipeline(createReadStream(cached), createWriteStream(file.target, { flags: 'r+', start: place.offset }));
     }
@@ -90,13 +101,14 @@ export function holdTree(manifest: VolumeManifest, dir: string, cache: ChunkCach
 }
 
 /**
- * Copies a chunk a read-only tree holds to `place` once its bytes still match its digest; false
- * when no tree holds it, or the tree went or changed under it (then it is fetched as any other).
+ * Copies a chunk a read-only tree holds to `place` (read into the buffer `buffer` gives) once its
+ * bytes still match its digest; false when no tree holds it, or the tree went or changed under it
+ * (then it is fetched as any other).
  */
-async function copyFromTree(cache: ChunkCache, hex: string, place: Place): Promise<boolean> {
+async function copyFromTree(cache: ChunkCache, hex: string, place: Place, buffer: () => Buffer): Promise<boolean> {
   const span = cache.inTree(hex);
-  if (!span) return false;
-  const bytes = Buffer.allocUnsafe(span.size);
+  if (!span || span.size > VOLUME_CHUNK_BYTES) return false;
+  const bytes = buffer().subarray(0, span.size);
   try {
     const handle = await open(span.path, 'r');
     try {
@@ -108,7 +120,7 @@ async function copyFromTree(cache: ChunkCache, hex: string, place: Place): Promi
   } catch {
     return false;
   }
-  if (Buffer.from(await crypto.subtle.digest('SHA-256', bytes)).toString('hex') !== hex) return false;
+  if ((await sha256Of(bytes)) !== hex) return false;
   await writeAt(place, bytes);
   return true;
 }

@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { getInto } from './http-get.js';
+
+/** A server on loopback answering each GET with `answer`; counts connections, says when one closes. */
+async function startServer(answer: (req: IncomingMessage, res: ServerResponse) => void) {
+  const connections: Socket[] = [];
+  const closed: Socket[] = [];
+  const server = createServer(answer);
+  server.on('connection', (socket: Socket) => {
+    connections.push(socket);
+    socket.on('close', () => closed.push(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const stop = () => {
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  };
+  return { server, url, connections, closed, stop };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('getInto over plain HTTP (the socket reads into the buffer)', () => {
+  const blob = randomBytes(3 * 2 ** 20 + 17);
+  let s: Awaited<ReturnType<typeof startServer>>;
+  const seen: (string | undefined)[] = [];
+  beforeAll(async () => {
+    s = await startServer((req, res) => {
+      seen.push(req.headers.authorization);
+      if (req.url === '/blob') return void res.writeHead(200, { 'content-length': String(blob.length) }).end(blob);
+      if (req.url === '/moved') return void res.writeHead(307, { location: '/blob' }).end();
+      if (req.url === '/short') {
+        res.writeHead(200, { 'content-length': '1000' });
+        return void res.write(blob.subarray(0, 500), () => res.destroy());
+      }
+      if (req.url === '/empty') return void res.writeHead(200, { 'content-length': '0' }).end();
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[{"code":"BLOB_UNKNOWN"}]}');
+    });
+  });
+  afterAll(() => s.stop());
+
+  it('reads the body into the start of the buffer given, and into a new one without', async () => {
+    const into = Buffer.alloc(4 * 2 ** 20);
+    const got = await getInto(`${s.url}/blob`, { authorization: 'Bearer t' }, 4 * 2 ** 20, 10_000, into);
+    if (!('bytes' in got)) throw new Error(`answered ${got.status}`);
+    expect(got.bytes.equals(blob)).toBe(true);
+    expect(got.bytes.buffer).toBe(into.buffer);
+    expect(got.bytes.byteOffset).toBe(into.byteOffset);
+    const fresh = await getInto(`${s.url}/blob`, {}, 4 * 2 ** 20, 10_000);
+    expect('bytes' in fresh && fresh.bytes.equals(blob)).toBe(true);
+    expect(seen.slice(-2)).toEqual(['Bearer t', undefined]);
+    const empty = await getInto(`${s.url}/empty`, {}, 10, 10_000);
+    expect('bytes' in empty && empty.bytes.length).toBe(0);
+  });
+
+  it('keeps connections alive across GETs', async () => {
+    const before = s.connections.length;
+    for (let i = 0; i < 5; i++) expect('bytes' in (await getInto(`${s.url}/blob`, {}, 2 ** 22, 10_000))).toBe(true);
+    expect(s.connections.length - before).toBeLessThanOrEqual(1);
+  });
+
+  it('answers another status with the start of its text', async () => {
+    expect(await getInto(`${s.url}/nothing`, {}, 2 ** 22, 10_000)).toEqual({
+      status: 404,
+      text: '{"errors":[{"code":"BLOB_UNKNOWN"}]}',
+    });
+  });
+
+  it('refuses a body larger than asked or than the buffer, and one cut short', async () => {
+    await expect(getInto(`${s.url}/blob`, {}, 2 ** 20, 10_000)).rejects.toThrow(`a blob of ${blob.length} bytes (at most 1048576 taken)`);
+    await expect(getInto(`${s.url}/blob`, {}, 2 ** 22, 10_000, Buffer.alloc(2 ** 21))).rejects.toThrow('at most 2097152 taken');
+    await expect(getInto(`${s.url}/short`, {}, 2 ** 22, 10_000)).rejects.toThrow(/cut off after 500 of 1000 bytes/);
+  });
+
+  it('follows a redirect without the authorization', async () => {
+    const got = await getInto(`${s.url}/moved`, { authorization: 'Bearer t' }, 2 ** 22, 10_000);
+    expect('bytes' in got && got.bytes.equals(blob)).toBe(true);
+    expect(seen.slice(-2)).toEqual(['Bearer t', undefined]);
+  });
+
+  it('opens another connection when the server closed the kept one', async () => {
+    expect('bytes' in (await getInto(`${s.url}/blob`, {}, 2 ** 22, 10_000))).toBe(true);
+    const open = s.connections.filter((c) => !s.closed.includes(c));
+    for (const c of open) c.destroy();
+    await until(() => open.every((c) => s.closed.includes(c)));
+    const got = await getInto(`${s.url}/blob`, {}, 2 ** 22, 10_000);
+    expect('bytes' in got && got.bytes.equals(blob)).toBe(true);
+  });
+
+  it('names the error when nothing listens', async () => {
+    const gone = await startServer(() => undefined);
+    await gone.stop();
+    await expect(getInto(`${gone.url}/blob`, {}, 10, 10_000)).rejects.toThrow('ECONNREFUSED');
+  });
+});
