@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { type KV } from '@nats-io/kv';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { HEARTBEATS_BUCKET, type HeartbeatSnapshot, type MachineHeartbeat } from '#tern/contracts';
@@ -11,8 +11,6 @@ import { Messaging } from '#tern/messaging';
  */
 @Injectable()
 export class HeartbeatSnapshotPublisher implements OnModuleInit {
-  private readonly logger = new Logger('heartbeats');
-
   constructor(
     private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
@@ -22,15 +20,16 @@ export class HeartbeatSnapshotPublisher implements OnModuleInit {
     await this.open();
   }
 
-  /** Best effort: a lost snapshot only leaves the machines API a beat behind. */
-  async put(beat: MachineHeartbeat): Promise<void> {
-    try {
-      const kv = await this.open();
-      const snapshot: HeartbeatSnapshot = { ...beat, receivedAt: new Date().toISOString() };
-      await kv.put(beat.machineId, JSON.stringify(snapshot));
-    } catch (e) {
-      this.logger.warn({ machineId: beat.machineId, err: (e as Error).message }, 'could not store the heartbeat snapshot');
-    }
+  /**
+   * Best effort: a lost snapshot only leaves the machines API a beat behind. A core NATS publish
+   * on the entry's subject, which the bucket's stream stores as a put, without the acknowledgement
+   * `kv.put` waits for: an acknowledged put per beat was a round trip and an ack message per
+   * heartbeat for nats-server and the scheduler alike (bench/agents README), and nothing here
+   * would act on a refused one but log it.
+   */
+  put(beat: MachineHeartbeat): void {
+    const snapshot: HeartbeatSnapshot = { ...beat, receivedAt: new Date().toISOString() };
+    this.messaging.nc.publish(`$KV.${this.messaging.ns.bucket(HEARTBEATS_BUCKET.name)}.${beat.machineId}`, JSON.stringify(snapshot));
   }
 
   /** Opened (and created when missing, same settings everywhere) once per process by Messaging. */

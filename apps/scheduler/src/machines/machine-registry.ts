@@ -46,7 +46,7 @@ export class MachineRegistry {
       return false;
     }
     observeHeartbeat(beat.machineId);
-    await this.snapshots.put(beat);
+    this.snapshots.put(beat);
     return true;
   }
 
