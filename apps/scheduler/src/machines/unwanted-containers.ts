@@ -2,15 +2,13 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { MachineHeartbeat } from '#tern/contracts';
 import { ContainersRepository, GroupCommit } from '#tern/persistence';
 import { AgentCommands } from './agent-commands.js';
+import { HEARTBEAT_BATCH, HEARTBEAT_LINGER_MS } from './machine-registry.js';
 
 /** States in which the scheduler has given a container up. */
 const GIVEN_UP = ['stopped', 'failed'];
 
 /** A stop is not repeated for the same container sooner than this. */
 const RESEND_MS = 30_000;
-
-/** The most beats one look-up carries. */
-const LOOKUP_BATCH = 500;
 
 /**
  * Containers keep running when their agent dies (so a restart loses no work), but the
@@ -26,7 +24,10 @@ export class UnwantedContainers {
   private readonly sent = new Map<string, number>();
 
   /** One statement for the beats that arrive together, not one per beat (bench/agents README). */
-  private readonly lookups = new GroupCommit<MachineHeartbeat, string[]>((beats) => this.lookUp(beats), { maxBatch: LOOKUP_BATCH });
+  private readonly lookups = new GroupCommit<MachineHeartbeat, string[]>((beats) => this.lookUp(beats), {
+    maxBatch: HEARTBEAT_BATCH,
+    lingerMs: HEARTBEAT_LINGER_MS,
+  });
 
   constructor(
     private readonly containers: ContainersRepository,
