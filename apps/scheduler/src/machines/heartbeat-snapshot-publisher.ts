@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { type KV } from '@nats-io/kv';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { HEARTBEATS_BUCKET, type HeartbeatSnapshot, type MachineHeartbeat } from '#tern/contracts';
@@ -11,6 +11,8 @@ import { Messaging } from '#tern/messaging';
  */
 @Injectable()
 export class HeartbeatSnapshotPublisher implements OnModuleInit {
+  private readonly logger = new Logger('heartbeats');
+
   constructor(
     private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
@@ -29,7 +31,12 @@ export class HeartbeatSnapshotPublisher implements OnModuleInit {
    */
   put(beat: MachineHeartbeat): void {
     const snapshot: HeartbeatSnapshot = { ...beat, receivedAt: new Date().toISOString() };
-    this.messaging.nc.publish(`$KV.${this.messaging.ns.bucket(HEARTBEATS_BUCKET.name)}.${beat.machineId}`, JSON.stringify(snapshot));
+    try {
+      this.messaging.nc.publish(`$KV.${this.messaging.ns.bucket(HEARTBEATS_BUCKET.name)}.${beat.machineId}`, JSON.stringify(snapshot));
+    } catch (e) {
+      // A closed or draining connection (shutdown) refuses at once; the beat itself is still recorded.
+      this.logger.warn({ machineId: beat.machineId, err: (e as Error).message }, 'could not store the heartbeat snapshot');
+    }
   }
 
   /** Opened (and created when missing, same settings everywhere) once per process by Messaging. */
