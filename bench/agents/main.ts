@@ -147,7 +147,6 @@ async function main() {
   const reputation = new ReputationLag(measuring);
   const fleet = new Fleet(o.workers, (id, sequence, sentAt) => reputation.beat(id, sequence, sentAt));
   const shared = await connect({ servers: nats.urls, authenticator: admin, name: 'bench-agents' });
-  await jetStreamReady(shared);
   // However the run ends (its end, an error, Ctrl-C, a `timeout`'s SIGTERM): no agent, service,
   // nats-server or database of it is left behind to load the machine for whatever runs next.
   const cleanup = stopOnInterrupt(async () => {
@@ -162,6 +161,7 @@ async function main() {
     await rm(dir, { recursive: true, force: true });
   }, log);
   try {
+    await jetStreamReady(shared);
     for (const name of SERVICES)
       for (let replica = 0; replica < (name === 'scheduler' ? o.schedulerReplicas : 1); replica++) {
         const env: Record<string, string> = {
