@@ -21,6 +21,8 @@ interface Agent {
   id: string;
   /** Its user: the JWT and the nonce signature, as credsAuthenticator gives them but signed with Node's Ed25519. */
   auth: Authenticator;
+  /** Its server's index in the settings' urls (agents spread over a cluster in turn). */
+  home: number;
   nc?: NatsConnection;
   js?: JetStreamClient;
   sequence: number;
@@ -97,7 +99,9 @@ async function connectAgent(agent: Agent): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       agent.nc = await connect({
-        servers: settings.url,
+        // Its own server first, the others if that one is gone, as an agent given a cluster's URLs.
+        servers: [...settings.urls.slice(agent.home), ...settings.urls.slice(0, agent.home)],
+        noRandomize: true,
         authenticator: agent.auth,
         inboxPrefix: `_INBOX.${settings.tag}.machine.${agent.id}`,
         name: agent.id,
@@ -117,9 +121,9 @@ async function connectAgent(agent: Agent): Promise<void> {
   changeSlots[Math.floor(Math.random() * changeSlots.length)]!.add(agent);
 }
 
-async function join(ids: string[], spreadMs: number) {
+async function join(ids: string[], homes: number[], spreadMs: number) {
   const start = Date.now();
-  const queue = ids.map((id, i) => ({ id, at: start + (spreadMs * i) / ids.length }));
+  const queue = ids.map((id, i) => ({ id, home: homes[i]!, at: start + (spreadMs * i) / ids.length }));
   const worker = async () => {
     for (let next = queue.shift(); next; next = queue.shift()) {
       let agent = agents.get(next.id);
@@ -137,7 +141,7 @@ async function join(ids: string[], spreadMs: number) {
           nkey: key.publicKey,
           sig: nonce ? encode(kp.sign(new TextEncoder().encode(nonce))) : '',
         });
-        agent = { id: next.id, auth, sequence: 0 };
+        agent = { id: next.id, home: next.home, auth, sequence: 0 };
         agents.set(next.id, agent);
       }
       const wait = next.at - Date.now();
@@ -202,7 +206,7 @@ async function handle(m: FleetCommand) {
     lastTick = Date.now();
     setInterval(tick, TICK_MS);
     setInterval(report, 1000);
-  } else if (m.op === 'join') await join(m.ids, m.spreadMs);
+  } else if (m.op === 'join') await join(m.ids, m.homes, m.spreadMs);
   else if (m.op === 'drop') await drop(m.ids);
   else if (m.op === 'sample') {
     sampled.clear();

@@ -9,7 +9,8 @@ import { type AccountSigner } from '#tern/nats-auth';
 import { ROOT } from '../invoke/stack.js';
 
 export interface FleetSettings {
-  url: string;
+  /** The NATS servers: agent i connects to urls[i mod their count]. */
+  urls: string[];
   /** The namespace, also the bench's tag in message ids. */
   tag: string;
   beatMs: number;
@@ -20,7 +21,7 @@ export interface FleetSettings {
 
 export type FleetCommand = { seq: number } & (
   | { op: 'init'; settings: FleetSettings; signer: AccountSigner }
-  | { op: 'join'; ids: string[]; spreadMs: number }
+  | { op: 'join'; ids: string[]; homes: number[]; spreadMs: number }
   | { op: 'drop'; ids: string[] }
   | { op: 'sample'; ids: string[] }
   | { op: 'stop' }
@@ -40,6 +41,7 @@ export class Fleet {
   private readonly waiting = new Map<number, () => void>();
   private readonly connected: number[] = [];
   private seq = 0;
+  private servers = 1;
   sent = 0;
   errors = 0;
   /** Connects the server refused and the agent tried again. */
@@ -78,12 +80,13 @@ export class Fleet {
   }
 
   init(settings: FleetSettings, signer: AccountSigner) {
+    this.servers = settings.urls.length;
     return this.all({ op: 'init', settings, signer });
   }
 
   /** Agents first..last-1 connect, spread over spreadMs (0: all at once), each with its own user. */
   join(first: number, last: number, spreadMs: number) {
-    return this.each(first, last, (ids) => ({ op: 'join', ids, spreadMs }));
+    return this.each(first, last, (ids, homes) => ({ op: 'join', ids, homes, spreadMs }));
   }
 
   drop(first: number, last: number) {
@@ -99,10 +102,15 @@ export class Fleet {
     for (const w of this.workers) if (w.exitCode === null) w.kill('SIGKILL');
   }
 
-  private each(first: number, last: number, command: (ids: string[]) => Command) {
+  /** Agents first..last-1 by worker, with each one's NATS server (agent i: server i mod servers). */
+  private each(first: number, last: number, command: (ids: string[], homes: number[]) => Command) {
     const ids: string[][] = this.workers.map(() => []);
-    for (let i = first; i < last; i++) ids[i % this.workers.length]!.push(agentId(i));
-    return Promise.all(this.workers.map((w, n) => this.ask(w, command(ids[n]!))));
+    const homes: number[][] = this.workers.map(() => []);
+    for (let i = first; i < last; i++) {
+      ids[i % this.workers.length]!.push(agentId(i));
+      homes[i % this.workers.length]!.push(i % this.servers);
+    }
+    return Promise.all(this.workers.map((w, n) => this.ask(w, command(ids[n]!, homes[n]!))));
   }
 
   private all(command: Command) {

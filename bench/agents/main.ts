@@ -13,7 +13,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
-import { connect, credsAuthenticator } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { HEARTBEATS_BUCKET, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
@@ -23,7 +23,9 @@ import { benchArgs } from '../args.js';
 import { stopOnInterrupt } from '../interrupt.js';
 import { ROOT, sleep } from '../invoke/stack.js';
 import { agentId, Fleet } from './fleet.js';
-import { type NatsMonitor, profileNats, resetStatements, topStatements } from './profile.js';
+import { startNatsServers } from './nats-servers.js';
+import { ReputationLag } from './reputation-lag.js';
+import { profileNats, resetStatements, topStatements } from './profile.js';
 import { padMissing, printSummary, type StepResult, stepLine, summarise, usage } from './report.js';
 import { ServiceProcess } from './services.js';
 
@@ -38,6 +40,8 @@ const USAGE = `usage: npm run build && ulimit -n 65536 && node dist/bench/agents
   --sample N                 machines whose heartbeat lag is measured (default 400)
   --max-lag-ms MS            p99 lag over which a step does not count as sustained (default 1000)
   --scheduler-replicas N     scheduler processes sharing its consumers (default 1)
+  --nats-servers N           a NATS cluster of N servers, agents spread over them in turn (default 1; a server here holds ≤ 18,000)
+  --nats-replicas N          copies JetStream keeps of each stream (NATS_REPLICAS; default 1, at most --nats-servers)
   --database URL             Postgres to create the bench's database in (default $BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
   --profile-dir DIR          per step: nats-server pprof CPU profile and monitoring summaries, pg_stat_statements
                              (where preloaded), and the services' V8 CPU profiles (at exit)
@@ -53,6 +57,8 @@ const OPTIONS = {
   sample: { type: 'string', default: '400' },
   'max-lag-ms': { type: 'string', default: '1000' },
   'scheduler-replicas': { type: 'string', default: '1' },
+  'nats-servers': { type: 'string', default: '1' },
+  'nats-replicas': { type: 'string', default: '1' },
   database: { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   'profile-dir': { type: 'string' },
 } as const;
@@ -80,6 +86,8 @@ function options() {
     sample: count('sample'),
     maxLagMs: count('max-lag-ms'),
     schedulerReplicas: count('scheduler-replicas'),
+    natsServers: count('nats-servers'),
+    natsReplicas: Math.min(count('nats-replicas'), count('nats-servers')),
     database: values.database!,
     profileDir: values['profile-dir'] ? resolve(values['profile-dir']) : undefined,
   };
@@ -98,73 +106,32 @@ const load = () =>
     .map((x) => x.toFixed(1))
     .join(' ');
 
-type NatsModule = {
-  startNats(o: { dir: string; port: number; logFile: string; monitor?: { httpPort: number; profPort: number } }): Promise<{
-    pid: number;
-    url: string;
-    child: { kill(s: string): void };
-  }>;
-};
 type AuthModule = {
   writeCreds(dir: string, namespace: string, principals: string[]): Promise<Record<string, string>>;
   writeAdminCreds(dir: string, name?: string): Promise<string>;
 };
 
-/** nats-server inherits this process's limit on open files, and needs one per agent. */
-async function checkOpenFiles(agents: number) {
+/** Each nats-server inherits this process's limit on open files, and needs one per agent it holds. */
+async function checkOpenFiles(agents: number, servers: number) {
   const limits = await readFile('/proc/self/limits', 'utf8');
   const soft = Number(/Max open files\s+(\d+)/.exec(limits)?.[1] ?? Infinity);
-  if (soft < agents + 2000) throw new Error(`open files limit ${soft} is too low for ${agents} agents: run it after \`ulimit -n 65536\``);
-}
-
-/**
- * Heartbeat lag at reputation for the sample: from the beat's sentAt (its worker's report) to
- * when the stored lastSequence reached it (read every 100 ms). Whichever of the two is known
- * second gives the lag, so the workers' once-a-second reports do not add to it.
- */
-class ReputationLag {
-  readonly lags: number[] = [];
-  private readonly sent = new Map<string, Map<number, number>>();
-  private readonly stored = new Map<string, { sequence: number; at: number }[]>();
-  constructor(private readonly measuring: (sentAt: number) => boolean) {}
-
-  beat(id: string, sequence: number, sentAt: number) {
-    const seen = this.stored.get(id)?.find((s) => s.sequence >= sequence);
-    if (seen) return this.add(sentAt, seen.at);
-    if (!this.sent.has(id)) this.sent.set(id, new Map());
-    this.sent.get(id)!.set(sequence, sentAt);
-  }
-
-  storedSequence(id: string, sequence: number, at: number) {
-    const list = this.stored.get(id) ?? [];
-    if (list.at(-1)?.sequence === sequence) return;
-    list.push({ sequence, at });
-    this.stored.set(id, list.slice(-4));
-    const pending = this.sent.get(id);
-    for (const [seq, sentAt] of pending ?? [])
-      if (seq <= sequence) {
-        this.add(sentAt, at);
-        pending!.delete(seq);
-      }
-  }
-
-  private add(sentAt: number, at: number) {
-    if (this.measuring(sentAt)) this.lags.push(Math.max(0, at - sentAt));
-  }
+  const perServer = Math.ceil(agents / servers);
+  if (soft < perServer + 2000)
+    throw new Error(
+      `open files limit ${soft} is too low for ${perServer} agents per nats-server: run it after \`ulimit -n ${perServer + 2000}\`, or with more --nats-servers`,
+    );
 }
 
 async function main() {
-  await checkOpenFiles(o.steps.at(-1)!);
-  const natsLib = (await import(pathToFileURL(join(ROOT, 'scripts/lib/nats.mjs')).href)) as NatsModule;
+  await checkOpenFiles(o.steps.at(-1)!, o.natsServers);
   const authLib = (await import(pathToFileURL(join(ROOT, 'scripts/lib/nats-auth.mjs')).href)) as AuthModule;
   const dir = await mkdtemp(join(tmpdir(), 'tern-bench-agents-'));
-  const ports = { httpPort: await freePort(), profPort: await freePort() };
-  const nats = await natsLib.startNats({ dir, port: await freePort(), logFile: join(dir, 'nats.log'), monitor: ports });
-  const monitor: NatsMonitor = { ...ports, binary: (await readFile(`/proc/${nats.pid}/cmdline`, 'utf8')).split('\0')[0]! };
+  const nats = await startNatsServers(o.natsServers, dir);
   const creds = await authLib.writeCreds(dir, tag, [...SERVICES]);
   const admin = credsAuthenticator(await readFile(await authLib.writeAdminCreds(dir, 'bench')));
   const signer = JSON.parse(await readFile(join(dir, 'signer.json'), 'utf8')) as AccountSigner;
-  log(`nats-server ${nats.url}, monitoring on 127.0.0.1:${ports.httpPort}, pprof on 127.0.0.1:${ports.profPort}`);
+  for (const [i, m] of nats.monitors.entries())
+    log(`${m.name} ${nats.urls[i]} (pid ${nats.pids[i]}), monitoring on 127.0.0.1:${m.httpPort}, pprof on 127.0.0.1:${m.profPort}`);
 
   const root = new pg.Client({ connectionString: o.database });
   await root.connect();
@@ -179,7 +146,7 @@ async function main() {
   const measuring = (sentAt: number) => sentAt >= windowStart && sentAt < windowEnd;
   const reputation = new ReputationLag(measuring);
   const fleet = new Fleet(o.workers, (id, sequence, sentAt) => reputation.beat(id, sequence, sentAt));
-  const shared = await connect({ servers: nats.url, authenticator: admin, name: 'bench-agents' });
+  const shared = await connect({ servers: nats.urls, authenticator: admin, name: 'bench-agents' });
   // However the run ends (its end, an error, Ctrl-C, a `timeout`'s SIGTERM): no agent, service,
   // nats-server or database of it is left behind to load the machine for whatever runs next.
   const cleanup = stopOnInterrupt(async () => {
@@ -189,15 +156,17 @@ async function main() {
     await db.end().catch(() => undefined);
     await root.query(`DROP DATABASE IF EXISTS ${tag} WITH (FORCE)`).catch((e: Error) => log(`drop database: ${e.message}`));
     await root.end().catch(() => undefined);
-    nats.child.kill('SIGTERM');
+    nats.stop();
     await sleep(500);
     await rm(dir, { recursive: true, force: true });
   }, log);
   try {
+    await jetStreamReady(shared);
     for (const name of SERVICES)
       for (let replica = 0; replica < (name === 'scheduler' ? o.schedulerReplicas : 1); replica++) {
         const env: Record<string, string> = {
-          NATS_URL: nats.url,
+          NATS_URL: nats.urls.join(','),
+          NATS_REPLICAS: String(o.natsReplicas),
           NATS_CREDS: creds[name]!,
           NATS_NAMESPACE: tag,
           DATABASE_URL: databaseUrl.href,
@@ -213,7 +182,14 @@ async function main() {
     await db.connect();
     const jsm = await jetstreamManager(shared);
     await fleet.init(
-      { url: nats.url, tag, beatMs: BEAT_MS, containerEveryMs: o.containerEveryMs, deploymentId: randomUUID(), workspaceId: randomUUID() },
+      {
+        urls: nats.urls,
+        tag,
+        beatMs: BEAT_MS,
+        containerEveryMs: o.containerEveryMs,
+        deploymentId: randomUUID(),
+        workspaceId: randomUUID(),
+      },
       signer,
     );
 
@@ -280,7 +256,7 @@ async function main() {
       const groups = () => {
         const out: Record<string, number[]> = {};
         for (const s of services) (out[s.name] ??= []).push(s.pid!);
-        return { ...out, nats: [nats.pid], fleet: fleet.pids };
+        return { ...out, nats: nats.pids, fleet: fleet.pids };
       };
       const pgPids = async () =>
         (await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [tag])).rows.map((r) => r.pid);
@@ -290,7 +266,14 @@ async function main() {
       fleet.sent = fleet.errors = 0;
       windowStart = Date.now();
       const profile = o.profileDir
-        ? profileNats(o.profileDir, count, monitor, o.measureMs / 1000 - 1).catch((e: Error) => [e.message])
+        ? Promise.all(
+            nats.monitors.map((m) =>
+              profileNats(o.profileDir!, count, m, o.measureMs / 1000 - 1).then(
+                (top) => top.map((line) => `${m.name}: ${line}`),
+                (e: Error) => [`${m.name}: ${e.message}`],
+              ),
+            ),
+          ).then((tops) => tops.flat())
         : undefined;
       await sleep(o.measureMs);
       windowEnd = Date.now();
@@ -333,6 +316,20 @@ async function main() {
     if (rejoined) console.log(rejoined);
   } finally {
     await cleanup();
+  }
+}
+
+/** Until JetStream answers (a cluster's first has to elect its meta leader). */
+async function jetStreamReady(nc: NatsConnection) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await (await jetstreamManager(nc, { timeout: 2000 })).getAccountInfo();
+      return;
+    } catch (e) {
+      if (Date.now() > deadline) throw new Error(`JetStream not answering: ${(e as Error).message}`, { cause: e });
+      await sleep(250);
+    }
   }
 }
 

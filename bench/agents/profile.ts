@@ -14,6 +14,8 @@ import type pg from 'pg';
 const run = promisify(execFile);
 
 export interface NatsMonitor {
+  /** The server's name in file names: `nats`, or `nats1`, `nats2`... in a cluster. */
+  name: string;
   httpPort: number;
   profPort: number;
   binary: string;
@@ -29,21 +31,22 @@ async function get(url: string): Promise<Buffer> {
 export async function profileNats(dir: string, agents: number, monitor: NatsMonitor, seconds: number): Promise<string[]> {
   await mkdir(dir, { recursive: true });
   const base = join(dir, `step-${agents}`);
+  const name = monitor.name;
   const cpu = await get(`http://127.0.0.1:${monitor.profPort}/debug/pprof/profile?seconds=${Math.floor(seconds)}`);
-  await writeFile(`${base}-nats-cpu.pb`, cpu);
+  await writeFile(`${base}-${name}-cpu.pb`, cpu);
   const http = `http://127.0.0.1:${monitor.httpPort}`;
-  for (const [name, path] of [
+  for (const [what, path] of [
     ['varz', '/varz'],
     ['subsz', '/subsz'],
     ['connz', '/connz?limit=1&sort=msgs_from'],
     ['jsz', '/jsz?streams=true'],
   ])
-    await writeFile(`${base}-nats-${name}.json`, await get(http + path).catch((e: Error) => Buffer.from(e.message)));
-  const top = await run('go', ['tool', 'pprof', '-top', '-nodecount=25', monitor.binary, `${base}-nats-cpu.pb`]).then(
+    await writeFile(`${base}-${name}-${what}.json`, await get(http + path).catch((e: Error) => Buffer.from(e.message)));
+  const top = await run('go', ['tool', 'pprof', '-top', '-nodecount=25', monitor.binary, `${base}-${name}-cpu.pb`]).then(
     (r) => r.stdout,
     (e: Error) => `go tool pprof not available (${e.message.split('\n')[0]}): the profile is ${base}-nats-cpu.pb`,
   );
-  await writeFile(`${base}-nats-top.txt`, top);
+  await writeFile(`${base}-${name}-top.txt`, top);
   return top
     .split('\n')
     .filter((l) => /^\s+[\d.]+m?s/.test(l))

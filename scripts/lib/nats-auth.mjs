@@ -30,14 +30,17 @@ export function natsAuthFiles(dir) {
  * second server of the same installation) and the server config for host:port. Returns the
  * paths of natsAuthFiles and the Tern account's public key (its directory in the JetStream store).
  */
-export async function prepareServer(dir, { host, port, operatorDir, tls, monitor }) {
+export async function prepareServer(dir, { host, port, operatorDir, tls, monitor, serverName, cluster }) {
   const a = await natsAuth();
   const f = natsAuthFiles(dir);
   const inst = await a.ensureInstallation(operatorDir ?? f.operatorDir);
   mkdirSync(f.resolver, { recursive: true, mode: 0o700 });
   mkdirSync(f.store, { recursive: true });
   // Rewritten at every start: the account JWT in it carries the latest revocations.
-  a.writeSecret(f.config, a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver, tls, monitor }));
+  a.writeSecret(
+    f.config,
+    a.serverConfig(inst, { host, port, storeDir: f.store, resolverDir: f.resolver, tls, monitor, serverName, cluster }),
+  );
   a.writeSecret(f.signer, JSON.stringify(await a.accountSigner(inst), null, 2));
   return { ...f, accountPublicKey: inst.account.publicKey };
 }

@@ -17,13 +17,27 @@ import { adoptAnonymousStreams } from './nats-upgrade.mjs';
  * Resolves { pid, start, port, url, child } once it greets clients; `url` is how this machine
  * reaches it (at `localHost`). With `tls` ({ certFile, keyFile }) every client must speak TLS.
  * `monitor` ({ httpPort, profPort }) opens its monitoring endpoints and Go pprof on loopback.
- * @param {{ dir: string, port: number, logFile: string, host?: string, localHost?: string, tls?: { certFile: string, keyFile: string }, monitor?: { httpPort: number, profPort: number } }} options
+ * A member of a cluster (bench/agents' `--nats-servers`) names the first member's operator
+ * material (`operatorDir`, so every member trusts the same users), its own `serverName` and its
+ * `cluster` ({ name, port, routes }).
+ * @param {{ dir: string, port: number, logFile: string, host?: string, localHost?: string, tls?: { certFile: string, keyFile: string }, monitor?: { httpPort: number, profPort: number }, operatorDir?: string, serverName?: string, cluster?: { name: string, port: number, routes: string[] } }} options
  */
-export async function startNats({ dir, port, logFile, host = '127.0.0.1', localHost = host, tls, monitor }) {
+export async function startNats({
+  dir,
+  port,
+  logFile,
+  host = '127.0.0.1',
+  localHost = host,
+  tls,
+  monitor,
+  operatorDir,
+  serverName,
+  cluster,
+}) {
   const bin = which('nats-server');
   if (!bin) throw new UserError('nats-server not found (apt-get install nats-server, or set NATS_URL)');
   mkdirSync(dir, { recursive: true });
-  const f = await prepareServer(dir, { host, port, tls, monitor });
+  const f = await prepareServer(dir, { host, port, tls, monitor, operatorDir, serverName, cluster });
   sayAdopted(adoptAnonymousStreams(f.store, f.accountPublicKey));
   const out = openSync(logFile, 'a');
   const child = spawn(bin, ['-c', f.config, '-P', join(dir, 'nats.pid')], { detached: true, stdio: ['ignore', out, out] });

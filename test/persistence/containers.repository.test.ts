@@ -93,14 +93,17 @@ describe('ContainersRepository', () => {
       expect(await row(id)).toMatchObject({ machineId: m, state: 'starting', requested: { gpuCount: 1, gpuIndexes: [3] } });
     });
 
-    it('finds the containers a machine runs that the scheduler gave up or placed elsewhere', async () => {
+    it('finds the containers machines run that the scheduler gave up or placed elsewhere, many machines at once', async () => {
       const v = await version();
       const [m, other] = [await machine(), await machine()];
       const mine = await container(v.id, m, 'running');
       const stopped = await container(v.id, m, 'stopped');
       const elsewhere = await container(v.id, other, 'running');
-      const unwanted = await containers.unwantedOn(m, [mine, stopped, elsewhere, 'c-unknown'], ['stopped', 'failed']);
-      expect(unwanted.sort()).toEqual([stopped, elsewhere].sort());
+      const running = [mine, stopped, elsewhere, 'c-unknown'].map((containerId) => ({ machineId: m, containerId }));
+      // The other machine's own container, in the same statement, is wanted where it is.
+      running.push({ machineId: other, containerId: elsewhere });
+      const unwanted = await containers.unwantedAmong(running, ['stopped', 'failed']);
+      expect(unwanted.map((u) => `${u.machineId}/${u.containerId}`).sort()).toEqual([`${m}/${stopped}`, `${m}/${elsewhere}`].sort());
     });
   });
 

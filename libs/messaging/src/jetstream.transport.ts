@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+// Imported once, not per message: an import() per message was a trip through the module loader each time.
+import { defaultIfEmpty, lastValueFrom, type Observable } from 'rxjs';
 import { BaseRpcContext, type CustomTransportStrategy, type MessageHandler, Server } from '@nestjs/microservices';
 import { type Subscription } from '@nats-io/transport-node';
 import { type Contract } from '#tern/contracts';
@@ -22,7 +23,6 @@ async function settleHandler(handler: MessageHandler, payload: unknown, ctx: Jet
   const result = await handler(payload, ctx);
   // Nest wraps handler results (and errors, via its exception filter) in observables.
   if (result && typeof (result as { subscribe?: unknown }).subscribe === 'function') {
-    const { lastValueFrom, defaultIfEmpty } = await import('rxjs');
     return lastValueFrom((result as Observable<unknown>).pipe(defaultIfEmpty(undefined)));
   }
   return result;

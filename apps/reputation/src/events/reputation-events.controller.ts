@@ -48,6 +48,13 @@ import { Scorer } from '../scores/scorer.js';
 const MANY = 64;
 
 /**
+ * Every machine beats every period: as many beats in hand as the consumer lets be unacknowledged
+ * (its max_ack_pending), so one flush stores them all. With 64, a flush every 50 ms capped the
+ * consumer at ~1,000 beats a second however idle the process (bench/agents: 10,000 agents).
+ */
+const BEATS_IN_HAND = 1000;
+
+/**
  * The start command and the ready travel on separate consumers, so a ready may be seen first:
  * it is asked again until this long after it reached NATS, then refused.
  */
@@ -83,7 +90,7 @@ export class ReputationEventsController {
    * would score the whole fleet several times a second (bench/agents README); punctuality moves
    * slowly, and the scorer's own period (REPUTATION_RECOMPUTE_INTERVAL_MS) picks it up.
    */
-  @OnMessage(MACHINE_HEARTBEAT, { concurrency: MANY })
+  @OnMessage(MACHINE_HEARTBEAT, { concurrency: BEATS_IN_HAND })
   async heartbeat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
     const arrival = ctx.delivery!.storedAt.getTime();
     await this.book.heartbeat(beat.machineId, beat.pool, beat.sequence, arrival);

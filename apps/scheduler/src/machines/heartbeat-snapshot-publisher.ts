@@ -22,13 +22,19 @@ export class HeartbeatSnapshotPublisher implements OnModuleInit {
     await this.open();
   }
 
-  /** Best effort: a lost snapshot only leaves the machines API a beat behind. */
-  async put(beat: MachineHeartbeat): Promise<void> {
+  /**
+   * Best effort: a lost snapshot only leaves the machines API a beat behind. A core NATS publish
+   * on the entry's subject, which the bucket's stream stores as a put, without the acknowledgement
+   * `kv.put` waits for: an acknowledged put per beat was a round trip and an ack message per
+   * heartbeat for nats-server and the scheduler alike (bench/agents README), and nothing here
+   * would act on a refused one but log it.
+   */
+  put(beat: MachineHeartbeat): void {
+    const snapshot: HeartbeatSnapshot = { ...beat, receivedAt: new Date().toISOString() };
     try {
-      const kv = await this.open();
-      const snapshot: HeartbeatSnapshot = { ...beat, receivedAt: new Date().toISOString() };
-      await kv.put(beat.machineId, JSON.stringify(snapshot));
+      this.messaging.nc.publish(`$KV.${this.messaging.ns.bucket(HEARTBEATS_BUCKET.name)}.${beat.machineId}`, JSON.stringify(snapshot));
     } catch (e) {
+      // A closed or draining connection (shutdown) refuses at once; the beat itself is still recorded.
       this.logger.warn({ machineId: beat.machineId, err: (e as Error).message }, 'could not store the heartbeat snapshot');
     }
   }

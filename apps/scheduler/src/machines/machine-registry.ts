@@ -18,6 +18,14 @@ const LIVE: readonly MachineState[] = ['ready', 'unschedulable'];
 export const HEARTBEAT_BATCH = 500;
 
 /**
+ * How long the first beat after a quiet moment waits for others before its batch goes. Without,
+ * beats arriving evenly (a fleet's, each on its own ticker) mostly found the writer idle and went
+ * alone or in pairs: a transaction per beat or two (bench/agents README). Reputation waits as long
+ * (MachineBook); a beat's lag grows by at most this.
+ */
+export const HEARTBEAT_LINGER_MS = 50;
+
+/**
  * The machine registry's reaction to what agents send: heartbeats keep machines alive and
  * bring them to ready (or unschedulable, when their pool's rules say so); network tests are
  * stored and re-judged at once. Offline detection is the OfflineSweeper's.
@@ -25,7 +33,10 @@ export const HEARTBEAT_BATCH = 500;
 @Injectable()
 export class MachineRegistry {
   private readonly logger = new Logger('machines');
-  private readonly beats = new GroupCommit<MachineHeartbeat, boolean>((beats) => this.recordBatch(beats), { maxBatch: HEARTBEAT_BATCH });
+  private readonly beats = new GroupCommit<MachineHeartbeat, boolean>((beats) => this.recordBatch(beats), {
+    maxBatch: HEARTBEAT_BATCH,
+    lingerMs: HEARTBEAT_LINGER_MS,
+  });
 
   constructor(
     private readonly machines: MachinesRepository,
@@ -46,7 +57,7 @@ export class MachineRegistry {
       return false;
     }
     observeHeartbeat(beat.machineId);
-    await this.snapshots.put(beat);
+    this.snapshots.put(beat);
     return true;
   }
 

@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { MachineHeartbeat } from '#tern/contracts';
-import { ContainersRepository } from '#tern/persistence';
+import { ContainersRepository, GroupCommit } from '#tern/persistence';
 import { AgentCommands } from './agent-commands.js';
+import { HEARTBEAT_BATCH, HEARTBEAT_LINGER_MS } from './machine-registry.js';
 
 /** States in which the scheduler has given a container up. */
 const GIVEN_UP = ['stopped', 'failed'];
@@ -22,6 +23,12 @@ export class UnwantedContainers {
   private readonly logger = new Logger('unwanted-containers');
   private readonly sent = new Map<string, number>();
 
+  /** One statement for the beats that arrive together, not one per beat (bench/agents README). */
+  private readonly lookups = new GroupCommit<MachineHeartbeat, string[]>((beats) => this.lookUp(beats), {
+    maxBatch: HEARTBEAT_BATCH,
+    lingerMs: HEARTBEAT_LINGER_MS,
+  });
+
   constructor(
     private readonly containers: ContainersRepository,
     private readonly agents: AgentCommands,
@@ -29,7 +36,7 @@ export class UnwantedContainers {
 
   async check(beat: MachineHeartbeat): Promise<string[]> {
     if (!beat.runningContainers.length) return [];
-    const ids = await this.containers.unwantedOn(beat.machineId, beat.runningContainers, GIVEN_UP);
+    const ids = await this.lookups.add(beat);
     const now = Date.now();
     const unwanted = ids.filter((id) => now - (this.sent.get(id) ?? 0) > RESEND_MS);
     for (const id of unwanted) {
@@ -41,5 +48,12 @@ export class UnwantedContainers {
     }
     for (const [id, at] of this.sent) if (now - at > 10 * RESEND_MS) this.sent.delete(id);
     return unwanted;
+  }
+
+  /** For each beat, the containers it lists that the scheduler does not want on its machine. */
+  private async lookUp(beats: MachineHeartbeat[]): Promise<string[][]> {
+    const running = beats.flatMap((b) => b.runningContainers.map((containerId) => ({ machineId: b.machineId, containerId })));
+    const unwanted = new Set((await this.containers.unwantedAmong(running, GIVEN_UP)).map((u) => `${u.machineId}/${u.containerId}`));
+    return beats.map((b) => b.runningContainers.filter((id) => unwanted.has(`${b.machineId}/${id}`)));
   }
 }

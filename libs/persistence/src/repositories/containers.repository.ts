@@ -13,6 +13,7 @@ import type {
   MachineGeneration,
   PlacementMachine,
   RouteSource,
+  RunningContainer,
   ScheduledContainer,
   VersionToReconcile,
 } from './containers/container-rows.js';
@@ -181,13 +182,19 @@ export class ContainersRepository extends TransactionalRepository {
     );
   }
 
-  /** Of `containerIds`, which the scheduler has given up (a state in `givenUp`) or placed on another machine than `machineId`. */
-  async unwantedOn(machineId: string, containerIds: readonly string[], givenUp: readonly string[]): Promise<string[]> {
-    const rows = await this.rows<{ id: string }>(
-      `SELECT id FROM containers WHERE id = ANY($1) AND (state = ANY($3) OR machine_id IS DISTINCT FROM $2)`,
-      [containerIds, machineId, givenUp],
+  /**
+   * Of the containers machines say they run, those the scheduler has given up (a state in
+   * `givenUp`) or placed on another machine than the one running it: one statement for many
+   * machines' heartbeats.
+   */
+  unwantedAmong(running: readonly RunningContainer[], givenUp: readonly string[]): Promise<RunningContainer[]> {
+    return this.rows<RunningContainer>(
+      `SELECT r.machine_id AS "machineId", c.id AS "containerId"
+         FROM unnest($1::text[], $2::text[]) AS r(machine_id, container_id)
+         JOIN containers c ON c.id = r.container_id
+        WHERE c.state = ANY($3) OR c.machine_id IS DISTINCT FROM r.machine_id`,
+      [running.map((r) => r.machineId), running.map((r) => r.containerId), givenUp],
     );
-    return rows.map((r) => r.id);
   }
 
   // --- Reconciliation -----------------------------------------------------------------------

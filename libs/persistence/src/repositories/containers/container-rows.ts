@@ -111,3 +111,9 @@ export interface ScheduledContainer {
   readonly reason: string;
   readonly requested: ContainerResources;
 }
+
+/** A container a machine says it runs (its heartbeat's word). */
+export interface RunningContainer {
+  machineId: string;
+  containerId: string;
+}
