@@ -19,7 +19,7 @@ import { connectNats, Messaging, Namespace, ReplyError } from '#tern/messaging';
 import { formatCreds, inboxPrefix, newUserKey } from '#tern/nats-auth';
 import { decodeInt32, deviceClaims, encodeInt32, memoryToAllocate, multiply, ReferenceProver } from '#tern/proof';
 import { TEST_NATS } from '../support/isolation.js';
-import { connectAs } from '../support/nats-users.js';
+import { connectAsMachine } from '../support/nats-users.js';
 import { waitFor } from '../support/processes.js';
 import { client, registration, tern } from '../machines/harness.js';
 import { spec } from '../placement/harness.js';
@@ -111,7 +111,7 @@ describe('proof of hardware', () => {
       registration('default', { natsPublicKey: key.publicKey, gpuModels }),
     );
     expect(reg.status).toBe(200);
-    const nc = await connectAs(formatCreds(reg.body.nats.jwt, key.seed), inboxPrefix(plane.namespace, 'agent', id));
+    const nc = await connectAsMachine(formatCreds(reg.body.nats.jwt, key.seed), inboxPrefix(plane.namespace, 'agent', id));
     const messaging = new Messaging(nc, new Namespace(plane.namespace));
     answer(messaging);
     let sequence = 0;

@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect, credsAuthenticator, type NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
+import { setTimeout as delay } from 'node:timers/promises';
+import { AuthorizationError, connect, credsAuthenticator, type NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
 import { type AccountSigner, formatCreds, issueMachineJwt, issueTaskPermitJwt, newUserKey } from '#tern/nats-auth';
 import { TEST_NATS_URL } from './isolation.js';
 
@@ -59,6 +60,22 @@ export function connectAs(creds: string, inboxPrefix: string): Promise<NatsConne
     inboxPrefix,
     reconnect: false,
   });
+}
+
+/**
+ * connectAs for a stand-in machine that must get on, as an agent does: a connect a busy server
+ * dropped before reading it (a broken pipe or reset, its 2 s auth timeout under load) is tried
+ * again; a refusal of the credentials is not.
+ */
+export async function connectAsMachine(creds: string, inboxPrefix: string, attempts = 5): Promise<NatsConnection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectAs(creds, inboxPrefix);
+    } catch (e) {
+      if (attempt >= attempts || e instanceof AuthorizationError) throw e;
+      await delay(250 * attempt);
+    }
+  }
 }
 
 /** The permission violation the server reports for an operation on a subject (fails after 5 s without one). */
