@@ -1,6 +1,4 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { Subscription } from '@nats-io/transport-node';
-import { TASK_ENDED } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type EndedChunk, type InputOutcome, MapsRepository } from '#tern/persistence';
 import { Ticker } from '#tern/timing';
@@ -19,7 +17,7 @@ const BATCH = 500;
 /**
  * Settles a map's chunks once their tasks end: each input's outcome copied beside its chunk,
  * the map's counts and state moved on, and a map without return_exceptions failed at its first
- * error (what has not finished is cancelled). Woken by TASK_ENDED notices; a sweep every tick
+ * error (what has not finished is cancelled). Woken by every task's end (TaskWaiters.onEnded); a sweep every tick
  * (not on every notice: see SWEEP_SPACING_MS) catches what a notice missed (a restart, another replica's). Several replicas may settle one
  * chunk at once: the repository settles it once.
  */
@@ -29,7 +27,6 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly ticker = new Ticker({ name: 'map settler', everyMs: SETTLE_EVERY_MS, logger: this.logger }, () => this.run());
   private noticed = new Set<string>();
   private sweptAt = -Infinity;
-  private subscription?: Subscription;
 
   constructor(
     private readonly maps: MapsRepository,
@@ -40,15 +37,14 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
   ) {}
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.listen(TASK_ENDED, (ended) => {
-      this.noticed.add(ended.taskId);
+    this.waiters.onEnded((taskId) => {
+      this.noticed.add(taskId);
       this.ticker.poke();
     });
     this.ticker.start();
   }
 
   async onApplicationShutdown() {
-    this.subscription?.unsubscribe();
     await this.ticker.stop();
   }
 
