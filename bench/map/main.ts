@@ -17,6 +17,7 @@ import 'reflect-metadata';
 import { Agent } from 'node:http';
 import { benchArgs } from '../args.js';
 import { api, deploy, type DeploymentView, openStack, send, type Stack, until } from '../invoke/stack.js';
+import { duringWork, printServiceCpu, type ServiceCpu } from '../invoke/service-cpu.js';
 
 const values = benchArgs(
   `Usage: node dist/bench/map/main.js [--inputs 100000] [--chunks 1,10,100] [--baseline <inputs>] [--clients 32] [--slots 4]
@@ -40,6 +41,10 @@ const ONE_CONTAINER = `workers: ${SLOTS}\ncpu: 1\nmemory: 256Mi\nautoscaler:\n  
 
 interface Row {
   label: string;
+  /** Inputs (or tasks) the run handled, for CPU per input. */
+  count: number;
+  /** CPU per service during the run (own stack only). */
+  cpu?: ServiceCpu;
   seconds: number;
   perSecond: number;
   acceptSeconds?: number;
@@ -88,6 +93,7 @@ async function map(stack: Stack, chunkSize: number): Promise<Row> {
   const seconds = (performance.now() - t0) / 1000;
   const row = {
     label: `map chunk_size ${chunkSize}`,
+    count: INPUTS,
     seconds,
     perSecond: INPUTS / seconds,
     acceptSeconds: (accepted - t0) / 1000,
@@ -124,16 +130,20 @@ async function taskQueue(stack: Stack): Promise<Row> {
   agent.destroy();
   const seconds = (performance.now() - t0) / 1000;
   console.error(`task queue: ${(BASELINE / seconds).toFixed(0)} tasks/s`);
-  return { label: `task queue (${BASELINE}, ${CLIENTS} clients)`, seconds, perSecond: BASELINE / seconds };
+  return { label: `task queue (${BASELINE}, ${CLIENTS} clients)`, count: BASELINE, seconds, perSecond: BASELINE / seconds };
 }
 
 const stack = await openStack({ gateway: values.gateway, token: values.token });
 const rows: Row[] = [];
 try {
+  const measured = async (work: () => Promise<Row>) => {
+    const { value, cpu } = await duringWork(stack, !values.gateway, work);
+    rows.push({ ...value, cpu });
+  };
   await warm(stack, 'bench-map-tq', 'task_queue');
-  rows.push(await taskQueue(stack));
+  await measured(() => taskQueue(stack));
   await warm(stack, 'bench-map', 'function');
-  for (const chunkSize of CHUNKS) rows.push(await map(stack, chunkSize));
+  for (const chunkSize of CHUNKS) await measured(() => map(stack, chunkSize));
 } finally {
   await stack.stop();
 }
@@ -144,5 +154,10 @@ for (const r of rows)
   console.log(
     `${r.label.padEnd(33)} ${r.seconds.toFixed(1).padStart(8)}  ${r.perSecond.toFixed(0).padStart(9)}  ${(r.acceptSeconds?.toFixed(2) ?? '-').padStart(11)}  ${(r.firstResultMs?.toFixed(0) ?? '-').padStart(16)}`,
   );
+printServiceCpu(
+  'CPU per service with its child processes, per input (a task for the task queue)',
+  'input',
+  rows.map((r) => ({ label: r.label.replace(/ \(.*/, '').replace('map chunk_size', 'chunk_size'), count: r.count, cpu: r.cpu ?? {} })),
+);
 const baseline = rows[0];
 for (const r of rows.slice(1)) console.log(`${r.label} vs task queue: ×${(r.perSecond / baseline.perSecond).toFixed(2)} throughput`);

@@ -35,21 +35,9 @@ import { benchArgs } from '../args.js';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '#tern/runtime';
-import {
-  api,
-  BENCH_APP,
-  cpuMs,
-  deploy,
-  type DeploymentView,
-  openStack,
-  quantile,
-  ROOT,
-  send,
-  sleep,
-  type Stack,
-  until,
-} from '../invoke/stack.js';
+import { api, BENCH_APP, deploy, type DeploymentView, openStack, quantile, ROOT, send, sleep, type Stack, until } from '../invoke/stack.js';
 import { durableFloor } from './floor.js';
+import { duringWork, printServiceCpu, type ServiceCpu } from '../invoke/service-cpu.js';
 
 const values = benchArgs(
   `Usage: node dist/bench/tasks/main.js [--tasks 2000] [--latency 200] [--clients 32] [--slots 4]
@@ -255,8 +243,8 @@ async function http(agent: Agent, method: string, url: string, headers: Record<s
 
 const stack = await openStack({ gateway: values.gateway, token: values.token });
 const results: Figures[] = [];
-/** CPU each service of the stack (with its child processes) spent during the Tern phase, in ms. */
-const ternCpu: Record<string, number> = {};
+/** CPU each service of the stack (with its child processes) spent during the Tern phase. */
+let ternCpu: ServiceCpu = {};
 /** A helper process started: stack.stop() ends it (on Ctrl-C too), the last started first. */
 const started = <T extends { stop(): Promise<void> }>(helper: T): T => (stack.alsoStop(() => helper.stop()), helper);
 try {
@@ -277,12 +265,9 @@ try {
   ]) {
     const system = await make();
     try {
-      // The figure that survives a loaded machine: wall-clock time counts the waits for a core, CPU time does not.
-      const pids = system.label === 'tern' && !values.gateway ? await stack.pids() : {};
-      const before = await Promise.all(Object.values(pids).map((pid) => cpuMs([pid])));
-      results.push(await measure(system));
-      const after = await Promise.all(Object.values(pids).map((pid) => cpuMs([pid])));
-      Object.keys(pids).forEach((service, i) => (ternCpu[service] = after[i] - before[i]));
+      const { value, cpu } = await duringWork(stack, system.label === 'tern' && !values.gateway, () => measure(system));
+      results.push(value);
+      if (system.label === 'tern') ternCpu = cpu;
     } finally {
       await system.close();
     }
@@ -298,14 +283,10 @@ for (const r of results)
   console.log(
     `${r.label.padEnd(21)} ${r.p50.toFixed(1).padStart(7)}  ${r.p95.toFixed(1).padStart(7)}  ${r.throughput.toFixed(0).padStart(8)}`,
   );
-if (Object.keys(ternCpu).length) {
-  const ternTasks = 20 + LATENCY_RUNS + TASKS;
-  const total = Object.values(ternCpu).reduce((a, b) => a + b, 0);
-  console.log(`\nCPU in the Tern phase (${ternTasks} tasks), per service with its child processes`);
-  console.log('service             CPU s   ms/task');
-  for (const [service, ms] of [...Object.entries(ternCpu), ['all', total] as const])
-    console.log(`${service.padEnd(18)} ${(ms / 1000).toFixed(2).padStart(6)}  ${(ms / ternTasks).toFixed(2).padStart(8)}`);
-}
+const ternTasks = 20 + LATENCY_RUNS + TASKS;
+printServiceCpu(`CPU in the Tern phase (${ternTasks} tasks), per service with its child processes`, 'task', [
+  { count: ternTasks, cpu: ternCpu },
+]);
 console.log(
   `\ntern vs bullmq+runner:     latency ×${(t.p50 / viaRunner.p50).toFixed(2)} (p50), throughput ×${(t.throughput / viaRunner.throughput).toFixed(2)}`,
 );

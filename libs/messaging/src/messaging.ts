@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import {
@@ -24,6 +25,13 @@ import { type Namespace } from './namespace.js';
 import { fireAndForget } from '#tern/timing';
 
 const SECOND_NS = 1_000_000_000;
+
+/**
+ * Names the process that emitted a core NATS notice (`emit` with `markOrigin`), so that its own
+ * subscription can drop the echo before decoding it (`listen` with `othersOnly`): a process that
+ * handles its notices in-process need not read each one back and validate it again.
+ */
+export const ORIGIN_HEADER = 'Tern-Origin';
 
 export interface PublishOptions {
   /** Nats-Msg-Id: a repeat within the stream's duplicate window is stored once. */
@@ -66,6 +74,8 @@ export class Messaging {
   private readonly buckets = new Map<string, Promise<KV>>();
   private readonly objectStores = new Map<string, Promise<ObjectStore>>();
   private readonly logger = new Logger('messaging');
+  /** This instance's name in ORIGIN_HEADER: random, so no other process's notices match it. */
+  readonly origin = randomUUID();
 
   /**
    * @param declares false for a machine's agent: it creates no stream, consumer, bucket or
@@ -108,9 +118,14 @@ export class Messaging {
     });
   }
 
-  /** Core NATS publish: fire and forget (logs, presence). Tokens as for publish(). */
-  emit<T extends object>(contract: Contract<T>, payload: T, tokens: string[] = []): void {
-    this.nc.publish(this.subject(contract, subjectTokensOf(contract, payload, tokens)), encode(payload));
+  /**
+   * Core NATS publish: fire and forget (logs, presence). Tokens as for publish(). With
+   * `markOrigin`, the notice names this instance (ORIGIN_HEADER) for `listen`'s `othersOnly`.
+   */
+  emit<T extends object>(contract: Contract<T>, payload: T, tokens: string[] = [], opts: { markOrigin?: boolean } = {}): void {
+    let headers: MsgHdrs | undefined;
+    if (opts.markOrigin) (headers = natsHeaders()).set(ORIGIN_HEADER, this.origin);
+    this.nc.publish(this.subject(contract, subjectTokensOf(contract, payload, tokens)), encode(payload), headers ? { headers } : undefined);
   }
 
   /**
@@ -118,9 +133,16 @@ export class Messaging {
    * replica, gets each one), validated; an invalid one, or one naming another machine than its
    * subject, is logged and dropped. With tokens,
    * only the concrete subject (an agent hears its own machine's); without, the contract's pattern. For notices where
-   * a lost one costs little: load reports, cancels, ends, submissions counted.
+   * a lost one costs little: load reports, cancels, ends, submissions counted. With `othersOnly`,
+   * the notices this instance emitted with `markOrigin` are dropped unread (its caller has
+   * handled them in-process).
    */
-  listen<T extends object>(contract: Contract<T>, handler: (payload: T) => void, tokens: string[] = []): Subscription {
+  listen<T extends object>(
+    contract: Contract<T>,
+    handler: (payload: T) => void,
+    tokens: string[] = [],
+    opts: { othersOnly?: boolean } = {},
+  ): Subscription {
     const subject = this.subject(contract, tokens);
     return this.nc.subscribe(subject, {
       callback: (err, msg) => {
@@ -128,6 +150,7 @@ export class Messaging {
           this.logger.error(`subscription ${subject} failed: ${err.message}`);
           return;
         }
+        if (opts.othersOnly && msg.headers?.get(ORIGIN_HEADER) === this.origin) return;
         const handled = decode(contract.payload, msg.data).then((d) => {
           if (d.ok) {
             if (!refuseForeignMachine(this.ns.canonical(msg.subject), d.value, this.logger)) handler(d.value);

@@ -1,9 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { Subscription } from '@nats-io/transport-node';
-import { TASK_ENDED } from '#tern/contracts';
 import { getTaskResult, Messaging } from '#tern/messaging';
 import { type EndedChunk, type InputOutcome, MapsRepository } from '#tern/persistence';
-import { Ticker } from '#tern/timing';
+import { mapLimit, Ticker } from '#tern/timing';
 import { TasksService } from '../tasks/tasks.service.js';
 import { TaskTransitions } from '../tasks/task-transitions.js';
 import { TaskWaiters } from '../tasks/task-waiters.js';
@@ -19,7 +17,7 @@ const BATCH = 500;
 /**
  * Settles a map's chunks once their tasks end: each input's outcome copied beside its chunk,
  * the map's counts and state moved on, and a map without return_exceptions failed at its first
- * error (what has not finished is cancelled). Woken by TASK_ENDED notices; a sweep every tick
+ * error (what has not finished is cancelled). Woken by every task's end (TaskWaiters.onEnded); a sweep every tick
  * (not on every notice: see SWEEP_SPACING_MS) catches what a notice missed (a restart, another replica's). Several replicas may settle one
  * chunk at once: the repository settles it once.
  */
@@ -29,7 +27,6 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly ticker = new Ticker({ name: 'map settler', everyMs: SETTLE_EVERY_MS, logger: this.logger }, () => this.run());
   private noticed = new Set<string>();
   private sweptAt = -Infinity;
-  private subscription?: Subscription;
 
   constructor(
     private readonly maps: MapsRepository,
@@ -40,15 +37,14 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
   ) {}
 
   onApplicationBootstrap() {
-    this.subscription = this.messaging.listen(TASK_ENDED, (ended) => {
-      this.noticed.add(ended.taskId);
+    this.waiters.onEnded((taskId) => {
+      this.noticed.add(taskId);
       this.ticker.poke();
     });
     this.ticker.start();
   }
 
   async onApplicationShutdown() {
-    this.subscription?.unsubscribe();
     await this.ticker.stop();
   }
 
@@ -67,20 +63,37 @@ export class MapSettler implements OnApplicationBootstrap, OnApplicationShutdown
     } while (swept.length === BATCH && !this.ticker.stopping);
   }
 
+  /** Each map's ended chunks settled in one statement, its readers woken once. */
   private async settleAll(chunks: EndedChunk[]) {
-    for (const chunk of chunks) await this.settle(chunk);
+    const byMap = new Map<string, EndedChunk[]>();
+    for (const chunk of chunks) {
+      const ofMap = byMap.get(chunk.mapId);
+      if (ofMap) ofMap.push(chunk);
+      else byMap.set(chunk.mapId, [chunk]);
+    }
+    for (const [mapId, ofMap] of byMap) await this.settleOfMap(mapId, ofMap);
   }
 
-  private async settle(chunk: EndedChunk): Promise<void> {
-    const outcomes = await this.outcomes(chunk);
-    const state = await this.maps.settle(chunk, outcomes);
-    if (state === undefined) return;
-    this.waiters.wake(chunk.mapId);
-    const failedAt = outcomes.findIndex((o) => o.status === 'error');
-    if (state === 'running' && failedAt >= 0 && !chunk.returnExceptions) {
+  private async settleOfMap(mapId: string, chunks: EndedChunk[]): Promise<void> {
+    // A large result is read from the object store: a few at a time.
+    const withOutcomes = await mapLimit(chunks, 8, async (chunk) => ({ chunk, outcomes: await this.outcomes(chunk) }));
+    withOutcomes.sort((a, b) => a.chunk.chunk - b.chunk.chunk);
+    const settled = await this.maps.settleMany(
+      mapId,
+      withOutcomes.map(({ chunk, outcomes }) => ({ chunk: chunk.chunk, outcomes })),
+    );
+    if (!settled) return;
+    this.waiters.wake(mapId);
+    if (settled.state !== 'running') return;
+    // Without return_exceptions, the map fails at its first error (the first in input order when several settled at once).
+    const now = new Set(settled.chunks);
+    for (const { chunk, outcomes } of withOutcomes) {
+      const failedAt = outcomes.findIndex((o) => o.status === 'error');
+      if (!now.has(chunk.chunk) || failedAt < 0 || chunk.returnExceptions) continue;
       const error = `input ${chunk.firstIndex + failedAt}: ${(outcomes[failedAt] as { error: string }).error}`;
-      if (await this.maps.end(chunk.mapId, 'failed', error))
-        await this.cancelRest(chunk.mapId, chunk.workspaceId, `cancelled: ${error} failed its map`);
+      if (await this.maps.end(mapId, 'failed', error))
+        await this.cancelRest(mapId, chunk.workspaceId, `cancelled: ${error} failed its map`);
+      return;
     }
   }
 

@@ -1,4 +1,4 @@
-import { TASK_ATTEMPT_ENDED, TASK_ENDED, TASK_FAILED, type TaskCompleted, type TaskFailed, type TaskStarted } from '#tern/contracts';
+import { TASK_ATTEMPT_ENDED, TASK_FAILED, type TaskCompleted, type TaskFailed, type TaskStarted } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { type SettledAttempt, type StartedOver, TasksRepository } from '#tern/persistence';
 import { newTestService } from '../../../../test/support/test-service.js';
@@ -112,7 +112,7 @@ describe('TaskTransitions.started', () => {
 
 describe('TaskTransitions.failed', () => {
   it('moves a failure that will be retried to RETRY and tells metering the attempt, bounded by what was observed', async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, messaging, waiters } = await transitions();
     tasks.markRetrying.mockResolvedValue(settled);
     expect(await sut.failed(failed(), observedAt)).toEqual({ accepted: true });
     expect(tasks.markRetrying).toHaveBeenCalledWith(expect.objectContaining({ taskId: 't1', attempt: 1 }), 'boom');
@@ -121,15 +121,15 @@ describe('TaskTransitions.failed', () => {
     expect(published(messaging, TASK_ATTEMPT_ENDED.subject)).toEqual([
       expect.objectContaining({ outcome: 'failed', cause: 'error', endedAt: '2026-01-01T00:00:30.000Z', durationMs: 5_000 }),
     ]);
-    expect(messaging.emit).not.toHaveBeenCalled();
+    expect(waiters.announce).not.toHaveBeenCalled();
   });
 
   it('ends a last failed attempt as ERROR, or TIMEOUT for a timeout, and announces the end', async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, waiters } = await transitions();
     tasks.markFailed.mockResolvedValue(settled);
     await sut.failed(failed({ willRetry: false, cause: 'timeout', error: 'no progress' }), observedAt);
     expect(tasks.markFailed).toHaveBeenCalledWith(expect.objectContaining({ state: 'TIMEOUT', error: 'timeout: no progress' }));
-    expect(messaging.emit).toHaveBeenCalledWith(TASK_ENDED, expect.objectContaining({ taskId: 't1', state: 'TIMEOUT' }), ['w1']);
+    expect(waiters.announce).toHaveBeenCalledWith(expect.objectContaining({ taskId: 't1', state: 'TIMEOUT' }));
 
     tasks.markFailed.mockClear();
     await sut.failed(failed({ willRetry: false }), observedAt);
@@ -137,29 +137,29 @@ describe('TaskTransitions.failed', () => {
   });
 
   it("refuses a failure from a machine that does not hold the attempt's lease, and tells no one", async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, messaging, waiters } = await transitions();
     tasks.markFailed.mockResolvedValue(undefined);
     tasks.settledBy.mockResolvedValue(undefined);
     tasks.leaseOf.mockResolvedValue({ state: 'RUNNING', attempts: 1, machineId: 'm1', containerId: 'c1' } as never);
     const verdict = await sut.failed(failed({ willRetry: false, machineId: 'm9', containerId: 'c9' }), observedAt);
     expect(verdict).toMatchObject({ accepted: false, why: 'not-lease-holder' });
     expect(messaging.publish).not.toHaveBeenCalled();
-    expect(messaging.emit).not.toHaveBeenCalled();
+    expect(waiters.announce).not.toHaveBeenCalled();
   });
 
   it('tells metering again (same message id) when the lease holder repeats a failure already recorded', async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, messaging, waiters } = await transitions();
     tasks.markFailed.mockResolvedValue(undefined);
     tasks.settledBy.mockResolvedValue(settled);
     expect(await sut.failed(failed({ willRetry: false }), observedAt)).toEqual({ accepted: true });
     expect(tasks.settledBy).toHaveBeenCalledWith(expect.objectContaining({ taskId: 't1' }), ['ERROR']);
     expect(messaging.publish).toHaveBeenCalledWith(TASK_ATTEMPT_ENDED, expect.anything(), { msgId: 't1:ended:1' });
     // Announced the first time, not again.
-    expect(messaging.emit).not.toHaveBeenCalled();
+    expect(waiters.announce).not.toHaveBeenCalled();
   });
 
   it('ends a task whose last attempt was lost, as told by a machine placed to be handed it, against the machine that lost it', async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, messaging, waiters } = await transitions();
     tasks.markFailed.mockResolvedValue(undefined);
     tasks.settledBy.mockResolvedValue(undefined);
     tasks.markLastAttemptLost.mockResolvedValue({ ...settled, machineId: 'm1' });
@@ -168,7 +168,7 @@ describe('TaskTransitions.failed', () => {
     expect(published(messaging, TASK_ATTEMPT_ENDED.subject)).toEqual([
       expect.objectContaining({ machineId: 'm1', outcome: 'failed', cause: 'container-lost' }),
     ]);
-    expect(messaging.emit).toHaveBeenCalledWith(TASK_ENDED, expect.objectContaining({ state: 'ERROR' }), ['w1']);
+    expect(waiters.announce).toHaveBeenCalledWith(expect.objectContaining({ state: 'ERROR' }));
   });
 });
 
@@ -179,7 +179,7 @@ describe('TaskTransitions.completed', () => {
     expect(await sut.completed(completed(), observedAt)).toEqual({ accepted: true });
     expect(tasks.complete).toHaveBeenCalledWith(expect.objectContaining({ resultJson: '{"answer":42}', resultRef: null }));
     expect(waiters.wake).toHaveBeenCalledWith('t1', expect.anything());
-    expect(messaging.emit).toHaveBeenCalledWith(TASK_ENDED, expect.objectContaining({ state: 'COMPLETE' }), ['w1']);
+    expect(waiters.announce).toHaveBeenCalledWith(expect.objectContaining({ state: 'COMPLETE' }));
     expect(published(messaging, TASK_ATTEMPT_ENDED.subject)).toEqual([
       expect.objectContaining({ outcome: 'completed', machineId: 'm1', durationMs: 20_000 }),
     ]);
@@ -200,13 +200,13 @@ describe('TaskTransitions.completed', () => {
   });
 
   it('takes one completion per task: a second one is refused as final and wakes no one', async () => {
-    const { sut, tasks, waiters, messaging } = await transitions();
+    const { sut, tasks, waiters } = await transitions();
     tasks.complete.mockResolvedValue(undefined);
     tasks.settledBy.mockResolvedValue(undefined);
     tasks.leaseOf.mockResolvedValue({ state: 'COMPLETE', attempts: 1, machineId: 'm1', containerId: 'c1' } as never);
     expect(await sut.completed(completed(), observedAt)).toMatchObject({ accepted: false, why: 'final' });
     expect(waiters.wake).not.toHaveBeenCalled();
-    expect(messaging.emit).not.toHaveBeenCalled();
+    expect(waiters.announce).not.toHaveBeenCalled();
   });
 
   it('waits for the start of the same attempt being recorded, so its outcome finds the lease', async () => {
@@ -275,38 +275,34 @@ describe('TaskTransitions.completed withStart (an attempt that ended before its 
     tasks.leaseOf.mockResolvedValue({ state: 'COMPLETE', attempts: 1, machineId: 'm1', containerId: 'c1' } as never);
     expect(await sut.completed(quick(), observedAt)).toMatchObject({ accepted: false, why: 'final' });
     expect(waiters.wake).not.toHaveBeenCalled();
-    expect(messaging.emit).not.toHaveBeenCalled();
+    expect(waiters.announce).not.toHaveBeenCalled();
     expect(published(messaging, TASK_ATTEMPT_ENDED.subject)).toEqual([]);
   });
 });
 
 describe('TaskTransitions endings by the user or by time', () => {
   it('announces a cancel only when the task was not final', async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, waiters } = await transitions();
     tasks.cancel.mockResolvedValueOnce(undefined);
     expect(await sut.cancel('t1', 'w1')).toBeUndefined();
-    expect(messaging.emit).not.toHaveBeenCalled();
+    expect(waiters.announce).not.toHaveBeenCalled();
     const endedAt = new Date('2026-01-01T00:02:00.000Z');
     tasks.cancel.mockResolvedValueOnce({ id: 't1', workspaceId: 'w1', streamSeq: 7, endedAt } as never);
     await sut.cancel('t1', 'w1');
-    expect(messaging.emit).toHaveBeenCalledWith(
-      TASK_ENDED,
-      { taskId: 't1', workspaceId: 'w1', state: 'CANCELLED', endedAt: endedAt.toISOString() },
-      ['w1'],
-    );
+    expect(waiters.announce).toHaveBeenCalledWith({ taskId: 't1', workspaceId: 'w1', state: 'CANCELLED', endedAt: endedAt.toISOString() });
   });
 
   it('announces every task expired past its ttl, each to its own workspace', async () => {
-    const { sut, tasks, messaging } = await transitions();
+    const { sut, tasks, waiters } = await transitions();
     const endedAt = new Date();
     tasks.expirePastTtl.mockResolvedValue([
       { id: 't1', workspaceId: 'w1', streamSeq: 1, endedAt },
       { id: 't2', workspaceId: 'w2', streamSeq: 2, endedAt },
     ]);
     expect(await sut.expire(10)).toHaveLength(2);
-    expect(messaging.emit.mock.calls.map(([, p, tokens]) => [(p as { state: string }).state, tokens])).toEqual([
-      ['EXPIRED', ['w1']],
-      ['EXPIRED', ['w2']],
+    expect(waiters.announce.mock.calls.map(([e]) => [e.state, e.workspaceId])).toEqual([
+      ['EXPIRED', 'w1'],
+      ['EXPIRED', 'w2'],
     ]);
   });
 });

@@ -4,7 +4,6 @@ import {
   type Contract,
   TASK_ATTEMPT_ENDED,
   TASK_COMPLETED,
-  TASK_ENDED,
   TASK_FAILED,
   TASK_STARTED,
   taskResultName,
@@ -282,11 +281,8 @@ export class TaskTransitions {
     await this.starting.get(`${claim.taskId}:${claim.attempt}`)?.catch(() => undefined);
   }
 
-  /**
-   * Tells every gateway replica's waiters and the workspace's integrators (core NATS, the
-   * workspace id a token; a lost one is caught by the waiters' re-read).
-   */
+  /** Tells every gateway replica's waiters and the workspace's integrators (TaskWaiters.announce). */
   announce(taskId: string, workspaceId: string, state: TaskState, endedAt: string) {
-    this.messaging.emit(TASK_ENDED, { taskId, workspaceId, state, endedAt }, [workspaceId]);
+    this.waiters.announce({ taskId, workspaceId, state, endedAt });
   }
 }

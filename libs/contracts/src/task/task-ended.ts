@@ -15,5 +15,5 @@ export const TASK_ENDED = defineContract({
   kind: 'event',
   payload: TaskEnded,
   description:
-    "A task reached its final state in Postgres (the row is written before this is sent). Token: the workspace id (an integrator of the workspace hears how its tasks ended). Sent by the gateway replica that recorded it; read (core NATS, no queue group) by every gateway replica, which answers the callers waiting on GET /api/v1/tasks/<id>/wait. Not stored: a missed one is caught by the waiters' periodic re-read.",
+    "A task reached its final state in Postgres (the row is written before this is sent). Token: the workspace id (an integrator of the workspace hears how its tasks ended). Sent by the gateway replica that recorded it; read (core NATS, no queue group) by every gateway replica, which answers the callers waiting on GET /api/v1/tasks/<id>/wait (the sender has told its own waiters in-process, and drops its echo, marked with its Tern-Origin header, unread). Not stored: a missed one is caught by the waiters' periodic re-read.",
 });

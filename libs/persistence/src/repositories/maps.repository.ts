@@ -200,23 +200,45 @@ export class MapsRepository extends TransactionalRepository {
   }
 
   /**
-   * Settles a chunk once: its outcomes beside it with the next completion number, and the map's
-   * counts; a running map whose inputs are all settled is complete. Answers the map's state
-   * after, or undefined when the chunk was settled already.
+   * Settles chunks of one map once, in one statement: each one's outcomes beside it with the next
+   * completion number, and the map's counts moved by all of them. A running map whose inputs are
+   * all settled is complete, unless a chunk settled here has an error and the map does not keep
+   * errors in place: it stays running for its caller to fail it (`end`), whichever chunk of the
+   * batch came last. The chunks are locked in chunk order, then the map, so two replicas settling
+   * the same chunks wait for each other instead of deadlocking. Answers the map's state after and
+   * the chunks settled here (those settled already are left out), or undefined when none was.
    */
-  async settle(chunk: EndedChunk, outcomes: InputOutcome[]): Promise<MapState | undefined> {
-    const count = (s: InputOutcome['status']) => outcomes.filter((o) => o.status === s).length;
-    const rows = await this.rows<{ state: MapState }>(
-      `WITH settled AS (
-         UPDATE map_chunks SET outcomes = $3::jsonb, settled_seq = nextval('map_settle_seq')
-         WHERE map_id = $1 AND chunk = $2 AND settled_seq IS NULL RETURNING map_id)
-       UPDATE maps m SET succeeded = succeeded + $4, failed = failed + $5, cancelled = cancelled + $6,
-         state = CASE WHEN state = 'running' AND succeeded + failed + cancelled + $4 + $5 + $6 >= total THEN 'complete' ELSE state END,
-         ended_at = CASE WHEN state = 'running' AND succeeded + failed + cancelled + $4 + $5 + $6 >= total THEN now() ELSE ended_at END
-       FROM settled WHERE m.id = settled.map_id RETURNING m.state`,
-      [chunk.mapId, chunk.chunk, JSON.stringify(outcomes), count('ok'), count('error'), count('cancelled')],
+  async settleMany(
+    mapId: string,
+    settles: { chunk: number; outcomes: InputOutcome[] }[],
+  ): Promise<{ state: MapState; chunks: number[] } | undefined> {
+    const count = (outcomes: InputOutcome[], s: InputOutcome['status']) => outcomes.filter((o) => o.status === s).length;
+    const rows = await this.rows<{ state: MapState; chunks: number[] }>(
+      `WITH input AS (SELECT * FROM unnest($2::int[], $3::jsonb[], $4::int[], $5::int[], $6::int[]) AS i(chunk, outcomes, ok, failed, cancelled)),
+       locked AS (SELECT c.chunk FROM map_chunks c WHERE c.map_id = $1 AND c.chunk = ANY($2::int[]) AND c.settled_seq IS NULL
+                  ORDER BY c.chunk FOR UPDATE),
+       settled AS (
+         UPDATE map_chunks c SET outcomes = i.outcomes, settled_seq = nextval('map_settle_seq')
+         FROM input i JOIN locked l ON l.chunk = i.chunk
+         WHERE c.map_id = $1 AND c.chunk = i.chunk AND c.settled_seq IS NULL RETURNING c.chunk, i.ok, i.failed, i.cancelled),
+       moved AS (SELECT count(*) AS n, coalesce(sum(ok), 0) AS ok, coalesce(sum(failed), 0) AS failed,
+                        coalesce(sum(cancelled), 0) AS cancelled, array_agg(chunk ORDER BY chunk) AS chunks FROM settled)
+       UPDATE maps m SET succeeded = succeeded + s.ok, failed = m.failed + s.failed, cancelled = m.cancelled + s.cancelled,
+         state = CASE WHEN state = 'running' AND succeeded + m.failed + m.cancelled + s.ok + s.failed + s.cancelled >= total
+                       AND (return_exceptions OR s.failed = 0) THEN 'complete' ELSE state END,
+         ended_at = CASE WHEN state = 'running' AND succeeded + m.failed + m.cancelled + s.ok + s.failed + s.cancelled >= total
+                          AND (return_exceptions OR s.failed = 0) THEN now() ELSE ended_at END
+       FROM moved s WHERE m.id = $1 AND s.n > 0 RETURNING m.state, s.chunks`,
+      [
+        mapId,
+        settles.map((s) => s.chunk),
+        settles.map((s) => JSON.stringify(s.outcomes)),
+        settles.map((s) => count(s.outcomes, 'ok')),
+        settles.map((s) => count(s.outcomes, 'error')),
+        settles.map((s) => count(s.outcomes, 'cancelled')),
+      ],
     );
-    return rows[0]?.state;
+    return rows[0];
   }
 
   /** A running (or accepting) map ends: failed with its first error, or cancelled. False when it had ended already. */
