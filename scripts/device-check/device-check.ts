@@ -76,8 +76,8 @@ const gpus = fake
 console.error(`discovery: ${gpus.length ? gpus.map((g) => `GPU ${g.index} ${g.model} ${g.memoryMiB} MiB`).join(', ') : 'no GPU'}`);
 
 /** The GPU prover for a claim, as the agent picks it, or the claim's round when it is declined. */
-function proverOf(claim: DeviceClaim): GpuProver | Round {
-  const request = { challengeId: `dc-${claim.device.replace(':', '-')}-${Date.now()}`, device: claim.device, n: claim.n };
+function proverOf(claim: DeviceClaim, challengeId: string): GpuProver | Round {
+  const request = { challengeId, device: claim.device, n: claim.n };
   try {
     return proverFor(
       { ...request, ...(claim.claimedMemoryBytes ? { claimedMemoryBytes: claim.claimedMemoryBytes } : {}) },
@@ -105,11 +105,13 @@ function proverOf(claim: DeviceClaim): GpuProver | Round {
  * first, then every seed sent at once, each commitment timed from that one start.
  */
 async function proveAll(claims: DeviceClaim[]): Promise<Round[]> {
-  const provers = claims.map(proverOf);
+  // One id per round, named by its prover's container and by its probe alike.
+  const ids = claims.map((claim) => `dc-${claim.device.replace(':', '-')}-${Date.now()}`);
+  const provers = claims.map((claim, i) => proverOf(claim, ids[i]!));
   try {
     const prepared = await Promise.all(claims.map((claim, i) => prepare(claim, provers[i]!)));
     const started = performance.now();
-    return await Promise.all(claims.map((claim, i) => prepared[i] ?? prove(claim, provers[i] as GpuProver, started)));
+    return await Promise.all(claims.map((claim, i) => prepared[i] ?? prove(claim, ids[i]!, provers[i] as GpuProver, started)));
   } finally {
     for (const p of provers) if (p instanceof GpuProver) await p.release().catch((e: Error) => console.error(`release: ${e.message}`));
   }
@@ -129,7 +131,7 @@ async function prepare(claim: DeviceClaim, prover: GpuProver | Round): Promise<R
 }
 
 /** The timed challenge from `started`, the probe and the check. */
-async function prove(claim: DeviceClaim, prover: GpuProver, started: number): Promise<Round> {
+async function prove(claim: DeviceClaim, challengeId: string, prover: GpuProver, started: number): Promise<Round> {
   const base = { device: claim.device, label: claim.label, deadlineMs: claim.deadlineMs };
   try {
     const challenge = newChallenge(claim.n);
@@ -148,9 +150,7 @@ async function prove(claim: DeviceClaim, prover: GpuProver, started: number): Pr
     const parts = probeParts(claim.n, probe.rows);
     const replies = [];
     for (const [i, rows] of parts.entries())
-      replies.push(
-        await prover.answer({ challengeId: `dc-${claim.device}`, vectors, rows, ...(i < parts.length - 1 ? { more: true } : {}) }),
-      );
+      replies.push(await prover.answer({ challengeId, vectors, rows, ...(i < parts.length - 1 ? { more: true } : {}) }));
     const answer = {
       products: replies[0]!.products.map((p) => Array.from(decodeInt32(p) ?? [])),
       rows: replies
