@@ -25,18 +25,7 @@ import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { GpuInventory } from '#tern/contracts';
-import {
-  decodeInt32,
-  type DeviceClaim,
-  deviceClaims,
-  encodeInt32,
-  judgeMemory,
-  judgeTiming,
-  newChallenge,
-  newProbe,
-  probeParts,
-  verifyAnswer,
-} from '#tern/proof';
+import { askInParts, type DeviceClaim, deviceClaims, judgeMemory, judgeTiming, newChallenge, newProbe, verifyAnswer } from '#tern/proof';
 import { GpuInjector, ImageStore, RuncRuntime, silentLogger } from '#tern/runtime';
 import { fakeHost } from '../../libs/runtime/src/gpu/fake-host.js';
 import { detectGpus, probeContext } from '../../apps/agent/src/discovery/gpu/index.js';
@@ -146,17 +135,8 @@ async function prove(claim: DeviceClaim, challengeId: string, prover: GpuProver,
       return { ...base, verdict: 'failed', reason: timing.ok ? 'no commitment' : timing.reason, ...seen };
     const probe = newProbe(challenge);
     // In parts, as the scheduler asks (two at n = 8192): the prover answers each from the product it kept.
-    const vectors = probe.vectors.map((v) => encodeInt32(v));
-    const parts = probeParts(claim.n, probe.rows);
-    const replies = [];
-    for (const [i, rows] of parts.entries())
-      replies.push(await prover.answer({ challengeId, vectors, rows, ...(i < parts.length - 1 ? { more: true } : {}) }));
-    const answer = {
-      products: replies[0]!.products.map((p) => Array.from(decodeInt32(p) ?? [])),
-      rows: replies
-        .flatMap((reply) => reply.rows)
-        .map((r) => ({ index: r.index, values: Array.from(decodeInt32(r.values) ?? []), proof: r.proof })),
-    };
+    const answer = await askInParts(claim.n, probe, (part) => prover.answer({ challengeId, ...part }));
+    if ('wrong' in answer) return { ...base, verdict: 'failed', reason: `${claim.label} ${answer.wrong}`, ...seen };
     const verdict = verifyAnswer(challenge, { root }, probe, answer);
     if (!verdict.ok) return { ...base, verdict: 'failed', reason: verdict.reason, ...seen };
     return { ...base, verdict: 'passed', macsPerSecond: timing.macsPerSecond, ...seen };

@@ -1,4 +1,4 @@
-import { PROBE_VECTORS } from './protocol.js';
+import { PROBE_VECTORS, type ProofAnswer, type ProofProbe } from './protocol.js';
 
 /**
  * int32 vectors on the wire: little-endian bytes in base64, a third of JSON's decimal size, so
@@ -40,4 +40,51 @@ export function probeParts(n: number, rows: readonly number[]): number[][] {
   const parts: number[][] = [];
   for (let i = 0; i < rows.length; i += perPart) parts.push(rows.slice(i, i + perPart));
   return parts;
+}
+
+/** One part of a probe as a prover is asked it: the vectors (base64 int32s), its rows, and `more` on all but the last. */
+export interface ProbePart {
+  vectors: string[];
+  rows: number[];
+  more?: true;
+}
+
+/** A prover's answer to one part, int32 vectors in base64 (the agent's `HardwareAnswer`). */
+export interface EncodedAnswer {
+  products: readonly string[];
+  rows: readonly { index: number; values: string; proof: string[] }[];
+}
+
+/**
+ * The probe asked in parts (probeParts), each through `ask`, and the parts' answers made one:
+ * every part's products must be the first's, and the rows of all parts make the answer. A `wrong`
+ * answer says what was wrong with it; what `ask` throws is the caller's to judge.
+ */
+export async function askInParts(
+  n: number,
+  probe: ProofProbe,
+  ask: (part: ProbePart) => Promise<EncodedAnswer>,
+): Promise<ProofAnswer | { wrong: string }> {
+  const vectors = probe.vectors.map((v) => encodeInt32(v));
+  const parts = probeParts(n, probe.rows);
+  const answer: ProofAnswer = { products: [], rows: [] };
+  for (const [i, rows] of parts.entries()) {
+    const part = decodeAnswer(await ask({ vectors, rows, ...(i < parts.length - 1 ? { more: true as const } : {}) }));
+    if (!part) return { wrong: 'answered its probe with values that are not int32 vectors' };
+    if (i > 0 && JSON.stringify(part.products) !== JSON.stringify(answer.products))
+      return { wrong: 'answered the parts of one probe with different products' };
+    answer.products = part.products;
+    answer.rows.push(...part.rows);
+  }
+  return answer;
+}
+
+function decodeAnswer(reply: EncodedAnswer): ProofAnswer | undefined {
+  const products = reply.products.map((p) => decodeInt32(p));
+  const rows = reply.rows.map((r) => ({ index: r.index, values: decodeInt32(r.values), proof: r.proof }));
+  if (products.some((p) => !p) || rows.some((r) => !r.values)) return undefined;
+  return {
+    products: products.map((p) => Array.from(p!)),
+    rows: rows.map((r) => ({ index: r.index, values: Array.from(r.values!), proof: r.proof })),
+  };
 }

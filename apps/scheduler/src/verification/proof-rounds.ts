@@ -1,19 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
-import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PREPARE, AGENT_PROOF_PROBE, type HardwareAnswer } from '#tern/contracts';
+import { AGENT_PROOF_CHALLENGE, AGENT_PROOF_PREPARE, AGENT_PROOF_PROBE } from '#tern/contracts';
 import { Messaging, RequestError } from '#tern/messaging';
 import {
-  decodeInt32,
+  askInParts,
   type DeviceClaim,
-  encodeInt32,
   judgeMemory,
   judgeTiming,
   newChallenge,
   newProbe,
   type ProofAnswer,
   type ProofProbe,
-  probeParts,
   type TimingVerdict,
 } from '#tern/proof';
 import { mapLimit } from '#tern/timing';
@@ -125,34 +123,16 @@ export class ProofRounds {
     return { claim, toCheck: { challenge, commitment: { root }, probe, answer }, macsPerSecond: timing.macsPerSecond };
   }
 
-  /**
-   * The probe, its rows in parts whose answers each fit one NATS message (probeParts: one part up
-   * to n = 4096, two at 8192), each part with the same vectors: every part's products must be the
-   * first's, and the rows of all parts make the answer.
-   */
+  /** The probe, asked in parts whose answers each fit one NATS message (askInParts: one part up to n = 4096, two at 8192). */
   private async probe(machineId: string, claim: DeviceClaim, challengeId: string, probe: ProofProbe): Promise<ProofAnswer | RoundResult> {
-    const vectors = probe.vectors.map((v) => encodeInt32(v));
-    const parts = probeParts(claim.n, probe.rows);
-    const answer: ProofAnswer = { products: [], rows: [] };
-    for (const [i, rows] of parts.entries()) {
-      let reply: HardwareAnswer;
-      try {
-        reply = await this.messaging.request(
-          AGENT_PROOF_PROBE,
-          { challengeId, vectors, rows, ...(i < parts.length - 1 ? { more: true } : {}) },
-          { tokens: [machineId], timeoutMs: PROBE_TIMEOUT_MS },
-        );
-      } catch (e) {
-        return failure(claim, e, () => `${claim.label} did not answer its probe within ${PROBE_TIMEOUT_MS / 1000} s`);
-      }
-      const part = decodeAnswer(reply);
-      if (!part) return { kind: 'failed', reason: `${claim.label} answered its probe with values that are not int32 vectors` };
-      if (i > 0 && JSON.stringify(part.products) !== JSON.stringify(answer.products))
-        return { kind: 'failed', reason: `${claim.label} answered the parts of one probe with different products` };
-      answer.products = part.products;
-      answer.rows.push(...part.rows);
+    try {
+      const answer = await askInParts(claim.n, probe, (part) =>
+        this.messaging.request(AGENT_PROOF_PROBE, { challengeId, ...part }, { tokens: [machineId], timeoutMs: PROBE_TIMEOUT_MS }),
+      );
+      return 'wrong' in answer ? { kind: 'failed', reason: `${claim.label} ${answer.wrong}` } : answer;
+    } catch (e) {
+      return failure(claim, e, () => `${claim.label} did not answer its probe within ${PROBE_TIMEOUT_MS / 1000} s`);
     }
-    return answer;
   }
 
   private async check({ claim, toCheck, macsPerSecond }: Answered): Promise<RoundResult> {
@@ -179,14 +159,4 @@ function failure(claim: DeviceClaim, e: unknown, onTimeout: () => string): Round
 
 function lateReason(verdict: TimingVerdict): string {
   return verdict.ok ? 'no commitment' : verdict.reason;
-}
-
-function decodeAnswer(reply: HardwareAnswer): ProofAnswer | undefined {
-  const products = reply.products.map((p) => decodeInt32(p));
-  const rows = reply.rows.map((r) => ({ index: r.index, values: decodeInt32(r.values), proof: r.proof }));
-  if (products.some((p) => !p) || rows.some((r) => !r.values)) return undefined;
-  return {
-    products: products.map((p) => Array.from(p!)),
-    rows: rows.map((r) => ({ index: r.index, values: Array.from(r.values!), proof: r.proof })),
-  };
 }
