@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   CONTAINER_READY,
   CONTAINER_SCHEDULED,
-  MACHINE_HEARTBEAT,
+  MACHINE_BEAT,
   MACHINE_NETWORK_TESTED,
   MACHINE_STATE_CHANGED,
   type MachineState,
@@ -52,7 +52,7 @@ export class MachineEvents {
   /** A live heartbeat, as the agent sends it (sequence gaps are beats it skipped). */
   async heartbeat(machineId: string, pool: string, sequence: number) {
     await this.messaging.publish(
-      MACHINE_HEARTBEAT,
+      MACHINE_BEAT,
       { machineId, pool, sentAt: new Date().toISOString(), sequence, cpuPercent: 5, memoryPercent: 10, gpus: [], runningContainers: [] },
       { tokens: [machineId], msgId: `${machineId}-test-${sequence}` },
     );
