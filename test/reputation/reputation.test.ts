@@ -242,7 +242,8 @@ describe('reputation service', () => {
       await new Promise((r) => setTimeout(r, 5000));
       await start();
       lost = sequence - killedAt; // at least: those sent while it was down
-      await waitFor('beats stored again', async () => ((await stored())?.lastSequence ?? 0) >= sequence + 3, 30_000);
+      const target = sequence + 3;
+      await waitFor('beats stored again', async () => ((await stored())?.lastSequence ?? 0) >= target, 30_000);
     } finally {
       clearInterval(ticker);
     }
