@@ -4,6 +4,7 @@ import { Counter } from 'prom-client';
 import { type Contract } from '#tern/contracts';
 import { fireAndForget } from '#tern/timing';
 import { decode } from './codec.js';
+import { type Hearing } from './hearing.js';
 import { refuseForeignMachine } from './machine-claims.js';
 import { type Messaging } from './messaging.js';
 
@@ -12,60 +13,6 @@ const handled = new Counter({
   help: 'Core NATS events heard in a queue group (heartbeats), by contract subject and outcome (ok, invalid, foreign, failed, dropped: over the handler limit).',
   labelNames: ['subject', 'outcome'],
 });
-
-/** A span of time (epoch ms, from inclusive, to exclusive) in which this process heard nothing of a subject. */
-export type Span = readonly [from: number, to: number];
-
-/** Spans kept: a reconnect a minute for this long is more than a service would survive unnoticed. */
-const SPANS_KEPT = 64;
-
-/**
- * When a process could hear a core NATS subject, so that its handlers can tell a silence of the
- * senders from one of its own: a core message sent while the process was not subscribed (not yet
- * started, or disconnected from NATS) is lost, not late. `deafSpans` are the times it was
- * subscribed and could not hear, each closed when it could again; before `since` it heard nothing.
- */
-export class Hearing {
-  private liveSince?: number;
-  private deafFrom?: number;
-  private readonly spans: Span[] = [];
-
-  /** When the subscription was first known to the server (epoch ms); undefined before. */
-  get since(): number | undefined {
-    return this.liveSince;
-  }
-
-  /** Whether the subscription is live now (subscribed and connected). */
-  get live(): boolean {
-    return this.liveSince !== undefined && this.deafFrom === undefined;
-  }
-
-  /** The closed spans since `since` in which nothing could be heard, oldest first. */
-  get deafSpans(): readonly Span[] {
-    return this.spans;
-  }
-
-  /** When the process last started to hear (`since`, or the end of its last deaf span): a silence shorter than now minus this may be its own. */
-  get liveFor(): number | undefined {
-    if (!this.live) return undefined;
-    return this.spans.at(-1)?.[1] ?? this.liveSince;
-  }
-
-  began(at: number) {
-    this.liveSince ??= at;
-  }
-
-  lost(at: number) {
-    if (this.liveSince !== undefined) this.deafFrom ??= at;
-  }
-
-  regained(at: number) {
-    if (this.deafFrom === undefined) return;
-    this.spans.push([this.deafFrom, at]);
-    if (this.spans.length > SPANS_KEPT) this.spans.shift();
-    this.deafFrom = undefined;
-  }
-}
 
 export interface EventSubscriptionOptions {
   /** Handlers running at once; a message past this is dropped and counted (default 10,000). */

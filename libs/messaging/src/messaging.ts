@@ -21,7 +21,7 @@ import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor, s
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
 import { refuseForeignMachine } from './machine-claims.js';
-import { Hearing } from './core-events.js';
+import { Hearing } from './hearing.js';
 import { type Namespace } from './namespace.js';
 import { fireAndForget } from '#tern/timing';
 

@@ -40,7 +40,7 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Whether this replica has heard beats for a whole TTL without a break, so a silence it sees is the machines'. */
   hearsLongEnough(now = Date.now()): boolean {
-    const since = this.messaging.hearing(MACHINE_BEAT).liveFor;
+    const since = this.messaging.hearing(MACHINE_BEAT).unbrokenSince;
     return since !== undefined && now - since >= this.config.machines.heartbeatTtlSeconds * 1000;
   }
 
