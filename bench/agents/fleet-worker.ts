@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { encode } from '@nats-io/nkeys';
 import { type Authenticator, connect, type NatsConnection } from '@nats-io/transport-node';
-import { CONTAINER_STARTED, CONTAINER_STOPPED, MACHINE_HEARTBEAT, type MachineHeartbeat, subjectFor } from '#tern/contracts';
+import { CONTAINER_STARTED, CONTAINER_STOPPED, MACHINE_BEAT, type MachineHeartbeat, subjectFor } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
 import { type AccountSigner, issueMachineJwt, nativeKeyPair, newUserKey } from '#tern/nats-auth';
 import type { FleetCommand, FleetReport, FleetSettings } from './fleet.js';
@@ -70,10 +70,17 @@ function publish(agent: Agent, subject: string, payload: unknown, msgID: string)
   agent.js.publish(subject, JSON.stringify(payload), { msgID }).catch(() => errors++);
 }
 
+/** A beat as the agent sends it: a core NATS publish on its own machine's subject, no acknowledgement. */
 function beat(agent: Agent, now: number) {
+  if (!agent.nc) return;
   const hb = beatPayload(agent, now);
   if (sampled.has(agent.id)) beats.push([agent.id, hb.sequence, now]);
-  publish(agent, ns.subject(subjectFor(MACHINE_HEARTBEAT, agent.id)), hb, `${agent.id}-${settings.tag}-${hb.sequence}`);
+  sent++;
+  try {
+    agent.nc.publish(ns.subject(subjectFor(MACHINE_BEAT, agent.id)), JSON.stringify(hb));
+  } catch {
+    errors++;
+  }
 }
 
 function containerEvent(agent: Agent, now: number) {

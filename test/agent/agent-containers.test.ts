@@ -7,7 +7,7 @@ import {
   CONTAINER_LOG_LINE,
   type ContainerLogLine,
   type ContainerStart,
-  MACHINE_HEARTBEAT,
+  MACHINE_BEAT,
   type MachineHeartbeat,
   subjectFilter,
 } from '#tern/contracts';
@@ -99,7 +99,7 @@ function startCommand(containerId: string, env: Record<string, string>): Contain
           if (m.subject.split('.').at(-2) === line.containerId) logs.push(line);
         },
       }),
-      nc.subscribe(messaging.subject(MACHINE_HEARTBEAT, [MACHINE]), { callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()) }),
+      nc.subscribe(messaging.subject(MACHINE_BEAT, [MACHINE]), { callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()) }),
     );
     agent = AgentProcess.forPlane(plane, { MACHINE_ID: MACHINE });
     chmodSync(agent.stateDir, 0o755);

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
+import { MACHINE_BEAT, type MachineHeartbeat } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { jwtExpiresAt } from '#tern/nats-auth';
 import { TEST_NATS } from '../support/isolation.js';
@@ -34,7 +34,7 @@ describe('agent NATS user', () => {
     });
     nc = await connectNats({ ...TEST_NATS, name: 'agent-nats-user-test' });
     const messaging = new Messaging(nc, new Namespace(plane.namespace));
-    nc.subscribe(messaging.subject(MACHINE_HEARTBEAT, ['agent-renew']), {
+    nc.subscribe(messaging.subject(MACHINE_BEAT, ['agent-renew']), {
       callback: (_e, m) => void beats.push({ at: Date.now(), beat: m.json<MachineHeartbeat>() }),
     });
     agent = AgentProcess.forPlane(plane, { MACHINE_ID: 'agent-renew' });

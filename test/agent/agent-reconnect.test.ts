@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
+import { MACHINE_BEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
 import { freePort, waitFor } from '../support/processes.js';
 import { describeNeeding } from '../support/real-parts.js';
@@ -64,7 +64,7 @@ class PrivateNats {
 
   const listen = async () => {
     nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200, authenticator: asHarness() });
-    nc.subscribe(new Namespace(plane.namespace).subject(MACHINE_HEARTBEAT.subject.replace('*', 'agent-nats')), {
+    nc.subscribe(new Namespace(plane.namespace).subject(MACHINE_BEAT.subject.replace('*', 'agent-nats')), {
       callback: (_e, m) => void beats.push(m.json<MachineHeartbeat>()),
     });
   };

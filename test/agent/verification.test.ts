@@ -8,7 +8,7 @@ import {
   AGENT_PROOF_PREPARE,
   AGENT_PROOF_PROBE,
   type MachineDetail,
-  MACHINE_HEARTBEAT,
+  MACHINE_BEAT,
   type HardwareChallenge,
   type HardwareProbe,
   type HardwareProverPrepare,
@@ -115,23 +115,22 @@ describe('proof of hardware', () => {
     const messaging = new Messaging(nc, new Namespace(plane.namespace));
     answer(messaging);
     let sequence = 0;
+    // As an agent beats: core NATS, under its own machine's subject.
     const beat = () => {
-      messaging
-        .publish(
-          MACHINE_HEARTBEAT,
-          {
-            machineId: id,
-            pool: 'default',
-            sentAt: new Date().toISOString(),
-            sequence: ++sequence,
-            cpuPercent: 1,
-            memoryPercent: 1,
-            gpus: [],
-            runningContainers: [],
-          },
-          { tokens: [id] },
-        )
-        .catch(() => undefined);
+      messaging.emit(
+        MACHINE_BEAT,
+        {
+          machineId: id,
+          pool: 'default',
+          sentAt: new Date().toISOString(),
+          sequence: ++sequence,
+          cpuPercent: 1,
+          memoryPercent: 1,
+          gpus: [],
+          runningContainers: [],
+        },
+        [id],
+      );
     };
     beat();
     const timer = setInterval(beat, 1000);

@@ -11,7 +11,7 @@ import {
   CONTAINER_STARTING,
   CONTAINER_STOPPED,
   type ContainerStart,
-  MACHINE_HEARTBEAT,
+  MACHINE_BEAT,
 } from '#tern/contracts';
 import { connectNats, Messaging, Namespace, RequestError } from '#tern/messaging';
 import { AgentCommands } from '../../apps/scheduler/src/machines/agent-commands.js';
@@ -206,13 +206,13 @@ describe('agent commands and container lifecycle', () => {
       gpus: [],
       runningContainers: ['c-live', 'c-ghost', 'c-3'],
     };
-    await messaging.publish(MACHINE_HEARTBEAT, beat, { tokens: ['worker-2'] });
+    messaging.emit(MACHINE_BEAT, beat, ['worker-2']);
     await waitFor('the stop of the given-up container', async () => stopped.length === 1);
     // c-3 failed on another machine; c-live is wanted; c-ghost was never the scheduler's.
     await new Promise((r) => setTimeout(r, 500));
     expect(stopped).toEqual(['c-3']);
     // Not repeated on the next beat: one stop per container per half minute.
-    await messaging.publish(MACHINE_HEARTBEAT, { ...beat, sequence: 2, sentAt: new Date().toISOString() }, { tokens: ['worker-2'] });
+    messaging.emit(MACHINE_BEAT, { ...beat, sequence: 2, sentAt: new Date().toISOString() }, ['worker-2']);
     await new Promise((r) => setTimeout(r, 1000));
     expect(stopped).toHaveLength(1);
   });

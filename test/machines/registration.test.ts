@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { MACHINE_DISCOVERED, MACHINE_HEARTBEAT, MACHINE_REGISTERED, MACHINE_STATE_CHANGED } from '#tern/contracts';
+import { MACHINE_BEAT, MACHINE_DISCOVERED, MACHINE_REGISTERED, MACHINE_STATE_CHANGED } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
@@ -58,7 +58,7 @@ describe('machine tokens and registration', () => {
     ).start();
     nc = await connectNats({ ...TEST_NATS, name: 'registration-test' });
     const messaging = new Messaging(nc, ns);
-    for (const c of [MACHINE_REGISTERED, MACHINE_DISCOVERED, MACHINE_STATE_CHANGED, MACHINE_HEARTBEAT]) listen(messaging.subject(c));
+    for (const c of [MACHINE_REGISTERED, MACHINE_DISCOVERED, MACHINE_STATE_CHANGED, MACHINE_BEAT]) listen(messaging.subject(c));
     await gateway.ready();
     member = (await call('POST', '/api/v1/tokens', ADMIN, { name: 'viewer' })).body.token;
     await call('POST', '/api/v1/pools', ADMIN, { name: 'gpu', allowedGpuTypes: ['H100'], minNetworkMbps: 250 });
@@ -323,7 +323,7 @@ describe('machine tokens and registration', () => {
     };
     const ok = await call('POST', '/api/v1/machine/keepalive', machineToken, keepalive);
     expect(ok).toEqual({ status: 200, body: { ok: true } });
-    const beat = await waitFor('heartbeat', async () => events(MACHINE_HEARTBEAT, 'box-8')[0]);
+    const beat = await waitFor('heartbeat', async () => events(MACHINE_BEAT, 'box-8')[0]);
     expect(beat.data).toMatchObject({
       pool: 'gpu',
       cpuPercent: 37.5,

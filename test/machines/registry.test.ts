@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { MACHINE_HEARTBEAT, MACHINE_NETWORK_TESTED, MACHINE_STATE_CHANGED, type MachineHeartbeat } from '#tern/contracts';
+import { MACHINE_BEAT, MACHINE_NETWORK_TESTED, MACHINE_STATE_CHANGED, type MachineHeartbeat } from '#tern/contracts';
 import { connectNats, Messaging, Namespace } from '#tern/messaging';
 import { createTestSchema, TEST_NATS, type TestSchema, testEnv, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
@@ -27,11 +27,12 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
   const pulses: NodeJS.Timeout[] = [];
   const sequences = new Map<string, number>();
 
-  const beat = (machineId: string, pool: string, extra: Partial<MachineHeartbeat> = {}) => {
+  /** A beat as an agent sends it: core NATS, heard by whichever scheduler replica the queue group picks. */
+  const beat = async (machineId: string, pool: string, extra: Partial<MachineHeartbeat> = {}) => {
     const sequence = (sequences.get(machineId) ?? 0) + 1;
     sequences.set(machineId, sequence);
-    return messaging.publish(
-      MACHINE_HEARTBEAT,
+    messaging.emit(
+      MACHINE_BEAT,
       {
         machineId,
         pool,
@@ -43,8 +44,9 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
         runningContainers: [],
         ...extra,
       },
-      { tokens: [machineId] },
+      [machineId],
     );
+    await nc.flush();
   };
   /** Heartbeats every 500 ms until stopped, as a live agent would (faster than the TTL). */
   const keepBeating = (machineId: string, pool: string) => {
@@ -227,13 +229,13 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
     await join('steady-1', 'default');
     const stop = keepBeating('steady-1', 'default');
     await until('steady-1', 'ready');
-    const bad = messaging.subject(MACHINE_HEARTBEAT, ['steady-1']);
+    const bad = messaging.subject(MACHINE_BEAT, ['steady-1']);
     for (let i = 0; i < 5; i++) {
-      await messaging.js.publish(bad, new TextEncoder().encode(JSON.stringify({ machineId: 'steady-1', cpuPercent: 900 })));
-      await messaging.js.publish(bad, new TextEncoder().encode('garbage'));
+      nc.publish(bad, new TextEncoder().encode(JSON.stringify({ machineId: 'steady-1', cpuPercent: 900 })));
+      nc.publish(bad, new TextEncoder().encode('garbage'));
     }
     await beat('stranger-1', 'default');
-    await processes[1].waitForLog(/terminated message/).catch(() => processes[2].waitForLog(/terminated message/));
+    await processes[1].waitForLog(/ignored an invalid message/).catch(() => processes[2].waitForLog(/ignored an invalid message/));
     await new Promise((r) => setTimeout(r, 3000)); // longer than the TTL
     expect((await state('steady-1')).state).toBe('ready');
     expect(await state('stranger-1')).toBeUndefined();

@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { register } from 'prom-client';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS, subjectFor } from '#tern/contracts';
-import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer } from '#tern/messaging';
+import { MACHINE_BEAT, MACHINE_HEARTBEAT, type MachineHeartbeat, STREAMS, subjectFor } from '#tern/contracts';
+import { connectNats, Messaging, Namespace, type RunningConsumer, startConsumer, startEventSubscription } from '#tern/messaging';
 import { TEST_NATS, uniqueName } from '../support/isolation.js';
 import { deleteNamespaces } from '../support/nats.js';
 import { waitFor } from '../support/processes.js';
@@ -229,6 +229,65 @@ describe('messaging over JetStream', () => {
       expect(await mismatches(MACHINE_HEARTBEAT.subject)).toBe(before + 2);
     } finally {
       for (const s of subs) s.unsubscribe();
+    }
+  });
+
+  it('hears core NATS events in a queue group: each valid one by one member, invalid, foreign and past the limit dropped', async () => {
+    const before = await mismatches(MACHINE_BEAT.subject);
+    const handled: string[][] = [[], []];
+    const members = await Promise.all(
+      handled.map((list) =>
+        startEventSubscription(
+          messaging,
+          MACHINE_BEAT,
+          'beat-test',
+          async (b, subject, receivedAt) => {
+            expect(subject).toBe(`tern.beat.${b.machineId}.v1`);
+            expect(Math.abs(Date.now() - receivedAt)).toBeLessThan(5000);
+            list.push(b.machineId);
+          },
+          { logger: quiet },
+        ),
+      ),
+    );
+    // A member whose handlers never return (a stalled database), in a group of its own.
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    let taken = 0;
+    const stuck = await startEventSubscription(
+      messaging,
+      MACHINE_BEAT,
+      'beat-stuck',
+      async () => {
+        taken++;
+        await stalled;
+      },
+      { maxInFlight: 5, logger: quiet },
+    );
+    const dropped = async () =>
+      (await register.getSingleMetric('tern_events_handled_total')!.get()).values.find(
+        (v) => v.labels.subject === MACHINE_BEAT.subject && v.labels.outcome === 'dropped',
+      )?.value ?? 0;
+    try {
+      expect(stuck.hearing.since).toBeLessThanOrEqual(Date.now());
+      expect(stuck.hearing.live).toBe(true);
+      const droppedBefore = await dropped();
+      for (let i = 0; i < 40; i++) messaging.emit(MACHINE_BEAT, beat(`m-q${i}`, 1), [`m-q${i}`]);
+      nc.publish(messaging.subject(MACHINE_BEAT, ['m-bad']), new TextEncoder().encode('{"machineId": 7}'));
+      messaging.emit(MACHINE_BEAT, beat('m-victim', 1), ['m-liar']);
+      await waitFor('every valid beat handled', async () => handled.flat().length === 40, 5_000);
+      await waitFor('the refusal counted', async () => (await mismatches(MACHINE_BEAT.subject)) >= before + 1);
+      await new Promise((r) => setTimeout(r, 200));
+      // Once each in the group, shared by its members.
+      expect(new Set(handled.flat()).size).toBe(40);
+      expect(handled.flat()).toHaveLength(40);
+      expect(handled.every((l) => l.length > 0)).toBe(true);
+      // The stalled member took five and dropped the other 37 messages (the invalid and the foreign among them), queuing none.
+      expect(taken).toBe(5);
+      expect((await dropped()) - droppedBefore).toBe(37);
+    } finally {
+      release();
+      await Promise.all([...members, stuck].map((m) => m.stop()));
     }
   });
 });

@@ -57,6 +57,13 @@ describe('NATS operator mode', () => {
     await harness.flush();
     nc.publish(`${ns}.heartbeat.m-own.v1`, '{}');
     for await (const m of heard) expect(m.subject).toBe(`${ns}.heartbeat.m-own.v1`);
+    // Core NATS beats alike: its own subject heard, another's refused, and none of them its to hear.
+    const beat = harness.subscribe(`${ns}.beat.m-own.v1`, { max: 1 });
+    await harness.flush();
+    nc.publish(`${ns}.beat.m-own.v1`, '{}');
+    for await (const m of beat) expect(m.subject).toBe(`${ns}.beat.m-own.v1`);
+    await refused(nc, 'publish', `${ns}.beat.m-other.v1`, () => nc.publish(`${ns}.beat.m-other.v1`, '{}'));
+    await refused(nc, 'subscription', `${ns}.beat.*.v1`, () => nc.subscribe(`${ns}.beat.*.v1`));
     expect(own.isClosed()).toBe(false);
     await refused(nc, 'subscription', `${ns}.agent.m-other.container.start.v1`, () =>
       nc.subscribe(`${ns}.agent.m-other.container.start.v1`),

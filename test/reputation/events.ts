@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   CONTAINER_READY,
   CONTAINER_SCHEDULED,
-  MACHINE_HEARTBEAT,
+  MACHINE_BEAT,
   MACHINE_NETWORK_TESTED,
   MACHINE_STATE_CHANGED,
   type MachineState,
@@ -49,13 +49,14 @@ export class MachineEvents {
     );
   }
 
-  /** A live heartbeat, as the agent sends it (sequence gaps are beats it skipped). */
+  /** A live heartbeat, as the agent sends it: core NATS, heard by whoever listens now (sequence gaps are beats it skipped). */
   async heartbeat(machineId: string, pool: string, sequence: number) {
-    await this.messaging.publish(
-      MACHINE_HEARTBEAT,
+    this.messaging.emit(
+      MACHINE_BEAT,
       { machineId, pool, sentAt: new Date().toISOString(), sequence, cpuPercent: 5, memoryPercent: 10, gpus: [], runningContainers: [] },
-      { tokens: [machineId], msgId: `${machineId}-test-${sequence}` },
+      [machineId],
     );
+    await this.messaging.nc.flush();
   }
 
   /** The scheduler's start command (placement), then, `readyLatencyMs` later, the agent's ready. */

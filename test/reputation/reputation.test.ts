@@ -31,7 +31,12 @@ describe('reputation service', () => {
     httpPort = await freePort();
     service = new ServiceProcess(
       'reputation',
-      testEnv(schema, ns.name, { HTTP_PORT: String(httpPort), REPUTATION_RECOMPUTE_INTERVAL_MS: '300' }),
+      // Beats every second, so the test below can let a few go unheard.
+      testEnv(schema, ns.name, {
+        HTTP_PORT: String(httpPort),
+        REPUTATION_RECOMPUTE_INTERVAL_MS: '300',
+        MACHINE_HEARTBEAT_INTERVAL_SECONDS: '1',
+      }),
     ).start();
     await service.ready();
   };
@@ -221,6 +226,37 @@ describe('reputation service', () => {
     expect(Math.round(r.tasks['dep-model'].shared.v)).toBe(20);
     expect(Math.round(r.starts['dep-model'].attempts.v)).toBe(2);
   });
+
+  it("does not hold its own downtime against a machine's beats, lost on core NATS while nobody listened", async () => {
+    const stored = async () =>
+      (await db.query(`SELECT heartbeats FROM reputation_machines WHERE machine_id = 'm-steady'`)).rows[0]?.heartbeats as
+        { expected: { v: number }; onTime: { v: number }; lastSequence: number } | undefined;
+    let sequence = 0;
+    // The agent beats every second (MACHINE_HEARTBEAT_INTERVAL_SECONDS of start()) whoever listens.
+    const ticker = setInterval(() => void events.heartbeat('m-steady', 'default', ++sequence).catch(() => undefined), 1000);
+    let lost: number;
+    try {
+      await waitFor('the first beats stored', async () => ((await stored())?.lastSequence ?? 0) >= 3);
+      await service.kill('SIGKILL');
+      const killedAt = sequence;
+      await new Promise((r) => setTimeout(r, 5000));
+      await start();
+      lost = sequence - killedAt; // at least: those sent while it was down
+      const target = sequence + 3;
+      await waitFor('beats stored again', async () => ((await stored())?.lastSequence ?? 0) >= target, 30_000);
+    } finally {
+      clearInterval(ticker);
+    }
+    const h = (await stored())!;
+    console.log(
+      `beats ${h.lastSequence} sent, at least ${lost} of them while reputation was down; expected ${h.expected.v}, on time ${h.onTime.v}`,
+    );
+    expect(lost).toBeGreaterThanOrEqual(5);
+    // Every beat it heard came on time, and those sent while it was down are not counted as skipped
+    // (counted, they would be `lost` beats expected that never came). One at the span's edge may be.
+    expect(h.expected.v - h.onTime.v).toBeLessThan(1.5);
+    expect(h.expected.v).toBeLessThan(h.lastSequence - lost + 1.5);
+  }, 90_000);
 
   it('shares the events between two replicas, counting each once, and hands scoring over after a kill -9', async () => {
     const port = await freePort();

@@ -9,6 +9,7 @@ import {
   CONTAINER_STARTED,
   HEARTBEATS_BUCKET,
   INVOKE,
+  MACHINE_BEAT,
   MACHINE_STATE_CHANGED,
   SCALE_COMMAND,
   subjectFor,
@@ -164,6 +165,11 @@ describe('a joined machine attacking the installation', () => {
     await refusedSub(wire(subjectFor(AGENT_CONTAINER_START, 'm-victim')));
     await refusedSub(wire(subjectFor(INVOKE, 'm-victim', 'c-victim-app')));
     await refusedSub(wire(subjectFor(MACHINE_STATE_CHANGED, 'm-victim')));
+    // Beats are core NATS now: hearing them (any machine's, or its own) is the scheduler's and reputation's only.
+    await refusedSub(wire(MACHINE_BEAT.subject));
+    await refusedSub(wire(subjectFor(MACHINE_BEAT, 'm-victim')));
+    // Nor may it beat for another machine: its user publishes its own subject only.
+    await refusedPub(wire(subjectFor(MACHINE_BEAT, 'm-victim')));
     // Task payloads are stored under their queue's subject: a core subscription would see every submit.
     await refusedSub(wire(subjectFor(TASK_ITEM, placed['victim-queue'].deploymentId, '1')));
     await refusedSub(wire(subjectFor(TASK_ITEM, placed['own-queue'].deploymentId, '1')));
@@ -253,8 +259,8 @@ describe('a joined machine attacking the installation', () => {
     await refused(permitNc, 'publish', info, () => permitNc.publish(info));
     const get = `$JS.API.STREAM.MSG.GET.${stream}`;
     await refused(permitNc, 'publish', get, () => permitNc.publish(get, JSON.stringify({ seq: 1 })));
-    const beat = wire(`tern.heartbeat.${attacker.id}.v1`);
-    await refused(permitNc, 'publish', beat, () => permitNc.publish(beat, '{}'));
+    for (const beat of [wire(`tern.heartbeat.${attacker.id}.v1`), wire(`tern.beat.${attacker.id}.v1`)])
+      await refused(permitNc, 'publish', beat, () => permitNc.publish(beat, '{}'));
   });
 
   it('loses its task permits with its NATS user when it is revoked', async () => {

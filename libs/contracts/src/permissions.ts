@@ -43,6 +43,7 @@ import {
   SANDBOX_TUNNEL_OUT,
   CONTAINER_TUNNEL_OPEN,
   LOAD_REPORT,
+  MACHINE_BEAT,
   MACHINE_DISCOVERED,
   MACHINE_FAULT,
   MACHINE_HEARTBEAT,
@@ -151,6 +152,8 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   access(SERVER_LOAD_REPORT, ['agent'], ['autoscaler'], true),
   access(MACHINE_REGISTERED, ['gateway'], []),
   access(MACHINE_DISCOVERED, ['gateway'], []),
+  access(MACHINE_BEAT, ['agent', 'gateway'], ['scheduler', 'reputation'], true),
+  // The stored beats of the previous release's agents: read for one release more (MACHINE_HEARTBEAT).
   access(MACHINE_HEARTBEAT, ['agent', 'gateway'], ['scheduler', 'reputation'], true),
   // The agent's own network test: judged by pool rules, scored by nothing (a stranger's word).
   access(MACHINE_NETWORK_TESTED, ['agent'], ['scheduler'], true),

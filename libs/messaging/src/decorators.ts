@@ -23,6 +23,25 @@ export function OnMessage(contract: Contract, extras: ConsumeExtras = {}): Metho
   return EventPattern(contract.subject, { ...extras, [TERN_CONTRACT]: contract }) as MethodDecorator;
 }
 
+export interface EventExtras {
+  /**
+   * Messages handled at once. A core subscription cannot hold NATS back, so past this a message
+   * is dropped (logged, counted) rather than queued without bound: size it well above a batch.
+   */
+  maxInFlight?: number;
+}
+
+/**
+ * Handles a core NATS event contract (no stream) in a queue group of this service: each message
+ * reaches one replica of the service, none is stored or acknowledged, and one sent while no
+ * replica listens is lost. The handler gets the validated payload; its context says when the
+ * message arrived (`receivedAt`). For high-rate facts that the next one supersedes (heartbeats).
+ */
+export function OnEvent(contract: Contract, extras: EventExtras = {}): MethodDecorator {
+  if (contract.stream || contract.kind !== 'event') throw new Error(`@OnEvent(${contract.subject}): not a core NATS event, use @OnMessage`);
+  return EventPattern(contract.subject, { ...extras, [TERN_CONTRACT]: contract }) as MethodDecorator;
+}
+
 export interface RequestExtras {
   /**
    * Names of the values that fill the subject's `*` tokens, in order, looked up in the

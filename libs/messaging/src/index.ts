@@ -4,6 +4,8 @@ export * from './errors.js';
 export * from './connection.js';
 export * from './messaging.js';
 export * from './consumer.js';
+export * from './core-events.js';
+export * from './hearing.js';
 export * from './decorators.js';
 export * from './jetstream.transport.js';
 export * from './presence.js';

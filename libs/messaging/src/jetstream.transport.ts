@@ -5,17 +5,23 @@ import { BaseRpcContext, type CustomTransportStrategy, type MessageHandler, Serv
 import { type Subscription } from '@nats-io/transport-node';
 import { type Contract } from '#tern/contracts';
 import { type Delivery, type RunningConsumer, startConsumer } from './consumer.js';
-import { type ConsumeExtras, type RequestExtras, TERN_CONTRACT } from './decorators.js';
+import { startEventSubscription } from './core-events.js';
+import { type ConsumeExtras, type EventExtras, type RequestExtras, TERN_CONTRACT } from './decorators.js';
 import { ReplyError } from './errors.js';
 import { type Messaging } from './messaging.js';
 
 /** The context a handler receives as its second argument (`@Ctx()`). */
-export class JetStreamContext extends BaseRpcContext<[Delivery<object> | undefined, string]> {
+export class JetStreamContext extends BaseRpcContext<[Delivery<object> | undefined, string, number?]> {
+  /** A JetStream message's delivery (@OnMessage); undefined for core NATS. */
   get delivery(): Delivery<object> | undefined {
     return this.args[0];
   }
   get subject(): string {
     return this.args[1];
+  }
+  /** When a core NATS event (@OnEvent) arrived, epoch ms by this process's clock. */
+  get receivedAt(): number | undefined {
+    return this.args[2];
   }
 }
 
@@ -33,7 +39,7 @@ export type SubjectTokens = Record<string, string | undefined>;
 
 /**
  * A Nest transport over JetStream: @OnMessage handlers get a durable pull consumer with
- * explicit acks, @OnRequest handlers a queue-group subscription on core NATS.
+ * explicit acks, @OnEvent and @OnRequest handlers a queue-group subscription on core NATS.
  */
 export class JetStreamTransport extends Server implements CustomTransportStrategy {
   private readonly consumers: RunningConsumer[] = [];
@@ -53,7 +59,8 @@ export class JetStreamTransport extends Server implements CustomTransportStrateg
       for (const [pattern, handler] of this.messageHandlers) {
         const contract = handler.extras?.[TERN_CONTRACT] as Contract | undefined;
         if (!contract) throw new Error(`handler for ${pattern} was not declared with @OnMessage or @OnRequest`);
-        if (handler.isEventHandler) await this.bindConsumer(contract, handler);
+        if (handler.isEventHandler && !contract.stream) await this.bindEvents(contract, handler);
+        else if (handler.isEventHandler) await this.bindConsumer(contract, handler);
         else this.bindRequest(contract, handler);
       }
       callback();
@@ -80,6 +87,18 @@ export class JetStreamTransport extends Server implements CustomTransportStrateg
       async (delivery) => {
         await settleHandler(handler, delivery.payload, new JetStreamContext([delivery, delivery.subject]));
       },
+    );
+    this.consumers.push(running);
+  }
+
+  /** One queue group per service: every replica of it joins, so each event reaches one of them. */
+  private async bindEvents(contract: Contract, handler: MessageHandler) {
+    const running = await startEventSubscription(
+      this.messaging,
+      contract,
+      this.messaging.ns.service(this.serviceName),
+      (payload, subject, receivedAt) => settleHandler(handler, payload, new JetStreamContext([undefined, subject, receivedAt])),
+      { maxInFlight: ((handler.extras ?? {}) as EventExtras).maxInFlight },
     );
     this.consumers.push(running);
   }

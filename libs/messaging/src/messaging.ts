@@ -21,6 +21,7 @@ import { type Contract, STREAMS, type StreamName, type StreamSpec, subjectFor, s
 import { decode, encode } from './codec.js';
 import { ERROR_CODE_HEADER, ERROR_HEADER, ReplyError, RequestError } from './errors.js';
 import { refuseForeignMachine } from './machine-claims.js';
+import { Hearing } from './hearing.js';
 import { type Namespace } from './namespace.js';
 import { fireAndForget } from '#tern/timing';
 
@@ -76,6 +77,7 @@ export class Messaging {
   private readonly logger = new Logger('messaging');
   /** This instance's name in ORIGIN_HEADER: random, so no other process's notices match it. */
   readonly origin = randomUUID();
+  private readonly hearings = new Map<string, Hearing>();
 
   /**
    * @param declares false for a machine's agent: it creates no stream, consumer, bucket or
@@ -100,6 +102,17 @@ export class Messaging {
       throw e;
     });
     return this.jsmPromise;
+  }
+
+  /**
+   * When this process could hear a core event contract it subscribes in a queue group
+   * (`startEventSubscription`, `@OnEvent`): its handlers ask, to tell the senders' silence from
+   * their own. One per contract, made on first ask.
+   */
+  hearing(contract: Contract): Hearing {
+    let h = this.hearings.get(contract.subject);
+    if (!h) this.hearings.set(contract.subject, (h = new Hearing()));
+    return h;
   }
 
   /** The wire subject for a contract, `*` tokens filled. */

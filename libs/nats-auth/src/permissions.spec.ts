@@ -76,6 +76,16 @@ describe('permissionsFor', () => {
     const m1 = machine('m1');
     expect(subjectAllowed(m1, 'pub', 'acme.heartbeat.m1.v1')).toBe(true);
     expect(subjectAllowed(m1, 'pub', 'acme.heartbeat.m2.v1')).toBe(false);
+    // Core NATS beats: its own subject only; hearing beats is the scheduler's and reputation's alone.
+    expect(subjectAllowed(m1, 'pub', 'acme.beat.m1.v1')).toBe(true);
+    expect(subjectAllowed(m1, 'pub', 'acme.beat.m2.v1')).toBe(false);
+    expect(subjectAllowed(m1, 'pub', 'acme.beat.*.v1')).toBe(false);
+    expect(subjectAllowed(m1, 'sub', 'acme.beat.m1.v1')).toBe(false);
+    expect(subjectAllowed(m1, 'sub', 'acme.beat.*.v1')).toBe(false);
+    for (const p of ['scheduler', 'reputation'] as const)
+      expect(subjectAllowed(permissionsFor(p, { namespace: ns }), 'sub', 'acme.beat.*.v1')).toBe(true);
+    for (const p of ['metering', 'autoscaler'] as const)
+      expect(subjectAllowed(permissionsFor(p, { namespace: ns }), 'sub', 'acme.beat.*.v1')).toBe(false);
     expect(subjectAllowed(m1, 'sub', 'acme.agent.m1.container.start.v1')).toBe(true);
     expect(subjectAllowed(m1, 'sub', 'acme.agent.m2.container.start.v1')).toBe(false);
     expect(subjectAllowed(m1, 'sub', `${inboxPrefix(ns, 'agent', 'm1')}.abc`)).toBe(true);
@@ -174,6 +184,7 @@ describe('permissionsFor', () => {
       '$JS.API.STREAM.MSG.GET.acme_TASKS',
       '$JS.API.DIRECT.GET.acme_TASKS',
       'acme.heartbeat.m1.v1',
+      'acme.beat.m1.v1',
       'acme.tasks.d1.2.v1',
     ])
       expect([s, subjectAllowed(permit, 'pub', s)]).toEqual([s, false]);

@@ -21,14 +21,39 @@ export const EMPTY_HEARTBEATS: HeartbeatRecord = {
 const LATE_FACTOR = 1.5;
 
 /**
+ * Times (epoch ms, from, to) in which the service judging the beats could not hear them: beats
+ * travel on core NATS, so one sent while no replica listened (the service down, or cut from
+ * NATS) is lost, not late.
+ */
+export type DeafSpan = readonly [from: number, to: number];
+
+/** How much of the gap from `from` to `to` falls in the deaf spans. */
+function unheardWithin(from: number, to: number, deaf: readonly DeafSpan[]): number {
+  let unheard = 0;
+  for (const [a, b] of deaf) unheard += Math.max(0, Math.min(b, to) - Math.max(a, from));
+  return unheard;
+}
+
+/**
  * Counts one heartbeat. Beats skipped by the agent (its sequence jumped) were expected and did
  * not come; a beat whose gap to the previous exceeds 1.5 intervals came late. A sequence that
  * goes back means the agent restarted: the gap across a restart is downtime, which uptime
  * judges, so it is not held against punctuality. A repeat (the same sequence, e.g. a
  * redelivery) is ignored, and so is a beat that arrived before the last one counted.
  * Keepalives (sequence 0) count as on time.
+ *
+ * The service's own deafness is skipped: the part of the gap inside `deaf` is taken out of it,
+ * and so are the beats the agent sent in that part (one an interval), so a service that was down
+ * (or a replica cut from NATS) holds neither its silence nor the beats it lost against machines;
+ * what remains of the gap on either side is judged as ever.
  */
-export function recordHeartbeat(h: HeartbeatRecord, sequence: number, arrival: number, params: ReputationParams): HeartbeatRecord {
+export function recordHeartbeat(
+  h: HeartbeatRecord,
+  sequence: number,
+  arrival: number,
+  params: ReputationParams,
+  deaf: readonly DeafSpan[] = [],
+): HeartbeatRecord {
   const hl = params.halfLifeMs;
   // A keepalive has no sequence of its own: counted on time, and it must not reset the agent's.
   if (sequence === 0) return { ...h, expected: addAt(h.expected, 1, arrival, hl), onTime: addAt(h.onTime, 1, arrival, hl) };
@@ -43,9 +68,12 @@ export function recordHeartbeat(h: HeartbeatRecord, sequence: number, arrival: n
   let expected = 1;
   let onTime = 1;
   if (!restarted && h.lastArrival !== null) {
-    const skipped = Math.max(0, sequence - (h.lastSequence ?? sequence) - 1);
+    const unheard = unheardWithin(h.lastArrival, arrival, deaf);
+    // Rounded up: a beat at either edge of a span is the service's loss, not the machine's.
+    const lost = Math.ceil(unheard / params.heartbeatIntervalMs);
+    const skipped = Math.max(0, sequence - (h.lastSequence ?? sequence) - 1 - lost);
     expected += skipped;
-    if (arrival - h.lastArrival > LATE_FACTOR * params.heartbeatIntervalMs * (skipped + 1)) onTime = 0;
+    if (arrival - h.lastArrival - unheard > LATE_FACTOR * params.heartbeatIntervalMs * (skipped + 1)) onTime = 0;
   }
   return {
     expected: addAt(h.expected, expected, arrival, hl),

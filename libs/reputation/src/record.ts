@@ -1,4 +1,4 @@
-import { EMPTY_HEARTBEATS, type HeartbeatRecord, recordHeartbeat } from './heartbeat.js';
+import { type DeafSpan, EMPTY_HEARTBEATS, type HeartbeatRecord, recordHeartbeat } from './heartbeat.js';
 import { type LatencyRecord, recordLatency } from './latency.js';
 import { type NetworkRecord } from './network.js';
 import { type Outcome, type OutcomeBook, pruneOutcomes, recordOutcome } from './outcomes.js';
@@ -89,9 +89,15 @@ export function applyState(r: MachineRecord, online: boolean, at: number, now: n
  * A heartbeat also proves the machine is up: a machine whose state changes were never seen
  * (they are older than the stream) starts its record at its first beat.
  */
-export function applyHeartbeat(r: MachineRecord, sequence: number, arrival: number, params: ReputationParams): void {
+export function applyHeartbeat(
+  r: MachineRecord,
+  sequence: number,
+  arrival: number,
+  params: ReputationParams,
+  deaf: readonly DeafSpan[] = [],
+): void {
   if (!r.transitions.length) r.transitions.push({ at: arrival, online: true });
-  r.heartbeats = recordHeartbeat(r.heartbeats, sequence, arrival, params);
+  r.heartbeats = recordHeartbeat(r.heartbeats, sequence, arrival, params, deaf);
 }
 
 export function applyTaskOutcome(

@@ -92,6 +92,40 @@ describe('heartbeat punctuality', () => {
     expect(recordHeartbeat(h, h.lastSequence! - 1, h.lastArrival!, P)).toBe(h);
     expect(recordHeartbeat(h, h.lastSequence! + 1, h.lastArrival!, P).lastSequence).toBe(h.lastSequence! + 1);
   });
+
+  describe("the service's own deafness (core NATS beats lost while it was down)", () => {
+    const h = beats([10_000, 10_000]); // sequence 3, last arrival `last`
+    const last = h.lastArrival!;
+    const gained = (next: typeof h) => ({ expected: next.expected.v - h.expected.v, onTime: next.onTime.v - h.onTime.v });
+
+    it('holds neither the silence nor the beats sent while it could not hear against the machine', () => {
+      // Down 2 minutes, from just after the last beat it stored: 12 beats sent meanwhile are lost.
+      const deaf = [[last + 500, last + 120_500]] as const;
+      const next = recordHeartbeat(h, 3 + 13, last + 130_000, P, deaf);
+      expect(gained(next).expected).toBeCloseTo(1, 2);
+      expect(gained(next).onTime).toBeCloseTo(1, 2);
+      // Without the span, the same beat is 12 beats skipped.
+      const judged = recordHeartbeat(h, 3 + 13, last + 130_000, P);
+      expect(gained(judged).expected).toBeCloseTo(13, 2);
+      expect(gained(judged).onTime).toBeCloseTo(1, 2);
+    });
+
+    it('still judges the part of the gap outside its deafness', () => {
+      // Deaf one minute of a gap of 130 s: the 6 beats the agent skipped after it are still expected.
+      const deaf = [[last + 500, last + 60_500]] as const;
+      const skipped = recordHeartbeat(h, 3 + 13, last + 130_000, P, deaf);
+      expect(gained(skipped).expected).toBeCloseTo(7, 2);
+      expect(gained(skipped).onTime).toBeCloseTo(1, 2);
+      // An agent that sent nothing for 130 s (its next sequence): 70 s of silence heard, late.
+      const late = recordHeartbeat(h, 4, last + 130_000, P, deaf);
+      expect(gained(late).expected).toBeCloseTo(1, 2);
+      expect(gained(late).onTime).toBeCloseTo(0, 2);
+      // A span that does not touch the gap changes nothing.
+      const elsewhere = recordHeartbeat(h, 4, last + 25_000, P, [[last - 60_000, last - 1000]]);
+      expect(elsewhere).toEqual(recordHeartbeat(h, 4, last + 25_000, P));
+      expect(gained(elsewhere).onTime).toBeCloseTo(0, 2);
+    });
+  });
 });
 
 describe('start latency and network', () => {

@@ -1,4 +1,4 @@
-import { MACHINE_HEARTBEAT } from '#tern/contracts';
+import { MACHINE_BEAT } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { agentContext } from '../../../../test/support/agent-context.js';
 import { newTestService } from '../../../../test/support/test-service.js';
@@ -21,12 +21,12 @@ async function heartbeats(settings: Partial<AgentSettings> = {}) {
 }
 
 describe('HeartbeatService.beat', () => {
-  it("publishes the machine's load, which GPUs are busy and its containers, under an id unique to this boot and beat", async () => {
+  it("publishes the machine's load, which GPUs are busy and its containers on core NATS, under its own machine's subject", async () => {
     const { sut, ctx, messaging } = await heartbeats();
     expect(await sut.beat()).toBe(true);
-    expect(messaging.publish).toHaveBeenCalledTimes(1);
-    const [contract, beat, opts] = messaging.publish.mock.calls[0];
-    expect(contract).toBe(MACHINE_HEARTBEAT);
+    expect(messaging.emit).toHaveBeenCalledTimes(1);
+    const [contract, beat, tokens] = messaging.emit.mock.calls[0];
+    expect(contract).toBe(MACHINE_BEAT);
     expect(beat).toMatchObject({
       machineId: 'm-1',
       pool: 'default',
@@ -41,7 +41,7 @@ describe('HeartbeatService.beat', () => {
     });
     expect(beat).not.toHaveProperty('isolation');
     expect(beat).not.toHaveProperty('builder');
-    expect(opts).toMatchObject({ tokens: ['m-1'], msgId: 'm-1-1700000000000-0', timeoutMs: 5000 });
+    expect(tokens).toEqual(['m-1']);
     expect(ctx.state.busyGpus).toEqual(new Set(['nvidia:1']));
     expect(ctx.state.lastHeartbeatAt).toEqual(expect.any(Number));
   });
@@ -50,7 +50,7 @@ describe('HeartbeatService.beat', () => {
     const { sut, containers, messaging } = await heartbeats({ builder: true, siteCache: 'http://cache.site:8080' });
     containers.isolation.mockReturnValue({ runtime: 'runc', network: 'private', userNamespaces: true });
     await sut.beat();
-    expect(messaging.publish.mock.calls[0][1]).toMatchObject({
+    expect(messaging.emit.mock.calls[0][1]).toMatchObject({
       isolation: { runtime: 'runc', network: 'private', userNamespaces: true },
       builder: true,
       siteCache: 'http://cache.site:8080',
@@ -61,19 +61,21 @@ describe('HeartbeatService.beat', () => {
     const { sut, link, messaging } = await heartbeats();
     link.connected = false;
     expect(await sut.beat()).toBe(false);
-    expect(messaging.publish).not.toHaveBeenCalled();
+    expect(messaging.emit).not.toHaveBeenCalled();
     link.connected = true;
     expect(await sut.beat()).toBe(true);
-    expect(messaging.publish.mock.calls[0][1]).toMatchObject({ sequence: 1 });
+    expect(messaging.emit.mock.calls[0][1]).toMatchObject({ sequence: 1 });
     expect(sut.lastSequence).toBe(1);
   });
 
   it('survives a publish that fails: the beat reports false, the next one goes out with the next number', async () => {
     const { sut, ctx, messaging } = await heartbeats();
-    messaging.publish.mockRejectedValueOnce(new Error('timeout'));
+    messaging.emit.mockImplementationOnce(() => {
+      throw new Error('connection closed');
+    });
     expect(await sut.beat()).toBe(false);
     expect(ctx.state.lastHeartbeatAt).toBeUndefined();
     expect(await sut.beat()).toBe(true);
-    expect(messaging.publish.mock.calls[1][2]).toMatchObject({ msgId: 'm-1-1700000000000-1' });
+    expect(messaging.emit.mock.calls[1][1]).toMatchObject({ sequence: 1 });
   });
 });

@@ -1,5 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
-import { MACHINE_HEARTBEAT, type MachineHeartbeat } from '#tern/contracts';
+import { MACHINE_BEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { TERN_VERSION } from '#tern/config';
 import { Ticker } from '#tern/timing';
@@ -10,8 +10,9 @@ import { heartbeatsTotal } from '../metrics.js';
 import { sampleLoad } from './load.js';
 
 /**
- * A heartbeat every heartbeatIntervalSeconds on the HEARTBEATS stream. While NATS is down a
- * beat is skipped (its sequence number still used, so the gap shows); a publish that fails
+ * A heartbeat every heartbeatIntervalSeconds, a core NATS publish (MACHINE_BEAT: stored nowhere,
+ * no acknowledgement; its machine user may publish its own machine's subject only). While NATS is
+ * down a beat is skipped (its sequence number still used, so the gap shows); a publish that fails
  * is logged once per outage, never fatal.
  */
 @Injectable()
@@ -79,12 +80,7 @@ export class HeartbeatService implements BeforeApplicationShutdown {
         ...(this.ctx.settings.builder ? { builder: true } : {}),
         ...(this.ctx.settings.siteCache ? { siteCache: this.ctx.settings.siteCache } : {}),
       };
-      await this.messaging.publish(MACHINE_HEARTBEAT, beat, {
-        tokens: [registration.machineId],
-        // The agent's start time keeps ids of a restarted agent apart from its last run's.
-        msgId: `${registration.machineId}-${this.ctx.bootId}-${sequence}`,
-        timeoutMs: Math.min(5000, this.intervalMs),
-      });
+      this.messaging.emit(MACHINE_BEAT, beat, [registration.machineId]);
       state.lastHeartbeatAt = Date.now();
       heartbeatsTotal.inc({ outcome: 'sent' });
       if (this.failing) this.logger.log(`heartbeats flowing again (sequence ${sequence})`);

@@ -1,4 +1,4 @@
-import { MACHINE_HEARTBEAT } from '#tern/contracts';
+import { MACHINE_BEAT } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import type { Machine } from '#tern/persistence';
 import { newTestService } from '../../../../test/support/test-service.js';
@@ -26,8 +26,8 @@ describe('MachineKeepaliveService.keepalive', () => {
         agentVersion: '1.2.3',
       } as never),
     ).resolves.toEqual({ ok: true });
-    expect(messaging.publish).toHaveBeenCalledWith(
-      MACHINE_HEARTBEAT,
+    expect(messaging.emit).toHaveBeenCalledWith(
+      MACHINE_BEAT,
       expect.objectContaining({
         machineId: 'm-1',
         pool: 'default',
@@ -41,14 +41,14 @@ describe('MachineKeepaliveService.keepalive', () => {
           { index: 2, model: 'NVIDIA A10', memoryMiB: 24576, state: 'busy' },
         ],
       }),
-      { tokens: ['m-1'] },
+      ['m-1'],
     );
   });
 
   it('counts every GPU free when the keepalive does not say', async () => {
     const { sut, messaging } = await keepalives();
     await sut.keepalive(machine, { machineId: 'm-1' } as never);
-    const beat = messaging.publish.mock.calls[0][1] as { gpus: { state: string }[] };
+    const beat = messaging.emit.mock.calls[0][1] as { gpus: { state: string }[] };
     expect(beat.gpus.map((g) => g.state)).toEqual(['free', 'free', 'free']);
   });
 
@@ -62,15 +62,17 @@ describe('MachineKeepaliveService.keepalive', () => {
       status: 409,
       message: 'pool mismatch: machine "m-1" is in pool "default", not "gpu"',
     });
-    expect(messaging.publish).not.toHaveBeenCalled();
+    expect(messaging.emit).not.toHaveBeenCalled();
   });
 
   it('answers 503 when NATS does not take the heartbeat, so the agent tries again', async () => {
     const { sut, messaging } = await keepalives();
-    messaging.publish.mockRejectedValue(new Error('no responders'));
+    messaging.emit.mockImplementation(() => {
+      throw new Error('connection closed');
+    });
     await expect(sut.keepalive(machine, { machineId: 'm-1' } as never)).rejects.toMatchObject({
       status: 503,
-      message: expect.stringMatching(/^cannot record the keepalive on NATS \(no responders\)/),
+      message: expect.stringMatching(/^cannot record the keepalive on NATS \(connection closed\)/),
     });
   });
 });

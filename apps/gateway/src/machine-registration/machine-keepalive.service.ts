@@ -1,5 +1,5 @@
 import { ConflictException, Injectable, ServiceUnavailableException } from '@nestjs/common';
-import { MACHINE_HEARTBEAT, type MachineHeartbeat, type MachineKeepaliveRequest } from '#tern/contracts';
+import { MACHINE_BEAT, type MachineHeartbeat, type MachineKeepaliveRequest } from '#tern/contracts';
 import { Messaging } from '#tern/messaging';
 import { type Machine } from '#tern/persistence';
 
@@ -11,7 +11,7 @@ function percent(value: number | undefined): number {
 
 /**
  * beta9's HTTP keepalive, for agents that speak its protocol. It is turned into an ordinary
- * heartbeat on the HEARTBEATS stream, so the scheduler treats both paths alike (ready,
+ * heartbeat on core NATS (MACHINE_BEAT), as an agent sends it, so the scheduler treats both paths alike (ready,
  * offline, the snapshot). The keepalive does not list containers: the beat says none.
  */
 @Injectable()
@@ -43,7 +43,7 @@ export class MachineKeepaliveService {
       ...(body.agentVersion ? { agentVersion: body.agentVersion } : {}),
     };
     try {
-      await this.messaging.publish(MACHINE_HEARTBEAT, beat, { tokens: [machine.id] });
+      this.messaging.emit(MACHINE_BEAT, beat, [machine.id]);
     } catch (e) {
       throw new ServiceUnavailableException(`cannot record the keepalive on NATS (${(e as Error).message}); try again`);
     }

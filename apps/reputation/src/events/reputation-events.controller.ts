@@ -7,6 +7,7 @@ import {
   ContainerFailed,
   ContainerReady,
   ContainerScheduled,
+  MACHINE_BEAT,
   MACHINE_FAULT,
   MACHINE_HEARTBEAT,
   MACHINE_STATE_CHANGED,
@@ -23,7 +24,7 @@ import {
   TaskAttemptEnded,
   TaskSpotCheckEnded,
 } from '#tern/contracts';
-import { JetStreamContext, OnMessage } from '#tern/messaging';
+import { JetStreamContext, OnEvent, OnMessage } from '#tern/messaging';
 import {
   applyObservedFault,
   applyObservedReady,
@@ -55,6 +56,13 @@ const MANY = 64;
 const BEATS_IN_HAND = 1000;
 
 /**
+ * Core NATS beats held at once, waiting for their flush, before more are dropped (a dropped beat
+ * counts as skipped): twenty flushes' worth at 20,000 agents, bounded so a stalled database
+ * cannot grow the process without end.
+ */
+const CORE_BEATS_IN_HAND = 20_000;
+
+/**
  * The start command and the ready travel on separate consumers, so a ready may be seen first:
  * it is asked again until this long after it reached NATS, then refused.
  */
@@ -62,10 +70,11 @@ const COMMAND_WAIT_MS = 30_000;
 
 /**
  * The facts a reputation is built from, each through its own durable consumer replayed from
- * the start of its stream when first created (EVENTS keeps 30 days, HEARTBEATS one hour), so a
- * new installation of the service learns the history it missed. Every replica binds the same
- * consumers, so each event is handled by one of them. Handlers return once the change is
- * stored; the message is acknowledged then.
+ * the start of its stream when first created (EVENTS keeps 30 days), so a new installation of
+ * the service learns the history it missed. Every replica binds the same consumers, so each event
+ * is handled by one of them. Handlers return once the change is stored; the message is
+ * acknowledged then. Heartbeats are core NATS in the service's queue group instead, stored nowhere:
+ * a replica hears each beat once, and MachineBook skips the times no replica heard them.
  */
 @Controller()
 export class ReputationEventsController {
@@ -83,17 +92,26 @@ export class ReputationEventsController {
   }
 
   /**
-   * Arrival is what punctuality judges: when the NATS server stored the beat, the control
-   * plane's own observation, never the agent's sentAt. The same for a live beat and for a
-   * backlog replayed after a restart, so the restart does not look like late beats either.
+   * Arrival is what punctuality judges: when this replica heard the beat, the control plane's
+   * own observation, never the agent's sentAt. A beat sent while no replica listened is lost:
+   * the book skips those times rather than count them against the machine.
    * No nudge to the scorer: every machine beats every period, so a pass soon after each beat
    * would score the whole fleet several times a second (bench/agents README); punctuality moves
    * slowly, and the scorer's own period (REPUTATION_RECOMPUTE_INTERVAL_MS) picks it up.
    */
+  @OnEvent(MACHINE_BEAT, { maxInFlight: CORE_BEATS_IN_HAND })
+  beat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
+    return this.book.heartbeat(beat.machineId, beat.pool, beat.sequence, ctx.receivedAt!, true);
+  }
+
+  /**
+   * The previous release's agents, for one release more (MACHINE_HEARTBEAT): timed by when the
+   * NATS server stored the beat, the same for a live beat and a backlog replayed after a restart.
+   */
   @OnMessage(MACHINE_HEARTBEAT, { concurrency: BEATS_IN_HAND })
   async heartbeat(@Payload() beat: MachineHeartbeat, @Ctx() ctx: JetStreamContext) {
     const arrival = ctx.delivery!.storedAt.getTime();
-    await this.book.heartbeat(beat.machineId, beat.pool, beat.sequence, arrival);
+    await this.book.heartbeat(beat.machineId, beat.pool, beat.sequence, arrival, false);
   }
 
   /** The scheduler's start command: when it reached NATS is when the start's latency begins. */

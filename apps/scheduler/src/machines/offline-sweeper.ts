@@ -1,4 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { MACHINE_BEAT } from '#tern/contracts';
+import { Messaging } from '#tern/messaging';
 import { MachinesRepository } from '#tern/persistence';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import { Ticker } from '#tern/timing';
@@ -8,6 +10,11 @@ import { MachineStateRelay } from './machine-state-relay.js';
  * Moves machines silent for longer than the heartbeat TTL offline (MachinesRepository's
  * markOfflineOlderThan: each machine once, whatever the number of scheduler replicas); the same
  * statement writes each move to the outbox, which the relay announces once it has committed.
+ *
+ * Beats are core NATS: one sent while this replica was not hearing them (not yet started, or cut
+ * from NATS) is lost, not late. So a replica sweeps only once it has heard beats for a whole TTL
+ * without a break: every live machine has beaten since, and a silence longer than the TTL is the
+ * machine's, not this scheduler's downtime (another replica, hearing all along, sweeps meanwhile).
  */
 @Injectable()
 export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
@@ -17,6 +24,7 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly machines: MachinesRepository,
     private readonly relay: MachineStateRelay,
+    private readonly messaging: Messaging,
     @Inject(TERN_CONFIG) private readonly config: TernConfig,
   ) {}
 
@@ -30,8 +38,15 @@ export class OfflineSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     await this.ticker?.stop();
   }
 
-  /** Moves silent machines offline; returns how many moved. */
+  /** Whether this replica has heard beats for a whole TTL without a break, so a silence it sees is the machines'. */
+  hearsLongEnough(now = Date.now()): boolean {
+    const since = this.messaging.hearing(MACHINE_BEAT).unbrokenSince;
+    return since !== undefined && now - since >= this.config.machines.heartbeatTtlSeconds * 1000;
+  }
+
+  /** Moves silent machines offline; returns how many moved (none while this replica has not heard a whole TTL). */
   async sweep(): Promise<number> {
+    if (!this.hearsLongEnough()) return 0;
     const swept = await this.machines.markOfflineOlderThan(this.config.machines.heartbeatTtlSeconds);
     if (swept.length) this.relay.poke();
     for (const m of swept) this.logger.warn({ machineId: m.id, from: m.from, reason: m.reason }, `machine ${m.id}: ${m.from} → offline`);

@@ -74,6 +74,11 @@ export class MachineHeartbeat {
 /** What the scheduler keeps per machine in the heartbeats bucket (HEARTBEATS_BUCKET): the beat, and when it arrived. */
 export type HeartbeatSnapshot = MachineHeartbeat & { receivedAt: string };
 
+/**
+ * Before core-NATS beats (MACHINE_BEAT): agents of the previous release publish here, into the
+ * HEARTBEATS stream. The control plane still reads it for one release, so it can be upgraded
+ * before its agents; remove it, its stream and its consumers in the release after.
+ */
 export const MACHINE_HEARTBEAT = defineContract({
   subject: 'tern.heartbeat.*.v1',
   kind: 'event',
@@ -81,5 +86,14 @@ export const MACHINE_HEARTBEAT = defineContract({
   payload: MachineHeartbeat,
   stream: 'HEARTBEATS',
   description:
-    'An agent is alive: resource use, free GPUs, running containers. Token: machine id. Default every 10 s. Also published by the gateway for a beta9-style `POST /api/v1/machine/keepalive` (sequence 0). Read by the scheduler (machine states, the heartbeats KV bucket).',
+    'An agent is alive, as agents before core-NATS beats sent it (now `tern.beat.*.v1`): the same payload, stored in HEARTBEATS. Token: machine id. Still read by the scheduler and reputation for one release, so agents can be upgraded after the control plane.',
+});
+
+export const MACHINE_BEAT = defineContract({
+  subject: 'tern.beat.*.v1',
+  kind: 'event',
+  machineIdField: 'machineId',
+  payload: MachineHeartbeat,
+  description:
+    "An agent is alive: resource use, free GPUs, running containers. Token: machine id. Default every 10 s. Core NATS, stored nowhere: the scheduler's replicas hear each beat once in one queue group, reputation's in another, each writing beats in batches; a beat sent while no replica listens is lost, and each service skips its own downtime instead of holding it against the machines. Also published by the gateway for a beta9-style `POST /api/v1/machine/keepalive` (sequence 0).",
 });

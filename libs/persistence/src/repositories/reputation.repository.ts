@@ -134,6 +134,18 @@ export class ReputationRepository extends TransactionalRepository {
     );
   }
 
+  /**
+   * The arrival (epoch ms, by the service's clock) of the newest heartbeat stored for any machine:
+   * when the service last heard and stored beats, so a replica starting knows how long nobody
+   * heard them. Null before any beat.
+   */
+  async lastHeartbeatArrival(): Promise<number | null> {
+    const [{ last }] = await this.rows<{ last: number | null }>(
+      `SELECT max((heartbeats->>'lastArrival')::double precision) AS last FROM reputation_machines`,
+    );
+    return last === null ? null : Number(last);
+  }
+
   /** One machine's stored record, if it has one. */
   async machineRecord(machineId: string): Promise<StoredMachineRecord | undefined> {
     const rows = await this.rows<StoredMachineRecord>(`SELECT ${RECORD_COLUMNS}, record FROM reputation_machines WHERE machine_id = $1`, [
