@@ -10,6 +10,12 @@
 //                 {"error": message}; tern.Response returned: its status, headers and body.
 //                 A client that hangs up mid-stream stops it: the iterator is returned (its
 //                 `finally` runs) at its next item, and the runner logs it.
+//                 A task's call may carry a bunch of map chunks ({"__tern_map_bunch__": [{task_id,
+//                 attempt, payload}, ...], "budget_ms"}): they run in turn, the answer streaming
+//                 two NDJSON lines per chunk: {task_id, begun: true} as it begins, {task_id,
+//                 status, body} as it ends (what its own call would have answered); none begins
+//                 once the call has run budget_ms. Task answers say so (x-tern-bunches: 1), so
+//                 an agent sends bunches only to a runner that takes them.
 //
 // Environment: TERN_HANDLER ("app.js:predict" or "app.mjs:predict"), TERN_ON_START (optional),
 // PORT, TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at
@@ -36,6 +42,7 @@ const IDLE_TIMEOUT_MS = 75_000;
 const TASK_QUEUE = ['task_queue', 'function'].includes(process.env.TERN_DEPLOYMENT_KIND);
 
 const MAP_CHUNK_KEY = '__tern_map_chunk__';
+const MAP_BUNCH_KEY = '__tern_map_bunch__';
 
 /**
  * A map's chunk (one task): the handler once per input; [{status: 'ok', result} | {status: 'error', error}].
@@ -65,6 +72,26 @@ async function runChunk(handler, chunk) {
     }
   }
   return outcomes;
+}
+
+/** One chunk of a bunch, run: {task_id, status, body} as its own call would have answered. */
+async function bunchLine(handler, member) {
+  const chunk = member?.payload?.[MAP_CHUNK_KEY];
+  const line = { task_id: member?.task_id };
+  if (!chunk || typeof chunk !== 'object')
+    return { ...line, status: 400, body: { error: 'a bunch carries map chunks only: send anything else in a call of its own' } };
+  try {
+    return { ...line, status: 200, body: await runChunk(handler, chunk) };
+  } catch (e) {
+    if (e?.ternHttpError) return { ...line, status: e.status, body: e.body ?? { error: e.message } };
+    return { ...line, status: 500, body: taskFailure(e) };
+  }
+}
+
+/** What a task's raised error is answered with (500), logged: its types and traceback too. */
+function taskFailure(e) {
+  console.error(e?.stack ?? String(e));
+  return { ...errorBody(e), ...(e?.stack ? { types: errorTypes(e), traceback: String(e.stack).slice(-8000) } : {}) };
 }
 
 function envInt(name, fallback) {
@@ -251,17 +278,32 @@ async function serve() {
         process.exit(3);
       });
     }
-    const chunk = TASK_QUEUE && req.headers['x-tern-task-id'] ? payload?.[MAP_CHUNK_KEY] : undefined;
+    const taskCall = TASK_QUEUE && Boolean(req.headers['x-tern-task-id']);
+    if (taskCall) res.setHeader('x-tern-bunches', '1');
+    const chunk = taskCall ? payload?.[MAP_CHUNK_KEY] : undefined;
+    const bunch = taskCall ? payload?.[MAP_BUNCH_KEY] : undefined;
     await slots.run(async () => {
+      if (Array.isArray(bunch)) {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        // The head leaves now: the agent counts the first chunk's time from it.
+        res.flushHeaders();
+        const began = performance.now();
+        const budget = payload.budget_ms;
+        for (const member of bunch) {
+          if (typeof budget === 'number' && performance.now() - began >= budget) break;
+          res.write(`${JSON.stringify({ task_id: member?.task_id, begun: true })}\n`);
+          res.write(`${JSON.stringify(await bunchLine(handler, member))}\n`);
+        }
+        return res.end();
+      }
       let result;
       try {
         result = chunk && typeof chunk === 'object' ? await runChunk(handler, chunk) : await handler(payload);
       } catch (e) {
         if (e?.ternHttpError) return sendJson(res, e.status, e.body ?? { error: e.message }, ownHeaders(e.headers));
+        if (taskCall) return sendJson(res, 500, taskFailure(e));
         console.error(e?.stack ?? String(e));
-        const traceback =
-          TASK_QUEUE && req.headers['x-tern-task-id'] && e?.stack ? { types: errorTypes(e), traceback: String(e.stack).slice(-8000) } : {};
-        return sendJson(res, 500, { ...errorBody(e), ...traceback });
+        return sendJson(res, 500, errorBody(e));
       }
       if (result?.ternResponse) return sendResponse(req, res, result);
       if (isStream(result)) return stream(req, res, result);

@@ -11,6 +11,12 @@
                   that status, {"error": message}) or tern.Response(body, status, headers).
                   A client that hangs up mid-stream stops it: the generator is closed (its
                   `finally` runs) before its next item is written, and the runner logs it.
+                  A task's call may carry a bunch of map chunks ({"__tern_map_bunch__": [{task_id,
+                  attempt, payload}, ...], "budget_ms"}): they run in turn, the answer streaming
+                  two NDJSON lines per chunk: {task_id, begun: true} as it begins, {task_id,
+                  status, body} as it ends (what its own call would have answered); none begins
+                  once the call has run budget_ms. Task answers say so (X-Tern-Bunches: 1), so an
+                  agent sends bunches only to a runner that takes them.
 
 Environment: TERN_HANDLER ("app.py:predict", or "app.py:Model.predict": Model() made once per
 container, its @tern.enter methods run, before /health is 200), TERN_ON_START ("app.py:load", optional), PORT,
@@ -160,6 +166,7 @@ def iterate_async(agen):
 
 
 MAP_CHUNK_KEY = "__tern_map_chunk__"
+MAP_BUNCH_KEY = "__tern_map_bunch__"
 
 
 class MapInputError(Exception):
@@ -255,6 +262,8 @@ class Handler(BaseHTTPRequestHandler):
         # The accept loop took a slot for this connection before handing it over (see Server).
         self.slot_held = True
         self.started = 0.0
+        # A task's call (X-Tern-Task-Id): its answers say the runner takes bunches.
+        self.task_call = False
 
     def handle(self):
         try:
@@ -332,7 +341,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, {"error": f"request body is not valid JSON: {e}"})
             return
         task_id = self.headers.get("X-Tern-Task-Id") if TASK_QUEUE else None
+        self.task_call = bool(task_id)
         watch = watch_caller(self.connection, task_id) if task_id else None
+        bunch = payload.get(MAP_BUNCH_KEY) if task_id and isinstance(payload, dict) else None
+        if isinstance(bunch, list):
+            try:
+                self.run_bunch(bunch, payload.get("budget_ms"))
+            finally:
+                watch.set()
+            return
         chunk = payload.get(MAP_CHUNK_KEY) if task_id and isinstance(payload, dict) else None
         try:
             result = run_chunk(chunk) if isinstance(chunk, dict) else settle(STATE.handler(payload))
@@ -378,21 +395,28 @@ class Handler(BaseHTTPRequestHandler):
     # --- responses ------------------------------------------------------------------------
 
     def fail(self, e, with_traceback=False):
-        trace = "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip()
-        log_err(trace)
-        body = {"error": str(e) or type(e).__name__, "type": type(e).__name__}
-        if with_traceback:
-            # The task policy's no_retry_on matches any of these; the traceback is kept with the task.
-            # A map's chunk fails for one input's error: its types count too.
-            cause = e.__cause__ if isinstance(e, MapInputError) else None
-            body["types"] = error_types(type(e)) + (error_types(type(cause)) if cause else [])
-            body["traceback"] = trace[-TRACEBACK_CHARS:]
-        self.send_json(500, body)
+        self.send_json(500, failure_body(e, with_traceback))
+
+    def run_bunch(self, members, budget_ms):
+        """A bunch of map chunks, in turn: a line as each begins and one as it ends; none begins past budget_ms."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Tern-Bunches", "1")
+        self.end_headers()
+        began = time.monotonic()
+        for member in members:
+            if isinstance(budget_ms, (int, float)) and (time.monotonic() - began) * 1000 >= budget_ms:
+                break
+            task_id = member.get("task_id") if isinstance(member, dict) else None
+            self.write_chunk(json.dumps({"task_id": task_id, "begun": True}).encode() + b"\n")
+            self.write_chunk(json.dumps(bunch_line(member)).encode() + b"\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def send_http_error(self, e):
         """A tern.HTTPError: its status and headers, its body or {"error": message}; no traceback (it was meant)."""
-        body = e.body if getattr(e, "body", None) is not None else {"error": getattr(e, "message", str(e))}
-        self.send_json(int(e.status), body, own_headers(getattr(e, "headers", None)))
+        self.send_json(int(e.status), http_error_body(e), own_headers(getattr(e, "headers", None)))
 
     def send_response_object(self, r):
         """A tern.Response: its status and headers; bytes and str as they are, an iterator streamed, the rest JSON."""
@@ -424,6 +448,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        if self.task_call:
+            self.send_header("X-Tern-Bunches", "1")
         # While loading (a throwaway server) or stopping, no connection outlives its response.
         if STATE.stopping or not STATE.ready:
             self.send_header("Connection", "close")
@@ -485,6 +511,40 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):
         # Protocol errors (bad request lines) only; requests are logged by log_request.
         log_err(f"tern-runner: {format % args}")
+
+
+def failure_body(e, with_traceback):
+    """What a raised exception is answered with (500), logged; a task's call also gets its types and traceback."""
+    trace = "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip()
+    log_err(trace)
+    body = {"error": str(e) or type(e).__name__, "type": type(e).__name__}
+    if with_traceback:
+        # The task policy's no_retry_on matches any of these; the traceback is kept with the task.
+        # A map's chunk fails for one input's error: its types count too.
+        cause = e.__cause__ if isinstance(e, MapInputError) else None
+        body["types"] = error_types(type(e)) + (error_types(type(cause)) if cause else [])
+        body["traceback"] = trace[-TRACEBACK_CHARS:]
+    return body
+
+
+def http_error_body(e):
+    return e.body if getattr(e, "body", None) is not None else {"error": getattr(e, "message", str(e))}
+
+
+def bunch_line(member):
+    """One chunk of a bunch, run: {task_id, status, body} as its own call would have answered."""
+    member = member if isinstance(member, dict) else {}
+    payload = member.get("payload")
+    chunk = payload.get(MAP_CHUNK_KEY) if isinstance(payload, dict) else None
+    line = {"task_id": member.get("task_id")}
+    if not isinstance(chunk, dict):
+        return {**line, "status": 400, "body": {"error": "a bunch carries map chunks only: send anything else in a call of its own"}}
+    try:
+        return {**line, "status": 200, "body": run_chunk(chunk)}
+    except Exception as e:
+        if getattr(type(e), "__tern_http_error__", False):
+            return {**line, "status": int(e.status), "body": http_error_body(e)}
+        return {**line, "status": 500, "body": failure_body(e, True)}
 
 
 def caller_gone(conn):

@@ -106,6 +106,36 @@ describe('maps end to end', () => {
     expect((await mapView(failing.map_id)).counts.cancelled).toBeGreaterThan(20);
   }, 300_000);
 
+  it('runs quick chunks in bunches, each its own task: a chunk that times out fails alone, retried alone, and the chunks after it run', async () => {
+    const spec = fn('bunched', { keep_warm_seconds: '60', max_retries: '1', timeout: '3', max_containers: '1', workers: '1' });
+    expect((await stack.tern('deploy', spec)).code).toBe(0);
+    // A container up first, its runner's log heard while the map runs (the runner logs each call).
+    expect((await stack.tern('run', 'bunched', '-d', '{"n": 1}')).code).toBe(0);
+    const logs = stack.tern('logs', 'bunched', '--wait', '60');
+    await new Promise((r) => setTimeout(r, 2000));
+    const quick = await started('bunched', ndjson(Array.from({ length: 600 }, (_, n) => ({ n }))), '?chunk_size=1');
+    await waitFor('quick map complete', async () => (await mapView(quick.map_id)).status === 'complete', 120_000, 250);
+    const quickLines = await results(quick.map_id);
+    expect(quickLines).toHaveLength(600);
+    quickLines.forEach((l, i) => expect(l).toEqual({ index: i, status: 'ok', result: { n: i, square: i * i } }));
+    // Fewer calls of the runner than chunks: they went in bunches.
+    const calls = (await logs).stdout.split('\n').filter((l) => / POST \/ 200 /.test(l)).length;
+    expect(calls).toBeGreaterThan(0);
+    expect(calls).toBeLessThan(300);
+
+    // Input 150 outlives its timeout twice: its chunk fails (kept in place); its bunch's other chunks all run.
+    const inputs = Array.from({ length: 300 }, (_, n) => (n === 150 ? { n, seconds: 30 } : { n }));
+    const slow = await started('bunched', ndjson(inputs), '?chunk_size=1&return_exceptions=true');
+    await waitFor('slow map complete', async () => (await mapView(slow.map_id)).status === 'complete', 120_000, 250);
+    const slowLines = await results(slow.map_id);
+    expect(slowLines).toHaveLength(300);
+    for (const [i, l] of slowLines.entries()) {
+      if (i === 150) expect(l).toMatchObject({ index: 150, status: 'error', error: expect.stringMatching(/timeout/) });
+      else expect(l).toEqual({ index: i, status: 'ok', result: { n: i, square: i * i } });
+    }
+    expect(await mapView(slow.map_id)).toMatchObject({ counts: { succeeded: 299, failed: 1 } });
+  }, 300_000);
+
   it('finishes a map once when the gateway, the scheduler and the agent are killed mid-run, and a reader that reconnects gets every line once', async () => {
     expect((await stack.tern('deploy', fn('sturdy', { keep_warm_seconds: '30' }))).code).toBe(0);
     const map = await started('sturdy', ndjson(Array.from({ length: 2000 }, (_, n) => ({ n, seconds: 0.02 }))), '?chunk_size=20');

@@ -1,5 +1,5 @@
-import { request } from 'node:http';
-import { REMOTE_TRACEBACK, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { type ClientRequest, request } from 'node:http';
+import { REMOTE_TRACEBACK, RUNNER_BUNCHES_HEADER, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 
 /** What one call of a task handler came to. */
@@ -14,33 +14,21 @@ export type HandlerOutcome =
 /**
  * POSTs a task's payload to the container's handler (`POST /` at its endpoint) and reads the whole
  * answer. Aborting the signal closes the connection, which the runner takes as "stop this
- * task" (it ends the worker process running it and starts a fresh one).
+ * task" (it ends the worker process running it and starts a fresh one). `takesBunches` is told
+ * when the runner's answer says it takes bunches of map chunks (bunch-call.ts).
  */
 export function callHandler(
-  { host, port }: ContainerEndpoint,
+  endpoint: ContainerEndpoint,
   taskId: string,
   attempt: number,
   payload: unknown,
   signal: AbortSignal,
+  takesBunches?: () => void,
 ): Promise<HandlerOutcome> {
   const body = Buffer.from(JSON.stringify(payload));
   return new Promise((resolve) => {
     if (signal.aborted) return resolve({ kind: 'aborted' });
-    const req = request({
-      host,
-      port,
-      method: 'POST',
-      path: '/',
-      // A connection per task, never a kept-alive one: the runner ends a worker whose task was
-      // cancelled or timed out, and a pooled connection to it would fail the next task.
-      agent: false,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(body.length),
-        'x-tern-task-id': taskId,
-        'x-tern-attempt': String(attempt),
-      },
-    });
+    const req = taskRequest(endpoint, taskId, attempt, body);
     const onAbort = () => req.destroy();
     signal.addEventListener('abort', onAbort, { once: true });
     const finish = (o: HandlerOutcome) => {
@@ -49,6 +37,7 @@ export function callHandler(
     };
     req.on('error', (e) => finish({ kind: 'gone', message: e.message }));
     req.on('response', (res) => {
+      if (res.headers[RUNNER_BUNCHES_HEADER] === '1') takesBunches?.();
       const parts: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -74,12 +63,31 @@ export function callHandler(
   });
 }
 
+/** POST / of a task's call: a connection of its own, its body `body`, the task named in its headers. */
+export function taskRequest({ host, port }: ContainerEndpoint, taskId: string, attempt: number, body: Buffer): ClientRequest {
+  return request({
+    host,
+    port,
+    method: 'POST',
+    path: '/',
+    // A connection per call, never a kept-alive one: the runner ends a worker whose task was
+    // cancelled or timed out, and a pooled connection to it would fail the next call.
+    agent: false,
+    headers: {
+      'content-type': 'application/json',
+      'content-length': String(body.length),
+      'x-tern-task-id': taskId,
+      'x-tern-attempt': String(attempt),
+    },
+  });
+}
+
 /**
  * The runner answers a raised exception with 500 {"error", "type", "types", "traceback"} (a
  * tern.HTTPError with its own status and {"error"}); anything else is shown as it came. The
  * traceback is kept in the task's error, after REMOTE_TRACEBACK.
  */
-function handlerError(status: number, data: Buffer): { message: string; types?: string[] } {
+export function handlerError(status: number, data: Buffer): { message: string; types?: string[] } {
   const text = data.toString('utf8');
   try {
     const parsed = JSON.parse(text) as { error?: unknown; type?: unknown; types?: unknown; traceback?: unknown };

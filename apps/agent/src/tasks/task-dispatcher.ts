@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { JsMsg } from '@nats-io/jetstream';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
@@ -25,17 +25,21 @@ import {
   TASK_START_REPORT_DELAY_MS,
   type TaskRetryPolicy,
 } from '#tern/tasks';
+import { waitForHealth } from '#tern/runtime';
 import { backoffMs, fireAndForget, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler, failedForGood, type HandlerOutcome } from './call-handler.js';
+import { BunchCall, bunchSize, isMapChunk, pullMore } from './bunch-call.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
 
 /** Task ids cancelled lately, so a cancel that overtakes its own delivery still wins. */
 const REMEMBER_CANCELLED = 10_000;
+/** After a bunch ended early, how long its chunks not yet run wait for the runner to answer /health again. */
+const RUNNER_BACK_WAIT_MS = 10_000;
 /** Between tries of a task event: 0.5 s, 1 s, 2 s, 4 s (the fifth failure gives up). */
 const PUBLISH_RETRY_BACKOFF = { firstMs: 500, maxMs: 4000 };
 
@@ -46,6 +50,8 @@ interface Served {
   stopped: boolean;
   /** The container is gone: what a pull still brings goes back to the stream. */
   gone: boolean;
+  /** Its runner said it takes bunches of map chunks (bunch-call.ts); until then one task per call. */
+  takesBunches: boolean;
   readonly loops: Promise<void>[];
   /** Once stopped: settles when its pulls and their tasks have ended (it then leaves `served`). */
   drained?: Promise<void>;
@@ -132,7 +138,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   /** Starts pulling tasks for a ready task-queue container. */
   serve(record: ContainerRecord, endpoint: ContainerEndpoint): void {
     if (this.served.has(record.containerId)) return;
-    const served: Served = { record, endpoint, stopped: false, gone: false, loops: [] };
+    const served: Served = { record, endpoint, stopped: false, gone: false, takesBunches: false, loops: [] };
     this.served.set(record.containerId, served);
     this.loads.track(record);
     this.permits.retain(record.deploymentId, record.deploymentVersion);
@@ -193,7 +199,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
           if (!msg) continue;
           // Gone while pulling: hand it straight back (a container that is only stopping runs it; see drop).
           if (served.gone) msg.nak();
-          else await this.run(served, msg);
+          else await this.take(served, consumer, msg);
         }
       } catch (e) {
         if (served.stopped) return;
@@ -206,18 +212,97 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     }
   }
 
-  private async run(served: Served, msg: JsMsg): Promise<void> {
+  /**
+   * Runs a pulled task; a map chunk, when the runner takes bunches and the chunks are short,
+   * with up to bunchSize - 1 more pulled at once and run in one call (runBunch). Every message
+   * pulled is held (`working`) until its own attempt begins.
+   */
+  private async take(served: Served, consumer: Consumer, msg: JsMsg): Promise<void> {
+    const first = await this.prepare(served, msg);
+    if (!first) return;
+    const { record } = served;
+    const size =
+      served.takesBunches && isMapChunk(first.task)
+        ? bunchSize(this.loads.meanDurationMs(record.deploymentId, record.deploymentVersion), msg.info.pending, served.loops.length)
+        : 1;
+    if (size <= 1) return this.runAttempt(served, first, this.callAlone(served, first));
+    const bunch = [first];
+    const alone: Attempt[] = [];
+    for (const more of await pullMore(consumer, size - 1, this.logger)) {
+      if (served.gone) more.nak();
+      else {
+        const a = await this.prepare(served, more);
+        if (a) (isMapChunk(a.task) ? bunch : alone).push(a);
+      }
+    }
+    const held = new Set([...bunch, ...alone]);
+    const progress = setInterval(() => held.forEach((a) => a.msg.working()), TASK_PROGRESS_EVERY_MS);
+    try {
+      const unstarted = bunch.length > 1 ? await this.runBunch(served, bunch, held) : bunch;
+      // The bunch ended early (a hang-up, a worker that died): its worker is being replaced; a call
+      // before the runner answers again would fail a chunk that never ran.
+      if (unstarted.length && unstarted !== bunch && !served.gone)
+        await waitForHealth({ ...served.endpoint, timeoutMs: RUNNER_BACK_WAIT_MS }).catch(() => undefined);
+      for (const a of [...unstarted, ...alone]) {
+        held.delete(a);
+        if (served.gone) a.msg.nak();
+        else await this.runAttempt(served, a, this.callAlone(served, a));
+      }
+    } finally {
+      clearInterval(progress);
+    }
+  }
+
+  /**
+   * Runs map chunks in one call of the runner, each its own attempt (its timeout from its turn,
+   * its report, ack or nak); answers those whose turn never came (a hang-up, a worker that died),
+   * still held, to be run one per call.
+   */
+  private async runBunch(served: Served, bunch: Attempt[], held: Set<Attempt>): Promise<Attempt[]> {
+    const call = new BunchCall(
+      served.endpoint,
+      bunch.map((a) => ({ taskId: a.task.taskId, attempt: a.attempt, payload: a.task.payload })),
+    );
+    const runs: Promise<void>[] = [];
+    for (const [i, a] of bunch.entries()) {
+      if (!(await call.turn(i))) {
+        await Promise.all(runs);
+        return bunch.slice(i);
+      }
+      held.delete(a);
+      runs.push(
+        this.runAttempt(served, a, async (run) => {
+          // A member's timeout ends the call (the runner ends the worker); a cancel only drops its outcome.
+          const onAbort = () => run.why === 'timeout' && call.hangUp(i);
+          run.abort.signal.addEventListener('abort', onAbort, { once: true });
+          const outcome = await call.outcome(i);
+          run.abort.signal.removeEventListener('abort', onAbort);
+          return run.abort.signal.aborted ? { kind: 'aborted' } : outcome;
+        }),
+      );
+    }
+    await Promise.all(runs);
+    return [];
+  }
+
+  /** A task alone in its call; the runner's answer says whether it takes bunches. */
+  private callAlone(served: Served, { task, attempt }: Attempt): (run: Running) => Promise<HandlerOutcome> {
+    return (run) => callHandler(served.endpoint, task.taskId, attempt, task.payload, run.abort.signal, () => (served.takesBunches = true));
+  }
+
+  /** The attempt a pulled message is, or undefined when it was settled here already (invalid, cancelled, expired, past its last attempt). */
+  private async prepare(served: Served, msg: JsMsg): Promise<Attempt | undefined> {
     const decoded = await decode(TaskItem, msg.data);
     if (!decoded.ok) {
       this.logger.warn({ seq: msg.seq, reason: decoded.reason }, 'dropped an invalid task message');
       msg.term();
-      return;
+      return undefined;
     }
     const task = decoded.value;
     const attempt = msg.info.deliveryCount;
     const retries = compileRetryPolicy(task);
-    if (this.cancelled.has(task.taskId)) return msg.ack();
-    if (attempt === 1 && task.expiresAt && Date.parse(task.expiresAt) < Date.now()) return msg.ack(); // the gateway marks it EXPIRED
+    if (this.cancelled.has(task.taskId)) return void msg.ack();
+    if (attempt === 1 && task.expiresAt && Date.parse(task.expiresAt) < Date.now()) return void msg.ack(); // the gateway marks it EXPIRED
     const attemptOf: Attempt = {
       task,
       attempt,
@@ -231,8 +316,9 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       },
       where: { containerId: served.record.containerId, machineId: this.machineId },
     };
-    if (isPastLastAttempt(retries, attempt)) return this.reportLastAttemptLost(attemptOf);
-    await this.runAttempt(served, attemptOf);
+    if (!isPastLastAttempt(retries, attempt)) return attemptOf;
+    await this.reportLastAttemptLost(attemptOf);
+    return undefined;
   }
 
   /** JetStream handed the task past its last attempt: that attempt was lost without a word. */
@@ -254,12 +340,17 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     msg.ack();
   }
 
-  /** Runs one attempt in the container and settles its message with the outcome. */
-  private async runAttempt(served: Served, a: Attempt): Promise<void> {
+  /** Runs one attempt in the container (`call`: alone, or its part of a bunch) and settles its message with the outcome. */
+  private async runAttempt(served: Served, a: Attempt, call: (run: Running) => Promise<HandlerOutcome>): Promise<void> {
     const { task, attempt, msg, base, where } = a;
     const { record } = served;
     const run: Running = { containerId: record.containerId, abort: new AbortController() };
     this.running.set(task.taskId, run);
+    // Cancelled while it waited for its turn in a bunch.
+    if (this.cancelled.has(task.taskId)) {
+      run.why = 'cancelled';
+      run.abort.abort();
+    }
     this.loads.begin(record.containerId);
     const startedAt = Date.now();
     let durationMs: number | undefined;
@@ -283,7 +374,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       const reportStart = setTimeout(() => {
         announce().catch(() => undefined);
       }, TASK_START_REPORT_DELAY_MS);
-      const outcome = await callHandler(served.endpoint, task.taskId, attempt, task.payload, run.abort.signal);
+      const outcome = await call(run);
       clearTimeout(reportStart);
       // A large result is stored with the gateway, which takes it only from a recorded lease.
       const withStart = !announced && outcome.kind === 'ok' && outcome.json.length <= TASK_RESULT_INLINE_BYTES;

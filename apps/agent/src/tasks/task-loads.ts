@@ -68,6 +68,11 @@ export class TaskLoads {
     this.meanMs.set(key, before === undefined ? durationMs : before + DURATION_WEIGHT * (durationMs - before));
   }
 
+  /** The version's mean task duration here (smoothed); undefined until one of its tasks has ended. */
+  meanDurationMs(deploymentId: string, version: number): number | undefined {
+    return this.meanMs.get(deploymentKey(deploymentId, version));
+  }
+
   /** The reports for this moment, one per version with containers here (exported for tests). */
   reports(now: number): AgentLoadReport[] {
     const byVersion = new Map<string, ContainerLoad[]>();

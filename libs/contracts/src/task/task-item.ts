@@ -3,6 +3,18 @@ import { defineContract } from '../contract.js';
 import { MAX_TASK_RETRIES } from '../deployment/task-policy.js';
 import { IsId } from '../validation.js';
 
+/** The marker a map chunk's task payload carries: the runner calls the handler once per input. */
+export const MAP_CHUNK_KEY = '__tern_map_chunk__';
+
+/**
+ * The key of a bunch of map chunks sent to a runner in one call (`{"__tern_map_bunch__": [{task_id,
+ * attempt, payload}, …]}`); the runner answers one NDJSON line per chunk, in turn, as each ends.
+ */
+export const MAP_BUNCH_KEY = '__tern_map_bunch__';
+
+/** The header a runner's answers to task calls carry when it takes bunches. */
+export const RUNNER_BUNCHES_HEADER = 'x-tern-bunches';
+
 export class TaskItem {
   @IsId() taskId!: string;
   @IsId() deploymentId!: string;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { TaskState } from '#tern/contracts';
+import { MAP_CHUNK_KEY, type TaskState } from '#tern/contracts';
 import { FINAL_TASK_STATES } from '#tern/tasks';
 import { type CancelledTask, UNSENT_COLUMNS, type UnsentTask } from './tasks.repository.js';
 import { TransactionalRepository } from './transactional.repository.js';
@@ -67,8 +67,7 @@ export interface SettledChunk {
   settledSeq: number | null;
 }
 
-/** The marker a chunk's task payload carries: the runner calls the handler once per input. */
-export const MAP_CHUNK_KEY = '__tern_map_chunk__';
+export { MAP_CHUNK_KEY };
 
 const FINAL = `(${FINAL_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
 const MAP_COLUMNS = `m.id, m.workspace_id AS "workspaceId", m.deployment_id AS "deploymentId", d.name AS "deploymentName", m.deployment_version AS version,

@@ -1,0 +1,73 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BunchCall, bunchSize, MAX_BUNCH } from './bunch-call.js';
+
+describe('bunchSize: how many map chunks a slot takes in one pull', () => {
+  it('takes one until a chunk of the version has been timed here', () => {
+    expect(bunchSize(undefined, 1000, 4)).toBe(1);
+  });
+
+  it('fills about 100 ms at the mean duration, at most MAX_BUNCH; a long chunk alone', () => {
+    expect(bunchSize(10, 1000, 1)).toBe(10);
+    expect(bunchSize(0, 1000, 1)).toBe(MAX_BUNCH);
+    expect(bunchSize(2, 1000, 1)).toBe(MAX_BUNCH);
+    expect(bunchSize(60, 1000, 1)).toBe(1);
+    expect(bunchSize(5000, 1000, 1)).toBe(1);
+  });
+
+  it("takes no more than the slot's share of what the consumer holds, so its pull does not wait on the other slots' chunks", () => {
+    expect(bunchSize(1, 0, 4)).toBe(1);
+    expect(bunchSize(1, 7, 4)).toBe(2);
+    expect(bunchSize(1, 40, 4)).toBe(11);
+  });
+});
+
+describe('BunchCall: what the runner answered, member by member', () => {
+  /** A stand-in runner answering a bunch with `lines`, then ending the answer. */
+  async function runnerAnswering(lines: unknown[]): Promise<{ server: Server; port: number }> {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-tern-bunches': '1' });
+        res.end(lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { server, port: (server.address() as AddressInfo).port };
+  }
+  const members = ['t-1', 't-2', 't-3'].map((taskId) => ({ taskId, attempt: 1, payload: {} }));
+
+  it('gives each member begun its outcome; one the answer ended within is gone, those after it never begin', async () => {
+    const { server, port } = await runnerAnswering([
+      { task_id: 't-1', begun: true },
+      { task_id: 't-1', status: 200, body: [{ status: 'ok', result: 1 }] },
+      { task_id: 't-2', begun: true },
+    ]);
+    try {
+      const call = new BunchCall({ host: '127.0.0.1', port }, members);
+      expect(await call.turn(0)).toBe(true);
+      expect(await call.outcome(0)).toEqual({ kind: 'ok', json: Buffer.from('[{"status":"ok","result":1}]') });
+      expect(await call.turn(1)).toBe(true);
+      expect(await call.outcome(1)).toMatchObject({ kind: 'gone' });
+      expect(await call.turn(2)).toBe(false);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('believes no line for another task than the one due: the member running fails, the rest never begin', async () => {
+    const { server, port } = await runnerAnswering([
+      { task_id: 't-1', begun: true },
+      { task_id: 't-3', status: 200, body: [] },
+    ]);
+    try {
+      const call = new BunchCall({ host: '127.0.0.1', port }, members);
+      expect(await call.turn(0)).toBe(true);
+      expect(await call.outcome(0)).toMatchObject({ kind: 'error', message: expect.stringMatching(/where task t-1 was due/) });
+      expect(await call.turn(1)).toBe(false);
+      expect(await call.turn(2)).toBe(false);
+    } finally {
+      server.close();
+    }
+  });
+});
