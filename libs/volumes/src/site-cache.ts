@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { type BlobBytes, openKept, sendBlob } from './blob-bytes.js';
 import { BlobDownload, downloadSlabs } from './blob-download.js';
+import { headOf } from './http-get.js';
 import type { BufferPool } from './buffer-pool.js';
 
 /**
@@ -127,16 +128,15 @@ export class SiteCache {
     hex: string,
     authorization: string | undefined,
   ): Promise<{ size: number } | { refused: number; headers: Record<string, string>; text: string }> {
-    const res = await fetch(`${this.options.upstream}/v2/${repository}/blobs/sha256:${hex}`, {
-      method: 'HEAD',
-      headers: authorization ? { authorization } : {},
-      signal: AbortSignal.timeout(this.timeoutMs),
-    });
-    if (res.ok) return { size: Number(res.headers.get('content-length')) };
-    const challenge = res.headers.get('www-authenticate');
+    const res = await headOf(
+      `${this.options.upstream}/v2/${repository}/blobs/sha256:${hex}`,
+      authorization ? { authorization } : {},
+      this.timeoutMs,
+    );
+    if (res.status >= 200 && res.status < 300) return { size: res.size };
     return {
       refused: res.status,
-      headers: { 'content-type': 'application/json', ...(challenge ? { 'www-authenticate': challenge } : {}) },
+      headers: { 'content-type': 'application/json', ...(res.challenge ? { 'www-authenticate': res.challenge } : {}) },
       text: JSON.stringify({ error: `the store ${this.options.upstream} answered ${res.status} for blob ${hex} of ${repository}` }),
     };
   }
