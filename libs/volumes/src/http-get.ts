@@ -1,5 +1,5 @@
-import { Agent as HttpAgent, get as httpGet, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, get as httpsGet } from 'node:https';
+import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { getStraight } from './http-into.js';
 
 /** Kept-alive connections to the store: a mount asks for thousands of blobs, one TCP handshake each would cost more than the bytes. */
@@ -9,30 +9,60 @@ const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 64 }), https
 export type GetAnswer = { bytes: Buffer } | { status: number; text: string };
 
 /**
- * GETs `url` and hands the final answer to `read`: the body when 200, else the status and the
- * start of its text. Redirects (a storage backend's signed URL) are followed, at most 5, without
- * the authorization header; a network error rejects with its code.
+ * The answer to `method` at `url`, its body unread, once it is not a redirect: redirects (a
+ * storage backend's signed URL) are followed, at most 5, without the authorization header. A
+ * network error rejects with its code.
  */
-function getFollowing<T>(
+function answerOf(
+  method: 'GET' | 'HEAD',
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  hops = 0,
+): Promise<IncomingMessage> {
+  const https = url.startsWith('https:');
+  return new Promise((resolve, reject) => {
+    const options = { method, headers, agent: https ? agents.https : agents.http, timeout: timeoutMs };
+    const req = (https ? httpsRequest : httpRequest)(url, options, (res) => {
+      const location = res.headers.location;
+      if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location && hops < 5) {
+        res.resume();
+        resolve(answerOf(method, new URL(location, url).href, {}, timeoutMs, hops + 1));
+      } else resolve(res);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (e: NodeJS.ErrnoException) => reject(new Error(e.code ?? e.message)));
+    req.end();
+  });
+}
+
+/** GETs `url` and hands a 200 to `read`; another final answer is its status and the start of its text. */
+async function getFollowing<T>(
   url: string,
   headers: Record<string, string>,
   timeoutMs: number,
   read: (res: IncomingMessage) => Promise<T>,
   hops = 0,
 ): Promise<T | { status: number; text: string }> {
-  const https = url.startsWith('https:');
-  return new Promise((resolve, reject) => {
-    const req = (https ? httpsGet : httpGet)(url, { headers, agent: https ? agents.https : agents.http, timeout: timeoutMs }, (res) => {
-      const location = res.headers.location;
-      if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location && hops < 5) {
-        res.resume();
-        resolve(getFollowing(new URL(location, url).href, {}, timeoutMs, read, hops + 1));
-      } else if (res.statusCode !== 200) textOf(res).then((text) => resolve({ status: res.statusCode ?? 0, text }), reject);
-      else read(res).then(resolve, reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (e: NodeJS.ErrnoException) => reject(new Error(e.code ?? e.message)));
-  });
+  const res = await answerOf('GET', url, headers, timeoutMs, hops);
+  if (res.statusCode !== 200) return { status: res.statusCode ?? 0, text: await textOf(res) };
+  return read(res);
+}
+
+/**
+ * HEADs `url` over kept-alive connections (a site cache asks its store once per request; fetch
+ * cost it several times the CPU): the final status, the size it announces, and a refusal's
+ * challenge. Redirects are followed as a GET's are.
+ */
+export async function headOf(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; size: number; challenge?: string }> {
+  const res = await answerOf('HEAD', url, headers, timeoutMs);
+  res.resume();
+  const challenge = res.headers['www-authenticate'];
+  return { status: res.statusCode ?? 0, size: Number(res.headers['content-length']), ...(challenge ? { challenge } : {}) };
 }
 
 /**

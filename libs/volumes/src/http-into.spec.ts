@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { getInto } from './http-get.js';
+import { type BodyFlow, type BodySink, getStreaming } from './http-into.js';
 
 /** A server on loopback answering each GET with `answer`; counts connections, says when one closes. */
 async function startServer(answer: (req: IncomingMessage, res: ServerResponse) => void) {
@@ -96,5 +97,99 @@ describe('getInto over plain HTTP (the socket reads into the buffer)', () => {
     const gone = await startServer(() => undefined);
     await gone.stop();
     await expect(getInto(`${gone.url}/blob`, {}, 10, 10_000)).rejects.toThrow('ECONNREFUSED');
+  });
+});
+
+/**
+ * A sink of `count` buffers of `size` bytes that copies out what each took once it is full; each
+ * full buffer comes free again after `lagMs` (as a slab comes free once written and hashed), so
+ * the socket runs out of room and waits.
+ */
+function slowSink(size: number, count: number, lagMs: number) {
+  const free: Buffer[] = Array.from({ length: count }, () => Buffer.alloc(size));
+  const got: Buffer[] = [];
+  let current: { buffer: Buffer; filled: number } | undefined;
+  let flow: BodyFlow | undefined;
+  let waited = 0;
+  let length: number | undefined;
+  let taken = 0;
+  const done = (c: { buffer: Buffer; filled: number }) => {
+    got.push(Buffer.from(c.buffer.subarray(0, c.filled)));
+    setTimeout(() => {
+      free.push(c.buffer);
+      flow!.more();
+    }, lagMs).unref();
+  };
+  const sink: BodySink = {
+    begin: (n, f) => {
+      length = n;
+      flow = f;
+    },
+    space: () => {
+      if (current && current.filled < current.buffer.length) return current.buffer.subarray(current.filled);
+      const buffer = free.pop();
+      if (!buffer) {
+        waited++;
+        return undefined;
+      }
+      current = { buffer, filled: 0 };
+      return buffer;
+    },
+    took: (n) => {
+      current!.filled += n;
+      taken += n;
+      if (current!.filled === current!.buffer.length || taken === length) {
+        done(current!);
+        current = undefined;
+      }
+    },
+  };
+  return { sink, bytes: () => Buffer.concat(got), waited: () => waited, flow: () => flow! };
+}
+
+describe('getStreaming (the socket reads a body into the buffers a sink gives)', () => {
+  const blob = randomBytes(5 * 2 ** 20 + 3);
+  let s: Awaited<ReturnType<typeof startServer>>;
+  beforeAll(async () => {
+    s = await startServer((req, res) => {
+      if (req.url === '/blob') return void res.writeHead(200, { 'content-length': String(blob.length) }).end(blob);
+      if (req.url === '/short') {
+        res.writeHead(200, { 'content-length': String(blob.length) });
+        return void res.write(blob.subarray(0, 2 ** 20), () => res.destroy());
+      }
+      if (req.url === '/moved') return void res.writeHead(307, { location: '/blob' }).end();
+      res.writeHead(404).end('{"errors":[{"code":"BLOB_UNKNOWN"}]}');
+    });
+  });
+  afterAll(() => s.stop());
+
+  it('gives the body whole and in order though the sink runs out of room, then reuses the connection', async () => {
+    const slow = slowSink(100_003, 2, 5);
+    expect(await getStreaming(new URL(`${s.url}/blob`), {}, 10_000, slow.sink)).toEqual({ length: blob.length });
+    expect(slow.bytes().equals(blob)).toBe(true);
+    expect(slow.waited()).toBeGreaterThan(0);
+    const before = s.connections.length;
+    const again = slowSink(2 ** 20, 4, 0);
+    expect(await getStreaming(new URL(`${s.url}/blob`), {}, 10_000, again.sink)).toEqual({ length: blob.length });
+    expect(again.bytes().equals(blob)).toBe(true);
+    expect(s.connections.length).toBe(before);
+  });
+
+  it('answers a redirect or another status without touching the sink, and rejects a body cut short or stopped', async () => {
+    const untouched = slowSink(10, 1, 0);
+    expect(await getStreaming(new URL(`${s.url}/moved`), {}, 10_000, untouched.sink)).toEqual({ location: `${s.url}/blob` });
+    expect(await getStreaming(new URL(`${s.url}/nothing`), {}, 10_000, untouched.sink)).toEqual({
+      status: 404,
+      text: '{"errors":[{"code":"BLOB_UNKNOWN"}]}',
+    });
+    expect(untouched.bytes().length).toBe(0);
+    await expect(getStreaming(new URL(`${s.url}/short`), {}, 10_000, slowSink(2 ** 20, 8, 0).sink)).rejects.toThrow(
+      new RegExp(`cut off after ${2 ** 20} of ${blob.length} bytes`),
+    );
+    const stopped = slowSink(2 ** 16, 1, 60_000);
+    const streaming = getStreaming(new URL(`${s.url}/blob`), {}, 10_000, stopped.sink);
+    await until(() => stopped.waited() > 0);
+    stopped.flow().stop(new Error('the disk is full'));
+    await expect(streaming).rejects.toThrow('the disk is full');
   });
 });

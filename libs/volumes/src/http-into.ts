@@ -39,7 +39,43 @@ export async function getStraight(
   return throwing(await Connection.open(url).get(url, headers, most, timeoutMs, into));
 }
 
-function throwing(answer: StraightAnswer | Error): StraightAnswer {
+/** Where a streamed body goes (`getStreaming`): the buffers the socket reads it into, in order. */
+export interface BodySink {
+  /** The body's length, from the answer's head, and how to steer its flow. */
+  begin(length: number, flow: BodyFlow): void;
+  /** Room for the body's next bytes (not empty), or undefined while there is none: the socket then waits for `flow.more`. */
+  space(): Buffer | undefined;
+  /** The body's next `n` bytes are at the start of what `space` gave last. */
+  took(n: number): void;
+}
+
+/** A streamed body's flow, for its sink. */
+export interface BodyFlow {
+  /** `space` has room again after it had none. */
+  more(): void;
+  /** The sink takes no more: the connection is cut and the GET fails with `reason`. */
+  stop(reason: Error): void;
+}
+
+/** What a streamed GET answered: a 200 whose body went to the sink whole, a redirect's target, or another status. */
+export type StreamAnswer = { length: number } | { location: string } | { status: number; text: string };
+
+/**
+ * GETs `url` (http: only) and reads a 200's body, sized by its Content-Length, straight into the
+ * buffers `sink` gives, as it arrives: no buffer per socket read and no copy (but for the few
+ * bytes that come with the head, or after the sink ran out of room). Resolves once the body went
+ * to the sink whole; rejects when it was cut short or stopped.
+ */
+export async function getStreaming(url: URL, headers: Record<string, string>, timeoutMs: number, sink: BodySink): Promise<StreamAnswer> {
+  const reused = idle.get(url.origin)?.pop();
+  if (reused) {
+    const answer = await reused.stream(url, headers, timeoutMs, sink).catch((e: Error) => e);
+    if (!(answer instanceof StaleConnection)) return throwing(answer);
+  }
+  return throwing(await Connection.open(url).stream(url, headers, timeoutMs, sink));
+}
+
+function throwing<T>(answer: T | Error): T {
   if (answer instanceof Error) throw answer;
   return answer;
 }
@@ -57,7 +93,12 @@ interface Reading {
   /** The most a 200's body may hold, and the buffer it goes into. */
   maxBytes: number;
   body(length: number): Buffer;
-  done(answer: StraightAnswer): void;
+  /** A streamed body's sink: `filled` then counts the body's bytes it took, `target` is where the socket reads next. */
+  sink?: BodySink;
+  /** Whether `target` is the head's buffer, standing in while the sink has no room; bytes read there wait in `held`. */
+  spilling?: boolean;
+  held?: Buffer;
+  done(answer: StraightAnswer | StreamAnswer): void;
   fail(error: Error): void;
 }
 
@@ -88,6 +129,22 @@ class Connection {
   }
 
   get(url: URL, headers: Record<string, string>, maxBytes: number, timeoutMs: number, into?: Buffer): Promise<StraightAnswer> {
+    return this.request(url, headers, timeoutMs, {
+      maxBytes,
+      body: (length) => (into ? into.subarray(0, length) : Buffer.allocUnsafe(length)),
+    });
+  }
+
+  stream(url: URL, headers: Record<string, string>, timeoutMs: number, sink: BodySink): Promise<StreamAnswer> {
+    return this.request(url, headers, timeoutMs, { maxBytes: Number.MAX_SAFE_INTEGER, body: () => this.head, sink });
+  }
+
+  private request<T extends StraightAnswer | StreamAnswer>(
+    url: URL,
+    headers: Record<string, string>,
+    timeoutMs: number,
+    how: Pick<Reading, 'maxBytes' | 'body' | 'sink'>,
+  ): Promise<T> {
     const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: keep-alive'];
     for (const [name, value] of Object.entries(headers)) {
       if (/[\r\n]/.test(name + value)) return Promise.reject(new Error(`header ${name} holds a line break`));
@@ -96,16 +153,15 @@ class Connection {
     this.socket.ref();
     // Set once per connection (each call costs a timer's reset): an idle connection times out too, and goes.
     if (this.socket.timeout !== timeoutMs) this.socket.setTimeout(timeoutMs);
-    return new Promise<StraightAnswer>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       this.reading = {
         target: this.head,
         filled: 0,
-        maxBytes,
-        body: (length) => (into ? into.subarray(0, length) : Buffer.allocUnsafe(length)),
+        ...how,
         done: (answer) => {
           this.reading = undefined;
           this.release();
-          resolve(answer);
+          resolve(answer as T);
         },
         fail: (error) => {
           this.reading = undefined;
@@ -120,26 +176,77 @@ class Connection {
   /** Where the next read goes: the rest of the response's buffer, or the head's buffer between responses (bytes there then are a protocol error). */
   private nextBuffer(): Buffer {
     const r = this.reading;
+    if (r?.sink && r.length !== undefined) return this.roomInSink(r);
     return r && r.filled < r.target.length ? r.target.subarray(r.filled) : this.head;
   }
 
+  /** Returns false to pause the socket (a streamed body's sink has no room). */
   private received(n: number): boolean {
     const r = this.reading;
     if (!r) {
       this.socket.destroy();
       return false;
     }
+    if (r.sink && r.length !== undefined) {
+      if (r.spilling) return this.toSink(r, this.head.subarray(0, n));
+      r.filled += n;
+      r.sink.took(n);
+      if (this.reading === r && r.filled === r.length) r.done({ length: r.length });
+      return this.reading === r || !this.socket.destroyed;
+    }
     r.filled += n;
-    if (r.length === undefined) this.parseHead(r);
-    else if (r.filled === r.length) r.done({ bytes: r.target });
+    if (r.length === undefined) return this.parseHead(r);
+    if (r.filled === r.length) r.done({ bytes: r.target });
     return true;
   }
 
-  private parseHead(r: Reading): void {
+  /** Where a streamed body's next read goes: the sink's room, else (until the sink has room again) the head's buffer. */
+  private roomInSink(r: Reading): Buffer {
+    const left = r.length! - r.filled;
+    const room = left > 0 && !r.held ? nonEmpty(r.sink!.space()) : undefined;
+    r.spilling = !room;
+    r.target = room ? room.subarray(0, Math.min(room.length, left)) : this.head.subarray(0, Math.max(1, Math.min(HEAD_BYTES, left)));
+    return r.target;
+  }
+
+  /** Bytes of a streamed body read outside the sink, copied into its room; what does not fit is held and the socket paused. */
+  private toSink(r: Reading, bytes: Buffer): boolean {
+    while (bytes.length > 0) {
+      const room = nonEmpty(r.sink!.space());
+      if (!room) {
+        r.held = bytes;
+        return false;
+      }
+      const n = bytes.copy(room, 0, 0, Math.min(room.length, bytes.length));
+      r.filled += n;
+      r.sink!.took(n);
+      if (this.reading !== r) return false;
+      bytes = bytes.subarray(n);
+    }
+    r.held = undefined;
+    if (r.filled === r.length) r.done({ length: r.length });
+    return true;
+  }
+
+  /** A streamed body's flow: its sink has room again (the held bytes go first), or stops it. */
+  private flow(r: Reading): BodyFlow {
+    return {
+      more: () => {
+        // Read on once the held bytes are in: for this body's rest, or (it is whole) as an idle connection does.
+        if (this.reading === r && r.held && this.toSink(r, r.held)) this.socket.resume();
+      },
+      stop: (reason) => {
+        if (this.reading === r) r.fail(reason);
+      },
+    };
+  }
+
+  /** Returns false to pause the socket (a streamed body's sink has no room for the bytes that came with the head). */
+  private parseHead(r: Reading): boolean {
     const end = r.target.subarray(0, r.filled).indexOf('\r\n\r\n', 0, 'latin1');
     if (end < 0) {
       if (r.filled === r.target.length) r.fail(new Error(`an answer's head of more than ${HEAD_BYTES} bytes`));
-      return;
+      return true;
     }
     const [statusLine = '', ...fields] = r.target.toString('latin1', 0, end).split('\r\n');
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? NaN);
@@ -148,27 +255,38 @@ class Connection {
         .find((f) => f.slice(0, name.length + 1).toLowerCase() === `${name}:`)
         ?.slice(name.length + 1)
         .trim();
-    if (!Number.isInteger(status)) return r.fail(new Error(`not an HTTP answer: ${statusLine.slice(0, 80)}`));
+    if (!Number.isInteger(status)) return failed(r, new Error(`not an HTTP answer: ${statusLine.slice(0, 80)}`));
     this.keep = !/^HTTP\/1\.0/.test(statusLine) && header('connection')?.toLowerCase() !== 'close';
     const rest = r.target.subarray(end + 4, r.filled);
     const location = header('location');
     if (status >= 300 && status < 400 && location) {
       this.keep = false;
-      return r.done({ location: new URL(location, this.origin).href });
+      r.done({ location: new URL(location, this.origin).href });
+      return true;
     }
     const lengthText = header('content-length');
     const length = lengthText !== undefined && /^\d+$/.test(lengthText) ? Number(lengthText) : NaN;
     const chunked = /chunked/i.test(header('transfer-encoding') ?? '');
-    if (status !== 200) return this.readText(r, status, length, chunked, rest);
+    if (status !== 200) {
+      this.readText(r, status, length, chunked, rest);
+      return true;
+    }
     if (!Number.isSafeInteger(length) || length > r.maxBytes)
-      return r.fail(new Error(`a blob of ${lengthText ?? 'unknown'} bytes (at most ${r.maxBytes} taken)`));
-    if (rest.length > length) return r.fail(new Error(`more than the ${length} bytes announced`));
+      return failed(r, new Error(`a blob of ${lengthText ?? 'unknown'} bytes (at most ${r.maxBytes} taken)`));
+    if (rest.length > length) return failed(r, new Error(`more than the ${length} bytes announced`));
+    if (r.sink) {
+      r.length = length;
+      r.filled = 0;
+      r.sink.begin(length, this.flow(r));
+      return this.toSink(r, rest);
+    }
     const body = r.body(length);
     rest.copy(body);
     r.target = body;
     r.filled = rest.length;
     r.length = length;
     if (r.filled === length) r.done({ bytes: body });
+    return true;
   }
 
   /**
@@ -203,6 +321,16 @@ class Connection {
     list.push(this);
     idle.set(this.origin.origin, list);
   }
+}
+
+function nonEmpty(buffer: Buffer | undefined): Buffer | undefined {
+  return buffer?.length ? buffer : undefined;
+}
+
+/** `reading` failed for `error`: no more reads. */
+function failed(r: Reading, error: Error): false {
+  r.fail(error);
+  return false;
 }
 
 /** The data of a chunked body's chunks that are in `bytes` (`<hex size>\r\n<data>\r\n`…), as far as they go. */

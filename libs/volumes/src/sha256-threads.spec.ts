@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { sha256Of, sharedBuffer } from './sha256-threads.js';
+import { sha256Of, sha256Stream, sharedBuffer } from './sha256-threads.js';
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 
@@ -16,5 +16,29 @@ describe('sha256Of', () => {
   it('hashes other buffers too', async () => {
     const bytes = randomBytes(3 * 2 ** 20 + 5);
     expect(await sha256Of(bytes.subarray(5))).toBe(sha256(bytes.subarray(5)));
+  });
+
+  it('hashes streams piece by piece through one reused buffer, many at once, and tells changed bytes apart', async () => {
+    const blobs = Array.from({ length: 6 }, (_, i) => randomBytes(3 * 2 ** 20 + i * 1001));
+    const changed = Buffer.from(blobs[0]!);
+    changed[2 ** 20 + 5]! ^= 1;
+    const pieceBytes = 2 ** 20 - 3;
+    /** Each blob through its own shared buffer, refilled once the thread has read the piece before. */
+    const streamed = (blob: Buffer) => {
+      const stream = sha256Stream();
+      const buffer = sharedBuffer(pieceBytes);
+      return (async () => {
+        for (let at = 0; at < blob.length; at += pieceBytes) {
+          const n = blob.copy(buffer, 0, at, at + pieceBytes);
+          await stream.update(buffer.subarray(0, n));
+        }
+        return stream.digest();
+      })();
+    };
+    const digests = await Promise.all([...blobs, changed].map(streamed));
+    expect(digests).toEqual([...blobs, changed].map((b) => sha256(b)));
+    expect(digests[0]).not.toBe(digests.at(-1));
+    expect(await sha256Stream().digest()).toBe(sha256(Buffer.alloc(0)));
+    await expect(sha256Stream().update(randomBytes(10))).rejects.toThrow('views of shared memory only');
   });
 });

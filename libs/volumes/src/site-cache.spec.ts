@@ -169,6 +169,37 @@ describe('SiteCache', () => {
     expect(cache.cache.stats.hits).toBe(1);
   });
 
+  it('serves many blobs downloading at once, more than its buffers hold, each exactly its own bytes', async () => {
+    // 24 blobs of 3 slabs each, two machines asking for each: 48 responses and 24 downloads at once, through 2 slabs.
+    await cache.close();
+    cache = await startSiteCache(
+      { upstream: store.url, dir, maxBytes: 256 * MiB, bufferBytes: 2 * MiB, failed: (message) => failures.push(message) },
+      0,
+      '127.0.0.1',
+    );
+    const blobs = Array.from({ length: 24 }, (_, i) => randomBytes(2 * MiB + 1 + i));
+    const hexes = blobs.map(put);
+    const wrong = Buffer.from(blobs[7]!);
+    wrong[MiB + 3]! ^= 0xff;
+    store.blobs.set(hexes[7]!, wrong);
+    const answers = await Promise.all(
+      [...hexes, ...hexes].map(async (hex) => {
+        const res = await get(hex);
+        return res.arrayBuffer().then(
+          (body) => sha256(new Uint8Array(body)),
+          () => 'cut',
+        );
+      }),
+    );
+    expect(answers).toEqual([...hexes, ...hexes].map((hex, i) => (i % 24 === 7 ? 'cut' : hex)));
+    // The wrong blob's second machine may ask after its first download failed: a download of its own.
+    await heard(1);
+    for (const failure of failures) expect(failure).toMatch(new RegExp(`sent blob ${hexes[7]} hashing to [0-9a-f]{64}; refused$`));
+    expect(store.gets.filter((hex) => hex !== hexes[7]).sort()).toEqual(hexes.filter((_, i) => i !== 7).sort());
+    expect((await readdir(dir)).sort()).toEqual(hexes.filter((_, i) => i !== 7).sort());
+    expect(cache.cache.stats.keptBytes).toBe(blobs.reduce((n, b, i) => (i === 7 ? n : n + b.length), 0));
+  }, 120_000);
+
   it("cuts every machine's transfer of a blob the store sends wrong or stops sending, keeps nothing, and downloads it anew", async () => {
     const blob = randomBytes(2 * MiB);
     const hex = put(blob);

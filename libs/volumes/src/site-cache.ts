@@ -3,9 +3,11 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { LRUCache } from 'lru-cache';
-import { BlobDownload, type BlobBytes, BlobReader, openKept } from './blob-download.js';
+import { type BlobBytes, openKept, sendBlob } from './blob-bytes.js';
+import { BlobDownload, downloadSlabs } from './blob-download.js';
+import { headOf } from './http-get.js';
+import type { BufferPool } from './buffer-pool.js';
 
 /**
  * A site's cache in front of the blob store (the registry of volumes and images): the machines
@@ -27,6 +29,8 @@ export interface SiteCacheOptions {
   dir: string;
   /** Most bytes kept; least recently used blobs go first. */
   maxBytes: number;
+  /** Most memory its downloads' buffers take at once, whatever their number (default 128 MiB). */
+  bufferBytes?: number;
   timeoutMs?: number;
   /** Hears why a download failed (its machines only see their transfer cut). */
   failed?(message: string): void;
@@ -55,10 +59,12 @@ export class SiteCache {
   private readonly downloads = new Map<string, BlobDownload>();
   private readonly counts = { upstreamBytes: 0, servedBytes: 0, hits: 0, misses: 0, refused: 0 };
   private readonly timeoutMs: number;
+  private readonly slabs: BufferPool;
   private loaded?: Promise<void>;
 
   constructor(private readonly options: SiteCacheOptions) {
     this.timeoutMs = options.timeoutMs ?? 300_000;
+    this.slabs = downloadSlabs(options.bufferBytes ?? 128 * 2 ** 20);
     this.kept = new LRUCache<string, number>({
       maxSize: options.maxBytes,
       sizeCalculation: (size) => Math.max(1, size),
@@ -122,16 +128,15 @@ export class SiteCache {
     hex: string,
     authorization: string | undefined,
   ): Promise<{ size: number } | { refused: number; headers: Record<string, string>; text: string }> {
-    const res = await fetch(`${this.options.upstream}/v2/${repository}/blobs/sha256:${hex}`, {
-      method: 'HEAD',
-      headers: authorization ? { authorization } : {},
-      signal: AbortSignal.timeout(this.timeoutMs),
-    });
-    if (res.ok) return { size: Number(res.headers.get('content-length')) };
-    const challenge = res.headers.get('www-authenticate');
+    const res = await headOf(
+      `${this.options.upstream}/v2/${repository}/blobs/sha256:${hex}`,
+      authorization ? { authorization } : {},
+      this.timeoutMs,
+    );
+    if (res.status >= 200 && res.status < 300) return { size: res.size };
     return {
       refused: res.status,
-      headers: { 'content-type': 'application/json', ...(challenge ? { 'www-authenticate': challenge } : {}) },
+      headers: { 'content-type': 'application/json', ...(res.challenge ? { 'www-authenticate': res.challenge } : {}) },
       text: JSON.stringify({ error: `the store ${this.options.upstream} answered ${res.status} for blob ${hex} of ${repository}` }),
     };
   }
@@ -149,6 +154,7 @@ export class SiteCache {
         tmp: join(this.options.dir, `.tmp-${hex}-${randomBytes(4).toString('hex')}`),
         path: this.path(hex),
         timeoutMs: this.timeoutMs,
+        slabs: this.slabs,
         onBytes: (n) => (this.counts.upstreamBytes += n),
       });
       // Kept (or not) and out of the map at once: a later request opens the kept file or starts anew.
@@ -192,7 +198,10 @@ export class SiteCache {
         ...(asked === undefined ? {} : { 'content-range': `bytes ${start}-${end - 1}/${size}` }),
       });
       if (req.method === 'HEAD') return void res.end();
-      await pipeline(new BlobReader(bytes, start, end, (n) => (this.counts.servedBytes += n)), res);
+      // The head goes now, not with the first bytes (a blob still downloading may have none yet):
+      // a machine whose transfer is then cut sees a body cut short, not an answer missing.
+      res.flushHeaders();
+      await sendBlob(bytes, start, end, res, (n) => (this.counts.servedBytes += n));
     } finally {
       bytes.release();
     }
