@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { sha256Of, sharedBuffer } from './sha256-threads.js';
+import { sha256Of, sha256Stream, sharedBuffer } from './sha256-threads.js';
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 
@@ -16,5 +16,30 @@ describe('sha256Of', () => {
   it('hashes other buffers too', async () => {
     const bytes = randomBytes(3 * 2 ** 20 + 5);
     expect(await sha256Of(bytes.subarray(5))).toBe(sha256(bytes.subarray(5)));
+  });
+});
+
+describe('sha256Stream', () => {
+  it('hashes pieces in the order given, several streams at once, each its own', async () => {
+    const data = [randomBytes(5 * 2 ** 20 + 3), randomBytes(2 ** 20), randomBytes(7)];
+    const streams = data.map(() => sha256Stream());
+    const memory = sharedBuffer(2 ** 20);
+    for (let at = 0; at < data[0]!.length; at += 2 ** 20 - 1) {
+      // One buffer reused for every piece: each update has read its bytes once it settles.
+      for (const [i, bytes] of data.entries()) {
+        const piece = bytes.subarray(at, at + 2 ** 20 - 1);
+        if (!piece.length) continue;
+        piece.copy(memory);
+        await streams[i]!.update(memory.subarray(0, piece.length));
+      }
+    }
+    expect(await Promise.all(streams.map((s) => s.digest()))).toEqual(data.map((d) => sha256(d)));
+    expect(await sha256Stream().digest()).toBe(sha256(Buffer.alloc(0)));
+  });
+
+  it('refuses memory that is not shared', async () => {
+    const stream = sha256Stream();
+    await expect(stream.update(randomBytes(10))).rejects.toThrow(/shared memory only/);
+    await stream.digest();
   });
 });
