@@ -240,7 +240,7 @@ class Connection {
       this.socket.destroy(new Error(`more than the ${s.length} bytes announced`));
       return false;
     }
-    for (let at = 0; at < bytes.length; ) {
+    for (let at = 0; at < bytes.length;) {
       s.piece ??= s.pieces.take();
       if (!s.piece) {
         this.socket.destroy(new Error('no buffer free for the body'));

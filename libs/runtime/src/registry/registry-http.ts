@@ -239,9 +239,14 @@ function streamedFrom(res: IncomingMessage, pieces: BodyPieces, size: number): S
   res.on('aborted', () => cut('aborted'));
   res.on('close', () => cut('connection closed'));
   res.on('error', (e: NodeJS.ErrnoException) => cut(e.code ?? e.message));
-  return { length: size, ended, more: () => {
+  return {
+    length: size,
+    ended,
+    more: () => {
       if (pending) pump();
-    }, cancel: () => cut('cancelled') };
+    },
+    cancel: () => cut('cancelled'),
+  };
 }
 
 /** The start of an answer's body, for an error (the registry's `{"errors":[{"code":"UNAUTHORIZED",…}]}`). */
