@@ -227,6 +227,7 @@ class Connection {
   private stream(r: Reading, pieces: BodyPieces, length: number, rest: Buffer): void {
     let settle!: Streaming['settle'];
     const ended = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    ended.catch(() => undefined); // a body cancelled unheard rejects into nothing, not an unhandled rejection
     const s: Streaming = { pieces, length, got: 0, filled: 0, settle };
     r.streams({ length, ended, more: () => this.more(s), cancel: () => this.socket.destroy() });
     if (length === 0) return this.ended(s);

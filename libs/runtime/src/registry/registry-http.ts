@@ -198,6 +198,7 @@ function streamedFrom(res: IncomingMessage, pieces: BodyPieces, size: number): S
   let settle!: { resolve: () => void; reject: (e: Error) => void };
   let settled = false;
   const ended = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  ended.catch(() => undefined); // a body cancelled unheard rejects into nothing, not an unhandled rejection
   const finish = (error?: Error) => {
     if (settled) return;
     settled = true;
