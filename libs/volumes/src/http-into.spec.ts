@@ -98,7 +98,7 @@ describe('getInto over plain HTTP (the socket reads into the buffer)', () => {
     for (let run = 0; run < 2; run++) {
       const free: Buffer[] = [Buffer.alloc(100_000), Buffer.alloc(100_000)];
       const got: Buffer[] = [];
-      let body: StreamedBody | undefined;
+      const answered: { body?: StreamedBody } = {};
       let paused = 0;
       const pieces: BodyPieces = {
         take: () => free.pop() ?? (paused++, undefined),
@@ -107,13 +107,13 @@ describe('getInto over plain HTTP (the socket reads into the buffer)', () => {
           // Lent back a little later, as a pipe's write completes.
           setTimeout(() => {
             free.push(buffer);
-            body?.more();
+            answered.body?.more();
           }, 1);
         },
       };
       const answer = await getStreamed(new URL(`${s.url}/blob`), { authorization: 'Bearer t' }, 10_000, pieces);
       if (!('body' in answer)) throw new Error('no body');
-      body = answer.body;
+      const body = (answered.body = answer.body);
       expect(body.length).toBe(blob.length);
       await body.ended;
       expect(Buffer.concat(got).equals(blob)).toBe(true);
