@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { getInto } from './http-get.js';
-import { type BodyFlow, type BodySink, getStreaming } from './http-into.js';
+import { type BodyFlow, type BodyPieces, type BodySink, getStreamed, getStreaming, type StreamedBody } from './http-into.js';
 
 /** A server on loopback answering each GET with `answer`; counts connections, says when one closes. */
 async function startServer(answer: (req: IncomingMessage, res: ServerResponse) => void) {
@@ -91,6 +91,51 @@ describe('getInto over plain HTTP (the socket reads into the buffer)', () => {
     await until(() => open.every((c) => s.closed.includes(c)));
     const got = await getInto(`${s.url}/blob`, {}, 2 ** 22, 10_000);
     expect('bytes' in got && got.bytes.equals(blob)).toBe(true);
+  });
+
+  it('streams a body into a few lent buffers, pausing while none is free, and keeps the connection', async () => {
+    const before = s.connections.length;
+    for (let run = 0; run < 2; run++) {
+      const free: Buffer[] = [Buffer.alloc(100_000), Buffer.alloc(100_000)];
+      const got: Buffer[] = [];
+      const answered: { body?: StreamedBody } = {};
+      let paused = 0;
+      const pieces: BodyPieces = {
+        take: () => free.pop() ?? (paused++, undefined),
+        put: (buffer, n) => {
+          got.push(Buffer.from(buffer.subarray(0, n)));
+          // Lent back a little later, as a pipe's write completes.
+          setTimeout(() => {
+            free.push(buffer);
+            answered.body?.more();
+          }, 1);
+        },
+      };
+      const answer = await getStreamed(new URL(`${s.url}/blob`), { authorization: 'Bearer t' }, 10_000, pieces);
+      if (!('body' in answer)) throw new Error('no body');
+      const body = (answered.body = answer.body);
+      expect(body.length).toBe(blob.length);
+      await body.ended;
+      expect(Buffer.concat(got).equals(blob)).toBe(true);
+      expect(got.slice(0, -1).every((piece) => piece.length === 100_000)).toBe(true);
+      expect(paused).toBeGreaterThan(0);
+    }
+    expect(s.connections.length - before).toBeLessThanOrEqual(1);
+  });
+
+  it('answers a streamed GET that is not a 200 as getInto does, and rejects a body cut short', async () => {
+    const pieces: BodyPieces = { take: () => Buffer.alloc(4096), put: () => undefined };
+    expect(await getStreamed(new URL(`${s.url}/nothing`), {}, 10_000, pieces)).toEqual({
+      status: 404,
+      text: '{"errors":[{"code":"BLOB_UNKNOWN"}]}',
+    });
+    expect(await getStreamed(new URL(`${s.url}/moved`), {}, 10_000, pieces)).toEqual({ location: `${s.url}/blob` });
+    const short = await getStreamed(new URL(`${s.url}/short`), {}, 10_000, pieces);
+    if (!('body' in short)) throw new Error('no body');
+    await expect(short.body.ended).rejects.toThrow(/cut off after 500 of 1000 bytes/);
+    const empty = await getStreamed(new URL(`${s.url}/empty`), {}, 10_000, pieces);
+    if (!('body' in empty)) throw new Error('no body');
+    await expect(empty.body.ended).resolves.toBeUndefined();
   });
 
   it('names the error when nothing listens', async () => {

@@ -75,6 +75,71 @@ export async function getStreaming(url: URL, headers: Record<string, string>, ti
   return throwing(await Connection.open(url).stream(url, headers, timeoutMs, sink));
 }
 
+/**
+ * Buffers a streamed body's reader lends, one after another, each handed back with the bytes read
+ * into it (a layer's pieces: each hashed and written whole). Reading pauses while none is free,
+ * until the body's `more()`.
+ */
+export interface BodyPieces {
+  /** A buffer for the next bytes, or undefined while none is free. */
+  take(): Buffer | undefined;
+  /** The body's next `n` bytes are at the start of `buffer` (one `take` gave). */
+  put(buffer: Buffer, n: number): void;
+}
+
+/** A 200 whose body is on its way into the pieces. */
+export interface StreamedBody {
+  /** Its Content-Length. */
+  length: number;
+  /** Settles once every byte is put, or rejects when the connection is lost before (`cut off after …`). */
+  ended: Promise<void>;
+  /** A buffer was freed: reading goes on if it had paused. */
+  more(): void;
+  /** Stops reading: the connection is closed, `ended` rejects. */
+  cancel(): void;
+}
+
+/** What `getStreamed` answered: a 200's body on its way, a redirect's target, or another status and the start of its text. */
+export type StreamedAnswer = { body: StreamedBody } | Exclude<StreamAnswer, { length: number }>;
+
+/**
+ * GETs `url` (http: only) as `getStreaming` does, its 200's body read into whole buffers `pieces`
+ * lends (each put once full, the last once the body is whole); the answer comes with the head,
+ * while the body is still on its way.
+ */
+export function getStreamed(url: URL, headers: Record<string, string>, timeoutMs: number, pieces: BodyPieces): Promise<StreamedAnswer> {
+  return new Promise<StreamedAnswer>((resolve, reject) => {
+    let piece: Buffer | undefined;
+    let filled = 0;
+    let got = 0;
+    let length = Infinity;
+    const done = getStreaming(url, headers, timeoutMs, {
+      begin: (n, flow) => {
+        length = n;
+        resolve({ body: { length, ended, more: () => flow.more(), cancel: () => flow.stop(new Error('cancelled')) } });
+      },
+      space: () => {
+        piece ??= pieces.take();
+        return piece?.subarray(filled);
+      },
+      took: (n) => {
+        filled += n;
+        got += n;
+        if (filled < piece!.length && got < length) return;
+        pieces.put(piece!, filled);
+        piece = undefined;
+        filled = 0;
+      },
+    });
+    const ended = done.then(() => undefined);
+    ended.catch(() => undefined); // a body cancelled unheard rejects into nothing, not an unhandled rejection
+    // Before a 200's head, a failure is the GET's; after it, `ended`'s (the answer is settled by then).
+    done.then((answer) => {
+      if (!('length' in answer)) resolve(answer);
+    }, reject);
+  });
+}
+
 function throwing<T>(answer: T | Error): T {
   if (answer instanceof Error) throw answer;
   return answer;

@@ -42,3 +42,28 @@ describe('sha256Of', () => {
     await expect(sha256Stream().update(randomBytes(10))).rejects.toThrow('views of shared memory only');
   });
 });
+
+describe('sha256Stream', () => {
+  it('hashes pieces in the order given, several streams at once, each its own', async () => {
+    const data = [randomBytes(5 * 2 ** 20 + 3), randomBytes(2 ** 20), randomBytes(7)];
+    const streams = data.map(() => sha256Stream());
+    const memory = sharedBuffer(2 ** 20);
+    for (let at = 0; at < data[0]!.length; at += 2 ** 20 - 1) {
+      // One buffer reused for every piece: each update has read its bytes once it settles.
+      for (const [i, bytes] of data.entries()) {
+        const piece = bytes.subarray(at, at + 2 ** 20 - 1);
+        if (!piece.length) continue;
+        piece.copy(memory);
+        await streams[i]!.update(memory.subarray(0, piece.length));
+      }
+    }
+    expect(await Promise.all(streams.map((s) => s.digest()))).toEqual(data.map((d) => sha256(d)));
+    expect(await sha256Stream().digest()).toBe(sha256(Buffer.alloc(0)));
+  });
+
+  it('refuses memory that is not shared', async () => {
+    const stream = sha256Stream();
+    await expect(stream.update(randomBytes(10))).rejects.toThrow(/shared memory only/);
+    await stream.digest();
+  });
+});

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { mkdir } from 'node:fs/promises';
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { type BodyPieces, type Sha256Stream, sha256Stream, sharedBuffer, type StreamedBody } from '#tern/volumes';
 import { ImageError } from '../errors.js';
 
 /** A layer blob as a manifest describes it. */
@@ -17,6 +17,14 @@ export interface LowerLink {
   path: string;
   target: string;
 }
+
+/**
+ * A layer's bytes go to the hash and the decompressor in pieces of this size, a few per layer on
+ * their way at once: one write to the pipe and one message to the hashing thread per MiB, not per
+ * 64 KiB read, and at most PIECES MiB of a layer in memory.
+ */
+const PIECE_BYTES = 1 << 20;
+const PIECES = 8;
 
 /** Padding to a 512-byte block and two end blocks, with room to spare. */
 const TAR_END_ZEROS = 10_240;
@@ -134,58 +142,93 @@ export function lowerLinks(stderr: string): { links: LowerLink[]; other: string[
 }
 
 /**
- * Unpacks one layer as it downloads: `body` runs through a sha256 and into GNU tar (which runs the
- * decompressor) extracting into `dir`, owners, modes and xattrs kept. The digest is checked when
- * the body ends: a layer whose bytes do not match fails, whatever tar made of them (its caller
- * removes `dir`). Resolves the hard links into lower layers tar could not make here.
+ * The pieces a layer's body is read into, each sent to the hashing thread and written to the
+ * decompressor as it fills, lent again once both are done with it.
+ */
+class LayerPieces implements BodyPieces {
+  readonly hash: Sha256Stream = sha256Stream();
+  /** Set when tar stopped reading (a corrupt stream, a full disk): the rest is still hashed, so a tampered blob is reported as such. */
+  tarGone = false;
+  /** The body, told when a piece is free again. */
+  body?: StreamedBody;
+  private readonly free: Buffer[] = [];
+  private lent = 0;
+  private busy = 0;
+  private idle?: () => void;
+  private hashFailure?: Error;
+
+  constructor(private readonly input: Writable) {}
+
+  take(): Buffer | undefined {
+    if (this.free.length) return this.free.pop();
+    if (this.lent === PIECES) return undefined;
+    this.lent++;
+    return sharedBuffer(PIECE_BYTES);
+  }
+
+  put(buffer: Buffer, n: number): void {
+    const piece = buffer.subarray(0, n);
+    let owed = this.tarGone ? 1 : 2;
+    this.busy++;
+    const back = () => {
+      if (--owed > 0) return;
+      this.free.push(buffer);
+      if (--this.busy === 0) this.idle?.();
+      this.body?.more();
+    };
+    this.hash.update(piece).then(back, (e: Error) => {
+      this.hashFailure ??= e;
+      back();
+    });
+    if (!this.tarGone) this.input.write(piece, back);
+  }
+
+  /** Every piece put is hashed and written (or refused by a tar that stopped); its digest then. */
+  async digest(): Promise<string> {
+    if (this.busy) await new Promise<void>((resolve) => (this.idle = resolve));
+    const hex = await this.hash.digest();
+    if (this.hashFailure) throw this.hashFailure;
+    return `sha256:${hex}`;
+  }
+}
+
+/**
+ * Unpacks one layer as it downloads: `open` starts its body into the pieces given, which run
+ * through a sha256 (on a worker thread) and into GNU tar (which runs the decompressor) extracting
+ * into `dir`, owners, modes and xattrs kept. The digest is checked when the body ends: a layer
+ * whose bytes do not match fails, whatever tar made of them (its caller removes `dir`). Resolves
+ * the hard links into lower layers tar could not make here.
  */
 export async function unpackLayer(
   image: string,
   registry: string,
   layer: LayerDescriptor,
-  body: IncomingMessage,
+  open: (pieces: BodyPieces) => Promise<StreamedBody>,
   dir: string,
-  onBytes?: (n: number) => void,
 ): Promise<LowerLink[]> {
   await mkdir(dir, { recursive: true });
   const tar = startUnpack(layer.mediaType, dir);
-  const hash = createHash('sha256');
-  let received = 0;
-  let tarGone = false;
-  tar.input.on('error', () => {
-    // tar stopped reading (a corrupt stream, a full disk): the rest is still hashed, so a
-    // tampered blob is reported as such rather than as whatever tar made of it.
-    tarGone = true;
-    body.resume();
-  });
-  const ended = new Promise<void>((resolve, reject) => {
-    body.on('data', (chunk: Buffer) => {
-      hash.update(chunk);
-      received += chunk.length;
-      onBytes?.(chunk.length);
-      if (!tarGone && !tar.input.write(chunk)) {
-        body.pause();
-        tar.input.once('drain', () => body.resume());
-      }
-    });
-    body.on('end', () => (received === layer.size ? resolve() : reject(new Error(`ended after ${received} of ${layer.size} bytes`))));
-    const cut = () => reject(new Error(`stopped sending after ${received} of ${layer.size} bytes`));
-    body.on('aborted', cut);
-    body.on('close', cut);
-    body.on('error', (e: NodeJS.ErrnoException) =>
-      reject(new Error(`stopped sending after ${received} of ${layer.size} bytes (${e.code ?? e.message})`)),
-    );
-  });
+  const pieces = new LayerPieces(tar.input);
+  tar.input.on('error', () => (pieces.tarGone = true));
+  let got: string;
   try {
-    await ended;
+    const body = (pieces.body = await open(pieces));
+    if (body.length !== layer.size) {
+      body.cancel();
+      throw new ImageError(image, `${registry} sent ${body.length} bytes for layer ${layer.digest} of ${layer.size} bytes: refused`);
+    }
+    await body.ended.catch((e: Error) => {
+      throw new ImageError(image, `${registry} stopped sending layer ${layer.digest}: ${e.message}`, { cause: e });
+    });
+    got = await pieces.digest();
   } catch (e) {
     tar.kill();
     await tar.done;
-    throw new ImageError(image, `${registry} ${(e as Error).message} of layer ${layer.digest}`, { cause: e });
+    pieces.digest().catch(() => undefined); // frees the hashing thread's state once the pieces in flight settle
+    throw e;
   }
   tar.end();
   const r = await tar.done;
-  const got = `sha256:${hash.digest('hex')}`;
   if (got !== layer.digest) throw new ImageError(image, `layer ${layer.digest} from ${registry} has digest ${got}: refused`);
   if (r.decompressor && r.decompressor.code !== 0)
     throw new ImageError(image, `decompressing layer ${layer.digest} failed: ${r.decompressor.stderr.trim().slice(-300)}`);

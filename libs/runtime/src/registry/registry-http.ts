@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { type BodyPieces, getStreamed, type StreamedBody } from '#tern/volumes';
 import { ImageError } from '../errors.js';
 import type { RegistryAccess } from './skopeo.js';
 
@@ -59,13 +60,41 @@ export class RegistryHttp {
       const used = this.authorization;
       const { res, from } = await this.fetch(path, { ...headers, ...(used ? { authorization: used } : {}) });
       if (res.statusCode === 200) return res;
-      if (res.statusCode === 401 && attempt === 0 && used?.startsWith('Bearer ') && !this.access?.token) {
+      if (this.renews(res.statusCode, attempt, used)) {
         res.resume();
-        if (this.authorization === used) this.origin = undefined; // one renewal for the layers that failed together
         continue;
       }
       throw new ImageError(this.image, `${from} answered ${res.statusCode} for ${path}: ${await textOf(res)}`);
     }
+  }
+
+  /**
+   * A blob of `size` bytes read into `pieces` as it comes. From a plain-HTTP registry the socket
+   * reads straight into them (no buffer per read, no HTTP parser on the body: http-into.ts); over
+   * HTTPS, through a site cache and after a redirect, node:http's chunks are copied in.
+   */
+  async stream(path: string, pieces: BodyPieces, size: number): Promise<StreamedBody> {
+    for (let attempt = 0; ; attempt++) {
+      await this.connect();
+      if (this.access?.siteCache || !this.origin?.startsWith('http:')) break;
+      const used = this.authorization;
+      const url = new URL(`${this.origin}/v2/${this.repository}/${path}`);
+      const got = await getStreamed(url, used ? { authorization: used } : {}, TIMEOUT_MS, pieces).catch((e: unknown) => {
+        throw new ImageError(this.image, `cannot reach ${this.name}: ${networkReason(e)}`, { cause: e });
+      });
+      if ('body' in got) return got.body;
+      if ('location' in got) break; // node:http follows it, to a storage backend that is often HTTPS
+      if (this.renews(got.status, attempt, used)) continue;
+      throw new ImageError(this.image, `${this.name} answered ${got.status} for ${path}: ${got.text}`);
+    }
+    return streamedFrom(await this.get(path), pieces, size);
+  }
+
+  /** A 401 to a token from the realm (one that expired during a long pull): asks for a new one, once. */
+  private renews(status: number | undefined, attempt: number, used: string | undefined): boolean {
+    if (status !== 401 || attempt !== 0 || !used?.startsWith('Bearer ') || this.access?.token) return false;
+    if (this.authorization === used) this.origin = undefined; // one renewal for the layers that failed together
+    return true;
   }
 
   /**
@@ -154,6 +183,71 @@ export class RegistryHttp {
       req.end();
     });
   }
+}
+
+/**
+ * node:http's chunks of a 200 copied into the pieces, a body of `size` bytes: the same
+ * StreamedBody a socket reading into them gives. The answer pauses while no piece is free.
+ */
+function streamedFrom(res: IncomingMessage, pieces: BodyPieces, size: number): StreamedBody {
+  const announced = res.headers['content-length'];
+  let piece: Buffer | undefined;
+  let filled = 0;
+  let got = 0;
+  let pending: Buffer | undefined;
+  let settle!: { resolve: () => void; reject: (e: Error) => void };
+  let settled = false;
+  const ended = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  ended.catch(() => undefined); // a body cancelled unheard rejects into nothing, not an unhandled rejection
+  const finish = (error?: Error) => {
+    if (settled) return;
+    settled = true;
+    if (error) {
+      res.destroy();
+      settle.reject(error);
+    } else settle.resolve();
+  };
+  const cut = (reason: string) => finish(new Error(`cut off after ${got} of ${size} bytes (${reason})`));
+  const put = () => {
+    pieces.put(piece!, filled);
+    piece = undefined;
+    filled = 0;
+  };
+  /** Copies what came into pieces while there are free ones; pauses the answer when there are none. */
+  const pump = () => {
+    while (pending) {
+      piece ??= pieces.take();
+      if (!piece) return void res.pause();
+      const n = pending.copy(piece, filled);
+      filled += n;
+      got += n;
+      pending = n < pending.length ? pending.subarray(n) : undefined;
+      if (got > size) return cut(`more than the ${size} bytes announced`);
+      if (filled === piece.length) put();
+    }
+    res.resume();
+  };
+  if (announced !== undefined && Number(announced) !== size) finish(new Error(`an answer of ${announced} bytes, not ${size}`));
+  res.on('data', (chunk: Buffer) => {
+    pending = chunk;
+    pump();
+  });
+  res.on('end', () => {
+    if (piece && filled) put();
+    if (got === size) finish();
+    else cut('the answer ended');
+  });
+  res.on('aborted', () => cut('aborted'));
+  res.on('close', () => cut('connection closed'));
+  res.on('error', (e: NodeJS.ErrnoException) => cut(e.code ?? e.message));
+  return {
+    length: size,
+    ended,
+    more: () => {
+      if (pending) pump();
+    },
+    cancel: () => cut('cancelled'),
+  };
 }
 
 /** The start of an answer's body, for an error (the registry's `{"errors":[{"code":"UNAUTHORIZED",…}]}`). */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BodyPieces } from '#tern/volumes';
 import { ImageError } from '../errors.js';
 import { requireSha256Hex } from '../images/digest.js';
 import { dropWhiteouts, linkLower, mergeLayer } from '../images/layer-merge.js';
@@ -68,8 +69,8 @@ async function unpackLayers(
       const i = next++;
       const layer = layers[i]!;
       try {
-        const body = await http.get(`blobs/${layer.digest}`);
-        const links = await unpackLayer(ref, http.name, layer, body, join(work, `layer-${i}`));
+        const open = (pieces: BodyPieces) => http.stream(`blobs/${layer.digest}`, pieces, layer.size);
+        const links = await unpackLayer(ref, http.name, layer, open, join(work, `layer-${i}`));
         options.onProgress?.(`Copying blob ${layer.digest} done (${(layer.size / 1e6).toFixed(1)} MB)`);
         unpacked[i]!.resolve(links);
       } catch (e) {
