@@ -94,9 +94,12 @@ describeBuild('building images from a spec, a layer per step', () => {
       `${registry.puller.username}:${registry.puller.password}`,
       `docker://${registry.host}/team/app@${built}`,
     ]);
-    const manifest = JSON.parse(raw.stdout) as { layers: { mediaType: string }[] };
+    const manifest = JSON.parse(raw.stdout) as { layers: { mediaType: string; size: number }[] };
     // The steps' layers; the base's, which the registry holds already, is mounted as it is (skopeo 1.9).
     expect(manifest.layers.slice(-3).map((l) => l.mediaType)).toEqual(Array(3).fill('application/vnd.oci.image.layer.v1.tar+zstd'));
+    // The three steps ran in one unpacked bundle: the last layer holds its own one file, not the
+    // packages of the steps before it again.
+    expect(manifest.layers.at(-1)!.size).toBeLessThan(4096);
     const onTop = await buildImage(
       { commands: ['cat /opt/marker > /opt/on-top'] },
       {

@@ -210,10 +210,10 @@ const execFileAsync = promisify(execFile);
   }, 240_000);
 
   it(`round-trips a large file through tern volume put, a read-write mount and tern volume get, each process's memory bounded`, async () => {
-    // 384 MiB by default: a process that held the file (or a chunked copy of it) in memory would
+    // 320 MiB by default: a process that held the file (or a chunked copy of it) in memory would
     // pass the 300 MiB bound below by the file alone, and more with its own ~130 MiB; the suite
-    // spends a fifth of the 2 GiB run's time on it (VOLUME_TEST_HUGE_MIB=2048 for that run).
-    const size = Number(process.env.VOLUME_TEST_HUGE_MIB ?? 384) * MiB;
+    // spends a sixth of the 2 GiB run's time on it (VOLUME_TEST_HUGE_MIB=2048 for that run).
+    const size = Number(process.env.VOLUME_TEST_HUGE_MIB ?? 320) * MiB;
     const local = join(scratch, 'huge.bin');
     await pipeline(Readable.fromWeb(generated(size, 'huge') as never), createWriteStream(local));
     const patch = 'patched by the container';

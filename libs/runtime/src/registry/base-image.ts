@@ -89,34 +89,38 @@ export async function buildBaseImage(target: string, access: RegistryAccessList,
     }
   } else say?.(`debootstrap ${suite}: cached in ${rootfs}`);
 
-  // The layout is rebuilt from the cached rootfs each time: umoci stamps the layer's time, and
-  // the registry, not this cache, is where the image's identity (its digest) lives.
-  const layout = join(options.cacheDir, `.layout-${randomBytes(6).toString('hex')}`);
-  const umoci = options.umoci ?? 'umoci';
-  try {
-    const image = `${layout}:base`;
-    await run(target, 'umoci init', umoci, ['init', '--layout', layout]);
-    await run(target, 'umoci new', umoci, ['new', '--image', image]);
-    say?.('packing the root filesystem into one layer');
-    await run(target, 'umoci insert', umoci, ['insert', '--image', image, '--history.created_by', `debootstrap ${suite}`, rootfs, '/']);
-    await run(target, 'umoci config', umoci, [
-      'config',
-      '--image',
-      image,
-      '--config.env',
-      PATH,
-      '--config.env',
-      'LANG=C.UTF-8',
-      '--config.cmd',
-      '/bin/sh',
-      '--config.workingdir',
-      '/',
-      '--config.label',
-      `org.opencontainers.image.title=tern-base-${suite}`,
-    ]);
-    say?.(`pushing to ${target}`);
-    return await skopeoCopy(target, `oci:${image}`, `docker://${target}`, access, options);
-  } finally {
-    await rm(layout, { recursive: true, force: true });
+  // The root filesystem packed into one layer, kept beside it (packing gzips it all): every later
+  // push of this recipe sends the same layer, so a registry that has it from before takes none.
+  const config = [
+    ['--config.env', PATH],
+    ['--config.env', 'LANG=C.UTF-8'],
+    ['--config.cmd', '/bin/sh'],
+    ['--config.workingdir', '/'],
+    ['--config.label', `org.opencontainers.image.title=tern-base-${suite}`],
+  ].flat();
+  const packed = join(
+    options.cacheDir,
+    `debian-${suite}-${recipe}`,
+    `layout-${createHash('sha256').update(config.join('\n')).digest('hex').slice(0, 16)}`,
+  );
+  if (!(await exists(packed))) {
+    const layout = join(options.cacheDir, `.layout-${randomBytes(6).toString('hex')}`);
+    const umoci = options.umoci ?? 'umoci';
+    try {
+      const image = `${layout}:base`;
+      await run(target, 'umoci init', umoci, ['init', '--layout', layout]);
+      await run(target, 'umoci new', umoci, ['new', '--image', image]);
+      say?.('packing the root filesystem into one layer');
+      await run(target, 'umoci insert', umoci, ['insert', '--image', image, '--history.created_by', `debootstrap ${suite}`, rootfs, '/']);
+      await run(target, 'umoci config', umoci, ['config', '--image', image, ...config]);
+      // As with the rootfs: a copy renamed there first by another process is whole, and used.
+      await rename(layout, packed).catch(async (e: NodeJS.ErrnoException) => {
+        if (!['ENOTEMPTY', 'EEXIST'].includes(e.code ?? '') || !(await exists(packed))) throw e;
+      });
+    } finally {
+      await rm(layout, { recursive: true, force: true });
+    }
   }
+  say?.(`pushing to ${target}`);
+  return await skopeoCopy(target, `oci:${packed}:base`, `docker://${target}`, access, options);
 }

@@ -138,10 +138,16 @@ const CAPS = [
   'AUDIT_WRITE',
 ].map((c) => `CAP_${c}`);
 
-/** Runs one step in the bundle umoci unpacked; rejects with the step and the tail of its output. */
-async function runStep(target: string, bundle: string, step: BuildStep, options: BuildOptions, stage?: string): Promise<void> {
-  const configPath = join(bundle, 'config.json');
-  const config = JSON.parse(await readFile(configPath, 'utf8')) as {
+/** A bundle umoci unpacked, and the runtime config it came with (each step's own is made from that). */
+interface Bundle {
+  dir: string;
+  config: string;
+}
+
+/** Runs one step in `bundle`; rejects with the step and the tail of its output. */
+async function runStep(target: string, bundle: Bundle, step: BuildStep, options: BuildOptions, stage?: string): Promise<void> {
+  const configPath = join(bundle.dir, 'config.json');
+  const config = JSON.parse(bundle.config) as {
     process: { terminal: boolean; args: string[]; env: string[]; capabilities: Record<string, string[]>; cwd: string };
     root: { path: string; readonly?: boolean };
     linux: { namespaces: { type: string }[] };
@@ -157,17 +163,17 @@ async function runStep(target: string, bundle: string, step: BuildStep, options:
   config.mounts.push({ destination: '/etc/resolv.conf', type: 'bind', source: '/etc/resolv.conf', options: ['bind', 'ro'] });
   if (options.context)
     config.mounts.push({ destination: '/tern/context', type: 'bind', source: options.context, options: ['rbind', 'ro'] });
-  await mkdir(join(bundle, 'rootfs', 'tern', 'context'), { recursive: true });
+  await mkdir(join(bundle.dir, 'rootfs', 'tern', 'context'), { recursive: true });
   if (stage) {
     config.mounts.push({ destination: '/tern/stage', type: 'bind', source: stage, options: ['rbind', 'ro'] });
-    await mkdir(join(bundle, 'rootfs', 'tern', 'stage'), { recursive: true });
+    await mkdir(join(bundle.dir, 'rootfs', 'tern', 'stage'), { recursive: true });
   }
-  await writeFile(join(bundle, 'rootfs', 'etc', 'resolv.conf'), '').catch(() => undefined);
+  await writeFile(join(bundle.dir, 'rootfs', 'etc', 'resolv.conf'), '').catch(() => undefined);
   await writeFile(configPath, JSON.stringify(config));
 
   const id = `tern-build-${randomBytes(4).toString('hex')}`;
   const tail: string[] = [];
-  const child = execa(options.runc ?? 'runc', ['run', '--bundle', bundle, id], { reject: false, all: true, stdin: 'ignore' });
+  const child = execa(options.runc ?? 'runc', ['run', '--bundle', bundle.dir, id], { reject: false, all: true, stdin: 'ignore' });
   child.all?.setEncoding('utf8');
   let partial = '';
   child.all?.on('data', (chunk: string) => {
@@ -182,7 +188,7 @@ async function runStep(target: string, bundle: string, step: BuildStep, options:
   const r = await child;
   await execa(options.runc ?? 'runc', ['delete', '--force', id], { reject: false });
   // The directories made for the binds are not the step's: they stay out of the layer.
-  await rm(join(bundle, 'rootfs', 'tern'), { recursive: true, force: true });
+  await rm(join(bundle.dir, 'rootfs', 'tern'), { recursive: true, force: true });
   if (r.exitCode !== 0)
     throw new ImageError(
       target,
@@ -232,6 +238,43 @@ async function withLayoutLock<T>(layout: string, say: (line: string) => void, fn
   }
 }
 
+/** `parentTag` unpacked into a new bundle in the build's work directory (removed again if that fails). */
+async function unpackBundle(options: BuildOptions, umoci: string, parentTag: string): Promise<Bundle> {
+  const dir = join(options.workDir, `bundle-${randomBytes(4).toString('hex')}`);
+  try {
+    const u = await execa(umoci, ['unpack', '--image', `${options.layout}:${parentTag}`, dir], { reject: false, all: true });
+    if (u.exitCode !== 0) throw new ImageError(options.target, `umoci unpack failed: ${u.all}`);
+    return { dir, config: await readFile(join(dir, 'config.json'), 'utf8') };
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Runs `step` in `bundle` and repacks what it changed as the layer `tag`; the bundle is then that layer's. */
+async function layerOf(bundle: Bundle, step: BuildStep, tag: string, options: BuildOptions, umoci: string): Promise<void> {
+  let stage: string | undefined;
+  if (step.stage) {
+    stage = `${bundle.dir}-stage`;
+    await mkdir(stage, { recursive: true });
+  }
+  try {
+    if (step.stage && stage)
+      await step.stage(stage).catch((e: Error) => {
+        throw new ImageError(options.target, `step ${step.name} failed: ${e.message}`);
+      });
+    await runStep(options.target, bundle, step, options, stage);
+  } finally {
+    if (stage) await rm(stage, { recursive: true, force: true });
+  }
+  const p = await execa(
+    umoci,
+    ['repack', '--refresh-bundle', '--image', `${options.layout}:${tag}`, '--history.created_by', `${step.name}: ${step.run}`, bundle.dir],
+    { reject: false, all: true },
+  );
+  if (p.exitCode !== 0) throw new ImageError(options.target, `umoci repack failed: ${p.all}`);
+}
+
 /**
  * Builds `build` on `options.base`, one layer per step, and pushes it to `options.target`. A
  * step whose key (hash of its parent's manifest digest and the step) is in the layout already is
@@ -264,46 +307,29 @@ async function buildLocked(
   let parentTag = baseTag;
   const steps: BuildResult['steps'] = [];
   const all = buildSteps(build);
-  for (const [i, step] of all.entries()) {
-    const key = layerKey(parent, step);
-    const tag = `layer-${key}`;
-    const cached = await manifestDigest(options.layout, tag);
-    onStep({ index: i + 1, total: all.length, name: step.name, summary: step.summary, cached: Boolean(cached) });
-    if (!cached) {
-      const bundle = join(options.workDir, `bundle-${randomBytes(4).toString('hex')}`);
-      try {
-        const u = await execa(umoci, ['unpack', '--image', `${options.layout}:${parentTag}`, bundle], { reject: false, all: true });
-        if (u.exitCode !== 0) throw new ImageError(options.target, `umoci unpack failed: ${u.all}`);
-        let stage: string | undefined;
-        if (step.stage) {
-          stage = `${bundle}-stage`;
-          await mkdir(stage, { recursive: true });
-        }
-        try {
-          if (step.stage && stage)
-            await step.stage(stage).catch((e: Error) => {
-              throw new ImageError(options.target, `step ${step.name} failed: ${e.message}`);
-            });
-          await runStep(options.target, bundle, step, options, stage);
-        } finally {
-          if (stage) await rm(stage, { recursive: true, force: true });
-        }
-        const p = await execa(
-          umoci,
-          ['repack', '--image', `${options.layout}:${tag}`, '--history.created_by', `${step.name}: ${step.run}`, bundle],
-          {
-            reject: false,
-            all: true,
-          },
-        );
-        if (p.exitCode !== 0) throw new ImageError(options.target, `umoci repack failed: ${p.all}`);
-      } finally {
-        await rm(bundle, { recursive: true, force: true });
+  // Unpacked once for the first step that runs: each repack refreshes the bundle to the layer it
+  // wrote, so the next step runs on it as it is (an unpack costs seconds per hundred MiB).
+  let bundle: Bundle | undefined;
+  try {
+    for (const [i, step] of all.entries()) {
+      const key = layerKey(parent, step);
+      const tag = `layer-${key}`;
+      const cached = await manifestDigest(options.layout, tag);
+      onStep({ index: i + 1, total: all.length, name: step.name, summary: step.summary, cached: Boolean(cached) });
+      if (cached) {
+        // A bundle left from an earlier step is not this layer's parent any more.
+        if (bundle) await rm(bundle.dir, { recursive: true, force: true });
+        bundle = undefined;
+      } else {
+        bundle ??= await unpackBundle(options, umoci, parentTag);
+        await layerOf(bundle, step, tag, options, umoci);
       }
+      steps.push({ name: step.name, cached: Boolean(cached), key });
+      parent = (await manifestDigest(options.layout, tag))!;
+      parentTag = tag;
     }
-    steps.push({ name: step.name, cached: Boolean(cached), key });
-    parent = (await manifestDigest(options.layout, tag))!;
-    parentTag = tag;
+  } finally {
+    if (bundle) await rm(bundle.dir, { recursive: true, force: true });
   }
   // env and workdir: a config-only change on top of the last layer, under a tag of its own.
   const env = { ...(build.npm?.length ? { NODE_PATH: NPM_MODULES } : {}), ...(build.env ?? {}) };
