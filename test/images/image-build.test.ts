@@ -69,9 +69,14 @@ describeBuild('building images from a spec, a layer per step', () => {
       await sandbox.runtime.start({
         id,
         image: ref,
-        args: ['/bin/sh', '-c', 'hello; cat marker; echo "$GREETING $(pwd)"; python3 -c "import ternwheel; print(ternwheel.ANSWER)"'],
+        args: [
+          '/bin/sh',
+          '-c',
+          // The last: what apt downloaded and cached for itself is not in the image.
+          'hello; cat marker; echo "$GREETING $(pwd)"; python3 -c "import ternwheel; print(ternwheel.ANSWER)"; ls /var/cache/apt/*.bin /var/cache/apt/archives/*.deb 2>/dev/null | wc -l',
+        ],
       });
-      expect((await collectLogs(sandbox.runtime, id)).map((l) => l.line)).toEqual(['Hello, world!', 'built', 'hi /opt', '42']);
+      expect((await collectLogs(sandbox.runtime, id)).map((l) => l.line)).toEqual(['Hello, world!', 'built', 'hi /opt', '42', '0']);
       expect(await sandbox.runtime.wait(id)).toMatchObject({ exitCode: 0 });
     } finally {
       await sandbox.destroy();

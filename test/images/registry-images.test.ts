@@ -2,7 +2,7 @@ import { open, readdir, rm, stat } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ImageError, buildBaseImage, skopeoCopy } from '#tern/runtime';
+import { ImageError, buildBaseImage, buildImage, skopeoCopy } from '#tern/runtime';
 import { describeNeeding } from '../support/real-parts.js';
 import { collectLogs, containerId, RuntimeSandbox } from '../runtime/support.js';
 import { pushTestBase, TEST_BASE_PACKAGES, TEST_IMAGE_CACHE, TestRegistry } from './support.js';
@@ -67,18 +67,33 @@ describeImages('images in an OCI registry', () => {
 
   let again: string;
 
-  it('a second push of the same base reuses the cached root filesystem', async () => {
+  it('a second push of the same base reuses the cached root filesystem and its packed layer', async () => {
     const lines: string[] = [];
-    again = await buildBaseImage(`${registry.host}/tern/base:again`, [registry.builder], {
+    const pushed = await buildBaseImage(`${registry.host}/tern/base:again`, [registry.builder], {
       cacheDir: TEST_IMAGE_CACHE,
       include: TEST_BASE_PACKAGES,
       onProgress: (l) => lines.push(l),
     });
     expect(lines.some((l) => l.startsWith('debootstrap bookworm: cached'))).toBe(true);
+    expect(lines).not.toContain('packing the root filesystem into one layer');
+    expect(pushed).toBe(base.digest);
+    // A second manifest on the same layer (a config-only build), for the cache test below.
+    again = (
+      await buildImage(
+        { env: { AGAIN: '1' } },
+        {
+          base: base.ref,
+          target: `${registry.host}/tern/base:again`,
+          access: [registry.builder],
+          layout: join(work, 'layout'),
+          workDir: join(work, 'scratch'),
+        },
+      )
+    ).digest;
   }, 300_000);
 
   it('keeps the unpacked images under the size limit, least recently used out first, never one in use', async () => {
-    expect(again).not.toBe(base.digest); // a second manifest (its own config time), the same layer
+    expect(again).not.toBe(base.digest); // a second manifest (its own config), the same layer
     const refA = `${registry.host}/tern/base@${base.digest}`;
     const refB = `${registry.host}/tern/base@${again}`;
     const inUse: string[] = [];

@@ -74,7 +74,9 @@ export function buildSteps(build: ImageBuild): BuildStep[] {
     steps.push({
       name: 'apt',
       summary: build.apt.join(' '),
-      run: `apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends ${build.apt.map(quote).join(' ')} && rm -rf /var/lib/apt/lists/*`,
+      // apt's indexes, its two package caches (40 MiB each) and the downloaded .debs are no part of
+      // what was installed: left in, they were most of every apt layer's bytes.
+      run: `apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends ${build.apt.map(quote).join(' ')} && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb`,
     });
   if (build.pip?.length) {
     const from = build.pip_wheels
