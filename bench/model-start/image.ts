@@ -11,8 +11,8 @@ export interface BenchImage {
   /** `host/tern/bench-model@sha256:…`, what the deployments name. */
   ref: string;
   repository: string;
-  /** Every layer's digest (hex) and size in the registry, the base's included. */
-  layers: { hex: string; size: number }[];
+  /** Every layer's digest (hex), size and media type in the registry, the base's included (gzip: pushed as its image holds it). */
+  layers: { hex: string; size: number; mediaType: string }[];
 }
 
 /**
@@ -48,10 +48,10 @@ export async function pushBenchImage(access: RegistryAccess, mib: number, cacheD
     `${access.username}:${access.password}`,
     `docker://${access.host}/${repository}@${digest}`,
   ]);
-  const manifest = JSON.parse(raw.stdout) as { layers: { digest: string; size: number }[] };
+  const manifest = JSON.parse(raw.stdout) as { layers: { digest: string; size: number; mediaType: string }[] };
   return {
     ref: `${access.host}/${repository}@${digest}`,
     repository,
-    layers: manifest.layers.map((l) => ({ hex: l.digest.replace(/^sha256:/, ''), size: l.size })),
+    layers: manifest.layers.map((l) => ({ hex: l.digest.replace(/^sha256:/, ''), size: l.size, mediaType: l.mediaType })),
   };
 }

@@ -99,6 +99,16 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
+/** How many layers of each compression the image has, e.g. `1 gzip + 8 zstd layers`. */
+function layerKinds(layers: readonly { mediaType: string }[]): string {
+  const counts = new Map<string, number>();
+  for (const l of layers) {
+    const kind = /\+(\w+)$/.exec(l.mediaType)?.[1] ?? (/gzip/.test(l.mediaType) ? 'gzip' : 'uncompressed');
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return `${[...counts].map(([kind, n]) => `${n} ${kind}`).join(' + ')} layers`;
+}
+
 /** One request to the deployment at zero, timed until its answer (200 required), with what on_start read. */
 async function coldStart(name: string): Promise<{ seconds: number; loaded: Loaded }> {
   await execa('sync');
@@ -205,7 +215,7 @@ try {
   }
 
   console.log(
-    `model start: image ${(imageBytes / MiB).toFixed(0)} MiB in the registry (${image.layers.length} zstd layers: Tern's base + ` +
+    `model start: image ${(imageBytes / MiB).toFixed(0)} MiB in the registry (${layerKinds(image.layers)}: Tern's base + ` +
       `${IMAGE_MIB} MiB of library files), read-only volume of ${WEIGHTS_MIB} MiB of weights read whole in on_start; ` +
       `${site ? `both machines read the registry's blobs through one site cache (${site.url})` : 'no site cache'}`,
   );
