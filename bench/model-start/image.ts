@@ -19,7 +19,8 @@ export interface BenchImage {
  * Tern's base (debootstrap minbase + python3, kept in `cacheDir` between runs) with `mib` MiB of
  * random, incompressible library files on top, one file and one layer per at most 128 MiB (at
  * least four, so a pull has several layers to fetch at once), pushed zstd-compressed (as builds
- * push theirs) to the stack's registry as `tern/bench-model` with the operator's credentials.
+ * push theirs; the base's layer, which the registry holds already, stays gzip) to the stack's
+ * registry as `tern/bench-model` with the operator's credentials.
  */
 export async function pushBenchImage(access: RegistryAccess, mib: number, cacheDir: string, work: string): Promise<BenchImage> {
   const repository = 'tern/bench-model';
