@@ -11,15 +11,16 @@ export interface BenchImage {
   /** `host/tern/bench-model@sha256:…`, what the deployments name. */
   ref: string;
   repository: string;
-  /** Every layer's digest (hex) and size in the registry, the base's included. */
-  layers: { hex: string; size: number }[];
+  /** Every layer's digest (hex), size and media type in the registry, the base's included (gzip: pushed as its image holds it). */
+  layers: { hex: string; size: number; mediaType: string }[];
 }
 
 /**
  * Tern's base (debootstrap minbase + python3, kept in `cacheDir` between runs) with `mib` MiB of
  * random, incompressible library files on top, one file and one layer per at most 128 MiB (at
  * least four, so a pull has several layers to fetch at once), pushed zstd-compressed (as builds
- * push theirs) to the stack's registry as `tern/bench-model` with the operator's credentials.
+ * push theirs; the base's layer, which the registry holds already, stays gzip) to the stack's
+ * registry as `tern/bench-model` with the operator's credentials.
  */
 export async function pushBenchImage(access: RegistryAccess, mib: number, cacheDir: string, work: string): Promise<BenchImage> {
   const repository = 'tern/bench-model';
@@ -48,10 +49,10 @@ export async function pushBenchImage(access: RegistryAccess, mib: number, cacheD
     `${access.username}:${access.password}`,
     `docker://${access.host}/${repository}@${digest}`,
   ]);
-  const manifest = JSON.parse(raw.stdout) as { layers: { digest: string; size: number }[] };
+  const manifest = JSON.parse(raw.stdout) as { layers: { digest: string; size: number; mediaType: string }[] };
   return {
     ref: `${access.host}/${repository}@${digest}`,
     repository,
-    layers: manifest.layers.map((l) => ({ hex: l.digest.replace(/^sha256:/, ''), size: l.size })),
+    layers: manifest.layers.map((l) => ({ hex: l.digest.replace(/^sha256:/, ''), size: l.size, mediaType: l.mediaType })),
   };
 }

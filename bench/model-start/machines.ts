@@ -23,7 +23,13 @@ export interface BenchMachine {
  * own bridge and container range, reading volume chunks through `siteCache` when given, and waits
  * until the machine is ready. The stack's stop() ends the agent, its containers and its network.
  */
-export async function joinMachine(stack: Stack, id: string, pool: string, siteCache: string | undefined): Promise<BenchMachine> {
+export async function joinMachine(
+  stack: Stack,
+  id: string,
+  pool: string,
+  siteCache: string | undefined,
+  cpuProfileDir?: string,
+): Promise<BenchMachine> {
   const tern = (...args: string[]) =>
     execa(process.execPath, [join(ROOT, 'bin', 'tern.js'), ...args], {
       env: { ...process.env, TERN_GATEWAY: stack.gateway, TERN_TOKEN: stack.token },
@@ -48,7 +54,12 @@ export async function joinMachine(stack: Stack, id: string, pool: string, siteCa
     ...(siteCache ? { AGENT_SITE_CACHE: siteCache } : {}),
   };
   const log = createWriteStream(join(stateDir, 'agent.out'));
-  const agent: ChildProcess = spawn(process.execPath, [agentBin, '--state-dir', stateDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A V8 CPU profile of the agent, written when it exits (the stack's stop() ends it with SIGTERM).
+  const profile = cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir, '--cpu-prof-name', `${id}.cpuprofile`] : [];
+  const agent: ChildProcess = spawn(process.execPath, [...profile, agentBin, '--state-dir', stateDir], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   agent.stdout!.pipe(log);
   agent.stderr!.pipe(log);
   stack.alsoStop(async () => {

@@ -16,21 +16,24 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { Agent, fetch } from 'undici';
 import { VOLUME_CHUNK_BYTES } from '#tern/contracts';
 import { startSiteCache } from '#tern/volumes';
 import { benchArgs } from '../args.js';
 import { cpuSeconds, deploy, openStack } from '../invoke/stack.js';
 import { bareGets, putRandomVolume, registryUrl, volumeRepositoryOf } from '../volumes/store.js';
+import { cpuSplit } from './cpu.js';
 import { LIBRARY_DIR, pushBenchImage } from './image.js';
 import { type BenchMachine, joinMachine } from './machines.js';
 
 const values = benchArgs(
-  `Usage: node dist/bench/model-start/main.js [--weights-mib 4096] [--image-mib 1024] [--site-cache on|off] [--cache DIR]`,
+  `Usage: node dist/bench/model-start/main.js [--weights-mib 4096] [--image-mib 1024] [--site-cache on|off] [--cache DIR] [--agent-cpu-prof DIR]`,
   {
     'weights-mib': { type: 'string', default: '4096' },
     'image-mib': { type: 'string', default: '1024' },
     'site-cache': { type: 'string', default: 'on' },
     cache: { type: 'string', default: join(tmpdir(), 'tern-test-image-cache') },
+    'agent-cpu-prof': { type: 'string' },
   },
 );
 const WEIGHTS_MIB = Number(values['weights-mib']);
@@ -44,6 +47,13 @@ if (values['site-cache'] !== 'on' && values['site-cache'] !== 'off') {
   process.exit(2);
 }
 const VOLUME = 'bench-weights';
+/** As long as the request may take, in all: the gateway holds a first request up to `timeout` (1800 s). */
+const REQUEST_LIMIT_MS = 1_900_000;
+/**
+ * The first request's connection: undici's defaults (300 s for the answer's headers, 300 s between
+ * body bytes) would cut a cold start on a loaded host long before the request's own limit.
+ */
+const requests = new Agent({ headersTimeout: REQUEST_LIMIT_MS, bodyTimeout: REQUEST_LIMIT_MS });
 const MiB = 2 ** 20;
 
 /** The handler: reads every weight in on_start (as a model load does), answers what it read. */
@@ -89,6 +99,16 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
+/** How many layers of each compression the image has, e.g. `1 gzip + 8 zstd layers`. */
+function layerKinds(layers: readonly { mediaType: string }[]): string {
+  const counts = new Map<string, number>();
+  for (const l of layers) {
+    const kind = /\+(\w+)$/.exec(l.mediaType)?.[1] ?? (/gzip/.test(l.mediaType) ? 'gzip' : 'uncompressed');
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return `${[...counts].map(([kind, n]) => `${n} ${kind}`).join(' + ')} layers`;
+}
+
 /** One request to the deployment at zero, timed until its answer (200 required), with what on_start read. */
 async function coldStart(name: string): Promise<{ seconds: number; loaded: Loaded }> {
   await execa('sync');
@@ -97,7 +117,8 @@ async function coldStart(name: string): Promise<{ seconds: number; loaded: Loade
     method: 'POST',
     headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
     body: '{}',
-    signal: AbortSignal.timeout(1_900_000),
+    signal: AbortSignal.timeout(REQUEST_LIMIT_MS),
+    dispatcher: requests,
   });
   const text = await res.text();
   const seconds = (performance.now() - t0) / 1000;
@@ -133,7 +154,7 @@ try {
   if (site) stack.alsoStop(() => site.close());
   const machines: { machine: BenchMachine; deployment: string }[] = [];
   for (const which of ['first', 'second']) {
-    const machine = await joinMachine(stack, `model-${which}`, `model-${which}`, site?.url);
+    const machine = await joinMachine(stack, `model-${which}`, `model-${which}`, site?.url, values['agent-cpu-prof']);
     const deployment = `bench-model-${which}`;
     await deploy(
       stack,
@@ -167,11 +188,17 @@ try {
   const rows: string[] = [];
   let uplinkBefore = 0;
   for (const { machine, deployment } of machines) {
-    const cpuBefore = { agent: await cpuSeconds(machine.agentPid), bench: await cpuSeconds() };
+    const cpuBefore = { agent: await cpuSplit(machine.agentPid), bench: await cpuSeconds() };
     const { seconds, loaded } = await coldStart(deployment);
     // CPU moves much less than the wall clock with what else the machine runs: the agent with its
     // tar and zstd, and this process (the site cache, and the request itself).
-    const agentCpu = (await cpuSeconds(machine.agentPid)) - cpuBefore.agent;
+    const split = await cpuSplit(machine.agentPid);
+    const [main, threads, children] = (['main', 'threads', 'children'] as const).map((k) => split[k] - cpuBefore.agent[k]) as [
+      number,
+      number,
+      number,
+    ];
+    const agentCpu = main + threads + children;
     const benchCpu = (await cpuSeconds()) - cpuBefore.bench;
     const bytes = imageBytes + WEIGHTS_MIB * MiB;
     const atFloor = bytes / floorRate;
@@ -179,7 +206,8 @@ try {
     uplinkBefore = site?.cache.stats.upstreamBytes ?? 0;
     rows.push(
       `${machine.id.padEnd(13)} ${seconds.toFixed(2).padStart(8)} s   ${(bytes / MiB).toFixed(0).padStart(6)} MiB / ${(floorRate / MiB).toFixed(0)} MiB/s = ` +
-        `${atFloor.toFixed(2)} s   ratio ${(seconds / atFloor).toFixed(2)}x   (CPU: agent ${agentCpu.toFixed(2)} s, ` +
+        `${atFloor.toFixed(2)} s   ratio ${(seconds / atFloor).toFixed(2)}x   (CPU: agent ${agentCpu.toFixed(2)} s = ` +
+        `main thread ${main.toFixed(2)} + other threads ${threads.toFixed(2)} + children ${children.toFixed(2)}, ` +
         `${site ? 'site cache and ' : ''}bench ${benchCpu.toFixed(2)} s; on_start read the weights in ${loaded.read_seconds.toFixed(2)} s` +
         `${uplink === undefined ? '' : `; the site cache fetched ${(uplink / MiB).toFixed(0)} MiB from the registry for it`})`,
     );
@@ -187,7 +215,7 @@ try {
   }
 
   console.log(
-    `model start: image ${(imageBytes / MiB).toFixed(0)} MiB in the registry (${image.layers.length} zstd layers: Tern's base + ` +
+    `model start: image ${(imageBytes / MiB).toFixed(0)} MiB in the registry (${layerKinds(image.layers)}: Tern's base + ` +
       `${IMAGE_MIB} MiB of library files), read-only volume of ${WEIGHTS_MIB} MiB of weights read whole in on_start; ` +
       `${site ? `both machines read the registry's blobs through one site cache (${site.url})` : 'no site cache'}`,
   );
@@ -200,5 +228,6 @@ try {
   console.log(`load average at the end: ${load()}`);
 } finally {
   await stack.stop();
+  await requests.close();
 }
 process.exit(0);

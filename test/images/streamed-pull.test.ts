@@ -223,6 +223,22 @@ describeStreamed('registry images streamed into tar as they download', () => {
     expect(await readdir(join(root, 'oci'))).toEqual([]);
   }, 60_000);
 
+  it('refuses a gzip layer whose stream is broken though its digest holds, naming the decompressor, and keeps nothing', async () => {
+    // Several MiB, so that the inflater fails with pieces of the layer still on their way to it.
+    const dir = join(work, 'broken-gzip');
+    await stage(dir, { blob: '' });
+    await writeFile(join(dir, 'blob'), randomBytes(8 << 20));
+    const layer = await layerOf(dir, GZIP);
+    layer.bytes[10] = 0xff; // the first deflate block's header: a block type that does not exist
+    const { digest, layers } = await pushOciImage(builder, 'tern/broken-gzip', [layer]);
+    const root = join(work, 'broken-gzip-store');
+    const ref = `${registry.host}/tern/broken-gzip@${digest}`;
+    await expect(new ImageStore({ root, registries: [puller] }).resolve(ref)).rejects.toThrow(
+      new RegExp(`image ${ref.replace(/[.]/g, '\\.')}: decompressing layer ${layers[0]} failed: gzip: invalid block type`),
+    );
+    expect(await readdir(join(root, 'oci'))).toEqual([]);
+  }, 60_000);
+
   it('fails a pull whose registry dies midway with an error naming it, keeps nothing, and pulls it whole next time', async () => {
     const dir = join(work, 'big');
     await stage(dir, { one: '', two: '' });
