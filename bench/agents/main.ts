@@ -13,7 +13,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import pg from 'pg';
 import { HEARTBEATS_BUCKET, MACHINE_BEAT, type MachineHeartbeat } from '#tern/contracts';
 import { Namespace } from '#tern/messaging';
@@ -196,14 +196,21 @@ async function main() {
     const schedulerLags: number[] = [];
     let sampled = new Set<string>();
     // The scheduler's KV put of a sampled machine's snapshot, seen on its subject as the scheduler makes it.
+    // The sample's subjects alone: a wildcard over the bucket had nats-server deliver every machine's
+    // snapshot to the bench (a message per beat, counted as the control plane's cost).
     const bucket = ns.bucket(HEARTBEATS_BUCKET.name);
-    shared.subscribe(`$KV.${bucket}.>`, {
-      callback: (_e, msg) => {
-        if (!sampled.has(msg.subject.slice(bucket.length + 5))) return;
-        const sentAt = Date.parse(msg.json<MachineHeartbeat>().sentAt);
-        if (measuring(sentAt)) schedulerLags.push(Date.now() - sentAt);
-      },
-    });
+    let snapshotSubs: Subscription[] = [];
+    const watchSnapshots = (ids: Iterable<string>) => {
+      for (const sub of snapshotSubs) sub.unsubscribe();
+      snapshotSubs = [...ids].map((id) =>
+        shared.subscribe(`$KV.${bucket}.${id}`, {
+          callback: (_e, msg) => {
+            const sentAt = Date.parse(msg.json<MachineHeartbeat>().sentAt);
+            if (measuring(sentAt)) schedulerLags.push(Date.now() - sentAt);
+          },
+        }),
+      );
+    };
     let polling = true;
     const reputationPoll = (async () => {
       while (polling) {
@@ -242,6 +249,7 @@ async function main() {
       // A fixed sample spread over the whole fleet.
       const every = Math.max(1, Math.floor(count / o.sample));
       sampled = new Set(Array.from({ length: Math.ceil(count / every) }, (_, i) => agentId(i * every)));
+      watchSnapshots(sampled);
       await fleet.sample([...sampled]);
       schedulerLags.length = 0;
       reputation.lags.length = 0;
@@ -259,7 +267,10 @@ async function main() {
         return { ...out, nats: nats.pids, fleet: fleet.pids };
       };
       const pgPids = async () =>
-        (await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [tag])).rows.map((r) => r.pid);
+        // Not the bench's own connection: its lag and readiness probes are no cost of the control plane's.
+        (
+          await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [tag])
+        ).rows.map((r) => r.pid);
       const statements = o.profileDir ? await resetStatements(db) : false;
       const before = await usage({ ...groups(), postgres: await pgPids() });
       const handledBefore = await beatsHandled(services);

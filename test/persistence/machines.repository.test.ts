@@ -185,6 +185,25 @@ describe('MachinesRepository', () => {
       expect(await row(other)).toMatchObject({ lastHeartbeatAt: expect.any(Date), agentVersion: '1.1.0' });
     });
 
+    it("leaves a beat's time out of every index, so a heartbeat's update stays on its page (HOT)", async () => {
+      // Each beat rewrites machines.last_heartbeat_at and reputation_machines.heartbeat_at: an index
+      // on either made every beat write an entry into every index of its table (bench/agents README).
+      const indexed = await db.query<{ table: string; column: string }>(
+        `SELECT t.relname AS table, a.attname AS column FROM pg_index i
+         JOIN pg_class t ON t.oid = i.indrelid JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY(i.indkey)
+         WHERE (t.oid, a.attname) IN (('machines'::regclass, 'last_heartbeat_at'), ('reputation_machines'::regclass, 'heartbeat_at'))`,
+      );
+      expect(indexed).toEqual([]);
+      const fillfactors = await db.query<{ table: string; options: string[] | null }>(
+        `SELECT relname AS table, reloptions AS options FROM pg_class
+         WHERE oid IN ('machines'::regclass, 'reputation_machines'::regclass) ORDER BY relname`,
+      );
+      expect(fillfactors).toEqual([
+        { table: 'machines', options: ['fillfactor=80'] },
+        { table: 'reputation_machines', options: ['fillfactor=80'] },
+      ]);
+    });
+
     it('keeps only a newer network test', async () => {
       const machineId = await machine();
       const test = (testedAt: string, mbps: number) => ({

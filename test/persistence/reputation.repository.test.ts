@@ -110,6 +110,9 @@ describe('ReputationRepository', () => {
     });
     const beats = await reputation.machineRecordsChangedSince(changed.readAt);
     expect(beats.records).toEqual([{ machineId: 'm-b', pool: 'cpu', heartbeats: { lastSequence: 8 }, hasTransitions: true }]);
+    // Documents alone: a heartbeat-only change is not read, nor one before heartbeatsSince.
+    expect((await reputation.machineRecordsChangedSince(changed.readAt, false)).records).toEqual([]);
+    expect((await reputation.machineRecordsChangedSince(changed.readAt, beats.readAt)).records).toEqual([]);
     expect((await reputation.machineRecordsChangedSince(beats.readAt)).records).toEqual([]);
   });
 

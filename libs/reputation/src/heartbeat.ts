@@ -20,6 +20,9 @@ export const EMPTY_HEARTBEATS: HeartbeatRecord = {
 /** A beat arrives late when the gap since the previous one exceeds the interval by half. */
 const LATE_FACTOR = 1.5;
 
+/** A lower sequence within this share of an interval after the last beat counted is a late delivery. */
+const REORDER_MS_FACTOR = 0.5;
+
 /**
  * Times (epoch ms, from, to) in which the service judging the beats could not hear them: beats
  * travel on core NATS, so one sent while no replica listened (the service down, or cut from
@@ -57,12 +60,21 @@ export function recordHeartbeat(
   const hl = params.halfLifeMs;
   // A keepalive has no sequence of its own: counted on time, and it must not reset the agent's.
   if (sequence === 0) return { ...h, expected: addAt(h.expected, 1, arrival, hl), onTime: addAt(h.onTime, 1, arrival, hl) };
-  // Older than the beat counted last: delivered late (replicas share the consumer, so one may
+  // Older than the beat counted last: delivered late (replicas share the beats, so one may
   // store a newer beat first), and a restart's first beat arrives after the last one anyway.
-  // Arrivals are NATS's millisecond stamps: a lower sequence stamped in the same millisecond is
-  // the same kind of late delivery (no agent restarts within one), not a restart.
   if (h.lastArrival !== null && arrival < h.lastArrival) return h;
-  if (arrival === h.lastArrival && h.lastSequence !== null && sequence < h.lastSequence) return h;
+  // A lower sequence soon after the last beat counted is the same kind of late delivery, not a
+  // restart: each replica stamps a beat when its own event loop takes it, so under load beat n
+  // may be stamped by one replica after beat n + 1 by another (test/reputation: two replicas
+  // left a machine at sequence 29 of 30). An agent that restarts that fast has its first beat
+  // ignored and the next one, an interval later, counted as the restart.
+  if (
+    h.lastArrival !== null &&
+    h.lastSequence !== null &&
+    sequence < h.lastSequence &&
+    arrival - h.lastArrival < REORDER_MS_FACTOR * params.heartbeatIntervalMs
+  )
+    return h;
   const restarted = h.lastSequence === null || sequence < h.lastSequence;
   if (!restarted && sequence === h.lastSequence) return h;
   let expected = 1;

@@ -93,6 +93,13 @@ describe('heartbeat punctuality', () => {
     expect(recordHeartbeat(h, h.lastSequence! + 1, h.lastArrival!, P).lastSequence).toBe(h.lastSequence! + 1);
   });
 
+  it('ignores a lower sequence stamped within half an interval of the last one counted (another replica took it late), not a restart', () => {
+    const h = beats([10_000, 10_000]);
+    expect(recordHeartbeat(h, h.lastSequence! - 1, h.lastArrival! + 2000, P)).toBe(h);
+    // Half an interval on, a lower sequence is the agent's restart.
+    expect(recordHeartbeat(h, 1, h.lastArrival! + 6000, P).lastSequence).toBe(1);
+  });
+
   describe("the service's own deafness (core NATS beats lost while it was down)", () => {
     const h = beats([10_000, 10_000]); // sequence 3, last arrival `last`
     const last = h.lastArrival!;

@@ -67,6 +67,8 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private everyAt = 0;
   /** The database time of the last read of changed records; undefined while not scoring. */
   private readAt?: Date;
+  /** The same, of the last read that took changed heartbeats too (a pass over every machine). */
+  private heartbeatsReadAt?: Date;
   private ticker?: Ticker;
   private soon?: NodeJS.Timeout;
   private stopped = false;
@@ -112,14 +114,14 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     // Taken before the read: a machine changed after it is scored on the next pass.
     const changedIds = [...this.changed];
     this.changed.clear();
-    await this.catchUp();
+    // The period's own tick may come a little early of a period since the last: slack.
+    const everyMachine = now - this.everyAt >= 0.9 * this.config.reputation.recomputeIntervalMs;
+    await this.catchUp(everyMachine);
     const live = (r: MachineRecord) => {
       const last = Math.max(r.transitions.at(-1)?.at ?? 0, r.heartbeats.lastArrival ?? 0, r.measuredNetwork?.testedAt ?? 0);
       return now - last < FORGET_AFTER_MS;
     };
     const records = [...this.records.values()].filter(live);
-    // The period's own tick may come a little early of a period since the last: slack.
-    const everyMachine = now - this.everyAt >= 0.9 * this.config.reputation.recomputeIntervalMs;
     const changed = changedIds.flatMap((id) => this.records.get(id) ?? []).filter(live);
     if (everyMachine) this.everyAt = now;
     if (!records.length || (!everyMachine && !changed.length)) return;
@@ -162,9 +164,12 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   /**
    * Brings the copy of the records up to date. On the first pass after taking the lease: every
    * record, and the scores another replica published last (kvAt 0: every entry is put again
-   * on this pass, in case the bucket lost it meanwhile).
+   * on this pass, in case the bucket lost it meanwhile). Changed heartbeats only with
+   * `heartbeats` (a pass over every machine): every machine beats every period, so reading them
+   * on each event's pass read most of the table several times a second (bench/agents README,
+   * run Y), for punctuality that moves slowly and that only the full pass scores anyway.
    */
-  private async catchUp(): Promise<void> {
+  private async catchUp(heartbeats: boolean): Promise<void> {
     if (!this.readAt) {
       for (const r of await this.reputation.latestScores())
         this.published.set(r.machineId, {
@@ -175,8 +180,11 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
           kvAt: 0,
         });
     }
-    const since = this.readAt && new Date(this.readAt.getTime() - COMMIT_LAG_MS);
-    const { records, readAt } = await this.reputation.machineRecordsChangedSince(since ?? null);
+    const lagged = (at?: Date) => (at ? new Date(at.getTime() - COMMIT_LAG_MS) : null);
+    const { records, readAt } = await this.reputation.machineRecordsChangedSince(
+      lagged(this.readAt),
+      heartbeats || !this.heartbeatsReadAt ? lagged(this.heartbeatsReadAt) : false,
+    );
     for (const stored of records) {
       const known = this.records.get(stored.machineId);
       if (stored.record || !known)
@@ -185,6 +193,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     }
     if (!this.readAt) this.logger.log(`scoring the records of ${records.length} machine(s)`);
     this.readAt = readAt;
+    if (heartbeats || !this.heartbeatsReadAt) this.heartbeatsReadAt = readAt;
   }
 
   /** Not the lease holder: the copy would go stale; a later lease starts afresh. */
@@ -195,5 +204,6 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
     this.records.clear();
     this.published.clear();
     this.readAt = undefined;
+    this.heartbeatsReadAt = undefined;
   }
 }

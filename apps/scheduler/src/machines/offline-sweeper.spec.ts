@@ -1,6 +1,6 @@
 import { type TernConfig, TERN_CONFIG } from '#tern/config';
 import { Hearing, Messaging } from '#tern/messaging';
-import { MachinesRepository } from '#tern/persistence';
+import { MachinesRepository, OFFLINE_SWEEP_BATCH, type OfflineMachine } from '#tern/persistence';
 import { newTestService } from '../../../../test/support/test-service.js';
 import { OfflineSweeper } from './offline-sweeper.js';
 
@@ -28,6 +28,19 @@ describe('OfflineSweeper.sweep', () => {
     heard.hearing.began(Date.now() - TTL_SECONDS * 1000);
     expect(await heard.sut.sweep()).toBe(0);
     expect(heard.machines.markOfflineOlderThan).toHaveBeenCalledWith(TTL_SECONDS);
+  });
+
+  it('sweeps again at once while a sweep fills its batch (a site lost at once), and stops at the first that does not', async () => {
+    const { sut, hearing, machines } = await sweeper();
+    hearing.began(Date.now() - TTL_SECONDS * 1000);
+    const batch = (n: number, from: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: `m-${from + i}`, pool: 'default', from: 'ready', reason: 'silent' }) as OfflineMachine);
+    machines.markOfflineOlderThan
+      .mockResolvedValueOnce(batch(OFFLINE_SWEEP_BATCH, 0))
+      .mockResolvedValueOnce(batch(OFFLINE_SWEEP_BATCH, OFFLINE_SWEEP_BATCH))
+      .mockResolvedValueOnce(batch(3, 2 * OFFLINE_SWEEP_BATCH));
+    expect(await sut.sweep()).toBe(2 * OFFLINE_SWEEP_BATCH + 3);
+    expect(machines.markOfflineOlderThan).toHaveBeenCalledTimes(3);
   });
 
   it('waits a whole TTL again after this replica was cut from NATS', async () => {

@@ -76,7 +76,6 @@ export interface MachineOs {
 @Check('ck_machines_verification', "verification IN ('unverified', 'verified', 'quarantined')")
 @Index('ix_machines_pool_state', ['pool', 'state'])
 @Index('ix_machines_pool_generation', ['pool', 'id', 'generation'])
-@Index('ix_machines_state_heartbeat', ['state', 'lastHeartbeatAt'])
 @Unique('uq_machines_join_token_hash', ['joinTokenHash'])
 @Unique('uq_machines_credential_hash', ['credentialHash'])
 export class Machine {

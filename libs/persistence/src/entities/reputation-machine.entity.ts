@@ -7,7 +7,6 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
  */
 @Entity({ name: 'reputation_machines' })
 @Index('ix_reputation_machines_updated_at', ['updatedAt'])
-@Index('ix_reputation_machines_heartbeat_at', ['heartbeatAt'])
 export class ReputationMachine {
   @PrimaryColumn({ name: 'machine_id', type: 'text', primaryKeyConstraintName: 'pk_reputation_machines' })
   machineId!: string;

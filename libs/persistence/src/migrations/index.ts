@@ -30,6 +30,7 @@ import { TaskSpotChecks1765600000000 } from './1765600000000-task-spot-checks.js
 import { PendingSpotChecks1765640000000 } from './1765640000000-pending-spot-checks.js';
 import { WorkspaceDeletes1765641000000 } from './1765641000000-workspace-deletes.js';
 import { WorkspacePurges1765642000000 } from './1765642000000-workspace-purges.js';
+import { HeartbeatHotUpdates1765700000000 } from './1765700000000-heartbeat-hot-updates.js';
 
 /** In order of their timestamps. Listed by hand for the same reason as ENTITIES. */
 export const MIGRATIONS = [
@@ -65,4 +66,5 @@ export const MIGRATIONS = [
   PendingSpotChecks1765640000000,
   WorkspaceDeletes1765641000000,
   WorkspacePurges1765642000000,
+  HeartbeatHotUpdates1765700000000,
 ] as const;

@@ -90,6 +90,7 @@ export type * from './machine-verification.repository.js';
 export type * from './machines.repository.js';
 export type * from './maps.repository.js';
 export { MAP_CHUNK_KEY, MAP_STATES } from './maps.repository.js';
+export { OFFLINE_SWEEP_BATCH } from './machines.repository.js';
 export type * from './reputation.repository.js';
 export type * from './sandboxes.repository.js';
 export type * from './schedules.repository.js';

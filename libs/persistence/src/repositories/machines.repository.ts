@@ -94,6 +94,9 @@ export interface JoinTokenStatus {
 const ADMISSION_RETURNING = `m.id, m.pool, m.state, m.state_reason AS "stateReason", m.gpus, m.network,
   p.allowed_gpu_types AS "allowedGpuTypes", p.min_network_mbps AS "minNetworkMbps"`;
 
+/** Machines one sweep moves at most; a sweep that moved this many is followed by another at once. */
+export const OFFLINE_SWEEP_BATCH = 500;
+
 /**
  * One statement finds and moves every machine that has been silent for longer than the TTL.
  * Rows are claimed with FOR UPDATE SKIP LOCKED and re-checked by the UPDATE, so with several
@@ -108,7 +111,7 @@ const SWEEP = `
       AND (last_heartbeat_at < now() - make_interval(secs => $1::int)
            OR (last_heartbeat_at IS NULL AND COALESCE(registered_at, state_changed_at) < now() - make_interval(secs => $1::int)))
     ORDER BY id
-    LIMIT 500
+    LIMIT ${OFFLINE_SWEEP_BATCH}
     FOR UPDATE SKIP LOCKED
   ), swept AS (
     UPDATE machines m
@@ -453,7 +456,7 @@ export class MachinesRepository extends TransactionalRepository {
   }
 
   /**
-   * Moves up to 500 machines silent for longer than `ttlSeconds` offline, each exactly once
+   * Moves up to OFFLINE_SWEEP_BATCH machines silent for longer than `ttlSeconds` offline, each exactly once
    * across replicas (see SWEEP); the same statement writes the moves to the outbox, which
    * MachineStateRelay announces once committed.
    */

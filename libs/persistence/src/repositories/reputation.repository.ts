@@ -97,18 +97,28 @@ export class ReputationRepository extends TransactionalRepository {
    * Locks the records of `machineIds` until the transaction ends, creating empty ones for
    * machines without. The document itself is read for `withRecord` and for machines with no
    * transitions yet (their next beat starts their uptime); the others come with their heartbeats only.
+   * Known machines first, in one statement: once a fleet has joined, every record exists, and an
+   * insert that found them all cost a statement per flush and an index probe per beat.
    */
   async lockMachineRecords(machineIds: readonly string[], withRecord: readonly string[]): Promise<StoredMachineRecord[]> {
     if (!machineIds.length) return [];
-    await this.rows(
-      `INSERT INTO reputation_machines (machine_id, record) SELECT id, '{}'::jsonb FROM unnest($1::text[]) AS id ON CONFLICT (machine_id) DO NOTHING`,
-      [machineIds],
-    );
-    const rows = await this.rows<StoredMachineRecord & { record: object | null }>(
-      `SELECT ${RECORD_COLUMNS}, CASE WHEN machine_id = ANY($2::text[]) OR NOT has_transitions THEN record END AS record
-       FROM reputation_machines WHERE machine_id = ANY($1::text[]) ORDER BY machine_id FOR UPDATE`,
-      [machineIds, withRecord],
-    );
+    const lock = (ids: readonly string[]) =>
+      this.rows<StoredMachineRecord & { record: object | null }>(
+        `SELECT ${RECORD_COLUMNS}, CASE WHEN machine_id = ANY($2::text[]) OR NOT has_transitions THEN record END AS record
+         FROM reputation_machines WHERE machine_id = ANY($1::text[]) ORDER BY machine_id FOR UPDATE`,
+        [ids, withRecord],
+      );
+    const rows = await lock(machineIds);
+    if (rows.length < new Set(machineIds).size) {
+      const found = new Set(rows.map((r) => r.machineId));
+      const missing = machineIds.filter((id) => !found.has(id));
+      await this.rows(
+        `INSERT INTO reputation_machines (machine_id, record) SELECT id, '{}'::jsonb FROM unnest($1::text[]) AS id ON CONFLICT (machine_id) DO NOTHING`,
+        [missing],
+      );
+      rows.push(...(await lock(missing)));
+      rows.sort((a, b) => (a.machineId < b.machineId ? -1 : a.machineId > b.machineId ? 1 : 0));
+    }
     return rows.map(withoutNullRecord);
   }
 
@@ -155,15 +165,19 @@ export class ReputationRepository extends TransactionalRepository {
   }
 
   /**
-   * Records whose heartbeats or document changed after `since` (every record when null), the
-   * document only where it changed. Times are the database's, so replicas on other hosts agree.
+   * Records whose document changed after `since` (every record when null), and those whose
+   * heartbeats changed after `heartbeatsSince` (the same as `since` unless given; `false`: not
+   * read for their heartbeats), the document only where it changed. Times are the database's, so
+   * replicas on other hosts agree. Every machine's heartbeats change every period: a reader that
+   * needs them less often than documents says so (the scorer's passes between its full ones).
    */
-  async machineRecordsChangedSince(since: Date | null): Promise<ChangedMachineRecords> {
+  async machineRecordsChangedSince(since: Date | null, heartbeatsSince: Date | null | false = since): Promise<ChangedMachineRecords> {
     const [{ readAt }] = await this.rows<{ readAt: Date }>(`SELECT now() AS "readAt"`);
     const rows = await this.rows<StoredMachineRecord & { record: object | null }>(
       `SELECT ${RECORD_COLUMNS}, CASE WHEN $1::timestamptz IS NULL OR updated_at > $1::timestamptz THEN record END AS record
-       FROM reputation_machines WHERE $1::timestamptz IS NULL OR updated_at > $1::timestamptz OR heartbeat_at > $1::timestamptz`,
-      [since],
+       FROM reputation_machines WHERE $1::timestamptz IS NULL OR updated_at > $1::timestamptz
+         OR ($3::boolean AND ($2::timestamptz IS NULL OR heartbeat_at > $2::timestamptz))`,
+      [since, heartbeatsSince || null, heartbeatsSince !== false],
     );
     return { records: rows.map(withoutNullRecord), readAt };
   }
