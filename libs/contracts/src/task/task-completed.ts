@@ -50,8 +50,8 @@ export const TASK_COMPLETED = defineContract({
     'A task finished successfully. Sent by the agent holding the lease of the attempt (Nats-Msg-Id = `<task id>:completed:<attempt>`, so a repeat is stored once while the completion of a later attempt is not taken for it); read by the gateway (stores the result, calls the callback; believed only from the lease holder of the attempt, one completion per task; with `withStart`, an attempt that ended before its start was reported, believed from a container placed for the task as a start is, and recorded as its start and result in one), which says what it accepted in tern.task.attempt-ended.v1 for metering and reputation.',
 });
 
-/** The most completions one task.completed-many carries (an agent's bunch is at most 32). */
-export const TASK_COMPLETED_MANY_MAX = 64;
+/** The most completions one task.completed-many carries (with results of at most 16 KiB each it stays well under NATS's 1 MiB). */
+export const TASK_COMPLETED_MANY_MAX = 32;
 
 /** Several attempts' completions from one machine, sent together (each as its own TaskCompleted would be). */
 export class TaskCompletedMany {
