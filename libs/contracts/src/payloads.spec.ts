@@ -225,12 +225,22 @@ describe('payload validation', () => {
       completedAt: at,
       withStart: true,
     };
-    expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [completion, { ...completion, taskId: 't-2' }] })).toEqual([]);
+    expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [completion, { ...completion, taskId: 't-2' }] })).toEqual(
+      [],
+    );
     expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [completion, { ...completion, attempt: 0 }] })).toEqual([
       expect.stringMatching(/^completions\.1\.attempt: /),
     ]);
     expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [] })).toEqual([expect.stringMatching(/^completions: /)]);
-    const fact = { taskId: 't-1', attempt: 1, workspaceId: 'w-1', deploymentId: 'd-1', machineId: 'm-1', outcome: 'completed', endedAt: at };
+    const fact = {
+      taskId: 't-1',
+      attempt: 1,
+      workspaceId: 'w-1',
+      deploymentId: 'd-1',
+      machineId: 'm-1',
+      outcome: 'completed',
+      endedAt: at,
+    };
     expect(await problems(TASK_ATTEMPTS_ENDED, { attempts: [fact, { ...fact, attempt: 2, durationMs: 3 }] })).toEqual([]);
     expect(await problems(TASK_ATTEMPTS_ENDED, { attempts: [{ ...fact, outcome: 'maybe' }] })).toEqual([
       expect.stringMatching(/^attempts\.0\.outcome: /),

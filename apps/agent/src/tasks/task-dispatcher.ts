@@ -440,8 +440,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     if (batch.length === 1) {
       const [one] = batch as [TaskCompleted];
       await this.publish(TASK_COMPLETED, one, `${one.taskId}:completed:${one.attempt}`);
-    } else
-      await this.publish(TASK_COMPLETED_MANY, { machineId: this.machineId, completions: batch }, batchMsgId('completed-many', batch));
+    } else await this.publish(TASK_COMPLETED_MANY, { machineId: this.machineId, completions: batch }, batchMsgId('completed-many', batch));
     return batch.map(() => undefined);
   }
 
