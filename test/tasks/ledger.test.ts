@@ -144,10 +144,14 @@ describe('task ledger (gateway)', () => {
     const [a, b, c] = [await task(), await task(), await task()];
     const facts: { taskId: string; attempt: number }[][] = [];
     const lone = nc.subscribe(messaging.subject(TASK_ATTEMPT_ENDED), {
-      callback: (_e, msg) => facts.push([msg.json<{ taskId: string; attempt: number }>()]),
+      callback: (_e, msg) => {
+        facts.push([msg.json<{ taskId: string; attempt: number }>()]);
+      },
     });
     const many = nc.subscribe(messaging.subject(TASK_ATTEMPTS_ENDED), {
-      callback: (_e, msg) => facts.push(msg.json<{ attempts: { taskId: string; attempt: number }[] }>().attempts),
+      callback: (_e, msg) => {
+        facts.push(msg.json<{ attempts: { taskId: string; attempt: number }[] }>().attempts);
+      },
     });
     const member = (id: string, result: unknown, machineId = 'm-1') => ({
       ...base(id, machineId),
