@@ -6,7 +6,14 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { AUTOSCALER_LEADER_BUCKET, REPUTATION_LEADER_BUCKET, TASK_ATTEMPT_ENDED, type TaskAttemptEnded } from '#tern/contracts';
+import {
+  AUTOSCALER_LEADER_BUCKET,
+  REPUTATION_LEADER_BUCKET,
+  TASK_ATTEMPT_ENDED,
+  TASK_ATTEMPTS_ENDED,
+  type TaskAttemptEnded,
+  type TaskAttemptsEnded,
+} from '#tern/contracts';
 import { LEASE_KEY, LEASE_RENEW_MS, LEASE_TTL_MS, Messaging, Namespace } from '#tern/messaging';
 import { startPostgres, stopPostgres } from '../../scripts/lib/postgres.mjs';
 import { NatsCluster } from '../support/nats-cluster.js';
@@ -362,20 +369,24 @@ describe('faults held: two replicas of every service, a 3-node NATS cluster, a P
     for (const r of rows) attempts.set(r.attempts, (attempts.get(r.attempts) ?? 0) + 1);
 
     // Metering: each task attempt the gateway announced counted once, equal to a replay of
-    // TASK_ATTEMPT_ENDED. A gateway killed between settling a task and announcing it announces
+    // TASK_ATTEMPT_ENDED and TASK_ATTEMPTS_ENDED. A gateway killed between settling a task and announcing it announces
     // it when the agent's event comes back (its ack wait): the replay waits for every task's.
     const replay = async () => {
       const facts = new Map<string, string>();
-      const consumer = await messaging.js.consumers.get(ns.stream('EVENTS'), { filter_subjects: messaging.subject(TASK_ATTEMPT_ENDED) });
-      for (;;) {
-        let seen = 0;
-        for await (const m of await consumer.fetch({ max_messages: 500, expires: 1000 })) {
-          seen++;
-          const e = m.json<TaskAttemptEnded>();
-          if (accepted.has(e.taskId)) facts.set(`${e.taskId}:${e.attempt}`, e.outcome);
+      // One consumer per subject: NATS 2.9 takes one filter subject per consumer.
+      for (const contract of [TASK_ATTEMPT_ENDED, TASK_ATTEMPTS_ENDED]) {
+        const consumer = await messaging.js.consumers.get(ns.stream('EVENTS'), { filter_subjects: messaging.subject(contract) });
+        for (;;) {
+          let seen = 0;
+          for await (const m of await consumer.fetch({ max_messages: 500, expires: 1000 })) {
+            seen++;
+            const told = contract === TASK_ATTEMPTS_ENDED ? m.json<TaskAttemptsEnded>().attempts : [m.json<TaskAttemptEnded>()];
+            for (const e of told) if (accepted.has(e.taskId)) facts.set(`${e.taskId}:${e.attempt}`, e.outcome);
+          }
+          if (!seen) break;
         }
-        if (!seen) return facts;
       }
+      return facts;
     };
     const { facts, metered } = await waitFor(
       'metering equal to the replay of every accepted task',

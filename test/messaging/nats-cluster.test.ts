@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { MACHINE_HEARTBEAT, REPUTATION_LEADER_BUCKET, TASK_ATTEMPT_ENDED, type TaskAttemptEnded } from '#tern/contracts';
+import {
+  MACHINE_HEARTBEAT,
+  REPUTATION_LEADER_BUCKET,
+  TASK_ATTEMPT_ENDED,
+  TASK_ATTEMPTS_ENDED,
+  type TaskAttemptEnded,
+  type TaskAttemptsEnded,
+} from '#tern/contracts';
 import { HOUR_MS, hourFloor } from '#tern/metering';
 import { Messaging, Namespace } from '#tern/messaging';
 import { inboxPrefix } from '#tern/nats-auth';
@@ -190,8 +197,14 @@ describe('a 3-node NATS cluster with a leaf node for a remote site', () => {
 
       // Reputation: each task outcome counted once, as the pure functions count the same events.
       const reference = new Map<string, MachineRecord>();
-      for (const e of events.filter((x) => x.contract === TASK_ATTEMPT_ENDED)) {
-        const t = e.payload as TaskAttemptEnded;
+      const facts = events.flatMap((x) =>
+        x.contract === TASK_ATTEMPT_ENDED
+          ? [x.payload as TaskAttemptEnded]
+          : x.contract === TASK_ATTEMPTS_ENDED
+            ? (x.payload as TaskAttemptsEnded).attempts
+            : [],
+      );
+      for (const t of facts) {
         const r = reference.get(t.machineId) ?? newMachineRecord(t.machineId);
         reference.set(t.machineId, r);
         const outcome = t.outcome === 'completed' ? 'success' : taskFailureOutcome(t.cause ?? 'error');

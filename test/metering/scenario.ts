@@ -7,6 +7,8 @@ import {
   type Contract,
   type ContainerResources,
   TASK_ATTEMPT_ENDED,
+  TASK_ATTEMPTS_ENDED,
+  type TaskAttemptEnded,
   USAGE_INTERVAL,
 } from '#tern/contracts';
 import { type Messaging } from '#tern/messaging';
@@ -127,27 +129,28 @@ export function makeScenario(base: number, workspaces: [string, string], count =
         msgId: `${c.id}:failed:health`,
       });
 
+    // Every other container's three attempts are told together (task.attempts-ended), as the gateway tells facts that are ready at once.
+    const told: TaskAttemptEnded[] = [];
     for (let k = 0; k < 3; k++) {
       const taskId = `t${i}-${k}-${tag}`;
       const startedAt = start + 1000 + k * 3000;
       const durationMs = 500 + Math.floor(random() * 2000);
       const task = { taskId, deploymentId: c.deploymentId, workspaceId: c.workspaceId, containerId: c.id, machineId, attempt: 1 };
       const fails = machineId === 'm-b' && k % 2 === 0;
-      events.push({
-        contract: TASK_ATTEMPT_ENDED,
-        payload: {
-          ...task,
-          ...(fails ? ({ outcome: 'failed', cause: 'error' } as const) : ({ outcome: 'completed' } as const)),
-          startedAt: iso(startedAt),
-          endedAt: iso(startedAt + durationMs),
-          durationMs,
-        },
-        msgId: `${taskId}:ended:1`,
-      });
+      const fact: TaskAttemptEnded = {
+        ...task,
+        ...(fails ? ({ outcome: 'failed', cause: 'error' } as const) : ({ outcome: 'completed' } as const)),
+        startedAt: iso(startedAt),
+        endedAt: iso(startedAt + durationMs),
+        durationMs,
+      };
+      if (i % 2) told.push(fact);
+      else events.push({ contract: TASK_ATTEMPT_ENDED, payload: fact, msgId: `${taskId}:ended:1` });
       if (fails) tasks.failed++;
       else tasks.completed++;
       tasks.seconds += durationMs / 1000;
     }
+    if (told.length) events.push({ contract: TASK_ATTEMPTS_ENDED, payload: { attempts: told }, msgId: `${c.id}:attempts-ended` });
   }
   // Events of different kinds travel on different consumers: shuffle so that, among others,
   // some stops are seen before their starts.

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { TASK_COMPLETED, TASK_FAILED, TASK_STARTED } from '#tern/contracts';
+import { TASK_ATTEMPT_ENDED, TASK_ATTEMPTS_ENDED, TASK_COMPLETED, TASK_COMPLETED_MANY, TASK_FAILED, TASK_STARTED } from '#tern/contracts';
 import type { Messaging, Namespace } from '#tern/messaging';
 import { waitFor } from '../support/processes.js';
 import { TaskLedger } from '../support/task-ledger.js';
@@ -138,5 +138,52 @@ describe('task ledger (gateway)', () => {
     await failed(id, 4, false, 'container-lost');
     await settled(id, 'ERROR');
     expect((await row(id)).error).toMatch(/container-lost: boom 4/);
+  });
+
+  it('records each member of a task.completed-many once, refuses a member naming another machine, and tells the facts together', async () => {
+    const [a, b, c] = [await task(), await task(), await task()];
+    const facts: { taskId: string; attempt: number }[][] = [];
+    const lone = nc.subscribe(messaging.subject(TASK_ATTEMPT_ENDED), {
+      callback: (_e, msg) => {
+        facts.push([msg.json<{ taskId: string; attempt: number }>()]);
+      },
+    });
+    const many = nc.subscribe(messaging.subject(TASK_ATTEMPTS_ENDED), {
+      callback: (_e, msg) => {
+        facts.push(msg.json<{ attempts: { taskId: string; attempt: number }[] }>().attempts);
+      },
+    });
+    const member = (id: string, result: unknown, machineId = 'm-1') => ({
+      ...base(id, machineId),
+      attempt: 1,
+      durationMs: 5,
+      result,
+      completedAt: new Date().toISOString(),
+      withStart: true,
+    });
+    const send = (completions: ReturnType<typeof member>[], msgId: string) =>
+      messaging.publish(TASK_COMPLETED_MANY, { machineId: 'm-1', completions }, { msgId });
+    try {
+      // c's member claims m-2's container: m-1 sent the message, so it is not believed.
+      await send([member(a, { n: 'a' }), member(b, { n: 'b' }), member(c, { n: 'c' }, 'm-2')], 'many-1');
+      await settled(a, 'COMPLETE');
+      await settled(b, 'COMPLETE');
+      expect(await row(a)).toMatchObject({ result: { n: 'a' }, attempts: 1, machine_id: 'm-1' });
+      expect(await row(b)).toMatchObject({ result: { n: 'b' }, attempts: 1, machine_id: 'm-1' });
+      // Sent again with other results (a republish after a lost answer): one completion per task stays the rule.
+      await send([member(a, { n: 'again' }), member(b, { n: 'again' })], 'many-2');
+      await waitFor('the facts', async () => facts.flat().filter((f) => f.taskId === a || f.taskId === b).length >= 2, 10_000, 100);
+      await new Promise((r) => setTimeout(r, 800));
+      expect(await row(a)).toMatchObject({ result: { n: 'a' } });
+      expect(await row(c)).toMatchObject({ state: 'PENDING', machine_id: null });
+      const told = facts.flat().filter((f) => [a, b, c].includes(f.taskId));
+      expect(told.map((f) => `${f.taskId === a ? 'a' : f.taskId === b ? 'b' : 'c'}:${f.attempt}`).sort()).toEqual(
+        expect.arrayContaining(['a:1', 'b:1']),
+      );
+      expect(told.some((f) => f.taskId === c)).toBe(false);
+    } finally {
+      lone.unsubscribe();
+      many.unsubscribe();
+    }
   });
 });

@@ -19,6 +19,7 @@ import {
   NETWORK_TEST_ECHO,
   subjectTokensOf,
   TASK_COMPLETED,
+  TASK_COMPLETED_MANY,
   TASK_FAILED,
   TASK_STARTED,
   SCALE_COMMAND,
@@ -129,6 +130,7 @@ describe('subjects that name a machine', () => {
     CONTAINER_SCHEDULED,
     TASK_STARTED,
     TASK_COMPLETED,
+    TASK_COMPLETED_MANY,
     TASK_FAILED,
     AGENT_LOAD_REPORT,
   ];

@@ -8,7 +8,9 @@ import {
   MACHINE_FAULT,
   MACHINE_STATE_CHANGED,
   REPUTATION_SCORE,
+  TASK_ATTEMPTS_ENDED,
   TASK_COMPLETED,
+  TASK_COMPLETED_MANY,
   TASK_ITEM,
   type Contract,
 } from './index.js';
@@ -208,5 +210,40 @@ describe('payload validation', () => {
     expect(
       await problems(MACHINE_STATE_CHANGED, { machineId: 'm-1', pool: 'p', from: 'ready', to: 'asleep', reason: 'r', changedAt: at }),
     ).toEqual([expect.stringMatching(/^to: to must be one of the following values: pending, registered/)]);
+  });
+
+  it('checks every member of a bunch of completions or of attempt facts, naming its place', async () => {
+    const completion = {
+      taskId: 't-1',
+      deploymentId: 'd-1',
+      workspaceId: 'w-1',
+      containerId: 'c-1',
+      machineId: 'm-1',
+      attempt: 1,
+      durationMs: 5,
+      result: 1,
+      completedAt: at,
+      withStart: true,
+    };
+    expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [completion, { ...completion, taskId: 't-2' }] })).toEqual(
+      [],
+    );
+    expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [completion, { ...completion, attempt: 0 }] })).toEqual([
+      expect.stringMatching(/^completions\.1\.attempt: /),
+    ]);
+    expect(await problems(TASK_COMPLETED_MANY, { machineId: 'm-1', completions: [] })).toEqual([expect.stringMatching(/^completions: /)]);
+    const fact = {
+      taskId: 't-1',
+      attempt: 1,
+      workspaceId: 'w-1',
+      deploymentId: 'd-1',
+      machineId: 'm-1',
+      outcome: 'completed',
+      endedAt: at,
+    };
+    expect(await problems(TASK_ATTEMPTS_ENDED, { attempts: [fact, { ...fact, attempt: 2, durationMs: 3 }] })).toEqual([]);
+    expect(await problems(TASK_ATTEMPTS_ENDED, { attempts: [{ ...fact, outcome: 'maybe' }] })).toEqual([
+      expect.stringMatching(/^attempts\.0\.outcome: /),
+    ]);
   });
 });

@@ -56,8 +56,10 @@ import {
   SCALE_COMMAND,
   SCALE_DECISION,
   TASK_ATTEMPT_ENDED,
+  TASK_ATTEMPTS_ENDED,
   TASK_CANCELLED,
   TASK_COMPLETED,
+  TASK_COMPLETED_MANY,
   TASK_ENDED,
   TASK_FAILED,
   TASK_ITEM,
@@ -177,9 +179,11 @@ export const CONTRACT_ACCESS: readonly ContractAccess[] = [
   // says what it accepted in task.attempt-ended, which metering and reputation read instead.
   access(TASK_STARTED, ['agent'], ['gateway'], true),
   access(TASK_COMPLETED, ['agent'], ['gateway'], true),
+  access(TASK_COMPLETED_MANY, ['agent'], ['gateway'], true),
   // The gateway reports an attempt that never reported as lost (container-lost) when the next one starts.
   access(TASK_FAILED, ['agent', 'gateway'], ['gateway'], true),
   access(TASK_ATTEMPT_ENDED, ['gateway'], ['metering', 'reputation']),
+  access(TASK_ATTEMPTS_ENDED, ['gateway'], ['metering', 'reputation']),
   // Spot checks: only the chosen verifier hears the run; its answer is a claim only the gateway
   // hears, and only the gateway's verdict reaches reputation.
   access(AGENT_TASK_SPOT_CHECK, ['gateway'], ['agent'], true),

@@ -7,4 +7,5 @@ export * from './hash-token.js';
 export * from './database-errors.js';
 export * from './query-rows.js';
 export * from './repositories/index.js';
-export * from './group-commit.js';
+// GroupCommit lives in #tern/timing (the agent batches its task reports with it); re-exported for its callers here.
+export { GroupCommit } from '#tern/timing';

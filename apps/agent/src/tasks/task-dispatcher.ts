@@ -7,9 +7,12 @@ import {
   AGENT_TASK_CANCEL,
   agentResultPath,
   TASK_COMPLETED,
+  TASK_COMPLETED_MANY,
+  TASK_COMPLETED_MANY_MAX,
   TASK_FAILED,
   TASK_RESULT_INLINE_BYTES,
   TASK_STARTED,
+  type TaskCompleted,
   type TaskFailureCause,
   type TaskFailed,
   TaskItem,
@@ -19,6 +22,8 @@ import { inboxPrefix } from '#tern/nats-auth';
 import { decode, Messaging, PULL_EXPIRES_MS } from '#tern/messaging';
 import {
   afterFailure,
+  BATCHED_RESULT_MAX_BYTES,
+  batchMsgId,
   compileRetryPolicy,
   isPastLastAttempt,
   TASK_PROGRESS_EVERY_MS,
@@ -26,7 +31,7 @@ import {
   type TaskRetryPolicy,
 } from '#tern/tasks';
 import { waitForHealth } from '#tern/runtime';
-import { backoffMs, fireAndForget, sleep } from '#tern/timing';
+import { backoffMs, fireAndForget, GroupCommit, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
@@ -101,6 +106,15 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   private readonly loads: TaskLoads;
   private readonly permits: TaskPermits;
   private subscription?: Subscription;
+  /**
+   * Completions with small results: those that end while one is being published go together in
+   * the next message (task.completed-many; a lone one as task.completed), so a bunch of map chunks,
+   * or tasks of several slots ending at once, cost the gateway one delivery and ack. None waits for
+   * others: the first goes at once.
+   */
+  private readonly completions = new GroupCommit<TaskCompleted, void>((batch) => this.reportCompletions(batch), {
+    maxBatch: TASK_COMPLETED_MANY_MAX,
+  });
 
   constructor(
     private readonly messaging: Messaging,
@@ -407,12 +421,27 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     const result = big
       ? { resultRef: await this.putResult(task.taskId, attempt, json) }
       : { result: JSON.parse(json.toString('utf8')) as unknown };
-    await this.publish(
-      TASK_COMPLETED,
-      { ...base, ...where, attempt, durationMs, ...result, completedAt: new Date().toISOString(), ...(withStart ? { withStart } : {}) },
-      `${task.taskId}:completed:${attempt}`,
-    );
+    const completed: TaskCompleted = {
+      ...base,
+      ...where,
+      attempt,
+      durationMs,
+      ...result,
+      completedAt: new Date().toISOString(),
+      ...(withStart ? { withStart } : {}),
+    };
+    if (json.length <= BATCHED_RESULT_MAX_BYTES) await this.completions.add(completed);
+    else await this.reportCompletions([completed]);
     msg.ack();
+  }
+
+  /** Completions in one message: alone as task.completed, several as task.completed-many (its id from its members, so a repeat is stored once). */
+  private async reportCompletions(batch: TaskCompleted[]): Promise<void[]> {
+    if (batch.length === 1) {
+      const [one] = batch as [TaskCompleted];
+      await this.publish(TASK_COMPLETED, one, `${one.taskId}:completed:${one.attempt}`);
+    } else await this.publish(TASK_COMPLETED_MANY, { machineId: this.machineId, completions: batch }, batchMsgId('completed-many', batch));
+    return batch.map(() => undefined);
   }
 
   /** Reports a failed attempt and naks it with the retry policy's delay, or acks it when it was the last. */

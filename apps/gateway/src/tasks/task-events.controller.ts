@@ -3,10 +3,12 @@ import { Counter } from 'prom-client';
 import { Ctx, Payload } from '@nestjs/microservices';
 import {
   TASK_COMPLETED,
+  TASK_COMPLETED_MANY,
   TASK_FAILED,
   TASK_SPOT_CHECKED,
   TASK_STARTED,
   TaskCompleted,
+  TaskCompletedMany,
   TaskFailed,
   TaskSpotChecked,
   TaskStarted,
@@ -55,6 +57,30 @@ export class TaskEventsController {
     this.settle(await this.transitions.completed(e, ctx.delivery!.storedAt), ctx);
   }
 
+  /**
+   * Completions an agent sent together: each judged as a lone task.completed is (its statement
+   * shared with the others by the repository's group commit), the message acknowledged once all
+   * are settled. A member naming another machine than the one that sent the message is refused.
+   * Asked again while a member's start may still be on its way: the members accepted already
+   * are repeats then, which change nothing.
+   */
+  @OnMessage(TASK_COMPLETED_MANY, { concurrency: 16 })
+  async completedMany(@Payload() e: TaskCompletedMany, @Ctx() ctx: JetStreamContext) {
+    const storedAt = ctx.delivery!.storedAt;
+    const verdicts = await Promise.all(
+      e.completions.map((c) =>
+        c.machineId === e.machineId
+          ? this.transitions.completed(c, storedAt)
+          : ({
+              accepted: false,
+              why: 'not-lease-holder',
+              detail: `${TASK_COMPLETED_MANY.subject} from machine ${e.machineId}: a member names machine ${c.machineId}`,
+            } as const),
+      ),
+    );
+    this.settleAll(verdicts, ctx);
+  }
+
   @OnMessage(TASK_FAILED, { concurrency: 64 })
   async failed(@Payload() e: TaskFailed, @Ctx() ctx: JetStreamContext) {
     this.settle(await this.transitions.failed(e, ctx.delivery!.storedAt), ctx);
@@ -76,12 +102,18 @@ export class TaskEventsController {
    * (logged) and counted.
    */
   private settle(verdict: TaskVerdict, ctx: JetStreamContext) {
+    this.settleAll([verdict], ctx);
+  }
+
+  /** As settle, for a message telling several outcomes: asked again if any may yet be leased, else each refusal counted. */
+  private settleAll(verdicts: TaskVerdict[], ctx: JetStreamContext) {
     const delivery = ctx.delivery!;
-    if (verdict.accepted || ORDINARY_REFUSALS.has(verdict.why)) return;
+    const refusals = verdicts.flatMap((v) => (v.accepted || ORDINARY_REFUSALS.has(v.why) ? [] : [v]));
+    if (!refusals.length) return;
     const waited = Date.now() - delivery.storedAt.getTime();
-    if (verdict.why === 'not-yet-leased' && waited < this.config.tasks.leaseWaitSeconds * 1000)
+    if (refusals.some((v) => v.why === 'not-yet-leased') && waited < this.config.tasks.leaseWaitSeconds * 1000)
       return delivery.retryLater(backoffMs(delivery.deliveryCount, NOT_YET_LEASED_BACKOFF));
-    refused.inc({ reason: verdict.why });
-    delivery.reject(`not believed (${verdict.why}): ${verdict.detail}`);
+    for (const v of refusals) refused.inc({ reason: v.why });
+    delivery.reject(refusals.map((v) => `not believed (${v.why}): ${v.detail}`).join('; '));
   }
 }

@@ -2,6 +2,7 @@ import { TASK_ATTEMPT_ENDED, TASK_FAILED, type TaskCompleted, type TaskFailed, t
 import { Messaging } from '#tern/messaging';
 import { type SettledAttempt, type StartedOver, TasksRepository } from '#tern/persistence';
 import { newTestService } from '../../../../test/support/test-service.js';
+import { AttemptFacts } from './attempt-facts.js';
 import { TASK_START_REPORT_DELAY_MS } from '#tern/tasks';
 import { TaskTransitions } from './task-transitions.js';
 import { TaskWaiters } from './task-waiters.js';
@@ -55,6 +56,9 @@ async function transitions() {
   const tasks = fake(TasksRepository);
   const messaging = fake(Messaging);
   messaging.publish.mockResolvedValue({ seq: 1 } as never);
+  // The facts go out through the real AttemptFacts, on the fake NATS.
+  const facts = new AttemptFacts(messaging);
+  fake(AttemptFacts).tell.mockImplementation((f) => facts.tell(f));
   return { sut, tasks, messaging, waiters: fake(TaskWaiters) };
 }
 

@@ -2,7 +2,6 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import {
   type Contract,
-  TASK_ATTEMPT_ENDED,
   TASK_COMPLETED,
   TASK_FAILED,
   TASK_STARTED,
@@ -34,6 +33,7 @@ import {
   whyRefused,
 } from '#tern/tasks';
 import { fireAndForget } from '#tern/timing';
+import { AttemptFacts } from './attempt-facts.js';
 import { SpotChecks } from './spot-checks.js';
 import { TaskWaiters } from './task-waiters.js';
 
@@ -65,6 +65,7 @@ export class TaskTransitions {
     private readonly messaging: Messaging,
     private readonly waiters: TaskWaiters,
     private readonly spotChecks: SpotChecks,
+    private readonly facts: AttemptFacts,
   ) {}
 
   /**
@@ -198,7 +199,7 @@ export class TaskTransitions {
   /**
    * Tells metering and reputation an attempt's outcome the lease vouches for: who and what from
    * the tasks table, times bounded by what the control plane observed (boundAttempt). Stored
-   * before the agent's event is acknowledged, so a crash in between sends it again (same msg id).
+   * before the agent's event is acknowledged, so a crash in between sends it again (AttemptFacts).
    */
   private async attemptEnded(
     outcome: Pick<TaskAttemptEnded, 'taskId' | 'attempt' | 'machineId' | 'outcome' | 'cause'>,
@@ -219,7 +220,7 @@ export class TaskTransitions {
       endedAt: new Date(bound.endedAt).toISOString(),
       ...(bound.durationMs !== undefined ? { durationMs: bound.durationMs } : {}),
     };
-    await this.messaging.publish(TASK_ATTEMPT_ENDED, fact, { msgId: `${outcome.taskId}:ended:${outcome.attempt}` });
+    await this.facts.tell(fact);
   }
 
   /**

@@ -6,6 +6,7 @@ import { EndpointsModule } from '../endpoints/endpoints.module.js';
 import { installRawBody } from '../endpoints/raw-body.js';
 import { MachineRegistrationModule } from '../machine-registration/machine-registration.module.js';
 import { AgentResultsController } from './agent-results.controller.js';
+import { AttemptFacts } from './attempt-facts.js';
 import { CallbackDelivery } from './callback-delivery.js';
 import { ReputationReader } from '../machines/reputation-reader.js';
 import { SpotCheckExpiry } from './spot-check-expiry.js';
@@ -28,6 +29,7 @@ import { TasksService } from './tasks.service.js';
   providers: [
     TaskSubmissionService,
     TaskTransitions,
+    AttemptFacts,
     SpotChecks,
     SpotCheckExpiry,
     ReputationReader,

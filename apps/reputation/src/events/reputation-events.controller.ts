@@ -20,8 +20,10 @@ import {
   SandboxEnded,
   SandboxLifecycle,
   TASK_ATTEMPT_ENDED,
+  TASK_ATTEMPTS_ENDED,
   TASK_SPOT_CHECK_ENDED,
   TaskAttemptEnded,
+  TaskAttemptsEnded,
   TaskSpotCheckEnded,
 } from '#tern/contracts';
 import { JetStreamContext, OnEvent, OnMessage } from '#tern/messaging';
@@ -193,6 +195,12 @@ export class ReputationEventsController {
     return this.change(e.machineId, undefined, (r) =>
       applyTaskOutcome(r, `task:${e.taskId}:${e.attempt}`, e.deploymentId, outcome, Date.parse(e.endedAt), this.params),
     );
+  }
+
+  /** Several accepted outcomes in one message (task.attempts-ended): each as a lone one, counted once per attempt by its key. */
+  @OnMessage(TASK_ATTEMPTS_ENDED, { concurrency: 16 })
+  async taskAttemptsEnded(@Payload() e: TaskAttemptsEnded) {
+    await Promise.all(e.attempts.map((a) => this.taskAttemptEnded(a)));
   }
 
   /**

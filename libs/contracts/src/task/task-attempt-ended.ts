@@ -1,4 +1,7 @@
-import { IsIn, IsInt, IsISO8601, IsOptional, Min } from 'class-validator';
+// class-transformer's @Type reads design:type metadata: the Reflect polyfill must load first.
+import 'reflect-metadata';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsOptional, Min, ValidateNested } from 'class-validator';
 import { defineContract } from '../contract.js';
 import { IsId } from '../validation.js';
 import { TASK_FAILURE_CAUSES, type TaskFailureCause } from './task-failed.js';
@@ -37,4 +40,26 @@ export const TASK_ATTEMPT_ENDED = defineContract({
   stream: 'EVENTS',
   description:
     "An attempt's outcome the gateway accepted from the holder of the attempt's lease (or a lost attempt it declared when the next one started), with the lease's machine, container, workspace and deployment from the tasks table and its times bounded by what the control plane observed. Nats-Msg-Id `<task id>:ended:<attempt>`. Read by metering (task usage) and reputation (task outcomes) instead of the agents' own task events.",
+});
+
+/** The most attempts one task.attempts-ended carries. */
+export const TASK_ATTEMPTS_ENDED_MAX = 256;
+
+/** Several attempts' outcomes the gateway accepted, told together (each as its own TaskAttemptEnded would be). */
+export class TaskAttemptsEnded {
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(TASK_ATTEMPTS_ENDED_MAX)
+  @ValidateNested({ each: true })
+  @Type(() => TaskAttemptEnded)
+  attempts!: TaskAttemptEnded[];
+}
+
+export const TASK_ATTEMPTS_ENDED = defineContract({
+  subject: 'tern.task.attempts-ended.v1',
+  kind: 'event',
+  payload: TaskAttemptsEnded,
+  stream: 'EVENTS',
+  description:
+    "Several attempts' outcomes the gateway accepted, each as tern.task.attempt-ended.v1 says one: the facts that were ready while the gateway's previous one was on its way, in one message (Nats-Msg-Id `attempts-ended:<hash of the members' task ids and attempts>`). A lone fact still goes as tern.task.attempt-ended.v1. Read by metering and reputation, which apply each member under the same guards as a lone one (an attempt counted once, whichever message told it).",
 });

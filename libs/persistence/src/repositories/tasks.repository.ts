@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { LeaseClaim, TaskLease } from '#tern/tasks';
 import type { TaskSpotCheckRecord, TaskState } from '#tern/contracts';
-import { GroupCommit } from '../group-commit.js';
+import { GroupCommit } from '#tern/timing';
 import * as activity from './tasks/task-activity.js';
 import * as callbacks from './tasks/task-callbacks.js';
 import * as endings from './tasks/task-endings.js';
