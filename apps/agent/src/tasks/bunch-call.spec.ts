@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BunchCall, bunchSize, MAX_BUNCH } from './bunch-call.js';
+import type { TaskItem } from '#tern/contracts';
+import { BunchCall, bunchSize, ChunkDurations, MAX_BUNCH } from './bunch-call.js';
 
 describe('bunchSize: how many map chunks a slot takes in one pull', () => {
   it('takes one until a chunk of the version has been timed here', () => {
@@ -19,6 +20,34 @@ describe('bunchSize: how many map chunks a slot takes in one pull', () => {
     expect(bunchSize(1, 0, 4)).toBe(1);
     expect(bunchSize(1, 7, 4)).toBe(2);
     expect(bunchSize(1, 40, 4)).toBe(11);
+  });
+});
+
+describe('ChunkDurations: the mean that sizes a map’s bunches is its own map’s', () => {
+  const chunkOf = (mapId?: string) =>
+    ({
+      payload: { __tern_map_chunk__: { inputs: [1], return_exceptions: false, ...(mapId ? { map_id: mapId } : {}) } },
+    }) as unknown as TaskItem;
+
+  it("a map's first chunk has no mean, whatever other maps of the deployment took", () => {
+    const durations = new ChunkDurations();
+    for (let i = 0; i < 20; i++) durations.ended(chunkOf('quick'), 5);
+    expect(durations.mean(chunkOf('quick'), 5)).toBe(5);
+    // A new map on the same deployment: its first pull takes one chunk, not 20 at the quick map's pace.
+    expect(durations.mean(chunkOf('slow'), 5)).toBeUndefined();
+    durations.ended(chunkOf('slow'), 1000);
+    expect(bunchSize(durations.mean(chunkOf('slow'), 5), 100, 2)).toBe(1);
+    expect(durations.mean(chunkOf('quick'), 5)).toBe(5);
+  });
+
+  it('follows its map as its chunks end; a chunk that names no map (an older gateway) goes by the deployment', () => {
+    const durations = new ChunkDurations();
+    durations.ended(chunkOf('m'), 10);
+    durations.ended(chunkOf('m'), 110);
+    expect(durations.mean(chunkOf('m'), undefined)).toBeCloseTo(40);
+    durations.ended(chunkOf(), 999);
+    expect(durations.mean(chunkOf(), 7)).toBe(7);
+    expect(durations.mean(chunkOf(), undefined)).toBeUndefined();
   });
 });
 

@@ -1,6 +1,7 @@
 import type { ClientRequest } from 'node:http';
 import type { Logger } from '@nestjs/common';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import { LRUCache } from 'lru-cache';
 import { MAP_BUNCH_KEY, MAP_CHUNK_KEY, RUNNER_BUNCHES_HEADER, TASK_RESULT_MAX_BYTES, type TaskItem } from '#tern/contracts';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { handlerError, type HandlerOutcome, taskRequest } from './call-handler.js';
@@ -20,9 +21,41 @@ export function isMapChunk(task: TaskItem): boolean {
   return typeof task.payload === 'object' && task.payload !== null && MAP_CHUNK_KEY in task.payload;
 }
 
+/** The map a chunk belongs to (`map_id` under MAP_CHUNK_KEY; chunks queued by an older gateway carry none). */
+function mapOf(task: TaskItem): string | undefined {
+  const chunk = (task.payload as Record<string, unknown>)[MAP_CHUNK_KEY] as { map_id?: unknown } | null;
+  return typeof chunk?.map_id === 'string' ? chunk.map_id : undefined;
+}
+
+/** Weight of the newest chunk's duration in its map's running mean. */
+const CHUNK_DURATION_WEIGHT = 0.3;
+
+/**
+ * Each map's mean chunk duration on this machine, which sizes its bunches: a map's chunks take
+ * about the same time as each other, not as another map's on the same deployment (a map of
+ * one-second chunks after one of millisecond chunks would otherwise be pulled 10 to a slot, and
+ * its retries wait behind them). A map's first chunk here goes alone.
+ */
+export class ChunkDurations {
+  private readonly means = new LRUCache<string, number>({ max: 1024 });
+
+  /** The chunk's map's mean, or `fallback` for a chunk that names no map. */
+  mean(task: TaskItem, fallback: number | undefined): number | undefined {
+    const map = mapOf(task);
+    return map === undefined ? fallback : this.means.get(map);
+  }
+
+  ended(task: TaskItem, durationMs: number): void {
+    const map = isMapChunk(task) ? mapOf(task) : undefined;
+    if (map === undefined) return;
+    const before = this.means.get(map);
+    this.means.set(map, before === undefined ? durationMs : before + CHUNK_DURATION_WEIGHT * (durationMs - before));
+  }
+}
+
 /**
  * How many map chunks a slot takes in one pull: none of its budget known yet (no chunk of the
- * version timed here) is one; else as many as fit BUNCH_BUDGET_MS at the mean duration, at most
+ * map timed here) is one; else as many as fit BUNCH_BUDGET_MS at the mean duration, at most
  * MAX_BUNCH, and no more than the slot's share of what the consumer holds now (`pending` after the
  * message in hand, over `slots` pulling beside it), so a bunch's pull does not wait on chunks the
  * other slots take.

@@ -36,7 +36,7 @@ import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
 import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
 import { callHandler, failedForGood, type HandlerOutcome } from './call-handler.js';
-import { BunchCall, bunchSize, isMapChunk, pullMore } from './bunch-call.js';
+import { BunchCall, bunchSize, ChunkDurations, isMapChunk, pullMore } from './bunch-call.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
@@ -103,6 +103,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   private readonly served = new Map<string, Served>();
   private readonly running = new Map<string, Running>();
   private readonly cancelled = new Set<string>();
+  private readonly chunkDurations = new ChunkDurations();
   private readonly loads: TaskLoads;
   private readonly permits: TaskPermits;
   private subscription?: Subscription;
@@ -237,7 +238,11 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     const { record } = served;
     const size =
       served.takesBunches && isMapChunk(first.task)
-        ? bunchSize(this.loads.meanDurationMs(record.deploymentId, record.deploymentVersion), msg.info.pending, served.loops.length)
+        ? bunchSize(
+            this.chunkDurations.mean(first.task, this.loads.meanDurationMs(record.deploymentId, record.deploymentVersion)),
+            msg.info.pending,
+            served.loops.length,
+          )
         : 1;
     if (size <= 1) return this.runAttempt(served, first, this.callAlone(served, first));
     const bunch = [first];
@@ -405,6 +410,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     } finally {
       // Once per attempt, however it ended (cancelled and unsettled ones too).
       this.loads.end(record.containerId, durationMs ?? Date.now() - startedAt);
+      this.chunkDurations.ended(task, durationMs ?? Date.now() - startedAt);
       clearInterval(progress);
       clearTimeout(timeout);
       this.running.delete(task.taskId);

@@ -119,8 +119,8 @@ export class MapsRepository extends TransactionalRepository {
   }
 
   /**
-   * Every input is in: a PENDING task per chunk (its payload the chunk's inputs under
-   * MAP_CHUNK_KEY), the staging cleared, the map running. One transaction: a map is either
+   * Every input is in: a PENDING task per chunk (its payload the chunk's inputs and its map's id
+   * under MAP_CHUNK_KEY), the staging cleared, the map running. One transaction: a map is either
    * still accepting (and runs nothing) or wholly accepted.
    */
   async accept(mapId: string, total: number): Promise<boolean> {
@@ -133,7 +133,7 @@ export class MapsRepository extends TransactionalRepository {
       await tx.rows(
         `INSERT INTO tasks (id, workspace_id, deployment_id, deployment_version, state, payload, max_retries, timeout_seconds)
          SELECT c.task_id, m.workspace_id, m.deployment_id, m.deployment_version, 'PENDING',
-                jsonb_build_object('${MAP_CHUNK_KEY}', jsonb_build_object('inputs', c.inputs, 'return_exceptions', m.return_exceptions)),
+                jsonb_build_object('${MAP_CHUNK_KEY}', jsonb_build_object('inputs', c.inputs, 'return_exceptions', m.return_exceptions, 'map_id', m.id)),
                 m.max_retries, m.timeout_seconds
          FROM map_chunks c JOIN maps m ON m.id = c.map_id WHERE c.map_id = $1 ORDER BY c.chunk`,
         [mapId],
