@@ -79,7 +79,11 @@ function baseCommand(): Command {
     .option('--mirror <url>', 'Debian archive', 'http://deb.debian.org/debian')
     .option('--include <packages>', 'packages added to minbase, comma-separated', 'python3,ca-certificates')
     .option('--tag <repo:tag>', 'where in the registry', 'tern/base:bookworm')
-    .option('--cache <dir>', 'where the debootstrapped root filesystem (and its packed layer) is kept', join(homedir(), '.cache', 'tern', 'base-image'))
+    .option(
+      '--cache <dir>',
+      'where the debootstrapped root filesystem (and its packed layer) is kept',
+      join(homedir(), '.cache', 'tern', 'base-image'),
+    )
     .action(async (o: { suite: string; mirror: string; include: string; tag: string; cache: string }) => {
       if (process.getuid?.() !== 0) throw new Error('tern image base runs debootstrap, which needs root: run it with sudo');
       const access = registryAccess();
