@@ -26,7 +26,7 @@ import { agentId, Fleet } from './fleet.js';
 import { startNatsServers } from './nats-servers.js';
 import { ReputationLag } from './reputation-lag.js';
 import { profileNats, resetStatements, topStatements } from './profile.js';
-import { padMissing, printSummary, type StepResult, stepLine, summarise, usage } from './report.js';
+import { padMissing, printSummary, type StepResult, stepLine, summarise, ticksBetween, usage } from './report.js';
 import { ServiceProcess } from './services.js';
 
 const USAGE = `usage: npm run build && ulimit -n 65536 && node dist/bench/agents/main.js [options]
@@ -305,7 +305,7 @@ async function main() {
       // CPU per beat handled: what a service costs per message, whatever share of the machine it got.
       for (const service of ['scheduler', 'reputation']) {
         const [ok, dropped] = ['ok', 'dropped'].map((k) => (handledAfter[service]?.[k] ?? 0) - (handledBefore[service]?.[k] ?? 0));
-        const cpuMs = ((after[service]?.ticks ?? 0) - (before[service]?.ticks ?? 0)) * 10;
+        const cpuMs = (after[service] ? ticksBetween(before[service], after[service]) : 0) * 10;
         log(
           `  ${service}: ${ok} beats handled in the window (${dropped} dropped), ${ok ? (cpuMs / ok).toFixed(2) : '∞'} ms of CPU per beat`,
         );

@@ -1,8 +1,12 @@
 /** bench/agents' figures: CPU and RSS per process from /proc, lag quantiles, the rows and the summary it prints. */
 import { readFile } from 'node:fs/promises';
 
-/** CPU ticks (10 ms) and RSS per process group: the services, nats-server, the bench's Postgres backends, the simulated fleet. */
-export type Usage = Record<string, { ticks: number; rssKiB: number }>;
+/**
+ * CPU ticks (10 ms) and RSS per process group: the services, nats-server, the bench's Postgres
+ * backends, the simulated fleet; `byPid` the ticks of each process, so a window counts only the
+ * processes it saw at its end (a pooled Postgres connection closed meanwhile took its ticks with it).
+ */
+export type Usage = Record<string, { ticks: number; rssKiB: number; byPid: Record<number, number> }>;
 
 export async function usage(groups: Record<string, number[]>): Promise<Usage> {
   const out: Usage = {};
@@ -10,17 +14,27 @@ export async function usage(groups: Record<string, number[]>): Promise<Usage> {
   return out;
 }
 
-async function proc(pids: number[]): Promise<{ ticks: number; rssKiB: number }> {
+async function proc(pids: number[]): Promise<Usage[string]> {
   let ticks = 0;
   let rssKiB = 0;
+  const byPid: Record<number, number> = {};
   for (const pid of pids) {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+    byPid[pid] = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+    ticks += byPid[pid];
     const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
     rssKiB += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   }
-  return { ticks, rssKiB };
+  return { ticks, rssKiB, byPid };
+}
+
+/** The ticks a group spent between two samples: each process at the end less what it had at the start (all of it when it started since). */
+export function ticksBetween(before: Usage[string] | undefined, after: Usage[string]): number {
+  let ticks = 0;
+  for (const [pid, t] of Object.entries(after.byPid)) ticks += t - (before?.byPid[Number(pid)] ?? 0);
+  return ticks;
 }
 
 /** Nearest rank, so beats never applied (Infinity) count as such and never interpolate to NaN. */
@@ -57,7 +71,7 @@ export function summarise(
   const cpu: Record<string, number> = {};
   const rssMiB: Record<string, number> = {};
   for (const k of Object.keys(after)) {
-    cpu[k] = (after[k]!.ticks - (before[k]?.ticks ?? 0)) / step.seconds; // ticks of 10 ms per s = % of one core
+    cpu[k] = ticksBetween(before[k], after[k]!) / step.seconds; // ticks of 10 ms per s = % of one core
     rssMiB[k] = after[k]!.rssKiB / 1024;
   }
   const lag: StepResult['lag'] = {};
