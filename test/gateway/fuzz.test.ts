@@ -671,7 +671,9 @@ describe('gateway fuzz: no 5xx, no reset', () => {
             covered.add(`${op.method} ${op.template}`);
             if (failed(req, answer))
               failures.push(
-                `${req.method} ${req.path.slice(0, 160)} [${req.body.label}] → ${answer.error ?? `${answer.status} ${answer.body?.slice(0, 300)}`}`,
+                `${req.method} ${req.path.slice(0, 160)} [${req.body.label}] → ${answer.error ?? `${answer.status} ${answer.body?.slice(0, 300)}`}` +
+                  // A reset is often the fault of an earlier exchange on the same keep-alive connection.
+                  (answer.history?.length ? `\n    earlier on its connection: ${answer.history.join('\n      ')}` : ''),
               );
           } else {
             const { op, path, body } = raw[i - jobs.length]!;
