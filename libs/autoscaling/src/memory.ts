@@ -1,3 +1,4 @@
+import { smoothed } from '#tern/timing';
 import type { Observation } from './observation.js';
 
 /** What the predictive policy assumes before it has seen a container start. */
@@ -92,7 +93,7 @@ export class ScalingMemory {
     this.learnColdStart(o.containers.length, now);
     if (o.meanDurationMs > 0) {
       const s = o.meanDurationMs / 1000;
-      this.serviceSeconds = this.serviceSeconds === undefined ? s : this.serviceSeconds + 0.3 * (s - this.serviceSeconds);
+      this.serviceSeconds = smoothed(this.serviceSeconds, s, 0.3);
     }
     const load = Math.max(0, o.inFlight) + Math.max(0, o.buffered);
     const arrived = this.arrivals(o, load, now);
@@ -193,8 +194,7 @@ export class ScalingMemory {
     let started = Math.max(0, ready - this.lastReady);
     while (started-- > 0 && this.askedAt.length) {
       const seconds = (now - this.askedAt.shift()!) / 1000;
-      this.coldStartSeconds =
-        this.coldStartSeconds === undefined ? seconds : this.coldStartSeconds + 0.3 * (seconds - this.coldStartSeconds);
+      this.coldStartSeconds = smoothed(this.coldStartSeconds, seconds, 0.3);
     }
     this.lastReady = ready;
   }

@@ -4,3 +4,4 @@ export * from './fire-and-forget.js';
 export * from './map-limit.js';
 export * from './throttle.js';
 export * from './group-commit.js';
+export * from './smoothed.js';

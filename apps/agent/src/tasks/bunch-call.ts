@@ -2,6 +2,7 @@ import type { ClientRequest } from 'node:http';
 import type { Logger } from '@nestjs/common';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import { LRUCache } from 'lru-cache';
+import { smoothed } from '#tern/timing';
 import { MAP_BUNCH_KEY, MAP_CHUNK_KEY, RUNNER_BUNCHES_HEADER, TASK_RESULT_MAX_BYTES, type TaskItem } from '#tern/contracts';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { handlerError, type HandlerOutcome, taskRequest } from './call-handler.js';
@@ -48,8 +49,7 @@ export class ChunkDurations {
   ended(task: TaskItem, durationMs: number): void {
     const map = isMapChunk(task) ? mapOf(task) : undefined;
     if (map === undefined) return;
-    const before = this.means.get(map);
-    this.means.set(map, before === undefined ? durationMs : before + CHUNK_DURATION_WEIGHT * (durationMs - before));
+    this.means.set(map, smoothed(this.means.get(map), durationMs, CHUNK_DURATION_WEIGHT));
   }
 }
 

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { AGENT_LOAD_REPORT, type AgentLoadReport, deploymentKey } from '#tern/contracts';
 import type { Messaging } from '#tern/messaging';
-import { Ticker } from '#tern/timing';
+import { smoothed, Ticker } from '#tern/timing';
 import type { ContainerRecord } from '../containers/container-spec.js';
 
 const REPORT_EVERY_MS = 1000;
@@ -64,8 +64,7 @@ export class TaskLoads {
     c.inFlight = Math.max(0, c.inFlight - 1);
     if (c.inFlight === 0) c.idleSince = Date.now();
     const key = deploymentKey(c.record.deploymentId, c.record.deploymentVersion);
-    const before = this.meanMs.get(key);
-    this.meanMs.set(key, before === undefined ? durationMs : before + DURATION_WEIGHT * (durationMs - before));
+    this.meanMs.set(key, smoothed(this.meanMs.get(key), durationMs, DURATION_WEIGHT));
   }
 
   /** The version's mean task duration here (smoothed); undefined until one of its tasks has ended. */
