@@ -56,9 +56,9 @@ await main(async () => {
       await provideInfra(env, f, infra);
     }
     if (jestArgs.length) return await jest(jestArgs, env);
-    // The whole suite in one run, three test files at a time on two cores: the stack tests (a whole
-    // `npm run up` each) wait on timers, disks and containers more than they compute (two workers
-    // left a quarter of the CPU idle); one run packs them with no idle worker between phases.
+    // The whole suite in one run, two test files at a time: the stack tests (a whole `npm run up`
+    // each) wait on timers and containers more than they compute, so two of them, or one beside
+    // an integration test, fit two cores; one run packs them with no idle worker between phases.
     return await jest(['--selectProjects', 'unit', 'integration', 'stack'], env);
   } finally {
     await stopInfra();
@@ -150,7 +150,7 @@ function redact(url) {
 
 /** Runs jest in ESM mode; resolves its exit code. Ctrl-C reaches jest (same process group) and us. */
 function jest(args, env) {
-  const workers = args.some((a) => /^(--maxWorkers|-w|--runInBand|-i$)/.test(a)) ? [] : ['--maxWorkers=3'];
+  const workers = args.some((a) => /^(--maxWorkers|-w|--runInBand|-i$)/.test(a)) ? [] : ['--maxWorkers=2'];
   const child = spawn(
     process.execPath,
     ['--experimental-vm-modules', join(REPO_ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), ...workers, ...args],
