@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -90,16 +90,27 @@ describeBuild('building images from a spec, a layer per step', () => {
 
   let built: string;
 
-  it('pushes zstd layers (what agents unpack fastest) and builds on such an image as a base', async () => {
+  /** The manifest the registry holds for a digest of team/app. */
+  const pushed = async (digest: string) => {
     const raw = await execa('skopeo', [
       'inspect',
       '--raw',
       '--tls-verify=false',
       '--creds',
       `${registry.puller.username}:${registry.puller.password}`,
-      `docker://${registry.host}/team/app@${built}`,
+      `docker://${registry.host}/team/app@${digest}`,
     ]);
-    const manifest = JSON.parse(raw.stdout) as { layers: { mediaType: string; size: number }[] };
+    return JSON.parse(raw.stdout) as { layers: { mediaType: string; size: number; digest: string }[] };
+  };
+  /** When the builder's zstd blob of a digest was written (undefined: it has no such blob). */
+  const writtenAt = (digest: string) =>
+    stat(join(layout(), 'tern-zstd', 'blobs', 'sha256', digest.slice('sha256:'.length))).then(
+      (s) => s.mtimeMs,
+      () => undefined,
+    );
+
+  it('pushes zstd layers (what agents unpack fastest) and builds on such an image as a base', async () => {
+    const manifest = await pushed(built);
     // The steps' layers; the base's, which the registry holds already, is mounted as it is (skopeo 1.9).
     expect(manifest.layers.slice(-3).map((l) => l.mediaType)).toEqual(Array(3).fill('application/vnd.oci.image.layer.v1.tar+zstd'));
     // The three steps ran in one unpacked bundle: the last layer holds its own one file, not the
@@ -125,13 +136,23 @@ describeBuild('building images from a spec, a layer per step', () => {
     }
   }, 300_000);
 
-  it('rebuilds only from a changed step on', async () => {
+  it('rebuilds only from a changed step on, and pushes the unchanged layers as the zstd it made for them once', async () => {
+    const before = (await pushed(built)).layers.slice(-3);
+    // The zstd the registry got is the layout's own copy, kept for the next push.
+    const madeAt = await Promise.all(before.map((l) => writtenAt(l.digest)));
+    expect(madeAt.every((t) => t !== undefined)).toBe(true);
     const changed = await build({ ...spec, commands: ['echo changed > /opt/marker'] }, 'v2');
     expect(changed.steps.map((s) => [s.name, s.cached])).toEqual([
       ['apt', true],
       ['pip', true],
       ['commands[0]', false],
     ]);
+    const after = (await pushed(changed.digest)).layers.slice(-3);
+    expect(after.map((l) => l.mediaType)).toEqual(Array(3).fill('application/vnd.oci.image.layer.v1.tar+zstd'));
+    expect(after.slice(0, 2).map((l) => l.digest)).toEqual(before.slice(0, 2).map((l) => l.digest));
+    // apt's and pip's layers were not compressed again for this push.
+    expect(await Promise.all(after.slice(0, 2).map((l) => writtenAt(l.digest)))).toEqual(madeAt.slice(0, 2));
+    expect(after[2]!.digest).not.toBe(before[2]!.digest);
   }, 300_000);
 
   it('builds two identical specs started at once only once', async () => {

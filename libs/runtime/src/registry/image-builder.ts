@@ -6,6 +6,7 @@ import { execa } from 'execa';
 import type { ImageBuild } from '#tern/contracts';
 import { ImageError } from '../errors.js';
 import { type RegistryAccessList, skopeoCopy } from './skopeo.js';
+import { withZstdLayers } from './zstd-layers.js';
 
 /** One step of a build: one layer. */
 export interface BuildStep {
@@ -120,6 +121,16 @@ async function manifestDigest(layout: string, tag: string): Promise<string | und
   const text = await readFile(join(layout, 'index.json'), 'utf8').catch(() => undefined);
   const index = text ? (JSON.parse(text) as { manifests?: { digest: string; annotations?: Record<string, string> }[] }) : {};
   return index.manifests?.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === tag)?.digest;
+}
+
+/** How many layers the manifest a tag points at has. */
+async function layerCount(layout: string, tag: string): Promise<number> {
+  const digest = await manifestDigest(layout, tag);
+  if (!digest) throw new ImageError(tag, `no tag ${tag} in the build layout`);
+  const manifest = JSON.parse(await readFile(join(layout, 'blobs', 'sha256', digest.slice('sha256:'.length)), 'utf8')) as {
+    layers: unknown[];
+  };
+  return manifest.layers.length;
 }
 
 // Docker's default set: what apt and dpkg need to install packages as root in the image.
@@ -346,9 +357,13 @@ async function buildLocked(
     if (c.exitCode !== 0) throw new ImageError(options.target, `umoci config failed: ${c.all}`);
   }
   say(`pushing ${options.target}`);
-  // zstd in the registry: agents unpack it as it downloads, several times faster than gzip. A
-  // layer the registry holds already (the base's) is mounted as it is: skopeo 1.9 reuses before it recompresses.
-  const digest = await skopeoCopy(options.target, `oci:${options.layout}:${finalTag}`, `docker://${options.target}`, options.access, {
+  // zstd in the registry: agents unpack it as it downloads, several times faster than gzip. The
+  // steps' layers are compressed once per layout (withZstdLayers); a layer of the base the
+  // registry holds already is mounted as it is (skopeo 1.9 reuses before it recompresses), and
+  // one it does not is recompressed by skopeo.
+  const baseLayers = await layerCount(options.layout, baseTag);
+  const pushFrom = await withZstdLayers(options.layout, finalTag, baseLayers);
+  const digest = await skopeoCopy(options.target, pushFrom, `docker://${options.target}`, options.access, {
     onProgress: (l) => say(`  ${l}`),
     compress: 'zstd',
   });
