@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { BridgeNetwork } from '#tern/runtime';
@@ -80,4 +80,16 @@ export async function joinMachine(
     500,
   );
   return { id, pool, stateDir, agentPid: agent.pid! };
+}
+
+/**
+ * Where the agent's last container start went, from its log: `started R s after its command:
+ * volumes mounted at V s, image ready at I s` (the volume mount and the pull run side by side,
+ * then runc), or undefined when it logged none.
+ */
+export async function lastStartPhases(machine: BenchMachine): Promise<string | undefined> {
+  const log = await readFile(join(machine.stateDir, 'agent.out'), 'utf8').catch(() => '');
+  const lines = [...log.matchAll(/started ([\d.]+) s after its command: volumes mounted at ([\d.]+) s, image ready at ([\d.-]+) s/g)];
+  const last = lines.at(-1);
+  return last && `volumes mounted at ${last[2]} s, image ready at ${last[3]} s, runc done at ${last[1]} s`;
 }

@@ -24,7 +24,7 @@ import { cpuSeconds, deploy, openStack } from '../invoke/stack.js';
 import { bareGets, putRandomVolume, registryUrl, volumeRepositoryOf } from '../volumes/store.js';
 import { cpuSplit } from './cpu.js';
 import { LIBRARY_DIR, pushBenchImage } from './image.js';
-import { type BenchMachine, joinMachine } from './machines.js';
+import { type BenchMachine, joinMachine, lastStartPhases } from './machines.js';
 
 const values = benchArgs(
   `Usage: node dist/bench/model-start/main.js [--weights-mib 4096] [--image-mib 1024] [--site-cache on|off] [--cache DIR] [--agent-cpu-prof DIR]`,
@@ -199,6 +199,7 @@ try {
       number,
     ];
     const agentCpu = main + threads + children;
+    const phases = await lastStartPhases(machine);
     const benchCpu = (await cpuSeconds()) - cpuBefore.bench;
     const bytes = imageBytes + WEIGHTS_MIB * MiB;
     const atFloor = bytes / floorRate;
@@ -209,7 +210,8 @@ try {
         `${atFloor.toFixed(2)} s   ratio ${(seconds / atFloor).toFixed(2)}x   (CPU: agent ${agentCpu.toFixed(2)} s = ` +
         `main thread ${main.toFixed(2)} + other threads ${threads.toFixed(2)} + children ${children.toFixed(2)}, ` +
         `${site ? 'site cache and ' : ''}bench ${benchCpu.toFixed(2)} s; on_start read the weights in ${loaded.read_seconds.toFixed(2)} s` +
-        `${uplink === undefined ? '' : `; the site cache fetched ${(uplink / MiB).toFixed(0)} MiB from the registry for it`})`,
+        `${uplink === undefined ? '' : `; the site cache fetched ${(uplink / MiB).toFixed(0)} MiB from the registry for it`}` +
+        `${phases ? `; the agent: ${phases} after the start command` : ''})`,
     );
     console.error(`${rows.at(-1)}; load average ${load()}`);
   }

@@ -1,6 +1,6 @@
-import { open } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { BufferPool } from './buffer-pool.js';
+import { DIRECT_ALIGN, openBlobFile, readAt } from './direct-io.js';
 
 /** A blob's bytes as a site cache's responses read them: from its file, as far as may be sent yet. */
 export interface BlobBytes {
@@ -12,27 +12,27 @@ export interface BlobBytes {
    * whole; rejects when the blob turned out wrong or could not be read.
    */
   sendable(offset: number, end: number): Promise<number>;
-  /** Reads into `into` from `position` of the file; the number of bytes read. */
-  read(into: Buffer, position: number): Promise<number>;
+  /** Reads `length` bytes from `position` of the file into `buffer` (as `readAt`): the part of it holding them. */
+  read(buffer: Buffer, position: number, length: number): Promise<Buffer>;
   /** One response is done with the file. */
   release(): void;
 }
 
 /** A kept blob's file, opened for one response: it stays readable to it if the blob is evicted meanwhile. */
 export async function openKept(path: string): Promise<BlobBytes> {
-  const file = await open(path, 'r');
-  const size = await file.stat().then(
+  const blob = await openBlobFile(path, 'r');
+  const size = await blob.file.stat().then(
     (s) => s.size,
     async (e: Error) => {
-      await file.close();
+      await blob.file.close();
       throw e;
     },
   );
   return {
     ready: () => Promise.resolve(size),
     sendable: (_offset, end) => Promise.resolve(end),
-    read: async (into, position) => (await file.read(into, 0, into.length, position)).bytesRead,
-    release: () => void file.close().catch(() => undefined),
+    read: (buffer, position, length) => readAt(blob, buffer, position, length),
+    release: () => void blob.file.close().catch(() => undefined),
   };
 }
 
@@ -42,7 +42,7 @@ const SEND_BYTES = 2 ** 20;
  * One buffer per response sending, reused by the next response (the kept ones bound the memory
  * held between bursts; a response's buffer is its own, so a slow machine holds up no other).
  */
-const sendBuffers = new BufferPool(SEND_BYTES, { most: Number.POSITIVE_INFINITY, keep: 32 });
+const sendBuffers = new BufferPool(SEND_BYTES + DIRECT_ALIGN, { most: Number.POSITIVE_INFINITY, keep: 32, aligned: true });
 
 /**
  * Sends bytes `[start, end)` of a blob as the body of `res`, as they become sendable: each read
@@ -57,35 +57,46 @@ export async function sendBlob(
   sent: (n: number) => void,
 ): Promise<void> {
   const buffer = sendBuffers.take()!;
-  let reuse = true;
+  // Settles once the socket is done with the buffer (the last write's callback), however that write ended.
+  let lent: Promise<unknown> = Promise.resolve();
   try {
     for (let offset = start; offset < end;) {
       const bound = await bytes.sendable(offset, end);
-      const n = await bytes.read(buffer.subarray(0, Math.min(buffer.length, bound - offset)), offset);
-      if (n === 0) throw new Error(`the blob's file ends at ${offset}, before its ${end} bytes`);
-      reuse = false;
-      await written(res, buffer.subarray(0, n));
-      reuse = true;
-      offset += n;
-      sent(n);
+      const piece = await bytes.read(buffer, offset, Math.min(SEND_BYTES, bound - offset));
+      if (piece.length === 0) throw new Error(`the blob's file ends at ${offset}, before its ${end} bytes`);
+      const write = written(res, piece);
+      lent = write.lent;
+      await write.done;
+      offset += piece.length;
+      sent(piece.length);
     }
     res.end();
   } finally {
-    // A write cut short may leave the buffer with the socket: it is dropped, not lent again.
-    sendBuffers.give(buffer, reuse);
+    // A write cut short leaves the buffer with the socket until its callback: lent again only then.
+    lent.then(
+      () => sendBuffers.give(buffer),
+      () => undefined,
+    );
   }
 }
 
-/** Resolves once `piece` is handed to the kernel (the buffer is free again); rejects when the connection is gone first. */
-function written(res: ServerResponse, piece: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (res.destroyed) return reject(new Error('the machine closed the connection'));
+/**
+ * `done` resolves once `piece` is handed to the kernel, and rejects when the connection is gone
+ * first; `lent` settles when the socket no longer holds the piece (the write's callback).
+ */
+function written(res: ServerResponse, piece: Buffer): { done: Promise<void>; lent: Promise<unknown> } {
+  if (res.destroyed) return { done: Promise.reject(new Error('the machine closed the connection')), lent: Promise.resolve() };
+  let wrote!: (e: Error | null | undefined) => void;
+  const lent = new Promise<Error | null | undefined>((resolve) => (wrote = resolve));
+  const done = new Promise<void>((resolve, reject) => {
     const closed = () => reject(new Error('the machine closed the connection'));
     res.once('close', closed);
-    res.write(piece, (e) => {
+    lent.then((e) => {
       res.off('close', closed);
       if (e) reject(e);
       else resolve();
-    });
+    }, reject);
   });
+  res.write(piece, (e) => wrote(e));
+  return { done, lent };
 }

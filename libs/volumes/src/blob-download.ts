@@ -1,7 +1,8 @@
-import { type FileHandle, open, rename, rm } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import type { BlobBytes } from './blob-bytes.js';
 import { BufferPool } from './buffer-pool.js';
+import { alignDown, type BlobFile, DIRECT_ALIGN, openBlobFile, readAt, writeAt } from './direct-io.js';
 import { getBody } from './http-get.js';
 import { type BodyFlow, type BodySink, getStreaming } from './http-into.js';
 import { type Sha256Stream, sha256Stream } from './sha256-threads.js';
@@ -32,12 +33,12 @@ const SLABS_PER_DOWNLOAD = 4;
 
 /**
  * The slabs of a site cache's downloads, over shared memory (a worker thread hashes them where
- * they lie): at most `bytes` of them out, whatever the number of downloads (a download finding
- * none pauses its socket until one comes back), and at most 32 MiB kept between bursts.
+ * they lie) aligned for direct I/O: at most `bytes` of them out, whatever the number of downloads
+ * (a download finding none pauses its socket until one comes back), all kept once made.
  */
 export function downloadSlabs(bytes: number): BufferPool {
   const most = Math.max(1, Math.floor(bytes / SLAB_BYTES));
-  return new BufferPool(SLAB_BYTES, { most, keep: Math.min(most, 32), shared: true });
+  return new BufferPool(SLAB_BYTES, { most, keep: most, aligned: true });
 }
 
 /** A slab's bytes that arrived but fill no whole slab go to the file after this long, for the machines reading it. */
@@ -67,7 +68,7 @@ interface Slab {
  */
 export class BlobDownload implements BlobBytes, BodySink {
   private size?: number;
-  private file?: FileHandle;
+  private file?: BlobFile;
   private received = 0;
   private written = 0;
   private whole = false;
@@ -134,8 +135,8 @@ export class BlobDownload implements BlobBytes, BodySink {
     }
   }
 
-  async read(into: Buffer, position: number): Promise<number> {
-    return (await this.file!.read(into, 0, into.length, position)).bytesRead;
+  read(buffer: Buffer, position: number, length: number): Promise<Buffer> {
+    return readAt(this.file!, buffer, position, length);
   }
 
   /** The body's length, from the store's answer: the file is opened for it before any byte is taken. */
@@ -181,7 +182,7 @@ export class BlobDownload implements BlobBytes, BodySink {
   private async run(): Promise<number> {
     const { hex, store, tmp } = this.source;
     try {
-      this.file = await open(tmp, 'w+', 0o600);
+      this.file = await openBlobFile(tmp, 'w+');
       try {
         await this.fetch();
       } catch (e) {
@@ -278,21 +279,31 @@ export class BlobDownload implements BlobBytes, BodySink {
     }, FLUSH_MS);
   }
 
-  /** Writes the slabs' bytes to the file in order, one write at a time: whole slabs, and a part of one once a flush is due. */
+  /**
+   * Writes the slabs' bytes to the file in order, one write at a time: whole slabs, and a part of
+   * one once a flush is due. A direct file takes whole blocks only: a part written is cut to its
+   * last whole block, and the blob's last bytes go out padded to a block, the file then cut to
+   * the blob's size.
+   */
   private write(): void {
     if (this.writing || this.failure) return;
     this.writing = (async () => {
+      const file = this.file!;
       for (;;) {
         const slab = this.slabs.find((s) => s.written < s.filled);
         if (!slab || this.failure) return;
-        const to = slab.filled;
+        let to = slab.filled;
         if (to < slab.bytes.length) {
           if (!this.flushDue) return;
           this.flushDue = false;
+          if (file.direct) to = alignDown(to);
+          if (to <= slab.written) return;
         }
-        await writeAll(this.file!, slab.bytes.subarray(slab.written, to), slab.start + slab.written);
+        await writeAt(file, slab.bytes.subarray(slab.written, to), slab.start + slab.written);
+        const end = slab.start + to;
+        if (file.direct && end % DIRECT_ALIGN) await file.file.truncate(end);
         slab.written = to;
-        this.written = slab.start + to;
+        this.written = end;
         this.free(slab);
         this.advance();
       }
@@ -342,11 +353,6 @@ export class BlobDownload implements BlobBytes, BodySink {
   private close(): void {
     if (this.closed || !this.file) return;
     this.closed = true;
-    this.file.close().catch(() => undefined);
+    this.file.file.close().catch(() => undefined);
   }
-}
-
-/** `piece` written at `position` of `file`, all of it. */
-async function writeAll(file: FileHandle, piece: Buffer, position: number): Promise<void> {
-  for (let done = 0; done < piece.length;) done += (await file.write(piece, done, piece.length - done, position + done)).bytesWritten;
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, get as httpGet, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -141,6 +142,9 @@ describe('SiteCache', () => {
       keptBytes: blob.length,
     });
     expect(await readdir(dir)).toEqual([hex]);
+    // Written and read back with direct I/O: the cache's blobs take no page cache (util-linux fincore).
+    const resident = execFileSync('fincore', ['--bytes', '--noheadings', '--raw', '--output', 'RES', join(dir, hex)], { encoding: 'utf8' });
+    expect(Number(resident.trim())).toBe(0);
   });
 
   it('gives machines asking during one download the same verified bytes from one GET, a slow one stalling no other', async () => {
@@ -286,5 +290,9 @@ describe('SiteCache', () => {
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe('1000');
     expect(cache.cache.stats).toMatchObject({ refused: 2, misses: 1 });
+    // The HEAD's miss downloads the blob: kept before the test's directory goes.
+    for (const began = Date.now(); cache.cache.stats.keptBytes < 1000 && Date.now() - began < 5_000;)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(cache.cache.stats.keptBytes).toBe(1000);
   });
 });
