@@ -204,6 +204,8 @@ describe('machine registry: heartbeats, pool rules, offline', () => {
     const stop = keepBeating('a10-1', 'h100');
     const held = await until('a10-1', 'unschedulable');
     expect(held.state_reason).toBe('GPU 0 (NVIDIA A10G) is not a type pool "h100" allows (H100)');
+    // The relay announces the move after its commit: the row can be read before the event arrives.
+    await waitFor('event', async () => changesOf('a10-1').some((c) => c.to === 'unschedulable'));
     expect(changesOf('a10-1').find((c) => c.to === 'unschedulable')).toMatchObject({ from: 'registered' });
 
     expect((await call('PATCH', '/api/v1/pools/h100', ADMIN, { allowedGpuTypes: ['H100', 'A10G'] })).status).toBe(200);

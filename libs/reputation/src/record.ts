@@ -69,8 +69,13 @@ export function machineRecordOf(
     ...stored,
     machineId,
     pool,
-    heartbeats: (heartbeats as HeartbeatRecord | null) ?? EMPTY_HEARTBEATS,
+    heartbeats: heartbeatsOf(heartbeats),
   };
+}
+
+/** A record's heartbeats as stored apart from its document (null before the first beat). */
+export function heartbeatsOf(stored: object | null): HeartbeatRecord {
+  return (stored as HeartbeatRecord | null) ?? EMPTY_HEARTBEATS;
 }
 
 /** Whether an event was counted already; remembers it if not. */

@@ -13,7 +13,7 @@ import { EMPTY_HEARTBEATS, punctuality, recordHeartbeat } from './heartbeat.js';
 import { latencyComponent, median } from './latency.js';
 import { networkComponent } from './network.js';
 import { DAY_MS, DEFAULT_PARAMS as P, HOUR_MS, neutral } from './params.js';
-import { changedMeaningfully, scoreMachines } from './score.js';
+import { historyDue, scoreMachines } from './score.js';
 import { recordTransition, type Transition, uptime } from './uptime.js';
 
 const now = Date.parse('2026-03-01T00:00:00Z');
@@ -298,10 +298,58 @@ describe('scoreMachines', () => {
 
   it('says when a change deserves a history row', () => {
     const [s] = scoreMachines([newMachineRecord('m')], now, P);
-    expect(changedMeaningfully(undefined, s)).toBe(true);
-    expect(changedMeaningfully({ score: s.score, components: s.components }, s)).toBe(false);
-    expect(changedMeaningfully({ score: s.score - 0.01, components: s.components }, s)).toBe(true);
-    expect(changedMeaningfully({ score: s.score, components: s.components, standing: 'proven' }, s)).toBe(true);
+    const cadence = { everyMs: 15 * 60_000, componentsMs: 5 * 60_000 };
+    const written = (ago: number, score: number, components: Record<string, number>, standing = s.standing) => ({
+      score,
+      components,
+      standing,
+      historyAt: now - ago,
+    });
+    const nudged = (by: number) => ({ ...s.components, heartbeat: s.components.heartbeat - by });
+    expect(historyDue(undefined, s, now, cadence)).toBe(true);
+    expect(historyDue(written(1000, s.score, s.components), s, now, cadence)).toBe(false);
+    // The periodic row, moved or not.
+    expect(historyDue(written(15 * 60_000, s.score, s.components), s, now, cadence)).toBe(true);
+    // What placement reads: the score and the standing, at once.
+    expect(historyDue(written(1000, s.score - 0.006, s.components), s, now, cadence)).toBe(true);
+    expect(historyDue(written(1000, s.score - 0.004, s.components), s, now, cadence)).toBe(false);
+    expect(historyDue(written(1000, s.score, s.components, 'proven'), s, now, cadence)).toBe(true);
+    // A component alone: a large move at once, a small one once the last row is old enough, a tiny one never.
+    expect(historyDue(written(1000, s.score, nudged(0.03)), s, now, cadence)).toBe(true);
+    expect(historyDue(written(1000, s.score, nudged(0.02)), s, now, cadence)).toBe(false);
+    expect(historyDue(written(5 * 60_000, s.score, nudged(0.02)), s, now, cadence)).toBe(true);
+    expect(historyDue(written(5 * 60_000, s.score, nudged(0.009)), s, now, cadence)).toBe(false);
+    // A component the last row did not have (the network, once measured): at once.
+    const { heartbeat: _, ...without } = s.components;
+    expect(historyDue(written(1000, s.score, without), s, now, cadence)).toBe(true);
+  });
+
+  it('writes a young fleet down a few times, not at every step of its punctuality', () => {
+    // A machine that joined and beats on time every 10 s, scored every 5 s for 10 minutes.
+    const r = newMachineRecord('m-young', 'default');
+    applyState(r, true, now, now);
+    const cadence = { everyMs: 15 * 60_000, componentsMs: 5 * 60_000 };
+    let prev: Parameters<typeof historyDue>[0];
+    let rows = 0;
+    let oldRule = 0;
+    let oldPrev: { score: number; components: Record<string, number> } | undefined;
+    for (let t = 0; t <= 600_000; t += 5000) {
+      if (t % 10_000 === 0) applyHeartbeat(r, t / 10_000 + 1, now + t, P);
+      const [s] = scoreMachines([r], now + t, P);
+      if (historyDue(prev, s, now + t, cadence)) {
+        rows++;
+        prev = { ...s, historyAt: now + t };
+      }
+      // The rule before: any component moved by 0.01.
+      if (!oldPrev || Object.entries(s.components).some(([k, v]) => Math.abs(oldPrev!.components[k] - v) >= 0.01)) {
+        oldRule++;
+        oldPrev = s;
+      }
+    }
+    expect(oldRule).toBeGreaterThanOrEqual(6);
+    expect(rows).toBeLessThanOrEqual(4);
+    // What it settles on is written down within the wait.
+    expect(Math.abs(prev!.components.heartbeat - scoreMachines([r], now + 600_000, P)[0].components.heartbeat)).toBeLessThan(0.01);
   });
 });
 

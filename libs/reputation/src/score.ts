@@ -120,17 +120,53 @@ export function scoreMachine(r: MachineRecord, peers: PeerInputs, now: number, p
   };
 }
 
+/** A score as last published for a machine: what the next one is compared with. */
+export interface PublishedScore {
+  readonly score: number;
+  readonly components: Record<string, number>;
+  readonly standing?: Standing;
+}
+
+/** How often a machine's score is written down (historyDue). */
+export interface HistoryCadence {
+  /** A history row at least this often, moved or not (REPUTATION_HISTORY_INTERVAL_SECONDS). */
+  readonly everyMs: number;
+  /** A small move of the components alone waits until the last row is this old. */
+  readonly componentsMs: number;
+}
+
+/** A component moving by this many `minDelta`s is written at once, whatever the score did. */
+const LARGE_COMPONENT_MOVE = 5;
+
 /**
- * Whether a new score is worth a history row before the periodic one: the score moved by at
- * least `minDelta`, the standing changed, or any component by twice that.
+ * Whether a new score gets a history row now (with it the KV entry the scheduler reads and a
+ * REPUTATION_SCORE event). At once when it is the first, when the score moved by `minDelta`,
+ * the standing changed (what placement reads) or a component moved by five times that; when
+ * only a component moved by twice `minDelta`, once the last row is `componentsMs` old; and every
+ * `everyMs` anyway. A young machine's punctuality climbs from the prior in steps of 0.01–0.03
+ * with each of its first beats while its score moves by a tenth of that: without the wait every
+ * machine of a fleet that just joined got a row, a KV put and an event every few passes
+ * (bench/agents README: 20,000 rows in a 30 s window of 10,000 agents).
  */
-export function changedMeaningfully(
-  prev: { score: number; components: Record<string, number>; standing?: Standing } | undefined,
+export function historyDue(
+  prev: (PublishedScore & { readonly historyAt: number }) | undefined,
   next: MachineScore,
+  now: number,
+  cadence: HistoryCadence,
   minDelta = 0.005,
 ): boolean {
   if (!prev) return true;
-  if (Math.abs(prev.score - next.score) >= minDelta) return true;
-  if (prev.standing !== undefined && prev.standing !== next.standing) return true;
-  return Object.entries(next.components).some(([k, v]) => Math.abs((prev.components[k] ?? -1) - v) >= 2 * minDelta);
+  const age = now - prev.historyAt;
+  if (age >= cadence.everyMs || scoreMoved(prev, next, minDelta) || componentsMoved(prev, next, LARGE_COMPONENT_MOVE * minDelta))
+    return true;
+  return age >= cadence.componentsMs && componentsMoved(prev, next, 2 * minDelta);
+}
+
+function scoreMoved(prev: PublishedScore, next: MachineScore, minDelta: number): boolean {
+  return Math.abs(prev.score - next.score) >= minDelta || (prev.standing !== undefined && prev.standing !== next.standing);
+}
+
+function componentsMoved(prev: PublishedScore, next: MachineScore, delta: number): boolean {
+  for (const [k, v] of Object.entries(next.components)) if (Math.abs((prev.components[k] ?? -1) - v) >= delta) return true;
+  return false;
 }

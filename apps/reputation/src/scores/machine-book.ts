@@ -5,6 +5,7 @@ import { ReputationRepository, type StoredMachineRecord } from '#tern/persistenc
 import {
   applyHeartbeat,
   type DeafSpan,
+  heartbeatsOf,
   type MachineRecord,
   machineRecordOf,
   recordHeartbeat,
@@ -134,7 +135,7 @@ export class MachineBook implements OnModuleInit {
   private applied(row: StoredMachineRecord, pending: Pending, deaf: readonly DeafSpan[]): StoredMachineRecord {
     const pool = pending.pool ?? row.pool;
     if (!row.record) {
-      let heartbeats = machineRecordOf(row.machineId, pool, undefined, row.heartbeats).heartbeats;
+      let heartbeats = heartbeatsOf(row.heartbeats);
       for (const c of pending.changes)
         if ('beat' in c) heartbeats = recordHeartbeat(heartbeats, c.beat.sequence, c.beat.arrival, this.params, c.beat.heard ? deaf : []);
       return { machineId: row.machineId, pool, heartbeats, hasTransitions: row.hasTransitions };

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
   REPUTATION_BUCKET,
@@ -7,16 +8,19 @@ import {
   REPUTATION_SCORE,
   type ReputationEntry,
 } from '#tern/contracts';
+import { type KV } from '@nats-io/kv';
 import { Lease, Messaging } from '#tern/messaging';
 import { ReputationRepository } from '#tern/persistence';
 import {
-  changedMeaningfully,
   DAY_MS,
+  heartbeatsOf,
+  historyDue,
   type MachineRecord,
   machineRecordOf,
   type MachineScore,
+  peerInputs,
   type ReputationParams,
-  scoreMachines,
+  scoreMachine,
   type Standing,
 } from '#tern/reputation';
 import { recomputeSeconds, reputationScore } from './metrics.js';
@@ -34,19 +38,39 @@ const FORGET_AFTER_MS = 30 * DAY_MS;
  * its transaction began but committed after that read is read on the next one.
  */
 const COMMIT_LAG_MS = 5000;
+/** A move of a score's components alone waits this long after its last history row (historyDue). */
+const COMPONENTS_HISTORY_MS = 5 * 60_000;
+/**
+ * A pass over a large fleet yields to the event loop after this many records read or scored, so
+ * the heartbeats that arrive meanwhile are handled between slices, not after the whole pass
+ * (bench/agents README: at 20,000 machines a pass held the loop for long enough to put the
+ * heartbeats' p99 lag past 1 s).
+ */
+const SLICE = 1000;
+/**
+ * Machines one periodic pass scores at most: a larger fleet is scored in turns, every machine
+ * once a round of ⌈machines / this⌉ periods (20,000 machines: every 50 s with the 5 s default),
+ * its heartbeats read at the round's start. Scoring is tens of µs a machine (bench/agents
+ * per-beat.js: 0.9 s for 20,000 at load 17), so scoring every machine every period cost that
+ * much of a core every 5 s, for scores that between events move only with punctuality and
+ * time, both slowly. Events' machines are still scored 200 ms after the events.
+ */
+const SCORED_PER_PERIOD = 2000;
 
 interface Published {
   score: number;
   components: Record<string, number>;
+  observed: number;
   standing: Standing;
   historyAt: number;
   kvAt: number;
 }
 
 /**
- * Recomputes every machine's score on a timer, and soon after an event the scores of the
- * machines whose records it changed (against the same peers: the scores a pass over every machine
- * would give them; the others' move only with time, which the timer's pass follows). A score that moved
+ * Recomputes every machine's score on a timer (in turns of SCORED_PER_PERIOD machines a period),
+ * and soon after an event the scores of the machines whose records it changed (against the same
+ * peers: the scores a pass over every machine would give them; the others' move only with time
+ * and punctuality, which the timer's passes follow). A score that moved
  * meaningfully (or whose last history row is REPUTATION_HISTORY_INTERVAL_SECONDS old) gets a
  * history row in reputation_scores, a REPUTATION_SCORE event and a fresh entry in the
  * `reputation` KV bucket, which the scheduler reads.
@@ -63,8 +87,10 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly published = new Map<string, Published>();
   /** Machines whose records an event changed since the last pass. */
   private readonly changed = new Set<string>();
-  /** When the last pass over every machine began. */
+  /** When the last periodic pass began. */
   private everyAt = 0;
+  /** The machines the round of periodic passes under way has yet to score, next first. */
+  private round: string[] = [];
   /** The database time of the last read of changed records; undefined while not scoring. */
   private readAt?: Date;
   /** The same, of the last read that took changed heartbeats too (a pass over every machine). */
@@ -106,68 +132,94 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   }
 
   /**
-   * One pass by the lease holder: over every machine once a period, over the machines events
-   * changed in between (a period's pokes are far more than its one tick: each state change is one).
+   * One pass by the lease holder: once a period, the next turn of a round over every machine
+   * (the whole round at once up to SCORED_PER_PERIOD machines); in between, the machines events
+   * changed (a period's pokes are far more than its one tick: each state change is one).
    */
   private async recompute(now = Date.now()): Promise<void> {
     if (!this.lease.held()) return this.forget();
     // Taken before the read: a machine changed after it is scored on the next pass.
-    const changedIds = [...this.changed];
+    const changedIds = new Set(this.changed);
+    const eventsChanged = new Set(changedIds);
     this.changed.clear();
     // The period's own tick may come a little early of a period since the last: slack.
-    const everyMachine = now - this.everyAt >= 0.9 * this.config.reputation.recomputeIntervalMs;
-    await this.catchUp(everyMachine);
+    const periodic = now - this.everyAt >= 0.9 * this.config.reputation.recomputeIntervalMs;
+    const roundStarts = periodic && !this.round.length;
+    await this.catchUp(roundStarts);
     const live = (r: MachineRecord) => {
       const last = Math.max(r.transitions.at(-1)?.at ?? 0, r.heartbeats.lastArrival ?? 0, r.measuredNetwork?.testedAt ?? 0);
       return now - last < FORGET_AFTER_MS;
     };
     const records = [...this.records.values()].filter(live);
-    const changed = changedIds.flatMap((id) => this.records.get(id) ?? []).filter(live);
-    if (everyMachine) this.everyAt = now;
-    if (!records.length || (!everyMachine && !changed.length)) return;
+    if (roundStarts) this.round = records.map((r) => r.machineId);
+    if (periodic) {
+      this.everyAt = now;
+      for (const id of this.round.splice(0, SCORED_PER_PERIOD)) changedIds.add(id);
+    }
+    const toScore = [...changedIds].flatMap((id) => this.records.get(id) ?? []).filter(live);
+    if (!records.length || !toScore.length) return;
     const timer = recomputeSeconds.startTimer();
-    const scores = scoreMachines(records, now, this.params, everyMachine ? records : changed);
-    for (const s of scores) reputationScore.set({ machine: s.machineId }, s.score);
-    const historyEveryMs = this.config.reputation.historyIntervalSeconds * 1000;
-    const history: MachineScore[] = [];
-    const refresh: MachineScore[] = [];
+    const peers = peerInputs(records, now, this.params);
+    const scores: MachineScore[] = [];
+    for (let i = 0; i < toScore.length; i += SLICE) {
+      if (i) await nextTurn();
+      for (const r of toScore.slice(i, i + SLICE)) {
+        const s = scoreMachine(r, peers, now, this.params);
+        reputationScore.set({ machine: s.machineId }, s.score);
+        scores.push(s);
+      }
+    }
+    const cadence = { everyMs: this.config.reputation.historyIntervalSeconds * 1000, componentsMs: COMPONENTS_HISTORY_MS };
+    const history = new Set<MachineScore>();
+    const due: MachineScore[] = [];
     for (const s of scores) {
       const prev = this.published.get(s.machineId);
-      if (changedMeaningfully(prev, s) || now - (prev?.historyAt ?? 0) >= historyEveryMs) history.push(s);
-      else if (now - (prev?.kvAt ?? 0) >= KV_REFRESH_MS) refresh.push(s);
+      if (historyDue(prev, s, now, cadence)) history.add(s);
+      // An event's machine shows what the event changed (its count of outcomes, a small move)
+      // in its entry at once, without a history row: bounded by the events, one put a pass.
+      else if (!(eventsChanged.has(s.machineId) && entryMoved(prev!, s)) && now - (prev?.kvAt ?? 0) < KV_REFRESH_MS) continue;
+      due.push(s);
     }
     const computedAt = new Date(now).toISOString();
-    await this.reputation.appendScores(history, new Date(now));
     const kv = await this.messaging.kv({ name: REPUTATION_BUCKET.name, ttlMs: REPUTATION_BUCKET_TTL_MS });
-    const historic = new Set(history);
-    // All at once: the client pipelines them. A machine whose put fails is retried next pass.
-    await Promise.all(
-      [...history, ...refresh].map(async (s) => {
-        const entry: ReputationEntry = { score: s.score, components: s.components, observed: s.observed, standing: s.standing, computedAt };
-        await kv.put(s.machineId, JSON.stringify(entry));
-        if (historic.has(s))
-          await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
-        const prev = this.published.get(s.machineId);
-        this.published.set(s.machineId, {
-          score: s.score,
-          components: s.components,
-          standing: s.standing,
-          historyAt: historic.has(s) ? now : (prev?.historyAt ?? 0),
-          kvAt: now,
-        });
-      }),
-    );
+    // A slice at a time: its history rows in one statement, then its puts and events all at once
+    // (the client pipelines them). A machine whose put fails is retried next pass.
+    for (let i = 0; i < due.length; i += SLICE) {
+      const slice = due.slice(i, i + SLICE);
+      await this.reputation.appendScores(
+        slice.filter((s) => history.has(s)),
+        new Date(now),
+      );
+      await Promise.all(slice.map((s) => this.publish(kv, s, history.has(s), computedAt, now)));
+    }
     timer();
-    if (history.length) this.logger.debug({ machines: history.map((s) => `${s.machineId}=${s.score}`) }, 'scores changed');
+    if (history.size) this.logger.debug({ machines: [...history].map((s) => `${s.machineId}=${s.score}`) }, 'scores changed');
+  }
+
+  /** The score's KV entry, and with a history row its REPUTATION_SCORE event; remembered as published once stored. */
+  private async publish(kv: KV, s: MachineScore, historic: boolean, computedAt: string, now: number): Promise<void> {
+    const entry: ReputationEntry = { score: s.score, components: s.components, observed: s.observed, standing: s.standing, computedAt };
+    await kv.put(s.machineId, JSON.stringify(entry));
+    if (historic)
+      await this.messaging.publish(REPUTATION_SCORE, { machineId: s.machineId, ...entry }, { msgId: `${s.machineId}:${computedAt}` });
+    const prev = this.published.get(s.machineId);
+    this.published.set(s.machineId, {
+      score: s.score,
+      components: s.components,
+      observed: s.observed,
+      standing: s.standing,
+      historyAt: historic ? now : (prev?.historyAt ?? 0),
+      kvAt: now,
+    });
   }
 
   /**
    * Brings the copy of the records up to date. On the first pass after taking the lease: every
    * record, and the scores another replica published last (kvAt 0: every entry is put again
    * on this pass, in case the bucket lost it meanwhile). Changed heartbeats only with
-   * `heartbeats` (a pass over every machine): every machine beats every period, so reading them
-   * on each event's pass read most of the table several times a second (bench/agents README,
-   * run Y), for punctuality that moves slowly and that only the full pass scores anyway.
+   * `heartbeats` (a round's start): every machine beats every period, so reading them on each
+   * event's pass read most of the table several times a second (bench/agents README, run Y), for
+   * punctuality that moves slowly and that only the periodic passes score anyway.
    */
   private async catchUp(heartbeats: boolean): Promise<void> {
     if (!this.readAt) {
@@ -175,6 +227,7 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
         this.published.set(r.machineId, {
           score: r.score,
           components: r.components,
+          observed: r.observed,
           standing: r.standing,
           historyAt: r.computedAt.getTime(),
           kvAt: 0,
@@ -185,11 +238,12 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
       lagged(this.readAt),
       heartbeats || !this.heartbeatsReadAt ? lagged(this.heartbeatsReadAt) : false,
     );
-    for (const stored of records) {
+    for (const [i, stored] of records.entries()) {
+      if (i && i % SLICE === 0) await nextTurn();
       const known = this.records.get(stored.machineId);
       if (stored.record || !known)
         this.records.set(stored.machineId, machineRecordOf(stored.machineId, stored.pool, stored.record, stored.heartbeats));
-      else known.heartbeats = machineRecordOf(stored.machineId, stored.pool, undefined, stored.heartbeats).heartbeats;
+      else known.heartbeats = heartbeatsOf(stored.heartbeats);
     }
     if (!this.readAt) this.logger.log(`scoring the records of ${records.length} machine(s)`);
     this.readAt = readAt;
@@ -200,10 +254,18 @@ export class Scorer implements OnApplicationBootstrap, OnApplicationShutdown {
   private forget(): void {
     this.changed.clear();
     this.everyAt = 0;
+    this.round = [];
     if (!this.readAt) return;
     this.records.clear();
     this.published.clear();
     this.readAt = undefined;
     this.heartbeatsReadAt = undefined;
   }
+}
+
+/** Whether the entry a score makes differs from the one published last. */
+function entryMoved(prev: Published, s: MachineScore): boolean {
+  if (prev.score !== s.score || prev.observed !== s.observed || prev.standing !== s.standing) return true;
+  for (const [k, v] of Object.entries(s.components)) if (prev.components[k] !== v) return true;
+  return false;
 }
