@@ -1,6 +1,5 @@
 import { BunchCall } from '../../dist/apps/agent/src/tasks/bunch-call.js';
 import { callHandler } from '../../dist/apps/agent/src/tasks/call-handler.js';
-import type { Bunches } from '../../dist/apps/agent/src/tasks/bunches.js';
 import { RunnerProcess, type RunnerLanguage } from './runner-process.js';
 
 /** A handler that echoes, fails or sleeps per input, in both languages. */
@@ -61,8 +60,8 @@ describe.each(['python', 'node'] as const)('%s runner: a bunch of map chunks in 
 
   it("says it takes bunches, runs each member in turn and answers each as it ends; a member's failure is its own", async () => {
     const endpoint = await start();
-    let takes: Bunches = 'none';
-    const alone = await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, (b) => (takes = b));
+    let takes = 'none';
+    const alone = await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, (b: string) => (takes = b));
     expect(alone.kind).toBe('ok');
     expect(takes).toBe('plain');
 
@@ -142,8 +141,10 @@ describe.each(['python', 'node'] as const)('%s runner: a bunch of map chunks in 
 
   it('a runner that does not take bunches (no task call: an endpoint, or an older runner) runs none of them', async () => {
     const endpoint = await start('endpoint');
-    let takes: Bunches = 'none';
-    expect((await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, (b) => (takes = b))).kind).toBe('ok');
+    let takes = 'none';
+    expect((await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, (b: string) => (takes = b))).kind).toBe(
+      'ok',
+    );
     expect(takes).toBe('none');
     const call = new BunchCall(endpoint, [member(1, [{ x: 1 }]), member(2, [{ x: 2 }])]);
     expect(await call.turn(0)).toBe(false);
