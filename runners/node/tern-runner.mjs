@@ -10,12 +10,14 @@
 //                 {"error": message}; tern.Response returned: its status, headers and body.
 //                 A client that hangs up mid-stream stops it: the iterator is returned (its
 //                 `finally` runs) at its next item, and the runner logs it.
-//                 A task's call may carry a bunch of map chunks ({"__tern_map_bunch__": [{task_id,
-//                 attempt, payload}, ...], "budget_ms"}): they run in turn, the answer streaming
-//                 two NDJSON lines per chunk: {task_id, begun: true} as it begins, {task_id,
-//                 status, body} as it ends (what its own call would have answered); none begins
-//                 once the call has run budget_ms. Task answers say so (x-tern-bunches: 1), so
-//                 an agent sends bunches only to a runner that takes them.
+//                 A task's call may carry a bunch of tasks, map chunks or plain payloads
+//                 ({"__tern_map_bunch__": [{task_id, attempt, payload}, ...], "budget_ms"}): they
+//                 run in turn, the answer streaming two NDJSON lines per task: {task_id, begun:
+//                 true} as it begins, {task_id, status, body} as it ends (what its own call would
+//                 have answered; a streamed result as the list of its items); none begins once
+//                 the call has run budget_ms. Task answers say so (x-tern-bunches: 2; an older
+//                 runner's 1 took map chunks only), so an agent sends bunches only to a runner
+//                 that takes them.
 //
 // Environment: TERN_HANDLER ("app.js:predict" or "app.mjs:predict"), TERN_ON_START (optional),
 // PORT, TERN_WORKERS (processes, default 1), TERN_CONCURRENCY (requests each process handles at
@@ -43,6 +45,8 @@ const TASK_QUEUE = ['task_queue', 'function'].includes(process.env.TERN_DEPLOYME
 
 const MAP_CHUNK_KEY = '__tern_map_chunk__';
 const MAP_BUNCH_KEY = '__tern_map_bunch__';
+/** What task answers say in x-tern-bunches: bunches of map chunks and of plain tasks (1: map chunks only). */
+const BUNCHES = '2';
 
 /**
  * A map's chunk (one task): the handler once per input; [{status: 'ok', result} | {status: 'error', error}].
@@ -74,18 +78,28 @@ async function runChunk(handler, chunk) {
   return outcomes;
 }
 
-/** One chunk of a bunch, run: {task_id, status, body} as its own call would have answered. */
+/** One task of a bunch (a map chunk or a plain payload), run: {task_id, status, body} as its own call would have answered. */
 async function bunchLine(handler, member) {
   const chunk = member?.payload?.[MAP_CHUNK_KEY];
   const line = { task_id: member?.task_id };
-  if (!chunk || typeof chunk !== 'object')
-    return { ...line, status: 400, body: { error: 'a bunch carries map chunks only: send anything else in a call of its own' } };
   try {
-    return { ...line, status: 200, body: await runChunk(handler, chunk) };
+    if (chunk && typeof chunk === 'object') return { ...line, status: 200, body: await runChunk(handler, chunk) };
+    const [status, body] = await plainResult(await handler(member?.payload));
+    // A result that is not JSON fails here, as its own call's would.
+    return { ...line, status, body: JSON.parse(JSON.stringify(body ?? null)) };
   } catch (e) {
     if (e?.ternHttpError) return { ...line, status: e.status, body: e.body ?? { error: e.message } };
     return { ...line, status: 500, body: taskFailure(e) };
   }
+}
+
+/** A plain task's result as a bunch's line carries it: [status, body]; a stream as the list of its items. */
+async function plainResult(result) {
+  const [status, body] = result?.ternResponse ? [result.status, await result.body] : [200, result];
+  if (!isStream(body)) return [status, body];
+  const items = [];
+  for await (const item of body) items.push(item);
+  return [status, items];
 }
 
 /** What a task's raised error is answered with (500), logged: its types and traceback too. */
@@ -279,7 +293,7 @@ async function serve() {
       });
     }
     const taskCall = TASK_QUEUE && Boolean(req.headers['x-tern-task-id']);
-    if (taskCall) res.setHeader('x-tern-bunches', '1');
+    if (taskCall) res.setHeader('x-tern-bunches', BUNCHES);
     const chunk = taskCall ? payload?.[MAP_CHUNK_KEY] : undefined;
     const bunch = taskCall ? payload?.[MAP_BUNCH_KEY] : undefined;
     await slots.run(async () => {

@@ -11,12 +11,13 @@
                   that status, {"error": message}) or tern.Response(body, status, headers).
                   A client that hangs up mid-stream stops it: the generator is closed (its
                   `finally` runs) before its next item is written, and the runner logs it.
-                  A task's call may carry a bunch of map chunks ({"__tern_map_bunch__": [{task_id,
-                  attempt, payload}, ...], "budget_ms"}): they run in turn, the answer streaming
-                  two NDJSON lines per chunk: {task_id, begun: true} as it begins, {task_id,
-                  status, body} as it ends (what its own call would have answered); none begins
-                  once the call has run budget_ms. Task answers say so (X-Tern-Bunches: 1), so an
-                  agent sends bunches only to a runner that takes them.
+                  A task's call may carry a bunch of tasks, map chunks or plain payloads
+                  ({"__tern_map_bunch__": [{task_id, attempt, payload}, ...], "budget_ms"}): they
+                  run in turn, the answer streaming two NDJSON lines per task: {task_id, begun:
+                  true} as it begins, {task_id, status, body} as it ends (what its own call would
+                  have answered; a streamed result as the list of its items); none begins once the
+                  call has run budget_ms. Task answers say so (X-Tern-Bunches: 2; an older runner's
+                  1 took map chunks only), so an agent sends bunches only to a runner that takes them.
 
 Environment: TERN_HANDLER ("app.py:predict", or "app.py:Model.predict": Model() made once per
 container, its @tern.enter methods run, before /health is 200), TERN_ON_START ("app.py:load", optional), PORT,
@@ -167,6 +168,8 @@ def iterate_async(agen):
 
 MAP_CHUNK_KEY = "__tern_map_chunk__"
 MAP_BUNCH_KEY = "__tern_map_bunch__"
+# What task answers say in X-Tern-Bunches: bunches of map chunks and of plain tasks (1: map chunks only).
+BUNCHES = "2"
 
 
 class MapInputError(Exception):
@@ -398,11 +401,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(500, failure_body(e, with_traceback))
 
     def run_bunch(self, members, budget_ms):
-        """A bunch of map chunks, in turn: a line as each begins and one as it ends; none begins past budget_ms."""
+        """A bunch of tasks, in turn: a line as each begins and one as it ends; none begins past budget_ms."""
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("X-Tern-Bunches", "1")
+        self.send_header("X-Tern-Bunches", BUNCHES)
         self.end_headers()
         began = time.monotonic()
         for member in members:
@@ -449,7 +452,7 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         if self.task_call:
-            self.send_header("X-Tern-Bunches", "1")
+            self.send_header("X-Tern-Bunches", BUNCHES)
         # While loading (a throwaway server) or stopping, no connection outlives its response.
         if STATE.stopping or not STATE.ready:
             self.send_header("Connection", "close")
@@ -532,19 +535,29 @@ def http_error_body(e):
 
 
 def bunch_line(member):
-    """One chunk of a bunch, run: {task_id, status, body} as its own call would have answered."""
+    """One task of a bunch (a map chunk or a plain payload), run: {task_id, status, body} as its own call would have answered."""
     member = member if isinstance(member, dict) else {}
     payload = member.get("payload")
     chunk = payload.get(MAP_CHUNK_KEY) if isinstance(payload, dict) else None
     line = {"task_id": member.get("task_id")}
-    if not isinstance(chunk, dict):
-        return {**line, "status": 400, "body": {"error": "a bunch carries map chunks only: send anything else in a call of its own"}}
     try:
-        return {**line, "status": 200, "body": run_chunk(chunk)}
+        if isinstance(chunk, dict):
+            return {**line, "status": 200, "body": run_chunk(chunk)}
+        status, body = plain_result(settle(STATE.handler(payload)))
+        json.dumps(body)  # a result that is not JSON fails here, as its own call's would
+        return {**line, "status": status, "body": body}
     except Exception as e:
         if getattr(type(e), "__tern_http_error__", False):
             return {**line, "status": int(e.status), "body": http_error_body(e)}
         return {**line, "status": 500, "body": failure_body(e, True)}
+
+
+def plain_result(result):
+    """A plain task's result as a bunch's line carries it: (status, JSON body); a stream as the list of its items."""
+    status = 200
+    if getattr(type(result), "__tern_response__", False):
+        status, result = int(result.status), settle(result.body)
+    return status, list(result) if is_stream(result) else result
 
 
 def caller_gone(conn):

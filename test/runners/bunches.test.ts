@@ -13,6 +13,8 @@ def predict(p):
         raise ValueError("bad input: " + p["fail"])
     if p.get("sleep"):
         time.sleep(p["sleep"])
+    if p.get("items"):
+        return (i for i in range(p["items"]))
     return {"echo": p, "pid": os.getpid()}
 `,
     },
@@ -25,6 +27,7 @@ const sleep = (s) => new Promise((r) => setTimeout(r, s * 1000));
 export async function predict(p) {
   if (p.fail) throw new RangeError('bad input: ' + p.fail);
   if (p.sleep) await sleep(p.sleep);
+  if (p.items) return (function* () { for (let i = 0; i < p.items; i++) yield i; })();
   return { echo: p, pid: process.pid };
 }
 `,
@@ -36,6 +39,8 @@ export async function predict(p) {
 const id = (n: number) => `00000000-0000-4000-8000-00000000000${n}`;
 const chunk = (inputs: unknown[], returnExceptions = false) => ({ __tern_map_chunk__: { inputs, return_exceptions: returnExceptions } });
 const member = (n: number, inputs: unknown[]) => ({ taskId: id(n), attempt: 1, payload: chunk(inputs) });
+const plain = (n: number, payload: unknown) => ({ taskId: id(n), attempt: 1, payload });
+const resultOf = (o: unknown) => JSON.parse((o as { json: Buffer }).json.toString()) as unknown;
 
 describe.each(['python', 'node'] as const)('%s runner: a bunch of map chunks in one call', (language) => {
   let runner: RunnerProcess | undefined;
@@ -55,10 +60,10 @@ describe.each(['python', 'node'] as const)('%s runner: a bunch of map chunks in 
 
   it("says it takes bunches, runs each member in turn and answers each as it ends; a member's failure is its own", async () => {
     const endpoint = await start();
-    let takes = false;
-    const alone = await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, () => (takes = true));
+    let takes = 'none';
+    const alone = await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, (b: string) => (takes = b));
     expect(alone.kind).toBe('ok');
-    expect(takes).toBe(true);
+    expect(takes).toBe('plain');
 
     const call = new BunchCall(endpoint, [member(1, [{ x: 1 }, { x: 2 }]), member(2, [{ fail: 'two' }]), member(3, [{ x: 3 }])]);
     const outcomes = [];
@@ -107,11 +112,40 @@ describe.each(['python', 'node'] as const)('%s runner: a bunch of map chunks in 
     expect(await call.turn(2)).toBe(false);
   });
 
+  it('plain tasks in a bunch, beside a map chunk: each answered as its own call, a failure its own, a stream as its items', async () => {
+    const endpoint = await start('task_queue');
+    const call = new BunchCall(endpoint, [
+      plain(1, { x: 1 }),
+      plain(2, { fail: 'two' }),
+      member(3, [{ x: 3 }]),
+      plain(4, { items: 3 }),
+      plain(5, 'a string payload'),
+    ]);
+    const outcomes = [];
+    for (let i = 0; i < 5; i++) {
+      expect(await call.turn(i)).toBe(true);
+      outcomes.push(await call.outcome(i));
+    }
+    const [first, second, third, fourth, fifth] = outcomes;
+    expect(resultOf(first)).toMatchObject({ echo: { x: 1 } });
+    expect(second).toMatchObject({ kind: 'error', status: 500 });
+    expect((second as { message: string }).message).toContain(`${language === 'python' ? 'ValueError' : 'RangeError'}: bad input: two`);
+    expect((second as { types: string[] }).types).toContain(language === 'python' ? 'ValueError' : 'RangeError');
+    expect(resultOf(third)).toMatchObject([{ status: 'ok', result: { echo: { x: 3 } } }]);
+    expect(resultOf(fourth)).toEqual([0, 1, 2]);
+    // Not an object: the handler gets it as it came, and it ends as its own call ends.
+    const fifthAlone = await callHandler(endpoint, id(6), 1, 'a string payload', new AbortController().signal);
+    expect(fifth.kind).toBe(fifthAlone.kind);
+    if (fifth.kind === 'ok') expect(resultOf(fifth)).toEqual(resultOf(fifthAlone));
+  });
+
   it('a runner that does not take bunches (no task call: an endpoint, or an older runner) runs none of them', async () => {
     const endpoint = await start('endpoint');
-    let takes = false;
-    expect((await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, () => (takes = true))).kind).toBe('ok');
-    expect(takes).toBe(false);
+    let takes = 'none';
+    expect((await callHandler(endpoint, id(9), 1, chunk([{ x: 0 }]), new AbortController().signal, (b: string) => (takes = b))).kind).toBe(
+      'ok',
+    );
+    expect(takes).toBe('none');
     const call = new BunchCall(endpoint, [member(1, [{ x: 1 }]), member(2, [{ x: 2 }])]);
     expect(await call.turn(0)).toBe(false);
     expect(await call.turn(1)).toBe(false);

@@ -3,23 +3,30 @@ import type { AddressInfo } from 'node:net';
 import type { TaskItem } from '#tern/contracts';
 import { BunchCall, bunchSize, ChunkDurations, MAX_BUNCH } from './bunch-call.js';
 
-describe('bunchSize: how many map chunks a slot takes in one pull', () => {
-  it('takes one until a chunk of the version has been timed here', () => {
-    expect(bunchSize(undefined, 1000, 4)).toBe(1);
+describe('bunchSize: how many tasks a slot takes in one pull', () => {
+  const alone = { pulling: 0, running: 0 };
+
+  it('takes one until a task of the kind has been timed here', () => {
+    expect(bunchSize(undefined, 1000, alone)).toBe(1);
   });
 
-  it('fills about 100 ms at the mean duration, at most MAX_BUNCH; a long chunk alone', () => {
-    expect(bunchSize(10, 1000, 1)).toBe(10);
-    expect(bunchSize(0, 1000, 1)).toBe(MAX_BUNCH);
-    expect(bunchSize(2, 1000, 1)).toBe(MAX_BUNCH);
-    expect(bunchSize(60, 1000, 1)).toBe(1);
-    expect(bunchSize(5000, 1000, 1)).toBe(1);
+  it('fills about 100 ms at the mean duration, at most MAX_BUNCH; a long task alone', () => {
+    expect(bunchSize(10, 1000, alone)).toBe(10);
+    expect(bunchSize(0, 1000, alone)).toBe(MAX_BUNCH);
+    expect(bunchSize(2, 1000, alone)).toBe(MAX_BUNCH);
+    expect(bunchSize(60, 1000, alone)).toBe(1);
+    expect(bunchSize(5000, 1000, alone)).toBe(1);
   });
 
-  it("takes no more than the slot's share of what the consumer holds, so its pull does not wait on the other slots' chunks", () => {
-    expect(bunchSize(1, 0, 4)).toBe(1);
-    expect(bunchSize(1, 7, 4)).toBe(2);
-    expect(bunchSize(1, 40, 4)).toBe(11);
+  it("takes no more than the slot's share of what the consumer holds, so its pull does not wait on the other slots' tasks", () => {
+    expect(bunchSize(1, 0, alone)).toBe(1);
+    // Three slots pulling beside it: a quarter each.
+    expect(bunchSize(1, 7, { pulling: 3, running: 0 })).toBe(2);
+    expect(bunchSize(1, 40, { pulling: 3, running: 0 })).toBe(11);
+    // Three running: one left for each as it comes back, the rest taken now.
+    expect(bunchSize(1, 7, { pulling: 0, running: 3 })).toBe(5);
+    expect(bunchSize(1, 2, { pulling: 0, running: 3 })).toBe(1);
+    expect(bunchSize(1, 11, { pulling: 1, running: 2 })).toBe(5);
   });
 });
 
@@ -36,7 +43,7 @@ describe('ChunkDurations: the mean that sizes a mapâ€™s bunches is its own mapâ€
     // A new map on the same deployment: its first pull takes one chunk, not 20 at the quick map's pace.
     expect(durations.mean(chunkOf('slow'), 5)).toBeUndefined();
     durations.ended(chunkOf('slow'), 1000);
-    expect(bunchSize(durations.mean(chunkOf('slow'), 5), 100, 2)).toBe(1);
+    expect(bunchSize(durations.mean(chunkOf('slow'), 5), 100, { pulling: 1, running: 0 })).toBe(1);
     expect(durations.mean(chunkOf('quick'), 5)).toBe(5);
   });
 

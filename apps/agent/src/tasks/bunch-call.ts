@@ -6,6 +6,7 @@ import { smoothed } from '#tern/timing';
 import { MAP_BUNCH_KEY, MAP_CHUNK_KEY, RUNNER_BUNCHES_HEADER, TASK_RESULT_MAX_BYTES, type TaskItem } from '#tern/contracts';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { handlerError, type HandlerOutcome, taskRequest } from './call-handler.js';
+import { bunchesOf, isMapChunk } from './bunches.js';
 
 /** A bunch holds no more than its runner is about to run: its members' mean durations add up to about this. */
 const BUNCH_BUDGET_MS = 100;
@@ -17,10 +18,6 @@ const BUNCH_RUNNER_BUDGET_MS = 2 * BUNCH_BUDGET_MS;
 export const MAX_BUNCH = 32;
 /** The shortest wait JetStream's client allows a pull; a bunch's pull asks only for what the consumer has. */
 const BUNCH_PULL_EXPIRES_MS = 1000;
-
-export function isMapChunk(task: TaskItem): boolean {
-  return typeof task.payload === 'object' && task.payload !== null && MAP_CHUNK_KEY in task.payload;
-}
 
 /** The map a chunk belongs to (`map_id` under MAP_CHUNK_KEY; chunks queued by an older gateway carry none). */
 function mapOf(task: TaskItem): string | undefined {
@@ -40,9 +37,9 @@ const CHUNK_DURATION_WEIGHT = 0.3;
 export class ChunkDurations {
   private readonly means = new LRUCache<string, number>({ max: 1024 });
 
-  /** The chunk's map's mean, or `fallback` for a chunk that names no map. */
+  /** The chunk's map's mean, or `fallback` for a chunk that names no map and for a plain task. */
   mean(task: TaskItem, fallback: number | undefined): number | undefined {
-    const map = mapOf(task);
+    const map = isMapChunk(task) ? mapOf(task) : undefined;
     return map === undefined ? fallback : this.means.get(map);
   }
 
@@ -53,17 +50,26 @@ export class ChunkDurations {
   }
 }
 
+/** The container's other slots, as a slot sizes its bunch: waiting in a pull or pulling a bunch now, or running. */
+export interface OtherSlots {
+  readonly pulling: number;
+  readonly running: number;
+}
+
 /**
- * How many map chunks a slot takes in one pull: none of its budget known yet (no chunk of the
- * map timed here) is one; else as many as fit BUNCH_BUDGET_MS at the mean duration, at most
- * MAX_BUNCH, and no more than the slot's share of what the consumer holds now (`pending` after the
- * message in hand, over `slots` pulling beside it), so a bunch's pull does not wait on chunks the
- * other slots take.
+ * How many tasks a slot takes in one pull: none of its budget known yet (no chunk of the map, or
+ * no task of the version, timed here) is one; else as many as fit BUNCH_BUDGET_MS at the mean
+ * duration, at most MAX_BUNCH, and no more than the slot's share of what the consumer holds now
+ * (`pending` after the message in hand), so a bunch's pull does not wait on tasks other slots take
+ * (JetStream's client gives a pull at least a second, and the bunch waits for all of it): one left
+ * for each slot running (it takes one when it comes back, and sizes its own bunch then), the rest
+ * shared with those pulling beside it.
  */
-export function bunchSize(meanDurationMs: number | undefined, pending: number, slots: number): number {
+export function bunchSize(meanDurationMs: number | undefined, pending: number, others: OtherSlots): number {
   if (!meanDurationMs && meanDurationMs !== 0) return 1;
   const byDuration = Math.floor(BUNCH_BUDGET_MS / Math.max(1, meanDurationMs));
-  return Math.max(1, Math.min(MAX_BUNCH, byDuration, 1 + Math.floor(pending / Math.max(1, slots))));
+  const share = Math.floor(Math.max(0, pending - others.running) / (1 + others.pulling));
+  return Math.max(1, Math.min(MAX_BUNCH, byDuration, 1 + share));
 }
 
 /** Up to `count` more messages from the consumer, in one pull; what came before an error (logged), which is held all the same. */
@@ -72,12 +78,12 @@ export async function pullMore(consumer: Consumer, count: number, logger: Logger
   try {
     for await (const msg of await consumer.fetch({ max_messages: count, expires: BUNCH_PULL_EXPIRES_MS })) got.push(msg);
   } catch (e) {
-    logger.warn(`pulling a bunch of map chunks: ${(e as Error).message}; running the ${got.length + 1} in hand`);
+    logger.warn(`pulling a bunch of tasks: ${(e as Error).message}; running the ${got.length + 1} in hand`);
   }
   return got;
 }
 
-/** One map chunk of a bunch: its task and the attempt this delivery is. */
+/** One task of a bunch (a map chunk or a plain task): its id, the attempt this delivery is, its payload. */
 export interface BunchMember {
   readonly taskId: string;
   readonly attempt: number;
@@ -96,8 +102,8 @@ function deferred<T>(): Deferred<T> {
 }
 
 /**
- * One call of a runner with a bunch of map chunks (POST / with `MAP_BUNCH_KEY` and `budget_ms`):
- * the runner runs them in turn, answering two NDJSON lines per chunk, `{task_id, begun: true}` as
+ * One call of a runner with a bunch of tasks (POST / with `MAP_BUNCH_KEY` and `budget_ms`):
+ * the runner runs them in turn, answering two NDJSON lines per task, `{task_id, begun: true}` as
  * it begins and `{task_id, status, body}` as it ends, so each member has its own turn and outcome.
  * The runner begins no member once the call has run `budget_ms`, and ends the answer. The call
  * ends early then, or on a hang-up (`hangUp`: the runner ends the worker, as for a single task's
@@ -132,7 +138,7 @@ export class BunchCall {
     this.req.on('error', (e) => this.end({ kind: 'gone', message: e.message }));
     this.req.on('response', (res) => {
       // Anything but a bunch's answer ran none of them (still starting, or a runner that does not take bunches).
-      if (res.statusCode !== 200 || res.headers[RUNNER_BUNCHES_HEADER] !== '1') {
+      if (res.statusCode !== 200 || bunchesOf(res.headers[RUNNER_BUNCHES_HEADER]) === 'none') {
         res.resume();
         return this.end({ kind: 'gone', message: `the runner did not take the bunch (it answered ${res.statusCode})` });
       }
@@ -151,7 +157,7 @@ export class BunchCall {
           );
       });
       res.on('error', (e) => this.end({ kind: 'gone', message: e.message }));
-      res.on('end', () => this.end({ kind: 'gone', message: 'the runner ended the bunch while it ran this chunk' }));
+      res.on('end', () => this.end({ kind: 'gone', message: 'the runner ended the bunch while it ran this task' }));
     });
     this.req.end(body);
   }

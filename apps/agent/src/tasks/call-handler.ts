@@ -1,5 +1,6 @@
 import { type ClientRequest, request } from 'node:http';
-import { REMOTE_TRACEBACK, RUNNER_BUNCHES_HEADER, TASK_RESULT_MAX_BYTES } from '#tern/contracts';
+import { REMOTE_TRACEBACK, RUNNER_BUNCHES_HEADER, TASK_RESULT_MAX_BYTES, type TaskFailureCause } from '#tern/contracts';
+import { type Bunches, bunchesOf } from './bunches.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 
 /** What one call of a task handler came to. */
@@ -15,7 +16,7 @@ export type HandlerOutcome =
  * POSTs a task's payload to the container's handler (`POST /` at its endpoint) and reads the whole
  * answer. Aborting the signal closes the connection, which the runner takes as "stop this
  * task" (it ends the worker process running it and starts a fresh one). `takesBunches` is told
- * when the runner's answer says it takes bunches of map chunks (bunch-call.ts).
+ * which bunches the runner's answer says it takes (bunch-call.ts), when it takes any.
  */
 export function callHandler(
   endpoint: ContainerEndpoint,
@@ -23,7 +24,7 @@ export function callHandler(
   attempt: number,
   payload: unknown,
   signal: AbortSignal,
-  takesBunches?: () => void,
+  takesBunches?: (bunches: Bunches) => void,
 ): Promise<HandlerOutcome> {
   const body = Buffer.from(JSON.stringify(payload));
   return new Promise((resolve) => {
@@ -37,7 +38,8 @@ export function callHandler(
     };
     req.on('error', (e) => finish({ kind: 'gone', message: e.message }));
     req.on('response', (res) => {
-      if (res.headers[RUNNER_BUNCHES_HEADER] === '1') takesBunches?.();
+      const bunches = bunchesOf(res.headers[RUNNER_BUNCHES_HEADER]);
+      if (bunches !== 'none') takesBunches?.(bunches);
       const parts: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -112,4 +114,20 @@ export function failedForGood(outcome: HandlerOutcome, noRetryOn: readonly strin
   if (outcome.kind !== 'error') return false;
   if (outcome.status !== undefined && outcome.status >= 400 && outcome.status < 500) return true;
   return (outcome.types ?? []).some((t) => noRetryOn.includes(t));
+}
+
+/**
+ * Why an attempt that did not return a result failed, and what to tell its caller; `stoppedContainer`:
+ * the container's id when it was told to stop (a broken call is then the container lost, not the handler).
+ */
+export function failureOf(
+  outcome: Exclude<HandlerOutcome, { kind: 'ok' }>,
+  timeoutSeconds: number,
+  stoppedContainer: string | false,
+): [TaskFailureCause, string] {
+  if (outcome.kind === 'aborted') return ['timeout', `ran longer than its timeout of ${timeoutSeconds} s`];
+  if (outcome.kind === 'error') return ['error', outcome.message];
+  return stoppedContainer
+    ? ['container-lost', `container ${stoppedContainer} stopped while running it (${outcome.message})`]
+    : ['error', `the handler's worker died while running it (${outcome.message})`];
 }

@@ -5,7 +5,6 @@ import { TERN_CONFIG, type TernConfig } from '#tern/config';
 import {
   type Contract,
   AGENT_TASK_CANCEL,
-  agentResultPath,
   TASK_COMPLETED,
   TASK_COMPLETED_MANY,
   TASK_COMPLETED_MANY_MAX,
@@ -16,7 +15,6 @@ import {
   type TaskFailureCause,
   type TaskFailed,
   TaskItem,
-  taskResultName,
 } from '#tern/contracts';
 import { inboxPrefix } from '#tern/nats-auth';
 import { decode, Messaging, PULL_EXPIRES_MS } from '#tern/messaging';
@@ -33,13 +31,14 @@ import {
 import { waitForHealth } from '#tern/runtime';
 import { backoffMs, fireAndForget, GroupCommit, sleep } from '#tern/timing';
 import { AGENT_CONTEXT, type AgentContext } from '../agent-context.js';
-import { callGateway, refusalOf } from '../gateway-data.js';
 import type { ContainerRecord } from '../containers/container-spec.js';
-import { callHandler, failedForGood, type HandlerOutcome } from './call-handler.js';
-import { BunchCall, bunchSize, ChunkDurations, isMapChunk, pullMore } from './bunch-call.js';
+import { callHandler, failedForGood, failureOf, type HandlerOutcome } from './call-handler.js';
+import { BunchCall, bunchSize, ChunkDurations, pullMore } from './bunch-call.js';
+import { bunchable, type Bunches, isMapChunk } from './bunches.js';
 import type { ContainerEndpoint } from '../invoke/forward.js';
 import { TaskPermits } from './task-permits.js';
 import { TaskLoads } from './task-loads.js';
+import { putResult } from './large-results.js';
 
 /** Task ids cancelled lately, so a cancel that overtakes its own delivery still wins. */
 const REMEMBER_CANCELLED = 10_000;
@@ -55,8 +54,10 @@ interface Served {
   stopped: boolean;
   /** The container is gone: what a pull still brings goes back to the stream. */
   gone: boolean;
-  /** Its runner said it takes bunches of map chunks (bunch-call.ts); until then one task per call. */
-  takesBunches: boolean;
+  /** Its slots waiting in a pull or pulling a bunch now (bunchSize's `pulling`). */
+  pulling: number;
+  /** Which tasks its runner said it takes in bunches (bunch-call.ts); until it says, one task per call. */
+  bunches: Bunches;
   readonly loops: Promise<void>[];
   /** Once stopped: settles when its pulls and their tasks have ended (it then leaves `served`). */
   drained?: Promise<void>;
@@ -76,15 +77,6 @@ interface Attempt {
   readonly msg: JsMsg;
   readonly base: Pick<TaskFailed, 'taskId' | 'deploymentId' | 'deploymentVersion' | 'workspaceId'>;
   readonly where: { containerId: string; machineId: string };
-}
-
-/** Why an attempt that did not return a result failed, and what to tell its caller. */
-function failureOf(outcome: Exclude<HandlerOutcome, { kind: 'ok' }>, task: TaskItem, served: Served): [TaskFailureCause, string] {
-  if (outcome.kind === 'aborted') return ['timeout', `ran longer than its timeout of ${task.timeoutSeconds} s`];
-  if (outcome.kind === 'error') return ['error', outcome.message];
-  return served.stopped
-    ? ['container-lost', `container ${served.record.containerId} stopped while running it (${outcome.message})`]
-    : ['error', `the handler's worker died while running it (${outcome.message})`];
 }
 
 /**
@@ -153,7 +145,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   /** Starts pulling tasks for a ready task-queue container. */
   serve(record: ContainerRecord, endpoint: ContainerEndpoint): void {
     if (this.served.has(record.containerId)) return;
-    const served: Served = { record, endpoint, stopped: false, gone: false, takesBunches: false, loops: [] };
+    const served: Served = { record, endpoint, stopped: false, gone: false, bunches: 'none', pulling: 0, loops: [] };
     this.served.set(record.containerId, served);
     this.loads.track(record);
     this.permits.retain(record.deploymentId, record.deploymentVersion);
@@ -210,7 +202,8 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       try {
         const consumer = await this.permits.consumer(record.deploymentId, record.deploymentVersion);
         while (!served.stopped) {
-          const msg = await consumer.next({ expires: PULL_EXPIRES_MS });
+          served.pulling++;
+          const msg = await consumer.next({ expires: PULL_EXPIRES_MS }).finally(() => served.pulling--);
           if (!msg) continue;
           // Gone while pulling: hand it straight back (a container that is only stopping runs it; see drop).
           if (served.gone) msg.nak();
@@ -228,30 +221,32 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /**
-   * Runs a pulled task; a map chunk, when the runner takes bunches and the chunks are short,
-   * with up to bunchSize - 1 more pulled at once and run in one call (runBunch). Every message
-   * pulled is held (`working`) until its own attempt begins.
+   * Runs a pulled task; when the runner takes it in bunches (a map chunk, or a plain task where
+   * the runner takes those too) and such tasks are short, with up to bunchSize - 1 more pulled at
+   * once and run in one call (runBunch). Every message pulled is held (`working`) until its own
+   * attempt begins.
    */
   private async take(served: Served, consumer: Consumer, msg: JsMsg): Promise<void> {
     const first = await this.prepare(served, msg);
     if (!first) return;
     const { record } = served;
-    const size =
-      served.takesBunches && isMapChunk(first.task)
-        ? bunchSize(
-            this.chunkDurations.mean(first.task, this.loads.meanDurationMs(record.deploymentId, record.deploymentVersion)),
-            msg.info.pending,
-            served.loops.length,
-          )
-        : 1;
+    const size = bunchable(served.bunches, first.task)
+      ? bunchSize(
+          this.chunkDurations.mean(first.task, this.loads.meanDurationMs(record.deploymentId, record.deploymentVersion)),
+          msg.info.pending,
+          { pulling: served.pulling, running: served.loops.length - 1 - served.pulling },
+        )
+      : 1;
     if (size <= 1) return this.runAttempt(served, first, this.callAlone(served, first));
     const bunch = [first];
     const alone: Attempt[] = [];
-    for (const more of await pullMore(consumer, size - 1, this.logger)) {
+    served.pulling++;
+    const pulled = await pullMore(consumer, size - 1, this.logger).finally(() => served.pulling--);
+    for (const more of pulled) {
       if (served.gone) more.nak();
       else {
         const a = await this.prepare(served, more);
-        if (a) (isMapChunk(a.task) ? bunch : alone).push(a);
+        if (a) (bunchable(served.bunches, a.task) ? bunch : alone).push(a);
       }
     }
     const held = new Set([...bunch, ...alone]);
@@ -273,9 +268,12 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /**
-   * Runs map chunks in one call of the runner, each its own attempt (its timeout from its turn,
-   * its report, ack or nak); answers those whose turn never came (a hang-up, a worker that died),
-   * still held, to be run one per call.
+   * Runs tasks in one call of the runner, each its own attempt (its timeout from its turn, its
+   * report, ack or nak); answers those whose turn never came (a hang-up, a worker that died),
+   * still held, to be run one per call. A member's timeout hangs up (the runner ends the worker),
+   * and so does a plain task's cancel, which stops it as it would stop it alone; a map chunk's
+   * cancel only drops its outcome (a map's cancel cancels all its chunks: hanging up for each
+   * would end a worker per chunk).
    */
   private async runBunch(served: Served, bunch: Attempt[], held: Set<Attempt>): Promise<Attempt[]> {
     const call = new BunchCall(
@@ -291,9 +289,10 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       held.delete(a);
       runs.push(
         this.runAttempt(served, a, async (run) => {
-          // A member's timeout ends the call (the runner ends the worker); a cancel only drops its outcome.
-          const onAbort = () => run.why === 'timeout' && call.hangUp(i);
-          run.abort.signal.addEventListener('abort', onAbort, { once: true });
+          const onAbort = () => (run.why === 'timeout' || !isMapChunk(a.task)) && call.hangUp(i);
+          // Cancelled before its turn came: it has begun in the runner, and is stopped as it begins.
+          if (run.abort.signal.aborted) onAbort();
+          else run.abort.signal.addEventListener('abort', onAbort, { once: true });
           const outcome = await call.outcome(i);
           run.abort.signal.removeEventListener('abort', onAbort);
           return run.abort.signal.aborted ? { kind: 'aborted' } : outcome;
@@ -306,7 +305,8 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
 
   /** A task alone in its call; the runner's answer says whether it takes bunches. */
   private callAlone(served: Served, { task, attempt }: Attempt): (run: Running) => Promise<HandlerOutcome> {
-    return (run) => callHandler(served.endpoint, task.taskId, attempt, task.payload, run.abort.signal, () => (served.takesBunches = true));
+    return (run) =>
+      callHandler(served.endpoint, task.taskId, attempt, task.payload, run.abort.signal, (bunches) => (served.bunches = bunches));
   }
 
   /** The attempt a pulled message is, or undefined when it was settled here already (invalid, cancelled, expired, past its last attempt). */
@@ -403,7 +403,13 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
       durationMs = Date.now() - startedAt;
       if (outcome.kind === 'aborted' && run.why === 'cancelled') return msg.ack();
       if (outcome.kind === 'ok') await this.reportCompleted(a, outcome.json, durationMs, withStart);
-      else await this.reportFailed(a, failureOf(outcome, task, served), durationMs, failedForGood(outcome, record.noRetryOn));
+      else
+        await this.reportFailed(
+          a,
+          failureOf(outcome, task.timeoutSeconds, served.stopped && record.containerId),
+          durationMs,
+          failedForGood(outcome, record.noRetryOn),
+        );
     } catch (e) {
       // Could not report (NATS away): leave it to redelivery, which runs it again.
       this.logger.warn({ taskId: task.taskId }, `task ${task.taskId} not settled: ${(e as Error).message}`);
@@ -425,7 +431,7 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
   ): Promise<void> {
     const big = json.length > TASK_RESULT_INLINE_BYTES;
     const result = big
-      ? { resultRef: await this.putResult(task.taskId, attempt, json) }
+      ? { resultRef: await putResult(this.ctx.settings, task.taskId, attempt, json) }
       : { result: JSON.parse(json.toString('utf8')) as unknown };
     const completed: TaskCompleted = {
       ...base,
@@ -462,25 +468,6 @@ export class TaskDispatcher implements OnApplicationBootstrap, OnApplicationShut
     );
     if (next.retry) msg.nak(next.delayMs);
     else msg.ack();
-  }
-
-  /**
-   * Stores a large result with the gateway, which takes it only from the machine holding the
-   * attempt's lease: the lease is recorded when the gateway has read task.started, so a 403 is
-   * retried for a while (the start may still be on its way). A 409 means this attempt's result is
-   * stored already (an earlier try of ours whose answer was lost): only the lease holder can write it.
-   */
-  private async putResult(taskId: string, attempt: number, json: Uint8Array): Promise<string> {
-    const { gatewayUrl, token } = this.ctx.settings;
-    const path = agentResultPath(taskId, attempt);
-    for (let tryNo = 0; ; tryNo++) {
-      const response = await callGateway({ gatewayUrl, token }, path, 120_000, fetch, json);
-      if (response.ok) return ((await response.json()) as { resultRef: string }).resultRef;
-      if (response.status === 409) return taskResultName(taskId, attempt);
-      if (response.status !== 403 || tryNo >= 20)
-        throw new Error(`storing the result of ${taskId} attempt ${attempt}: the gateway answered ${await refusalOf(response)}`);
-      await sleep(500);
-    }
   }
 
   /** A task event, retried briefly: an outcome must not be lost to a blip. Throws when NATS stays away. */

@@ -7,13 +7,19 @@ import { IsId } from '../validation.js';
 export const MAP_CHUNK_KEY = '__tern_map_chunk__';
 
 /**
- * The key of a bunch of map chunks sent to a runner in one call (`{"__tern_map_bunch__": [{task_id,
- * attempt, payload}, …]}`); the runner answers one NDJSON line per chunk, in turn, as each ends.
+ * The key of a bunch of tasks sent to a runner in one call (`{"__tern_map_bunch__": [{task_id,
+ * attempt, payload}, …]}`); the runner answers one NDJSON line per task, in turn, as each ends.
+ * Named for map chunks, the first tasks bunched; a runner saying RUNNER_BUNCHES_PLAIN takes plain
+ * payloads in it too.
  */
 export const MAP_BUNCH_KEY = '__tern_map_bunch__';
 
-/** The header a runner's answers to task calls carry when it takes bunches. */
+/** The header a runner's answers to task calls carry when it takes bunches: RUNNER_BUNCHES_CHUNKS or RUNNER_BUNCHES_PLAIN. */
 export const RUNNER_BUNCHES_HEADER = 'x-tern-bunches';
+/** A runner that takes bunches of map chunks only (Tern's runners before plain tasks were bunched). */
+export const RUNNER_BUNCHES_CHUNKS = '1';
+/** A runner that takes bunches of map chunks and of plain task payloads alike. */
+export const RUNNER_BUNCHES_PLAIN = '2';
 
 export class TaskItem {
   @IsId() taskId!: string;
